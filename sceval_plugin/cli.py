@@ -1,0 +1,160 @@
+"""``sceval``: the SCEval command line.
+
+    sceval operators                         list operators and their severity tables
+    sceval corrupt photo.png --op noise --severity 70 -o noisy.png
+    sceval corrupt clip.mp4 --grid -o clip-grid.png
+    sceval corrupt --text "Which shape moves?" --op word_shuffle --severity 50
+    sceval demo -o demo_out/                 contact sheets for a built-in synthetic sample
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from sceval_plugin import media, operators, use_offline_defaults
+from sceval_plugin.operators import SEVERITIES
+
+
+def _load(args: argparse.Namespace) -> tuple[str, Any, str, list[str]]:
+    """(modality, data, default output stem, notes) for the CLI input."""
+    if args.text is not None:
+        return "text", args.text, "text", []
+    if args.input is None:
+        raise SystemExit("sceval corrupt: give an INPUT file or --text")
+    path = Path(args.input)
+    suffix = path.suffix.lower()
+    if suffix in media.IMAGE_SUFFIXES:
+        image, notes = media.read_image(path)
+        return "vision", image, path.stem, notes
+    if suffix in media.VIDEO_SUFFIXES:
+        frames, times = media.read_video_frames(path, fps=args.fps, max_frames=args.max_frames)
+        note = f"{path.name}: {len(frames)} frames at " + ", ".join(f"{t:.2f}s" for t in times)
+        return "vision", frames, path.stem, [note]
+    if suffix in media.AUDIO_SUFFIXES:
+        wave, _, notes = media.read_audio(path)
+        return "audio", wave, path.stem, notes
+    if suffix == ".txt":
+        try:
+            return "text", path.read_text(encoding="utf-8").strip(), path.stem, []
+        except (OSError, UnicodeDecodeError) as exc:
+            raise media.MediaError(f"{path}: cannot read text: {exc}") from exc
+    kinds = media.IMAGE_SUFFIXES + media.VIDEO_SUFFIXES + media.AUDIO_SUFFIXES + (".txt",)
+    raise media.MediaError(f"{path}: unsupported file type {suffix!r}; supported: {' '.join(kinds)}")
+
+
+def _write(modality: str, data: Any, out: Path, *, is_clip: bool) -> str:
+    if modality == "text":
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(data + "\n", encoding="utf-8")
+        return str(out)
+    if modality == "audio":
+        return str(media.write_audio(out, data))
+    if is_clip:
+        written = media.write_frames(out, data)
+        return f"{out}/ ({len(written)} PNG frames)"
+    return str(media.write_image(out, data))
+
+
+def cmd_corrupt(args: argparse.Namespace) -> int:
+    modality, data, stem, notes = _load(args)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    key = args.key or (Path(args.input).name if args.input else "text")
+    if args.grid:
+        from sceval_plugin.contact_sheet import grid
+
+        names = args.ops.split(",") if args.ops else None
+        sheet = grid(data, modality, names=names, variant=args.variant, key=key, title=f"{stem}  (key={key})")
+        out = Path(args.output or f"{stem}.grid.png")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        sheet.save(out)
+        print(f"wrote {out} ({sheet.width}x{sheet.height})")
+        return 0
+    if not args.op or args.severity is None:
+        raise SystemExit("sceval corrupt: give --op and --severity, or --grid")
+    spec = operators.get(args.op)
+    if spec.modality != modality:
+        raise SystemExit(f"sceval corrupt: {args.op!r} is a {spec.modality} operator but the input is {modality}")
+    result = operators.apply(args.op, data, severity=args.severity, variant=args.variant, key=key)
+    label = f"{args.op} severity={args.severity} ({spec.table.parameter} = {spec.parameter(args.severity):g}) variant={args.variant} key={key}"
+    if modality == "text" and not args.output:
+        print(f"# {label}", file=sys.stderr)
+        print(result)
+        return 0
+    is_clip = modality == "vision" and result.ndim == 4
+    suffix = {"text": ".txt", "audio": ".wav", "vision": "" if is_clip else ".png"}[modality]
+    out = Path(args.output or f"{stem}.{args.op}-s{args.severity}-v{args.variant}{suffix}")
+    print(f"{label}\nwrote {_write(modality, result, out, is_clip=is_clip)}")
+    return 0
+
+
+def cmd_operators(args: argparse.Namespace) -> int:
+    print(f"{'operator':<16}{'modality':<8}{'variants':>9}  parameter: " + " / ".join(map(str, SEVERITIES)))
+    for modality in operators.MODALITIES:
+        for name in operators.names(modality):
+            spec = operators.get(name)
+            values = " / ".join(f"{spec.parameter(s):g}" for s in SEVERITIES)
+            print(f"{name:<16}{modality:<8}{spec.variants:>9}  {spec.table.parameter}: {values}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from sceval_plugin.contact_sheet import grid
+    from sceval_plugin.demo_sample import make_demo_sample
+
+    sample = make_demo_sample()
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    media.write_frames(out / "clean_frames", sample.frames)
+    media.write_audio(out / "clean_audio.wav", sample.audio)
+    (out / "question.txt").write_text(sample.question + "\n", encoding="utf-8")
+    for modality, data in (("vision", sample.frames), ("audio", sample.audio), ("text", sample.question)):
+        path = out / f"{modality}_grid.png"
+        grid(data, modality, key=sample.key, title=f"SCEval {modality} operators on {sample.key}").save(path)
+        print(f"wrote {path}")
+    print(f"clean media in {out}/clean_frames, {out}/clean_audio.wav, {out}/question.txt")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sceval", description="SCEval: where omni-modal models break.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    corrupt = sub.add_parser("corrupt", help="corrupt an image, video, audio clip or question")
+    corrupt.add_argument("input", nargs="?", help="PNG/JPEG image, MP4 video, WAV audio or .txt question")
+    corrupt.add_argument("--text", help="corrupt this question string instead of a file")
+    corrupt.add_argument("--op", help="operator name (see `sceval operators`)")
+    corrupt.add_argument("--severity", type=int, choices=SEVERITIES)
+    corrupt.add_argument("--variant", type=int, default=0)
+    corrupt.add_argument("--key", help="sample id that seeds the variant (default: the input's file name)")
+    corrupt.add_argument("--grid", action="store_true", help="write a contact sheet: operators x severities")
+    corrupt.add_argument("--ops", help="comma-separated operators for --grid (default: all of the modality)")
+    corrupt.add_argument("--fps", type=float, default=media.FRAME_RATE, help="video frames per second to sample")
+    corrupt.add_argument("--max-frames", type=int, default=media.MAX_FRAMES)
+    corrupt.add_argument("-o", "--output", help="output file (folder of PNG frames for video)")
+    corrupt.set_defaults(func=cmd_corrupt)
+
+    ops = sub.add_parser("operators", help="list registered operators and their severity tables")
+    ops.set_defaults(func=cmd_operators)
+
+    demo = sub.add_parser("demo", help="contact sheets of every operator on a built-in synthetic sample")
+    demo.add_argument("-o", "--output", default="sceval-demo")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    use_offline_defaults()
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (media.MediaError, operators.OperatorInputError, operators.UnknownOperatorError, ValueError) as exc:
+        print(f"sceval: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Visual structure corruptions on uint8 RGB frames.
+
+Every operator takes one image ``(H, W, 3)`` or a frame stack ``(N, H, W, 3)`` and returns a
+new array of the same shape and dtype. One variant is one set of random choices: an occlusion
+covers the same region on every frame of a clip, while sensor noise is drawn afresh per frame.
+
+Why NumPy/OpenCV rather than albumentations: GaussNoise reuses one noise field on every frame
+and draws it from OpenCV's global RNG; MotionBlur and Defocus add random shifts and a Gaussian
+alias blur on top of the plain line and disk kernels; and the direct calls here are several
+times faster on a clip. Downscale does match exactly (the tests use it as a reference).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from typing import Callable
+
+import cv2
+import numpy as np
+
+from sceval_plugin.hookspecs import hookimpl
+from sceval_plugin.operators._spec import SeverityTable, operator
+
+
+def _frames(x: np.ndarray) -> np.ndarray:
+    """A contiguous (N, H, W, 3) view of an image or a clip (OpenCV needs contiguous rows)."""
+    x = np.ascontiguousarray(x)
+    return x[None] if x.ndim == 3 else x
+
+
+@lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="sceval-frames")
+
+
+def _each_frame(work: Callable[[int], None], count: int) -> None:
+    """Run ``work(i)`` for every frame index; OpenCV and NumPy's generators release the GIL,
+    so frames of a clip proceed in parallel. Results never depend on the thread schedule."""
+    if count == 1:
+        work(0)
+    else:
+        list(_pool().map(work, range(count)))
+
+
+NOISE_SIGMA = SeverityTable(
+    "Gaussian noise sigma (0-255 scale)", {10: 15.0, 30: 40.0, 50: 65.0, 70: 90.0}, identity=0.0
+)
+
+
+@operator("noise", modality="vision", table=NOISE_SIGMA, stochastic=True)
+def noise(frames: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """Add independent N(0, sigma^2) noise to every pixel, channel and frame; round and clip."""
+    src = _frames(frames)
+    out = np.empty_like(src)
+    # One generator per frame, seeded from the variant's generator, so frames can be drawn in
+    # parallel and still give the same bytes whatever the thread count.
+    seeds = rng.integers(0, 2**63, size=len(src)).tolist()
+
+    def one(i: int) -> None:
+        field = np.random.Generator(np.random.PCG64(seeds[i])).standard_normal(src.shape[1:], dtype=np.float32)
+        field *= np.float32(sigma)
+        cv2.add(src[i], field, dst=out[i], dtype=cv2.CV_8U)  # rounds to nearest, saturates at 0/255
+
+    _each_frame(one, len(src))
+    return out.reshape(frames.shape)
+
+
+OCCLUDED_AREA = SeverityTable(
+    "fraction of the frame occluded", {10: 0.10, 30: 0.30, 50: 0.50, 70: 0.70}, identity=0.0
+)
+#: Occluders are black, like a hand or an object in front of the lens.
+OCCLUSION_FILL = 0
+
+
+def occlusion_box(height: int, width: int, area: float, rng: np.random.Generator) -> tuple[int, int, int, int]:
+    """(top, left, box height, box width) of a random box covering ``area`` of the frame.
+
+    The box keeps the frame's aspect ratio; its width is then rounded so the covered area is
+    as close to ``area`` as whole pixels allow (within 1 % for frames of 100 x 100 and larger).
+    """
+    h = min(max(round(area**0.5 * height), 1), height)
+    w = min(max(round(area * height * width / h), 1), width)
+    top = int(rng.integers(0, height - h + 1))
+    left = int(rng.integers(0, width - w + 1))
+    return top, left, h, w
+
+
+@operator("occlusion", modality="vision", table=OCCLUDED_AREA, stochastic=True)
+def occlusion(frames: np.ndarray, area: float, rng: np.random.Generator) -> np.ndarray:
+    """Black out one box covering ``area`` of the frame, at the same place on every frame."""
+    top, left, h, w = occlusion_box(frames.shape[-3], frames.shape[-2], area, rng)
+    out = frames.copy()
+    out[..., top : top + h, left : left + w, :] = OCCLUSION_FILL
+    return out
+
+
+DOWNSCALE_FACTOR = SeverityTable(
+    "downscale factor per side", {10: 0.9, 30: 0.7, 50: 0.5, 70: 0.3}, identity=1.0
+)
+
+
+@operator("low_resolution", modality="vision", table=DOWNSCALE_FACTOR, stochastic=False)
+def low_resolution(frames: np.ndarray, factor: float, rng: np.random.Generator) -> np.ndarray:
+    """Shrink each side by ``factor`` (area averaging), then scale back up (bilinear)."""
+    height, width = frames.shape[-3:-1]
+    src, out = _frames(frames), np.empty_like(_frames(frames))
+    # fx/fy (not a target size) so the resampling grid uses the exact factor; tiny frames that
+    # would shrink to nothing keep one pixel.
+    exact = round(width * factor) >= 1 and round(height * factor) >= 1
+    small = None if exact else (max(1, round(width * factor)), max(1, round(height * factor)))
+    fxy = factor if exact else 0
+
+    def one(i: int) -> None:
+        tiny = cv2.resize(src[i], small, fx=fxy, fy=fxy, interpolation=cv2.INTER_AREA)
+        cv2.resize(tiny, (width, height), dst=out[i], interpolation=cv2.INTER_LINEAR)
+
+    _each_frame(one, len(src))
+    return out.reshape(frames.shape)
+
+
+MOTION_KERNEL = SeverityTable(
+    "motion-blur kernel length (pixels)", {10: 5, 30: 15, 50: 25, 70: 35}, identity=1
+)
+
+
+@operator("motion_blur", modality="vision", table=MOTION_KERNEL, stochastic=False)
+def motion_blur(frames: np.ndarray, length: int, rng: np.random.Generator) -> np.ndarray:
+    """Average each pixel with its neighbours along a horizontal line of ``length`` pixels.
+
+    The direction is fixed (a horizontal camera pan), so the operator is deterministic. Image
+    borders are mirrored. A horizontal kernel never mixes rows, so the whole clip is filtered
+    as one tall image.
+    """
+    n, height, width, _ = _frames(frames).shape
+    tall = np.ascontiguousarray(frames).reshape(n * height, width, 3)
+    return cv2.blur(tall, (int(length), 1), borderType=cv2.BORDER_REFLECT_101).reshape(frames.shape)
+
+
+DEFOCUS_RADIUS = SeverityTable("defocus disk radius (pixels)", {10: 2, 30: 5, 50: 9, 70: 13}, identity=0)
+
+
+def disk_kernel(radius: int) -> np.ndarray:
+    """Uniform weights on the pixels within ``radius`` of the centre (x^2 + y^2 <= r^2)."""
+    r = int(radius)
+    y, x = np.mgrid[-r : r + 1, -r : r + 1]
+    disk = (x * x + y * y <= r * r).astype(np.float32)
+    return disk / disk.sum()
+
+
+@operator("defocus_blur", modality="vision", table=DEFOCUS_RADIUS, stochastic=False)
+def defocus_blur(frames: np.ndarray, radius: int, rng: np.random.Generator) -> np.ndarray:
+    """Convolve each frame with a flat disk of ``radius`` pixels (an out-of-focus lens)."""
+    kernel = disk_kernel(radius)
+    src, out = _frames(frames), np.empty_like(_frames(frames))
+
+    def one(i: int) -> None:
+        cv2.filter2D(src[i], -1, kernel, dst=out[i], borderType=cv2.BORDER_REFLECT_101)
+
+    _each_frame(one, len(src))
+    return out.reshape(frames.shape)
+
+
+def _gain(frames: np.ndarray, gain: float) -> np.ndarray:
+    """Multiply intensities by ``gain``, rounding to nearest and clipping to 0..255."""
+    lut = np.clip(np.rint(np.arange(256, dtype=np.float64) * gain), 0, 255).astype(np.uint8)
+    flat = np.ascontiguousarray(frames).reshape(-1, frames.shape[-1] * frames.shape[-2])
+    return cv2.LUT(flat, lut).reshape(frames.shape)
+
+
+EXPOSURE_GAIN = SeverityTable("brightness gain", {10: 1.1, 30: 1.3, 50: 1.6, 70: 2.0}, identity=1.0)
+
+
+@operator("overexposure", modality="vision", table=EXPOSURE_GAIN, stochastic=False)
+def overexposure(frames: np.ndarray, gain: float, rng: np.random.Generator) -> np.ndarray:
+    """Multiply intensities by ``gain`` > 1; highlights clip at 255 and wash out."""
+    return _gain(frames, gain)
+
+
+BRIGHTNESS_FACTOR = SeverityTable("brightness factor", {10: 0.9, 30: 0.7, 50: 0.5, 70: 0.3}, identity=1.0)
+
+
+@operator("brightness", modality="vision", table=BRIGHTNESS_FACTOR, stochastic=False)
+def brightness(frames: np.ndarray, factor: float, rng: np.random.Generator) -> np.ndarray:
+    """Multiply intensities by ``factor`` < 1; the frame darkens and shadows merge."""
+    return _gain(frames, factor)
+
+
+@hookimpl
+def sceval_register_operators(registry):
+    for op in (noise, occlusion, low_resolution, motion_blur, defocus_blur, overexposure, brightness):
+        registry.add(op)

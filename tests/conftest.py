@@ -1,0 +1,45 @@
+"""Shared fixtures. Tests run offline and against the installed distribution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sceval_plugin import use_offline_defaults
+
+use_offline_defaults()
+
+WORDS = (
+    "what which colour shape moves left right beep tone twice square circle red blue green above "
+    "below while during after before the a an of to is are does how many times sound loud quiet "
+    "frame video clip audio object person 3 42 2nd e.g. (large) small, big; end."
+).split()
+
+
+def make_stem(rng: np.random.Generator, n_words: int, *, unique: bool = False) -> str:
+    """A random question stem with irregular whitespace (spaces, tabs, newlines)."""
+    words = [str(w) for w in rng.choice(WORDS, size=n_words)]
+    if unique:
+        words = [f"{w}{i}" for i, w in enumerate(words)]
+    seps = [str(s) for s in rng.choice([" ", " ", " ", "  ", "\t", "\n", " \n "], size=n_words - 1)]
+    body = words[0] + "".join(sep + word for sep, word in zip(seps, words[1:]))
+    return str(rng.choice(["", " ", "\n"])) + body + str(rng.choice(["", "?", " ", "?\n"]))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20261129)
+
+
+@pytest.fixture
+def clip(rng) -> np.ndarray:
+    """A random 4-frame 96x128 RGB clip with no zero pixels (so occluders are detectable)."""
+    return rng.integers(1, 256, size=(4, 96, 128, 3), dtype=np.uint8)
+
+
+@pytest.fixture
+def wave(rng) -> np.ndarray:
+    """2 s of random mono float32 audio at 16 kHz, no exact zeros."""
+    x = rng.uniform(-0.8, 0.8, size=32_000).astype(np.float32)
+    x[x == 0] = 0.25
+    return x

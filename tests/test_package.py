@@ -1,0 +1,45 @@
+"""The installed distribution: layout, pins, console script, and lmms-eval importing cleanly."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from importlib.metadata import distribution, version
+
+import pytest
+
+
+def test_tasks_and_model_wrappers_are_installed_under_faultline_eval():
+    from faultline_eval import model_wrappers, tasks
+
+    assert tasks.TASKS_DIR.is_dir() and (tasks.TASKS_DIR / "__init__.py").is_file()
+    assert model_wrappers.__doc__
+    for generic in ("tasks", "model_wrappers"):
+        assert importlib.util.find_spec(generic) is None, f"a top-level {generic!r} module is installed"
+    files = [str(f) for f in distribution("faultline-eval").files or []]
+    assert not [f for f in files if f.split("/")[0] in ("tasks", "model_wrappers")]
+
+
+def test_console_script_and_plugin_groups_are_declared():
+    eps = distribution("faultline-eval").entry_points
+    assert {(ep.group, ep.name, ep.value) for ep in eps} >= {
+        ("console_scripts", "sceval", "sceval_plugin.cli:main")
+    }
+
+
+def test_pinned_dependencies_resolved_as_pinned():
+    assert version("lmms-eval") == "0.7.3"
+    assert int(version("filelock").split(".")[0]) < 4
+    assert version("albumentations") == "2.0.8"
+    assert (version("torch").split("+")[0], version("torchvision").split("+")[0]) == ("2.14.1", "0.29.1")
+
+
+@pytest.mark.slow
+def test_lmms_eval_evaluator_imports_offline():
+    # filelock 4 breaks this import in lmms-eval 0.7.3; torch/torchvision must be a matching pair.
+    done = subprocess.run(
+        [sys.executable, "-c", "import lmms_eval.evaluator, torchvision.ops; print('ok')"],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -1,0 +1,142 @@
+"""Third-party operators arrive through real installed distributions with a ``sceval`` entry point.
+
+Each test builds tiny packages, installs them with pip (offline, no build isolation) into a
+private folder, and runs Python in a fresh process with that folder on ``PYTHONPATH``, exactly
+as a user who ran ``pip install sceval-salt-pepper`` would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SALT_PEPPER = '''
+import numpy as np
+from sceval_plugin import hookimpl
+from sceval_plugin.operators import SeverityTable, operator
+
+FRACTION = SeverityTable("fraction of pixels flipped to black or white",
+                         {10: 0.02, 30: 0.06, 50: 0.10, 70: 0.15}, identity=0.0)
+
+@operator("salt_pepper", modality="vision", table=FRACTION, stochastic=True)
+def salt_pepper(frames, fraction, rng):
+    """Set a random fraction of pixels to pure black or white."""
+    out = frames.copy()
+    hit = rng.random(frames.shape[:-1]) < fraction
+    out[hit] = rng.choice(np.array([0, 255], np.uint8), size=(int(hit.sum()), 1))
+    return out
+
+@hookimpl
+def sceval_register_operators(registry):
+    registry.add(salt_pepper)
+'''
+
+CLASH_WITH_NOISE = '''
+from sceval_plugin import hookimpl
+from sceval_plugin.operators.vision import noise  # re-registering a built-in name
+
+@hookimpl
+def sceval_register_operators(registry):
+    registry.add(noise)
+'''
+
+BROKEN_IMPORT = '''
+raise ImportError("this plugin needs a package that is not installed")
+'''
+
+
+def install(tmp_path: Path, dist: str, module: str, source: str) -> Path:
+    """pip-install a one-module distribution declaring ``sceval = <module>`` into tmp_path/site."""
+    project = tmp_path / "src" / dist
+    project.mkdir(parents=True)
+    (project / f"{module}.py").write_text(textwrap.dedent(source))
+    (project / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+    (project / "setup.cfg").write_text(
+        f"[metadata]\nname = {dist}\nversion = 0.1\n\n[options]\npy_modules = {module}\n\n"
+        f"[options.entry_points]\nsceval =\n    {module} = {module}\n"
+    )
+    site = tmp_path / "site"
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--no-build-isolation", "--target", str(site), str(project)],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return site
+
+
+def run_python(site: Path, code: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=env,
+                          capture_output=True, text=True)
+
+
+def test_installed_plugin_operator_is_listed_and_applied(tmp_path):
+    site = install(tmp_path, "sceval-salt-pepper", "sceval_salt_pepper", SALT_PEPPER)
+    done = run_python(site, """
+        import json, numpy as np
+        from sceval_plugin import operators
+        spec = operators.get("salt_pepper")
+        frames = np.full((2, 64, 64, 3), 128, np.uint8)
+        outs = [operators.apply("salt_pepper", frames, severity=70, variant=v, key="s1") for v in range(3)]
+        again = operators.apply("salt_pepper", frames, severity=70, variant=2, key="s1")
+        print(json.dumps({
+            "vision": operators.names("vision"),
+            "variants": spec.variants, "plugin": spec.plugin, "param": spec.parameter(70),
+            "flipped": [float((o != 128).any(-1).mean()) for o in outs],
+            "distinct": len({o.tobytes() for o in outs}), "repeat": bool((again == outs[2]).all()),
+            "shape_ok": all(o.shape == frames.shape for o in outs),
+        }))
+    """)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert "salt_pepper" in got["vision"] and "noise" in got["vision"]
+    assert got["variants"] == 3 and got["param"] == 0.15
+    assert "sceval-salt-pepper 0.1" in got["plugin"]
+    assert all(abs(f - 0.15) < 0.02 for f in got["flipped"])
+    assert got["distinct"] == 3 and got["repeat"] and got["shape_ok"]
+
+    cli = subprocess.run([Path(sys.executable).with_name("sceval"), "operators"],
+                         env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True)
+    assert cli.returncode == 0 and "salt_pepper" in cli.stdout
+
+
+def test_two_plugins_registering_one_name_are_both_named(tmp_path):
+    install(tmp_path, "sceval-salt-pepper", "sceval_salt_pepper", SALT_PEPPER)
+    site = install(tmp_path, "sceval-salt-pepper-fork", "sceval_salt_pepper_fork", SALT_PEPPER)
+    done = run_python(site, "from sceval_plugin import operators; operators.names()")
+    assert done.returncode != 0
+    message = done.stderr.strip().splitlines()[-1]
+    assert "operator 'salt_pepper' is registered by two plugins" in message
+    assert "sceval-salt-pepper 0.1" in message and "sceval-salt-pepper-fork 0.1" in message
+
+
+def test_clash_with_a_builtin_names_the_builtin(tmp_path):
+    site = install(tmp_path, "sceval-noise-again", "sceval_noise_again", CLASH_WITH_NOISE)
+    done = run_python(site, "from sceval_plugin import operators; operators.names()")
+    assert done.returncode != 0
+    assert "'noise' is registered by two plugins" in done.stderr
+    assert "sceval_plugin.operators.vision' (built in)" in done.stderr and "sceval-noise-again" in done.stderr
+
+
+def test_a_plugin_that_fails_to_import_is_named(tmp_path):
+    site = install(tmp_path, "sceval-broken", "sceval_broken", BROKEN_IMPORT)
+    done = run_python(site, "from sceval_plugin import operators; operators.names()")
+    assert done.returncode != 0
+    assert "sceval plugin 'sceval_broken' (distribution sceval-broken 0.1) failed to import" in done.stderr
+    assert "needs a package that is not installed" in done.stderr
+    # and the user can still work without third-party plugins
+    done = subprocess.run(
+        [sys.executable, "-c", "from sceval_plugin import operators; print(len(operators.names()))"],
+        env={**os.environ, "PYTHONPATH": str(site), "SCEVAL_DISABLE_PLUGIN_AUTOLOAD": "1"},
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "14"
