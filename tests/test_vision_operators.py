@@ -115,7 +115,8 @@ def test_defocus_blur_is_a_disk_kernel_of_the_given_radius(clip, severity):
 def test_gain_operators_multiply_with_clipping(clip, name, severity):
     gain = operators.get(name).parameter(severity)
     out = operators.apply(name, clip, severity=severity)
-    assert np.array_equal(out, np.clip(np.rint(clip * gain), 0, 255).astype(np.uint8))
+    expected = np.clip(np.rint(clip.astype(np.float32) * np.float32(gain)), 0, 255).astype(np.uint8)
+    assert np.array_equal(out, expected)
     assert (gain > 1) == (out.astype(int).sum() > clip.astype(int).sum())
 
 
