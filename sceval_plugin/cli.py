@@ -119,6 +119,41 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_conditions(args: argparse.Namespace) -> int:
+    from sceval_plugin.conditions import catalogue
+
+    rows = [c for c in catalogue() if args.block in (None, c.block)]
+    print(f"{'condition id':<46}{'task':<54}{'block':<13}{'operators (severity)':<44}{'variants':>8}  notes")
+    for c in rows:
+        ops = ", ".join(f"{x.operator}@{x.severity}" for x in c.corruptions) or c.control or "-"
+        notes = ", ".join(filter(None, [c.role, *c.suites, c.prompt_id if c.prompt != "json" else "",
+                                        f"order {c.option_order}" if c.block == "option_order" else "",
+                                        *(f"alias {a}" for a in c.aliases)]))
+        print(f"{c.id:<46}{c.task_name:<54}{c.block:<13}{ops:<44}{c.variants:>8}  {notes}")
+    print(f"{len(rows)} condition(s)")
+    return 0
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    from sceval_plugin.conditions import catalogue
+    from sceval_plugin.plugins import BUILTIN_PLUGINS, describe
+    from sceval_plugin.taskgen import render_task_files, write_task_files
+
+    builtin = {describe(p) for p in BUILTIN_PLUGINS}
+    conditions = [c for c in catalogue() if c.plugin in builtin]
+    folder = Path(args.folder)
+    if args.write:
+        written = write_task_files(folder, conditions)
+        print(f"wrote {len(written)} files to {folder}")
+        return 0
+    expected = render_task_files(conditions)
+    present = {p.name: p.read_text() for p in folder.glob("*") if p.name.startswith(("sceval_", "_sceval"))}
+    drift = sorted(n for n in set(expected) | set(present) if expected.get(n) != present.get(n))
+    for name in drift:
+        print(f"out of date: {folder / name}")
+    return 1 if drift else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sceval", description="SCEval: where omni-modal models break.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -139,6 +174,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     ops = sub.add_parser("operators", help="list registered operators and their severity tables")
     ops.set_defaults(func=cmd_operators)
+
+    conditions = sub.add_parser("conditions", help="print the condition catalogue (id, task, block, operators)")
+    conditions.add_argument("--block", help="only this block (clean, single, tv, ta, va, tva, missing, ...)")
+    conditions.set_defaults(func=cmd_conditions)
+
+    tasks = sub.add_parser("tasks", help="check (default) or --write the generated lmms-eval task folder")
+    tasks.add_argument("folder", help="e.g. tasks/sceval in a source checkout")
+    tasks.add_argument("--write", action="store_true")
+    tasks.set_defaults(func=cmd_tasks)
 
     demo = sub.add_parser("demo", help="contact sheets of every operator on a built-in synthetic sample")
     demo.add_argument("-o", "--output", default="sceval-demo")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
+    from sceval_plugin.conditions import ConditionRegistry
     from sceval_plugin.operators import OperatorRegistry
 
 PROJECT = "sceval"
@@ -36,4 +37,14 @@ def sceval_register_operators(registry: OperatorRegistry) -> None:
     Call ``registry.add(fn)`` for every function decorated with
     :func:`sceval_plugin.operators.operator`. An operator name that another plugin already
     registered is an error naming both plugins. Return value is ignored.
+    """
+
+
+@hookspec
+def sceval_register_conditions(registry: ConditionRegistry) -> None:
+    """Add evaluation conditions to ``registry``; each becomes an lmms-eval task.
+
+    Call ``registry.add(Condition(...))`` (see :mod:`sceval_plugin.conditions`). Operators a
+    condition names must be registered (by any plugin); its id must be new, and its task name
+    ``sceval_<id>`` and aliases must not clash. Return value is ignored.
     """

@@ -23,6 +23,7 @@ BUILTIN_PLUGINS = (
     "sceval_plugin.operators.text",
     "sceval_plugin.operators.vision",
     "sceval_plugin.operators.audio",
+    "sceval_plugin.conditions",
 )
 
 

@@ -1,0 +1,179 @@
+"""One typed record per SCEval item, and the loading of its media.
+
+The unified schema (one JSON object per item; a jsonl/parquet row)::
+
+    sample_id  unique id (str)
+    source     which benchmark it came from (str)
+    question   the question stem; text operators corrupt this only
+    options    {"A": ..., "B": ...} or a list (keys A, B, C, D in order); 2 to 4 options
+    gold_key   the correct key
+    visual     path of one image, of one video, or a list of frame images (in order)
+    audio      path of the audio clip
+    context    optional text evidence beyond the question
+    hidden     optional metadata that no prompt may contain
+
+Media paths are relative to the dataset root and must stay inside it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from sceval_plugin import media
+
+OPTION_KEYS = tuple(string.ascii_uppercase[:4])
+MAX_FRAMES = media.MAX_FRAMES
+
+
+class RecordError(ValueError):
+    """A dataset record is malformed; the message names the sample and the field."""
+
+
+@dataclass(frozen=True)
+class OmniItem:
+    sample_id: str
+    source: str
+    question: str
+    options: tuple[tuple[str, str], ...]  # ((key, text), ...) in key order
+    gold_key: str
+    visual: tuple[str, ...]  # resolved absolute paths
+    audio: str  # resolved absolute path
+    root: str
+    context: str = ""
+    hidden: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def option_keys(self) -> tuple[str, ...]:
+        return tuple(k for k, _ in self.options)
+
+    @property
+    def visual_kind(self) -> str:
+        if len(self.visual) == 1 and Path(self.visual[0]).suffix.lower() in media.VIDEO_SUFFIXES:
+            return "video"
+        return "image" if len(self.visual) == 1 else "frames"
+
+    def frames(self) -> np.ndarray:
+        """The visual evidence as uint8 ``(N, H, W, 3)``: 1 image, up to 8 frames, or a
+        video sampled at 1 fps (at most 8 frames). Cached; treat as read-only."""
+        return _load_frames(self.sample_id, self.visual)
+
+    def waveform(self) -> np.ndarray:
+        """Mono float32 audio at 16 kHz. Cached; treat as read-only."""
+        return _load_audio(self.sample_id, self.audio)
+
+
+def _fail(sample_id: Any, field_name: str, problem: str) -> RecordError:
+    return RecordError(f"sample {sample_id!r}: field {field_name!r}: {problem}")
+
+
+def resolve_inside(root: Path, relative: Any, sample_id: str, field_name: str) -> str:
+    """Absolute path of ``relative`` under ``root``; a path escaping the root is rejected."""
+    if not isinstance(relative, str) or not relative.strip():
+        raise _fail(sample_id, field_name, f"expected a relative media path, got {relative!r}")
+    root = root.resolve()
+    path = (root / relative).resolve()
+    if path != root and root not in path.parents:
+        raise _fail(sample_id, field_name, f"path {relative!r} escapes the dataset root {root}")
+    return str(path)
+
+
+def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | None = None) -> OmniItem:
+    """Validate one unified-schema row and resolve its media paths under ``root``."""
+    sample_id = row.get("sample_id")
+    if not isinstance(sample_id, str) or not sample_id.strip():
+        raise RecordError(f"record without a usable 'sample_id': {str(dict(row))[:200]}")
+    for name in ("question", "gold_key"):
+        if not isinstance(row.get(name), str) or not row[name].strip():
+            raise _fail(sample_id, name, f"missing or empty (got {row.get(name)!r})")
+
+    options = row.get("options")
+    if isinstance(options, str):
+        try:
+            options = json.loads(options)
+        except json.JSONDecodeError as exc:
+            raise _fail(sample_id, "options", f"not valid JSON: {exc}") from None
+    if isinstance(options, (list, tuple)):
+        options = dict(zip(OPTION_KEYS, options))
+    if not isinstance(options, Mapping) or not 2 <= len(options) <= 4:
+        raise _fail(sample_id, "options", f"expected 2-4 options as a list or a {{key: text}} map, got {options!r}")
+    keys = sorted(options)
+    if tuple(keys) != OPTION_KEYS[: len(keys)]:
+        raise _fail(sample_id, "options", f"keys must be {', '.join(OPTION_KEYS[: len(keys)])}, got {keys}")
+    if any(not isinstance(options[k], str) or not options[k].strip() for k in keys):
+        raise _fail(sample_id, "options", "every option needs non-empty text")
+    gold = row["gold_key"].strip().upper()
+    if gold not in keys:
+        raise _fail(sample_id, "gold_key", f"{row['gold_key']!r} is not one of the option keys {keys}")
+
+    root_path = Path(root)
+    visual = row.get("visual")
+    visual_list = [visual] if isinstance(visual, str) else list(visual or [])
+    if not visual_list:
+        raise _fail(sample_id, "visual", "missing: SCEval items need visual evidence")
+    if len(visual_list) > MAX_FRAMES:
+        raise _fail(sample_id, "visual", f"{len(visual_list)} frames; the protocol allows at most {MAX_FRAMES}")
+    resolved = tuple(resolve_inside(root_path, v, sample_id, "visual") for v in visual_list)
+    if len(resolved) > 1 and any(Path(p).suffix.lower() not in media.IMAGE_SUFFIXES for p in resolved):
+        raise _fail(sample_id, "visual", "a frame list must hold images only (one video goes alone)")
+    if row.get("audio") in (None, ""):
+        raise _fail(sample_id, "audio", "missing: SCEval items need audio")
+    audio = resolve_inside(root_path, row["audio"], sample_id, "audio")
+
+    hidden = row.get("hidden") or {}
+    if isinstance(hidden, str):
+        hidden = json.loads(hidden) if hidden.strip() else {}
+    context = row.get("context") or ""
+    return OmniItem(
+        sample_id=sample_id,
+        source=str(row.get("source") or source or "local"),
+        question=row["question"],
+        options=tuple((k, options[k]) for k in keys),
+        gold_key=gold,
+        visual=resolved,
+        audio=audio,
+        root=str(root_path.resolve()),
+        context=str(context),
+        hidden=dict(hidden),
+    )
+
+
+def check_media(item: OmniItem) -> None:
+    """Decode the item's media once, raising :class:`RecordError` naming the sample and file."""
+    try:
+        item.frames()
+        item.waveform()
+    except media.MediaError as exc:
+        raise RecordError(f"sample {item.sample_id!r}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=64)
+def _load_frames(sample_id: str, paths: tuple[str, ...]) -> np.ndarray:
+    try:
+        if len(paths) == 1 and Path(paths[0]).suffix.lower() in media.VIDEO_SUFFIXES:
+            frames, _ = media.read_video_frames(paths[0])
+        else:
+            images = [media.read_image(p)[0] for p in paths]
+            if len({im.shape for im in images}) > 1:
+                raise media.MediaError(f"frames differ in size: {sorted({im.shape for im in images})}")
+            frames = np.stack(images)
+    except media.MediaError as exc:
+        raise RecordError(f"sample {sample_id!r}: field 'visual': {exc}") from exc
+    frames.setflags(write=False)
+    return frames
+
+
+@functools.lru_cache(maxsize=64)
+def _load_audio(sample_id: str, path: str) -> np.ndarray:
+    try:
+        wave, _, _ = media.read_audio(path)
+    except media.MediaError as exc:
+        raise RecordError(f"sample {sample_id!r}: field 'audio': {exc}") from exc
+    wave.setflags(write=False)
+    return wave

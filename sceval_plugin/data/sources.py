@@ -1,0 +1,289 @@
+"""Where SCEval items come from, switched by one setting: ``SCEVAL_SOURCE``.
+
+======================================  =====================================================
+``SCEVAL_SOURCE``                       items
+======================================  =====================================================
+``demo`` (default)                      the embedded synthetic set (``sceval_plugin/data/demo``)
+``/path/to/folder``                     ``items.jsonl`` or ``items.parquet`` in that folder,
+``/path/items.jsonl|.parquet``          unified schema (see :mod:`.records`)
+``hf:KZL96/ModalityFaultLines-SCEval``  the authors' release on the hub, or ``hf:/local/copy``
+``lmms:omni_bench[@/local/copy]``       an existing lmms-eval benchmark, through an adapter
+======================================  =====================================================
+
+For the authors' release, ``SCEVAL_HF_MODE`` picks ``apply`` (default: our operators on the
+baseline items) or ``released`` (their pre-corrupted variants as they are, mapped to our
+condition ids). Everything goes through :mod:`datasets`; offline settings are respected.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from sceval_plugin.data.records import OmniItem, RecordError, item_from_row
+
+SOURCE_ENV = "SCEVAL_SOURCE"
+HF_MODE_ENV = "SCEVAL_HF_MODE"
+CACHE_ENV = "SCEVAL_CACHE"
+DEMO_DIR = Path(__file__).resolve().parent / "demo"
+RELEASE_REPO = "KZL96/ModalityFaultLines-SCEval"
+
+
+class SourceError(ValueError):
+    """The configured source cannot be read; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class ReleasedRow:
+    """One pre-corrupted variant from the authors' release."""
+
+    item: OmniItem
+    condition_id: str
+    variant: int
+
+
+@dataclass
+class Source:
+    spec: str
+    items: list[OmniItem]
+    released: list[ReleasedRow] | None = None  # set in the release's "released" mode
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever the items change (ids, questions, options, gold keys, media paths)."""
+        h = hashlib.blake2b(digest_size=8)
+        for item in self.items:
+            h.update(repr((item.sample_id, item.question, item.options, item.gold_key, item.visual, item.audio)).encode())
+        return h.hexdigest()
+
+
+def current_spec() -> str:
+    return os.environ.get(SOURCE_ENV, "").strip() or "demo"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sceval")
+
+
+@functools.lru_cache(maxsize=8)
+def load_source(spec: str | None = None, hf_mode: str | None = None) -> Source:
+    """Read the items of ``spec`` (default: ``$SCEVAL_SOURCE``, else the demo). Cached per process."""
+    spec = spec or current_spec()
+    if spec == "demo":
+        return _from_table(spec, DEMO_DIR / "items.jsonl", DEMO_DIR)
+    if spec.startswith("hf:"):
+        return _from_release(spec, spec[3:], (hf_mode or os.environ.get(HF_MODE_ENV) or "apply").strip())
+    if spec.startswith("lmms:"):
+        return _from_lmms_task(spec, spec[5:])
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        for name in ("items.jsonl", "items.parquet"):
+            if (path / name).is_file():
+                return _from_table(spec, path / name, path)
+        raise SourceError(f"{SOURCE_ENV}={spec}: folder has no items.jsonl or items.parquet")
+    if path.is_file() and path.suffix in (".jsonl", ".json", ".parquet"):
+        return _from_table(spec, path, path.parent)
+    raise SourceError(
+        f"{SOURCE_ENV}={spec!r} is not 'demo', an existing folder or .jsonl/.parquet file, "
+        "'hf:<repo or local copy>' or 'lmms:<task>'"
+    )
+
+
+def _load_table(path: Path):
+    import datasets
+
+    builder = "parquet" if path.suffix == ".parquet" else "json"
+    try:
+        return datasets.load_dataset(builder, data_files=str(path), split="train")
+    except Exception as exc:
+        raise SourceError(f"{path}: cannot be read as {builder}: {type(exc).__name__}: {exc}") from exc
+
+
+def _items(rows: Iterable[Mapping[str, Any]], root: Path, source: str) -> list[OmniItem]:
+    items, seen = [], set()
+    for row in rows:
+        item = item_from_row(row, root, source=source)
+        if item.sample_id in seen:
+            raise RecordError(f"sample {item.sample_id!r}: duplicate sample_id")
+        seen.add(item.sample_id)
+        items.append(item)
+    if not items:
+        raise SourceError(f"{source}: no items")
+    return items
+
+
+def _from_table(spec: str, path: Path, root: Path) -> Source:
+    return Source(spec, _items(_load_table(path), root, source=path.parent.name))
+
+
+# --- the authors' release -----------------------------------------------------------------------
+
+_URL_PREFIX = re.compile(r"^https?://[^/]+/datasets/[^/]+/[^/]+/resolve/[^/]+/")
+_OPTION_PREFIX = re.compile(r"^\(?([A-D])[).:]\s*")
+
+
+def _release_path(value: Any) -> list[str]:
+    """Release media references (paths, hub URLs, JSON lists) as paths inside the repo."""
+    if isinstance(value, str) and value.strip().startswith("["):
+        value = json.loads(value)
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return [_URL_PREFIX.sub("", str(v)) for v in values if v not in (None, "")]
+
+
+def _release_options(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            value = [line for line in value.splitlines() if line.strip()]
+    if isinstance(value, (list, tuple)) and all(_OPTION_PREFIX.match(str(v)) for v in value):
+        value = {_OPTION_PREFIX.match(v).group(1): _OPTION_PREFIX.sub("", v) for v in value}
+    return value
+
+
+def _split_field(value: Any) -> list[str]:
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value]
+    return [v.strip() for v in re.split(r"[+,&|]", str(value)) if v.strip()]
+
+
+def _release_row(row: Mapping[str, Any], root: Path) -> dict:
+    visual = _release_path(row.get("visual_url"))
+    return {
+        "sample_id": row.get("sample_id"),
+        "source": row.get("source") or "sceval-release",
+        "question": row.get("question"),
+        "options": _release_options(row.get("options")),
+        "gold_key": row.get("gold_key"),
+        "visual": visual if len(visual) != 1 else visual[0],
+        "audio": (_release_path(row.get("audio_url")) or [None])[0],
+        "hidden": {k: row[k] for k in ("corruption_modality", "corruption_type", "severity_base",
+                                        "severity_variant") if k in row},
+    }
+
+
+def _release_condition(row: Mapping[str, Any]) -> tuple[str, int]:
+    """Our condition id and variant index for a released pre-corrupted row."""
+    from sceval_plugin.conditions import joint_id, single_id
+
+    ops = _split_field(row.get("corruption_type"))
+    severities = [int(re.sub(r"\D", "", s)) for s in _split_field(row.get("severity_base"))]
+    if len(severities) == 1 and len(ops) > 1:
+        severities *= len(ops)
+    if len(ops) != len(severities) or not ops:
+        raise RecordError(f"sample {row.get('sample_id')!r}: cannot map corruption_type={row.get('corruption_type')!r} "
+                          f"severity_base={row.get('severity_base')!r} to a condition")
+    variant = int(row.get("severity_variant") or 0)
+    condition = single_id(ops[0], severities[0]) if len(ops) == 1 else joint_id(*zip(ops, severities))
+    return condition, variant
+
+
+def _from_release(spec: str, repo: str, mode: str) -> Source:
+    import datasets
+
+    if mode not in ("apply", "released"):
+        raise SourceError(f"{HF_MODE_ENV}={mode!r}: use 'apply' or 'released'")
+    local = Path(repo).expanduser()
+    root = local if local.is_dir() else None
+
+    def load(config: str):
+        try:
+            return datasets.load_dataset(str(local) if root else repo, config, split="train" if root else None)
+        except Exception as exc:
+            raise SourceError(f"{spec}: cannot load config {config!r}: {type(exc).__name__}: {exc}") from exc
+
+    if root is None:  # a hub copy: media paths are relative to the downloaded snapshot
+        from huggingface_hub import snapshot_download
+
+        try:
+            root = Path(snapshot_download(repo, repo_type="dataset"))
+        except Exception as exc:
+            raise SourceError(f"{spec}: cannot fetch the release (offline? set HF_HUB_OFFLINE=0): {exc}") from exc
+    baseline = load("baseline")
+    if isinstance(baseline, datasets.DatasetDict):
+        baseline = baseline[next(iter(baseline))]
+    items = _items((_release_row(r, root) for r in baseline), root, source="sceval-release")
+    if mode == "apply":
+        return Source(spec, items)
+    released: list[ReleasedRow] = []
+    for config in ("single", "combined"):
+        table = load(config)
+        if isinstance(table, datasets.DatasetDict):
+            table = table[next(iter(table))]
+        for row in table:
+            condition, variant = _release_condition(row)
+            released.append(ReleasedRow(item_from_row(_release_row(row, root), root), condition, variant))
+    return Source(spec, items, released)
+
+
+# --- existing lmms-eval benchmarks ---------------------------------------------------------------
+
+def _omni_bench_row(index: int, doc: Mapping[str, Any], out: Path) -> dict:
+    """lmms-eval's omni_bench doc -> unified row (media written once under ``out``)."""
+    import io
+
+    import soundfile
+    from PIL import Image
+
+    sample_id = f"omni_bench-{index:05d}"
+    folder = out / sample_id
+    image_path, audio_path = folder / "image.png", folder / "audio.wav"
+    if not (image_path.is_file() and audio_path.is_file()):
+        folder.mkdir(parents=True, exist_ok=True)
+        image, audio = doc.get("image") or {}, doc.get("audio") or {}
+        if not image.get("bytes") or not audio.get("bytes"):
+            raise RecordError(f"sample {sample_id!r}: omni_bench doc lacks image or audio bytes")
+        try:
+            Image.open(io.BytesIO(image["bytes"])).convert("RGB").save(image_path)
+            wave, rate = soundfile.read(io.BytesIO(audio["bytes"]), dtype="float32", always_2d=True)
+            soundfile.write(audio_path, wave, rate, subtype="FLOAT")
+        except Exception as exc:
+            raise RecordError(f"sample {sample_id!r}: unreadable omni_bench media: {exc}") from exc
+    options = list(doc["options"])
+    if doc.get("answer") not in options:
+        raise RecordError(f"sample {sample_id!r}: answer {doc.get('answer')!r} is not one of its options")
+    return {
+        "sample_id": sample_id,
+        "source": "omni_bench",
+        "question": doc["question"],
+        "options": options,
+        "gold_key": "ABCD"[options.index(doc["answer"])],
+        "visual": f"{sample_id}/image.png",
+        "audio": f"{sample_id}/audio.wav",
+        "hidden": {"task_type": doc.get("task type", ""), "omni_bench_index": index},
+    }
+
+
+#: lmms-eval task -> converter of one of its docs into a unified row.
+ADAPTERS = {"omni_bench": _omni_bench_row}
+
+
+def _from_lmms_task(spec: str, target: str) -> Source:
+    import datasets
+    import yaml
+
+    task, _, local = target.partition("@")
+    if task not in ADAPTERS:
+        raise SourceError(f"{spec}: no adapter for lmms-eval task {task!r}; available: {sorted(ADAPTERS)}")
+    import lmms_eval
+
+    template = Path(lmms_eval.__file__).parent / "tasks" / task / "_default_template_yaml"
+    config = yaml.safe_load(template.read_text().replace("!function", ""))
+    path, split = local or config["dataset_path"], config.get("test_split", "train")
+    try:
+        table = datasets.load_dataset(path, split=split)
+    except Exception as exc:
+        raise SourceError(f"{spec}: cannot load {path!r} split {split!r}: {type(exc).__name__}: {exc}") from exc
+    for column, feature in table.features.items():  # keep media as bytes: no torchcodec needed
+        if isinstance(feature, (datasets.Audio, datasets.Image)):
+            table = table.cast_column(column, type(feature)(decode=False))
+    out = cache_dir() / "adapters" / task / hashlib.blake2b(f"{path}:{split}".encode(), digest_size=6).hexdigest()
+    rows = (ADAPTERS[task](i, doc, out) for i, doc in enumerate(table))
+    return Source(spec, _items(rows, out, source=task))

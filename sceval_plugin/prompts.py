@@ -1,0 +1,88 @@
+"""The protocol's prompts, as versioned, replaceable templates (our own wording of Appendix H).
+
+A :class:`PromptTemplate` turns a question, its options and a description of the attached
+media into a system and a user message. Every per-sample record carries the template's id, and
+the report refuses to mix ids in one comparison.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+JSON_SCHEMA_LINE = (
+    'Reply with exactly one JSON object: {"answer": "<option key>", "confidence": "<low | medium | high>", '
+    '"reasoning": "<one or two short sentences>"}. No Markdown and no text outside the object.'
+)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """``system`` and ``user`` are ``str.format`` templates. ``user`` receives ``{media}``,
+    ``{context}``, ``{question}``, ``{options}`` and ``{answer_format}``."""
+
+    id: str
+    system: str
+    user: str
+    answer_format: str
+    expects_json: bool
+
+    def render(
+        self,
+        question: str,
+        options: Sequence[tuple[str, str]],
+        *,
+        visual: str | None,
+        audio: bool,
+        context: str = "",
+    ) -> tuple[str, str]:
+        """(system, user) text. ``visual`` is "image", "video frames" or None (not attached)."""
+        media = [
+            f"Visual input: attached as {'an image' if visual == 'image' else 'a sequence of video frames, in order'}."
+            if visual else "Visual input: none.",
+            "Audio input: attached as one audio clip." if audio else "Audio input: none.",
+        ]
+        return self.system, self.user.format(
+            media="\n".join(media),
+            context=f"Context: {context}\n" if context else "",
+            question=f"Question: {question}\n" if question else "",
+            options="\n".join(f"{key}. {text}" for key, text in options),
+            answer_format=self.answer_format,
+        )
+
+
+_SYSTEM = (
+    "You are a careful assistant that answers questions about pictures and sound. Each task gives "
+    "one question with lettered options, exactly one of which is correct. Base the answer only on "
+    "the inputs provided; some of them may be damaged or degraded, and you should still choose the "
+    "option the remaining evidence supports best."
+)
+_USER = (
+    "Answer the multiple-choice question using the attached inputs. The question text, the visual "
+    "input or the audio may be partly corrupted; read what is there carefully and do not assume "
+    "anything that is not given.\n{media}\n{context}{question}Options:\n{options}\n{answer_format}"
+)
+
+STANDARD = PromptTemplate("sceval-json-v1", _SYSTEM, _USER, JSON_SCHEMA_LINE, expects_json=True)
+CHAIN_OF_THOUGHT = PromptTemplate(
+    "sceval-cot-v1",
+    _SYSTEM,
+    _USER,
+    "First think step by step about what each input shows, then give your final choice as one JSON "
+    'object: {"answer": "<option key>", "confidence": "<low | medium | high>", "reasoning": "<your '
+    'reasoning>"}. The JSON object must be the last thing you write.',
+    expects_json=True,
+)
+OPEN_FORM = PromptTemplate(
+    "sceval-open-v1",
+    _SYSTEM,
+    _USER,
+    "Answer with the letter of the correct option.",
+    expects_json=False,
+)
+
+PROMPTS = {p.id: p for p in (STANDARD, CHAIN_OF_THOUGHT, OPEN_FORM)}
+#: Short names used in condition ids and task names.
+PROMPT_VARIANTS = {"json": STANDARD, "cot": CHAIN_OF_THOUGHT, "open": OPEN_FORM}
+#: The instruction that replaces the question in the "generic instruction" controls.
+GENERIC_INSTRUCTION = "Choose the option that the attached inputs support."

@@ -1,0 +1,82 @@
+"""What a model is shown for one (item, condition, variant): a :class:`Trial`.
+
+Pure: the same item, condition and variant give the same trial in any process. Corruptions use
+the item's sample id as the key, so a variant is a function of (sample id, operator, severity,
+variant); in a joint condition, deterministic operators ignore the variant index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sceval_plugin import operators
+from sceval_plugin.conditions import Condition
+from sceval_plugin.data.records import OmniItem
+from sceval_plugin.prompts import GENERIC_INSTRUCTION
+
+BLANK_LEVEL = 128  # neutral mid-grey for the missing-vision control
+
+
+@dataclass(frozen=True)
+class Trial:
+    sample_id: str
+    question: str  # "" when the control removes it
+    context: str
+    options: tuple[tuple[str, str], ...]  # as shown (reordered and relabelled for option orders)
+    gold_key: str  # remapped to the shown order
+    frames: np.ndarray | None  # (N, H, W, 3) uint8; None when not shown or not rendered
+    audio: np.ndarray | None  # mono float32 at 16 kHz; None when not shown or not rendered
+    visual_kind: str | None  # "image" | "video frames" | None (not shown)
+    audio_shown: bool
+    option_map: tuple[str, ...]  # original key of each shown option, in shown order
+
+
+def reorder_options(options, gold_key: str, shift: int):
+    """Cyclic Latin-square order ``shift``: shown position j holds original option (j + shift) mod n."""
+    n = len(options)
+    keys = [k for k, _ in options]
+    source = [options[(j + shift) % n] for j in range(n)]
+    shown = tuple((keys[j], text) for j, (_, text) in enumerate(source))
+    original = tuple(k for k, _ in source)
+    return shown, keys[original.index(gold_key)], original
+
+
+def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media: bool = True) -> Trial:
+    """Apply ``condition`` (corruptions, control, option order) to ``item`` for ``variant``.
+
+    ``with_media=False`` renders the text alone (no decoding, no pixel or sample work).
+    """
+    if not 0 <= variant < condition.variants:
+        raise ValueError(f"condition {condition.id!r} has {condition.variants} variant(s), got {variant}")
+    control = condition.control
+    no_media = control in ("shortcut_question_options", "shortcut_text_only", "shortcut_options_only")
+    question, context = item.question, item.context
+    frames = item.frames() if with_media and not no_media else None
+    audio = item.waveform() if with_media and not no_media else None
+
+    for c in condition.corruptions:
+        spec = operators.get(c.operator)
+        kwargs = dict(severity=c.severity, variant=min(variant, spec.variants - 1), key=item.sample_id)
+        if c.modality == "text":
+            question = operators.apply(c.operator, question, **kwargs)
+        elif c.modality == "vision" and frames is not None:
+            frames = operators.apply(c.operator, frames, **kwargs)
+        elif c.modality == "audio" and audio is not None:
+            audio = operators.apply(c.operator, audio, **kwargs)
+
+    if control in ("missing_text", "shortcut_visual_audio"):
+        question, context = GENERIC_INSTRUCTION, ""
+    elif control == "missing_vision" and frames is not None:
+        frames = np.full_like(frames, BLANK_LEVEL)
+    elif control == "missing_audio" and audio is not None:
+        audio = np.zeros_like(audio)
+    if control in ("shortcut_question_options", "shortcut_options_only"):
+        context = ""
+    if control == "shortcut_options_only":
+        question = ""
+
+    options, gold, original = reorder_options(item.options, item.gold_key, condition.option_order)
+    kind = None if no_media else ("image" if item.visual_kind == "image" else "video frames")
+    return Trial(item.sample_id, question, context, options, gold, frames, audio, kind, not no_media, original)

@@ -1,0 +1,129 @@
+"""lmms-eval task configs generated from the condition catalogue.
+
+One YAML per condition (``sceval_<id>.yaml``) plus one per short alias, all including a shared
+template. The files for the built-in catalogue are committed under ``tasks/sceval/`` (installed
+as ``faultline_eval.tasks``) and a test fails if they drift from :func:`render_task_files`;
+conditions from third-party plugins are written to a cache folder at start-up instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Iterable
+
+from sceval_plugin.conditions import Condition
+
+MODULE = "faultline_eval.tasks.sceval_task"
+TEMPLATE_NAME = "_sceval_template_yaml"
+PLACEHOLDER_NAME = "_sceval_placeholder.jsonl"
+HEADER = "# Generated from the SCEval condition catalogue by `sceval tasks --write`; do not edit.\n"
+
+
+def tags(condition: Condition) -> list[str]:
+    out = []
+    if condition.block == "single":
+        out.append("sceval_single")
+    if "combined" in condition.suites:
+        out.append("sceval_combined")
+    if "combined_extended" in condition.suites:
+        out.append("sceval_combined_extended")
+    if condition.id == "clean" or "panel" in condition.suites:
+        out.append("sceval_panel")
+    if condition.block in ("missing", "shortcut", "option_order"):
+        out.append("sceval_controls")
+    if condition.block == "prompt":
+        out.append("sceval_prompts")
+    return out + ["sceval_all"]
+
+
+def _template_text(metrics: Iterable[tuple[str, str, bool]]) -> str:
+    lines = [
+        HEADER.rstrip("\n"),
+        "# Shared by every SCEval task. The placeholder dataset is replaced by process_docs with",
+        "# the trials of the task's condition, read from $SCEVAL_SOURCE (default: the embedded demo).",
+        "dataset_path: json",
+        "dataset_kwargs:",
+        f"  data_files: {PLACEHOLDER_NAME}",
+        "test_split: train",
+        "output_type: generate_until",
+        f"doc_to_messages: !function {MODULE}.doc_to_messages",
+        f"doc_to_visual: !function {MODULE}.doc_to_visual",
+        f"doc_to_text: !function {MODULE}.doc_to_text",
+        f"doc_to_target: !function {MODULE}.doc_to_target",
+        f"process_results: !function {MODULE}.process_results",
+        "generation_kwargs:",
+        "  max_new_tokens: 512",
+        "  temperature: 0",
+        "  do_sample: false",
+        "metric_list:",
+    ]
+    for name, function, higher in metrics:
+        lines += [f"  - metric: {name}", f"    aggregation: !function {MODULE}.{function}",
+                  f"    higher_is_better: {'true' if higher else 'false'}"]
+    lines += ["metadata:", "  version: 1.0"]
+    return "\n".join(lines) + "\n"
+
+
+def task_yaml(condition: Condition, task_name: str | None = None) -> str:
+    """The YAML of ``condition``; ``task_name`` for an alias (which carries no tags)."""
+    lines = [HEADER.rstrip("\n")]
+    if condition.description:
+        lines.append(f"# {condition.description}")
+    lines += [f"task: {task_name or condition.task_name}", f"include: {TEMPLATE_NAME}"]
+    if task_name is None:
+        lines.append("tag:")
+        lines += [f"  - {t}" for t in tags(condition)]
+    lines.append(f"process_docs: !function {MODULE}.process_docs__{condition.id}")
+    return "\n".join(lines) + "\n"
+
+
+def render_task_files(conditions: Iterable[Condition]) -> dict[str, str]:
+    """File name -> content for a task folder holding ``conditions``."""
+    from faultline_eval.tasks.sceval_task import METRICS
+
+    higher = {"sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage", "sceval_valid_trials"}
+    files = {
+        TEMPLATE_NAME: _template_text((m, f.__name__, m in higher) for m, f in METRICS.items()),
+        PLACEHOLDER_NAME: '{"placeholder": "replaced by process_docs; see _sceval_template_yaml"}\n',
+    }
+    for condition in conditions:
+        files[f"{condition.task_name}.yaml"] = task_yaml(condition)
+        for alias in condition.aliases:
+            files[f"{alias}.yaml"] = task_yaml(condition, alias)
+    return files
+
+
+def write_task_files(folder: Path, conditions: Iterable[Condition]) -> list[Path]:
+    """Write the task folder, removing stale generated YAML files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = render_task_files(conditions)
+    for stale in folder.glob("sceval_*.yaml"):
+        if stale.name not in files:
+            stale.unlink()
+    written = []
+    for name, text in files.items():
+        path = folder / name
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+        written.append(path)
+    return written
+
+
+def task_dirs() -> list[Path]:
+    """Folders lmms-eval should index: the committed built-in tasks, plus (when third-party
+    plugins add conditions) a generated folder in the cache."""
+    from faultline_eval.tasks import TASKS_DIR
+    from sceval_plugin.conditions import catalogue
+    from sceval_plugin.data.sources import cache_dir
+    from sceval_plugin.plugins import BUILTIN_PLUGINS, describe
+
+    dirs = [TASKS_DIR / "sceval"]
+    builtin = {describe(p) for p in BUILTIN_PLUGINS}
+    extra = [c for c in catalogue() if c.plugin not in builtin]
+    if extra:
+        digest = hashlib.blake2b("\n".join(task_yaml(c) for c in extra).encode(), digest_size=8).hexdigest()
+        folder = cache_dir() / "tasks" / digest
+        write_task_files(folder, extra)
+        dirs.append(folder)
+    return dirs

@@ -1,0 +1,286 @@
+"""The functions every SCEval lmms-eval task calls (referenced by absolute ``!function`` paths).
+
+A task is one condition of the catalogue. ``process_docs__<condition id>`` replaces the
+placeholder dataset lmms-eval loads with one row per trial (item x variant) from the configured
+source, minus the trials the annotation manifest excludes (counted, with reasons). Media are
+corrupted lazily in ``doc_to_messages``/``doc_to_visual``; ``process_results`` parses the reply
+and returns the per-sample record; the aggregations group trials by sample id (mean- and
+worst-variant accuracy, coverage, invalid outputs by category, valid and excluded trials).
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import json
+import math
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from sceval_plugin import telemetry
+from sceval_plugin.conditions import Condition, catalogue
+from sceval_plugin.data.manifest import current_manifest
+from sceval_plugin.data.records import OmniItem, item_from_row
+from sceval_plugin.data.sources import SourceError, load_source
+from sceval_plugin.operators import SAMPLE_RATE
+from sceval_plugin.parsing import INVALID_CATEGORIES, parse_answer
+from sceval_plugin.prompts import PROMPT_VARIANTS
+from sceval_plugin.render import Trial, render, reorder_options
+
+# --- docs ---------------------------------------------------------------------------------------
+
+_ledger_lock = threading.Lock()
+#: condition id -> Counter of exclusion reasons (read by the excluded_trials aggregation).
+EXCLUDED: dict[str, collections.Counter] = {}
+
+
+def _item_json(item: OmniItem) -> str:
+    return json.dumps({
+        "sample_id": item.sample_id, "source": item.source, "question": item.question,
+        "options": dict(item.options), "gold_key": item.gold_key, "context": item.context,
+        "visual": [str(Path(p).relative_to(item.root)) for p in item.visual],
+        "audio": str(Path(item.audio).relative_to(item.root)), "root": item.root, "hidden": dict(item.hidden),
+    })
+
+
+@functools.lru_cache(maxsize=4096)
+def _item(item_json: str) -> OmniItem:
+    row = json.loads(item_json)
+    return item_from_row(row, row["root"])
+
+
+def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
+    """The trials of ``condition`` on the configured source, and the exclusions by reason."""
+    source = load_source()
+    manifest = current_manifest()
+    excluded: collections.Counter = collections.Counter()
+    if source.released is not None and condition.corruptions:
+        base = condition.base and catalogue().get(condition.base)
+        wanted = (base or condition).id
+        trials = [(r.item, r.variant, True) for r in source.released if r.condition_id == wanted]
+        if not trials:
+            raise SourceError(f"{source.spec}: the release has no pre-corrupted rows for {wanted!r}")
+    else:
+        trials = [(item, v, False) for item in source.items for v in range(condition.variants)]
+    rows = []
+    for item, variant, released in trials:
+        reason = manifest.exclusion_reason(item.sample_id, condition, variant) if manifest else None
+        if reason:
+            excluded[reason] += 1
+            continue
+        _, shown_gold, _ = reorder_options(item.options, item.gold_key, condition.option_order)
+        rows.append({
+            "row_id": f"{condition.id}/{item.sample_id}/{variant}",
+            "condition_id": condition.id,
+            "sample_id": item.sample_id,
+            "source": item.source,
+            "variant": variant,
+            "released": released,
+            "target": shown_gold,
+            "dataset": f"{source.spec}#{source.fingerprint}",
+            "item": _item_json(item),
+        })
+    return rows, excluded
+
+
+def process_docs(dataset: Any, condition_id: str) -> Any:
+    import datasets
+    from loguru import logger
+
+    condition = catalogue().get(condition_id)
+    rows, excluded = build_rows(condition)
+    with _ledger_lock:
+        EXCLUDED[condition_id] = excluded
+    if excluded:
+        logger.warning(f"sceval {condition_id}: {sum(excluded.values())} trial(s) excluded by the annotation "
+                       f"manifest: {dict(excluded)}")
+    if not rows:
+        raise SourceError(f"sceval {condition_id}: every trial is excluded by the annotation manifest "
+                          f"({dict(excluded)}); nothing to evaluate")
+    return datasets.Dataset.from_list(rows)
+
+
+def __getattr__(name: str) -> Callable[[Any], Any]:
+    """``process_docs__<condition id>``: lmms-eval's process_docs gets no config, so the
+    condition travels in the function's name."""
+    if name.startswith("process_docs__"):
+        condition_id = name[len("process_docs__"):]
+
+        def bound(dataset: Any) -> Any:
+            return process_docs(dataset, condition_id)
+
+        bound.__name__ = bound.__qualname__ = name
+        return bound
+    raise AttributeError(name)
+
+
+# --- what the model sees ------------------------------------------------------------------------
+
+def trial_for(doc: dict, *, with_media: bool = True) -> tuple[Condition, Trial]:
+    condition = catalogue().get(doc["condition_id"])
+    shown = condition
+    if doc["released"]:  # media and question already carry the corruption
+        from dataclasses import replace
+
+        shown = replace(condition, corruptions=())
+    variant = 0 if doc["released"] else doc["variant"]
+    return condition, render(_item(doc["item"]), shown, variant, with_media=with_media)
+
+
+def _prompt(condition: Condition, trial: Trial) -> tuple[str, str]:
+    return PROMPT_VARIANTS[condition.prompt].render(
+        trial.question, trial.options, visual=trial.visual_kind, audio=trial.audio_shown, context=trial.context
+    )
+
+
+def _images(trial: Trial) -> list:
+    from PIL import Image
+
+    return [] if trial.frames is None else [Image.fromarray(np.ascontiguousarray(f)) for f in trial.frames]
+
+
+def _audio(trial: Trial) -> dict | None:
+    if trial.audio is None:
+        return None
+    return {"array": np.asarray(trial.audio, dtype=np.float32), "sampling_rate": SAMPLE_RATE}
+
+
+def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> list[dict]:
+    """System prompt; then the frames in order, the audio clip and the question with options."""
+    condition, trial = trial_for(doc)
+    system, user = _prompt(condition, trial)
+    content: list[dict] = [{"type": "image", "url": image} for image in _images(trial)]
+    audio = _audio(trial)
+    if audio is not None:
+        content.append({"type": "audio", "url": audio})
+    content.append({"type": "text", "text": user})
+    return [
+        {"role": "system", "content": [{"type": "text", "text": system}]},
+        {"role": "user", "content": content},
+    ]
+
+
+def doc_to_visual(doc: dict) -> list:
+    """For simple models: the frames (PIL, in order), then the audio as an HF-style dict."""
+    _, trial = trial_for(doc)
+    audio = _audio(trial)
+    return _images(trial) + ([audio] if audio is not None else [])
+
+
+def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:
+    """System and user prompt as one string (simple models; lmms-eval's request context)."""
+    condition, trial = trial_for(doc, with_media=False)
+    system, user = _prompt(condition, trial)
+    return f"{system}\n\n{user}"
+
+
+def doc_to_target(doc: dict) -> str:
+    return doc["target"]
+
+
+# --- scoring ------------------------------------------------------------------------------------
+
+def process_results(doc: dict, results: list) -> dict:
+    """Parse the reply and return the per-sample record (never raises: lmms-eval retries)."""
+    condition = catalogue().get(doc["condition_id"])
+    item = _item(doc["item"])
+    options, gold, original = reorder_options(item.options, item.gold_key, condition.option_order)
+    reply = results[0] if results else ""
+    call = telemetry.take(doc["row_id"])
+    parsed = parse_answer(reply, options)
+    invalid = call.failure if call is not None and call.failure else parsed.invalid
+    answer = None if invalid else parsed.answer
+    correct = None if answer is None else int(answer == gold)
+    record = {
+        "model": telemetry.RUN_CONTEXT.get("model"),
+        "prompt_id": condition.prompt_id,
+        "sample_id": doc["sample_id"],
+        "source": doc["source"],
+        "dataset": doc["dataset"],
+        "condition_id": condition.id,
+        "block": condition.block,
+        "operators": {c.modality: {"operator": c.operator, "severity": c.severity} for c in condition.corruptions},
+        "control": condition.control,
+        "option_order": condition.option_order,
+        "variant": doc["variant"],
+        "released_variant": bool(doc["released"]),
+        "media": {"root": item.root, "visual": [str(Path(p).relative_to(item.root)) for p in item.visual],
+                  "audio": str(Path(item.audio).relative_to(item.root))},
+        "raw_response": reply,
+        "parsed_answer": answer,
+        "parsed_answer_original_key": None if answer is None else original[[k for k, _ in options].index(answer)],
+        "confidence": parsed.confidence,
+        "gold_key": gold,
+        "correct": correct,
+        "invalid": invalid,
+        "latency_s": call.latency_s if call else None,
+        "retries": call.retries if call else None,
+        "failure_detail": call.detail if call else "",
+    }
+    trial = {"s": doc["sample_id"], "v": doc["variant"], "c": correct, "i": invalid, "k": condition.id}
+    out = {metric: trial for metric in METRICS}
+    out["sceval_record"] = record
+    return out
+
+
+def _by_sample(items: list[dict]) -> dict[str, list[int]]:
+    groups: dict[str, list[int]] = collections.defaultdict(list)
+    for it in items:
+        groups[it["s"]]  # every sample appears, even with no valid variant
+        if it["c"] is not None:
+            groups[it["s"]].append(it["c"])
+    return groups
+
+
+def mean_variant_accuracy(items: list[dict]) -> float:
+    """Paper eq. 3: mean over each sample's valid variants, then over samples with one."""
+    scores = [sum(v) / len(v) for v in _by_sample(items).values() if v]
+    return sum(scores) / len(scores) if scores else math.nan
+
+
+def worst_variant_accuracy(items: list[dict]) -> float:
+    """Paper eq. 4: a sample counts only if every valid variant is correct."""
+    scores = [min(v) for v in _by_sample(items).values() if v]
+    return sum(scores) / len(scores) if scores else math.nan
+
+
+def coverage(items: list[dict]) -> float:
+    return sum(it["c"] is not None for it in items) / len(items) if items else math.nan
+
+
+def valid_trials(items: list[dict]) -> int:
+    return sum(it["c"] is not None for it in items)
+
+
+def _invalid_count(category: str) -> Callable[[list[dict]], int]:
+    def count(items: list[dict]) -> int:
+        return sum(it["i"] == category for it in items)
+
+    count.__name__ = f"invalid_{category}"
+    return count
+
+
+invalid_api_failure = _invalid_count("api_failure")
+invalid_parse_failure = _invalid_count("parse_failure")
+invalid_refusal = _invalid_count("refusal")
+invalid_empty = _invalid_count("empty")
+
+
+def excluded_trials(items: list[dict]) -> int:
+    conditions = {it["k"] for it in items}
+    with _ledger_lock:
+        return sum(sum(EXCLUDED.get(k, {}).values()) for k in conditions)
+
+
+#: metric name -> aggregation; the task template lists exactly these.
+METRICS: dict[str, Callable[[list[dict]], float]] = {
+    "sceval_accuracy": mean_variant_accuracy,
+    "sceval_worst_variant_accuracy": worst_variant_accuracy,
+    "sceval_coverage": coverage,
+    "sceval_valid_trials": valid_trials,
+    **{f"sceval_invalid_{c}": globals()[f"invalid_{c}"] for c in INVALID_CATEGORIES},
+    "sceval_excluded_trials": excluded_trials,
+}
