@@ -103,8 +103,9 @@ _OPTION = re.compile(r"^([A-D])\. (.+)$", re.MULTILINE)
 
 
 def read_prompt(text: str) -> tuple[str, list[tuple[str, str]]]:
-    question = next((line[len("Question: "):] for line in text.splitlines() if line.startswith("Question: ")), "")
-    options_part = text.split("Options:", 1)[-1]
+    """(question, options) from the protocol's user prompt; the question may span lines."""
+    body, _, options_part = text.partition("\nOptions:")
+    question = body.split("Question: ", 1)[1] if "Question: " in body else ""
     return question, [(m.group(1), m.group(2).strip()) for m in _OPTION.finditer(options_part)]
 
 

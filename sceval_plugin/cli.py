@@ -123,24 +123,25 @@ def cmd_conditions(args: argparse.Namespace) -> int:
     from sceval_plugin.conditions import catalogue
 
     rows = [c for c in catalogue() if args.block in (None, c.block)]
-    print(f"{'condition id':<46}{'task':<54}{'block':<13}{'operators (severity)':<44}{'variants':>8}  notes")
+    table = [("condition id", "task", "block", "operators@severity / control", "variants", "notes")]
     for c in rows:
         ops = ", ".join(f"{x.operator}@{x.severity}" for x in c.corruptions) or c.control or "-"
         notes = ", ".join(filter(None, [c.role, *c.suites, c.prompt_id if c.prompt != "json" else "",
                                         f"order {c.option_order}" if c.block == "option_order" else "",
                                         *(f"alias {a}" for a in c.aliases)]))
-        print(f"{c.id:<46}{c.task_name:<54}{c.block:<13}{ops:<44}{c.variants:>8}  {notes}")
+        table.append((c.id, c.task_name, c.block, ops, str(c.variants), notes))
+    widths = [max(len(row[i]) for row in table) for i in range(5)]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[5])
     print(f"{len(rows)} condition(s)")
     return 0
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
     from sceval_plugin.conditions import catalogue
-    from sceval_plugin.plugins import BUILTIN_PLUGINS, describe
-    from sceval_plugin.taskgen import render_task_files, write_task_files
+    from sceval_plugin.taskgen import is_builtin, render_task_files, write_task_files
 
-    builtin = {describe(p) for p in BUILTIN_PLUGINS}
-    conditions = [c for c in catalogue() if c.plugin in builtin]
+    conditions = [c for c in catalogue() if is_builtin(c)]
     folder = Path(args.folder)
     if args.write:
         written = write_task_files(folder, conditions)

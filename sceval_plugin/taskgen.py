@@ -110,17 +110,25 @@ def write_task_files(folder: Path, conditions: Iterable[Condition]) -> list[Path
     return written
 
 
+def is_builtin(condition: Condition) -> bool:
+    """Registered by SCEval itself and using only SCEval's own operators (so its task file is
+    committed under tasks/sceval)."""
+    from sceval_plugin import operators
+    from sceval_plugin.plugins import BUILTIN_PLUGINS, describe
+
+    builtin = {describe(p) for p in BUILTIN_PLUGINS}
+    return condition.plugin in builtin and all(operators.get(c.operator).plugin in builtin for c in condition.corruptions)
+
+
 def task_dirs() -> list[Path]:
     """Folders lmms-eval should index: the committed built-in tasks, plus (when third-party
-    plugins add conditions) a generated folder in the cache."""
+    plugins add operators or conditions) a generated folder in the cache."""
     from faultline_eval.tasks import TASKS_DIR
     from sceval_plugin.conditions import catalogue
     from sceval_plugin.data.sources import cache_dir
-    from sceval_plugin.plugins import BUILTIN_PLUGINS, describe
 
     dirs = [TASKS_DIR / "sceval"]
-    builtin = {describe(p) for p in BUILTIN_PLUGINS}
-    extra = [c for c in catalogue() if c.plugin not in builtin]
+    extra = [c for c in catalogue() if not is_builtin(c)]
     if extra:
         digest = hashlib.blake2b("\n".join(task_yaml(c) for c in extra).encode(), digest_size=8).hexdigest()
         folder = cache_dir() / "tasks" / digest

@@ -48,6 +48,15 @@ def sceval_register_operators(registry):
     registry.add(noise)
 '''
 
+EXTRA_CONDITION = '''
+from sceval_plugin import hookimpl
+from sceval_plugin.conditions import joint
+
+@hookimpl
+def sceval_register_conditions(registry):
+    registry.add(joint(("typo_ocr", 50), ("defocus_blur", 50), role="extended", suites=(), alias=False))
+'''
+
 BROKEN_IMPORT = '''
 raise ImportError("this plugin needs a package that is not installed")
 '''
@@ -140,3 +149,20 @@ def test_a_plugin_that_fails_to_import_is_named(tmp_path):
         capture_output=True, text=True,
     )
     assert done.returncode == 0 and done.stdout.strip() == "14"
+
+
+def test_plugin_conditions_and_operators_become_lmms_eval_tasks(tmp_path):
+    install(tmp_path, "sceval-salt-pepper", "sceval_salt_pepper", SALT_PEPPER)
+    site = install(tmp_path, "sceval-extra-cell", "sceval_extra_cell", EXTRA_CONDITION)
+    env = {**os.environ, "PYTHONPATH": str(site), "SCEVAL_CACHE": str(tmp_path / "cache")}
+    listing = subprocess.run([Path(sys.executable).with_name("sceval"), "conditions", "--block", "tv"], env=env,
+                             capture_output=True, text=True)
+    assert "bi_tv_typo_ocr_defocus_blur_t50_v50" in listing.stdout
+    tasks = "sceval_single_salt_pepper_v50,sceval_bi_tv_typo_ocr_defocus_blur_t50_v50"
+    done = subprocess.run([Path(sys.executable).with_name("lmms-eval"), "--model", "sceval_reference", "--tasks",
+                           tasks, "--limit", "3"], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for task in tasks.split(","):
+        assert any(line.startswith(f"|{task}") and "sceval_valid_trials" in line for line in done.stdout.splitlines())
+    generated = list((tmp_path / "cache" / "tasks").rglob("sceval_single_salt_pepper_v50.yaml"))
+    assert len(generated) == 1

@@ -174,7 +174,8 @@ def _release_condition(row: Mapping[str, Any]) -> tuple[str, int]:
     from sceval_plugin.conditions import joint_id, single_id
 
     ops = _split_field(row.get("corruption_type"))
-    severities = [int(re.sub(r"\D", "", s)) for s in _split_field(row.get("severity_base"))]
+    raw = row.get("severity_base")
+    severities = [int(v) for v in re.findall(r"\d+", " ".join(map(str, raw)) if isinstance(raw, (list, tuple)) else str(raw))]
     if len(severities) == 1 and len(ops) > 1:
         severities *= len(ops)
     if len(ops) != len(severities) or not ops:

@@ -1,0 +1,129 @@
+"""Builders of small on-disk datasets for the data-source tests (no network)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from sceval_plugin import media, operators
+from sceval_plugin.data.sources import DEMO_DIR
+
+
+def demo_rows(n: int | None = None) -> list[dict]:
+    rows = [json.loads(line) for line in (DEMO_DIR / "items.jsonl").read_text().splitlines()]
+    return rows if n is None else rows[:: max(1, len(rows) // n)][:n]
+
+
+def copy_demo(folder: Path, n: int | None = None, *, mutate=None) -> Path:
+    """A local unified-schema folder with ``n`` demo items (``mutate(row)`` may edit each row)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = demo_rows(n)
+    for row in rows:
+        src = DEMO_DIR / "media" / row["sample_id"]
+        shutil.copytree(src, folder / "media" / row["sample_id"], dirs_exist_ok=True)
+        if mutate:
+            mutate(row)
+    (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+RELEASE_README = """---
+configs:
+- config_name: baseline
+  data_files:
+  - split: train
+    path: baseline/*.jsonl
+- config_name: single
+  data_files:
+  - split: train
+    path: single/*.jsonl
+- config_name: combined
+  data_files:
+  - split: train
+    path: combined/*.jsonl
+---
+# A local copy laid out like KZL96/ModalityFaultLines-SCEval (test fixture)
+"""
+HUB_PREFIX = "https://huggingface.co/datasets/KZL96/ModalityFaultLines-SCEval/resolve/main/"
+
+
+def release_fixture(folder: Path, n: int = 3) -> Path:
+    """Baseline items, single-modality noise@70 (3 variants) and drop_words+mute t70/a50 rows,
+    each pre-corrupted with our operators and stored under <source>/<id>/<modality>/<op>/<sev>/<variant>/."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "README.md").write_text(RELEASE_README)
+    baseline, single, combined = [], [], []
+    for row in demo_rows(n):
+        sid, src = row["sample_id"], "demo"
+        frames = [media.read_image(DEMO_DIR / p)[0] for p in (row["visual"] if isinstance(row["visual"], list) else [row["visual"]])]
+        wave, _, _ = media.read_audio(DEMO_DIR / row["audio"])
+        clean_dir = f"{src}/{sid}/clean/none/0/0"
+        for i, f in enumerate(frames):
+            media.write_image(folder / clean_dir / f"frame_{i}.png", f)
+        media.write_audio(folder / clean_dir / "audio.wav", wave)
+        clean_visual = [f"{clean_dir}/frame_{i}.png" for i in range(len(frames))]
+        base = {"sample_id": sid, "source": src, "question": row["question"],
+                "options": [row["options"][k] for k in "ABCD"], "gold_key": row["gold_key"],
+                "visual_url": json.dumps(clean_visual), "audio_url": HUB_PREFIX + f"{clean_dir}/audio.wav",
+                "corruption_modality": "none", "corruption_type": "none", "severity_base": 0, "severity_variant": 0}
+        baseline.append(base)
+        for variant in range(3):
+            noisy = operators.apply("noise", np.stack(frames), severity=70, variant=variant, key=sid)
+            vdir = f"{src}/{sid}/vision/noise/70/{variant}"
+            for i, f in enumerate(noisy):
+                media.write_image(folder / vdir / f"frame_{i}.png", f)
+            single.append({**base, "options": [f"{k}. {row['options'][k]}" for k in "ABCD"],
+                           "visual_url": json.dumps([f"{vdir}/frame_{i}.png" for i in range(len(frames))]),
+                           "corruption_modality": "vision", "corruption_type": "noise",
+                           "severity_base": 70, "severity_variant": variant})
+            muted = operators.apply("mute", wave, severity=50, variant=variant, key=sid)
+            adir = f"{src}/{sid}/audio/mute/50/{variant}"
+            media.write_audio(folder / adir / "audio.wav", muted)
+            combined.append({**base, "question": operators.apply("drop_words", row["question"], severity=70,
+                                                                  variant=variant, key=sid),
+                             "audio_url": f"{adir}/audio.wav", "corruption_modality": "text+audio",
+                             "corruption_type": "drop_words+mute", "severity_base": "t70_a50",
+                             "severity_variant": variant})
+    for name, rows in (("baseline", baseline), ("single", single), ("combined", combined)):
+        (folder / name).mkdir(exist_ok=True)
+        (folder / name / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def omni_bench_fixture(folder: Path, n: int = 3) -> Path:
+    """A local copy shaped like lmms-lab-audio/Omni_Bench_fix: parquet with Image and Audio columns."""
+    import io
+
+    import datasets
+    import soundfile
+    from PIL import Image
+
+    records = {"question": [], "options": [], "answer": [], "image": [], "audio": [], "task type": []}
+    for row in demo_rows(n):
+        frames = row["visual"] if isinstance(row["visual"], list) else [row["visual"]]
+        png = io.BytesIO()
+        Image.open(DEMO_DIR / frames[0]).save(png, format="PNG")
+        wav = io.BytesIO()
+        wave, rate = soundfile.read(DEMO_DIR / row["audio"], dtype="float32")
+        soundfile.write(wav, wave, rate, format="WAV")
+        options = [row["options"][k] for k in "ABCD"]
+        records["question"].append(row["question"])
+        records["options"].append(options)
+        records["answer"].append(row["options"][row["gold_key"]])
+        records["image"].append({"bytes": png.getvalue(), "path": None})
+        records["audio"].append({"bytes": wav.getvalue(), "path": None})
+        records["task type"].append("demo")
+    features = datasets.Features({
+        "question": datasets.Value("string"), "options": datasets.Sequence(datasets.Value("string")),
+        "answer": datasets.Value("string"), "image": datasets.Image(),
+        "audio": {"bytes": datasets.Value("binary"), "path": datasets.Value("string")},
+        "task type": datasets.Value("string"),
+    })
+    # Cast the storage to the hub's Audio feature (encoding through it would need torchcodec).
+    table = datasets.Dataset.from_dict(records, features=features).cast_column("audio", datasets.Audio())
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    table.to_parquet(str(folder / "data" / "train-00000-of-00001.parquet"))
+    return folder

@@ -1,0 +1,165 @@
+"""What models are shown (controls, option orders, prompts) and what the task records."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from fixtures import copy_demo
+
+from faultline_eval.tasks import sceval_task as task
+from sceval_plugin.conditions import catalogue
+from sceval_plugin.data.sources import load_source
+from sceval_plugin.prompts import GENERIC_INSTRUCTION
+from sceval_plugin.render import render
+
+ITEM = load_source("demo").items[0]  # an 5-frame "count" item
+
+
+def cond(cid):
+    return catalogue().get(cid)
+
+
+def test_clean_is_the_item_itself():
+    t = render(ITEM, cond("clean"))
+    assert t.question == ITEM.question and t.options == ITEM.options and t.gold_key == ITEM.gold_key
+    assert np.array_equal(t.frames, ITEM.frames()) and np.array_equal(t.audio, ITEM.waveform())
+    assert t.visual_kind == "video frames" and t.audio_shown
+
+
+def test_missing_modality_controls():
+    blank = render(ITEM, cond("missing_vision"))
+    assert blank.frames.shape == ITEM.frames().shape and (blank.frames == 128).all()
+    silent = render(ITEM, cond("missing_audio"))
+    assert silent.audio.shape == ITEM.waveform().shape and not silent.audio.any()
+    no_text = render(ITEM, cond("missing_text"))
+    assert no_text.question == GENERIC_INSTRUCTION and no_text.options == ITEM.options
+    assert np.array_equal(no_text.frames, ITEM.frames())
+
+
+def test_shortcut_controls():
+    qo = render(ITEM, cond("shortcut_question_options"))
+    assert qo.frames is None and qo.audio is None and qo.question == ITEM.question
+    assert qo.visual_kind is None and not qo.audio_shown
+    oo = render(ITEM, cond("shortcut_options_only"))
+    assert oo.question == "" and oo.frames is None and oo.options == ITEM.options
+    va = render(ITEM, cond("shortcut_visual_audio"))
+    assert va.question == GENERIC_INSTRUCTION and va.frames is not None and va.audio is not None
+    system, user = task._prompt(cond("shortcut_options_only"), oo)
+    assert "Question:" not in user and "Visual input: none." in user and "Audio input: none." in user
+
+
+def test_option_orders_are_a_latin_square_with_the_gold_remapped():
+    texts = dict(ITEM.options)
+    positions = {text: set() for text in texts.values()}
+    for k in range(4):
+        t = render(ITEM, cond(f"order{k}_clean"))
+        assert [key for key, _ in t.options] == ["A", "B", "C", "D"]
+        assert dict(t.options)[t.gold_key] == texts[ITEM.gold_key]
+        for position, (_, text) in enumerate(t.options):
+            positions[text].add(position)
+        assert [texts[o] for o in t.option_map] == [text for _, text in t.options]
+    assert all(p == {0, 1, 2, 3} for p in positions.values()), "every option takes every position once"
+
+
+def test_joint_corruption_touches_each_modality_and_text_only_touches_the_stem():
+    t = render(ITEM, cond("tri_drop_words_noise_mute_t70_v70_a30"), 2)
+    assert t.question != ITEM.question and len(t.question.split()) < len(ITEM.question.split())
+    assert t.options == ITEM.options
+    assert not np.array_equal(t.frames, ITEM.frames()) and t.frames.shape == ITEM.frames().shape
+    assert (t.audio == 0).sum() > (ITEM.waveform() == 0).sum()
+    again = render(ITEM, cond("tri_drop_words_noise_mute_t70_v70_a30"), 2)
+    assert np.array_equal(again.frames, t.frames) and again.question == t.question
+
+
+def _docs(condition_id):
+    rows, excluded = task.build_rows(cond(condition_id))
+    return rows
+
+
+def test_rows_expand_stochastic_cells_into_variants():
+    assert len(_docs("clean")) == 30 and len(_docs("single_noise_v70")) == 90
+    assert len(_docs("single_motion_blur_v70")) == 30
+    rows = _docs("single_noise_v70")
+    assert sorted({r["variant"] for r in rows}) == [0, 1, 2]
+    assert len({r["row_id"] for r in rows}) == 90
+
+
+def test_messages_carry_ordered_frames_audio_and_text_but_no_hidden_metadata(tmp_path, monkeypatch):
+    canary = "CANARY-7f3a9"
+    folder = copy_demo(tmp_path / "canary", 3, mutate=lambda r: r["hidden"].update(secret=canary))
+    monkeypatch.setenv("SCEVAL_SOURCE", str(folder))
+    for cid in ("clean", "tri_drop_words_noise_mute_t30_v70_a30", "shortcut_text_only", "prompt_cot_clean"):
+        for doc in task.build_rows(cond(cid))[0]:
+            messages = task.doc_to_messages(doc)
+            texts = [p["text"] for m in messages for p in m["content"] if p["type"] == "text"]
+            blob = "\n".join(texts) + task.doc_to_text(doc)
+            assert canary not in blob and doc["target"] not in ("",)
+            assert "gold" not in blob.lower()
+            user = messages[-1]["content"]
+            kinds = [p["type"] for p in user]
+            if cid == "shortcut_text_only":
+                assert kinds == ["text"]
+            else:
+                item = task._item(doc["item"])
+                assert kinds == ["image"] * item.frames().shape[0] + ["audio", "text"]
+                assert user[-2]["url"]["sampling_rate"] == 16000
+            visuals = task.doc_to_visual(doc)
+            assert len(visuals) == (0 if cid == "shortcut_text_only" else len(kinds) - 1)
+
+
+def test_prompt_lists_plain_option_keys_and_the_json_schema():
+    doc = _docs("clean")[0]
+    text = task.doc_to_text(doc)
+    for key, option in ITEM.options:
+        assert f"\n{key}. {option}" in text
+    assert '"answer": "<option key>"' in text
+    assert '"answer"' not in task.doc_to_text(_docs("prompt_open_clean")[0])
+
+
+def test_process_results_record_and_invalid_categories():
+    doc = _docs("single_noise_v70")[4]
+    good = task.process_results(doc, ['{"answer": "%s", "confidence": "high"}' % doc["target"]])
+    record = good["sceval_record"]
+    for field in ("model", "prompt_id", "sample_id", "source", "condition_id", "operators", "variant", "media",
+                  "raw_response", "parsed_answer", "gold_key", "correct", "latency_s", "retries", "invalid"):
+        assert field in record
+    assert record["correct"] == 1 and record["invalid"] is None
+    assert record["operators"] == {"vision": {"operator": "noise", "severity": 70}}
+    assert record["variant"] == doc["variant"] and record["prompt_id"] == "sceval-json-v1"
+    assert task.process_results(doc, [""])["sceval_record"]["invalid"] == "empty"
+    refused = task.process_results(doc, ["I cannot help with that."])["sceval_record"]
+    assert refused["invalid"] == "refusal" and refused["correct"] is None
+    from sceval_plugin import telemetry
+
+    telemetry.record(doc["row_id"], telemetry.Call(latency_s=1.5, retries=3, failure="api_failure", detail="HTTP 503"))
+    failed = task.process_results(doc, [""])["sceval_record"]
+    assert (failed["invalid"], failed["retries"], failed["latency_s"]) == ("api_failure", 3, 1.5)
+
+
+def trials(*rows):
+    return [{"s": s, "v": v, "c": c, "i": i, "k": "x"} for s, v, c, i in rows]
+
+
+def test_variant_aggregations_by_sample():
+    items = trials(("a", 0, 1, None), ("a", 1, 0, None), ("a", 2, None, "parse_failure"),
+                   ("b", 0, 1, None), ("b", 1, 1, None), ("b", 2, 1, None),
+                   ("c", 0, None, "refusal"), ("c", 1, None, "empty"), ("c", 2, None, "api_failure"))
+    assert task.mean_variant_accuracy(items) == pytest.approx((0.5 + 1) / 2)  # c has no valid variant
+    assert task.worst_variant_accuracy(items) == pytest.approx((0 + 1) / 2)
+    assert task.coverage(items) == pytest.approx(5 / 9)
+    assert task.valid_trials(items) == 5
+    assert [task.METRICS[f"sceval_invalid_{c}"](items) for c in ("parse_failure", "refusal", "empty", "api_failure")] == [1, 1, 1, 1]
+    assert math.isnan(task.mean_variant_accuracy(trials(("z", 0, None, "empty"))))
+
+
+def test_manifest_exclusions_are_counted(tmp_path, monkeypatch):
+    path = tmp_path / "m.json"
+    path.write_text('{"samples": [{"sample_id": "demo-count-00", "valid": false}], "cells": ['
+                    '{"sample_id": "demo-count-01", "operator": "noise", "severity": 70, "variant": 1, "interpretable": false}]}')
+    monkeypatch.setenv("SCEVAL_MANIFEST", str(path))
+    rows, excluded = task.build_rows(cond("single_noise_v70"))
+    assert len(rows) == 90 - 4 and excluded == {"sample_invalid": 3, "cell_uninterpretable:noise@70": 1}
+    task.process_docs(None, "single_noise_v70")
+    assert task.excluded_trials([{"k": "single_noise_v70"}]) == 4
