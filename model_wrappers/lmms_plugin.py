@@ -39,11 +39,20 @@ def install_task_path() -> None:
 
     @functools.wraps(original)
     def initialize_tasks(self, include_path=None, include_defaults=True):
+        from loguru import logger
+
+        from faultline_eval.tasks import TASKS_DIR
         from sceval_plugin import telemetry
         from sceval_plugin.taskgen import task_dirs
 
+        try:
+            ours = task_dirs()
+        except Exception as exc:  # a broken third-party plugin must not break lmms-eval itself
+            logger.error(f"faultline-eval: plugin tasks unavailable ({type(exc).__name__}: {exc}); "
+                         "only the built-in SCEval tasks are indexed")
+            ours = [TASKS_DIR / "sceval"]
         paths = [include_path] if isinstance(include_path, str) else list(include_path or [])
-        paths += [str(d) for d in task_dirs() if str(d) not in paths]
+        paths += [str(d) for d in ours if str(d) not in paths]
         telemetry.RUN_CONTEXT["model"] = getattr(self, "model_name", None)
         return original(self, include_path=paths, include_defaults=include_defaults)
 

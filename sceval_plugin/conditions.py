@@ -20,7 +20,7 @@ from typing import Iterator
 
 from sceval_plugin import operators
 from sceval_plugin.hookspecs import hookimpl
-from sceval_plugin.prompts import PROMPT_VARIANTS
+from sceval_plugin.prompts import PROMPT_VARIANTS, prompt_template
 
 MODALITY_LETTER = {"text": "t", "vision": "v", "audio": "a"}
 LETTER_MODALITY = {v: k for k, v in MODALITY_LETTER.items()}
@@ -81,7 +81,7 @@ class Condition:
 
     @property
     def prompt_id(self) -> str:
-        return PROMPT_VARIANTS[self.prompt].id
+        return prompt_template(self.prompt).id
 
 
 def single_id(op: str, severity: int) -> str:
@@ -188,20 +188,9 @@ def _replace(condition: Condition, **changes) -> Condition:
 @functools.lru_cache(maxsize=None)
 def catalogue() -> ConditionRegistry:
     """Every registered condition (built-ins first, then plugins), built once per process."""
-    from sceval_plugin.plugins import PluginError, call_per_plugin, describe
+    from sceval_plugin.plugins import fill_registry
 
-    reg = ConditionRegistry()
-    for plugin_name, call in call_per_plugin("sceval_register_conditions", registry=reg):
-        reg._plugin = describe(plugin_name)
-        try:
-            call()
-        except PluginError:
-            raise
-        except Exception as exc:
-            raise PluginError(f"plugin {reg._plugin} failed while registering conditions: "
-                              f"{type(exc).__name__}: {exc}") from exc
-    reg._plugin = "<direct>"
-    return reg
+    return fill_registry("sceval_register_conditions", ConditionRegistry(), "conditions")
 
 
 # ---------------------------------------------------------------------------------------------

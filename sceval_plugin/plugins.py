@@ -70,6 +70,23 @@ def describe(plugin_name: str, ep: Any = None) -> str:
     return f"{plugin_name!r} (distribution {dist.name} {dist.version})"
 
 
+def fill_registry(hook_name: str, registry: Any, what: str) -> Any:
+    """Run every plugin's ``hook_name(registry=...)``, telling the registry who is adding what
+    (its ``_plugin``), so clashes and failures name the plugin responsible."""
+    for plugin_name, call in call_per_plugin(hook_name, registry=registry):
+        registry._plugin = describe(plugin_name)
+        try:
+            call()
+        except PluginError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {registry._plugin} failed while registering {what}: {type(exc).__name__}: {exc}"
+            ) from exc
+    registry._plugin = "<direct>"
+    return registry
+
+
 def call_per_plugin(hook_name: str, **kwargs: Any) -> Iterator[tuple[str, Callable[[], Any]]]:
     """Yield ``(plugin_name, call)`` for each implementation of a hook, in registration order.
 

@@ -7,7 +7,11 @@ the report refuses to mix ids in one comparison.
 
 from __future__ import annotations
 
+import functools
+import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 JSON_SCHEMA_LINE = (
@@ -86,3 +90,31 @@ PROMPTS = {p.id: p for p in (STANDARD, CHAIN_OF_THOUGHT, OPEN_FORM)}
 PROMPT_VARIANTS = {"json": STANDARD, "cot": CHAIN_OF_THOUGHT, "open": OPEN_FORM}
 #: The instruction that replaces the question in the "generic instruction" controls.
 GENERIC_INSTRUCTION = "Choose the option that the attached inputs support."
+
+#: A JSON file with the fields of PromptTemplate replaces the standard (JSON) prompt.
+TEMPLATE_ENV = "SCEVAL_PROMPT_TEMPLATE"
+
+
+@functools.lru_cache(maxsize=4)
+def _template_from_file(path: str) -> PromptTemplate:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        template = PromptTemplate(id=data["id"], system=data["system"], user=data["user"],
+                                  answer_format=data["answer_format"], expects_json=bool(data.get("expects_json", True)))
+        template.render("q", [("A", "x"), ("B", "y")], visual="image", audio=True)
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
+        raise ValueError(f"{TEMPLATE_ENV}={path}: not a usable prompt template ({type(exc).__name__}: {exc}); "
+                         "needs id, system, user (with {media} {context} {question} {options} "
+                         "{answer_format}) and answer_format") from exc
+    if template.id in {p.id for p in PROMPT_VARIANTS.values()}:
+        raise ValueError(f"{TEMPLATE_ENV}={path}: give the replacement its own id, not {template.id!r}")
+    return template
+
+
+def prompt_template(variant: str) -> PromptTemplate:
+    """The template of a prompt variant (``json``, ``cot`` or ``open``); ``$SCEVAL_PROMPT_TEMPLATE``
+    replaces the standard ``json`` one, and every record then carries the replacement's id."""
+    override = os.environ.get(TEMPLATE_ENV, "").strip()
+    if variant == "json" and override:
+        return _template_from_file(override)
+    return PROMPT_VARIANTS[variant]

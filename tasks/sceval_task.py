@@ -23,11 +23,11 @@ import numpy as np
 from sceval_plugin import telemetry
 from sceval_plugin.conditions import Condition, catalogue
 from sceval_plugin.data.manifest import current_manifest
-from sceval_plugin.data.records import OmniItem, item_from_row
+from sceval_plugin.data.records import OmniItem, RecordError, check_media, item_from_row
 from sceval_plugin.data.sources import SourceError, load_source
 from sceval_plugin.operators import SAMPLE_RATE
 from sceval_plugin.parsing import INVALID_CATEGORIES, parse_answer
-from sceval_plugin.prompts import PROMPT_VARIANTS
+from sceval_plugin.prompts import prompt_template
 from sceval_plugin.render import Trial, render, reorder_options
 
 # --- docs ---------------------------------------------------------------------------------------
@@ -52,8 +52,29 @@ def _item(item_json: str) -> OmniItem:
     return item_from_row(row, row["root"])
 
 
+_verified: dict[tuple[str, tuple[str, ...], str], str | None] = {}
+
+
+def media_problem(item: OmniItem) -> str | None:
+    """Why the item's media cannot be used (decoded once per process), or None."""
+    key = (item.sample_id, item.visual, item.audio)
+    if key not in _verified:
+        try:
+            check_media(item)
+            _verified[key] = None
+        except RecordError as exc:
+            _verified[key] = str(exc)
+    return _verified[key]
+
+
 def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
-    """The trials of ``condition`` on the configured source, and the exclusions by reason."""
+    """The trials of ``condition`` on the configured source, and the exclusions by reason.
+
+    Items whose media cannot be decoded are excluded as ``media_unreadable`` (and logged with
+    the sample and file) instead of failing the whole run at request time.
+    """
+    from loguru import logger
+
     source = load_source()
     manifest = current_manifest()
     excluded: collections.Counter = collections.Counter()
@@ -68,6 +89,11 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     rows = []
     for item, variant, released in trials:
         reason = manifest.exclusion_reason(item.sample_id, condition, variant) if manifest else None
+        problem = None if reason else media_problem(item)
+        if problem:
+            reason = "media_unreadable"
+            if variant == 0:
+                logger.error(f"sceval {condition.id}: excluded, {problem}")
         if reason:
             excluded[reason] += 1
             continue
@@ -131,7 +157,7 @@ def trial_for(doc: dict, *, with_media: bool = True) -> tuple[Condition, Trial]:
 
 
 def _prompt(condition: Condition, trial: Trial) -> tuple[str, str]:
-    return PROMPT_VARIANTS[condition.prompt].render(
+    return prompt_template(condition.prompt).render(
         trial.question, trial.options, visual=trial.visual_kind, audio=trial.audio_shown, context=trial.context
     )
 

@@ -166,3 +166,21 @@ def test_plugin_conditions_and_operators_become_lmms_eval_tasks(tmp_path):
         assert any(line.startswith(f"|{task}") and "sceval_valid_trials" in line for line in done.stdout.splitlines())
     generated = list((tmp_path / "cache" / "tasks").rglob("sceval_single_salt_pepper_v50.yaml"))
     assert len(generated) == 1
+
+
+def test_a_broken_plugin_does_not_break_other_lmms_eval_tasks(tmp_path):
+    site = install(tmp_path, "sceval-broken", "sceval_broken", BROKEN_IMPORT)
+    tasks = tmp_path / "tiny"
+    tasks.mkdir()
+    (tasks / "data.jsonl").write_text('{"q": "Say A", "a": "A"}\n')
+    (tasks / "tiny_local.yaml").write_text(
+        "task: tiny_local\ndataset_path: json\ndataset_kwargs:\n  data_files: data.jsonl\ntest_split: train\n"
+        "output_type: generate_until\ndoc_to_text: q\ndoc_to_target: a\n"
+        "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run([Path(sys.executable).with_name("lmms-eval"), "--model", "dummy", "--include_path",
+                           str(tasks), "--tasks", "tiny_local", "--limit", "1"], env=env, capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "faultline-eval: plugin tasks unavailable" in done.stdout + done.stderr
+    assert "sceval_broken" in done.stdout + done.stderr

@@ -163,3 +163,30 @@ def test_manifest_exclusions_are_counted(tmp_path, monkeypatch):
     assert len(rows) == 90 - 4 and excluded == {"sample_invalid": 3, "cell_uninterpretable:noise@70": 1}
     task.process_docs(None, "single_noise_v70")
     assert task.excluded_trials([{"k": "single_noise_v70"}]) == 4
+
+
+def test_unreadable_media_are_excluded_with_their_reason(tmp_path, monkeypatch):
+    folder = copy_demo(tmp_path / "broken", 3)
+    rows = [__import__("json").loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    (folder / rows[1]["audio"]).write_bytes(b"garbage")
+    monkeypatch.setenv("SCEVAL_SOURCE", str(folder))
+    built, excluded = task.build_rows(cond("single_mute_a30"))
+    assert len(built) == 6 and excluded == {"media_unreadable": 3}
+    assert rows[1]["sample_id"] not in {r["sample_id"] for r in built}
+
+
+def test_the_standard_prompt_is_replaceable(tmp_path, monkeypatch):
+    import json
+
+    custom = {"id": "lab-prompt-v2", "system": "Be brief.", "user": "{media}\n{question}{options}\n{answer_format}",
+              "answer_format": 'JSON: {{"answer": "<key>"}}'}
+    (tmp_path / "p.json").write_text(json.dumps(custom))
+    monkeypatch.setenv("SCEVAL_PROMPT_TEMPLATE", str(tmp_path / "p.json"))
+    doc = _docs("clean")[0]
+    assert task.doc_to_messages(doc)[0]["content"][0]["text"] == "Be brief."
+    assert task.process_results(doc, ["A"])["sceval_record"]["prompt_id"] == "lab-prompt-v2"
+    assert cond("prompt_cot_clean").prompt_id == "sceval-cot-v1"
+    (tmp_path / "bad.json").write_text(json.dumps({**custom, "user": "{nonsense}"}))
+    monkeypatch.setenv("SCEVAL_PROMPT_TEMPLATE", str(tmp_path / "bad.json"))
+    with pytest.raises(ValueError, match="not a usable prompt template"):
+        task.doc_to_text(doc)

@@ -72,14 +72,17 @@ def cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sceval")
 
 
-@functools.lru_cache(maxsize=8)
 def load_source(spec: str | None = None, hf_mode: str | None = None) -> Source:
     """Read the items of ``spec`` (default: ``$SCEVAL_SOURCE``, else the demo). Cached per process."""
-    spec = spec or current_spec()
+    return _load_source(spec or current_spec(), (hf_mode or os.environ.get(HF_MODE_ENV) or "apply").strip())
+
+
+@functools.lru_cache(maxsize=8)
+def _load_source(spec: str, hf_mode: str) -> Source:
     if spec == "demo":
         return _from_table(spec, DEMO_DIR / "items.jsonl", DEMO_DIR)
     if spec.startswith("hf:"):
-        return _from_release(spec, spec[3:], (hf_mode or os.environ.get(HF_MODE_ENV) or "apply").strip())
+        return _from_release(spec, spec[3:], hf_mode)
     if spec.startswith("lmms:"):
         return _from_lmms_task(spec, spec[5:])
     path = Path(spec).expanduser()

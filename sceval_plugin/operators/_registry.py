@@ -123,21 +123,9 @@ class OperatorRegistry:
 @functools.lru_cache(maxsize=None)
 def registry() -> OperatorRegistry:
     """The registry of every installed plugin's operators (built once per process)."""
-    from sceval_plugin.plugins import PluginError, call_per_plugin, describe
+    from sceval_plugin.plugins import fill_registry
 
-    reg = OperatorRegistry()
-    for plugin_name, call in call_per_plugin("sceval_register_operators", registry=reg):
-        reg._plugin = describe(plugin_name)
-        try:
-            call()
-        except PluginError:
-            raise
-        except Exception as exc:
-            raise PluginError(
-                f"plugin {reg._plugin} failed while registering operators: {type(exc).__name__}: {exc}"
-            ) from exc
-    reg._plugin = "<direct>"
-    return reg
+    return fill_registry("sceval_register_operators", OperatorRegistry(), "operators")
 
 
 def names(modality: str | None = None) -> list[str]:
