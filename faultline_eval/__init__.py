@@ -6,6 +6,17 @@ repository's ``tasks/`` and ``model_wrappers/`` folders as ``faultline_eval.task
 ``faultline_eval.model_wrappers``.
 """
 
+from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
+from pathlib import Path
 
-__version__ = _version("faultline-eval")
+_checkout = Path(__file__).resolve().parent.parent
+if (_checkout / "setup.cfg").is_file() and (_checkout / "model_wrappers").is_dir():
+    # Imported from a source checkout (the current directory is on sys.path, e.g. under
+    # `python -m lmms_eval`): there tasks/ and model_wrappers/ sit beside this folder, not in it.
+    __path__.append(str(_checkout))  # noqa: F821  (a package's __path__)
+
+try:
+    __version__ = _version("faultline-eval")
+except PackageNotFoundError:  # a checkout that was never installed
+    __version__ = "0+unknown"

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import functools
 
-from lmms_eval.models.registry_v2 import ModelManifest
-
 PACKAGE = "faultline_eval.model_wrappers"
 
 
-def manifests() -> list[ModelManifest]:
+def manifests() -> list:
+    """Our models for lmms-eval's registry (and, as a side effect, our task folders)."""
+    from lmms_eval.models.registry_v2 import ModelManifest
+
     install_task_path()
     return [
         ModelManifest(
