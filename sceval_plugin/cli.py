@@ -155,6 +155,18 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     return 1 if drift else 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from sceval_plugin.report import build_report
+
+    done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed,
+                        model_pairs=not args.no_model_pairs, progress=not args.quiet)
+    for note in done["notes"]:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"{done['trials']} trials of {len(done['models'])} model(s) in {done['seconds']:.1f} s; wrote "
+          f"{len(done['written'])} files to {args.output}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sceval", description="SCEval: where omni-modal models break.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -185,6 +197,15 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--write", action="store_true")
     tasks.set_defaults(func=cmd_tasks)
 
+    report = sub.add_parser("report", help="tables, plots and statistics from lmms-eval output folders")
+    report.add_argument("runs", nargs="+", help="lmms-eval --output_path folders (one per model, or many tasks in one)")
+    report.add_argument("-o", "--output", required=True, help="folder for the report")
+    report.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    report.add_argument("--seed", type=int, default=20261129)
+    report.add_argument("--no-model-pairs", action="store_true", help="skip model-vs-model comparisons")
+    report.add_argument("--quiet", action="store_true", help="no progress bar")
+    report.set_defaults(func=cmd_report)
+
     demo = sub.add_parser("demo", help="contact sheets of every operator on a built-in synthetic sample")
     demo.add_argument("-o", "--output", default="sceval-demo")
     demo.set_defaults(func=cmd_demo)
@@ -196,7 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (media.MediaError, operators.OperatorInputError, operators.UnknownOperatorError, ValueError) as exc:
+    except (media.MediaError, operators.OperatorInputError, operators.UnknownOperatorError, ValueError,
+            LookupError) as exc:
         print(f"sceval: error: {exc}", file=sys.stderr)
         return 2
 

@@ -240,14 +240,19 @@ def process_results(doc: dict, results: list) -> dict:
         "parsed_answer_original_key": None if answer is None else original[[k for k, _ in options].index(answer)],
         "confidence": parsed.confidence,
         "gold_key": gold,
+        "n_options": len(options),
         "correct": correct,
         "invalid": invalid,
         "latency_s": call.latency_s if call else None,
         "retries": call.retries if call else None,
         "failure_detail": call.detail if call else "",
     }
-    trial = {"s": doc["sample_id"], "v": doc["variant"], "c": correct, "i": invalid, "k": condition.id}
-    out = {metric: trial for metric in METRICS}
+    # Small values: lmms-eval writes every metric's value into each per-sample line.
+    trial = {"s": doc["sample_id"], "v": doc["variant"], "c": correct}
+    out = {name: trial for name in ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage",
+                                    "sceval_valid_trials")}
+    out.update({f"sceval_invalid_{c}": invalid for c in INVALID_CATEGORIES})
+    out["sceval_excluded_trials"] = condition.id
     out["sceval_record"] = record
     return out
 
@@ -268,9 +273,12 @@ def mean_variant_accuracy(items: list[dict]) -> float:
 
 
 def worst_variant_accuracy(items: list[dict]) -> float:
-    """Paper eq. 4: a sample counts only if every valid variant is correct."""
-    scores = [min(v) for v in _by_sample(items).values() if v]
-    return sum(scores) / len(scores) if scores else math.nan
+    """Paper eq. 4: the lowest accuracy among the variant indices (each over its valid samples)."""
+    by_variant: dict[int, list[int]] = collections.defaultdict(list)
+    for it in items:
+        if it["c"] is not None:
+            by_variant[it["v"]].append(it["c"])
+    return min(sum(v) / len(v) for v in by_variant.values()) if by_variant else math.nan
 
 
 def coverage(items: list[dict]) -> float:
@@ -281,9 +289,9 @@ def valid_trials(items: list[dict]) -> int:
     return sum(it["c"] is not None for it in items)
 
 
-def _invalid_count(category: str) -> Callable[[list[dict]], int]:
-    def count(items: list[dict]) -> int:
-        return sum(it["i"] == category for it in items)
+def _invalid_count(category: str) -> Callable[[list], int]:
+    def count(items: list) -> int:
+        return sum(it == category for it in items)
 
     count.__name__ = f"invalid_{category}"
     return count
@@ -295,10 +303,10 @@ invalid_refusal = _invalid_count("refusal")
 invalid_empty = _invalid_count("empty")
 
 
-def excluded_trials(items: list[dict]) -> int:
-    conditions = {it["k"] for it in items}
+def excluded_trials(items: list[str]) -> int:
+    """Trials the manifest or unreadable media removed (items are condition ids)."""
     with _ledger_lock:
-        return sum(sum(EXCLUDED.get(k, {}).values()) for k in conditions)
+        return sum(sum(EXCLUDED.get(k, {}).values()) for k in set(items))
 
 
 #: metric name -> aggregation; the task template lists exactly these.

@@ -139,19 +139,22 @@ def test_process_results_record_and_invalid_categories():
 
 
 def trials(*rows):
-    return [{"s": s, "v": v, "c": c, "i": i, "k": "x"} for s, v, c, i in rows]
+    return [{"s": s, "v": v, "c": c} for s, v, c, _ in rows], [i for *_, i in rows]
 
 
 def test_variant_aggregations_by_sample():
-    items = trials(("a", 0, 1, None), ("a", 1, 0, None), ("a", 2, None, "parse_failure"),
-                   ("b", 0, 1, None), ("b", 1, 1, None), ("b", 2, 1, None),
-                   ("c", 0, None, "refusal"), ("c", 1, None, "empty"), ("c", 2, None, "api_failure"))
-    assert task.mean_variant_accuracy(items) == pytest.approx((0.5 + 1) / 2)  # c has no valid variant
-    assert task.worst_variant_accuracy(items) == pytest.approx((0 + 1) / 2)
-    assert task.coverage(items) == pytest.approx(5 / 9)
-    assert task.valid_trials(items) == 5
-    assert [task.METRICS[f"sceval_invalid_{c}"](items) for c in ("parse_failure", "refusal", "empty", "api_failure")] == [1, 1, 1, 1]
-    assert math.isnan(task.mean_variant_accuracy(trials(("z", 0, None, "empty"))))
+    items, invalid = trials(("a", 0, 1, None), ("a", 1, 0, None), ("a", 2, None, "parse_failure"),
+                            ("b", 0, 1, None), ("b", 1, 1, None), ("b", 2, 1, None),
+                            ("c", 0, None, "refusal"), ("c", 1, None, "empty"), ("c", 2, None, "api_failure"),
+                            ("d", 0, 0, None), ("d", 1, 1, None), ("d", 2, 0, None))
+    # eq. 3: a = 1/2, b = 1, d = 1/3 (c has no valid variant and drops out)
+    assert task.mean_variant_accuracy(items) == pytest.approx((0.5 + 1 + 1 / 3) / 3)
+    # eq. 4: variant 0 -> (1+1+0)/3, variant 1 -> (0+1+1)/3, variant 2 -> (1+0)/2; the lowest
+    assert task.worst_variant_accuracy(items) == pytest.approx(0.5)
+    assert task.coverage(items) == pytest.approx(8 / 12)
+    assert task.valid_trials(items) == 8
+    assert [task.METRICS[f"sceval_invalid_{c}"](invalid) for c in ("parse_failure", "refusal", "empty", "api_failure")] == [1, 1, 1, 1]
+    assert math.isnan(task.mean_variant_accuracy(trials(("z", 0, None, "empty"))[0]))
 
 
 def test_manifest_exclusions_are_counted(tmp_path, monkeypatch):
@@ -162,7 +165,7 @@ def test_manifest_exclusions_are_counted(tmp_path, monkeypatch):
     rows, excluded = task.build_rows(cond("single_noise_v70"))
     assert len(rows) == 90 - 4 and excluded == {"sample_invalid": 3, "cell_uninterpretable:noise@70": 1}
     task.process_docs(None, "single_noise_v70")
-    assert task.excluded_trials([{"k": "single_noise_v70"}]) == 4
+    assert task.excluded_trials(["single_noise_v70"] * 86) == 4
 
 
 def test_unreadable_media_are_excluded_with_their_reason(tmp_path, monkeypatch):

@@ -1,0 +1,125 @@
+"""Statistics used by the SCEval and C3PO reports: pure functions on NumPy arrays.
+
+The bootstrap draws one matrix of resample counts per sample set and applies it to every
+vector over that set with one matrix product, so thousands of intervals cost about as much as
+one. Seeds derive from the sample ids (BLAKE2b), never from a global RNG: the same inputs give
+the same intervals in any process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy import stats as _scipy_stats
+
+B_DEFAULT = 1000
+SEED_DEFAULT = 20261129
+
+
+def _seed(sample_ids: Sequence[str], seed: int) -> int:
+    h = hashlib.blake2b(str(seed).encode(), digest_size=8)
+    for s in sample_ids:
+        h.update(b"\x1f" + str(s).encode())
+    return int.from_bytes(h.digest(), "little")
+
+
+def resample_weights(sample_ids: Sequence[str], *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> np.ndarray:
+    """(b, n) counts: row k says how often each sample is drawn in bootstrap resample k."""
+    n = len(sample_ids)
+    if n == 0:
+        return np.zeros((b, 0))
+    rng = np.random.default_rng(_seed(sample_ids, seed))
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=b).astype(np.float64)
+
+
+def bootstrap_means(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Resampled means of each row of ``values`` (m, n) under ``weights`` (b, n): shape (m, b)."""
+    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    if values.shape[1] == 0:
+        return np.full((values.shape[0], weights.shape[0]), np.nan)
+    return values @ weights.T / values.shape[1]
+
+
+def percentile_interval(boot: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of each row of resampled statistics."""
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(boot, [tail, 100 - tail], axis=-1)
+    return lo, hi
+
+
+def bootstrap_p_value(boot: np.ndarray) -> np.ndarray:
+    """Two-sided p-value for "the mean difference is zero", from resampled mean differences:
+    twice the smaller tail mass at zero (capped at 1). All-zero differences give p = 1."""
+    boot = np.atleast_2d(boot)
+    below = (boot <= 0).mean(axis=-1)
+    above = (boot >= 0).mean(axis=-1)
+    return np.minimum(1.0, 2 * np.minimum(below, above))
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact two-sided McNemar p-value from the discordant counts ``b`` and ``c``."""
+    if b + c == 0:
+        return 1.0
+    return float(_scipy_stats.binomtest(int(b), int(b + c), 0.5).pvalue)
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (NaN inputs stay NaN and are not counted)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    q = p[ok]
+    m = q.size
+    if m:
+        order = np.argsort(q, kind="stable")
+        adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * q[order]))
+        result = np.empty(m)
+        result[order] = adjusted
+        out[ok] = result
+    return out
+
+
+def least_squares_slope(x: Sequence[float], y: Sequence[float]) -> float:
+    """Slope of the least-squares line through the finite (x, y) points (NaN if < 2 points)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < 2 or np.ptp(x[ok]) == 0:
+        return float("nan")
+    return float(np.polyfit(x[ok], y[ok], 1)[0])
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A paired comparison of two per-sample score vectors (same samples, same order)."""
+
+    n: int
+    mean_a: float
+    mean_b: float
+    diff: float  # mean(a - b)
+    ci_low: float
+    ci_high: float
+    p_bootstrap: float
+    b: int  # a right, b wrong (binary outcomes)
+    c: int  # a wrong, b right
+    p_mcnemar: float
+
+
+def paired_comparisons(a: np.ndarray, b: np.ndarray, a_bin: np.ndarray, b_bin: np.ndarray,
+                       weights: np.ndarray) -> list[Paired]:
+    """Rows of ``a``/``b`` (m, n) compared pairwise: paired bootstrap of the mean difference and
+    exact McNemar on the binary outcomes ``a_bin``/``b_bin``."""
+    a, b = np.atleast_2d(a).astype(float), np.atleast_2d(b).astype(float)
+    a_bin, b_bin = np.atleast_2d(a_bin).astype(bool), np.atleast_2d(b_bin).astype(bool)
+    boot = bootstrap_means(a - b, weights)
+    lo, hi = percentile_interval(boot)
+    p = bootstrap_p_value(boot)
+    out = []
+    for k in range(a.shape[0]):
+        bb = int((a_bin[k] & ~b_bin[k]).sum())
+        cc = int((~a_bin[k] & b_bin[k]).sum())
+        out.append(Paired(a.shape[1], float(a[k].mean()), float(b[k].mean()), float((a[k] - b[k]).mean()),
+                          float(lo[k]), float(hi[k]), float(p[k]), bb, cc, mcnemar_exact(bb, cc)))
+    return out

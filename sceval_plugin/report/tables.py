@@ -1,0 +1,176 @@
+"""Tables for a paper: each one as Markdown, CSV and LaTeX."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sceval_plugin.metrics.protocol import JOINT_BLOCKS, ConditionInfo, Numbers
+
+
+def pp(x: float) -> str:
+    """A fraction as percentage points, one decimal."""
+    return "–" if x is None or not np.isfinite(x) else f"{100 * x:.1f}"
+
+
+def drop(x: float) -> str:
+    """A drop (positive = worse) with an arrow, in points."""
+    if x is None or not np.isfinite(x):
+        return "–"
+    return f"↓{100 * x:.1f}" if x > 0 else (f"↑{-100 * x:.1f}" if x < 0 else "±0")
+
+
+def signed(x: float) -> str:
+    return "–" if x is None or not np.isfinite(x) else f"{100 * x:+.1f}"
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *rows]) + "\n"
+
+
+_LATEX_ESCAPE = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "↓": r"$\downarrow$", "↑": r"$\uparrow$",
+                 "±": r"$\pm$", "–": "--", "×": r"$\times$"}
+
+
+def _latex_cell(value: object) -> str:
+    text = str(value)
+    for raw, escaped in _LATEX_ESCAPE.items():
+        text = text.replace(raw, escaped)
+    return text
+
+
+def _latex(frame: pd.DataFrame, caption: str) -> str:
+    lines = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{l{'r' * (len(frame.columns) - 1)}}}",
+             r"\toprule", " & ".join(_latex_cell(c) for c in frame.columns) + r" \\", r"\midrule"]
+    lines += [" & ".join(_latex_cell(v) for v in row) + r" \\" for row in frame.itertuples(index=False)]
+    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{_latex_cell(caption)}}}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_table(out: Path, name: str, shown: pd.DataFrame, numbers: pd.DataFrame, caption: str) -> list[Path]:
+    """``shown`` (formatted) as Markdown and LaTeX; ``numbers`` (raw) as CSV."""
+    out.mkdir(parents=True, exist_ok=True)
+    md, tex, csv = out / f"{name}.md", out / f"{name}.tex", out / f"{name}.csv"
+    md.write_text(f"**{caption}**\n\n" + _markdown(shown), encoding="utf-8")
+    tex.write_text(_latex(shown, caption), encoding="utf-8")
+    numbers.to_csv(csv, index=False)
+    return [md, csv, tex]
+
+
+def _acc(numbers: Numbers) -> pd.Series:
+    return numbers.summary.set_index(["model", "condition_id"])["accuracy"]
+
+
+def single_matrix(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]):
+    """Models x operators at severity 70: accuracy with its signed drop from clean."""
+    s = numbers.summary
+    rows_shown, rows_raw = [], []
+    for model in sorted(s["model"].unique()):
+        acc = s[s["model"] == model].set_index("condition_id")
+        clean = acc["accuracy"].get("clean", np.nan)
+        shown, raw = {"model": model, "clean": pp(clean)}, {"model": model, "clean": clean}
+        for op in operators:
+            cid = next((c for c, i in info.items() if i.block == "single" and i.corruptions[0][1] == op
+                        and i.corruptions[0][2] == 70), None)
+            a = acc["accuracy"].get(cid, np.nan) if cid else np.nan
+            shown[op] = f"{pp(a)} ({drop(clean - a)})" if np.isfinite(a) else "–"
+            raw[op], raw[f"{op}_drop"] = a, clean - a
+        rows_shown.append(shown), rows_raw.append(raw)
+    return pd.DataFrame(rows_shown), pd.DataFrame(rows_raw)
+
+
+def _mark(p: float) -> str:
+    return "" if p is None or not np.isfinite(p) else ("**" if p < 0.01 else ("*" if p < 0.05 else ""))
+
+
+def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]):
+    """Joint cells x models: accuracy, Δbase and Δsingle; * / ** mark Holm-adjusted p < .05 / .01
+    (McNemar; invalid outputs as incorrect) for clean-vs-joint and single-vs-joint."""
+    s = numbers.summary
+    joint = s[s["condition_id"].map(lambda c: c in info and info[c].block in JOINT_BLOCKS)]
+    cmp = numbers.comparisons
+    p_base = cmp[cmp["kind"] == "clean_vs_condition"].set_index(["model_b", "condition_b"])["p_holm"]
+    p_single = cmp[cmp["kind"] == "single_vs_joint"].set_index(["model_b", "condition_b"])["p_holm"]
+    order = sorted(joint["condition_id"].unique(), key=lambda c: (JOINT_BLOCKS.index(info[c].block), c))
+    models = sorted(joint["model"].unique())
+    rows_shown, raw = [], []
+    for cid in order:
+        c = info[cid]
+        row = {"condition": cid, "role": c.role or "", "in 29": "yes" if "combined" in c.suites else "no"}
+        for model in models:
+            r = joint[(joint["model"] == model) & (joint["condition_id"] == cid)]
+            if r.empty:
+                row[model] = "–"
+                continue
+            r = r.iloc[0]
+            pb, ps = p_base.get((model, cid), np.nan), p_single.get((model, cid), np.nan)
+            row[model] = f"{pp(r['accuracy'])} {drop(r['delta_base'])}{_mark(pb)} / Δs {drop(r['delta_single'])}{_mark(ps)}"
+            raw.append({"condition": cid, "model": model, "block": c.block, "role": c.role,
+                        "total_severity": sum(x[2] for x in c.corruptions), "accuracy": r["accuracy"],
+                        "ci_low": r["ci_low"], "ci_high": r["ci_high"], "delta_base": r["delta_base"],
+                        "delta_single": r["delta_single"], "weakest_single": r["weakest_single"],
+                        "p_holm_base": pb, "p_holm_single": ps, "coverage": r["coverage"]})
+        rows_shown.append(row)
+    return pd.DataFrame(rows_shown), pd.DataFrame(raw)
+
+
+def panel_table(numbers: Numbers):
+    p = numbers.panel
+    if p.empty:
+        return p, p
+    shown = pd.DataFrame({
+        "model": p["model"], "clean": p["clean"].map(pp), "panel mean": p["panel_mean"].map(pp),
+        "panel worst": p["panel_worst"].map(pp), **{f"{b.upper()}": p[f"mean_{b}"].map(pp) for b in JOINT_BLOCKS},
+        "strongest fault line": [f"{c} ({drop(d)})" if isinstance(c, str) else "–"
+                                 for c, d in zip(p["strongest_fault_line"], p["strongest_drop"])],
+        "coverage": p["coverage"].map(lambda x: "–" if not np.isfinite(x) else f"{100 * x:.1f}%"),
+    })
+    return shown, p
+
+
+def controls_table(numbers: Numbers):
+    d = numbers.diagnostics.set_index("model")
+    acc = _acc(numbers)
+    rows_shown, raw = [], []
+    for model in d.index:
+        row_raw = {"model": model}
+        for cid in ("missing_text", "missing_vision", "missing_audio", "shortcut_question_options",
+                    "shortcut_text_only", "shortcut_visual_audio", "shortcut_options_only"):
+            row_raw[cid] = acc.get((model, cid), np.nan)
+        for k in ("M_t", "M_v", "M_a", "G", "chance"):
+            row_raw[k] = d.loc[model, k]
+        o = numbers.option_orders[numbers.option_orders["model"] == model]
+        for _, r in o.iterrows():
+            row_raw[f"{r['base']}:mean_order"] = r["mean_order"]
+            row_raw[f"{r['base']}:worst_order"] = r["worst_order"]
+            row_raw[f"{r['base']}:consistency"] = r["consistency"]
+        raw.append(row_raw)
+        clean_order = o[o["base"] == "clean"]
+        rows_shown.append({
+            "model": model,
+            "no text / vision / audio": " / ".join(pp(row_raw[f"missing_{m}"]) for m in ("text", "vision", "audio")),
+            "M_t / M_v / M_a": " / ".join(signed(row_raw[k]) for k in ("M_t", "M_v", "M_a")),
+            "Q+options": pp(row_raw["shortcut_question_options"]), "text only": pp(row_raw["shortcut_text_only"]),
+            "G": pp(row_raw["G"]), "V+A generic": pp(row_raw["shortcut_visual_audio"]),
+            "options only": pp(row_raw["shortcut_options_only"]),
+            "order mean / worst (clean)": "–" if clean_order.empty else
+            f"{pp(clean_order['mean_order'].iloc[0])} / {pp(clean_order['worst_order'].iloc[0])}",
+            "consistency (clean)": "–" if clean_order.empty else f"{100 * clean_order['consistency'].iloc[0]:.1f}%",
+        })
+    return pd.DataFrame(rows_shown), pd.DataFrame(raw)
+
+
+def diagnostics_table(numbers: Numbers):
+    d = numbers.diagnostics
+    shown = pd.DataFrame({"model": d["model"], "clean": d["clean"].map(pp),
+                          **{f"FS {b}": d[f"FS_{b}"].map(pp) for b in JOINT_BLOCKS},
+                          **{f"S_{m} (pp/10 sev)": d[f"S_{m}"].map(lambda x: "–" if not math.isfinite(x) else f"{1000 * x:+.2f}")
+                             for m in "tva"},
+                          "G": d["G"].map(pp)})
+    return shown, d
