@@ -69,12 +69,11 @@ def test_degenerate_bootstrap_when_every_sample_scores_the_same():
 
 
 def test_bootstrap_is_a_seeded_resample_of_samples():
-    ids = [f"s{i}" for i in range(50)]
     values = np.random.default_rng(3).random(50)
-    w = resample_weights(ids, b=500, seed=7)
+    w = resample_weights(50, b=500, seed=7)
     assert w.shape == (500, 50) and (w.sum(axis=1) == 50).all()
-    assert np.array_equal(w, resample_weights(ids, b=500, seed=7))
-    assert not np.array_equal(w, resample_weights(ids, b=500, seed=8))
+    assert np.array_equal(w, resample_weights.__wrapped__(50, b=500, seed=7)), "a pure function of (n, b, seed)"
+    assert not np.array_equal(w, resample_weights(50, b=500, seed=8))
     boot = bootstrap_means(values, w)[0]
     # the same as averaging explicit resamples: sample k takes each index w[k, i] times
     explicit = [np.repeat(values, w[k].astype(int)).mean() for k in range(3)]

@@ -118,6 +118,8 @@ def test_repeated_runs_keep_the_latest_log(runs, tmp_path):
     lines = [json.loads(line) for line in (copy / "20261129_120000_samples_sceval_clean.jsonl").read_text().splitlines()]
     for line in lines:
         line["sceval_record"]["correct"] = 0
+        for metric in ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage", "sceval_valid_trials"):
+            line[metric]["c"] = 0
     newer.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     shutil.copy(copy / "20261129_120000_results.json", copy / "20261130_090000_results.json")
     done = subprocess.run([SCEVAL, "report", str(copy), "-o", str(tmp_path / "r"), "--quiet", "--no-model-pairs"],

@@ -106,21 +106,19 @@ def condition_summary(trials: pd.DataFrame, samples: pd.DataFrame, *, b: int = B
 
 
 def _accuracy_intervals(valid_samples: pd.DataFrame, index: pd.MultiIndex, *, b: int, seed: int):
-    """Bootstrap intervals, one weight matrix per distinct sample set."""
+    """Bootstrap intervals of every (model, condition), one matrix product per sample count."""
     lo = pd.Series(np.nan, index=index)
     hi = pd.Series(np.nan, index=index)
-    groups: dict[tuple, list[tuple]] = {}
+    by_size: dict[int, list[tuple]] = {}
     series: dict[tuple, np.ndarray] = {}
-    for key, frame in valid_samples.groupby(["model", "condition_id"], sort=False, observed=True):
-        ids = tuple(sorted(frame["sample_id"]))
-        series[key] = frame.set_index("sample_id")["score"].loc[list(ids)].to_numpy()
-        groups.setdefault(ids, []).append(key)
-    for ids, keys in groups.items():
-        weights = resample_weights(ids, b=b, seed=seed)
-        boot = bootstrap_means(np.stack([series[k] for k in keys]), weights)
+    ordered = valid_samples.sort_values("sample_id", kind="stable")
+    for key, frame in ordered.groupby(["model", "condition_id"], sort=False, observed=True):
+        series[key] = frame["score"].to_numpy()
+        by_size.setdefault(len(series[key]), []).append(key)
+    for n, keys in by_size.items():
+        boot = bootstrap_means(np.stack([series[k] for k in keys]), resample_weights(n, b=b, seed=seed))
         low, high = percentile_interval(boot)
-        for k, a, z in zip(keys, low, high):
-            lo[k], hi[k] = a, z
+        lo[keys], hi[keys] = low, high
     return lo.to_numpy(), hi.to_numpy()
 
 
@@ -223,25 +221,27 @@ def panel_summary(summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd.D
 
 
 def option_order_summary(trials: pd.DataFrame, summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd.DataFrame:
-    """Per model and base condition: mean- and worst-order accuracy over the four orders, and
-    prediction consistency (share of trials answering the same original option in all orders)."""
-    order_ids = {cid: c for cid, c in info.items() if c.block == "option_order"}
-    t = trials[trials["condition_id"].isin(list(order_ids))]
-    t = t.assign(condition_id=t["condition_id"].astype(str), sample_id=t["sample_id"].astype(str))
+    """Per model and base condition: mean- and worst-order accuracy over its option orders, and
+    prediction consistency (share of trials answering the same original option in every order)."""
+    columns = ["model", "base", "orders", "mean_order", "worst_order", "consistency"]
+    base_of = {cid: c.base for cid, c in info.items() if c.block == "option_order"}
+    t = trials[trials["condition_id"].isin(list(base_of))]
     if t.empty:
-        return pd.DataFrame(columns=["model", "base", "orders", "mean_order", "worst_order", "consistency"])
-    t = t.assign(base=t["condition_id"].map(lambda c: order_ids[c].base))
-    acc = summary.set_index(["model", "condition_id"])["accuracy"]
-    rows = []
-    for (model, base), frame in t.groupby(["model", "base"], observed=True):
-        orders = sorted(frame["condition_id"].unique())
-        accs = [acc.get((model, o), np.nan) for o in orders]
-        answers = frame.pivot_table(index=["sample_id", "variant"], columns="condition_id", values="answer",
-                                    aggfunc="first")
-        same = answers.notna().all(axis=1) & (answers.nunique(axis=1, dropna=True) == 1)
-        rows.append({"model": model, "base": base, "orders": len(orders), "mean_order": float(np.nanmean(accs)),
-                     "worst_order": float(np.nanmin(accs)), "consistency": float(same.mean())})
-    return pd.DataFrame(rows)
+        return pd.DataFrame(columns=columns)
+    answers = t["answer"].astype("category").cat.codes.to_numpy()  # -1 = no valid answer
+    t = pd.DataFrame({"model": t["model"].astype(str).to_numpy(), "base": t["condition_id"].astype(str).map(base_of).to_numpy(),
+                      "condition_id": t["condition_id"].astype(str).to_numpy(), "sample_id": t["sample_id"].to_numpy(),
+                      "variant": t["variant"].to_numpy(), "code": answers})
+    orders = t.groupby(["model", "base"])["condition_id"].nunique()
+    g = t.groupby(["model", "base", "sample_id", "variant"], observed=True)["code"]
+    per_trial = pd.DataFrame({"n": g.size(), "lo": g.min(), "hi": g.max()}).reset_index()
+    per_trial["consistent"] = ((per_trial["n"].to_numpy() == orders.reindex(pd.MultiIndex.from_frame(per_trial[["model", "base"]])).to_numpy())
+                               & (per_trial["lo"] == per_trial["hi"]) & (per_trial["lo"] >= 0))
+    consistency = per_trial.groupby(["model", "base"])["consistent"].mean()
+    acc = summary.assign(base=summary["condition_id"].map(base_of)).dropna(subset=["base"])
+    by_base = acc.groupby(["model", "base"])["accuracy"].agg(mean_order="mean", worst_order="min")
+    out = by_base.join(orders.rename("orders")).join(consistency.rename("consistency")).reset_index()
+    return out[columns]
 
 
 # --- paired comparisons -------------------------------------------------------------------------
@@ -290,56 +290,44 @@ def comparisons(samples: pd.DataFrame, summary: pd.DataFrame, info: dict[str, Co
 
 
 def _run_pairs(specs, strict: pd.DataFrame, score: pd.DataFrame, samples: pd.DataFrame, *, b: int, seed: int):
-    binary = strict >= 0.5
-    by_set: dict[tuple, list[int]] = {}
-    pairs = []
-    for k, (kind, family, ma, ca, mb, cb) in enumerate(specs):
-        a, bb = strict.loc[(ma, ca)], strict.loc[(mb, cb)]
-        common = tuple(sorted(a.index[a.notna() & bb.notna()]))
-        pairs.append(common)
-        by_set.setdefault(common, []).append(k)
+    """Each spec compares two rows over the samples both have (sorted ids); specs with the same
+    number of common samples share one bootstrap matrix."""
+    from sceval_plugin.metrics.stats import mcnemar_exact
+
+    strict_np, score_np = strict.to_numpy(), score.to_numpy()
+    row_of = {key: i for i, key in enumerate(strict.index)}
+    present = ~np.isnan(strict_np)
+    by_size: dict[int, list[tuple[int, np.ndarray]]] = {}
+    for k, (_, _, ma, ca, mb, cb) in enumerate(specs):
+        cols = np.flatnonzero(present[row_of[(ma, ca)]] & present[row_of[(mb, cb)]])
+        by_size.setdefault(len(cols), []).append((k, cols))
     out: list[dict] = [None] * len(specs)  # type: ignore[list-item]
-    weights_cache: dict[tuple, np.ndarray] = {}
-
-    def weights(ids: tuple) -> np.ndarray:
-        if ids not in weights_cache:
-            weights_cache[ids] = resample_weights(ids, b=b, seed=seed)
-        return weights_cache[ids]
-
-    for ids, members in by_set.items():
-        cols = list(ids)
-        rows_a = [(specs[k][2], specs[k][3]) for k in members]
-        rows_b = [(specs[k][4], specs[k][5]) for k in members]
-        a = strict.loc[rows_a, cols].to_numpy()
-        bb = strict.loc[rows_b, cols].to_numpy()
-        results = paired_comparisons(a, bb, binary.loc[rows_a, cols].to_numpy(), binary.loc[rows_b, cols].to_numpy(),
-                                     weights(ids)) if cols else []
-        sa = score.loc[rows_a, cols].to_numpy()
-        sb = score.loc[rows_b, cols].to_numpy()
-        for j, k in enumerate(members):
+    for n, members in by_size.items():
+        ra = [row_of[(specs[k][2], specs[k][3])] for k, _ in members]
+        rb = [row_of[(specs[k][4], specs[k][5])] for k, _ in members]
+        cols = np.stack([c for _, c in members]) if n else np.zeros((len(members), 0), int)
+        a, bb = strict_np[np.array(ra)[:, None], cols], strict_np[np.array(rb)[:, None], cols]
+        sa, sb = score_np[np.array(ra)[:, None], cols], score_np[np.array(rb)[:, None], cols]
+        results = paired_comparisons(a, bb, a >= 0.5, bb >= 0.5, resample_weights(n, b=b, seed=seed)) if n else []
+        # Invalid outputs as missing: only samples with a valid score on both sides.
+        keep = np.isfinite(sa) & np.isfinite(sb)
+        va, vb = (sa >= 0.5) & keep, (sb >= 0.5) & keep
+        p_missing = np.atleast_1d(mcnemar_exact((va & ~vb & keep).sum(1), (~va & vb & keep).sum(1)))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diff_missing = np.where(keep, sa - sb, 0).sum(1) / keep.sum(1)
+        for j, (k, _) in enumerate(members):
             kind, family, ma, ca, mb, cb = specs[k]
-            r = results[j] if cols else None
             row = {"kind": kind, "family": family, "model_a": ma, "condition_a": ca, "model_b": mb, "condition_b": cb}
-            if r is None:
-                row.update(n=0, mean_a=np.nan, mean_b=np.nan, diff=np.nan, ci_low=np.nan, ci_high=np.nan,
-                           p_bootstrap=np.nan, b=0, c=0, p_mcnemar=np.nan)
-            else:
+            if n:
+                r = results[j]
                 row.update(n=r.n, mean_a=r.mean_a, mean_b=r.mean_b, diff=r.diff, ci_low=r.ci_low, ci_high=r.ci_high,
-                           p_bootstrap=r.p_bootstrap, b=r.b, c=r.c, p_mcnemar=r.p_mcnemar)
-            # Invalid outputs as missing: keep only samples with a valid score on both sides.
-            if cols:
-                keep = np.isfinite(sa[j]) & np.isfinite(sb[j])
-                if keep.all():
-                    row.update(n_valid_pairs=int(keep.sum()), p_mcnemar_missing=row["p_mcnemar"], diff_missing=row["diff"])
-                else:
-                    va, vb = sa[j][keep] >= 0.5, sb[j][keep] >= 0.5
-                    from sceval_plugin.metrics.stats import mcnemar_exact
-
-                    row.update(n_valid_pairs=int(keep.sum()),
-                               p_mcnemar_missing=mcnemar_exact(int((va & ~vb).sum()), int((~va & vb).sum())),
-                               diff_missing=float((sa[j][keep] - sb[j][keep]).mean()) if keep.any() else np.nan)
+                           p_bootstrap=r.p_bootstrap, b=r.b, c=r.c, p_mcnemar=r.p_mcnemar,
+                           n_valid_pairs=int(keep[j].sum()), p_mcnemar_missing=float(p_missing[j]),
+                           diff_missing=float(diff_missing[j]))
             else:
-                row.update(n_valid_pairs=0, p_mcnemar_missing=np.nan, diff_missing=np.nan)
+                row.update(n=0, mean_a=np.nan, mean_b=np.nan, diff=np.nan, ci_low=np.nan, ci_high=np.nan,
+                           p_bootstrap=np.nan, b=0, c=0, p_mcnemar=np.nan, n_valid_pairs=0, p_mcnemar_missing=np.nan,
+                           diff_missing=np.nan)
             out[k] = row
     return out
 

@@ -1,38 +1,38 @@
 """Statistics used by the SCEval and C3PO reports: pure functions on NumPy arrays.
 
-The bootstrap draws one matrix of resample counts per sample set and applies it to every
-vector over that set with one matrix product, so thousands of intervals cost about as much as
-one. Seeds derive from the sample ids (BLAKE2b), never from a global RNG: the same inputs give
-the same intervals in any process.
+The bootstrap draws one matrix of resample counts per sample count and applies it to every
+vector of that length with one matrix product, so thousands of intervals cost about as much as
+one. Seeds derive from (seed, sample count) by BLAKE2b, never from a global RNG: the same
+inputs give the same intervals in any process.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import stats as _scipy_stats
+from scipy.special import bdtr  # the binomial CDF; lighter to import than scipy.stats
 
 B_DEFAULT = 1000
 SEED_DEFAULT = 20261129
 
 
-def _seed(sample_ids: Sequence[str], seed: int) -> int:
-    h = hashlib.blake2b(str(seed).encode(), digest_size=8)
-    for s in sample_ids:
-        h.update(b"\x1f" + str(s).encode())
-    return int.from_bytes(h.digest(), "little")
-
-
-def resample_weights(sample_ids: Sequence[str], *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> np.ndarray:
-    """(b, n) counts: row k says how often each sample is drawn in bootstrap resample k."""
-    n = len(sample_ids)
+@functools.lru_cache(maxsize=64)
+def resample_weights(n: int, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> np.ndarray:
+    """(b, n) counts: row k says how often each of n samples (in a fixed order, e.g. sorted ids)
+    is drawn in bootstrap resample k. Seeded by (seed, n) alone, so every statistic over n
+    samples shares one matrix and a whole report costs a few matrix products. Read-only."""
     if n == 0:
         return np.zeros((b, 0))
-    rng = np.random.default_rng(_seed(sample_ids, seed))
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=b).astype(np.float64)
+    digest = hashlib.blake2b(f"sceval-bootstrap|{seed}|{n}|{b}".encode(), digest_size=8).digest()
+    rng = np.random.default_rng(int.from_bytes(digest, "little"))
+    draws = rng.integers(0, n, size=(b, n)) + np.arange(b)[:, None] * n  # resample k's draws, offset by row
+    weights = np.bincount(draws.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+    weights.setflags(write=False)
+    return weights
 
 
 def bootstrap_means(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -59,11 +59,13 @@ def bootstrap_p_value(boot: np.ndarray) -> np.ndarray:
     return np.minimum(1.0, 2 * np.minimum(below, above))
 
 
-def mcnemar_exact(b: int, c: int) -> float:
-    """Exact two-sided McNemar p-value from the discordant counts ``b`` and ``c``."""
-    if b + c == 0:
-        return 1.0
-    return float(_scipy_stats.binomtest(int(b), int(b + c), 0.5).pvalue)
+def mcnemar_exact(b, c):
+    """Exact two-sided McNemar p-value from the discordant counts ``b`` and ``c`` (scalars or
+    arrays): twice the smaller binomial tail of Bin(b + c, 1/2), capped at 1; 1 when b + c = 0."""
+    b, c = np.asarray(b), np.asarray(c)
+    n = b + c
+    p = np.where(n == 0, 1.0, np.minimum(1.0, 2 * bdtr(np.minimum(b, c), np.maximum(n, 1), 0.5)))
+    return float(p) if p.ndim == 0 else p
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
@@ -116,10 +118,9 @@ def paired_comparisons(a: np.ndarray, b: np.ndarray, a_bin: np.ndarray, b_bin: n
     boot = bootstrap_means(a - b, weights)
     lo, hi = percentile_interval(boot)
     p = bootstrap_p_value(boot)
-    out = []
-    for k in range(a.shape[0]):
-        bb = int((a_bin[k] & ~b_bin[k]).sum())
-        cc = int((~a_bin[k] & b_bin[k]).sum())
-        out.append(Paired(a.shape[1], float(a[k].mean()), float(b[k].mean()), float((a[k] - b[k]).mean()),
-                          float(lo[k]), float(hi[k]), float(p[k]), bb, cc, mcnemar_exact(bb, cc)))
-    return out
+    bb = (a_bin & ~b_bin).sum(axis=1)
+    cc = (~a_bin & b_bin).sum(axis=1)
+    p_mcnemar = np.atleast_1d(mcnemar_exact(bb, cc))
+    mean_a, mean_b = a.mean(axis=1), b.mean(axis=1)
+    return [Paired(a.shape[1], float(mean_a[k]), float(mean_b[k]), float(mean_a[k] - mean_b[k]), float(lo[k]),
+                   float(hi[k]), float(p[k]), int(bb[k]), int(cc[k]), float(p_mcnemar[k])) for k in range(a.shape[0])]

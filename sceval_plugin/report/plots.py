@@ -68,16 +68,18 @@ def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], path: Path) 
     """Per model: total severity s_t+s_v+s_a against the drop from clean, one marker per combination."""
     plt = _pyplot()
     s = numbers.summary
-    joint = s[s["condition_id"].map(lambda c: c in info and info[c].block in JOINT_BLOCKS)]
+    block = s["condition_id"].map(lambda c: info[c].block if c in info else "")
+    joint = s.assign(block=block, budget=s["condition_id"].map(
+        lambda c: sum(x[2] for x in info[c].corruptions) if c in info else 0))[block.isin(JOINT_BLOCKS)]
     models = sorted(joint["model"].unique()) or ["(no joint cells)"]
     fig, axes = _grid(plt, len(models))
     colours = {"tv": "tab:red", "ta": "tab:blue", "va": "tab:green", "tva": "tab:purple"}
+    groups = dict(tuple(joint.groupby(["model", "block"])))
     for ax, model in zip(axes, models):
-        f = joint[joint["model"] == model]
-        for block in JOINT_BLOCKS:
-            g = f[f["condition_id"].map(lambda c: info[c].block == block)]
-            x = [sum(x[2] for x in info[c].corruptions) for c in g["condition_id"]]
-            ax.scatter(x, 100 * g["delta_base"], marker=MARKERS[block], color=colours[block], label=block.upper(), s=28)
+        for b in JOINT_BLOCKS:
+            g = groups.get((model, b))
+            if g is not None:
+                ax.scatter(g["budget"], 100 * g["delta_base"], marker=MARKERS[b], color=colours[b], label=b.upper(), s=28)
         ax.axhline(0, color="grey", linewidth=0.8)
         ax.set_title(model, fontsize=9)
         ax.set_xlabel("total severity  s_t + s_v + s_a")

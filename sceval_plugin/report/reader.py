@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Sequence
@@ -44,24 +46,83 @@ def _results_for(samples_file: Path) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def _parse_file(path: str) -> tuple[str, list[tuple]]:
-    decoder = json.JSONDecoder()
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            at = line.find(_KEY)
-            try:
-                record = decoder.raw_decode(line, at + len(_KEY))[0] if at >= 0 else json.loads(line)["sceval_record"]
-            except (json.JSONDecodeError, KeyError) as exc:
-                raise ReportError(f"{path}:{number}: not an SCEval per-sample record ({exc})") from None
-            correct = record.get("correct")
-            rows.append((record.get("model"), record["condition_id"], record["sample_id"], record["variant"],
-                         np.nan if correct is None else float(correct), record.get("invalid"),
-                         record.get("n_options") or 4, record.get("prompt_id"), record.get("dataset"),
-                         record.get("parsed_answer_original_key")))
-    return path, rows
+# The small trial entry our process_results writes into every line (see tasks/sceval_task.py):
+# the sample id, then the rest ("v", "c", "i", "a", "n"), whose few distinct values are decoded once.
+_TRIAL_KEY = b'"sceval_accuracy": {"s": '
+_TRIAL = re.compile(rb'("(?:[^"\\]|\\.)*"), ("v": \d+, "c": (?:null|0|1), "i": (?:null|"[a-z_]+"), '
+                    rb'"a": (?:null|"(?:[^"\\]|\\.)*"), "n": \d+)\}')
+
+
+def _trial_tokens(data: bytes) -> tuple[list, list] | None:
+    """Per line, the raw sample-id token and trial-fields token; None unless every line has one.
+    Only the start of each line is searched: the rest is skipped with a newline search."""
+    samples, signatures = [], []
+    find, match, skip = data.find, _TRIAL.match, len(_TRIAL_KEY)
+    pos, end = 0, len(data)
+    while pos < end:
+        at = find(_TRIAL_KEY, pos)
+        m = match(data, at + skip) if at >= 0 else None
+        if m is None or find(b"\n", pos, at) >= 0:  # this line has no trial entry
+            return None
+        samples.append(m.group(1)), signatures.append(m.group(2))
+        pos = find(b"\n", m.end()) + 1 or end
+    return samples, signatures
+
+
+def _signature(record: dict) -> bytes:
+    """A full record's trial fields in the trial entry's own form (for logs without one)."""
+    return json.dumps({"v": record["variant"], "c": record.get("correct"), "i": record.get("invalid"),
+                       "a": record.get("parsed_answer_original_key"), "n": record.get("n_options") or 4})[1:-1].encode()
+
+
+def _parse_file(path: str) -> tuple[str, dict, tuple]:
+    """One per-sample log: its constants (model, condition, prompt id, dataset: one value per task
+    run, from the first and last records) and, per line, the sample id and trial fields as raw
+    JSON tokens, found by one regex pass over the file (the records themselves are not decoded)."""
+    data = Path(path).read_bytes()
+
+    def record(line: bytes, where: str) -> dict:
+        text = line.decode("utf-8")
+        at = text.find(_KEY)
+        try:
+            return json.JSONDecoder().raw_decode(text, at + len(_KEY))[0] if at >= 0 else json.loads(text)["sceval_record"]
+        except (json.JSONDecodeError, KeyError) as exc:
+            raise ReportError(f"{path}:{where}: not an SCEval per-sample record ({exc})") from None
+
+    end = len(data)  # slice out the first and last lines only: the file can be megabytes
+    while data[end - 1: end] in (b"\n", b"\r", b" "):
+        end -= 1
+    if end == 0:
+        return path, {}, ((np.zeros(0, np.int32), []), (np.zeros(0, np.int32), []))
+    first_end = data.find(b"\n", 0, end)
+    first = record(data[: first_end if first_end >= 0 else end], "first line")
+    last = record(data[data.rfind(b"\n", 0, end) + 1: end], "last line")
+    for name in ("condition_id", "prompt_id", "dataset"):
+        if first.get(name) != last.get(name):
+            raise ReportError(f"{path}: {name} changes within one log ({first.get(name)!r} vs {last.get(name)!r})")
+    constants = {k: first.get(k) for k in ("model", "condition_id", "prompt_id", "dataset")}
+    tokens = _trial_tokens(data)
+    if tokens is None:  # an older or hand-made log: decode every record
+        records = [record(line, f"line {i + 1}") for i, line in enumerate(data.split(b"\n")) if line.strip()]
+        tokens = ([json.dumps(r["sample_id"]).encode() for r in records], [_signature(r) for r in records])
+    return path, constants, (_factorize(tokens[0]), _factorize(tokens[1]))
+
+
+def _factorize(tokens) -> tuple[np.ndarray, list]:
+    """(codes, distinct tokens): a file's few hundred distinct tokens travel, not its lines."""
+    index: dict = {}
+    codes = np.fromiter((index.setdefault(t, len(index)) for t in tokens), dtype=np.int32, count=len(tokens))
+    return codes, list(index)
+
+
+def _merge(parts: list[tuple[np.ndarray, list]]) -> tuple[np.ndarray, list]:
+    """Concatenate per-file factorisations into one (codes, distinct tokens)."""
+    index: dict = {}
+    codes = []
+    for local_codes, local_uniques in parts:
+        remap = np.array([index.setdefault(u, len(index)) for u in local_uniques], dtype=np.int32)
+        codes.append(remap[local_codes] if len(remap) else local_codes)
+    return np.concatenate(codes), list(index)
 
 
 def find_sample_files(run_dirs: Sequence[str | Path]) -> list[Path]:
@@ -81,40 +142,55 @@ def find_sample_files(run_dirs: Sequence[str | Path]) -> list[Path]:
 def read_runs(run_dirs: Sequence[str | Path], *, workers: int | None = None, progress: bool = True) -> tuple[pd.DataFrame, list[str]]:
     """The trial table of every SCEval per-sample log under ``run_dirs``, and notes (duplicates)."""
     files = find_sample_files(run_dirs)
-    labels = {str(f): model_label(_results_for(f), None) for f in files}
+    label_of = functools.lru_cache(maxsize=None)(lambda results: model_label(results, None))
+    labels = {str(f): label_of(_results_for(f)) for f in files}
     workers = workers or min(len(files), os.cpu_count() or 1)
-    chunks: dict[str, list[tuple]] = {}
+    parsed: dict[str, tuple[dict, tuple]] = {}
     bar = tqdm(total=len(files), desc="reading logs", unit="file", disable=not progress)
     if workers > 1 and len(files) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            for path, rows in pool.map(_parse_file, map(str, files), chunksize=max(1, len(files) // (8 * workers))):
-                chunks[path] = rows
+            for path, constants, columns in pool.map(_parse_file, map(str, files),
+                                                     chunksize=max(1, len(files) // (8 * workers))):
+                parsed[path] = (constants, columns)
                 bar.update()
     else:
         for f in files:
-            path, rows = _parse_file(str(f))
-            chunks[path] = rows
+            path, constants, columns = _parse_file(str(f))
+            parsed[path] = (constants, columns)
             bar.update()
     bar.close()
-    frames = []
-    for order, f in enumerate(files):
-        rows = chunks[str(f)]
-        frame = pd.DataFrame(rows, columns=list(TRIAL_COLUMNS))
-        label = labels[str(f)]
-        if label != "unknown":
-            frame["model"] = label
-        frame["model"] = frame["model"].fillna("unknown")
-        frame["_file"] = order
-        frames.append(frame)
-    trials = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(TRIAL_COLUMNS))
+    kept = [(parsed[str(f)], labels[str(f)]) for f in files if len(parsed[str(f)][1][0][0])]
+    if not kept:
+        raise ReportError("the per-sample logs are empty")
+    counts = np.array([len(samples[0]) for (_, (samples, _)), _ in kept])
+    per_file = {
+        "model": [label if label != "unknown" else (constants.get("model") or "unknown")
+                  for (constants, _), label in kept],
+        **{name: [constants.get(name) for (constants, _), _ in kept] for name in ("condition_id", "prompt_id", "dataset")},
+    }
+    data = {}
+    for name, values in per_file.items():  # one value per file: categorical codes repeated per line
+        categories = list(dict.fromkeys(v for v in values if v is not None))
+        file_codes = np.array([categories.index(v) if v is not None else -1 for v in values], dtype=np.int32)
+        data[name] = pd.Categorical.from_codes(np.repeat(file_codes, counts), categories=categories)
+    codes, uniques = _merge([samples for (_, (samples, _)), _ in kept])
+    data["sample_id"] = pd.Categorical.from_codes(codes, categories=[json.loads(u) for u in uniques])
+    codes, uniques = _merge([signatures for (_, (_, signatures)), _ in kept])
+    fields = [json.loads(b"{" + u + b"}") for u in uniques]
+    data["variant"] = np.array([f["v"] for f in fields], dtype=np.int16)[codes]
+    data["correct"] = np.array([np.nan if f["c"] is None else float(f["c"]) for f in fields])[codes]
+    data["n_options"] = np.array([f["n"] for f in fields], dtype=np.int8)[codes]
+    for name, key in (("invalid", "i"), ("answer", "a")):
+        values = [f[key] for f in fields]
+        categories = sorted({v for v in values if v is not None})
+        lookup = np.array([categories.index(v) if v is not None else -1 for v in values], dtype=np.int64)
+        data[name] = pd.Categorical.from_codes(lookup[codes], categories=categories)
+    trials = pd.DataFrame(data)[list(TRIAL_COLUMNS)]
     notes = []
     key = ["model", "condition_id", "sample_id", "variant"]
-    duplicated = trials.duplicated(key, keep="last")
+    duplicated = trials.duplicated(key, keep="last")  # files are in path order: latest log last
     if duplicated.any():
         notes.append(f"{int(duplicated.sum())} repeated trial(s) (the same model, condition, sample and variant in "
                      "several logs): kept the one from the latest log")
-        trials = trials[~duplicated]
-    trials = trials.drop(columns="_file").reset_index(drop=True)
-    for column in ("model", "condition_id", "sample_id", "prompt_id", "dataset"):
-        trials[column] = trials[column].astype("category")
+        trials = trials[~duplicated].reset_index(drop=True)
     return trials, notes
