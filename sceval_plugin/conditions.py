@@ -15,7 +15,7 @@ built-in conditions register through the same hook as a third party's
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 from sceval_plugin import operators

@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from sceval_plugin.metrics import (
-    ConditionInfo,
     add_drops,
     bootstrap_means,
     check_comparable,

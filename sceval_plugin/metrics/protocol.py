@@ -276,7 +276,7 @@ def comparisons(samples: pd.DataFrame, summary: pd.DataFrame, info: dict[str, Co
                "n_valid_pairs", "p_holm_missing", "significant_missing", "flips"]
     if not specs:
         return pd.DataFrame(columns=columns)
-    results = _run_pairs(specs, strict, score, samples, b=b, seed=seed)
+    results = _run_pairs(specs, strict, score, b=b, seed=seed)
     frame = pd.DataFrame(results)
     frame["p_holm"] = np.nan
     frame["p_holm_missing"] = np.nan
@@ -289,7 +289,7 @@ def comparisons(samples: pd.DataFrame, summary: pd.DataFrame, info: dict[str, Co
     return frame[columns + ["p_mcnemar_missing", "diff_missing"]]
 
 
-def _run_pairs(specs, strict: pd.DataFrame, score: pd.DataFrame, samples: pd.DataFrame, *, b: int, seed: int):
+def _run_pairs(specs, strict: pd.DataFrame, score: pd.DataFrame, *, b: int, seed: int):
     """Each spec compares two rows over the samples both have (sorted ids); specs with the same
     number of common samples share one bootstrap matrix."""
     from sceval_plugin.metrics.stats import mcnemar_exact
