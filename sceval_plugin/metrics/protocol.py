@@ -124,25 +124,20 @@ def _accuracy_intervals(valid_samples: pd.DataFrame, index: pd.MultiIndex, *, b:
 
 # --- drops and diagnostics ----------------------------------------------------------------------
 
-def single_id(operator: str, modality: str, severity: int) -> str:
-    return f"single_{operator}_{modality[0]}{severity}"
-
-
 def add_drops(summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd.DataFrame:
-    """Adds Δbase (eq. 5), and for joint cells Δsingle (eq. 6) against the weakest single cell
-    made of the same operators at the same severities (found from the catalogue)."""
+    """Adds Δbase (eq. 5), and for joint cells Δsingle (eq. 6) against the weakest of the single
+    cells that apply the same operators at the same severities (looked up in the catalogue by
+    their corruptions, not by their names)."""
     acc = summary.set_index(["model", "condition_id"])["accuracy"]
     clean = summary[summary["condition_id"] == "clean"].set_index("model")["accuracy"]
+    single_of = {c.corruptions[0]: cid for cid, c in info.items() if c.block == "single"}
     out = summary.copy()
     out["delta_base"] = out["model"].map(clean).astype(float) - out["accuracy"]
     weakest, weakest_acc = [], []
     for model, cid in zip(out["model"], out["condition_id"]):
         c = info.get(cid)
-        if c is None or c.block not in JOINT_BLOCKS:
-            weakest.append(None), weakest_acc.append(np.nan)
-            continue
-        parts = [(single_id(op, m, s), acc.get((model, single_id(op, m, s)), np.nan)) for m, op, s in c.corruptions]
-        present = [p for p in parts if np.isfinite(p[1])]
+        parts = [single_of.get(x) for x in c.corruptions] if c is not None and c.block in JOINT_BLOCKS else []
+        present = [(p, acc[(model, p)]) for p in parts if p is not None and np.isfinite(acc.get((model, p), np.nan))]
         w = min(present, key=lambda p: p[1]) if present else (None, np.nan)
         weakest.append(w[0]), weakest_acc.append(w[1])
     out["weakest_single"] = weakest
