@@ -26,7 +26,8 @@ def manifests() -> list:
             model_id="sceval_reference",
             chat_class_path=f"{PACKAGE}.reference.ReferenceChat",
             simple_class_path=f"{PACKAGE}.reference.ReferenceSimple",
-        )
+        ),
+        ModelManifest(model_id="sceval_gemini", chat_class_path=f"{PACKAGE}.gemini.GeminiChat"),
     ]
 
 

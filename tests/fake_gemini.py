@@ -1,0 +1,84 @@
+"""A local HTTP server speaking the Gemini ``generateContent`` REST shape, with scripted failures.
+
+The scenario of a request is named in its question text as ``[[scenario]]``:
+ok, 429-then-ok, 500, timeout, blocked, safety-stop, malformed, empty.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PATH = re.compile(r"/models/(?P<model>[^:/]+):generateContent$")
+
+
+def _answer(text: str, finish: str = "STOP") -> dict:
+    return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": finish,
+                            "index": 0}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5}}
+
+
+class FakeGemini:
+    def __init__(self, timeout_sleep: float = 3.0) -> None:
+        self.requests: list[dict] = []
+        self.attempts: Counter = Counter()
+        self.timeout_sleep = timeout_sleep
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                match = PATH.search(self.path.split("?")[0])
+                texts = [p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", [])]
+                scenario = next((m.group(1) for t in texts for m in [re.search(r"\[\[([a-z0-9-]+)\]\]", t)] if m), "ok")
+                with lock:
+                    server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body,
+                                            "scenario": scenario, "model": match and match.group("model")})
+                    server.attempts[scenario + "|" + texts[-1][:200]] += 1
+                    attempt = server.attempts[scenario + "|" + texts[-1][:200]]
+                status, payload = 200, None
+                if scenario == "429-then-ok" and attempt == 1:
+                    status, payload = 429, {"error": {"code": 429, "message": "Resource exhausted", "status": "RESOURCE_EXHAUSTED"}}
+                elif scenario == "500":
+                    status, payload = 500, {"error": {"code": 500, "message": "Internal error", "status": "INTERNAL"}}
+                elif scenario == "timeout":
+                    time.sleep(server.timeout_sleep)
+                    payload = _answer('{"answer": "A"}')
+                elif scenario == "blocked":
+                    payload = {"promptFeedback": {"blockReason": "SAFETY"}}
+                elif scenario == "safety-stop":
+                    payload = {"candidates": [{"finishReason": "SAFETY", "index": 0}]}
+                elif scenario == "malformed":
+                    payload = _answer("{answer: 'B'")
+                elif scenario == "empty":
+                    payload = _answer("")
+                else:
+                    payload = _answer('{"answer": "A", "confidence": "high", "reasoning": "scripted"}')
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "FakeGemini":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,83 @@
+"""sceval_gemini through the real lmms-eval CLI and google-genai client, against a local fake server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_gemini import FakeGemini
+from fixtures import copy_demo
+
+pytestmark = pytest.mark.slow
+
+SCENARIOS = ["ok", "429-then-ok", "500", "timeout", "blocked", "safety-stop", "malformed", "empty"]
+KEY = "test-key-3f9a-never-logged"
+
+
+def test_gemini_records_every_failure_with_its_category(tmp_path):
+    names = iter(SCENARIOS)
+
+    def tag(row):
+        row["question"] = f"[[{next(names)}]] {row['question']}"
+        row["gold_key"] = "A"
+
+    data = copy_demo(tmp_path / "data", len(SCENARIOS), mutate=tag)
+    with FakeGemini(timeout_sleep=3.0) as server:
+        args = (f"base_url={server.url},model_version=gemini-test,max_retries=2,timeout=1,initial_backoff=0.01,"
+                "max_concurrency=3")
+        env = {**os.environ, "SCEVAL_SOURCE": str(data), "GEMINI_API_KEY": KEY}
+        env.pop("GOOGLE_API_KEY", None)
+        done = subprocess.run([str(Path(sys.executable).with_name("lmms-eval")), "eval", "--model", "sceval_gemini",
+                               "--model_args", args, "--tasks", "sceval_clean", "--log_samples", "--output_path", "out/"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        requests = list(server.requests)
+    samples = next((tmp_path / "out").rglob("*_samples_sceval_clean.jsonl"))
+    records = {}
+    for line in samples.read_text().splitlines():
+        r = json.loads(line)["sceval_record"]
+        question = json.loads(Path(data / "items.jsonl").read_text().splitlines()[json.loads(line)["doc_id"]])["question"]
+        records[question.split("]]")[0][2:]] = r
+    expect = {"ok": (None, 0, 1), "429-then-ok": (None, 1, 1), "500": ("api_failure", 2, None),
+              "timeout": ("api_failure", 2, None), "blocked": ("refusal", 0, None), "safety-stop": ("refusal", 0, None),
+              "malformed": ("parse_failure", 0, None), "empty": ("empty", 0, None)}
+    for scenario, (invalid, retries, correct) in expect.items():
+        r = records[scenario]
+        assert (r["invalid"], r["retries"], r["correct"]) == (invalid, retries, correct), scenario
+        assert r["latency_s"] is not None and r["latency_s"] >= 0
+    assert "HTTP 500" in records["500"]["failure_detail"] and "after 2 retries" in records["500"]["failure_detail"]
+    assert records["timeout"]["latency_s"] >= 2.0  # three attempts of about one second
+
+    first = requests[0]
+    assert first["model"] == "gemini-test" and first["headers"].get("x-goog-api-key") == KEY
+    config = first["body"]["generationConfig"]
+    assert config["temperature"] == 0 and config["responseMimeType"] == "application/json"
+    assert "systemInstruction" in first["body"]
+    parts = first["body"]["contents"][0]["parts"]
+    inline = [p.get("inlineData") or p.get("inline_data") for p in parts]
+    kinds = [(i.get("mimeType") or i.get("mime_type")) if i else "text" for i in inline]
+    assert kinds[-1] == "text" and kinds[-2] == "audio/wav" and set(kinds[:-2]) == {"image/png"}
+    assert 1 <= kinds.count("image/png") <= 8
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file():
+            assert KEY not in path.read_text(errors="ignore"), f"API key leaked into {path}"
+    assert KEY not in done.stdout + done.stderr
+
+
+def test_the_key_must_come_from_the_environment(tmp_path):
+    from faultline_eval.model_wrappers.gemini import GeminiChat
+
+    env = {k: os.environ.pop(k) for k in ("GEMINI_API_KEY", "GOOGLE_API_KEY") if k in os.environ}
+    try:
+        with pytest.raises(ValueError, match="set GEMINI_API_KEY"):
+            GeminiChat()
+        os.environ["GEMINI_API_KEY"] = KEY
+        with pytest.raises(ValueError, match="not in --model_args"):
+            GeminiChat(api_key="x")
+    finally:
+        os.environ.pop("GEMINI_API_KEY", None)
+        os.environ.update(env)
