@@ -167,6 +167,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_smoke(args: argparse.Namespace) -> int:
+    from sceval_plugin.smoke import run_smoke, verdict
+
+    checks = run_smoke(args.model, args.model_args, limit=args.limit)
+    width = max(len(c.name) for c in checks)
+    for c in checks:
+        print(f"{c.name:<{width}}  {'ok  ' if c.passed else 'FAIL'}  {c.detail}")
+    result = verdict(checks)
+    print(result)
+    return 0 if result == "IFACE OK" else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sceval", description="SCEval: where omni-modal models break.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -205,6 +217,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--no-model-pairs", action="store_true", help="skip model-vs-model comparisons")
     report.add_argument("--quiet", action="store_true", help="no progress bar")
     report.set_defaults(func=cmd_report)
+
+    smoke = sub.add_parser("smoke", help="10-example interface check of a model (frames, audio, parser)")
+    smoke.add_argument("--model", required=True, help="an lmms-eval model id, e.g. sceval_reference or qwen2_5_omni")
+    smoke.add_argument("--model_args", default="", help="as for lmms-eval, e.g. pretrained=...")
+    smoke.add_argument("--limit", type=int, default=10)
+    smoke.set_defaults(func=cmd_smoke)
 
     demo = sub.add_parser("demo", help="contact sheets of every operator on a built-in synthetic sample")
     demo.add_argument("-o", "--output", default="sceval-demo")
