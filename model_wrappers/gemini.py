@@ -53,7 +53,7 @@ class GeminiChat(_lmms_base()):  # type: ignore[misc]
     def __init__(self, model_version: str = "gemini-2.5-flash", base_url: str | None = None,
                  max_concurrency: int = 4, max_retries: int = 4, timeout: float = 120.0,
                  initial_backoff: float = 1.0, max_backoff: float = 60.0, max_output_tokens: int = 1024,
-                 json_mode: Any = True, **kwargs: Any) -> None:
+                 json_mode: Any = True, store: str | None = None, **kwargs: Any) -> None:
         super().__init__()
         from google import genai
         from google.genai import types
@@ -74,6 +74,23 @@ class GeminiChat(_lmms_base()):  # type: ignore[misc]
                                     retry_options=types.HttpRetryOptions(attempts=1))  # we retry, and count
         self._client = genai.Client(api_key=key, http_options=options)
         self._types = types
+        self._store = self._open_store(store)
+
+    def _open_store(self, store: str | None):
+        """Finished replies persist here (default: $SCEVAL_CACHE/replies/gemini-<model>.jsonl);
+        ``store=none`` turns it off."""
+        from loguru import logger
+
+        from sceval_plugin.data.sources import cache_dir
+        from sceval_plugin.store import ReplyStore
+
+        if store is not None and str(store).lower() in ("none", "off", "false", ""):
+            return None
+        path = store or cache_dir() / "replies" / f"gemini-{self.model_version}.jsonl"
+        opened = ReplyStore(path)
+        if len(opened):
+            logger.info(f"sceval_gemini: {len(opened)} finished replies in {path}; those requests are not sent again")
+        return opened
 
     def loglikelihood(self, requests):
         raise NotImplementedError("sceval_gemini only generates")
@@ -137,6 +154,17 @@ class GeminiChat(_lmms_base()):  # type: ignore[misc]
         doc = self.task_dict[task][split][doc_id]
         contents, system = self._contents(doc_to_messages(doc))
         wants_json = self.json_mode and prompt_template(catalogue().get(doc["condition_id"]).prompt).expects_json
+        key = None
+        if self._store is not None:
+            from sceval_plugin.store import request_key
+
+            text = "\n".join(p.text or "" for p in contents[0].parts if getattr(p, "text", None))
+            key = request_key(self.model_version, doc["dataset"], doc["row_id"], system, text, wants_json)
+            done = self._store.get(key)
+            if done is not None:
+                telemetry.record(doc["row_id"], telemetry.Call(latency_s=done["latency_s"], retries=done["retries"],
+                                                               failure=done["failure"], detail="restored from the reply store"))
+                return done["reply"]
         config = self._types.GenerateContentConfig(
             system_instruction=system, temperature=0.0, max_output_tokens=self.max_output_tokens,
             response_mime_type="application/json" if wants_json else None)
@@ -156,8 +184,10 @@ class GeminiChat(_lmms_base()):  # type: ignore[misc]
                 break
             time.sleep(min(self.max_backoff, self.initial_backoff * 2**retries))
             retries += 1
-        telemetry.record(doc["row_id"], telemetry.Call(latency_s=time.perf_counter() - start, retries=retries,
-                                                       failure=failure, detail=detail))
+        latency = time.perf_counter() - start
+        telemetry.record(doc["row_id"], telemetry.Call(latency_s=latency, retries=retries, failure=failure, detail=detail))
+        if key is not None and failure != "api_failure":  # failed calls are retried by a resumed run
+            self._store.put(key, reply=text, failure=failure, retries=retries, latency_s=latency)
         return text
 
     def generate_until(self, requests):

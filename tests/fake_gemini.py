@@ -1,7 +1,7 @@
 """A local HTTP server speaking the Gemini ``generateContent`` REST shape, with scripted failures.
 
 The scenario of a request is named in its question text as ``[[scenario]]``:
-ok, 429-then-ok, 500, timeout, blocked, safety-stop, malformed, empty.
+ok, 429-then-ok, 500, timeout, blocked, safety-stop, malformed, empty, slow.
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ class FakeGemini:
                     payload = _answer("{answer: 'B'")
                 elif scenario == "empty":
                     payload = _answer("")
+                elif scenario == "slow":
+                    time.sleep(0.4)
+                    payload = _answer('{"answer": "A", "confidence": "high", "reasoning": "slow"}')
                 else:
                     payload = _answer('{"answer": "A", "confidence": "high", "reasoning": "scripted"}')
                 data = json.dumps(payload).encode()

@@ -29,7 +29,7 @@ def test_gemini_records_every_failure_with_its_category(tmp_path):
     with FakeGemini(timeout_sleep=3.0) as server:
         args = (f"base_url={server.url},model_version=gemini-test,max_retries=2,timeout=1,initial_backoff=0.01,"
                 "max_concurrency=3")
-        env = {**os.environ, "SCEVAL_SOURCE": str(data), "GEMINI_API_KEY": KEY}
+        env = {**os.environ, "SCEVAL_SOURCE": str(data), "GEMINI_API_KEY": KEY, "SCEVAL_CACHE": str(tmp_path / "cache")}
         env.pop("GOOGLE_API_KEY", None)
         done = subprocess.run([str(Path(sys.executable).with_name("lmms-eval")), "eval", "--model", "sceval_gemini",
                                "--model_args", args, "--tasks", "sceval_clean", "--log_samples", "--output_path", "out/"],
@@ -81,3 +81,38 @@ def test_the_key_must_come_from_the_environment(tmp_path):
     finally:
         os.environ.pop("GEMINI_API_KEY", None)
         os.environ.update(env)
+
+
+def test_a_killed_run_resumes_without_resending_finished_requests(tmp_path):
+    import signal
+    import time
+
+    def tag(row):
+        row["question"] = f"[[slow]] {row['question']}"
+
+    data = copy_demo(tmp_path / "data", 8, mutate=tag)
+    store = tmp_path / "replies.jsonl"
+    with FakeGemini() as server:
+        command = [str(Path(sys.executable).with_name("lmms-eval")), "eval", "--model", "sceval_gemini", "--model_args",
+                   f"base_url={server.url},model_version=gemini-test,max_concurrency=1,store={store}",
+                   "--tasks", "sceval_clean", "--log_samples", "--output_path", "out/"]
+        env = {**os.environ, "SCEVAL_SOURCE": str(data), "GEMINI_API_KEY": KEY}
+        first = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        while time.time() < deadline and (not store.exists() or len(store.read_text().splitlines()) < 3):
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        finished = len(store.read_text().splitlines())
+        assert 3 <= finished < 8, "the run must be killed part-way"
+        sent_before = len(server.requests)
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        sent_after = len(server.requests) - sent_before
+    assert sent_after <= 8 - finished, "finished requests must not be sent again"
+    lines = next((tmp_path / "out").rglob("*_samples_sceval_clean.jsonl")).read_text().splitlines()
+    records = [json.loads(line)["sceval_record"] for line in lines]
+    assert len(records) == 8 and all(r["correct"] == (1 if r["gold_key"] == "A" else 0) for r in records)
+    restored = [r for r in records if r["failure_detail"] == "restored from the reply store"]
+    assert len(restored) == finished
+    assert len(store.read_text().splitlines()) == 8
