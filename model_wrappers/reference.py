@@ -228,7 +228,10 @@ class _Reference(_lmms_base()):  # type: ignore[misc]
     def generate_until_multi_round(self, requests):
         raise NotImplementedError("sceval_reference answers in one round")
 
-    def _run(self, requests: List[Any], answer_one) -> List[str]:
+    def _answer(self, args: tuple, doc: dict) -> str:
+        raise NotImplementedError
+
+    def generate_until(self, requests: List[Any]) -> List[str]:
         from tqdm import tqdm
 
         from sceval_plugin import telemetry
@@ -236,8 +239,9 @@ class _Reference(_lmms_base()):  # type: ignore[misc]
         replies = []
         for request in tqdm(requests, disable=self.rank != 0, desc="sceval_reference"):
             start = time.perf_counter()
-            reply, doc = answer_one(request.args)
-            replies.append(reply)
+            doc_id, task, split = request.args[3:6]  # the same place in chat and simple requests
+            doc = self.task_dict[task][split][doc_id]
+            replies.append(self._answer(request.args, doc))
             # The doc is touched for its row id only, to hand over latency; never for answers.
             telemetry.record(doc["row_id"], telemetry.Call(latency_s=time.perf_counter() - start))
         return replies
@@ -248,13 +252,9 @@ class ReferenceChat(_Reference):
 
     is_simple = False
 
-    def generate_until(self, requests):
-        def one(args):
-            ctx, doc_to_messages, gen_kwargs, doc_id, task, split = args
-            doc = self.task_dict[task][split][doc_id]
-            return answer_messages(doc_to_messages(doc)), doc
-
-        return self._run(requests, one)
+    def _answer(self, args: tuple, doc: dict) -> str:
+        ctx, doc_to_messages, *_ = args
+        return answer_messages(doc_to_messages(doc))
 
 
 class ReferenceSimple(_Reference):
@@ -262,10 +262,6 @@ class ReferenceSimple(_Reference):
 
     is_simple = True
 
-    def generate_until(self, requests):
-        def one(args):
-            ctx, gen_kwargs, doc_to_visual, doc_id, task, split = args
-            doc = self.task_dict[task][split][doc_id]
-            return answer_visuals(ctx, doc_to_visual(doc)), doc
-
-        return self._run(requests, one)
+    def _answer(self, args: tuple, doc: dict) -> str:
+        ctx, gen_kwargs, doc_to_visual, *_ = args
+        return answer_visuals(ctx, doc_to_visual(doc))

@@ -139,7 +139,7 @@ def cmd_conditions(args: argparse.Namespace) -> int:
 
 def cmd_tasks(args: argparse.Namespace) -> int:
     from sceval_plugin.conditions import catalogue
-    from sceval_plugin.taskgen import is_builtin, render_task_files, write_task_files
+    from sceval_plugin.taskgen import is_builtin, out_of_date, write_task_files
 
     conditions = [c for c in catalogue() if is_builtin(c)]
     folder = Path(args.folder)
@@ -147,9 +147,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         written = write_task_files(folder, conditions)
         print(f"wrote {len(written)} files to {folder}")
         return 0
-    expected = render_task_files(conditions)
-    present = {p.name: p.read_text() for p in folder.glob("*") if p.name.startswith(("sceval_", "_sceval"))}
-    drift = sorted(n for n in set(expected) | set(present) if expected.get(n) != present.get(n))
+    drift = out_of_date(folder, conditions)
     for name in drift:
         print(f"out of date: {folder / name}")
     return 1 if drift else 0

@@ -94,6 +94,13 @@ def render_task_files(conditions: Iterable[Condition]) -> dict[str, str]:
     return files
 
 
+def out_of_date(folder: Path, conditions: Iterable[Condition]) -> list[str]:
+    """Generated files in ``folder`` that are missing, stale or different from the catalogue's."""
+    expected = render_task_files(conditions)
+    present = {p.name: p.read_text() for p in folder.glob("*") if p.name.startswith(("sceval_", "_sceval"))}
+    return sorted(n for n in set(expected) | set(present) if expected.get(n) != present.get(n))
+
+
 def write_task_files(folder: Path, conditions: Iterable[Condition]) -> list[Path]:
     """Write the task folder, removing stale generated YAML files."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sceval_plugin import operators
 from sceval_plugin.conditions import Condition
 
 MANIFEST_ENV = "SCEVAL_MANIFEST"
@@ -41,8 +42,6 @@ class Manifest:
         if sample.get("answerable") is False:
             return "sample_unanswerable"
         for c in condition.corruptions:
-            from sceval_plugin import operators
-
             cell_variant = min(variant, operators.get(c.operator).variants - 1)
             cell = self.cells.get((sample_id, c.operator, c.severity, cell_variant), {})
             if cell.get("interpretable") is False:

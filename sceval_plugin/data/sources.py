@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -53,7 +53,6 @@ class Source:
     spec: str
     items: list[OmniItem]
     released: list[ReleasedRow] | None = None  # set in the release's "released" mode
-    notes: list[str] = field(default_factory=list)
 
     @property
     def fingerprint(self) -> str:

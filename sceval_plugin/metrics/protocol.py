@@ -24,6 +24,7 @@ from sceval_plugin.metrics.stats import (
     bootstrap_means,
     holm,
     least_squares_slope,
+    mcnemar_exact,
     paired_comparisons,
     percentile_interval,
     resample_weights,
@@ -287,8 +288,6 @@ def comparisons(samples: pd.DataFrame, summary: pd.DataFrame, info: dict[str, Co
 def _run_pairs(specs, strict: pd.DataFrame, score: pd.DataFrame, *, b: int, seed: int):
     """Each spec compares two rows over the samples both have (sorted ids); specs with the same
     number of common samples share one bootstrap matrix."""
-    from sceval_plugin.metrics.stats import mcnemar_exact
-
     strict_np, score_np = strict.to_numpy(), score.to_numpy()
     row_of = {key: i for i, key in enumerate(strict.index)}
     present = ~np.isnan(strict_np)
