@@ -1,5 +1,11 @@
-"""C3PO: cross-modal composition and conflict evaluation, as an lmms-eval plugin.
+"""C3PO: cross-modal composition and counterfactual-conflict evaluation, as an lmms-eval plugin.
 
-Templates, grading (exact match, then a judge) and the failure-mode report live here; they
-reuse :mod:`sceval_plugin`'s statistics and report code.
+Third-party template plugins import :data:`hookimpl` and :class:`Template` from here; the
+contract is :mod:`c3po_plugin.hookspecs`. Grading: :func:`c3po_plugin.grading.exact_match`,
+then a judge (:mod:`c3po_plugin.judges`).
 """
+
+from c3po_plugin.hookspecs import hookimpl
+from c3po_plugin.templates import Template
+
+__all__ = ["Template", "hookimpl"]

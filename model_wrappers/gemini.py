@@ -153,7 +153,10 @@ class GeminiChat(_lmms_base()):  # type: ignore[misc]
         ctx, doc_to_messages, gen_kwargs, doc_id, task, split = request.args
         doc = self.task_dict[task][split][doc_id]
         contents, system = self._contents(doc_to_messages(doc))
-        wants_json = self.json_mode and prompt_template(catalogue().get(doc["condition_id"]).prompt).expects_json
+        # SCEval's prompt says whether it wants JSON; other docs (C3PO items, judge requests) may say so themselves.
+        expects_json = (prompt_template(catalogue().get(doc["condition_id"]).prompt).expects_json
+                        if "condition_id" in doc else bool(doc.get("expects_json", False)))
+        wants_json = self.json_mode and expects_json
         key = None
         if self._store is not None:
             from sceval_plugin.store import request_key

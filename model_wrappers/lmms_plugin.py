@@ -2,7 +2,7 @@
 
 lmms-eval imports this when it builds its model registry (``import lmms_eval.models``, which
 ``lmms-eval eval`` does before it indexes tasks). Besides declaring our models, it makes
-lmms-eval's TaskManager index the SCEval task folders, because lmms-eval 0.7.3 has no task
+lmms-eval's TaskManager index the SCEval and C3PO task folders, because lmms-eval 0.7.3 has no task
 entry point and its ``LMMS_EVAL_PLUGINS`` task path is applied too late in the CLI. So
 ``lmms-eval --model <any> --tasks sceval_...`` works right after ``pip install``, with no
 ``--include_path``. (``lmms-eval tasks list`` never imports the model registry, so it does not
@@ -28,6 +28,22 @@ def manifests() -> list:
             simple_class_path=f"{PACKAGE}.reference.ReferenceSimple",
         ),
         ModelManifest(model_id="sceval_gemini", chat_class_path=f"{PACKAGE}.gemini.GeminiChat"),
+        # Adapters over lmms-eval's open omni wrappers (README, "Supported models").
+        ModelManifest(
+            model_id="faultline_qwen2_5_omni",
+            chat_class_path=f"{PACKAGE}.qwen2_5_omni.Qwen2_5OmniChat",
+            simple_class_path=f"{PACKAGE}.qwen2_5_omni.Qwen2_5OmniSimple",
+        ),
+        ModelManifest(
+            model_id="faultline_qwen3_omni",
+            chat_class_path=f"{PACKAGE}.qwen3_omni.Qwen3OmniChat",
+            simple_class_path=f"{PACKAGE}.qwen3_omni.Qwen3OmniSimple",
+        ),
+        ModelManifest(
+            model_id="faultline_minicpm_o",
+            chat_class_path=f"{PACKAGE}.minicpm_o.MiniCPMOChat",
+            simple_class_path=f"{PACKAGE}.minicpm_o.MiniCPMOSimple",
+        ),
     ]
 
 
@@ -43,16 +59,19 @@ def install_task_path() -> None:
     def initialize_tasks(self, include_path=None, include_defaults=True):
         from loguru import logger
 
+        from c3po_plugin.taskgen import task_dirs as c3po_task_dirs
         from faultline_eval.tasks import TASKS_DIR
         from sceval_plugin import telemetry
-        from sceval_plugin.taskgen import task_dirs
+        from sceval_plugin.taskgen import task_dirs as sceval_task_dirs
 
-        try:
-            ours = task_dirs()
-        except Exception as exc:  # a broken third-party plugin must not break lmms-eval itself
-            logger.error(f"faultline-eval: plugin tasks unavailable ({type(exc).__name__}: {exc}); "
-                         "only the built-in SCEval tasks are indexed")
-            ours = [TASKS_DIR / "sceval"]
+        ours = []
+        for protocol, task_dirs in (("sceval", sceval_task_dirs), ("c3po", c3po_task_dirs)):
+            try:
+                ours += task_dirs()
+            except Exception as exc:  # a broken third-party plugin must not break lmms-eval itself
+                logger.error(f"faultline-eval: {protocol} plugin tasks unavailable ({type(exc).__name__}: {exc}); "
+                             f"only the built-in {protocol} tasks are indexed")
+                ours.append(TASKS_DIR / protocol)
         paths = [include_path] if isinstance(include_path, str) else list(include_path or [])
         paths += [str(d) for d in ours if str(d) not in paths]
         telemetry.RUN_CONTEXT["model"] = getattr(self, "model_name", None)

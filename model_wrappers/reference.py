@@ -30,6 +30,8 @@ class Shape:
     colour: str
     kind: str  # circle | square | triangle
     area: int
+    x: float = 0.0  # centroid, pixels from the left (C3PO's spatial questions)
+    y: float = 0.0  # centroid, pixels from the top
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,8 @@ def find_shapes(frame: np.ndarray) -> list[Shape]:
         fill = area / region.size
         kind = "square" if fill > 0.9 else "circle" if fill > 0.65 else "triangle"
         colour = colour_name(rgb[box][region].mean(axis=0))
-        shapes.append(Shape(colour, kind, area))
+        ys, xs = np.nonzero(region)
+        shapes.append(Shape(colour, kind, area, box[1].start + float(xs.mean()), box[0].start + float(ys.mean())))
     return sorted(shapes, key=lambda s: -s.area)
 
 
@@ -183,6 +186,13 @@ def _audio_array(audio: Any) -> np.ndarray | None:
     return None
 
 
+def _is_c3po(texts: list[str]) -> bool:
+    """C3PO prompts ask for a free-form answer (``prompts.ANSWER_CUE``); SCEval's for a choice."""
+    from c3po_plugin.prompts import ANSWER_CUE
+
+    return any(ANSWER_CUE in t for t in texts)
+
+
 def answer_messages(messages: list[dict]) -> str:
     """The reply to lmms-eval chat messages (what doc_to_messages produced)."""
     images, wave, texts = [], None, []
@@ -196,18 +206,32 @@ def answer_messages(messages: list[dict]) -> str:
                 wave = _audio_array(part["url"])
             elif part.get("type") == "text":
                 texts.append(part["text"])
+    if _is_c3po(texts):
+        from .reference_c3po import answer_c3po_messages
+
+        return answer_c3po_messages(messages)
     question, options = read_prompt("\n".join(texts))
     return json.dumps(decide(question, options, images, wave))
 
 
-def answer_visuals(context: str, visuals: Iterable[Any]) -> str:
-    """The reply for a simple-model request: prompt text plus doc_to_visual's list."""
+def split_visuals(visuals: Iterable[Any]) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """doc_to_visual's list as (images in order, the audio clip or None)."""
     images, wave = [], None
     for v in visuals:
         if isinstance(v, dict):
             wave = _audio_array(v)
         else:
             images.append(_as_array(v))
+    return images, wave
+
+
+def answer_visuals(context: str, visuals: Iterable[Any]) -> str:
+    """The reply for a simple-model request: prompt text plus doc_to_visual's list."""
+    if _is_c3po([context]):
+        from .reference_c3po import answer_c3po_visuals
+
+        return answer_c3po_visuals(context, visuals)
+    images, wave = split_visuals(visuals)
     question, options = read_prompt(context)
     return json.dumps(decide(question, options, images, wave))
 

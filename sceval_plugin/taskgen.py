@@ -37,21 +37,21 @@ def tags(condition: Condition) -> list[str]:
     return out + ["sceval_all"]
 
 
-def _template_text(metrics: Iterable[tuple[str, str, bool]]) -> str:
-    lines = [
-        HEADER.rstrip("\n"),
-        "# Shared by every SCEval task. The placeholder dataset is replaced by process_docs with",
-        "# the trials of the task's condition, read from $SCEVAL_SOURCE (default: the embedded demo).",
+def template_text(header: str, comment: list[str], module: str, placeholder: str,
+                  metrics: Iterable[tuple[str, str, bool]]) -> str:
+    """The shared task template of a protocol: placeholder dataset, the module's doc and result
+    functions, greedy generation, and one metric line per ``(name, aggregation, higher)``."""
+    lines = [header.rstrip("\n"), *(f"# {c}" for c in comment),
         "dataset_path: json",
         "dataset_kwargs:",
-        f"  data_files: {PLACEHOLDER_NAME}",
+        f"  data_files: {placeholder}",
         "test_split: train",
         "output_type: generate_until",
-        f"doc_to_messages: !function {MODULE}.doc_to_messages",
-        f"doc_to_visual: !function {MODULE}.doc_to_visual",
-        f"doc_to_text: !function {MODULE}.doc_to_text",
-        f"doc_to_target: !function {MODULE}.doc_to_target",
-        f"process_results: !function {MODULE}.process_results",
+        f"doc_to_messages: !function {module}.doc_to_messages",
+        f"doc_to_visual: !function {module}.doc_to_visual",
+        f"doc_to_text: !function {module}.doc_to_text",
+        f"doc_to_target: !function {module}.doc_to_target",
+        f"process_results: !function {module}.process_results",
         "generation_kwargs:",
         "  max_new_tokens: 512",
         "  temperature: 0",
@@ -59,7 +59,7 @@ def _template_text(metrics: Iterable[tuple[str, str, bool]]) -> str:
         "metric_list:",
     ]
     for name, function, higher in metrics:
-        lines += [f"  - metric: {name}", f"    aggregation: !function {MODULE}.{function}",
+        lines += [f"  - metric: {name}", f"    aggregation: !function {module}.{function}",
                   f"    higher_is_better: {'true' if higher else 'false'}"]
     lines += ["metadata:", "  version: 1.0"]
     return "\n".join(lines) + "\n"
@@ -84,7 +84,10 @@ def render_task_files(conditions: Iterable[Condition]) -> dict[str, str]:
 
     higher = {"sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage", "sceval_valid_trials"}
     files = {
-        TEMPLATE_NAME: _template_text((m, f.__name__, m in higher) for m, f in METRICS.items()),
+        TEMPLATE_NAME: template_text(
+            HEADER, ["Shared by every SCEval task. The placeholder dataset is replaced by process_docs with",
+                     "the trials of the task's condition, read from $SCEVAL_SOURCE (default: the embedded demo)."],
+            MODULE, PLACEHOLDER_NAME, ((m, f.__name__, m in higher) for m, f in METRICS.items())),
         PLACEHOLDER_NAME: '{"placeholder": "replaced by process_docs; see _sceval_template_yaml"}\n',
     }
     for condition in conditions:
@@ -96,16 +99,24 @@ def render_task_files(conditions: Iterable[Condition]) -> dict[str, str]:
 
 def out_of_date(folder: Path, conditions: Iterable[Condition]) -> list[str]:
     """Generated files in ``folder`` that are missing, stale or different from the catalogue's."""
-    expected = render_task_files(conditions)
-    present = {p.name: p.read_text() for p in folder.glob("*") if p.name.startswith(("sceval_", "_sceval"))}
+    return files_out_of_date(folder, render_task_files(conditions), "sceval")
+
+
+def files_out_of_date(folder: Path, expected: dict[str, str], prefix: str) -> list[str]:
+    """Names of ``<prefix>_*``/``_<prefix>*`` files in ``folder`` that differ from ``expected``."""
+    present = {p.name: p.read_text() for p in folder.glob("*") if p.name.startswith((f"{prefix}_", f"_{prefix}"))}
     return sorted(n for n in set(expected) | set(present) if expected.get(n) != present.get(n))
 
 
 def write_task_files(folder: Path, conditions: Iterable[Condition]) -> list[Path]:
     """Write the task folder, removing stale generated YAML files."""
+    return write_files(folder, render_task_files(conditions), "sceval")
+
+
+def write_files(folder: Path, files: dict[str, str], prefix: str) -> list[Path]:
+    """Write generated task files, removing ``<prefix>_*.yaml`` files no longer generated."""
     folder.mkdir(parents=True, exist_ok=True)
-    files = render_task_files(conditions)
-    for stale in folder.glob("sceval_*.yaml"):
+    for stale in folder.glob(f"{prefix}_*.yaml"):
         if stale.name not in files:
             stale.unlink()
     written = []

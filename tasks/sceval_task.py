@@ -129,18 +129,26 @@ def process_docs(dataset: Any, condition_id: str) -> Any:
     return datasets.Dataset.from_list(rows)
 
 
-def __getattr__(name: str) -> Callable[[Any], Any]:
-    """``process_docs__<condition id>``: lmms-eval's process_docs gets no config, so the
-    condition travels in the function's name."""
-    if name.startswith("process_docs__"):
-        condition_id = name[len("process_docs__"):]
+def functions_by_name(prefix: str, function: Callable[[Any, str], Any]) -> Callable[[str], Callable[[Any], Any]]:
+    """A module ``__getattr__`` answering ``<prefix><key>`` with ``function(dataset, key)``:
+    lmms-eval's process_docs gets no config, so the key travels in the function's name."""
+
+    def module_getattr(name: str) -> Callable[[Any], Any]:
+        if not name.startswith(prefix):
+            raise AttributeError(name)
+        key = name[len(prefix):]
 
         def bound(dataset: Any) -> Any:
-            return process_docs(dataset, condition_id)
+            return function(dataset, key)
 
         bound.__name__ = bound.__qualname__ = name
         return bound
-    raise AttributeError(name)
+
+    return module_getattr
+
+
+#: ``process_docs__<condition id>``
+__getattr__ = functions_by_name("process_docs__", process_docs)
 
 
 # --- what the model sees ------------------------------------------------------------------------

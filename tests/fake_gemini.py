@@ -22,7 +22,8 @@ def _answer(text: str, finish: str = "STOP") -> dict:
 
 
 class FakeGemini:
-    def __init__(self, timeout_sleep: float = 3.0) -> None:
+    def __init__(self, timeout_sleep: float = 3.0, reply_text=None) -> None:
+        """``reply_text(texts) -> str``, if given, writes the text of every "ok" answer."""
         self.requests: list[dict] = []
         self.attempts: Counter = Counter()
         self.timeout_sleep = timeout_sleep
@@ -61,6 +62,8 @@ class FakeGemini:
                 elif scenario == "slow":
                     time.sleep(0.4)
                     payload = _answer('{"answer": "A", "confidence": "high", "reasoning": "slow"}')
+                elif reply_text is not None:
+                    payload = _answer(reply_text(texts))
                 else:
                     payload = _answer('{"answer": "A", "confidence": "high", "reasoning": "scripted"}')
                 data = json.dumps(payload).encode()

@@ -62,15 +62,15 @@ raise ImportError("this plugin needs a package that is not installed")
 '''
 
 
-def install(tmp_path: Path, dist: str, module: str, source: str) -> Path:
-    """pip-install a one-module distribution declaring ``sceval = <module>`` into tmp_path/site."""
+def install(tmp_path: Path, dist: str, module: str, source: str, group: str = "sceval") -> Path:
+    """pip-install a one-module distribution declaring ``<group> = <module>`` into tmp_path/site."""
     project = tmp_path / "src" / dist
     project.mkdir(parents=True)
     (project / f"{module}.py").write_text(textwrap.dedent(source))
     (project / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
     (project / "setup.cfg").write_text(
         f"[metadata]\nname = {dist}\nversion = 0.1\n\n[options]\npy_modules = {module}\n\n"
-        f"[options.entry_points]\nsceval =\n    {module} = {module}\n"
+        f"[options.entry_points]\n{group} =\n    {module} = {module}\n"
     )
     site = tmp_path / "site"
     done = subprocess.run(
@@ -182,5 +182,5 @@ def test_a_broken_plugin_does_not_break_other_lmms_eval_tasks(tmp_path):
                            str(tasks), "--tasks", "tiny_local", "--limit", "1"], env=env, capture_output=True,
                           text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "faultline-eval: plugin tasks unavailable" in done.stdout + done.stderr
+    assert "faultline-eval: sceval plugin tasks unavailable" in done.stdout + done.stderr
     assert "sceval_broken" in done.stdout + done.stderr

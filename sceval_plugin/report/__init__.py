@@ -24,7 +24,8 @@ from sceval_plugin.report.reader import ReportError, read_runs
 __all__ = ["ReportError", "build_report"]
 
 
-def _records(frame: pd.DataFrame) -> list[dict]:
+def json_records(frame: pd.DataFrame) -> list[dict]:
+    """A frame's rows as JSON-ready dicts: NumPy scalars unwrapped, NaN and infinities as None."""
     def clean(v):
         if isinstance(v, float) and not math.isfinite(v):
             return None
@@ -96,12 +97,12 @@ def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.Da
         "counts": {"trials": int(len(trials)), "models": sorted(map(str, trials["model"].unique())),
                    "conditions": int(trials["condition_id"].nunique())},
         "notes": notes,
-        "conditions": _records(numbers.summary),
-        "diagnostics": _records(numbers.diagnostics),
-        "operator_slopes": _records(numbers.operator_slopes),
-        "panel": _records(numbers.panel),
-        "option_orders": _records(numbers.option_orders),
-        "comparisons": _records(numbers.comparisons),
+        "conditions": json_records(numbers.summary),
+        "diagnostics": json_records(numbers.diagnostics),
+        "operator_slopes": json_records(numbers.operator_slopes),
+        "panel": json_records(numbers.panel),
+        "option_orders": json_records(numbers.option_orders),
+        "comparisons": json_records(numbers.comparisons),
     }
     (out / "report.json").write_text(json.dumps(everything, indent=1, default=str), encoding="utf-8")
     written.append(out / "report.json")

@@ -13,7 +13,8 @@ STYLE = {"text": "-", "vision": "--", "audio": ":"}
 MARKERS = {"tv": "o", "ta": "s", "va": "^", "tva": "D"}
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (no display needed); imported late, it is slow."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -22,7 +23,8 @@ def _pyplot():
     return plt
 
 
-def _grid(plt, count: int, width: float = 4.2, height: float = 3.2):
+def grid(plt, count: int, width: float = 4.2, height: float = 3.2):
+    """A figure of ``count`` panels, at most four a row; unused panels hidden."""
     cols = min(4, count)
     rows = math.ceil(count / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
@@ -33,10 +35,10 @@ def _grid(plt, count: int, width: float = 4.2, height: float = 3.2):
 
 def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], path: Path) -> Path:
     """Per model: accuracy against severity (0 = clean) for every operator; line style = modality."""
-    plt = _pyplot()
+    plt = pyplot()
     s = numbers.summary
     models = sorted(s["model"].unique())
-    fig, axes = _grid(plt, len(models))
+    fig, axes = grid(plt, len(models))
     cmap = plt.get_cmap("tab20")
     for ax, model in zip(axes, models):
         acc = s[s["model"] == model].set_index("condition_id")["accuracy"]
@@ -66,13 +68,13 @@ def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], path: Path
 
 def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], path: Path) -> Path:
     """Per model: total severity s_t+s_v+s_a against the drop from clean, one marker per combination."""
-    plt = _pyplot()
+    plt = pyplot()
     s = numbers.summary
     block = s["condition_id"].map(lambda c: info[c].block if c in info else "")
     joint = s.assign(block=block, budget=s["condition_id"].map(
         lambda c: sum(x[2] for x in info[c].corruptions) if c in info else 0))[block.isin(JOINT_BLOCKS)]
     models = sorted(joint["model"].unique()) or ["(no joint cells)"]
-    fig, axes = _grid(plt, len(models))
+    fig, axes = grid(plt, len(models))
     colours = {"tv": "tab:red", "ta": "tab:blue", "va": "tab:green", "tva": "tab:purple"}
     groups = dict(tuple(joint.groupby(["model", "block"])))
     for ax, model in zip(axes, models):
@@ -96,7 +98,7 @@ def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], path: Path) 
 
 def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str], path: Path) -> Path:
     """Models x operators: drop from clean at severity 70, in points."""
-    plt = _pyplot()
+    plt = pyplot()
     s = numbers.summary
     models = sorted(s["model"].unique())
     cell = {c: i.corruptions[0][1] for c, i in info.items() if i.block == "single" and i.corruptions[0][2] == 70}

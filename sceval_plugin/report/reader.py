@@ -40,7 +40,8 @@ def model_label(results_file: Path | None, fallback: str | None) -> str:
     return fallback or "unknown"
 
 
-def _results_for(samples_file: Path) -> Path | None:
+def results_for(samples_file: Path) -> Path | None:
+    """The ``<timestamp>_results.json`` written with a ``<timestamp>_samples_<task>.jsonl``, if any."""
     prefix = samples_file.name.split("_samples_", 1)[0]
     candidate = samples_file.with_name(f"{prefix}_results.json")
     return candidate if candidate.is_file() else None
@@ -125,16 +126,18 @@ def _merge(parts: list[tuple[np.ndarray, list]]) -> tuple[np.ndarray, list]:
     return np.concatenate(codes), list(index)
 
 
-def find_sample_files(run_dirs: Sequence[str | Path]) -> list[Path]:
+def find_sample_files(run_dirs: Sequence[str | Path], *, pattern: str = SAMPLES_GLOB, benchmark: str = "SCEval",
+                      tasks: str = "sceval_*") -> list[Path]:
+    """Every per-sample log matching ``pattern`` under each folder (a file is taken as given)."""
     files: list[Path] = []
     for run in run_dirs:
         run = Path(run)
         if not run.exists():
             raise ReportError(f"{run}: no such folder")
-        found = sorted(run.rglob(SAMPLES_GLOB)) if run.is_dir() else [run]
+        found = sorted(run.rglob(pattern)) if run.is_dir() else [run]
         if not found:
-            raise ReportError(f"{run}: holds no SCEval per-sample logs ({SAMPLES_GLOB}); run lmms-eval on "
-                              "sceval_* tasks with --log_samples --output_path")
+            raise ReportError(f"{run}: holds no {benchmark} per-sample logs ({pattern}); run lmms-eval on "
+                              f"{tasks} tasks with --log_samples --output_path")
         files += found
     return files
 
@@ -143,7 +146,7 @@ def read_runs(run_dirs: Sequence[str | Path], *, workers: int | None = None, pro
     """The trial table of every SCEval per-sample log under ``run_dirs``, and notes (duplicates)."""
     files = find_sample_files(run_dirs)
     label_of = functools.lru_cache(maxsize=None)(lambda results: model_label(results, None))
-    labels = {str(f): label_of(_results_for(f)) for f in files}
+    labels = {str(f): label_of(results_for(f)) for f in files}
     workers = workers or min(len(files), os.cpu_count() or 1)
     parsed: dict[str, tuple[dict, tuple]] = {}
     bar = tqdm(total=len(files), desc="reading logs", unit="file", disable=not progress)

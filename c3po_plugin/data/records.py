@@ -1,0 +1,190 @@
+"""One typed record per C3PO item, its validation, and the loading of its media.
+
+The schema (one JSON object per item; a jsonl/parquet row or a Hugging Face dataset row)::
+
+    sample_id     unique id (str)
+    template      template id (``CC08``) or name (``CausalMisattribution``); category and tier
+                  follow from it (``category``/``tier`` fields, if present, must agree)
+    question      the question (str)
+    answer        the short gold answer (str)
+    video, image, audio
+                  media paths relative to the dataset root, exactly those the template needs
+    context       optional extra text evidence (a tier-4 precondition, a posted rule in words)
+    distractors   optional {modality: answer that modality alone would suggest}; modality is
+                  audio, image, video or text (the text/prior reading); ``partial`` holds an
+                  answer that fuses the evidence only in part. Used to name failure modes.
+    difficulty    optional difficulty score 1-10
+    human_answer  optional answer of a human evaluator (graded like a model's)
+    source        optional provenance label; hidden: optional metadata no prompt contains
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from c3po_plugin.templates import Template, registry
+from sceval_plugin import media
+from sceval_plugin.data.records import RecordError, resolve_inside
+
+MEDIA_FIELDS = ("video", "image", "audio")
+DISTRACTOR_KEYS = ("audio", "image", "video", "text", "partial")
+SUFFIXES = {"video": media.VIDEO_SUFFIXES, "image": media.IMAGE_SUFFIXES, "audio": media.AUDIO_SUFFIXES}
+
+
+@dataclass(frozen=True)
+class C3POItem:
+    sample_id: str
+    template_id: str
+    question: str
+    answer: str
+    root: str
+    source: str = "local"
+    video: str | None = None  # resolved absolute paths
+    image: str | None = None
+    audio: str | None = None
+    context: str = ""
+    distractors: Mapping[str, str] = field(default_factory=dict)
+    difficulty: int | None = None
+    human_answer: str | None = None
+    hidden: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def template(self) -> Template:
+        return registry().get(self.template_id)
+
+    def media_path(self, kind: str) -> str | None:
+        return getattr(self, kind)
+
+    def relative_media(self) -> dict[str, str]:
+        return {k: str(Path(p).relative_to(self.root)) for k in MEDIA_FIELDS if (p := getattr(self, k))}
+
+    def frames(self) -> np.ndarray:
+        """The video sampled at 1 fps (at most 8 frames), uint8 ``(N, H, W, 3)``. Cached."""
+        return _load_video(self.sample_id, self.video)
+
+    def picture(self) -> np.ndarray:
+        """The image, uint8 ``(H, W, 3)``. Cached."""
+        return _load_image(self.sample_id, self.image)
+
+    def waveform(self) -> np.ndarray:
+        """Mono float32 audio at 16 kHz. Cached."""
+        return _load_audio(self.sample_id, self.audio)
+
+
+def _fail(sample_id: Any, field_name: str, problem: str) -> RecordError:
+    return RecordError(f"sample {sample_id!r}: field {field_name!r}: {problem}")
+
+
+def _mapping(value: Any, sample_id: str, name: str) -> dict:
+    if value in (None, ""):
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise _fail(sample_id, name, f"not valid JSON: {exc}") from None
+    if not isinstance(value, Mapping):
+        raise _fail(sample_id, name, f"expected a mapping, got {type(value).__name__}")
+    return dict(value)
+
+
+def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | None = None) -> C3POItem:
+    """Validate one row against its template and resolve its media paths under ``root``."""
+    sample_id = row.get("sample_id")
+    if not isinstance(sample_id, str) or not sample_id.strip():
+        raise RecordError(f"record without a usable 'sample_id': {str(dict(row))[:200]}")
+    key = row.get("template") or row.get("template_id")
+    if not isinstance(key, str) or key not in registry():
+        raise _fail(sample_id, "template", f"unknown template {key!r}; `c3po templates` lists the known ones")
+    template = registry().get(key)
+    if row.get("category") not in (None, "") and str(row["category"]).lower() not in (template.category, template.category_name.lower()):
+        raise _fail(sample_id, "category", f"{row['category']!r} contradicts template {template.name} ({template.category_name})")
+    if row.get("tier") not in (None, "") and int(row["tier"]) != template.tier:
+        raise _fail(sample_id, "tier", f"{row['tier']!r} contradicts template {template.name} (tier {template.tier})")
+    for name in ("question", "answer"):
+        if not isinstance(row.get(name), str) or not row[name].strip():
+            raise _fail(sample_id, name, f"missing or empty (got {row.get(name)!r})")
+
+    root_path = Path(root)
+    paths: dict[str, str] = {}
+    for kind in MEDIA_FIELDS:
+        value = row.get(kind)
+        needed = kind in template.modalities
+        if needed and value in (None, ""):
+            raise _fail(sample_id, kind, f"missing: template {template.name} (tier {template.tier}) needs "
+                                         f"{', '.join(template.media)}")
+        if not needed and value not in (None, ""):
+            raise _fail(sample_id, kind, f"template {template.name} (tier {template.tier}) has no {kind}; "
+                                         f"it takes {', '.join(template.media)}")
+        if needed:
+            paths[kind] = resolve_inside(root_path, value, sample_id, kind)
+            if Path(paths[kind]).suffix.lower() not in SUFFIXES[kind]:
+                raise _fail(sample_id, kind, f"{value!r} is not a {kind} file ({', '.join(SUFFIXES[kind])})")
+
+    distractors = _mapping(row.get("distractors"), sample_id, "distractors")
+    bad = sorted(set(distractors) - set(DISTRACTOR_KEYS))
+    if bad or any(not isinstance(v, str) or not v.strip() for v in distractors.values()):
+        raise _fail(sample_id, "distractors", f"keys must be among {DISTRACTOR_KEYS} with non-empty answers"
+                                              + (f"; unknown {bad}" if bad else ""))
+    difficulty = row.get("difficulty")
+    if difficulty not in (None, ""):
+        if isinstance(difficulty, bool) or not isinstance(difficulty, (int, float)) or int(difficulty) != difficulty \
+                or not 1 <= int(difficulty) <= 10:
+            raise _fail(sample_id, "difficulty", f"expected an integer 1-10, got {difficulty!r}")
+        difficulty = int(difficulty)
+    else:
+        difficulty = None
+    human = row.get("human_answer")
+    if human is not None and not isinstance(human, str):
+        raise _fail(sample_id, "human_answer", f"expected text, got {type(human).__name__}")
+    return C3POItem(
+        sample_id=sample_id,
+        template_id=template.id,
+        question=row["question"].strip(),
+        answer=row["answer"].strip(),
+        root=str(root_path.resolve()),
+        source=str(row.get("source") or source or "local"),
+        context=str(row.get("context") or ""),
+        distractors={k: distractors[k].strip() for k in DISTRACTOR_KEYS if k in distractors},
+        difficulty=difficulty,
+        human_answer=human.strip() if human and human.strip() else None,
+        hidden=_mapping(row.get("hidden"), sample_id, "hidden"),
+        **paths,
+    )
+
+
+def check_media(item: C3POItem) -> None:
+    """Decode every media file of the item once; :class:`RecordError` names the sample and file."""
+    for kind, load in (("video", item.frames), ("image", item.picture), ("audio", item.waveform)):
+        if item.media_path(kind):
+            load()
+
+
+def _decode(sample_id: str, kind: str, read: Any) -> Any:
+    try:
+        out = read()
+    except media.MediaError as exc:
+        raise RecordError(f"sample {sample_id!r}: field {kind!r}: {exc}") from exc
+    out.setflags(write=False)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _load_video(sample_id: str, path: str) -> np.ndarray:
+    return _decode(sample_id, "video", lambda: media.read_video_frames(path)[0])
+
+
+@functools.lru_cache(maxsize=64)
+def _load_image(sample_id: str, path: str) -> np.ndarray:
+    return _decode(sample_id, "image", lambda: media.read_image(path)[0])
+
+
+@functools.lru_cache(maxsize=64)
+def _load_audio(sample_id: str, path: str) -> np.ndarray:
+    return _decode(sample_id, "audio", lambda: media.read_audio(path)[0])

@@ -1,0 +1,116 @@
+"""Grading with a judge: exact match first, then the cache, then the judge.
+
+Judge specs (``C3PO_JUDGE``, ``c3po judge --judge``):
+
+``embedding``                    offline sentence-embedding judge (the demo default)
+``exact``                        no judge: an answer that fails exact match is wrong
+``lmms:<model>[:<model_args>]``  any lmms-eval model, e.g. ``lmms:qwen3_omni:pretrained=Qwen/...``
+``gemini:<model>[,base_url=...]`` Gemini through google-genai (our ``sceval_gemini`` model);
+                                 the key comes from ``GEMINI_API_KEY``
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from c3po_plugin.grading import exact_match
+from c3po_plugin.judges.base import NO, YES, Judge, JudgeRequest, Verdict
+from c3po_plugin.judges.cache import VerdictCache, verdict_key
+
+JUDGE_ENV = "C3PO_JUDGE"
+CACHE_ENV = "C3PO_VERDICT_CACHE"
+DEFAULT_JUDGE = "embedding"
+
+
+class ExactOnly:
+    """No judge: whatever exact match did not accept is wrong."""
+
+    judge_id = "exact"
+    prompt_version = "none"
+
+    def judge(self, requests: Sequence[JudgeRequest]) -> list[Verdict]:
+        return [Verdict(NO, self.judge_id, raw="exact match failed") for _ in requests]
+
+
+def make_judge(spec: str | None = None) -> Judge:
+    """The judge a spec names (default ``$C3PO_JUDGE``, else the embedding judge)."""
+    spec = (spec or os.environ.get(JUDGE_ENV) or DEFAULT_JUDGE).strip()
+    if spec == "embedding":
+        from c3po_plugin.judges.embedding import EmbeddingJudge
+
+        return EmbeddingJudge()
+    if spec in ("exact", "none"):
+        return ExactOnly()
+    if spec.startswith("lmms:"):
+        from c3po_plugin.judges.lmms import LmmsJudge
+
+        model, _, args = spec[5:].partition(":")
+        return LmmsJudge(model, args)
+    if spec.startswith("gemini:"):
+        from c3po_plugin.judges.lmms import LmmsJudge
+
+        args = spec[7:]
+        if args and "=" not in args.split(",")[0]:
+            args = f"model_version={args}"
+        # Our verdict cache does the caching; the model's own reply store would duplicate it.
+        return LmmsJudge("sceval_gemini", ",".join(a for a in (args, "store=none") if a))
+    raise ValueError(f"unknown judge {spec!r}: use embedding, exact, lmms:<model>[:<args>] or gemini:<model>[,...]")
+
+
+def default_cache_path(judge: Judge) -> Path:
+    from sceval_plugin.data.sources import cache_dir
+
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", judge.judge_id).strip("_")
+    return cache_dir() / "c3po" / "verdicts" / f"{slug}.jsonl"
+
+
+def open_cache(judge: Judge) -> VerdictCache | None:
+    """``$C3PO_VERDICT_CACHE`` (``none`` turns caching off), else one file per judge id."""
+    setting = os.environ.get(CACHE_ENV, "").strip()
+    if setting.lower() in ("none", "off"):
+        return None
+    return VerdictCache(setting or default_cache_path(judge))
+
+
+@dataclass(frozen=True)
+class Grade:
+    """How one answer was graded. ``correct`` is None only when the judge failed."""
+
+    correct: bool | None
+    exact_match: bool
+    decided_by: str  # "exact_match" or "judge"
+    verdict: Verdict | None = None
+
+    @property
+    def judge_error(self) -> str | None:
+        return self.verdict.error if self.verdict is not None else None
+
+
+def grade(requests: Sequence[JudgeRequest], judge: Judge, cache: VerdictCache | None = None) -> list[Grade]:
+    """Grade every request: exact match, else a cached verdict, else one batched judge call."""
+    grades: list[Grade | None] = [None] * len(requests)
+    pending: list[tuple[int, str]] = []
+    for i, request in enumerate(requests):
+        if exact_match(request.prediction, request.gold):
+            grades[i] = Grade(True, True, "exact_match")
+            continue
+        key = verdict_key(judge.judge_id, judge.prompt_version, request)
+        cached = cache.get(key) if cache is not None else None
+        if cached is not None:
+            grades[i] = Grade(cached.value == YES, False, "judge", cached)
+        else:
+            pending.append((i, key))
+    if pending:
+        verdicts = judge.judge([requests[i] for i, _ in pending])
+        if len(verdicts) != len(pending):
+            raise RuntimeError(f"judge {judge.judge_id} returned {len(verdicts)} verdicts for {len(pending)} requests")
+        for (i, key), verdict in zip(pending, verdicts):
+            if cache is not None:
+                cache.put(key, verdict)
+            correct = None if verdict.value is None else verdict.value == YES
+            grades[i] = Grade(correct, False, "judge", verdict)
+    return grades  # type: ignore[return-value]

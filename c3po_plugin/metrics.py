@@ -1,0 +1,203 @@
+"""The C3PO report's numbers (paper §3.3 Table 3, §4.3, Appendix E, F.5 Table 12) from a trial table.
+
+Input: one row per trial (a model answering one item once) with the columns :data:`TRIAL_COLUMNS`.
+``correct`` is 1, 0 or NaN; NaN means *not gradable* (an API failure or a judge error) and is
+missing data, while an empty reply or a refusal is graded 0. Everything here is a pure function
+of that table; reading logs and writing files live in :mod:`c3po_plugin.report`.
+
+How accuracy is averaged (the SCEval convention, and the paper's "#Yes / #Total Samples"):
+
+1. a sample's score is the mean of ``correct`` over its gradable trials, i.e. over its runs
+   (the entry's ``v`` and repeated run folders alike);
+2. a group's accuracy is the mean of its samples' scores, so every sample weighs the same
+   whatever its number of runs; a template with many items weighs more than a small one
+   (Table 3's tier and overall cells are item-weighted, not template-weighted).
+
+Intervals are 95 % percentile bootstraps over samples from :mod:`sceval_plugin.metrics.stats`:
+seeded by (seed, sample count) alone, so the same logs give the same intervals anywhere.
+"Human" is a pseudo-model whose trials are the items' human answers (``human_correct``), pooled
+over every model's logs; it exists only for items with a human answer (Appendix E's subset).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from c3po_plugin.failure_modes import MODES
+from c3po_plugin.templates import CATEGORIES, TIERS
+from sceval_plugin.metrics.stats import (
+    B_DEFAULT,
+    SEED_DEFAULT,
+    bootstrap_means,
+    percentile_interval,
+    resample_weights,
+)
+
+TRIAL_COLUMNS = ("model", "sample_id", "template_id", "category", "tier", "run", "correct", "invalid", "exact",
+                 "judged", "judge_error", "failure_mode", "human_correct", "difficulty")
+INVALID = ("api_failure", "empty", "refusal")
+HUMAN = "Human"
+OVERALL = "Overall"
+#: Aggregation levels of :func:`accuracy`, coarsest last.
+LEVELS = ("template", "cell", "category", "overall")
+
+
+def cell_name(category: str, tier: int) -> str:
+    """Table 3's column name of a category x tier cell: ``("cc", 2)`` -> ``"CC T2"``."""
+    return f"{category.upper()} T{int(tier)}"
+
+
+def cell_order() -> list[str]:
+    """Every possible cell in Table 3's order: IC tiers, then CC tiers."""
+    return [cell_name(c, t) for c in CATEGORIES for t in TIERS]
+
+
+def per_sample(trials: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, sample): ``score`` (mean ``correct`` over gradable trials, NaN if none),
+    ``exact`` (the same with exact match as the only grader: a judge-accepted answer counts 0),
+    ``trials`` and ``valid`` (gradable trials), and the item's template, category, tier, difficulty."""
+    t = trials.assign(valid=trials["correct"].notna(),
+                      exact_only=trials["exact"].astype(float).where(trials["correct"].notna()))
+    g = t.groupby(["model", "sample_id"], sort=True, observed=True)
+    out = g.agg(template_id=("template_id", "first"), category=("category", "first"), tier=("tier", "first"),
+                difficulty=("difficulty", "first"), score=("correct", "mean"), exact=("exact_only", "mean"),
+                trials=("valid", "size"), valid=("valid", "sum"))
+    return out.reset_index()
+
+
+def human_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """The items' human answers as trials of the pseudo-model :data:`HUMAN` (only graded ones)."""
+    h = trials[trials["human_correct"].notna()]
+    return h.assign(model=HUMAN, correct=h["human_correct"].astype(float), exact=np.nan, invalid=None,
+                    judged=False, judge_error=False, failure_mode=None)
+
+
+def _grouped(samples: pd.DataFrame) -> pd.DataFrame:
+    """Per-sample rows repeated once per level they count in, with ``level`` and ``group``."""
+    parts = [samples.assign(level="template", group=samples["template_id"]),
+             samples.assign(level="cell", group=[cell_name(c, t) for c, t in zip(samples["category"], samples["tier"])]),
+             samples.assign(level="category", group=samples["category"].str.upper()),
+             samples.assign(level="overall", group=OVERALL)]
+    return pd.concat(parts, ignore_index=True)
+
+
+def intervals(values: pd.DataFrame, keys: list[str], column: str, *, b: int, seed: int) -> pd.DataFrame:
+    """Mean of ``column`` per ``keys`` group with its 95 % bootstrap percentile interval over the
+    group's rows (NaN rows dropped; rows ordered by ``sample_id`` so resamples are reproducible).
+    Groups of equal size share one resample matrix: one matrix product per size."""
+    v = values.dropna(subset=[column]).sort_values(["sample_id"], kind="stable")
+    series = {key: frame[column].to_numpy(float) for key, frame in v.groupby(keys, sort=True, observed=True)}
+    rows = {key: [float(x.mean()), np.nan, np.nan, len(x)] for key, x in series.items()}
+    by_size: dict[int, list] = {}
+    for key, x in series.items():
+        by_size.setdefault(len(x), []).append(key)
+    for n, group_keys in by_size.items():
+        boot = bootstrap_means(np.stack([series[k] for k in group_keys]), resample_weights(n, b=b, seed=seed))
+        low, high = percentile_interval(boot)
+        for k, lo, hi in zip(group_keys, low, high):
+            rows[k][1:3] = float(lo), float(hi)
+    index = pd.MultiIndex.from_tuples(list(rows), names=keys) if rows else pd.MultiIndex.from_tuples([], names=keys)
+    return pd.DataFrame(list(rows.values()), index=index, columns=[column, "ci_low", "ci_high", "n"])
+
+
+def accuracy(trials: pd.DataFrame, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> pd.DataFrame:
+    """Long table, one row per (model, level, group) for every level of :data:`LEVELS`
+    (groups: template id, ``"IC T1"``-style cell, ``"IC"``/``"CC"``, ``"Overall"``): ``accuracy``
+    with ``ci_low``/``ci_high``, ``n_samples`` (samples with a gradable trial), ``exact_accuracy``
+    (exact match only, same samples). Includes the :data:`HUMAN` rows when human answers exist."""
+    both = pd.concat([trials, human_trials(trials)], ignore_index=True)
+    grouped = _grouped(per_sample(both))
+    keys = ["model", "level", "group"]
+    acc = intervals(grouped, keys, "score", b=b, seed=seed).rename(columns={"score": "accuracy", "n": "n_samples"})
+    exact = grouped.dropna(subset=["score"]).groupby(keys, observed=True)["exact"].mean().rename("exact_accuracy")
+    out = acc.join(exact).reset_index()
+    out["n_samples"] = out["n_samples"].astype(int)
+    out.loc[out["model"] == HUMAN, "exact_accuracy"] = np.nan
+    order = out.assign(_h=out["model"] == HUMAN, _l=out["level"].map(LEVELS.index),
+                       _g=out["group"].map(group_rank))
+    return out.loc[order.sort_values(["_h", "model", "_l", "_g"]).index].reset_index(drop=True)
+
+
+def models_of(frame: pd.DataFrame) -> list[str]:
+    """Model names in report order: alphabetical, :data:`HUMAN` last."""
+    return sorted(map(str, frame["model"].unique()), key=lambda m: (m == HUMAN, m))
+
+
+def tier_table(acc: pd.DataFrame) -> pd.DataFrame:
+    """Table 3's layout from :func:`accuracy`: one row per model (Human last), columns the
+    category x tier cells that hold items (``"IC T1"`` ... ``"CC T4"``), then ``Overall``."""
+    cells = acc[acc["level"].isin(["cell", "overall"])]
+    wide = cells.pivot(index="model", columns="group", values="accuracy")
+    present = [c for c in cell_order() if c in wide.columns]
+    return wide.reindex(index=models_of(cells), columns=present + [OVERALL]).rename_axis(None, axis=1)
+
+
+def coverage(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, category) and per model (category ``"all"``): trials, gradable trials,
+    ``coverage`` (their share), invalid counts by kind, exact matches, judge decisions and errors."""
+    t = trials.assign(valid=trials["correct"].notna(), exact_hit=trials["exact"].fillna(0).astype(bool),
+                      **{f"invalid_{k}": trials["invalid"] == k for k in INVALID})
+    both = pd.concat([t, t.assign(category="all")], ignore_index=True)
+    g = both.groupby(["model", "category"], observed=True)
+    out = g.agg(trials=("valid", "size"), valid_trials=("valid", "sum"), exact_matches=("exact_hit", "sum"),
+                judge_decisions=("judged", "sum"), judge_errors=("judge_error", "sum"),
+                **{f"invalid_{k}": (f"invalid_{k}", "sum") for k in INVALID}).reset_index()
+    out["coverage"] = out["valid_trials"] / out["trials"]
+    counts = [c for c in out.columns if c not in ("model", "category", "coverage")]
+    out[counts] = out[counts].astype(int)
+    return out
+
+
+def failure_modes(trials: pd.DataFrame, *, pooled: str | None = "All models") -> pd.DataFrame:
+    """Failure-mode distribution of wrong answers (graded 0 with an answer, i.e. not an empty reply
+    or refusal) per (model, template) and per model (template ``"all"``): ``wrong`` (trials),
+    a count per mode of :data:`~c3po_plugin.failure_modes.MODES` and ``share_<mode>`` = count /
+    wrong (NaN when nothing was wrong). With ``pooled`` and several models, adds rows of every
+    model together under that name (Table 12 pools its cohort). Every (model, template) that has
+    trials gets a row, with zero counts if nothing was wrong."""
+    t = trials[["model", "template_id", "correct", "invalid", "failure_mode"]]
+    parts = [t, t.assign(template_id="all")]
+    if pooled and t["model"].nunique() > 1:
+        parts += [p.assign(model=pooled) for p in list(parts)]
+    t = pd.concat(parts, ignore_index=True).astype({"model": str, "template_id": str})
+    wrong = t[(t["correct"] == 0) & t["invalid"].isna()]
+    wrong = wrong.assign(failure_mode=wrong["failure_mode"].fillna("other"))
+    index = pd.MultiIndex.from_frame(t[["model", "template_id"]].drop_duplicates())
+    counts = (wrong.groupby(["model", "template_id", "failure_mode"]).size().unstack("failure_mode")
+              .reindex(index=index, columns=list(MODES)).fillna(0).astype(int))
+    counts.columns.name = None
+    counts.insert(0, "wrong", counts.sum(axis=1))
+    for mode in MODES:
+        counts[f"share_{mode}"] = counts[mode] / counts["wrong"].where(counts["wrong"] > 0)
+    out = counts.reset_index()
+    order = out.assign(_p=out["model"] == pooled, _a=out["template_id"] == "all",
+                       _t=out["template_id"].map(group_rank))
+    return out.loc[order.sort_values(["_p", "model", "_a", "_t"]).index].reset_index(drop=True)
+
+
+def group_rank(group: str) -> tuple:
+    """Sort key of a group name: template ids in the registry's order (IC by tier, then CC),
+    then Table 3's cells, then ``IC``, ``CC``, ``Overall``; unknown names last, alphabetically."""
+    from c3po_plugin.templates import registry
+
+    names = [t.id for t in registry()] + cell_order() + [c.upper() for c in CATEGORIES] + [OVERALL]
+    order = {name: k for k, name in enumerate(names)}
+    return (order.get(group, len(order)), group)
+
+
+def overall(acc: pd.DataFrame, cov: pd.DataFrame) -> pd.DataFrame:
+    """Per model (Human last): overall accuracy with CI and n, exact-match-only accuracy, IC and CC
+    accuracy, and the ``"all"`` row of :func:`coverage` (coverage, judge and invalid counts)."""
+    a = acc.set_index(["model", "level", "group"])
+    rows = []
+    for model in models_of(acc):
+        o = a.loc[(model, "overall", OVERALL)]
+        row = {"model": model, "accuracy": o["accuracy"], "ci_low": o["ci_low"], "ci_high": o["ci_high"],
+               "n_samples": int(o["n_samples"]), "exact_accuracy": o["exact_accuracy"]}
+        for category in CATEGORIES:
+            key = (model, "category", category.upper())
+            row[f"{category}_accuracy"] = a.loc[key, "accuracy"] if key in a.index else np.nan
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    return out.merge(cov[cov["category"] == "all"].drop(columns="category"), on="model", how="left")

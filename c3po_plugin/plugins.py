@@ -1,0 +1,10 @@
+"""C3PO's plugin host: the built-in templates first, then every ``c3po`` entry point."""
+
+from __future__ import annotations
+
+from c3po_plugin import hookspecs
+from sceval_plugin.plugins import PluginHost
+
+DISABLE_AUTOLOAD_ENV = "C3PO_DISABLE_PLUGIN_AUTOLOAD"
+BUILTIN_PLUGINS = ("c3po_plugin.templates",)
+HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, DISABLE_AUTOLOAD_ENV)

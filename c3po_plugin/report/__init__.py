@@ -1,0 +1,108 @@
+"""``c3po report``: C3PO's numbers (Table 3, per template, failure modes) from lmms-eval output folders.
+
+Reads the per-sample logs of one or many models (:mod:`.reader`; several folders of one model are
+repeated runs), optionally re-grades them with another judge's verdicts (:mod:`.verdicts`),
+computes everything with :mod:`c3po_plugin.metrics` and writes, under ``out``:
+
+* ``tier_table``, ``template_table``, ``failure_modes``, ``overall`` as ``.md``, ``.csv``, ``.tex``
+  (through SCEval's :func:`~sceval_plugin.report.tables.write_table`);
+* ``template_accuracy.png``, ``tier_accuracy.png``, ``failure_modes.png``;
+* ``report.json`` with every number, the settings and the logs' fingerprints.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from c3po_plugin import metrics
+from c3po_plugin.report import plots, tables
+from c3po_plugin.report.reader import read_runs
+from c3po_plugin.report.verdicts import apply_verdicts, read_verdicts
+from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
+from sceval_plugin.report import json_records
+from sceval_plugin.report.reader import ReportError
+from sceval_plugin.report.tables import pp, write_table
+
+__all__ = ["ReportError", "build_report", "compute"]
+
+
+def compute(trials: pd.DataFrame, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> dict[str, pd.DataFrame]:
+    """Every table of the report from a trial table: ``accuracy`` (long, all levels), ``tier``
+    (Table 3, wide), ``coverage``, ``failure_modes`` and ``overall``."""
+    acc = metrics.accuracy(trials, b=b, seed=seed)
+    cov = metrics.coverage(trials)
+    return {"accuracy": acc, "tier": metrics.tier_table(acc), "coverage": cov,
+            "failure_modes": metrics.failure_modes(trials), "overall": metrics.overall(acc, cov)}
+
+
+def fingerprints(trials: pd.DataFrame) -> list[dict]:
+    """Per model: prompt id, dataset, judges, folders and runs behind its numbers."""
+    out = []
+    for model, t in trials.groupby("model", sort=True):
+        out.append({"model": model, "prompt_id": t["prompt_id"].dropna().unique().tolist(),
+                    "dataset": t["dataset"].dropna().unique().tolist(),
+                    "judge_ids": sorted(map(str, t["judge_id"].dropna().unique())),
+                    "folders": sorted(t["folder"].unique()), "tasks": sorted(t["task"].unique()),
+                    "runs_per_folder": sorted(map(int, t["run"].unique())), "trials": len(t),
+                    "samples": int(t["sample_id"].nunique())})
+    return out
+
+
+def summary_text(numbers: dict[str, pd.DataFrame], out: Path, notes: list[str]) -> str:
+    """A few lines for the terminal: each model's overall, IC and CC accuracy with coverage."""
+    lines = [f"C3PO report in {out}"]
+    for row in numbers["overall"].itertuples(index=False):
+        coverage = "" if pd.isna(row.coverage) else f", coverage {100 * row.coverage:.1f}%"
+        lines.append(f"  {row.model}: {tables.with_ci(row.accuracy, row.ci_low, row.ci_high)} overall "
+                     f"(IC {pp(row.ic_accuracy)}, CC {pp(row.cc_accuracy)}, n={row.n_samples}{coverage})")
+    return "\n".join(lines + [f"  note: {n}" for n in notes])
+
+
+def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT,
+                 verdicts: str | Path | None = None) -> dict:
+    """Read ``run_dirs``, optionally re-grade with ``verdicts``, compute and write everything
+    under ``out``. Returns what was written (``written``), ``notes``, ``trials``, ``models``,
+    ``seconds`` and a printable ``summary``. Raises :class:`ReportError` on unusable input."""
+    start = time.perf_counter()
+    out = Path(out)
+    trials, notes = read_runs(run_dirs)
+    if verdicts is not None:
+        trials, more = apply_verdicts(trials, read_verdicts(verdicts), source=str(verdicts))
+        notes += more
+    numbers = compute(trials, b=b, seed=seed)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for name, caption, (shown, raw) in [
+        ("tier_table", "C3PO accuracy (%) per category and tier (Table 3 layout)", tables.tier_table(numbers["accuracy"])),
+        ("template_table", "Accuracy (%) per template with 95% bootstrap interval and sample count",
+         tables.template_table(numbers["accuracy"])),
+        ("failure_modes", "Failure modes of wrong answers: share per template (Table 12 columns)",
+         tables.failure_table(numbers["failure_modes"])),
+        ("overall", "Overall accuracy (%), exact-match-only accuracy, coverage and judge use",
+         tables.overall_table(numbers["overall"])),
+    ]:
+        written += write_table(out, name, shown, raw, caption)
+    written += [plots.template_accuracy(numbers["accuracy"], out / "template_accuracy.png"),
+                plots.tier_accuracy(numbers["accuracy"], out / "tier_accuracy.png"),
+                plots.failure_modes(numbers["failure_modes"], out / "failure_modes.png")]
+    models = sorted(map(str, trials["model"].unique()))
+    everything = {
+        "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "runs": [str(r) for r in run_dirs],
+                     "verdicts": None if verdicts is None else str(verdicts),
+                     "accuracy": "per sample: mean over gradable runs; then mean over samples",
+                     "not_gradable": "API failures and judge errors are missing; empty replies and refusals are wrong"},
+        "counts": {"trials": len(trials), "models": models, "samples": int(trials["sample_id"].nunique())},
+        "notes": notes,
+        "fingerprints": fingerprints(trials),
+        "tier_table": json_records(numbers["tier"].reset_index(names="model")),
+        **{name: json_records(numbers[name]) for name in ("accuracy", "overall", "coverage", "failure_modes")},
+    }
+    (out / "report.json").write_text(json.dumps(everything, indent=1, default=str), encoding="utf-8")
+    written.append(out / "report.json")
+    return {"written": [str(p) for p in written], "notes": notes, "trials": len(trials), "models": models,
+            "seconds": time.perf_counter() - start, "summary": summary_text(numbers, out, notes)}

@@ -1,0 +1,132 @@
+"""Reading lmms-eval output folders of C3PO tasks into one trial table.
+
+An output folder (``lmms-eval eval --tasks c3po_all --log_samples --output_path OUT/``) holds
+``<timestamp>_results.json`` and one ``<timestamp>_samples_<task>.jsonl`` per task, possibly under
+a model subfolder. Each JSONL line carries our metric values: ``c3po_accuracy`` is the compact
+trial entry (see ``tasks/c3po_task.py``: ``s`` sample, ``v`` run index, ``c`` correct, ``i``
+invalid, ``t`` template, ``x`` exact match, ``j`` judge decided, ``e`` judge error, ``m`` failure
+mode, ``h`` human correct), and ``c3po_record`` the full record, which lmms-eval logs as a
+Python ``repr`` string (read with :func:`ast.literal_eval`, never ``eval``).
+
+Trial identity: (model, folder, sample, run index), the folder being the one that holds the
+samples file. The same trial in two task files of one folder (``c3po_all`` and ``c3po_ic_t1``
+logged together) is kept once; different folders of one model are repeated runs and all count.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from c3po_plugin.templates import registry
+from sceval_plugin.report.reader import (
+    ReportError,
+    find_sample_files,
+    model_label,
+    results_for,
+)
+
+SAMPLES_GLOB = "*_samples_c3po_*.jsonl"
+ENTRY_KEY = "c3po_accuracy"
+RECORD_KEY = "c3po_record"
+#: Columns beyond :data:`c3po_plugin.metrics.TRIAL_COLUMNS`: provenance and what re-grading needs.
+EXTRA_COLUMNS = ("model_name", "folder", "task", "prompt_id", "dataset", "judge_id", "prediction", "distractors",
+                 "question", "gold", "context")
+TRIAL_KEY = ["model", "folder", "sample_id", "run"]
+
+
+def parse_record(value: Any, where: str) -> dict:
+    """The full record of a line: a dict already, or the Python repr lmms-eval wrote."""
+    if isinstance(value, dict):
+        return value
+    try:
+        record = ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError) as exc:
+        raise ReportError(f"{where}: {RECORD_KEY} is not a Python literal ({exc.__class__.__name__})") from None
+    if not isinstance(record, dict):
+        raise ReportError(f"{where}: {RECORD_KEY} is not a dict")
+    return record
+
+
+def _category_tier(template_id: str, record: dict) -> tuple[str, int]:
+    """From the installed registry; the record's own values for templates not installed here."""
+    if template_id in registry():
+        t = registry().get(template_id)
+        return t.category, t.tier
+    return str(record.get("category")), int(record.get("tier") or 0)
+
+
+def trial_row(line: dict, where: str, model: str, folder: str, task: str) -> dict:
+    """One trial from one per-sample line: metrics from the entry, the rest from the record."""
+    entry = line.get(ENTRY_KEY)
+    if not isinstance(entry, dict) or "s" not in entry:
+        raise ReportError(f"{where}: no {ENTRY_KEY} trial entry; is this a C3PO per-sample log?")
+    record = parse_record(line.get(RECORD_KEY, {}), where)
+    category, tier = _category_tier(entry["t"], record)
+    return {
+        "model": model, "sample_id": entry["s"], "template_id": entry["t"], "category": category, "tier": tier,
+        "run": int(entry["v"]), "correct": np.nan if entry["c"] is None else float(entry["c"]), "invalid": entry["i"],
+        "exact": bool(entry["x"]), "judged": bool(entry["j"]), "judge_error": bool(entry["e"]),
+        "failure_mode": entry["m"], "human_correct": np.nan if entry.get("h") is None else float(entry["h"]),
+        "difficulty": record.get("difficulty"), "model_name": record.get("model"), "folder": folder, "task": task,
+        "prompt_id": record.get("prompt_id"), "dataset": record.get("dataset"), "judge_id": record.get("judge_id"),
+        "prediction": record.get("prediction"), "distractors": record.get("distractors") or {},
+        "question": record.get("question"), "gold": record.get("gold"), "context": record.get("context") or "",
+    }
+
+
+def read_file(path: Path) -> list[dict]:
+    """Every trial of one samples file, labelled with its model (from the results JSON)."""
+    task = path.name.split("_samples_", 1)[-1].removesuffix(".jsonl")
+    rows: list[dict] = []
+    label = None
+    with path.open(encoding="utf-8") as lines:
+        for number, text in enumerate(lines, 1):
+            if not text.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ReportError(f"{where}: not JSON ({exc.msg})") from None
+            if label is None:
+                record = parse_record(line.get(RECORD_KEY, {}), where)
+                label = model_label(results_for(path), record.get("model"))
+            rows.append(trial_row(line, where, label, str(path.parent), task))
+    return rows
+
+
+def check_fingerprints(trials: pd.DataFrame) -> None:
+    """Refuse one model whose logs differ in prompt id or dataset fingerprint: its runs would not
+    be repeated runs of one evaluation. The message names the values and a folder of each."""
+    for column in ("prompt_id", "dataset"):
+        seen = trials.dropna(subset=[column]).groupby(["model", column], sort=True)["folder"].first()
+        for model, group in seen.groupby(level=0):
+            if len(group) > 1:
+                values = "; ".join(f"{value!r} (in {folder})" for (_, value), folder in group.items())
+                raise ReportError(f"model {model!r}: its logs mix {column} values {values}; report them separately "
+                                  "or re-run them with one prompt and dataset")
+
+
+def read_runs(run_dirs: Sequence[str | Path]) -> tuple[pd.DataFrame, list[str]]:
+    """The trial table of every C3PO per-sample log under ``run_dirs`` (one row per trial,
+    duplicates across task files removed) and notes on what was dropped."""
+    files = find_sample_files(run_dirs, pattern=SAMPLES_GLOB, benchmark="C3PO", tasks="c3po_*")
+    rows = [row for f in files for row in read_file(f)]
+    if not rows:
+        raise ReportError("the per-sample logs are empty")
+    trials = pd.DataFrame(rows)
+    check_fingerprints(trials)
+    notes = []
+    duplicated = trials.duplicated(TRIAL_KEY, keep="last")
+    if duplicated.any():
+        notes.append(f"{int(duplicated.sum())} repeated trial(s) (the same model, folder, sample and run in several "
+                     "task logs): kept one each")
+        trials = trials[~duplicated].reset_index(drop=True)
+    return trials, notes

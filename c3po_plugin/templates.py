@@ -1,0 +1,239 @@
+"""The C3PO template registry: what each kind of item asks and which modalities it needs.
+
+A template fixes the logical form of its items: which modality carries which piece of the
+answer (Information Composition) or which modality is misleading and what makes the truth
+recoverable (Counterfactual Conflict). The 25 built-ins are the paper's (Table 13: name,
+category, tier; Table 1(b): modalities per tier; the logic summarised in our words from the
+paper's descriptions and template names). They register through the same hook as a third
+party's templates (:mod:`c3po_plugin.hookspecs`).
+
+Tiers (Table 1(b)): tier 1 has no video (audio and image, one of them the base), tier 2 has no
+image (video is the base), tiers 3 and 4 have all four modalities. Appendix G's example puts
+InstructionalGapDetection (tier 1) on a muted video instead of an image; we follow the
+appendix for that template, so its items need video, audio and text.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from c3po_plugin.hookspecs import hookimpl
+
+CATEGORIES = {"ic": "Information Composition", "cc": "Counterfactual Conflict"}
+MODALITIES = ("video", "audio", "image", "text")
+TIER_MODALITIES = {
+    1: frozenset({"audio", "image", "text"}),
+    2: frozenset({"video", "audio", "text"}),
+    3: frozenset(MODALITIES),
+    4: frozenset(MODALITIES),
+}
+TIERS = tuple(TIER_MODALITIES)
+
+
+def snake(name: str) -> str:
+    """``AttributeComposition`` -> ``attribute_composition``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+@dataclass(frozen=True)
+class Template:
+    """One item template.
+
+    ``modalities`` defaults to the tier's (Table 1(b)); a template may name its own set, which
+    then is what its items are checked against. ``paper_count`` is the item count in Table 13
+    (None for templates that are not the paper's).
+    """
+
+    id: str
+    name: str
+    category: str  # "ic" or "cc"
+    tier: int
+    base_modality: str
+    logical_form: str
+    modalities: frozenset[str] = frozenset()
+    paper_count: int | None = None
+    plugin: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.category not in CATEGORIES:
+            raise ValueError(f"template {self.name!r}: category must be one of {sorted(CATEGORIES)}, got {self.category!r}")
+        if self.tier not in TIER_MODALITIES:
+            raise ValueError(f"template {self.name!r}: tier must be one of {TIERS}, got {self.tier!r}")
+        if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", self.name):
+            raise ValueError(f"template name {self.name!r} must be CamelCase letters and digits")
+        mods = frozenset(self.modalities) or TIER_MODALITIES[self.tier]
+        unknown = mods - set(MODALITIES)
+        if unknown or "text" not in mods:
+            raise ValueError(f"template {self.name!r}: modalities must include text and be among {MODALITIES}")
+        if self.base_modality not in mods:
+            raise ValueError(f"template {self.name!r}: base modality {self.base_modality!r} is not among its modalities")
+        object.__setattr__(self, "modalities", mods)
+
+    @property
+    def snake_name(self) -> str:
+        return snake(self.name)
+
+    @property
+    def task_name(self) -> str:
+        return f"c3po_{self.snake_name}"
+
+    @property
+    def category_name(self) -> str:
+        return CATEGORIES[self.category]
+
+    @property
+    def media(self) -> tuple[str, ...]:
+        """The media files its items carry, in the order models receive them."""
+        return tuple(m for m in ("video", "image", "audio") if m in self.modalities)
+
+
+class TemplateRegistry:
+    """Templates by id; names are unique too. Filled by the ``c3po_register_templates`` hook."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, Template] = {}
+        self._by_name: dict[str, Template] = {}
+        self._plugin = "<direct>"
+
+    def add(self, template: Template) -> Template:
+        from dataclasses import replace
+
+        from sceval_plugin.plugins import PluginError
+
+        template = replace(template, plugin=self._plugin)
+        if re.fullmatch(r"all|ic|cc|(ic|cc)_t\d+", template.snake_name):
+            raise PluginError(f"template name {template.name!r} ({template.plugin}) would shadow the task "
+                              f"c3po_{template.snake_name}; choose another name")
+        for key, table, what in ((template.id, self._by_id, "id"), (template.name, self._by_name, "name"),
+                                 (template.snake_name, {t.snake_name: t for t in self}, "task name")):
+            if key in table:
+                raise PluginError(f"template {what} {key!r} is registered by two plugins: "
+                                  f"{table[key].plugin} and {template.plugin}")
+        self._by_id[template.id] = template
+        self._by_name[template.name] = template
+        return template
+
+    def get(self, key: str) -> Template:
+        """By id (``IC01``) or name (``AttributeComposition``)."""
+        found = self._by_id.get(key) or self._by_name.get(key)
+        if found is None:
+            raise KeyError(f"unknown C3PO template {key!r}; known: {', '.join(sorted(self._by_name))}")
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_id or key in self._by_name
+
+    def __iter__(self) -> Iterator[Template]:
+        return iter(sorted(self._by_id.values(), key=lambda t: (t.category != "ic", t.tier, t.id)))
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def cells(self) -> list[tuple[str, int]]:
+        """(category, tier) pairs that have at least one template."""
+        return sorted({(t.category, t.tier) for t in self}, key=lambda c: (c[0] != "ic", c[1]))
+
+
+@functools.lru_cache(maxsize=1)
+def registry() -> TemplateRegistry:
+    """Every registered template (built-ins and plugins), built once per process."""
+    from c3po_plugin.plugins import HOST
+
+    return HOST.fill_registry("c3po_register_templates", TemplateRegistry(), "templates")
+
+
+def _t(id: str, name: str, tier: int, base: str, count: int, logic: str, modalities: tuple[str, ...] = ()) -> Template:
+    return Template(id, name, id[:2].lower(), tier, base, logic, frozenset(modalities), count)
+
+
+BUILTIN = (
+    # Information Composition: each modality holds part of the answer; only their combination answers.
+    _t("IC01", "AttributeComposition", 1, "image", 200,
+       "The image shows several candidates that differ in their attributes; the audio names the attribute "
+       "that selects one of them; the question asks for another attribute of the selected candidate."),
+    _t("IC02", "InstructionalGapDetection", 1, "video", 164,
+       "A muted video shows a whole procedure; the audio narrates it from a middle step onwards as if that "
+       "were the start; the question asks for the step(s) shown but never narrated.",
+       ("video", "audio", "text")),
+    _t("IC03", "OffScreenCausality", 1, "image", 31,
+       "The image shows a scene whose state has an invisible cause; the audio carries the sound of an event "
+       "outside the frame; the question asks what caused the visible state."),
+    _t("IC04", "QuantitativeVerification", 1, "image", 185,
+       "The image shows a countable or measurable quantity; the audio states a required or expected amount; "
+       "the question asks for the relation between them (difference, shortfall, whether it suffices)."),
+    _t("IC05", "SpatialConfiguration", 1, "image", 48,
+       "The image shows an arrangement of objects; the audio describes a location relative to a landmark; "
+       "the question asks what is at that location."),
+    _t("IC06", "TemporalSequencing", 1, "audio", 64,
+       "The audio lays out events in order; the image shows the state at one moment; the question asks what "
+       "came immediately before or after the moment shown."),
+    _t("IC07", "ContextualReinterpretation", 2, "video", 111,
+       "The video shows an action that is ambiguous on its own; the audio supplies the context that fixes its "
+       "meaning; the question asks for the action's purpose or meaning under that context."),
+    _t("IC08", "FeatureTracking", 2, "video", 100,
+       "The video shows several similar objects moving; the audio singles one out by a feature visible early "
+       "on; the question asks where that object ends up or what happens to it."),
+    _t("IC09", "LiveEventAttribution", 2, "video", 101,
+       "The video shows several possible sources; the audio contains a sound event at one moment; the question "
+       "asks which source produced it, found by aligning the sound with the visible action."),
+    _t("IC10", "SilentOutcomeInference", 2, "video", 312,
+       "The video shows an action but cuts before its result; the audio carries the sound of the outcome; the "
+       "question asks what the outcome was."),
+    _t("IC11", "ReferenceObjectAppearance", 3, "video", 47,
+       "The image shows a reference object; the video shows several objects over time; the audio adds the "
+       "selector (which appearance, what to report); the question asks about the reference object's "
+       "appearance in the video."),
+    # Counterfactual Conflict: one modality contradicts the others; the item signals which to trust.
+    _t("CC01", "AttributeAuthorityArbitration", 1, "image", 36,
+       "The image and the audio give different values of one attribute; the question's framing points to the "
+       "authoritative source (e.g. a printed label over a spoken guess); the answer is that source's value."),
+    _t("CC02", "ContainerContentDispute", 1, "image", 137,
+       "The image shows a container and what is visibly inside; the audio asserts different contents; the "
+       "question asks what the container actually holds."),
+    _t("CC03", "LiveVsRecorded", 1, "image", 138,
+       "The audio is a recording made earlier; the image shows the current state, which contradicts it; the "
+       "question asks about the present state."),
+    _t("CC04", "OutdatedVisualEvidence", 1, "image", 224,
+       "The image shows an outdated state (an old sign, notice or display); the audio gives a more recent "
+       "update; the question asks for the current status, so the newer source wins."),
+    _t("CC05", "QuantitativeFabrication", 1, "image", 181,
+       "The image shows a countable quantity; the audio confidently states a wrong number; the question asks "
+       "for the actual quantity."),
+    _t("CC06", "TemporalContextArbitration", 1, "image", 13,
+       "The image and the audio imply different times (clock, light, calendar versus a spoken time); the "
+       "question's temporal framing decides which is right; the answer is the time it supports."),
+    _t("CC07", "AcousticSceneMismatch", 2, "video", 97,
+       "The soundscape suggests one place or situation; the video shows another; the question asks where the "
+       "scene is or what is happening, which the video settles."),
+    _t("CC08", "CausalMisattribution", 2, "video", 359,
+       "The video shows an event triggered by a visible mechanism; the audio confidently attributes it to a "
+       "different cause that is absent from the video; the question asks for the cause."),
+    _t("CC09", "HistoricalVsPresent", 2, "video", 154,
+       "The audio describes how the place or object used to be; the video shows it now; the question asks "
+       "about one of the two times, and only the matching modality answers it."),
+    _t("CC10", "LiveNarrationMismatch", 2, "video", 57,
+       "A running commentary describes actions that differ from what the video shows; the question asks what "
+       "actually happened."),
+    _t("CC11", "ProcedureVsEvidence", 2, "video", 190,
+       "The audio recites the proper procedure; the video shows it being done differently (a step skipped, "
+       "swapped or changed); the question asks what was actually done."),
+    _t("CC12", "DisclaimedEvidence", 3, "video", 172,
+       "One source of evidence is explicitly disclaimed (said to be illustrative, outdated or not to scale); "
+       "the others agree on the true value; the question asks for that value."),
+    _t("CC13", "MeasurementAuthorityChain", 3, "video", 120,
+       "Video, image and audio report different measurements; a chain of authority (calibration, certification, "
+       "recency) makes one of them binding; the question asks for the binding measurement."),
+    _t("CC14", "ComplianceReportingBias", 4, "video", 163,
+       "A stated rule or precondition (text), the posted policy (image) and the observed behaviour (video) are "
+       "set against a biased spoken report claiming compliance (audio); the question asks what was actually "
+       "done or whether the rule was met."),
+)
+
+
+@hookimpl
+def c3po_register_templates(registry: TemplateRegistry) -> None:
+    for template in BUILTIN:
+        registry.add(template)

@@ -1,0 +1,89 @@
+"""Writing and comparing verdict files (the format is described in
+:mod:`c3po_plugin.report.verdicts`, which also applies them to a report).
+
+``c3po judge RUN_DIR ... --judge SPEC -o FILE`` re-grades finished runs with another judge (no
+model is re-run); each line also carries the folder, question, gold answer and prediction, so
+the file reads on its own. ``c3po judge-agreement A B`` compares two such files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Sequence
+
+from c3po_plugin.judges import grade, open_cache
+from c3po_plugin.judges.agreement import agreement_rate, cohen_kappa
+from c3po_plugin.judges.base import YES, Judge, JudgeRequest
+from c3po_plugin.judges.prompt import describe_sample
+from c3po_plugin.report.reader import read_runs
+from c3po_plugin.report.verdicts import read_verdicts
+from c3po_plugin.templates import registry
+
+JOIN = ["model", "sample_id", "run", "folder"]
+
+
+def regrade(run_dirs: Sequence[str | Path], judge: Judge, out: str | Path, *, batch: int = 64) -> dict:
+    """Grade every answered trial of the runs with ``judge`` (cached) and write a verdict file.
+    Trials with nothing to grade (API failure, empty reply, refusal) are written with verdict
+    null and the reason."""
+    from tqdm.auto import tqdm
+
+    trials, _ = read_runs(run_dirs)
+    answered = trials[trials["invalid"].isna()]
+    counts = {"trials": len(trials), "unanswered": len(trials) - len(answered), "yes": 0, "no": 0, "errors": 0,
+              "exact_match": 0}
+    cache = open_cache(judge)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def line(row, verdict, exact, error) -> str:
+        return json.dumps({"model": row.model, "sample_id": row.sample_id, "run": int(row.run),
+                           "folder": str(Path(row.folder).resolve()),
+                           "question": row.question, "gold": row.gold, "prediction": row.prediction or "",
+                           "exact_match": exact, "judge_id": judge.judge_id, "verdict": verdict, "error": error}) + "\n"
+
+    with out.open("w") as f:
+        for row in trials[trials["invalid"].notna()].itertuples():
+            f.write(line(row, None, False, f"no answer: {row.invalid}"))
+        rows = list(answered.itertuples())
+        for start in tqdm(range(0, len(rows), batch), desc=f"judging with {judge.judge_id}", unit="batch"):
+            chunk = rows[start:start + batch]
+            requests = [JudgeRequest(r.sample_id, r.question, r.gold, r.prediction or "",
+                                     describe_sample(registry().get(r.template_id), r.context)) for r in chunk]
+            for row, graded in zip(chunk, grade(requests, judge, cache)):
+                value = YES if graded.exact_match else graded.verdict.value
+                counts["exact_match"] += graded.exact_match
+                counts["errors"] += value is None
+                counts["yes" if value == YES else "no"] += value is not None
+                f.write(line(row, value, graded.exact_match, graded.judge_error))
+    return counts
+
+
+def agreement(path_a: str | Path, path_b: str | Path) -> dict:
+    """Agreement rate and Cohen's kappa between two judges over the trials both decided.
+
+    Exact-match trials are left out (neither judge was asked), as are trials either judge
+    failed on; both are counted in the result."""
+    a, b = read_verdicts(path_a), read_verdicts(path_b)
+    for frame in (a, b):
+        frame["folder"] = frame["folder"].fillna("")
+    both = a.merge(b, on=JOIN, suffixes=("_a", "_b"))
+    exact = both["exact_match_a"] | both["exact_match_b"]
+    decided = both[~exact & both["value_a"].notna() & both["value_b"].notna()]
+    labels_a, labels_b = list(decided["value_a"] == 1.0), list(decided["value_b"] == 1.0)
+    confusion = {f"{x}/{y}": int(((decided["value_a"] == vx) & (decided["value_b"] == vy)).sum())
+                 for x, vx in (("YES", 1.0), ("NO", 0.0)) for y, vy in (("YES", 1.0), ("NO", 0.0))}
+    return {
+        "judge_a": a["judge_id"].iloc[0] if len(a) else None,
+        "judge_b": b["judge_id"].iloc[0] if len(b) else None,
+        "compared": len(decided),
+        "agreement": agreement_rate(labels_a, labels_b) if len(decided) else math.nan,
+        "kappa": cohen_kappa(labels_a, labels_b) if len(decided) else math.nan,
+        "confusion": confusion,
+        "exact_match_trials": int(exact.sum()),
+        "either_failed": int((~exact & (both["value_a"].isna() | both["value_b"].isna())).sum()),
+        "only_in_a": len(a) - len(both),
+        "only_in_b": len(b) - len(both),
+    }

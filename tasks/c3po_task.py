@@ -1,0 +1,300 @@
+"""The functions every C3PO lmms-eval task calls (referenced by absolute ``!function`` paths).
+
+A task selects items by template, category or category x tier (``process_docs__<selector>``);
+each item becomes ``C3PO_RUNS`` rows (default 1), which aggregate like SCEval's variants: mean
+over a sample's runs, then over samples. Every record is validated and every media file probed
+when the task is built, so bad input is reported, by sample id, before any model call.
+``process_results`` grades the reply (exact match, then the judge named by ``C3PO_JUDGE``,
+with cached verdicts), names the failure mode of a wrong answer and grades the human answer
+when the item has one.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import json
+import os
+import re
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from c3po_plugin import prompts
+from c3po_plugin.data.records import C3POItem, item_from_row
+from c3po_plugin.data.sources import SourceError, checked_items
+from c3po_plugin.failure_modes import failure_mode
+from c3po_plugin.judges import Grade, grade, make_judge, open_cache
+from c3po_plugin.judges.base import JudgeRequest
+from c3po_plugin.judges.prompt import describe_sample
+from c3po_plugin.templates import CATEGORIES, Template
+from faultline_eval.tasks.sceval_task import (_invalid_count, coverage, functions_by_name, mean_variant_accuracy,
+                                              valid_trials, worst_variant_accuracy)
+from sceval_plugin import telemetry
+from sceval_plugin.operators import SAMPLE_RATE
+
+RUNS_ENV = "C3PO_RUNS"
+_ledger_lock = threading.Lock()
+#: task selector -> Counter of exclusion reasons (read by the excluded aggregation).
+EXCLUDED: dict[str, collections.Counter] = {}
+
+
+# --- docs ---------------------------------------------------------------------------------------
+
+def selects(selector: str, template: Template) -> bool:
+    """Whether a task selector (``all``, ``ic``, ``cc_t2``, a template's snake name) takes it."""
+    if selector == "all":
+        return True
+    if selector in CATEGORIES:
+        return template.category == selector
+    match = re.fullmatch(r"(ic|cc)_t(\d)", selector)
+    if match:
+        return template.category == match.group(1) and template.tier == int(match.group(2))
+    return template.snake_name == selector
+
+
+def _item_json(item: C3POItem) -> str:
+    return json.dumps({
+        "sample_id": item.sample_id, "template": item.template_id, "question": item.question, "answer": item.answer,
+        "source": item.source, "context": item.context, "distractors": dict(item.distractors),
+        "difficulty": item.difficulty, "human_answer": item.human_answer, "hidden": dict(item.hidden),
+        "root": item.root, **item.relative_media(),
+    })
+
+
+@functools.lru_cache(maxsize=4096)
+def _item(item_json: str) -> C3POItem:
+    row = json.loads(item_json)
+    return item_from_row(row, row["root"])
+
+
+def runs() -> int:
+    value = os.environ.get(RUNS_ENV, "1").strip() or "1"
+    if not value.isdigit() or int(value) < 1:
+        raise SourceError(f"{RUNS_ENV}={value!r}: expected a positive integer")
+    return int(value)
+
+
+def build_rows(selector: str) -> tuple[list[dict], collections.Counter]:
+    """The rows of a task, and the samples excluded for bad input (by reason)."""
+    from loguru import logger
+
+    source, items = checked_items()
+    excluded = collections.Counter()
+    for problem in source.problems:  # only reached with C3PO_ON_BAD_INPUT=exclude
+        excluded[problem.reason] += 1
+        logger.error(f"c3po {selector}: excluded, {problem}")
+    dataset = f"{source.spec}#{source.fingerprint}"
+    rows = [
+        {"row_id": f"{selector}/{item.sample_id}/{run}", "sample_id": item.sample_id, "template_id": item.template_id,
+         "run": run, "target": item.answer, "dataset": dataset, "item": _item_json(item)}
+        for item in items if selects(selector, item.template) for run in range(runs())
+    ]
+    return rows, excluded
+
+
+def process_docs(dataset: Any, selector: str) -> Any:
+    import datasets
+
+    rows, excluded = build_rows(selector)
+    with _ledger_lock:
+        EXCLUDED[selector] = excluded
+    if not rows:
+        raise SourceError(f"c3po_{selector}: the source has no items for this task")
+    return datasets.Dataset.from_list(rows)
+
+
+#: ``process_docs__<selector>``
+__getattr__ = functions_by_name("process_docs__", process_docs)
+
+
+# --- what the model sees ------------------------------------------------------------------------
+
+def _media(item: C3POItem) -> tuple[list, Any, dict | None]:
+    from PIL import Image
+
+    frames = [Image.fromarray(np.ascontiguousarray(f)) for f in item.frames()] if item.video else []
+    picture = Image.fromarray(np.ascontiguousarray(item.picture())) if item.image else None
+    audio = {"array": np.array(item.waveform(), dtype=np.float32), "sampling_rate": SAMPLE_RATE} if item.audio else None
+    return frames, picture, audio
+
+
+def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> list[dict]:
+    """System prompt; then, labelled and in order, the video frames, the picture, the audio;
+    then the optional note and the question."""
+    item = _item(doc["item"])
+    frames, picture, audio = _media(item)
+    content: list[dict] = []
+    if frames:
+        content.append({"type": "text", "text": prompts.VIDEO_LABEL.format(n=len(frames))})
+        content += [{"type": "image", "url": frame} for frame in frames]
+    if picture is not None:
+        content += [{"type": "text", "text": prompts.IMAGE_LABEL}, {"type": "image", "url": picture}]
+    if audio is not None:
+        content += [{"type": "text", "text": prompts.AUDIO_LABEL}, {"type": "audio", "url": audio}]
+    content.append({"type": "text", "text": prompts.build(item.question, item.context).user})
+    return [{"role": "system", "content": [{"type": "text", "text": prompts.SYSTEM}]},
+            {"role": "user", "content": content}]
+
+
+def doc_to_visual(doc: dict) -> list:
+    """For simple models: frames, then the picture, then the audio as an HF-style dict."""
+    frames, picture, audio = _media(_item(doc["item"]))
+    return frames + ([picture] if picture is not None else []) + ([audio] if audio is not None else [])
+
+
+def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:
+    """System prompt, the legend of the attachments, the question (simple models)."""
+    item = _item(doc["item"])
+    prompt = prompts.build(item.question, item.context)
+    n_frames = len(item.frames()) if item.video else 0
+    return f"{prompt.system}\n\n{prompt.legend(n_frames, bool(item.image), bool(item.audio))}\n{prompt.user}"
+
+
+def doc_to_target(doc: dict) -> str:
+    return doc["target"]
+
+
+# --- grading ------------------------------------------------------------------------------------
+
+_REFUSAL = re.compile(r"^\s*(i('m| am) sorry|i can(no|')t (help|answer|assist)|i('m| am) (unable|not able) to)",
+                      re.IGNORECASE)
+_ANSWER_PREFIX = re.compile(r"^\s*(final answer|answer)\s*[:\-]\s*", re.IGNORECASE)
+
+
+def clean_reply(reply: str) -> str:
+    """The answer in a reply: reasoning blocks dropped, first non-empty line, no 'Answer:' label."""
+    text = re.sub(r"<think>.*?</think>", "", reply or "", flags=re.DOTALL | re.IGNORECASE)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return _ANSWER_PREFIX.sub("", lines[0]).strip().strip("*").strip() if lines else ""
+
+
+_judge_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _judge_and_cache():
+    judge = make_judge()
+    return judge, open_cache(judge)
+
+
+def grade_answer(item: C3POItem, answer: str) -> Grade:
+    """Exact match, then the configured judge (thread-safe; lmms-eval scores in a thread pool)."""
+    request = JudgeRequest(item.sample_id, item.question, item.answer, answer, describe_sample(item.template, item.context))
+    with _judge_lock:
+        judge, cache = _judge_and_cache()
+        return grade([request], judge, cache)[0]
+
+
+def process_results(doc: dict, results: list) -> dict:
+    """Grade the reply and return the per-sample record (never raises: lmms-eval retries)."""
+    item = _item(doc["item"])
+    template = item.template
+    reply = results[0] if results else ""
+    reply = reply if isinstance(reply, str) else str(reply)
+    call = telemetry.take(doc["row_id"])
+    answer = clean_reply(reply)
+    invalid = call.failure if call is not None and call.failure else None
+    if invalid is None and not answer:
+        invalid = "empty"
+    elif invalid is None and _REFUSAL.match(answer):
+        invalid = "refusal"
+    graded: Grade | None = None
+    if invalid is None:
+        graded = grade_answer(item, answer)
+        correct = None if graded.correct is None else int(graded.correct)
+    else:  # no answer to grade: an API failure is missing data, an empty reply or refusal is wrong
+        correct = None if invalid == "api_failure" else 0
+    mode = failure_mode(answer, item.distractors) if correct == 0 and invalid is None else None
+    human = grade_answer(item, item.human_answer) if item.human_answer else None
+    record = {
+        "model": telemetry.RUN_CONTEXT.get("model"),
+        "prompt_id": prompts.PROMPT_ID,
+        "sample_id": item.sample_id,
+        "template_id": template.id,
+        "template": template.name,
+        "category": template.category,
+        "tier": template.tier,
+        "run": doc["run"],
+        "dataset": doc["dataset"],
+        "media": item.relative_media(),
+        "question": item.question,
+        "context": item.context,
+        "gold": item.answer,
+        "raw_response": reply,
+        "prediction": answer,
+        "invalid": invalid,
+        "exact_match": bool(graded and graded.exact_match),
+        "decided_by": graded.decided_by if graded else None,
+        "judge_id": graded.verdict.judge_id if graded and graded.verdict else None,
+        "judge_verdict": graded.verdict.value if graded and graded.verdict else None,
+        "judge_raw": graded.verdict.raw if graded and graded.verdict else None,
+        "judge_error": graded.judge_error if graded else None,
+        "correct": correct,
+        "failure_mode": mode,
+        "distractors": dict(item.distractors),
+        "difficulty": item.difficulty,
+        "human_answer": item.human_answer,
+        "human_correct": None if human is None or human.correct is None else int(human.correct),
+        "latency_s": call.latency_s if call else None,
+        "retries": call.retries if call else None,
+        "failure_detail": call.detail if call else "",
+    }
+    # The compact entry `c3po report` reads (lmms-eval writes each metric value into every
+    # per-sample line); "s"/"v"/"c" are the keys SCEval's variant aggregations read.
+    trial = {"s": item.sample_id, "v": doc["run"], "c": correct, "i": invalid, "t": template.id,
+             "x": int(record["exact_match"]), "j": record["decided_by"] == "judge",
+             "e": record["judge_error"] is not None, "m": mode, "h": record["human_correct"]}
+    out: dict[str, Any] = {name: trial for name in TRIAL_METRICS}
+    out.update({f"c3po_invalid_{c}": invalid for c in INVALID})
+    out["c3po_excluded"] = doc["row_id"].split("/", 1)[0]
+    out["c3po_record"] = record
+    return out
+
+
+# --- aggregations -------------------------------------------------------------------------------
+
+def exact_match_accuracy(items: list[dict]) -> float:
+    """Accuracy had only exact match been used (same averaging as c3po_accuracy)."""
+    return mean_variant_accuracy([{**it, "c": None if it["c"] is None else it["x"]} for it in items])
+
+
+def judge_decisions(items: list[dict]) -> int:
+    return sum(bool(it["j"]) for it in items)
+
+
+def judge_errors(items: list[dict]) -> int:
+    return sum(bool(it["e"]) for it in items)
+
+
+def human_accuracy(items: list[dict]) -> float:
+    """Accuracy of the items' human answers (graded like the model's), over items that have one."""
+    return mean_variant_accuracy([{**it, "c": it["h"]} for it in items])
+
+
+def excluded(items: list[str]) -> int:
+    """Samples left out for bad input under C3PO_ON_BAD_INPUT=exclude (items are selectors)."""
+    with _ledger_lock:
+        return sum(sum(EXCLUDED.get(k, {}).values()) for k in set(items))
+
+
+INVALID = ("api_failure", "empty", "refusal")
+invalid_api_failure = _invalid_count("api_failure")
+invalid_empty = _invalid_count("empty")
+invalid_refusal = _invalid_count("refusal")
+
+#: metric name -> (aggregation, higher is better); the task template lists exactly these.
+METRICS: dict[str, tuple[Callable[[list], float], bool]] = {
+    "c3po_accuracy": (mean_variant_accuracy, True),
+    "c3po_worst_run_accuracy": (worst_variant_accuracy, True),
+    "c3po_exact_match_accuracy": (exact_match_accuracy, True),
+    "c3po_coverage": (coverage, True),
+    "c3po_graded": (valid_trials, True),
+    "c3po_judge_decisions": (judge_decisions, True),
+    "c3po_judge_errors": (judge_errors, False),
+    "c3po_human_accuracy": (human_accuracy, True),
+    **{f"c3po_invalid_{c}": (globals()[f"invalid_{c}"], False) for c in INVALID},
+    "c3po_excluded": (excluded, False),
+}
+TRIAL_METRICS = [m for m in METRICS if not m.startswith("c3po_invalid_") and m != "c3po_excluded"]

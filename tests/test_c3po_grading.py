@@ -1,0 +1,128 @@
+"""Exact match, the judge-reply parser, and the grading cascade with its verdict cache."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from c3po_plugin.grading import exact_match, normalize, token_f1
+from c3po_plugin.judges import ExactOnly, grade
+from c3po_plugin.judges.base import NO, YES, JudgeRequest, Verdict
+from c3po_plugin.judges.cache import VerdictCache, verdict_key
+from c3po_plugin.judges.prompt import parse_verdict
+
+
+@pytest.mark.parametrize("prediction, gold", [
+    ("The red box.", "red box"), ("Three", "3"), ("twenty-one", "21"), ("two hundred and five", "205"),
+    ("  A  Cat!! ", "cat"), ("one thousand", "1,000"), ("2.5 kg", "2.5 KG"), ("well-known", "well known"),
+])
+def test_exact_match_folds_case_punctuation_articles_numbers(prediction, gold):
+    assert exact_match(prediction, gold)
+
+
+@pytest.mark.parametrize("prediction, gold", [
+    ("red", "blue"), ("3", "4"), ("two", "12"), ("the red box", "red boxes"), ("", ""), ("2.5", "25"),
+    ("red box", "box red"),
+])
+def test_exact_match_keeps_meaningful_differences(prediction, gold):
+    assert not exact_match(prediction, gold)
+
+
+text = st.lists(st.sampled_from(list("abcXYZ 019,.-!?'") + ["the ", "an ", "two ", "Seven ", "hundred "]),
+                max_size=12).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text)
+def test_normalize_is_idempotent_and_case_blind(s):
+    assert normalize(normalize(s)) == normalize(s)
+    assert normalize(s.upper()) == normalize(s.lower())
+
+
+@settings(max_examples=200, deadline=None)
+@given(text, text)
+def test_exact_match_is_symmetric_and_f1_is_bounded(a, b):
+    assert exact_match(a, b) == exact_match(b, a)
+    assert 0.0 <= token_f1(a, b) <= 1.0
+    if exact_match(a, b):
+        assert token_f1(a, b) == 1.0
+
+
+@pytest.mark.parametrize("reply, verdict", [
+    ("YES", YES), ("no", NO), ("**Yes**", YES), ("No.", NO), ('"YES"', YES), ("  yes, they match", YES),
+    ("Yes and no", None), ("NO - but yes partly", None), ("Maybe", None), ("", None), ("The answer is yes", None),
+])
+def test_parse_verdict_accepts_only_one_clear_word(reply, verdict):
+    assert parse_verdict(reply) == verdict
+
+
+class CountingJudge:
+    """A judge that says YES when the prediction contains the gold's first word."""
+
+    judge_id = "counting"
+    prompt_version = "t1"
+
+    def __init__(self, fail_on: str = "") -> None:
+        self.asked: list[str] = []
+        self.fail_on = fail_on
+
+    def judge(self, requests):
+        self.asked += [r.prediction for r in requests]
+        out = []
+        for r in requests:
+            if self.fail_on and self.fail_on in r.prediction:
+                out.append(Verdict(None, self.judge_id, error="api_failure: HTTP 500"))
+            else:
+                out.append(Verdict(YES if r.gold.split()[0] in r.prediction else NO, self.judge_id))
+        return out
+
+
+def _req(pred, gold="red box", sid="s1", question="What is it?"):
+    return JudgeRequest(sid, question, gold, pred)
+
+
+def test_grade_uses_exact_match_first_and_the_judge_only_for_the_rest(tmp_path):
+    judge = CountingJudge()
+    grades = grade([_req("The red box"), _req("a red crate"), _req("blue box")], judge, VerdictCache(tmp_path / "v.jsonl"))
+    assert [g.correct for g in grades] == [True, True, False]
+    assert [g.decided_by for g in grades] == ["exact_match", "judge", "judge"]
+    assert judge.asked == ["a red crate", "blue box"]
+
+
+def test_verdicts_are_cached_by_normalised_prediction_and_survive_a_new_process(tmp_path):
+    path = tmp_path / "v.jsonl"
+    judge = CountingJudge()
+    grade([_req("a red crate")], judge, VerdictCache(path))
+    again = CountingJudge()
+    (g,) = grade([_req("A red crate!")], again, VerdictCache(path))  # same after normalisation
+    assert again.asked == [] and g.verdict.cached and g.correct is True
+    # another question, gold, judge or prompt version is another key
+    keys = {verdict_key(j, v, r) for j, v, r in [
+        ("counting", "t1", _req("red crate")), ("other", "t1", _req("red crate")), ("counting", "t2", _req("red crate")),
+        ("counting", "t1", _req("red crate", gold="red")), ("counting", "t1", _req("red crate", question="Which?"))]}
+    assert len(keys) == 5
+
+
+def test_judge_errors_are_never_yes_and_never_cached(tmp_path):
+    path = tmp_path / "v.jsonl"
+    judge = CountingJudge(fail_on="crate")
+    (g,) = grade([_req("red crate")], judge, VerdictCache(path))
+    assert g.correct is None and g.judge_error.startswith("api_failure")
+    assert len(VerdictCache(path)) == 0
+    retry = CountingJudge()
+    (g,) = grade([_req("red crate")], retry, VerdictCache(path))
+    assert retry.asked == ["red crate"] and g.correct is True
+
+
+def test_cache_skips_a_line_cut_short_by_a_killed_process(tmp_path):
+    path = tmp_path / "v.jsonl"
+    grade([_req("a red crate")], CountingJudge(), VerdictCache(path))
+    with path.open("a") as f:
+        f.write('{"key": "abc", "val')
+    assert len(VerdictCache(path)) == 1
+
+
+def test_exact_only_judge_says_no():
+    (g,) = grade([_req("crimson box")], ExactOnly())
+    assert g.correct is False and g.verdict.value == NO

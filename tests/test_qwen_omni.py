@@ -1,0 +1,177 @@
+"""The adapters over lmms-eval's omni wrappers: media conversion, failure recording, and a real
+(tiny, random) Qwen2.5-Omni checkpoint through the lmms-eval CLI on CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from faultline_eval.model_wrappers import omni_common
+from sceval_plugin import telemetry
+from sceval_plugin.parsing import INVALID_CATEGORIES
+
+BIN = Path(sys.executable).parent
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "HF_HUB_DISABLE_TELEMETRY": "1", "WANDB_MODE": "disabled"}
+
+
+def frames(n: int) -> list:
+    return [Image.new("RGB", (32, 24), (40 * i, 0, 0)) for i in range(n)]
+
+
+def test_audio_dicts_become_16khz_mono_float32_arrays():
+    stereo_8k = np.stack([np.linspace(-1, 1, 8000), np.zeros(8000)], axis=1)  # 1 s, samples x channels
+    samples = omni_common.audio_array({"array": stereo_8k, "sampling_rate": 8000})
+    assert samples.dtype == np.float32 and samples.ndim == 1
+    assert abs(samples.size - 16000) <= 1
+    same = omni_common.audio_array({"array": np.ones(320, dtype=np.float64), "sampling_rate": 16000})
+    assert same.dtype == np.float32 and same.size == 320
+
+
+def test_simple_path_messages_keep_every_frame_in_order_then_audio_then_text():
+    images, audio = frames(4), {"array": np.zeros(160, np.float32), "sampling_rate": 16000}
+    [message] = omni_common.messages_from_visuals("the question", images + [audio])
+    kinds = [part["type"] for part in message["content"]]
+    assert kinds == ["image"] * 4 + ["audio", "text"]
+    assert [part["url"] for part in message["content"][:4]] == images
+    assert message["content"][-1]["text"] == "the question"
+
+
+def test_a_system_turn_is_added_only_when_the_task_sent_none():
+    ours = [{"role": "system", "content": [{"type": "text", "text": "task rules"}]},
+            {"role": "user", "content": [{"type": "text", "text": "q"}]}]
+    assert omni_common.with_system_turn(ours, "You are Qwen") == ours
+    added = omni_common.with_system_turn(ours[1:], "You are Qwen")
+    assert [m["role"] for m in added] == ["system", "user"]
+    assert omni_common.with_system_turn(ours[1:], None) == ours[1:]
+
+
+def test_a_failing_request_is_recorded_and_the_run_goes_on():
+    docs = [{"row_id": "clean/demo-0/0"}, {"row_id": "clean/demo-1/0"}]
+
+    def doc_to_messages(doc):
+        return [{"role": "user", "content": [{"type": "text", "text": doc["row_id"]}]}]
+
+    def answer(messages, gen_kwargs):
+        if messages[0]["content"][0]["text"].endswith("0/0"):
+            raise RuntimeError("CUDA out of memory")
+        return '{"answer": "A"}'
+
+    wrapper = SimpleNamespace(is_simple=False, rank=0, task_dict={"t": {"test": docs}},
+                              cache_hook=SimpleNamespace(add_partial=lambda *a: None))
+    requests = [SimpleNamespace(args=("ctx", doc_to_messages, {}, i, "t", "test")) for i in range(2)]
+    replies = omni_common.answer_requests(wrapper, requests, answer, "faultline_test")
+    assert replies == ["", '{"answer": "A"}']
+    failed, answered = telemetry.take("clean/demo-0/0"), telemetry.take("clean/demo-1/0")
+    assert failed.failure == "api_failure" and "CUDA out of memory" in failed.detail
+    assert failed.failure in INVALID_CATEGORIES
+    assert answered.failure is None and answered.latency_s is not None
+
+
+def test_minicpm_o_gets_every_frame_and_the_audio_array_in_order():
+    from faultline_eval.model_wrappers.minicpm_o import MiniCPMOChat
+
+    sent = {}
+
+    class FakeMiniCPM:  # stands in for the remote-code model's chat()
+        def chat(self, **kwargs):
+            sent.update(kwargs)
+            return "B"
+
+    wrapper = object.__new__(MiniCPMOChat)  # no checkpoint: only the content building is tested
+    wrapper._model, wrapper._tokenizer, wrapper.init_audio = FakeMiniCPM(), None, True
+    wrapper.max_num_frames, wrapper.default_max_new_tokens = 8, 32
+    images = frames(3)
+    messages = [{"role": "system", "content": [{"type": "text", "text": "rules"}]},
+                {"role": "user", "content": [{"type": "image", "url": im} for im in images]
+                 + [{"type": "audio", "url": {"array": np.zeros(800, np.float32), "sampling_rate": 8000}},
+                    {"type": "text", "text": "question"}]}]
+    assert wrapper._answer(messages, {"max_new_tokens": 5, "temperature": 0}) == "B"
+    [turn] = sent["msgs"]
+    content = turn["content"]
+    assert content[0] == "rules" and content[-1] == "question"
+    assert [np.asarray(c).tolist() for c in content[1:4]] == [np.asarray(im).tolist() for im in images]
+    assert isinstance(content[4], np.ndarray) and content[4].dtype == np.float32 and content[4].size == 1600
+    assert sent["omni_input"] is True and sent["max_new_tokens"] == 5 and sent["sampling"] is False
+
+
+def test_the_adapters_are_registered_with_lmms_eval():
+    from lmms_eval.models import get_model
+
+    for model_id, module in (("faultline_qwen2_5_omni", "qwen2_5_omni"), ("faultline_qwen3_omni", "qwen3_omni"),
+                             ("faultline_minicpm_o", "minicpm_o")):
+        chat, simple = get_model(model_id), get_model(model_id, force_simple=True)
+        assert chat.__module__ == simple.__module__ == f"faultline_eval.model_wrappers.{module}"
+        assert chat.is_simple is False and simple.is_simple is True
+
+
+# --- a real checkpoint through the real CLI --------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_qwen_omni(tmp_path_factory) -> Path:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tiny_qwen_omni import build
+
+    return build(tmp_path_factory.mktemp("tiny-qwen2.5-omni"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["chat", "simple"])
+def test_tiny_qwen2_5_omni_runs_sceval_through_the_cli(tiny_qwen_omni, tmp_path, path):
+    token_log = tmp_path / "media_tokens.jsonl"
+    command = [str(BIN / "lmms-eval"), "eval", "--model", "faultline_qwen2_5_omni",
+               "--model_args", f"pretrained={tiny_qwen_omni},device=cpu", "--tasks", "sceval_clean",
+               "--limit", "2", "--gen_kwargs", "max_new_tokens=16", "--log_samples", "--output_path", "out/"]
+    if path == "simple":
+        command.append("--force_simple")
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **OFFLINE, omni_common.MEDIA_TOKEN_LOG_ENV: str(token_log)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    [samples_file] = (tmp_path / "out").rglob("*_samples_sceval_clean.jsonl")
+    records = [json.loads(line)["sceval_record"] for line in samples_file.read_text().splitlines()]
+    received = {line["row_id"]: line for line in map(json.loads, token_log.read_text().splitlines())}
+    assert len(records) == 2 and len(received) == 2
+    for record in records:
+        seen = received[f"clean/{record['sample_id']}/{record['variant']}"]
+        # every frame and the audio clip reached the model as placeholder tokens
+        assert seen["n_images"] == len(record["media"]["visual"]) and seen["n_audios"] == 1
+        assert seen["n_image_tokens"] > 0 and seen["n_audio_tokens"] > 0
+        assert seen["failure"] is None and record["latency_s"] is not None
+        # noise from a random model: either a valid key or an invalid output with its category
+        assert (record["parsed_answer"] is not None) != (record["invalid"] in INVALID_CATEGORIES)
+    print(f"{path}: media tokens per request: {[(v['n_image_tokens'], v['n_audio_tokens']) for v in received.values()]}")
+
+
+@pytest.mark.slow
+def test_tiny_qwen2_5_omni_runs_c3po_through_the_cli(tiny_qwen_omni, tmp_path):
+    """Tier-3 C3PO items: video frames, the picture and the audio all reach the model, and its
+    free-form noise is graded (exact match, then the exact-only judge) or recorded as invalid."""
+    from c3po_plugin.data.sources import load_source
+
+    token_log = tmp_path / "media_tokens.jsonl"
+    command = [str(BIN / "lmms-eval"), "eval", "--model", "faultline_qwen2_5_omni",
+               "--model_args", f"pretrained={tiny_qwen_omni},device=cpu", "--tasks", "c3po_cc_t3",
+               "--limit", "2", "--gen_kwargs", "max_new_tokens=8", "--log_samples", "--output_path", "out/"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **OFFLINE, omni_common.MEDIA_TOKEN_LOG_ENV: str(token_log),
+                               "C3PO_JUDGE": "exact", "SCEVAL_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [samples_file] = (tmp_path / "out").rglob("*_samples_c3po_cc_t3.jsonl")
+    records = [json.loads(line)["c3po_record"] for line in samples_file.read_text().splitlines()]
+    received = {line["row_id"]: line for line in map(json.loads, token_log.read_text().splitlines())}
+    items = {item.sample_id: item for item in load_source("demo").items}
+    assert len(records) == 2 and len(received) == 2
+    for record in records:
+        seen = received[f"cc_t3/{record['sample_id']}/0"]
+        assert seen["n_images"] == len(items[record["sample_id"]].frames()) + 1 and seen["n_audios"] == 1
+        assert seen["n_image_tokens"] > 0 and seen["n_audio_tokens"] > 0
+        assert (record["invalid"] is None and record["correct"] in (0, 1)) or record["invalid"] == "empty"

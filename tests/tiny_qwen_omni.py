@@ -1,0 +1,138 @@
+"""A tiny, randomly initialised Qwen2.5-Omni checkpoint built offline (no hub downloads).
+
+The real transformers classes with a few small layers: a thinker (text, vision and audio
+encoders), no talker (``enable_audio_output=False``), a byte-level BPE tokenizer trained here on
+a few sentences, and the processor that goes with it. Its answers are noise; it exists so that
+tests can run real model loading, media preprocessing and generation on CPU in seconds.
+
+By hand:  python tests/tiny_qwen_omni.py /tmp/tiny-qwen-omni
+then      lmms-eval --model faultline_qwen2_5_omni --model_args pretrained=/tmp/tiny-qwen-omni,device=cpu \
+              --tasks sceval_clean --limit 2 --gen_kwargs max_new_tokens=8
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+#: Special tokens in id order (ids 0..); the thinker config below uses these ids.
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|AUDIO|>", "<|IMAGE|>", "<|VIDEO|>",
+                  "<|audio_bos|>", "<|audio_eos|>", "<|vision_bos|>", "<|vision_eos|>")
+TOKEN_ID = {token: index for index, token in enumerate(SPECIAL_TOKENS)}
+NUM_MEL_BINS = 128  # what the real checkpoint's WhisperFeatureExtractor produces
+MERGE_SIZE = 2
+
+# The structure of Qwen2.5-Omni's own template: media placeholders wrapped in bos/eos markers,
+# which the processor then expands to one token per image patch group / audio frame.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' or 'image' in part %}<|vision_bos|><|IMAGE|><|vision_eos|>"
+    "{% elif part['type'] == 'video' or 'video' in part %}<|vision_bos|><|VIDEO|><|vision_eos|>"
+    "{% elif part['type'] == 'audio' or 'audio' in part %}<|audio_bos|><|AUDIO|><|audio_eos|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+CORPUS = [
+    "system user assistant You are a careful assistant. Answer with a JSON object.",
+    "Question: Count the beeps in the audio clip. What colour is the disc in the frame?",
+    "Options: A. red B. green C. blue D. cyan E. magenta F. yellow",
+    '{"answer": "A", "confidence": "high", "reasoning": "the higher tone starts at frame 2"}',
+    "The frames are numbered from 1 in the order shown. Which shape is largest, smallest?",
+] * 20
+
+
+def build_tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import Qwen2TokenizerFast
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=list(SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    backend.train_from_iterator(CORPUS, trainer=trainer)
+    vocab = backend.get_vocab()
+    assert all(vocab[t] == i for t, i in TOKEN_ID.items()), "special tokens must keep the config's ids"
+    import json
+
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m)
+              for m in json.loads(backend.to_str())["model"]["merges"]]
+    tokenizer = Qwen2TokenizerFast(
+        vocab=vocab, merges=merges, unk_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        extra_special_tokens={  # the processor reads these named tokens off the tokenizer
+            "image_token": "<|IMAGE|>", "audio_token": "<|AUDIO|>", "video_token": "<|VIDEO|>",
+            "vision_bos_token": "<|vision_bos|>", "vision_eos_token": "<|vision_eos|>",
+            "audio_bos_token": "<|audio_bos|>", "audio_eos_token": "<|audio_eos|>",
+        },
+    )
+    tokenizer.add_special_tokens({"additional_special_tokens": [t for t in SPECIAL_TOKENS if t not in
+                                                                (tokenizer.eos_token, tokenizer.pad_token)]},
+                                 replace_extra_special_tokens=False)
+    for token, index in TOKEN_ID.items():
+        assert tokenizer.convert_tokens_to_ids(token) == index, token
+    return tokenizer
+
+
+def build_processor(tokenizer):
+    from transformers import (Qwen2_5OmniProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor,
+                              WhisperFeatureExtractor)
+
+    return Qwen2_5OmniProcessor(
+        image_processor=Qwen2VLImageProcessor(merge_size=MERGE_SIZE),
+        video_processor=Qwen2VLVideoProcessor(merge_size=MERGE_SIZE),
+        feature_extractor=WhisperFeatureExtractor(feature_size=NUM_MEL_BINS),
+        tokenizer=tokenizer,
+        chat_template=CHAT_TEMPLATE,
+    )
+
+
+def build_model(vocab_size: int):
+    import torch
+    from transformers import Qwen2_5OmniConfig, Qwen2_5OmniForConditionalGeneration, Qwen2_5OmniThinkerConfig
+
+    hidden = 32
+    thinker = Qwen2_5OmniThinkerConfig(
+        audio_config={"d_model": hidden, "encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 32,
+                      "num_mel_bins": NUM_MEL_BINS, "max_source_positions": 1500, "n_window": 100,
+                      "output_dim": hidden},
+        vision_config={"depth": 1, "hidden_size": hidden, "intermediate_size": 32, "num_heads": 2,
+                       "patch_size": 14, "spatial_merge_size": MERGE_SIZE, "temporal_patch_size": 2,
+                       "out_hidden_size": hidden, "fullatt_block_indexes": [0], "window_size": 112,
+                       "hidden_act": "quick_gelu"},
+        text_config={"vocab_size": vocab_size, "hidden_size": hidden, "intermediate_size": 37,
+                     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                     "max_position_embeddings": 4096,
+                     # mrope sections must add up to head_dim / 2 (32 / 4 heads / 2 = 4)
+                     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2]},
+                     "pad_token_id": TOKEN_ID["<|endoftext|>"], "eos_token_id": TOKEN_ID["<|im_end|>"]},
+        audio_token_index=TOKEN_ID["<|AUDIO|>"], image_token_index=TOKEN_ID["<|IMAGE|>"],
+        video_token_index=TOKEN_ID["<|VIDEO|>"], audio_start_token_id=TOKEN_ID["<|audio_bos|>"],
+        audio_end_token_id=TOKEN_ID["<|audio_eos|>"], vision_start_token_id=TOKEN_ID["<|vision_bos|>"],
+        vision_end_token_id=TOKEN_ID["<|vision_eos|>"], user_token_id=TOKEN_ID["<|im_start|>"],
+        position_id_per_seconds=25, seconds_per_chunk=2,
+    )
+    torch.manual_seed(0)
+    config = Qwen2_5OmniConfig(thinker_config=thinker.to_dict(), enable_audio_output=False)
+    return Qwen2_5OmniForConditionalGeneration(config).eval()
+
+
+def build(folder: str | Path) -> Path:
+    """Write the tiny checkpoint (model, processor, tokenizer, speakers) into ``folder``."""
+    import torch
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tokenizer()
+    build_processor(tokenizer).save_pretrained(folder)
+    build_model(len(tokenizer)).save_pretrained(folder)
+    # Qwen2_5OmniForConditionalGeneration.from_pretrained insists on a speaker table.
+    torch.save({"Chelsie": {"bos_token": torch.tensor(0)}}, folder / "spk_dict.pt")
+    return folder
+
+
+if __name__ == "__main__":
+    print(build(sys.argv[1] if len(sys.argv) > 1 else "tiny-qwen-omni"))
