@@ -14,7 +14,9 @@ the steps that go wrong; this module holds the pieces they have in common:
 * device placement that honours ``device=cpu`` and data-parallel ranks;
 * an optional per-request log of how many image/audio/video tokens reached the model
   (``FAULTLINE_MEDIA_TOKEN_LOG=<file.jsonl>``), counted from the ``input_ids`` of the model's
-  first forward call.
+  first forward call; requests answered from the reply store are not in it;
+* the reply store (:mod:`sceval_plugin.store`, model arg ``store``) that lets a killed run
+  resume without generating again the greedy replies it had already finished.
 
 Nothing heavy is imported at module level: lmms-eval imports a model's module only when that
 model is selected.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from typing import Any, Callable
@@ -32,6 +35,7 @@ SAMPLE_RATE = 16_000
 MEDIA_TOKEN_LOG_ENV = "FAULTLINE_MEDIA_TOKEN_LOG"
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm")
 _log_lock = threading.Lock()
+RESTORED_DETAIL = "restored from the reply store"
 
 
 # --- media ---------------------------------------------------------------------------------------
@@ -167,6 +171,62 @@ class MediaTokenCounter:
         self.counts = {f"n_{name}_tokens": int((input_ids == i).sum()) for name, i in self.token_ids.items()}
 
 
+# --- the reply store -----------------------------------------------------------------------------
+
+def _flag(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def open_reply_store(name: str, pretrained: str, store: str | None):
+    """The reply store of one adapter and checkpoint: ``store=<file.jsonl>``, by default
+    ``$SCEVAL_CACHE/replies/<adapter>-<pretrained, sanitised>.jsonl``; ``store=none`` turns it off."""
+    from loguru import logger
+
+    from sceval_plugin.data.sources import cache_dir
+    from sceval_plugin.store import ReplyStore
+
+    if store is not None and str(store).strip().lower() in ("none", "off", "false", ""):
+        return None
+    sanitised = re.sub(r"[^A-Za-z0-9._-]+", "_", str(pretrained)).strip("._") or "model"
+    path = store or cache_dir() / "replies" / f"{name}-{sanitised}.jsonl"
+    opened = ReplyStore(path)
+    if len(opened):
+        logger.info(f"{name}: {len(opened)} finished replies in {path}; greedy requests among them are not "
+                    "generated again")
+    return opened
+
+
+def decoding(wrapper: Any, gen_kwargs: dict) -> dict:
+    """The generation settings that change a reply, as the adapters read them."""
+    return {"max_new_tokens": int(gen_kwargs.get("max_new_tokens") or getattr(wrapper, "default_max_new_tokens", 0)),
+            "temperature": float(gen_kwargs.get("temperature") or 0),
+            "do_sample": _flag(gen_kwargs.get("do_sample", False)),
+            "num_beams": int(gen_kwargs.get("num_beams") or 1)}
+
+
+def store_key(wrapper: Any, name: str, doc: Any, messages: list[dict], gen_kwargs: dict) -> str | None:
+    """The reply-store key of one request, or None when its reply must not be stored or restored.
+
+    Only greedy decoding (temperature 0, ``do_sample`` off) is keyed: its reply is a function of
+    the inputs, so a stored one is what a new run would generate. With sampling every run must be a
+    fresh draw (repeated runs are how sampling variance is measured), so such requests are always
+    generated. Docs without ``dataset`` and ``row_id`` (lmms-eval's own tasks) are not keyed either.
+    """
+    from sceval_plugin.store import request_key
+
+    settings = decoding(wrapper, gen_kwargs)
+    if settings["temperature"] > 0 or settings["do_sample"]:
+        return None
+    if not isinstance(doc, dict) or doc.get("row_id") is None or doc.get("dataset") is None:
+        return None
+    text = "\n".join(f"{message.get('role')}: {part.get('text', '')}"
+                     for message in with_system_turn(messages, getattr(wrapper, "system_prompt", None))
+                     for part in message.get("content", []) if part.get("type") == "text")
+    return request_key(name, getattr(wrapper, "pretrained", None), doc["dataset"], doc["row_id"],
+                       "simple" if wrapper.is_simple else "chat", text, settings["max_new_tokens"],
+                       settings["temperature"], settings["do_sample"], settings["num_beams"])
+
+
 # --- the request loop ----------------------------------------------------------------------------
 
 def _row_id(doc: Any) -> str | None:
@@ -179,6 +239,11 @@ def answer_requests(wrapper: Any, requests: list, answer: Callable[[list[dict], 
     ``answer(messages, gen_kwargs)`` gets lmms-eval chat messages (``doc_to_messages`` on the
     chat path; every ``doc_to_visual`` item plus the context on the simple path). A failure is
     logged with its doc and recorded as ``api_failure`` for that trial; the run goes on.
+
+    With a reply store (``wrapper.reply_store``) each finished greedy reply is appended to it as
+    soon as it is generated, and a request already in it is answered from it without reaching the
+    model (telemetry: the stored latency, detail ``restored from the reply store``; no line in the
+    media token log). Failed requests are not stored, so a resumed run tries them again.
     """
     from loguru import logger
     from tqdm import tqdm
@@ -187,14 +252,15 @@ def answer_requests(wrapper: Any, requests: list, answer: Callable[[list[dict], 
 
     log_path = os.environ.get(MEDIA_TOKEN_LOG_ENV)
     counter: MediaTokenCounter | None = getattr(wrapper, "media_token_counter", None)
-    replies = []
+    store = getattr(wrapper, "reply_store", None)
+    replies, warned_sampling = [], False
     for request in tqdm(requests, disable=wrapper.rank != 0, desc=name):
         if wrapper.is_simple:
             context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
         else:
             context, doc_to_messages, gen_kwargs, doc_id, task, split = request.args
         doc = wrapper.task_dict[task][split][doc_id]
-        start, failure, detail, media = time.perf_counter(), None, "", {}
+        start, failure, detail, media, key, done = time.perf_counter(), None, "", {}, None, None
         if counter is not None:
             counter.reset()
         try:
@@ -204,14 +270,32 @@ def answer_requests(wrapper: Any, requests: list, answer: Callable[[list[dict], 
                 messages = doc_to_messages(doc)
             media = {kind: sum(p.get("type") == kind for m in messages for p in m.get("content", []))
                      for kind in ("image", "audio", "video")}
-            reply = answer(messages, dict(gen_kwargs or {}))
+            if store is not None:
+                key = store_key(wrapper, name, doc, messages, dict(gen_kwargs or {}))
+                done = store.get(key) if key is not None else None
+                if key is None and not warned_sampling and wrapper.rank == 0:
+                    warned_sampling = True
+                    logger.info(f"{name}: {task} requests sample or carry no row id; their replies are neither "
+                                "restored from nor written to the reply store")
+            if done is None:
+                reply = answer(messages, dict(gen_kwargs or {}))
         except Exception as exc:  # one bad doc (OOM, corrupt media) must not end a long run
             failure, detail = "api_failure", f"generation failed: {type(exc).__name__}: {str(exc)[:300]}"
             logger.opt(exception=exc).error(f"{name}: {task} doc {doc_id} ({_row_id(doc)}): {detail}")
-            reply = ""
+            reply, key = "", None
+        if done is not None:  # finished in an earlier run: the model is not asked again
+            if _row_id(doc) is not None:
+                telemetry.record(_row_id(doc), telemetry.Call(latency_s=done.get("latency_s"),
+                                                              failure=done.get("failure"), detail=RESTORED_DETAIL))
+            logger.debug(f"{name}: {task} doc {doc_id}: restored from the reply store")
+            wrapper.cache_hook.add_partial("generate_until", (context, gen_kwargs), done["reply"])
+            replies.append(done["reply"])
+            continue
         latency = time.perf_counter() - start
         if _row_id(doc) is not None:
             telemetry.record(_row_id(doc), telemetry.Call(latency_s=latency, failure=failure, detail=detail))
+        if key is not None and failure is None:  # stored at once: a kill loses at most the request in flight
+            store.put(key, reply=reply, failure=failure, latency_s=latency, row_id=_row_id(doc), task=task)
         tokens = (counter.counts if counter is not None else None) or {}
         logger.debug(f"{name}: {task} doc {doc_id}: media items {media}, tokens {tokens}")
         if log_path:
@@ -268,7 +352,7 @@ class QwenOmniAdapter:
     def __init__(self, pretrained: str, device: str | None = None, device_map: str | None = None,
                  batch_size: int | str = 1, dtype: str = "auto", attn_implementation: str | None = None,
                  use_cache: bool | str = True, system_prompt: str | None = None,
-                 max_new_tokens: int | str = 1024, **kwargs: Any) -> None:
+                 max_new_tokens: int | str = 1024, store: str | None = None, **kwargs: Any) -> None:
         import transformers
 
         _init_lmms(self)
@@ -297,6 +381,8 @@ class QwenOmniAdapter:
         thinker_config = self._config.thinker_config
         self.media_token_counter = MediaTokenCounter(self._model.thinker, {
             kind: getattr(thinker_config, f"{kind}_token_id", None) for kind in ("image", "audio", "video")})
+        self.pretrained = str(pretrained)
+        self.reply_store = open_reply_store(self.model_id, self.pretrained, store)
 
     def _hf_messages(self, messages: list[dict]) -> list[dict]:
         """lmms-eval chat messages -> the message format qwen_omni_utils reads, with audio as
@@ -368,7 +454,7 @@ class MiniCPMOAdapter:
                  device_map: str | None = None, batch_size: int | str = 1, dtype: str = "auto",
                  attn_implementation: str = "sdpa", init_vision: bool | str = True, init_audio: bool | str = True,
                  init_tts: bool | str = False, max_num_frames: int | str = 64, max_new_tokens: int | str = 512,
-                 **kwargs: Any) -> None:
+                 store: str | None = None, **kwargs: Any) -> None:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
@@ -394,6 +480,8 @@ class MiniCPMOAdapter:
         self.max_num_frames = int(max_num_frames)
         self.default_max_new_tokens = int(max_new_tokens)
         self.system_prompt = None
+        self.pretrained = str(pretrained)
+        self.reply_store = open_reply_store(self.model_id, self.pretrained, store)
 
     def _content(self, messages: list[dict]) -> tuple[list, bool]:
         """MiniCPM-o's single user turn: text, PIL frames and 16 kHz audio arrays in the task's

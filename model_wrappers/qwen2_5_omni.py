@@ -9,6 +9,9 @@ What the adapter changes (see :class:`omni_common.QwenOmniAdapter`):
 * the simple path sends every frame and the audio (lmms-eval's sends only the first item);
 * the task's system turn is kept and no second one is added;
 * a failing request is recorded (empty reply, ``api_failure``, error logged with the doc id).
+* each finished greedy reply goes to a reply store as soon as it is generated, and a run killed
+  part-way and started again does not generate those again (model arg ``store``, default
+  ``$SCEVAL_CACHE/replies/faultline_qwen2_5_omni-<pretrained>.jsonl``; ``store=none`` turns it off).
 
     lmms-eval --model faultline_qwen2_5_omni --model_args pretrained=Qwen/Qwen2.5-Omni-7B,device=cuda \\
         --tasks sceval_panel --log_samples --output_path out/

@@ -5,6 +5,8 @@ lmms-eval's Qwen3-Omni classes already load the processor from ``pretrained`` an
 frame+audio lists together on the simple path; what remains is the audio dict handed to
 qwen_omni_utils on the chat path, the doubled system turn, ``"cuda"`` inputs under
 ``device_map=auto``, the assert on extra model_args, and unrecorded generation failures.
+Finished greedy replies go to the same reply store (model arg ``store``) so a killed run resumes
+without generating them again.
 """
 
 from __future__ import annotations

@@ -86,3 +86,21 @@ def test_lmms_judge_drives_a_simple_model_too():
 def test_unknown_judge_spec_says_what_is_accepted():
     with pytest.raises(ValueError, match="use embedding, exact, lmms:"):
         make_judge("gpt:4")
+
+
+@pytest.mark.slow
+def test_a_hugging_face_model_through_lmms_eval_as_judge(tmp_path):
+    """``lmms:<model>:<args>`` builds the model with lmms-eval's registry (our Qwen2.5-Omni
+    adapter on a tiny random checkpoint). Its replies are noise: whatever it says that is not
+    exactly YES or NO is a judge error, never a YES."""
+    from tiny_qwen_omni import build
+
+    folder = build(tmp_path / "tiny")
+    judge = make_judge(f"lmms:faultline_qwen2_5_omni:pretrained={folder},device=cpu,store=none")
+    assert judge.judge_id == f"lmms:faultline_qwen2_5_omni:{folder}"
+    verdicts = judge.judge([_req("a", "a red crate"), _req("b", "green bottle")])
+    assert len(verdicts) == 2
+    for v in verdicts:
+        assert (v.value in (YES, NO)) != (v.error is not None)
+        if v.error:
+            assert v.error.startswith(("unparseable", "api_failure", "empty"))

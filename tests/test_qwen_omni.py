@@ -76,6 +76,54 @@ def test_a_failing_request_is_recorded_and_the_run_goes_on():
     assert answered.failure is None and answered.latency_s is not None
 
 
+def test_greedy_replies_are_stored_and_restored_but_sampled_and_failed_ones_are_not(tmp_path):
+    from sceval_plugin.store import ReplyStore
+
+    docs = [{"row_id": f"clean/demo-{i}/0", "dataset": "demo@1"} for i in range(3)]
+    sent = []
+
+    def doc_to_messages(doc):
+        return [{"role": "user", "content": [{"type": "text", "text": doc["row_id"]}]}]
+
+    def answer(messages, gen_kwargs):
+        sent.append(messages[0]["content"][0]["text"])
+        if messages[0]["content"][0]["text"].endswith("2/0"):
+            raise RuntimeError("CUDA out of memory")
+        return f"reply {len(sent)}"
+
+    def run(gen_kwargs):
+        wrapper = SimpleNamespace(is_simple=False, rank=0, task_dict={"t": {"test": docs}}, pretrained="tiny",
+                                  default_max_new_tokens=16, system_prompt=None,
+                                  reply_store=ReplyStore(tmp_path / "replies.jsonl"),
+                                  cache_hook=SimpleNamespace(add_partial=lambda *a: None))
+        requests = [SimpleNamespace(args=("ctx", doc_to_messages, dict(gen_kwargs), i, "t", "test")) for i in range(3)]
+        sent.clear()
+        replies = omni_common.answer_requests(wrapper, requests, answer, "faultline_test")
+        return replies, [telemetry.take(doc["row_id"]) for doc in docs]
+
+    first, _ = run({"temperature": 0})
+    assert first == ["reply 1", "reply 2", ""] and len(sent) == 3
+    assert len((tmp_path / "replies.jsonl").read_text().splitlines()) == 2  # the failure is not stored
+    again, calls = run({"temperature": 0})
+    assert again == ["reply 1", "reply 2", ""] and sent == ["clean/demo-2/0"]  # only the failed one is retried
+    assert [c.detail for c in calls[:2]] == [omni_common.RESTORED_DETAIL] * 2 and calls[2].failure == "api_failure"
+    assert all(c.latency_s is not None for c in calls[:2])
+    run({"temperature": 0, "max_new_tokens": 8})  # other generation settings: generated again
+    assert len(sent) == 3
+    for sampling in ({"temperature": 0.7}, {"temperature": 0, "do_sample": True}):
+        run(sampling)  # every sampled run is a fresh draw: nothing restored, nothing stored
+        assert len(sent) == 3
+    assert len((tmp_path / "replies.jsonl").read_text().splitlines()) == 4
+
+
+def test_the_default_reply_store_is_per_adapter_and_checkpoint_and_can_be_turned_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path))
+    store = omni_common.open_reply_store("faultline_qwen2_5_omni", "/ckpt/Qwen2.5-Omni-7B", None)
+    assert store.path == tmp_path / "replies" / "faultline_qwen2_5_omni-ckpt_Qwen2.5-Omni-7B.jsonl"
+    assert omni_common.open_reply_store("faultline_qwen2_5_omni", "x", "none") is None
+    assert omni_common.open_reply_store("x", "y", str(tmp_path / "mine.jsonl")).path == tmp_path / "mine.jsonl"
+
+
 def test_minicpm_o_gets_every_frame_and_the_audio_array_in_order():
     from faultline_eval.model_wrappers.minicpm_o import MiniCPMOChat
 
@@ -123,17 +171,18 @@ def tiny_qwen_omni(tmp_path_factory) -> Path:
     return build(tmp_path_factory.mktemp("tiny-qwen2.5-omni"))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", ["chat", "simple"])
-def test_tiny_qwen2_5_omni_runs_sceval_through_the_cli(tiny_qwen_omni, tmp_path, path):
+def run_sceval_clean(model: str, checkpoint: Path, tmp_path: Path, *, simple: bool = False) -> dict:
+    """``lmms-eval --tasks sceval_clean --limit 2`` with a tiny checkpoint; checks that every frame
+    and the audio reached the model and that each record is complete. Returns the token log."""
     token_log = tmp_path / "media_tokens.jsonl"
-    command = [str(BIN / "lmms-eval"), "eval", "--model", "faultline_qwen2_5_omni",
-               "--model_args", f"pretrained={tiny_qwen_omni},device=cpu", "--tasks", "sceval_clean",
+    command = [str(BIN / "lmms-eval"), "eval", "--model", model,
+               "--model_args", f"pretrained={checkpoint},device=cpu", "--tasks", "sceval_clean",
                "--limit", "2", "--gen_kwargs", "max_new_tokens=16", "--log_samples", "--output_path", "out/"]
-    if path == "simple":
+    if simple:
         command.append("--force_simple")
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **OFFLINE, omni_common.MEDIA_TOKEN_LOG_ENV: str(token_log)})
+                          env={**os.environ, **OFFLINE, omni_common.MEDIA_TOKEN_LOG_ENV: str(token_log),
+                               "SCEVAL_CACHE": str(tmp_path / "cache")})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     [samples_file] = (tmp_path / "out").rglob("*_samples_sceval_clean.jsonl")
@@ -145,9 +194,16 @@ def test_tiny_qwen2_5_omni_runs_sceval_through_the_cli(tiny_qwen_omni, tmp_path,
         # every frame and the audio clip reached the model as placeholder tokens
         assert seen["n_images"] == len(record["media"]["visual"]) and seen["n_audios"] == 1
         assert seen["n_image_tokens"] > 0 and seen["n_audio_tokens"] > 0
-        assert seen["failure"] is None and record["latency_s"] is not None
+        assert seen["failure"] is None and record["latency_s"] is not None and record["invalid"] != "api_failure"
         # noise from a random model: either a valid key or an invalid output with its category
         assert (record["parsed_answer"] is not None) != (record["invalid"] in INVALID_CATEGORIES)
+    return received
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["chat", "simple"])
+def test_tiny_qwen2_5_omni_runs_sceval_through_the_cli(tiny_qwen_omni, tmp_path, path):
+    received = run_sceval_clean("faultline_qwen2_5_omni", tiny_qwen_omni, tmp_path, simple=path == "simple")
     print(f"{path}: media tokens per request: {[(v['n_image_tokens'], v['n_audio_tokens']) for v in received.values()]}")
 
 
@@ -175,3 +231,74 @@ def test_tiny_qwen2_5_omni_runs_c3po_through_the_cli(tiny_qwen_omni, tmp_path):
         assert seen["n_images"] == len(items[record["sample_id"]].frames()) + 1 and seen["n_audios"] == 1
         assert seen["n_image_tokens"] > 0 and seen["n_audio_tokens"] > 0
         assert (record["invalid"] is None and record["correct"] in (0, 1)) or record["invalid"] == "empty"
+
+
+def _jsonl(path: Path) -> list[dict]:
+    """The complete lines of a JSONL file (a line cut short by a kill is skipped)."""
+    rows = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+@pytest.mark.slow
+def test_a_killed_tiny_qwen2_5_omni_run_resumes_without_generating_finished_requests(tiny_qwen_omni, tmp_path):
+    import signal
+    import time
+
+    replies = tmp_path / "cache" / "replies"
+    # The random model never emits its end token, so 2000 new tokens take about a second per request
+    # on CPU: the first run is still generating when it is killed after two stored replies.
+    command = [str(BIN / "lmms-eval"), "eval", "--model", "faultline_qwen2_5_omni",
+               "--model_args", f"pretrained={tiny_qwen_omni},device=cpu", "--tasks", "sceval_clean",
+               "--limit", "6", "--gen_kwargs", "max_new_tokens=2000", "--log_samples", "--output_path", "out/"]
+    env = {**os.environ, **OFFLINE, "SCEVAL_CACHE": str(tmp_path / "cache")}
+
+    def stored() -> list[dict]:
+        return [row for path in replies.glob("faultline_qwen2_5_omni-*.jsonl") for row in _jsonl(path)]
+
+    first = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env={**env, omni_common.MEDIA_TOKEN_LOG_ENV: str(tmp_path / "first_tokens.jsonl")},
+                             start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(stored()) < 2 and first.poll() is None:
+        time.sleep(0.02)
+    os.killpg(first.pid, signal.SIGKILL)  # the run and anything it started
+    first.wait()
+    finished = {row["row_id"] for row in stored()}
+    assert 2 <= len(finished) < 6, f"the run must be killed part-way ({len(finished)} replies stored)"
+
+    token_log = tmp_path / "rerun_tokens.jsonl"
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**env, omni_common.MEDIA_TOKEN_LOG_ENV: str(token_log)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    generated = {row["row_id"] for row in _jsonl(token_log)}  # what reached the model in the rerun
+    assert not generated & finished, "a request finished before the kill was generated again"
+    [samples_file] = (tmp_path / "out").rglob("*_samples_sceval_clean.jsonl")
+    records = [json.loads(line)["sceval_record"] for line in samples_file.read_text().splitlines()]
+    row_ids = {f"clean/{r['sample_id']}/{r['variant']}" for r in records}
+    assert len(records) == 6 and len(row_ids) == 6 and generated == row_ids - finished
+    restored = {f"clean/{r['sample_id']}/{r['variant']}" for r in records
+                if r["failure_detail"] == omni_common.RESTORED_DETAIL}
+    assert restored == finished
+    assert all(r["latency_s"] is not None and r["invalid"] != "api_failure" for r in records)
+    assert {row["row_id"] for row in stored()} == row_ids  # no finished record lost
+
+
+# --- Qwen3-Omni (MoE thinker) ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_qwen3_omni(tmp_path_factory) -> Path:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tiny_qwen3_omni import build
+
+    return build(tmp_path_factory.mktemp("tiny-qwen3-omni"))
+
+
+@pytest.mark.slow
+def test_tiny_qwen3_omni_runs_sceval_through_the_cli(tiny_qwen3_omni, tmp_path):
+    run_sceval_clean("faultline_qwen3_omni", tiny_qwen3_omni, tmp_path)
