@@ -26,13 +26,8 @@ import pandas as pd
 
 from c3po_plugin.failure_modes import MODES
 from c3po_plugin.templates import CATEGORIES, TIERS
-from sceval_plugin.metrics.stats import (
-    B_DEFAULT,
-    SEED_DEFAULT,
-    bootstrap_means,
-    percentile_interval,
-    resample_weights,
-)
+from sceval_plugin.metrics.protocol import grouped_intervals
+from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
 
 TRIAL_COLUMNS = ("model", "sample_id", "template_id", "category", "tier", "run", "correct", "invalid", "exact",
                  "judged", "judge_error", "failure_mode", "human_correct", "difficulty")
@@ -82,25 +77,6 @@ def _grouped(samples: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def intervals(values: pd.DataFrame, keys: list[str], column: str, *, b: int, seed: int) -> pd.DataFrame:
-    """Mean of ``column`` per ``keys`` group with its 95 % bootstrap percentile interval over the
-    group's rows (NaN rows dropped; rows ordered by ``sample_id`` so resamples are reproducible).
-    Groups of equal size share one resample matrix: one matrix product per size."""
-    v = values.dropna(subset=[column]).sort_values(["sample_id"], kind="stable")
-    series = {key: frame[column].to_numpy(float) for key, frame in v.groupby(keys, sort=True, observed=True)}
-    rows = {key: [float(x.mean()), np.nan, np.nan, len(x)] for key, x in series.items()}
-    by_size: dict[int, list] = {}
-    for key, x in series.items():
-        by_size.setdefault(len(x), []).append(key)
-    for n, group_keys in by_size.items():
-        boot = bootstrap_means(np.stack([series[k] for k in group_keys]), resample_weights(n, b=b, seed=seed))
-        low, high = percentile_interval(boot)
-        for k, lo, hi in zip(group_keys, low, high):
-            rows[k][1:3] = float(lo), float(hi)
-    index = pd.MultiIndex.from_tuples(list(rows), names=keys) if rows else pd.MultiIndex.from_tuples([], names=keys)
-    return pd.DataFrame(list(rows.values()), index=index, columns=[column, "ci_low", "ci_high", "n"])
-
-
 def accuracy(trials: pd.DataFrame, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> pd.DataFrame:
     """Long table, one row per (model, level, group) for every level of :data:`LEVELS`
     (groups: template id, ``"IC T1"``-style cell, ``"IC"``/``"CC"``, ``"Overall"``): ``accuracy``
@@ -109,7 +85,7 @@ def accuracy(trials: pd.DataFrame, *, b: int = B_DEFAULT, seed: int = SEED_DEFAU
     both = pd.concat([trials, human_trials(trials)], ignore_index=True)
     grouped = _grouped(per_sample(both))
     keys = ["model", "level", "group"]
-    acc = intervals(grouped, keys, "score", b=b, seed=seed).rename(columns={"score": "accuracy", "n": "n_samples"})
+    acc = grouped_intervals(grouped, keys, "score", b=b, seed=seed).rename(columns={"score": "accuracy", "n": "n_samples"})
     exact = grouped.dropna(subset=["score"]).groupby(keys, observed=True)["exact"].mean().rename("exact_accuracy")
     out = acc.join(exact).reset_index()
     out["n_samples"] = out["n_samples"].astype(int)

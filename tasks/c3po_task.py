@@ -98,6 +98,7 @@ def process_docs(dataset: Any, selector: str) -> Any:
     import datasets
 
     rows, excluded = build_rows(selector)
+    _judge_and_cache()  # a misconfigured judge (unknown spec, missing key) fails before any model call
     with _ledger_lock:
         EXCLUDED[selector] = excluded
     if not rows:

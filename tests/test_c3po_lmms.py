@@ -157,3 +157,29 @@ def test_gemini_judge_in_a_run_and_its_failures(tmp_path):
     assert metrics["c3po_judge_errors,none"] == 1 and metrics["c3po_coverage,none"] == pytest.approx(1 - 1 / len(rows))
     assert failing == 2  # the failed call was tried twice (one retry), then recorded
     assert "k-never-logged" not in "".join(p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file())
+
+
+def test_gemini_as_the_evaluated_model_gets_every_medium_labelled_in_order(tmp_path):
+    with FakeGemini(reply_text=lambda texts: "Blue.") as server:
+        env = {"GEMINI_API_KEY": "k-never-logged", "SCEVAL_CACHE": str(tmp_path / "cache"), "C3PO_JUDGE": "exact"}
+        lmms_eval("--model", "sceval_gemini", "--model_args", f"base_url={server.url},model_version=gemini-test",
+                  "--tasks", "c3po_cc_t3", "--log_samples", "--output_path", "out/", cwd=tmp_path, env=env)
+        sent = list(server.requests)
+    _, samples = results(tmp_path / "out")
+    records = [line["c3po_record"] for line in samples["c3po_cc_t3"]]
+    assert len(sent) == len(records) > 0
+    for request in sent:
+        body = request["body"]
+        assert "responseMimeType" not in body["generationConfig"]  # free-form answers, no JSON mode
+        parts = body["contents"][0]["parts"]
+        kinds = []
+        for p in parts:
+            inline = p.get("inlineData") or p.get("inline_data")
+            kinds.append((inline.get("mimeType") or inline.get("mime_type")) if inline else "text:" + p["text"][:9])
+        n = kinds.count("image/png") - 1  # the video frames, then one picture
+        assert n == 5 and kinds[:1 + n] == ["text:Video (5 "] + ["image/png"] * n  # "Video (5 frames ..."
+        assert kinds[1 + n:-1] == ["text:Image:", "image/png", "text:Audio:", "audio/wav"]
+        assert kinds[-1] in ("text:Question:", "text:Note: ")
+    for r in records:
+        assert r["prediction"] == "Blue." and r["correct"] == int(r["gold"].lower() == "blue")
+        assert r["latency_s"] is not None and r["invalid"] is None

@@ -106,21 +106,29 @@ def condition_summary(trials: pd.DataFrame, samples: pd.DataFrame, *, b: int = B
     return summary
 
 
-def _accuracy_intervals(valid_samples: pd.DataFrame, index: pd.MultiIndex, *, b: int, seed: int):
-    """Bootstrap intervals of every (model, condition), one matrix product per sample count."""
-    lo = pd.Series(np.nan, index=index)
-    hi = pd.Series(np.nan, index=index)
-    by_size: dict[int, list[tuple]] = {}
-    series: dict[tuple, np.ndarray] = {}
-    ordered = valid_samples.sort_values("sample_id", kind="stable")
-    for key, frame in ordered.groupby(["model", "condition_id"], sort=False, observed=True):
-        series[key] = frame["score"].to_numpy()
-        by_size.setdefault(len(series[key]), []).append(key)
-    for n, keys in by_size.items():
-        boot = bootstrap_means(np.stack([series[k] for k in keys]), resample_weights(n, b=b, seed=seed))
+def grouped_intervals(values: pd.DataFrame, keys: list[str], column: str, *, b: int, seed: int) -> pd.DataFrame:
+    """Mean of ``column`` per ``keys`` group with its 95 % bootstrap percentile interval over the
+    group's rows (NaN rows dropped; rows ordered by ``sample_id`` so resamples are reproducible).
+    Groups of equal size share one resample matrix: one matrix product per size."""
+    v = values.dropna(subset=[column]).sort_values(["sample_id"], kind="stable")
+    series = {key: frame[column].to_numpy(float) for key, frame in v.groupby(keys, sort=True, observed=True)}
+    rows = {key: [float(x.mean()), np.nan, np.nan, len(x)] for key, x in series.items()}
+    by_size: dict[int, list] = {}
+    for key, x in series.items():
+        by_size.setdefault(len(x), []).append(key)
+    for n, group_keys in by_size.items():
+        boot = bootstrap_means(np.stack([series[k] for k in group_keys]), resample_weights(n, b=b, seed=seed))
         low, high = percentile_interval(boot)
-        lo[keys], hi[keys] = low, high
-    return lo.to_numpy(), hi.to_numpy()
+        for k, lo, hi in zip(group_keys, low, high):
+            rows[k][1:3] = float(lo), float(hi)
+    index = pd.MultiIndex.from_tuples(list(rows), names=keys) if rows else pd.MultiIndex.from_tuples([], names=keys)
+    return pd.DataFrame(list(rows.values()), index=index, columns=[column, "ci_low", "ci_high", "n"])
+
+
+def _accuracy_intervals(valid_samples: pd.DataFrame, index: pd.MultiIndex, *, b: int, seed: int):
+    """Bootstrap intervals of every (model, condition), aligned with ``index``."""
+    found = grouped_intervals(valid_samples, ["model", "condition_id"], "score", b=b, seed=seed)
+    return found["ci_low"].reindex(index).to_numpy(), found["ci_high"].reindex(index).to_numpy()
 
 
 # --- drops and diagnostics ----------------------------------------------------------------------
