@@ -67,9 +67,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
     judge = make_judge(args.judge)
     counts = regrade(args.runs, judge, args.output)
-    print(f"{judge.judge_id}: {counts['trials']} trials ({counts['exact_match']} by exact match, "
-          f"{counts['unanswered']} without an answer): {counts['yes']} YES, {counts['no']} NO, "
-          f"{counts['errors']} judge errors -> {args.output}")
+    print(f"{judge.judge_id}: {counts['trials']} trials ({counts['unanswered']} without an answer) and "
+          f"{counts['human']} human answers: {counts['exact_match']} by exact match, {counts['yes']} YES, "
+          f"{counts['no']} NO, {counts['errors']} judge errors -> {args.output}")
     return 0
 
 

@@ -2,8 +2,8 @@
 :mod:`c3po_plugin.report.verdicts`, which also applies them to a report).
 
 ``c3po judge RUN_DIR ... --judge SPEC -o FILE`` re-grades finished runs with another judge (no
-model is re-run); each line also carries the folder, question, gold answer and prediction, so
-the file reads on its own. ``c3po judge-agreement A B`` compares two such files.
+model is re-run), human answers included (one line per item, model ``Human``); each line also
+carries the folder, question, gold answer and prediction, so the file reads on its own. ``c3po judge-agreement A B`` compares two such files.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from c3po_plugin.judges import grade, open_cache
 from c3po_plugin.judges.agreement import agreement_rate, cohen_kappa
 from c3po_plugin.judges.base import YES, Judge, JudgeRequest
 from c3po_plugin.judges.prompt import describe_sample
+from c3po_plugin.metrics import HUMAN
 from c3po_plugin.report.reader import read_runs
 from c3po_plugin.report.verdicts import read_verdicts
 from c3po_plugin.templates import registry
@@ -40,14 +41,17 @@ def regrade(run_dirs: Sequence[str | Path], judge: Judge, out: str | Path, *, ba
 
     def line(row, verdict, exact, error) -> str:
         return json.dumps({"model": row.model, "sample_id": row.sample_id, "run": int(row.run),
-                           "folder": str(Path(row.folder).resolve()),
+                           "folder": str(Path(row.folder).resolve()) if row.folder else None,
                            "question": row.question, "gold": row.gold, "prediction": row.prediction or "",
                            "exact_match": exact, "judge_id": judge.judge_id, "verdict": verdict, "error": error}) + "\n"
 
     with out.open("w") as f:
         for row in trials[trials["invalid"].notna()].itertuples():
             f.write(line(row, None, False, f"no answer: {row.invalid}"))
-        rows = list(answered.itertuples())
+        # The items' human answers are graded by the same judge, once per item (model "Human").
+        humans = trials[trials["human_answer"].notna()].drop_duplicates("sample_id")
+        humans = humans.assign(model=HUMAN, run=0, folder="", prediction=humans["human_answer"])
+        rows = list(answered.itertuples()) + list(humans.itertuples())
         for start in tqdm(range(0, len(rows), batch), desc=f"judging with {judge.judge_id}", unit="batch"):
             chunk = rows[start:start + batch]
             requests = [JudgeRequest(r.sample_id, r.question, r.gold, r.prediction or "",
@@ -58,6 +62,7 @@ def regrade(run_dirs: Sequence[str | Path], judge: Judge, out: str | Path, *, ba
                 counts["errors"] += value is None
                 counts["yes" if value == YES else "no"] += value is not None
                 f.write(line(row, value, graded.exact_match, graded.judge_error))
+    counts["human"] = len(humans)
     return counts
 
 

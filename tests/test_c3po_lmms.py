@@ -95,10 +95,16 @@ def test_demo_with_the_reference_model_tiers_runs_and_the_command_line(tmp_path)
     assert c3po("judge", "out/", "--judge", "embedding", "-o", str(embed_file), cwd=tmp_path, env=env).returncode == 0
     done = c3po("judge-agreement", str(exact_file), str(embed_file), "--json", cwd=tmp_path, env=env)
     agreement = json.loads(done.stdout)
-    judged = sum(not r["exact_match"] for r in records)
-    yes = sum(r["judge_verdict"] == "YES" for r in records)
-    assert agreement["compared"] == judged and agreement["confusion"]["NO/YES"] == yes
-    assert agreement["agreement"] == pytest.approx((judged - yes) / judged)
+    lines = [json.loads(line) for line in exact_file.read_text().splitlines()]
+    humans = {r["sample_id"]: r["human_answer"] for r in records if r["human_answer"]}
+    assert sorted(ln["sample_id"] for ln in lines if ln["model"] == "Human") == sorted(humans)
+    judged = [ln for ln in lines if not ln["exact_match"]]
+    assert all(ln["verdict"] == "NO" for ln in judged)  # the exact-only judge
+    model_yes = sum(r["judge_verdict"] == "YES" for r in records)  # the run's embedding verdicts, all runs
+    assert agreement["compared"] == len(judged) == sum(not r["exact_match"] for r in records) + sum(
+        not exact_match(h, next(r["gold"] for r in records if r["sample_id"] == s)) for s, h in humans.items())
+    assert agreement["confusion"]["NO/YES"] >= model_yes
+    assert agreement["agreement"] == pytest.approx(agreement["confusion"]["NO/NO"] / len(judged))
     done = c3po("report", "out/", "--verdicts", str(exact_file), "-o", "report-exact/", cwd=tmp_path, env=env)
     exact_report = json.loads((tmp_path / "report-exact" / "report.json").read_text())
     overall = [row for row in exact_report["accuracy"] if row["level"] == "overall" and row["model"] == "sceval_reference"]

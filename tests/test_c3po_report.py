@@ -233,6 +233,23 @@ def test_verdicts_override_the_judge(runs, tmp_path):
     assert any("re-graded 4 trial(s)" in n for n in result["notes"])
 
 
+def test_human_lines_of_a_verdict_file_regrade_the_human_answers(runs, tmp_path):
+    lines = [
+        {"model": "Human", "sample_id": "ic01-a", "run": 0, "verdict": "NO", "exact_match": False},  # was right
+        {"model": "Human", "sample_id": "cc01-a", "run": 0, "verdict": "YES", "exact_match": False},  # was wrong
+        {"model": "Human", "sample_id": "cc08-a", "run": 0, "verdict": None, "exact_match": False},  # ungraded now
+    ]
+    path = tmp_path / "verdicts.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    result = build_report(runs, tmp_path / "r", b=200, seed=7, verdicts=path)
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert acc(data, "Human", "IC01")["accuracy"] == 0.0 and acc(data, "Human", "CC01")["accuracy"] == 1.0
+    assert acc(data, "Human", "Overall")["accuracy"] == pytest.approx(0.5)
+    assert acc(data, "Human", "Overall")["n_samples"] == 2
+    assert acc(data, ALPHA, "Overall")["accuracy"] == pytest.approx(5.5 / 8)  # models untouched
+    assert any("re-graded the human answers of 3 item(s)" in n for n in result["notes"])
+
+
 def test_refuses_mixed_prompt_ids(runs, tmp_path):
     write_run(tmp_path / "alpha_r2", "alpha", "pretrained=org/alpha", {0: ALPHA_R0}, prompt_id="c3po-long-v2")
     with pytest.raises(ReportError, match=r"alpha:org/alpha.*prompt_id.*c3po-long-v2.*c3po-short-v1|"

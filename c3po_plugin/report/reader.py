@@ -37,7 +37,7 @@ ENTRY_KEY = "c3po_accuracy"
 RECORD_KEY = "c3po_record"
 #: Columns beyond :data:`c3po_plugin.metrics.TRIAL_COLUMNS`: provenance and what re-grading needs.
 EXTRA_COLUMNS = ("model_name", "folder", "task", "prompt_id", "dataset", "judge_id", "prediction", "distractors",
-                 "question", "gold", "context")
+                 "question", "gold", "context", "human_answer")
 TRIAL_KEY = ["model", "folder", "sample_id", "run"]
 
 
@@ -78,6 +78,7 @@ def trial_row(line: dict, where: str, model: str, folder: str, task: str) -> dic
         "prompt_id": record.get("prompt_id"), "dataset": record.get("dataset"), "judge_id": record.get("judge_id"),
         "prediction": record.get("prediction"), "distractors": record.get("distractors") or {},
         "question": record.get("question"), "gold": record.get("gold"), "context": record.get("context") or "",
+        "human_answer": record.get("human_answer"),
     }
 
 

@@ -18,7 +18,8 @@ The join replaces the logged judge decision of every matching trial that had an 
 * empty replies, refusals and API failures keep their grade: there was nothing to judge.
 
 Trials without a line keep their logged decision; lines matching no trial are counted in a note.
-Human answers are not re-graded.
+Lines of the model ``Human`` (``c3po judge`` writes one per item with a human answer) re-grade
+the item's human answer: exact match or ``YES`` correct, ``NO`` wrong, ``null`` ungraded.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from c3po_plugin.failure_modes import failure_mode
+from c3po_plugin.metrics import HUMAN
 from sceval_plugin.report.reader import ReportError
 
 _VALUES = {"YES": 1.0, "NO": 0.0, None: np.nan}
@@ -64,6 +66,14 @@ def _resolved(folder: object) -> str | None:
 def apply_verdicts(trials: pd.DataFrame, verdicts: pd.DataFrame, source: str = "verdicts") -> tuple[pd.DataFrame, list[str]]:
     """``trials`` with the judge decisions of ``verdicts`` (see the module docstring) and notes."""
     t = trials.reset_index(drop=True)
+    human = verdicts[verdicts["model"] == HUMAN]
+    verdicts = verdicts[verdicts["model"] != HUMAN]
+    notes = []
+    if len(human):
+        value = human.set_index("sample_id")["value"].where(~human.set_index("sample_id")["exact_match"], 1.0)
+        has = t["sample_id"].isin(value.index)
+        t.loc[has, "human_correct"] = t.loc[has, "sample_id"].map(value).to_numpy()
+        notes.append(f"{source}: re-graded the human answers of {int(t.loc[has, 'sample_id'].nunique())} item(s)")
     t["_row"] = np.arange(len(t))
     t["_folder"] = t["folder"].map(_resolved)
     v = verdicts.assign(_folder=verdicts["folder"].map(_resolved), _line=np.arange(len(verdicts)))
@@ -88,7 +98,8 @@ def apply_verdicts(trials: pd.DataFrame, verdicts: pd.DataFrame, source: str = "
     t["failure_mode"] = t["failure_mode"].astype(object)
     t.loc[rows, "failure_mode"] = pd.Series(modes, index=rows, dtype=object)
     kept = int(((trials["judged"] | trials["judge_error"]).to_numpy() & ~np.isin(t["_row"], rows)).sum())
-    notes = [f"{source}: re-graded {len(rows)} trial(s); {kept} judged trial(s) had no line and keep the logged decision"]
+    notes.append(f"{source}: re-graded {len(rows)} trial(s); {kept} judged trial(s) had no line and keep the logged "
+                 "decision")
     unused = len(v) - every["_line"].nunique()
     if unused > 0:
         notes.append(f"{source}: {unused} line(s) matched no trial")
