@@ -31,6 +31,7 @@ from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
 
 TRIAL_COLUMNS = ("model", "sample_id", "template_id", "category", "tier", "run", "correct", "invalid", "exact",
                  "judged", "judge_error", "failure_mode", "human_correct", "difficulty")
+#: Categories of replies with no gradable answer (the task counts each as a metric).
 INVALID = ("api_failure", "empty", "refusal")
 HUMAN = "Human"
 OVERALL = "Overall"

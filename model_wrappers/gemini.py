@@ -74,23 +74,11 @@ class GeminiChat(_lmms_base()):  # type: ignore[misc]
                                     retry_options=types.HttpRetryOptions(attempts=1))  # we retry, and count
         self._client = genai.Client(api_key=key, http_options=options)
         self._types = types
-        self._store = self._open_store(store)
+        from sceval_plugin.store import open_store
 
-    def _open_store(self, store: str | None):
-        """Finished replies persist here (default: $SCEVAL_CACHE/replies/gemini-<model>.jsonl);
-        ``store=none`` turns it off."""
-        from loguru import logger
-
-        from sceval_plugin.data.sources import cache_dir
-        from sceval_plugin.store import ReplyStore
-
-        if store is not None and str(store).lower() in ("none", "off", "false", ""):
-            return None
-        path = store or cache_dir() / "replies" / f"gemini-{self.model_version}.jsonl"
-        opened = ReplyStore(path)
-        if len(opened):
-            logger.info(f"sceval_gemini: {len(opened)} finished replies in {path}; those requests are not sent again")
-        return opened
+        # Finished replies persist (default $SCEVAL_CACHE/replies/gemini-<model>.jsonl; store=none: off).
+        self._store = open_store(store, f"gemini-{self.model_version}", "sceval_gemini",
+                                 "those requests are not sent again")
 
     def loglikelihood(self, requests):
         raise NotImplementedError("sceval_gemini only generates")
@@ -159,14 +147,13 @@ class GeminiChat(_lmms_base()):  # type: ignore[misc]
         wants_json = self.json_mode and expects_json
         key = None
         if self._store is not None:
-            from sceval_plugin.store import request_key
+            from sceval_plugin.store import request_key, restored_call
 
             text = "\n".join(p.text or "" for p in contents[0].parts if getattr(p, "text", None))
             key = request_key(self.model_version, doc["dataset"], doc["row_id"], system, text, wants_json)
             done = self._store.get(key)
             if done is not None:
-                telemetry.record(doc["row_id"], telemetry.Call(latency_s=done["latency_s"], retries=done["retries"],
-                                                               failure=done["failure"], detail="restored from the reply store"))
+                telemetry.record(doc["row_id"], restored_call(done))
                 return done["reply"]
         config = self._types.GenerateContentConfig(
             system_instruction=system, temperature=0.0, max_output_tokens=self.max_output_tokens,

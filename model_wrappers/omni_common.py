@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
 from typing import Any, Callable
@@ -35,7 +34,6 @@ SAMPLE_RATE = 16_000
 MEDIA_TOKEN_LOG_ENV = "FAULTLINE_MEDIA_TOKEN_LOG"
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm")
 _log_lock = threading.Lock()
-RESTORED_DETAIL = "restored from the reply store"
 
 
 # --- media ---------------------------------------------------------------------------------------
@@ -180,20 +178,9 @@ def _flag(value: Any) -> bool:
 def open_reply_store(name: str, pretrained: str, store: str | None):
     """The reply store of one adapter and checkpoint: ``store=<file.jsonl>``, by default
     ``$SCEVAL_CACHE/replies/<adapter>-<pretrained, sanitised>.jsonl``; ``store=none`` turns it off."""
-    from loguru import logger
+    from sceval_plugin.store import open_store, slug
 
-    from sceval_plugin.data.sources import cache_dir
-    from sceval_plugin.store import ReplyStore
-
-    if store is not None and str(store).strip().lower() in ("none", "off", "false", ""):
-        return None
-    sanitised = re.sub(r"[^A-Za-z0-9._-]+", "_", str(pretrained)).strip("._") or "model"
-    path = store or cache_dir() / "replies" / f"{name}-{sanitised}.jsonl"
-    opened = ReplyStore(path)
-    if len(opened):
-        logger.info(f"{name}: {len(opened)} finished replies in {path}; greedy requests among them are not "
-                    "generated again")
-    return opened
+    return open_store(store, f"{name}-{slug(pretrained)}", name, "greedy requests among them are not generated again")
 
 
 def decoding(wrapper: Any, gen_kwargs: dict) -> dict:
@@ -249,6 +236,7 @@ def answer_requests(wrapper: Any, requests: list, answer: Callable[[list[dict], 
     from tqdm import tqdm
 
     from sceval_plugin import telemetry
+    from sceval_plugin.store import restored_call
 
     log_path = os.environ.get(MEDIA_TOKEN_LOG_ENV)
     counter: MediaTokenCounter | None = getattr(wrapper, "media_token_counter", None)
@@ -285,8 +273,7 @@ def answer_requests(wrapper: Any, requests: list, answer: Callable[[list[dict], 
             reply, key = "", None
         if done is not None:  # finished in an earlier run: the model is not asked again
             if _row_id(doc) is not None:
-                telemetry.record(_row_id(doc), telemetry.Call(latency_s=done.get("latency_s"),
-                                                              failure=done.get("failure"), detail=RESTORED_DETAIL))
+                telemetry.record(_row_id(doc), restored_call(done))
             logger.debug(f"{name}: {task} doc {doc_id}: restored from the reply store")
             wrapper.cache_hook.add_partial("generate_until", (context, gen_kwargs), done["reply"])
             replies.append(done["reply"])

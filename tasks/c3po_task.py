@@ -28,16 +28,15 @@ from c3po_plugin.failure_modes import failure_mode
 from c3po_plugin.judges import Grade, grade, make_judge, open_cache
 from c3po_plugin.judges.base import JudgeRequest
 from c3po_plugin.judges.prompt import describe_sample
+from c3po_plugin.metrics import INVALID
 from c3po_plugin.templates import CATEGORIES, Template
-from faultline_eval.tasks.sceval_task import (_invalid_count, coverage, functions_by_name, mean_variant_accuracy,
-                                              valid_trials, worst_variant_accuracy)
+from faultline_eval.tasks.sceval_task import (coverage, excluded_trials, functions_by_name, invalid_count,
+                                              mean_variant_accuracy, record_exclusions, valid_trials,
+                                              worst_variant_accuracy)
 from sceval_plugin import telemetry
 from sceval_plugin.operators import SAMPLE_RATE
 
 RUNS_ENV = "C3PO_RUNS"
-_ledger_lock = threading.Lock()
-#: task selector -> Counter of exclusion reasons (read by the excluded aggregation).
-EXCLUDED: dict[str, collections.Counter] = {}
 
 
 # --- docs ---------------------------------------------------------------------------------------
@@ -67,6 +66,11 @@ def _item_json(item: C3POItem) -> str:
 def _item(item_json: str) -> C3POItem:
     row = json.loads(item_json)
     return item_from_row(row, row["root"])
+
+
+def ledger_key(selector: str) -> str:
+    """Where a task's exclusions are kept in SCEval's ledger (shared with its aggregation)."""
+    return f"c3po:{selector}"
 
 
 def runs() -> int:
@@ -99,8 +103,7 @@ def process_docs(dataset: Any, selector: str) -> Any:
 
     rows, excluded = build_rows(selector)
     _judge_and_cache()  # a misconfigured judge (unknown spec, missing key) fails before any model call
-    with _ledger_lock:
-        EXCLUDED[selector] = excluded
+    record_exclusions(ledger_key(selector), excluded)
     if not rows:
         raise SourceError(f"c3po_{selector}: the source has no items for this task")
     return datasets.Dataset.from_list(rows)
@@ -249,7 +252,7 @@ def process_results(doc: dict, results: list) -> dict:
              "e": record["judge_error"] is not None, "m": mode, "h": record["human_correct"]}
     out: dict[str, Any] = {name: trial for name in TRIAL_METRICS}
     out.update({f"c3po_invalid_{c}": invalid for c in INVALID})
-    out["c3po_excluded"] = doc["row_id"].split("/", 1)[0]
+    out["c3po_excluded"] = ledger_key(doc["row_id"].split("/", 1)[0])
     out["c3po_record"] = record
     return out
 
@@ -274,16 +277,9 @@ def human_accuracy(items: list[dict]) -> float:
     return mean_variant_accuracy([{**it, "c": it["h"]} for it in items])
 
 
-def excluded(items: list[str]) -> int:
-    """Samples left out for bad input under C3PO_ON_BAD_INPUT=exclude (items are selectors)."""
-    with _ledger_lock:
-        return sum(sum(EXCLUDED.get(k, {}).values()) for k in set(items))
-
-
-INVALID = ("api_failure", "empty", "refusal")
-invalid_api_failure = _invalid_count("api_failure")
-invalid_empty = _invalid_count("empty")
-invalid_refusal = _invalid_count("refusal")
+invalid_api_failure = invalid_count("api_failure")
+invalid_empty = invalid_count("empty")
+invalid_refusal = invalid_count("refusal")
 
 #: metric name -> (aggregation, higher is better); the task template lists exactly these.
 METRICS: dict[str, tuple[Callable[[list], float], bool]] = {
@@ -296,6 +292,6 @@ METRICS: dict[str, tuple[Callable[[list], float], bool]] = {
     "c3po_judge_errors": (judge_errors, False),
     "c3po_human_accuracy": (human_accuracy, True),
     **{f"c3po_invalid_{c}": (globals()[f"invalid_{c}"], False) for c in INVALID},
-    "c3po_excluded": (excluded, False),
+    "c3po_excluded": (excluded_trials, False),
 }
 TRIAL_METRICS = [m for m in METRICS if not m.startswith("c3po_invalid_") and m != "c3po_excluded"]

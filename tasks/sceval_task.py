@@ -33,8 +33,14 @@ from sceval_plugin.render import Trial, render, reorder_options
 # --- docs ---------------------------------------------------------------------------------------
 
 _ledger_lock = threading.Lock()
-#: condition id -> Counter of exclusion reasons (read by the excluded_trials aggregation).
+#: task key (an SCEval condition id, ``c3po:<selector>``) -> Counter of exclusion reasons, read
+#: by the excluded_trials aggregation.
 EXCLUDED: dict[str, collections.Counter] = {}
+
+
+def record_exclusions(key: str, reasons: collections.Counter) -> None:
+    with _ledger_lock:
+        EXCLUDED[key] = reasons
 
 
 def _item_json(item: OmniItem) -> str:
@@ -118,8 +124,7 @@ def process_docs(dataset: Any, condition_id: str) -> Any:
 
     condition = catalogue().get(condition_id)
     rows, excluded = build_rows(condition)
-    with _ledger_lock:
-        EXCLUDED[condition_id] = excluded
+    record_exclusions(condition_id, excluded)
     if excluded:
         logger.warning(f"sceval {condition_id}: {sum(excluded.values())} trial(s) excluded by the annotation "
                        f"manifest: {dict(excluded)}")
@@ -300,7 +305,7 @@ def valid_trials(items: list[dict]) -> int:
     return sum(it["c"] is not None for it in items)
 
 
-def _invalid_count(category: str) -> Callable[[list], int]:
+def invalid_count(category: str) -> Callable[[list], int]:
     def count(items: list) -> int:
         return sum(it == category for it in items)
 
@@ -308,14 +313,14 @@ def _invalid_count(category: str) -> Callable[[list], int]:
     return count
 
 
-invalid_api_failure = _invalid_count("api_failure")
-invalid_parse_failure = _invalid_count("parse_failure")
-invalid_refusal = _invalid_count("refusal")
-invalid_empty = _invalid_count("empty")
+invalid_api_failure = invalid_count("api_failure")
+invalid_parse_failure = invalid_count("parse_failure")
+invalid_refusal = invalid_count("refusal")
+invalid_empty = invalid_count("empty")
 
 
 def excluded_trials(items: list[str]) -> int:
-    """Trials the manifest or unreadable media removed (items are condition ids)."""
+    """Trials the manifest, unreadable media or bad records removed (items are ledger keys)."""
     with _ledger_lock:
         return sum(sum(EXCLUDED.get(k, {}).values()) for k in set(items))
 

@@ -17,6 +17,7 @@ from PIL import Image
 from faultline_eval.model_wrappers import omni_common
 from sceval_plugin import telemetry
 from sceval_plugin.parsing import INVALID_CATEGORIES
+from sceval_plugin.store import RESTORED_DETAIL
 
 BIN = Path(sys.executable).parent
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
@@ -106,7 +107,7 @@ def test_greedy_replies_are_stored_and_restored_but_sampled_and_failed_ones_are_
     assert len((tmp_path / "replies.jsonl").read_text().splitlines()) == 2  # the failure is not stored
     again, calls = run({"temperature": 0})
     assert again == ["reply 1", "reply 2", ""] and sent == ["clean/demo-2/0"]  # only the failed one is retried
-    assert [c.detail for c in calls[:2]] == [omni_common.RESTORED_DETAIL] * 2 and calls[2].failure == "api_failure"
+    assert [c.detail for c in calls[:2]] == [RESTORED_DETAIL] * 2 and calls[2].failure == "api_failure"
     assert all(c.latency_s is not None for c in calls[:2])
     run({"temperature": 0, "max_new_tokens": 8})  # other generation settings: generated again
     assert len(sent) == 3
@@ -283,7 +284,7 @@ def test_a_killed_tiny_qwen2_5_omni_run_resumes_without_generating_finished_requ
     row_ids = {f"clean/{r['sample_id']}/{r['variant']}" for r in records}
     assert len(records) == 6 and len(row_ids) == 6 and generated == row_ids - finished
     restored = {f"clean/{r['sample_id']}/{r['variant']}" for r in records
-                if r["failure_detail"] == omni_common.RESTORED_DETAIL}
+                if r["failure_detail"] == RESTORED_DETAIL}
     assert restored == finished
     assert all(r["latency_s"] is not None and r["invalid"] != "api_failure" for r in records)
     assert {row["row_id"] for row in stored()} == row_ids  # no finished record lost

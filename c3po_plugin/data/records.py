@@ -30,7 +30,7 @@ import numpy as np
 
 from c3po_plugin.templates import Template, registry
 from sceval_plugin import media
-from sceval_plugin.data.records import RecordError, resolve_inside
+from sceval_plugin.data.records import RecordError, field_error, resolve_inside
 
 MEDIA_FIELDS = ("video", "image", "audio")
 DISTRACTOR_KEYS = ("audio", "image", "video", "text", "partial")
@@ -77,10 +77,6 @@ class C3POItem:
         return _load_audio(self.sample_id, self.audio)
 
 
-def _fail(sample_id: Any, field_name: str, problem: str) -> RecordError:
-    return RecordError(f"sample {sample_id!r}: field {field_name!r}: {problem}")
-
-
 def _mapping(value: Any, sample_id: str, name: str) -> dict:
     if value in (None, ""):
         return {}
@@ -88,9 +84,9 @@ def _mapping(value: Any, sample_id: str, name: str) -> dict:
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise _fail(sample_id, name, f"not valid JSON: {exc}") from None
+            raise field_error(sample_id, name, f"not valid JSON: {exc}") from None
     if not isinstance(value, Mapping):
-        raise _fail(sample_id, name, f"expected a mapping, got {type(value).__name__}")
+        raise field_error(sample_id, name, f"expected a mapping, got {type(value).__name__}")
     return dict(value)
 
 
@@ -101,15 +97,15 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
         raise RecordError(f"record without a usable 'sample_id': {str(dict(row))[:200]}")
     key = row.get("template") or row.get("template_id")
     if not isinstance(key, str) or key not in registry():
-        raise _fail(sample_id, "template", f"unknown template {key!r}; `c3po templates` lists the known ones")
+        raise field_error(sample_id, "template", f"unknown template {key!r}; `c3po templates` lists the known ones")
     template = registry().get(key)
     if row.get("category") not in (None, "") and str(row["category"]).lower() not in (template.category, template.category_name.lower()):
-        raise _fail(sample_id, "category", f"{row['category']!r} contradicts template {template.name} ({template.category_name})")
+        raise field_error(sample_id, "category", f"{row['category']!r} contradicts template {template.name} ({template.category_name})")
     if row.get("tier") not in (None, "") and int(row["tier"]) != template.tier:
-        raise _fail(sample_id, "tier", f"{row['tier']!r} contradicts template {template.name} (tier {template.tier})")
+        raise field_error(sample_id, "tier", f"{row['tier']!r} contradicts template {template.name} (tier {template.tier})")
     for name in ("question", "answer"):
         if not isinstance(row.get(name), str) or not row[name].strip():
-            raise _fail(sample_id, name, f"missing or empty (got {row.get(name)!r})")
+            raise field_error(sample_id, name, f"missing or empty (got {row.get(name)!r})")
 
     root_path = Path(root)
     paths: dict[str, str] = {}
@@ -117,32 +113,32 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
         value = row.get(kind)
         needed = kind in template.modalities
         if needed and value in (None, ""):
-            raise _fail(sample_id, kind, f"missing: template {template.name} (tier {template.tier}) needs "
+            raise field_error(sample_id, kind, f"missing: template {template.name} (tier {template.tier}) needs "
                                          f"{', '.join(template.media)}")
         if not needed and value not in (None, ""):
-            raise _fail(sample_id, kind, f"template {template.name} (tier {template.tier}) has no {kind}; "
+            raise field_error(sample_id, kind, f"template {template.name} (tier {template.tier}) has no {kind}; "
                                          f"it takes {', '.join(template.media)}")
         if needed:
             paths[kind] = resolve_inside(root_path, value, sample_id, kind)
             if Path(paths[kind]).suffix.lower() not in SUFFIXES[kind]:
-                raise _fail(sample_id, kind, f"{value!r} is not a {kind} file ({', '.join(SUFFIXES[kind])})")
+                raise field_error(sample_id, kind, f"{value!r} is not a {kind} file ({', '.join(SUFFIXES[kind])})")
 
     distractors = _mapping(row.get("distractors"), sample_id, "distractors")
     bad = sorted(set(distractors) - set(DISTRACTOR_KEYS))
     if bad or any(not isinstance(v, str) or not v.strip() for v in distractors.values()):
-        raise _fail(sample_id, "distractors", f"keys must be among {DISTRACTOR_KEYS} with non-empty answers"
+        raise field_error(sample_id, "distractors", f"keys must be among {DISTRACTOR_KEYS} with non-empty answers"
                                               + (f"; unknown {bad}" if bad else ""))
     difficulty = row.get("difficulty")
     if difficulty not in (None, ""):
         if isinstance(difficulty, bool) or not isinstance(difficulty, (int, float)) or int(difficulty) != difficulty \
                 or not 1 <= int(difficulty) <= 10:
-            raise _fail(sample_id, "difficulty", f"expected an integer 1-10, got {difficulty!r}")
+            raise field_error(sample_id, "difficulty", f"expected an integer 1-10, got {difficulty!r}")
         difficulty = int(difficulty)
     else:
         difficulty = None
     human = row.get("human_answer")
     if human is not None and not isinstance(human, str):
-        raise _fail(sample_id, "human_answer", f"expected text, got {type(human).__name__}")
+        raise field_error(sample_id, "human_answer", f"expected text, got {type(human).__name__}")
     return C3POItem(
         sample_id=sample_id,
         template_id=template.id,

@@ -12,7 +12,6 @@ Judge specs (``C3PO_JUDGE``, ``c3po judge --judge``):
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -63,9 +62,9 @@ def make_judge(spec: str | None = None) -> Judge:
 
 def default_cache_path(judge: Judge) -> Path:
     from sceval_plugin.data.sources import cache_dir
+    from sceval_plugin.store import slug
 
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", judge.judge_id).strip("_")
-    return cache_dir() / "c3po" / "verdicts" / f"{slug}.jsonl"
+    return cache_dir() / "c3po" / "verdicts" / f"{slug(judge.judge_id)}.jsonl"
 
 
 def open_cache(judge: Judge) -> VerdictCache | None:

@@ -1,19 +1,20 @@
 """Judge verdicts cached on disk, keyed by (judge id, prompt version, question, gold answer,
 normalised prediction), so re-running a task or re-grading a run never asks twice.
 
-The file is append-only JSONL, flushed per verdict; a line cut short by a killed process is
-skipped on load. Failed verdicts (judge errors) are never stored, so they are retried.
+It is SCEval's reply store (:class:`sceval_plugin.store.ReplyStore`: append-only JSONL,
+flushed per entry, a line cut short by a killed process skipped on load) holding verdicts.
+Failed verdicts (judge errors) are never stored, so they are retried.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from pathlib import Path
 
 from c3po_plugin.grading import normalize
 from c3po_plugin.judges.base import JudgeRequest, Verdict
+from sceval_plugin.store import ReplyStore
 
 
 def verdict_key(judge_id: str, prompt_version: str, request: JudgeRequest) -> str:
@@ -23,33 +24,18 @@ def verdict_key(judge_id: str, prompt_version: str, request: JudgeRequest) -> st
 
 class VerdictCache:
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._verdicts: dict[str, dict] = {}
-        if self.path.is_file():
-            for line in self.path.read_text().splitlines():
-                try:
-                    row = json.loads(line)
-                    self._verdicts[row["key"]] = row
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue
+        self._store = ReplyStore(path)
+        self.path = self._store.path
 
     def __len__(self) -> int:
-        return len(self._verdicts)
+        return len(self._store)
 
     def get(self, key: str) -> Verdict | None:
-        row = self._verdicts.get(key)
+        row = self._store.get(key)
         if row is None:
             return None
         return Verdict(row["value"], row["judge_id"], raw=row.get("raw", ""), cached=True)
 
     def put(self, key: str, verdict: Verdict) -> None:
-        if verdict.value is None:
-            return
-        row = {"key": key, "value": verdict.value, "judge_id": verdict.judge_id, "raw": verdict.raw}
-        with self._lock:
-            self._verdicts[key] = row
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a") as f:
-                f.write(json.dumps(row) + "\n")
-                f.flush()
+        if verdict.value is not None:
+            self._store.put(key, value=verdict.value, judge_id=verdict.judge_id, raw=verdict.raw)

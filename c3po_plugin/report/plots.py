@@ -36,32 +36,31 @@ def _grouped_bars(ax, acc: pd.DataFrame, groups: list[str], models: list[str]) -
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
-def template_accuracy(acc: pd.DataFrame, path: Path) -> Path:
-    """Per template (registry order): accuracy of every model with its 95 % interval."""
+def _bars_figure(acc: pd.DataFrame, groups: list[str], width: float, height: float, title: str, path: Path) -> Path:
     plt = pyplot()
-    t = acc[acc["level"] == "template"]
-    groups = sorted(t["group"].unique(), key=metrics.group_rank)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(groups) * max(1, t["model"].nunique()) ** 0.5), 4.2))
-    _grouped_bars(ax, t, groups, metrics.models_of(t))
-    ax.set_title("Accuracy per template (95% bootstrap intervals)")
+    fig, ax = plt.subplots(figsize=(width, height))
+    _grouped_bars(ax, acc, groups, metrics.models_of(acc))
+    ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def template_accuracy(acc: pd.DataFrame, path: Path) -> Path:
+    """Per template (registry order): accuracy of every model with its 95 % interval."""
+    t = acc[acc["level"] == "template"]
+    groups = sorted(t["group"].unique(), key=metrics.group_rank)
+    width = max(6.0, 0.45 * len(groups) * max(1, t["model"].nunique()) ** 0.5)
+    return _bars_figure(t, groups, width, 4.2, "Accuracy per template (95% bootstrap intervals)", path)
 
 
 def tier_accuracy(acc: pd.DataFrame, path: Path) -> Path:
     """Table 3 as bars: each category x tier cell and Overall, one bar per model."""
-    plt = pyplot()
     t = acc[acc["level"].isin(["cell", "overall"])]
     groups = [c for c in metrics.cell_order() if c in set(t["group"])] + [metrics.OVERALL]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(groups)), 4.0))
-    _grouped_bars(ax, t, groups, metrics.models_of(t))
-    ax.set_title("Accuracy per category and tier (95% bootstrap intervals)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _bars_figure(t, groups, max(6.0, 0.9 * len(groups)), 4.0,
+                        "Accuracy per category and tier (95% bootstrap intervals)", path)
 
 
 def failure_modes(modes: pd.DataFrame, path: Path) -> Path:

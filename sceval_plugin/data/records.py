@@ -69,18 +69,18 @@ class OmniItem:
         return _load_audio(self.sample_id, self.audio)
 
 
-def _fail(sample_id: Any, field_name: str, problem: str) -> RecordError:
+def field_error(sample_id: Any, field_name: str, problem: str) -> RecordError:
     return RecordError(f"sample {sample_id!r}: field {field_name!r}: {problem}")
 
 
 def resolve_inside(root: Path, relative: Any, sample_id: str, field_name: str) -> str:
     """Absolute path of ``relative`` under ``root``; a path escaping the root is rejected."""
     if not isinstance(relative, str) or not relative.strip():
-        raise _fail(sample_id, field_name, f"expected a relative media path, got {relative!r}")
+        raise field_error(sample_id, field_name, f"expected a relative media path, got {relative!r}")
     root = root.resolve()
     path = (root / relative).resolve()
     if path != root and root not in path.parents:
-        raise _fail(sample_id, field_name, f"path {relative!r} escapes the dataset root {root}")
+        raise field_error(sample_id, field_name, f"path {relative!r} escapes the dataset root {root}")
     return str(path)
 
 
@@ -91,39 +91,39 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
         raise RecordError(f"record without a usable 'sample_id': {str(dict(row))[:200]}")
     for name in ("question", "gold_key"):
         if not isinstance(row.get(name), str) or not row[name].strip():
-            raise _fail(sample_id, name, f"missing or empty (got {row.get(name)!r})")
+            raise field_error(sample_id, name, f"missing or empty (got {row.get(name)!r})")
 
     options = row.get("options")
     if isinstance(options, str):
         try:
             options = json.loads(options)
         except json.JSONDecodeError as exc:
-            raise _fail(sample_id, "options", f"not valid JSON: {exc}") from None
+            raise field_error(sample_id, "options", f"not valid JSON: {exc}") from None
     if isinstance(options, (list, tuple)):
         options = dict(zip(OPTION_KEYS, options))
     if not isinstance(options, Mapping) or not 2 <= len(options) <= 4:
-        raise _fail(sample_id, "options", f"expected 2-4 options as a list or a {{key: text}} map, got {options!r}")
+        raise field_error(sample_id, "options", f"expected 2-4 options as a list or a {{key: text}} map, got {options!r}")
     keys = sorted(options)
     if tuple(keys) != OPTION_KEYS[: len(keys)]:
-        raise _fail(sample_id, "options", f"keys must be {', '.join(OPTION_KEYS[: len(keys)])}, got {keys}")
+        raise field_error(sample_id, "options", f"keys must be {', '.join(OPTION_KEYS[: len(keys)])}, got {keys}")
     if any(not isinstance(options[k], str) or not options[k].strip() for k in keys):
-        raise _fail(sample_id, "options", "every option needs non-empty text")
+        raise field_error(sample_id, "options", "every option needs non-empty text")
     gold = row["gold_key"].strip().upper()
     if gold not in keys:
-        raise _fail(sample_id, "gold_key", f"{row['gold_key']!r} is not one of the option keys {keys}")
+        raise field_error(sample_id, "gold_key", f"{row['gold_key']!r} is not one of the option keys {keys}")
 
     root_path = Path(root)
     visual = row.get("visual")
     visual_list = [visual] if isinstance(visual, str) else list(visual or [])
     if not visual_list:
-        raise _fail(sample_id, "visual", "missing: SCEval items need visual evidence")
+        raise field_error(sample_id, "visual", "missing: SCEval items need visual evidence")
     if len(visual_list) > MAX_FRAMES:
-        raise _fail(sample_id, "visual", f"{len(visual_list)} frames; the protocol allows at most {MAX_FRAMES}")
+        raise field_error(sample_id, "visual", f"{len(visual_list)} frames; the protocol allows at most {MAX_FRAMES}")
     resolved = tuple(resolve_inside(root_path, v, sample_id, "visual") for v in visual_list)
     if len(resolved) > 1 and any(Path(p).suffix.lower() not in media.IMAGE_SUFFIXES for p in resolved):
-        raise _fail(sample_id, "visual", "a frame list must hold images only (one video goes alone)")
+        raise field_error(sample_id, "visual", "a frame list must hold images only (one video goes alone)")
     if row.get("audio") in (None, ""):
-        raise _fail(sample_id, "audio", "missing: SCEval items need audio")
+        raise field_error(sample_id, "audio", "missing: SCEval items need audio")
     audio = resolve_inside(root_path, row["audio"], sample_id, "audio")
 
     hidden = row.get("hidden") or {}
