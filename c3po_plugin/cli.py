@@ -38,13 +38,12 @@ def cmd_templates(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from c3po_plugin.data.records import check_media
     from c3po_plugin.data.sources import load_source
 
-    source = load_source(args.source)
-    for problem in source.problems:
-        print(f"{problem.reason}: {problem}")
-    print(f"{source.spec}: {len(source.items)} usable item(s), {len(source.problems)} problem(s)")
-    return 1 if source.problems else 0
+    from sceval_plugin.data.intake import check_command
+
+    return check_command(load_source(args.source), check_media)
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:

@@ -2,14 +2,18 @@
 question, and a request for the most specific answer in a few words).
 
 Chat models get one user turn whose parts are labelled in order: the video frames (1 fps, at
-most 8), the image, the audio, optional text evidence, then the question. Simple models get the
-same media as a list (frames, image, audio) and a legend in the text that says what each
-attachment is.
+most 8, spread over the whole clip: SCEval App. F.2, :func:`sceval_plugin.media.sample_times`)
+with the time of each, the image, the audio, optional text evidence, then the question. Simple
+models get the same media as a list (frames, image, audio) and a legend in the text that says
+what each attachment is.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
+
+from sceval_plugin.prompts import describe_frame_times
 
 PROMPT_ID = "c3po-short-v1"
 
@@ -18,7 +22,7 @@ SYSTEM = (
     "clip, text). Consider all of it before answering. Reply with only the answer: the most "
     "specific one you can give, in a few words, not a sentence. Do not explain."
 )
-VIDEO_LABEL = "Video ({n} frames in order, one per second):"
+VIDEO_LABEL = "Video ({n} frames in order{times}):"
 IMAGE_LABEL = "Image:"
 AUDIO_LABEL = "Audio:"
 CONTEXT_LABEL = "Note: "
@@ -31,16 +35,21 @@ class Prompt:
     system: str
     user: str  # the question block (context, question, cue)
 
-    def legend(self, n_frames: int, has_image: bool, has_audio: bool) -> str:
-        """What a simple model's attachment list holds, in order."""
+    def legend(self, frame_times: Sequence[float], has_image: bool, has_audio: bool) -> str:
+        """What a simple model's attachment list holds, in order (``frame_times``: one per frame)."""
         parts = []
-        if n_frames:
-            parts.append(f"{n_frames} video frame(s) in order, one per second")
+        if frame_times:
+            parts.append(f"{len(frame_times)} video frame(s) in order{describe_frame_times(frame_times)}")
         if has_image:
             parts.append("1 picture")
         if has_audio:
             parts.append("1 audio clip")
         return f"Attached, in this order: {', then '.join(parts)}." if parts else "Nothing is attached."
+
+
+def video_label(frame_times: Sequence[float]) -> str:
+    """The label before the video frames of a chat turn."""
+    return VIDEO_LABEL.format(n=len(frame_times), times=describe_frame_times(frame_times))
 
 
 def build(question: str, context: str = "") -> Prompt:

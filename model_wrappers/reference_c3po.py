@@ -117,7 +117,7 @@ def read_user(text: str) -> tuple[str, str]:
     return question, note
 
 
-_VIDEO_LABEL = re.compile(re.escape(prompts.VIDEO_LABEL).replace(r"\{n\}", r"\d+"))
+_VIDEO_LABEL = re.compile(re.escape(prompts.VIDEO_LABEL).replace(r"\{n\}", r"\d+").replace(r"\{times\}", ".*"))
 
 
 def evidence_from_messages(messages: list[dict]) -> Evidence:

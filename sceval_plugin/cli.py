@@ -1,6 +1,7 @@
 """``sceval``: the SCEval command line.
 
     sceval operators                         list operators and their severity tables
+    sceval check [SOURCE]                    validate items and decode media, list every problem
     sceval corrupt photo.png --op noise --severity 70 -o noisy.png
     sceval corrupt clip.mp4 --grid -o clip-grid.png
     sceval corrupt --text "Which shape moves?" --op word_shuffle --severity 50
@@ -30,9 +31,10 @@ def _load(args: argparse.Namespace) -> tuple[str, Any, str, list[str]]:
         image, notes = media.read_image(path)
         return "vision", image, path.stem, notes
     if suffix in media.VIDEO_SUFFIXES:
-        frames, times = media.read_video_frames(path, fps=args.fps, max_frames=args.max_frames)
+        frames, times, notes = media.read_video_frames(path, fps=args.fps, max_frames=args.max_frames,
+                                                       sampling=args.frame_sampling)
         note = f"{path.name}: {len(frames)} frames at " + ", ".join(f"{t:.2f}s" for t in times)
-        return "vision", frames, path.stem, [note]
+        return "vision", frames, path.stem, [*notes, note]
     if suffix in media.AUDIO_SUFFIXES:
         wave, _, notes = media.read_audio(path)
         return "audio", wave, path.stem, notes
@@ -119,6 +121,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from sceval_plugin.data.intake import check_command
+    from sceval_plugin.data.records import check_media
+    from sceval_plugin.data.sources import load_source
+
+    return check_command(load_source(args.source), check_media)
+
+
 def cmd_conditions(args: argparse.Namespace) -> int:
     from sceval_plugin.conditions import catalogue
 
@@ -192,11 +202,19 @@ def build_parser() -> argparse.ArgumentParser:
     corrupt.add_argument("--ops", help="comma-separated operators for --grid (default: all of the modality)")
     corrupt.add_argument("--fps", type=float, default=media.FRAME_RATE, help="video frames per second to sample")
     corrupt.add_argument("--max-frames", type=int, default=media.MAX_FRAMES)
+    corrupt.add_argument("--frame-sampling", choices=media.FRAME_SAMPLINGS,
+                         help="frames of a clip longer than max-frames/fps seconds: spread over the whole clip "
+                              "(uniform, the paper's) or its head only (default $FAULTLINE_FRAME_SAMPLING or uniform)")
     corrupt.add_argument("-o", "--output", help="output file (folder of PNG frames for video)")
     corrupt.set_defaults(func=cmd_corrupt)
 
     ops = sub.add_parser("operators", help="list registered operators and their severity tables")
     ops.set_defaults(func=cmd_operators)
+
+    check = sub.add_parser("check", help="validate a source's items and media; list every problem by sample")
+    check.add_argument("source", nargs="?", help="demo, a folder, items.jsonl/.parquet, hf:... or lmms:... "
+                                                 "(default $SCEVAL_SOURCE)")
+    check.set_defaults(func=cmd_check)
 
     conditions = sub.add_parser("conditions", help="print the condition catalogue (id, task, block, operators)")
     conditions.add_argument("--block", help="only this block (clean, single, tv, ta, va, tva, missing, ...)")

@@ -20,6 +20,14 @@ JSON_SCHEMA_LINE = (
 )
 
 
+def describe_frame_times(times: Sequence[float] | None) -> str:
+    """``", taken at 0, 1.25, 2.5 s into the clip"`` (empty without times): a model told only
+    "in order" could not know that 8 frames of a long clip are spread over all of it."""
+    if not times:
+        return ""
+    return f", taken at {', '.join(f'{round(t, 2):g}' for t in times)} s into the clip"
+
+
 @dataclass(frozen=True)
 class PromptTemplate:
     """``system`` and ``user`` are ``str.format`` templates. ``user`` receives ``{media}``,
@@ -39,10 +47,13 @@ class PromptTemplate:
         visual: str | None,
         audio: bool,
         context: str = "",
+        frame_times: Sequence[float] | None = None,
     ) -> tuple[str, str]:
-        """(system, user) text. ``visual`` is "image", "video frames" or None (not attached)."""
+        """(system, user) text. ``visual`` is "image", "video frames" or None (not attached);
+        ``frame_times`` (seconds into the clip, for frames sampled from a video) are stated."""
         media = [
-            f"Visual input: attached as {'an image' if visual == 'image' else 'a sequence of video frames, in order'}."
+            f"Visual input: attached as {'an image' if visual == 'image' else 'a sequence of video frames, in order'}"
+            f"{describe_frame_times(frame_times) if visual == 'video frames' else ''}."
             if visual else "Visual input: none.",
             "Audio input: attached as one audio clip." if audio else "Audio input: none.",
         ]

@@ -131,7 +131,7 @@ def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) ->
     frames, picture, audio = _media(item)
     content: list[dict] = []
     if frames:
-        content.append({"type": "text", "text": prompts.VIDEO_LABEL.format(n=len(frames))})
+        content.append({"type": "text", "text": prompts.video_label(item.frame_times())})
         content += [{"type": "image", "url": frame} for frame in frames]
     if picture is not None:
         content += [{"type": "text", "text": prompts.IMAGE_LABEL}, {"type": "image", "url": picture}]
@@ -152,8 +152,8 @@ def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str
     """System prompt, the legend of the attachments, the question (simple models)."""
     item = _item(doc["item"])
     prompt = prompts.build(item.question, item.context)
-    n_frames = len(item.frames()) if item.video else 0
-    return f"{prompt.system}\n\n{prompt.legend(n_frames, bool(item.image), bool(item.audio))}\n{prompt.user}"
+    legend = prompt.legend(item.frame_times() or (), bool(item.image), bool(item.audio))
+    return f"{prompt.system}\n\n{legend}\n{prompt.user}"
 
 
 def doc_to_target(doc: dict) -> str:
@@ -223,6 +223,8 @@ def process_results(doc: dict, results: list) -> dict:
         "run": doc["run"],
         "dataset": doc["dataset"],
         "media": item.relative_media(),
+        "frame_times_s": item.frame_times(),
+        "media_notes": item.media_notes(),
         "question": item.question,
         "context": item.context,
         "gold": item.answer,

@@ -2,7 +2,9 @@
 
 A task is one condition of the catalogue. ``process_docs__<condition id>`` replaces the
 placeholder dataset lmms-eval loads with one row per trial (item x variant) from the configured
-source, minus the trials the annotation manifest excludes (counted, with reasons). Media are
+source, minus the trials the annotation manifest excludes (counted, with reasons). Bad records
+and unusable media stop the build with the whole list (worded as ``sceval check`` prints it),
+or, with ``SCEVAL_ON_BAD_INPUT=exclude``, are left out and counted by reason. Media are
 corrupted lazily in ``doc_to_messages``/``doc_to_visual``; ``process_results`` parses the reply
 and returns the per-sample record; the aggregations group trials by sample id (mean- and
 worst-variant accuracy, coverage, invalid outputs by category, valid and excluded trials).
@@ -22,9 +24,10 @@ import numpy as np
 
 from sceval_plugin import telemetry
 from sceval_plugin.conditions import Condition, catalogue
+from sceval_plugin.data.intake import Problem, bad_input_policy, decode_problem, refuse
 from sceval_plugin.data.manifest import current_manifest
-from sceval_plugin.data.records import OmniItem, RecordError, check_media, item_from_row
-from sceval_plugin.data.sources import SourceError, load_source
+from sceval_plugin.data.records import OmniItem, check_media, item_from_row
+from sceval_plugin.data.sources import BAD_INPUT_ENV, SourceError, load_source
 from sceval_plugin.operators import SAMPLE_RATE
 from sceval_plugin.parsing import INVALID_CATEGORIES, parse_answer
 from sceval_plugin.prompts import prompt_template
@@ -58,33 +61,31 @@ def _item(item_json: str) -> OmniItem:
     return item_from_row(row, row["root"])
 
 
-_verified: dict[tuple[str, tuple[str, ...], str], str | None] = {}
+_verified: dict[tuple[str, tuple[str, ...], str], Problem | None] = {}
 
 
-def media_problem(item: OmniItem) -> str | None:
-    """Why the item's media cannot be used (decoded once per process), or None."""
+def media_problem(item: OmniItem) -> Problem | None:
+    """Why the item's media cannot be used (decoded in full, once per process), or None."""
     key = (item.sample_id, item.visual, item.audio)
     if key not in _verified:
-        try:
-            check_media(item)
-            _verified[key] = None
-        except RecordError as exc:
-            _verified[key] = str(exc)
+        _verified[key] = decode_problem(item.sample_id, lambda: check_media(item))
     return _verified[key]
 
 
 def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     """The trials of ``condition`` on the configured source, and the exclusions by reason.
 
-    Items whose media cannot be decoded are excluded as ``media_unreadable`` (and logged with
-    the sample and file) instead of failing the whole run at request time.
+    Every problem of the source (bad records, media that cannot be decoded or are over a
+    limit) is found before any model call: the build stops with the whole list, or, with
+    ``SCEVAL_ON_BAD_INPUT=exclude``, leaves those trials out and counts them by reason.
     """
     from loguru import logger
 
     source = load_source()
+    policy = bad_input_policy(BAD_INPUT_ENV)
     manifest = current_manifest()
-    excluded: collections.Counter = collections.Counter()
-    if source.released is not None and condition.corruptions:
+    released_mode = source.released is not None and bool(condition.corruptions)
+    if released_mode:
         base = condition.base and catalogue().get(condition.base)
         wanted = (base or condition).id
         trials = [(r.item, r.variant, True) for r in source.released if r.condition_id == wanted]
@@ -92,14 +93,18 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
             raise SourceError(f"{source.spec}: the release has no pre-corrupted rows for {wanted!r}")
     else:
         trials = [(item, v, False) for item in source.items for v in range(condition.variants)]
+    problems = list(source.problems)
+    # a record that is not an item would have given one trial per variant (one released row)
+    excluded = collections.Counter({reason: n * (1 if released_mode else condition.variants) for reason, n in
+                                    collections.Counter(p.reason for p in problems).items()})
     rows = []
     for item, variant, released in trials:
         reason = manifest.exclusion_reason(item.sample_id, condition, variant) if manifest else None
         problem = None if reason else media_problem(item)
         if problem:
-            reason = "media_unreadable"
-            if variant == 0:
-                logger.error(f"sceval {condition.id}: excluded, {problem}")
+            reason = problem.reason
+            if problem not in problems:
+                problems.append(problem)
         if reason:
             excluded[reason] += 1
             continue
@@ -115,6 +120,10 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
             "dataset": f"{source.spec}#{source.fingerprint}",
             "item": _item_json(item),
         })
+    if problems and policy == "error":
+        raise refuse(source.spec, problems, BAD_INPUT_ENV)
+    for problem in problems:
+        logger.error(f"sceval {condition.id}: excluded, {problem}")
     return rows, excluded
 
 
@@ -126,11 +135,9 @@ def process_docs(dataset: Any, condition_id: str) -> Any:
     rows, excluded = build_rows(condition)
     record_exclusions(condition_id, excluded)
     if excluded:
-        logger.warning(f"sceval {condition_id}: {sum(excluded.values())} trial(s) excluded by the annotation "
-                       f"manifest: {dict(excluded)}")
+        logger.warning(f"sceval {condition_id}: {sum(excluded.values())} trial(s) excluded, by reason: {dict(excluded)}")
     if not rows:
-        raise SourceError(f"sceval {condition_id}: every trial is excluded by the annotation manifest "
-                          f"({dict(excluded)}); nothing to evaluate")
+        raise SourceError(f"sceval {condition_id}: every trial is excluded ({dict(excluded)}); nothing to evaluate")
     return datasets.Dataset.from_list(rows)
 
 
@@ -169,9 +176,10 @@ def trial_for(doc: dict, *, with_media: bool = True) -> tuple[Condition, Trial]:
     return condition, render(_item(doc["item"]), shown, variant, with_media=with_media)
 
 
-def _prompt(condition: Condition, trial: Trial) -> tuple[str, str]:
+def _prompt(condition: Condition, trial: Trial, frame_times: tuple[float, ...] | None = None) -> tuple[str, str]:
     return prompt_template(condition.prompt).render(
-        trial.question, trial.options, visual=trial.visual_kind, audio=trial.audio_shown, context=trial.context
+        trial.question, trial.options, visual=trial.visual_kind, audio=trial.audio_shown, context=trial.context,
+        frame_times=frame_times,
     )
 
 
@@ -190,7 +198,7 @@ def _audio(trial: Trial) -> dict | None:
 def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> list[dict]:
     """System prompt; then the frames in order, the audio clip and the question with options."""
     condition, trial = trial_for(doc)
-    system, user = _prompt(condition, trial)
+    system, user = _prompt(condition, trial, _item(doc["item"]).frame_times())
     content: list[dict] = [{"type": "image", "url": image} for image in _images(trial)]
     audio = _audio(trial)
     if audio is not None:
@@ -212,7 +220,7 @@ def doc_to_visual(doc: dict) -> list:
 def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:
     """System and user prompt as one string (simple models; lmms-eval's request context)."""
     condition, trial = trial_for(doc, with_media=False)
-    system, user = _prompt(condition, trial)
+    system, user = _prompt(condition, trial, _item(doc["item"]).frame_times())
     return f"{system}\n\n{user}"
 
 
@@ -248,6 +256,8 @@ def process_results(doc: dict, results: list) -> dict:
         "released_variant": bool(doc["released"]),
         "media": {"root": item.root, "visual": [str(Path(p).relative_to(item.root)) for p in item.visual],
                   "audio": str(Path(item.audio).relative_to(item.root))},
+        "frame_times_s": item.frame_times(),
+        "media_notes": item.media_notes(),
         "raw_response": reply,
         "parsed_answer": answer,
         "parsed_answer_original_key": None if answer is None else original[[k for k, _ in options].index(answer)],

@@ -88,7 +88,7 @@ def messages(item: C3POItem, *, wave: np.ndarray | None = None) -> list[dict]:
     parts: list[dict] = []
     if item.video:
         frames = item.frames()
-        parts.append({"type": "text", "text": prompts.VIDEO_LABEL.format(n=len(frames))})
+        parts.append({"type": "text", "text": prompts.video_label(item.frame_times())})
         parts += [{"type": "image", "url": Image.fromarray(f)} for f in frames]
     if item.image:
         parts += [{"type": "text", "text": prompts.IMAGE_LABEL}, {"type": "image", "url": Image.fromarray(item.picture())}]
@@ -109,7 +109,7 @@ def simple_request(item: C3POItem) -> tuple[str, list]:
     if item.audio:
         visuals.append({"array": item.waveform(), "sampling_rate": 16000})
     prompt = prompts.build(item.question, item.context)
-    text = f"{prompt.system}\n\n{prompt.legend(len(frames), bool(item.image), bool(item.audio))}\n{prompt.user}"
+    text = f"{prompt.system}\n\n{prompt.legend(item.frame_times() or (), bool(item.image), bool(item.audio))}\n{prompt.user}"
     return text, visuals
 
 

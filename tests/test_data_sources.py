@@ -4,13 +4,14 @@ annotation manifest."""
 from __future__ import annotations
 
 import json
+import re
 
 import av
 import numpy as np
 import pytest
 from fixtures import copy_demo, demo_rows, omni_bench_fixture, release_fixture
 
-from sceval_plugin import operators
+from sceval_plugin import media, operators
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.manifest import ManifestError, parse_manifest
 from sceval_plugin.data.records import RecordError, check_media, item_from_row
@@ -55,7 +56,7 @@ def test_local_folder_jsonl_and_parquet(tmp_path):
     assert np.array_equal(a.items[0].frames(), b.items[0].frames())
 
 
-def test_video_evidence_is_sampled_at_one_fps_with_pyav(tmp_path):
+def test_a_long_clip_is_sampled_uniformly_from_start_to_end(tmp_path, monkeypatch):
     folder = tmp_path / "video"
     rows = demo_rows(1)
     (folder / "clips").mkdir(parents=True)
@@ -72,9 +73,34 @@ def test_video_evidence_is_sampled_at_one_fps_with_pyav(tmp_path):
     item = load_source(str(folder)).items[0]
     frames = item.frames()
     assert item.visual_kind == "video" and frames.shape == (8, 120, 160, 3)
+    # App. F.2: 8 frames spread over the 10 s clip (frame i at i * 10/8 s), not its first 8 s
+    assert item.frame_times() == (0.0, 1.25, 2.5, 3.75, 5.0, 6.25, 7.5, 8.75)
     levels = frames.reshape(8, -1).mean(axis=1)
-    assert np.allclose(levels, 20 * np.arange(8), atol=3), "one frame per second, in order"
+    assert np.allclose(levels, 20 * np.floor(np.array(item.frame_times())), atol=3), "the frames at those times"
     assert rows[0]["sample_id"] == item.sample_id
+    # the times are in the record and in what the model is told
+    from faultline_eval.tasks import sceval_task as task
+
+    monkeypatch.setenv("SCEVAL_SOURCE", str(folder))
+    doc = task.build_rows(catalogue().get("clean"))[0][0]
+    assert "taken at 0, 1.25, 2.5, 3.75, 5, 6.25, 7.5, 8.75 s into the clip" in task.doc_to_text(doc)
+    assert task.process_results(doc, ["A"])["sceval_record"]["frame_times_s"] == item.frame_times()
+    # the head-of-clip policy stays available as a setting
+    head = media.read_video_frames(folder / "clips" / "c.mp4", sampling="head")
+    assert head.times == (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0)
+    monkeypatch.setenv("FAULTLINE_FRAME_SAMPLING", "head")
+    assert media.read_video_frames(folder / "clips" / "c.mp4").times == head.times
+
+
+def test_frame_times_follow_the_paper_for_short_and_long_clips():
+    assert media.sample_times(0.4) == [0.0]
+    assert media.sample_times(5.0) == [0.0, 1.0, 2.0, 3.0, 4.0]  # shorter than 8 s: every 1 fps frame
+    assert media.sample_times(5.5) == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert media.sample_times(8.0) == [float(i) for i in range(8)]
+    assert media.sample_times(80.0) == [10.0 * i for i in range(8)]
+    assert media.sample_times(80.0, sampling="head") == [float(i) for i in range(8)]
+
+
 
 
 @pytest.mark.parametrize(
@@ -101,17 +127,23 @@ def test_broken_media_names_the_sample_and_file(tmp_path):
     folder = copy_demo(tmp_path / "broken", 2)
     first = demo_rows(2)[0]
     (folder / first["audio"]).write_bytes(b"not audio")
-    item = load_source(str(folder)).items[0]
+    source = load_source(str(folder))
+    assert [i.sample_id for i in source.items] == [demo_rows(2)[1]["sample_id"]]
+    [problem] = source.problems
+    assert problem.sample_id == first["sample_id"] and problem.reason == "media_unreadable"
+    assert re.search(rf"sample '{first['sample_id']}': field 'audio': .*audio.flac: cannot decode audio", problem.detail)
     with pytest.raises(RecordError, match=rf"sample '{first['sample_id']}': field 'audio': .*audio.flac: cannot decode audio"):
-        check_media(item)
+        check_media(item_from_row(first, folder))
 
 
 def test_duplicate_ids_and_missing_items_are_refused(tmp_path):
     folder = copy_demo(tmp_path / "dup", 2)
     rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
     (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows + rows[:1]))
-    with pytest.raises(RecordError, match="duplicate sample_id"):
-        load_source(str(folder))
+    source = load_source(str(folder))
+    assert len(source.items) == 2
+    assert [str(p) for p in source.problems] == [
+        f"record: sample {rows[0]['sample_id']!r}: duplicate sample_id (items.jsonl line 3)"]
     with pytest.raises(SourceError, match="is not 'demo', an existing folder"):
         load_source(str(tmp_path / "nowhere"))
 

@@ -10,7 +10,7 @@ from fixtures import copy_demo
 
 from faultline_eval.tasks import sceval_task as task
 from sceval_plugin.conditions import catalogue
-from sceval_plugin.data.sources import load_source
+from sceval_plugin.data.sources import SourceError, load_source
 from sceval_plugin.prompts import GENERIC_INSTRUCTION
 from sceval_plugin.render import render
 
@@ -173,6 +173,10 @@ def test_unreadable_media_are_excluded_with_their_reason(tmp_path, monkeypatch):
     rows = [__import__("json").loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
     (folder / rows[1]["audio"]).write_bytes(b"garbage")
     monkeypatch.setenv("SCEVAL_SOURCE", str(folder))
+    with pytest.raises(SourceError, match=rf"1 bad record\(s\), found before any model call \(set SCEVAL_ON_BAD_INPUT="
+                                          rf"exclude to run the rest\):\n  media_unreadable: sample '{rows[1]['sample_id']}'"):
+        task.build_rows(cond("single_mute_a30"))
+    monkeypatch.setenv("SCEVAL_ON_BAD_INPUT", "exclude")
     built, excluded = task.build_rows(cond("single_mute_a30"))
     assert len(built) == 6 and excluded == {"media_unreadable": 3}
     assert rows[1]["sample_id"] not in {r["sample_id"] for r in built}

@@ -65,16 +65,27 @@ class C3POItem:
         return {k: str(Path(p).relative_to(self.root)) for k in MEDIA_FIELDS if (p := getattr(self, k))}
 
     def frames(self) -> np.ndarray:
-        """The video sampled at 1 fps (at most 8 frames), uint8 ``(N, H, W, 3)``. Cached."""
-        return _load_video(self.sample_id, self.video)
+        """The video sampled per SCEval App. F.2 (1 fps, at most 8 frames spread over the
+        whole clip), uint8 ``(N, H, W, 3)``. Cached."""
+        return _load_video(self.sample_id, self.video).frames
+
+    def frame_times(self) -> tuple[float, ...] | None:
+        """Seconds into the clip of each video frame; None without a video."""
+        return _load_video(self.sample_id, self.video).times if self.video else None
 
     def picture(self) -> np.ndarray:
         """The image, uint8 ``(H, W, 3)``. Cached."""
-        return _load_image(self.sample_id, self.image)
+        return _load_image(self.sample_id, self.image)[0]
 
     def waveform(self) -> np.ndarray:
         """Mono float32 audio at 16 kHz. Cached."""
-        return _load_audio(self.sample_id, self.audio)
+        return _load_audio(self.sample_id, self.audio)[0]
+
+    def media_notes(self) -> list[str]:
+        """Every conversion made to the media on decoding (downscaling, resampling, ...)."""
+        notes = list(_load_video(self.sample_id, self.video).notes) if self.video else []
+        notes += _load_image(self.sample_id, self.image)[1] if self.image else ()
+        return notes + list(_load_audio(self.sample_id, self.audio)[1] if self.audio else ())
 
 
 def _mapping(value: Any, sample_id: str, name: str) -> dict:
@@ -167,20 +178,25 @@ def _decode(sample_id: str, kind: str, read: Any) -> Any:
         out = read()
     except media.MediaError as exc:
         raise RecordError(f"sample {sample_id!r}: field {kind!r}: {exc}") from exc
-    out.setflags(write=False)
+    out[0].setflags(write=False)
     return out
 
 
-@functools.lru_cache(maxsize=64)
-def _load_video(sample_id: str, path: str) -> np.ndarray:
-    return _decode(sample_id, "video", lambda: media.read_video_frames(path)[0])
+def _with_tuple_notes(data: np.ndarray, *rest: Any) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(array, notes) from a reader's result, the notes made hashable for the cache."""
+    return data, tuple(rest[-1])
 
 
 @functools.lru_cache(maxsize=64)
-def _load_image(sample_id: str, path: str) -> np.ndarray:
-    return _decode(sample_id, "image", lambda: media.read_image(path)[0])
+def _load_video(sample_id: str, path: str) -> media.Frames:
+    return _decode(sample_id, "video", lambda: media.read_video_frames(path))
 
 
 @functools.lru_cache(maxsize=64)
-def _load_audio(sample_id: str, path: str) -> np.ndarray:
-    return _decode(sample_id, "audio", lambda: media.read_audio(path)[0])
+def _load_image(sample_id: str, path: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    return _decode(sample_id, "image", lambda: _with_tuple_notes(*media.read_image(path)))
+
+
+@functools.lru_cache(maxsize=64)
+def _load_audio(sample_id: str, path: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    return _decode(sample_id, "audio", lambda: _with_tuple_notes(*media.read_audio(path)))

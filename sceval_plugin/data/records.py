@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,12 +62,20 @@ class OmniItem:
 
     def frames(self) -> np.ndarray:
         """The visual evidence as uint8 ``(N, H, W, 3)``: 1 image, up to 8 frames, or a
-        video sampled at 1 fps (at most 8 frames). Cached; treat as read-only."""
-        return _load_frames(self.sample_id, self.visual)
+        video sampled per App. F.2 (see :func:`media.sample_times`). Cached; read-only."""
+        return _load_frames(self.sample_id, self.visual).frames
+
+    def frame_times(self) -> tuple[float, ...] | None:
+        """Seconds into the clip of each video frame; None for an image or a frame list."""
+        return _load_frames(self.sample_id, self.visual).times if self.visual_kind == "video" else None
 
     def waveform(self) -> np.ndarray:
         """Mono float32 audio at 16 kHz. Cached; treat as read-only."""
-        return _load_audio(self.sample_id, self.audio)
+        return _load_audio(self.sample_id, self.audio)[0]
+
+    def media_notes(self) -> list[str]:
+        """Every conversion made to the media on decoding (downscaling, resampling, ...)."""
+        return [*_load_frames(self.sample_id, self.visual).notes, *_load_audio(self.sample_id, self.audio)[1]]
 
 
 def field_error(sample_id: Any, field_name: str, problem: str) -> RecordError:
@@ -74,13 +83,19 @@ def field_error(sample_id: Any, field_name: str, problem: str) -> RecordError:
 
 
 def resolve_inside(root: Path, relative: Any, sample_id: str, field_name: str) -> str:
-    """Absolute path of ``relative`` under ``root``; a path escaping the root is rejected."""
-    if not isinstance(relative, str) or not relative.strip():
+    """Absolute path of ``relative`` under ``root``, symlinks resolved.
+
+    A symlink (to a file or a folder) is accepted when its target stays inside the dataset
+    root (itself resolved); a path that ends up outside it is rejected, naming the path, its
+    target and the root.
+    """
+    if not isinstance(relative, str) or not relative.strip() or "\x00" in relative:
         raise field_error(sample_id, field_name, f"expected a relative media path, got {relative!r}")
     root = root.resolve()
     path = (root / relative).resolve()
     if path != root and root not in path.parents:
-        raise field_error(sample_id, field_name, f"path {relative!r} escapes the dataset root {root}")
+        target = "" if path == Path(os.path.abspath(root / relative)) else f" (which resolves to {path})"
+        raise field_error(sample_id, field_name, f"path {relative!r}{target} escapes the dataset root {root}")
     return str(path)
 
 
@@ -154,26 +169,26 @@ def check_media(item: OmniItem) -> None:
 
 
 @functools.lru_cache(maxsize=64)
-def _load_frames(sample_id: str, paths: tuple[str, ...]) -> np.ndarray:
+def _load_frames(sample_id: str, paths: tuple[str, ...]) -> media.Frames:
     try:
         if len(paths) == 1 and Path(paths[0]).suffix.lower() in media.VIDEO_SUFFIXES:
-            frames, _ = media.read_video_frames(paths[0])
+            decoded = media.read_video_frames(paths[0])
         else:
-            images = [media.read_image(p)[0] for p in paths]
+            images, notes = zip(*(media.read_image(p) for p in paths))
             if len({im.shape for im in images}) > 1:
                 raise media.MediaError(f"frames differ in size: {sorted({im.shape for im in images})}")
-            frames = np.stack(images)
+            decoded = media.Frames(np.stack(images), (), tuple(n for group in notes for n in group))
     except media.MediaError as exc:
         raise RecordError(f"sample {sample_id!r}: field 'visual': {exc}") from exc
-    frames.setflags(write=False)
-    return frames
+    decoded.frames.setflags(write=False)
+    return decoded
 
 
 @functools.lru_cache(maxsize=64)
-def _load_audio(sample_id: str, path: str) -> np.ndarray:
+def _load_audio(sample_id: str, path: str) -> tuple[np.ndarray, tuple[str, ...]]:
     try:
-        wave, _, _ = media.read_audio(path)
+        wave, _, notes = media.read_audio(path)
     except media.MediaError as exc:
         raise RecordError(f"sample {sample_id!r}: field 'audio': {exc}") from exc
     wave.setflags(write=False)
-    return wave
+    return wave, tuple(notes)

@@ -12,7 +12,12 @@
 
 For the authors' release, ``SCEVAL_HF_MODE`` picks ``apply`` (default: our operators on the
 baseline items) or ``released`` (their pre-corrupted variants as they are, mapped to our
-condition ids). Everything goes through :mod:`datasets`; offline settings are respected.
+condition ids). Tables and hub datasets go through :mod:`datasets` (JSON lines are read line
+by line, see :mod:`.intake`); offline settings are respected.
+
+Every row is validated and every media file probed when the source is loaded; the problems
+found are kept in :attr:`Source.problems` (``sceval check`` prints them) and the task builder
+refuses to run on any unless ``SCEVAL_ON_BAD_INPUT=exclude``.
 """
 
 from __future__ import annotations
@@ -22,21 +27,19 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from sceval_plugin.data.intake import Problem, Row, SourceError, collect, numbered, read_rows
 from sceval_plugin.data.records import OmniItem, RecordError, item_from_row
 
 SOURCE_ENV = "SCEVAL_SOURCE"
+BAD_INPUT_ENV = "SCEVAL_ON_BAD_INPUT"
 HF_MODE_ENV = "SCEVAL_HF_MODE"
 CACHE_ENV = "SCEVAL_CACHE"
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 RELEASE_REPO = "KZL96/ModalityFaultLines-SCEval"
-
-
-class SourceError(ValueError):
-    """The configured source cannot be read; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class Source:
     spec: str
     items: list[OmniItem]
     released: list[ReleasedRow] | None = None  # set in the release's "released" mode
+    problems: list[Problem] = field(default_factory=list)  # rows that are not usable items
 
     @property
     def fingerprint(self) -> str:
@@ -98,31 +102,20 @@ def _load_source(spec: str, hf_mode: str) -> Source:
     )
 
 
-def _load_table(path: Path):
-    import datasets
-
-    builder = "parquet" if path.suffix == ".parquet" else "json"
-    try:
-        return datasets.load_dataset(builder, data_files=str(path), split="train")
-    except Exception as exc:
-        raise SourceError(f"{path}: cannot be read as {builder}: {type(exc).__name__}: {exc}") from exc
+def media_paths(item: OmniItem) -> list[tuple[str, str]]:
+    return [("visual", p) for p in item.visual] + [("audio", item.audio)]
 
 
-def _items(rows: Iterable[Mapping[str, Any]], root: Path, source: str) -> list[OmniItem]:
-    items, seen = [], set()
-    for row in rows:
-        item = item_from_row(row, root, source=source)
-        if item.sample_id in seen:
-            raise RecordError(f"sample {item.sample_id!r}: duplicate sample_id")
-        seen.add(item.sample_id)
-        items.append(item)
-    if not items:
+def _items(rows: Iterable[Row], root: Path, source: str) -> tuple[list[OmniItem], list[Problem]]:
+    items, problems = collect(rows, lambda row: item_from_row(row, root, source=source), media_paths)
+    if not items and not problems:
         raise SourceError(f"{source}: no items")
-    return items
+    return items, problems
 
 
 def _from_table(spec: str, path: Path, root: Path) -> Source:
-    return Source(spec, _items(_load_table(path), root, source=path.parent.name))
+    items, problems = _items(read_rows(path), root, source=path.parent.name)
+    return Source(spec, items, problems=problems)
 
 
 # --- the authors' release -----------------------------------------------------------------------
@@ -212,18 +205,22 @@ def _from_release(spec: str, repo: str, mode: str) -> Source:
     baseline = load("baseline")
     if isinstance(baseline, datasets.DatasetDict):
         baseline = baseline[next(iter(baseline))]
-    items = _items((_release_row(r, root) for r in baseline), root, source="sceval-release")
+    items, problems = _items(((w, _release_row(r, root)) for w, r in numbered(baseline, "baseline row")), root,
+                             source="sceval-release")
     if mode == "apply":
-        return Source(spec, items)
+        return Source(spec, items, problems=problems)
     released: list[ReleasedRow] = []
     for config in ("single", "combined"):
         table = load(config)
         if isinstance(table, datasets.DatasetDict):
             table = table[next(iter(table))]
-        for row in table:
-            condition, variant = _release_condition(row)
-            released.append(ReleasedRow(item_from_row(_release_row(row, root), root), condition, variant))
-    return Source(spec, items, released)
+        for where, row in numbered(table, f"{config} row"):
+            try:
+                condition, variant = _release_condition(row)
+                released.append(ReleasedRow(item_from_row(_release_row(row, root), root), condition, variant))
+            except RecordError as exc:
+                problems.append(Problem(str(row.get("sample_id") or f"<{where}>"), "record", f"{where}: {exc}"))
+    return Source(spec, items, released, problems)
 
 
 # --- existing lmms-eval benchmarks ---------------------------------------------------------------
@@ -288,5 +285,14 @@ def _from_lmms_task(spec: str, target: str) -> Source:
         if isinstance(feature, (datasets.Audio, datasets.Image)):
             table = table.cast_column(column, type(feature)(decode=False))
     out = cache_dir() / "adapters" / task / hashlib.blake2b(f"{path}:{split}".encode(), digest_size=6).hexdigest()
-    rows = (ADAPTERS[task](i, doc, out) for i, doc in enumerate(table))
-    return Source(spec, _items(rows, out, source=task))
+    items, problems = _items(numbered(_adapted(ADAPTERS[task], table, out), f"{task} doc"), out, source=task)
+    return Source(spec, items, problems=problems)
+
+
+def _adapted(adapter, table, out: Path) -> Iterable[Mapping[str, Any] | Problem]:
+    """Each doc converted to a unified row, or the Problem that stopped its conversion."""
+    for index, doc in enumerate(table):
+        try:
+            yield adapter(index, doc, out)
+        except RecordError as exc:
+            yield Problem(f"<doc {index}>", "record", str(exc))
