@@ -6,5 +6,6 @@ from c3po_plugin import hookspecs
 from sceval_plugin.plugins import PluginHost
 
 DISABLE_AUTOLOAD_ENV = "C3PO_DISABLE_PLUGIN_AUTOLOAD"
+STRICT_ENV = "C3PO_STRICT_PLUGINS"
 BUILTIN_PLUGINS = ("c3po_plugin.templates",)
-HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, DISABLE_AUTOLOAD_ENV)
+HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, DISABLE_AUTOLOAD_ENV, STRICT_ENV)

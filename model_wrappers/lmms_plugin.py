@@ -62,12 +62,15 @@ def install_task_path() -> None:
         from c3po_plugin.taskgen import task_dirs as c3po_task_dirs
         from faultline_eval.tasks import TASKS_DIR
         from sceval_plugin import telemetry
+        from sceval_plugin.plugins import PluginError
         from sceval_plugin.taskgen import task_dirs as sceval_task_dirs
 
         ours = []
         for protocol, task_dirs in (("sceval", sceval_task_dirs), ("c3po", c3po_task_dirs)):
             try:
                 ours += task_dirs()
+            except PluginError:  # only raised when strict mode (<PROJECT>_STRICT_PLUGINS) asks for it
+                raise
             except Exception as exc:  # a broken third-party plugin must not break lmms-eval itself
                 logger.error(f"faultline-eval: {protocol} plugin tasks unavailable ({type(exc).__name__}: {exc}); "
                              f"only the built-in {protocol} tasks are indexed")

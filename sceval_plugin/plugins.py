@@ -4,13 +4,25 @@ Built-in modules are registered exactly like third-party ones, so every run of t
 goes through the same path a third-party package takes. :class:`PluginHost` serves both
 protocols: SCEval (group ``sceval``, this module's functions) and C3PO (group ``c3po``, see
 :mod:`c3po_plugin.plugins`).
+
+A third-party plugin that fails (it raises on import, has a malformed hook, registers a name
+another plugin has, or an invalid spec) disables only itself: it is named in one line on
+stderr (plugin, distribution, reason), its additions to the registry it failed in are undone,
+it takes part in no later hook call, and everything else keeps working. Set the host's strict
+variable (``SCEVAL_STRICT_PLUGINS=1``, ``C3PO_STRICT_PLUGINS=1``) to make that a hard error,
+as a plugin author's CI should; ``FAULTLINE_DEBUG=1`` adds the traceback. A failing built-in
+is always an error.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
 import os
+import sys
+import traceback
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any, Callable, Iterator, Sequence
@@ -19,20 +31,44 @@ import pluggy
 
 from sceval_plugin import hookspecs
 
+DEBUG_ENV = "FAULTLINE_DEBUG"
+
 
 class PluginError(RuntimeError):
     """A plugin could not be loaded, or two plugins claim the same name."""
 
 
+def env_flag(name: str) -> bool:
+    """Whether the environment variable ``name`` is set to something other than ``""``/``0``."""
+    return os.environ.get(name, "").strip() not in ("", "0")
+
+
+@dataclass(frozen=True)
+class SkippedPlugin:
+    """A third-party plugin left out of this process, and why."""
+
+    project: str
+    plugin: str  # its description: entry-point name and distribution
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.project} plugin {self.plugin} skipped: {self.reason}"
+
+
 class PluginHost:
     """One pluggy project: its hook specifications, built-in plugins and entry-point group.
 
-    Set the environment variable named by ``disable_env`` to load only the built-ins.
+    Set the environment variable named by ``disable_env`` to load only the built-ins, and the
+    one named by ``strict_env`` to turn a skipped plugin into a :class:`PluginError`.
     """
 
-    def __init__(self, project: str, specs: ModuleType, builtins: Sequence[str], disable_env: str) -> None:
-        self.project, self.specs, self.builtins, self.disable_env = project, specs, tuple(builtins), disable_env
+    def __init__(self, project: str, specs: ModuleType, builtins: Sequence[str], disable_env: str,
+                 strict_env: str) -> None:
+        self.project, self.specs, self.builtins = project, specs, tuple(builtins)
+        self.disable_env, self.strict_env = disable_env, strict_env
         self._entry_points: dict[str, Any] = {}
+        #: Every plugin skipped so far, in the order it failed.
+        self.skipped: list[SkippedPlugin] = []
 
     @functools.cached_property
     def manager(self) -> pluggy.PluginManager:
@@ -41,21 +77,39 @@ class PluginHost:
         pm.add_hookspecs(self.specs)
         for module_name in self.builtins:
             pm.register(importlib.import_module(module_name), name=module_name)
-        if not os.environ.get(self.disable_env):
+        pm.check_pending()
+        if not env_flag(self.disable_env):
             for ep in entry_points(group=self.project):
                 if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
                     continue
+                self._entry_points[ep.name] = ep
                 try:
                     plugin = ep.load()
-                except Exception as exc:  # the plugin's own import error, re-raised with its name
-                    raise PluginError(
-                        f"{self.project} plugin {self.describe(ep.name, ep)} failed to import "
-                        f"{ep.value!r}: {type(exc).__name__}: {exc}"
-                    ) from exc
-                pm.register(plugin, name=ep.name)
-                self._entry_points[ep.name] = ep
-        pm.check_pending()  # a misspelled @hookimpl fails loudly instead of doing nothing
+                except Exception as exc:  # the plugin's own import error, reported with its name
+                    self.skip(pm, ep.name, f"failed to import {ep.value!r}: {type(exc).__name__}: {exc}", exc)
+                    continue
+                try:
+                    pm.register(plugin, name=ep.name)
+                    pm.check_pending()  # a misspelled @hookimpl fails loudly instead of doing nothing
+                except Exception as exc:
+                    self.skip(pm, ep.name, f"invalid hook implementation: {exc}", exc)
         return pm
+
+    def skip(self, pm: pluggy.PluginManager, plugin_name: str, reason: str, exc: BaseException) -> None:
+        """Leave a failing plugin out (named on stderr), or raise if it is a built-in or the
+        host is strict."""
+        skipped = SkippedPlugin(self.project, self.describe(plugin_name), reason)
+        if plugin_name in self.builtins:
+            raise PluginError(f"built-in {self.project} plugin {plugin_name!r} failed: {reason}") from exc
+        if env_flag(self.strict_env):
+            raise PluginError(f"{skipped} ({self.strict_env} is set, so this is an error)") from exc
+        if pm.get_plugin(plugin_name) is not None:
+            pm.unregister(name=plugin_name)
+        pm.set_blocked(plugin_name)
+        self.skipped.append(skipped)
+        print(f"warning: {skipped}", file=sys.stderr)
+        if env_flag(DEBUG_ENV):
+            traceback.print_exception(exc, file=sys.stderr)
 
     def describe(self, plugin_name: str, ep: Any = None) -> str:
         """A human name for a plugin: the entry point and the distribution that ships it."""
@@ -74,35 +128,40 @@ class PluginHost:
         """
         hook: pluggy.HookCaller = getattr(self.manager.hook, hook_name)
         for impl in hook.get_hookimpls():  # registration order (pluggy itself calls them last-first)
+            if self.manager.is_blocked(impl.plugin_name):  # skipped while this loop ran
+                continue
             args = {name: kwargs[name] for name in impl.argnames}
             yield impl.plugin_name, functools.partial(impl.function, **args)
 
     def fill_registry(self, hook_name: str, registry: Any, what: str) -> Any:
         """Run every plugin's ``hook_name(registry=...)``, telling the registry who is adding
-        what (its ``_plugin``), so clashes and failures name the plugin responsible."""
+        what (its ``_plugin``), so clashes and failures name the plugin responsible. A plugin
+        that fails has its additions undone and is skipped (see :meth:`skip`)."""
         for plugin_name, call in self.call_per_plugin(hook_name, registry=registry):
             registry._plugin = self.describe(plugin_name)
+            before = {name: copy.copy(value) for name, value in vars(registry).items()}
             try:
                 call()
-            except PluginError:
-                raise
             except Exception as exc:
-                raise PluginError(
-                    f"plugin {registry._plugin} failed while registering {what}: {type(exc).__name__}: {exc}"
-                ) from exc
+                vars(registry).clear()
+                vars(registry).update(before)
+                reason = str(exc) if isinstance(exc, PluginError) else \
+                    f"failed while registering {what}: {type(exc).__name__}: {exc}"
+                self.skip(self.manager, plugin_name, reason, exc)
         registry._plugin = "<direct>"
         return registry
 
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT
 DISABLE_AUTOLOAD_ENV = "SCEVAL_DISABLE_PLUGIN_AUTOLOAD"
+STRICT_ENV = "SCEVAL_STRICT_PLUGINS"
 BUILTIN_PLUGINS = (
     "sceval_plugin.operators.text",
     "sceval_plugin.operators.vision",
     "sceval_plugin.operators.audio",
     "sceval_plugin.conditions",
 )
-HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, DISABLE_AUTOLOAD_ENV)
+HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, DISABLE_AUTOLOAD_ENV, STRICT_ENV)
 
 
 def plugin_manager() -> pluggy.PluginManager:

@@ -101,10 +101,15 @@ def test_an_installed_template_plugin_gets_its_tasks(tmp_path):
 @pytest.mark.slow
 def test_a_template_clash_names_both_plugins(tmp_path):
     site = install(tmp_path, "c3po-clash", "c3po_clash", CLASH, group="c3po")
-    done = run_python(site, "from c3po_plugin.templates import registry; registry()")
-    assert done.returncode != 0
-    assert "template name 'CausalMisattribution' is registered by two plugins" in done.stderr
-    assert "'c3po_plugin.templates' (built in)" in done.stderr and "c3po-clash 0.1" in done.stderr
+    code = "from c3po_plugin.templates import registry; print(len(registry()))"
+    done = run_python(site, code)  # the clashing plugin is skipped, the built-ins stay
+    assert done.returncode == 0 and done.stdout.strip() == "25", done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("warning: c3po plugin 'c3po_clash' (distribution c3po-clash 0.1) skipped: ")
+    assert "template name 'CausalMisattribution' is registered by two plugins" in line
+    assert "'c3po_plugin.templates' (built in)" in line
+    strict = run_python(site, code, env={"C3PO_STRICT_PLUGINS": "1"})
+    assert strict.returncode != 0 and "C3PO_STRICT_PLUGINS is set" in strict.stderr.strip().splitlines()[-1]
 
 
 def test_render_for_a_plugin_folder_holds_only_its_templates_and_new_cells():

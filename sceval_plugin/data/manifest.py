@@ -22,6 +22,7 @@ from pathlib import Path
 
 from sceval_plugin import operators
 from sceval_plugin.conditions import Condition
+from sceval_plugin.data.intake import SourceError, read_text
 
 MANIFEST_ENV = "SCEVAL_MANIFEST"
 
@@ -53,14 +54,14 @@ class Manifest:
 
 def parse_manifest(path: Path) -> Manifest:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
         try:
             data = json.loads(text)
         except json.JSONDecodeError:  # JSON lines: one sample or cell entry per line
             entries = [json.loads(line) for line in text.splitlines() if line.strip()]
             data = {"samples": [e for e in entries if "operator" not in e],
                     "cells": [e for e in entries if "operator" in e]}
-    except (OSError, json.JSONDecodeError) as exc:
+    except (SourceError, json.JSONDecodeError) as exc:
         raise ManifestError(f"{path}: unreadable annotation manifest: {exc}") from exc
     if not isinstance(data, dict):
         raise ManifestError(f"{path}: expected an object with 'samples' and/or 'cells'")

@@ -7,7 +7,7 @@ import functools
 from typing import Any, Callable, Iterator, TypeVar
 
 from sceval_plugin.operators._seed import variant_rng
-from sceval_plugin.operators._spec import MODALITIES, OperatorSpec, check_severity
+from sceval_plugin.operators._spec import MODALITIES, OperatorSpec, check_severity, check_spec
 from sceval_plugin.operators._validate import CHECK_INPUT, OperatorInputError, check_output
 
 Data = TypeVar("Data")
@@ -28,7 +28,8 @@ class OperatorRegistry:
         self._plugin = "<direct>"
 
     def add(self, operator: Callable[..., Any] | OperatorSpec) -> OperatorSpec:
-        """Register a function decorated with :func:`operator` (or a ready spec)."""
+        """Register a function decorated with :func:`operator` (or a ready spec, validated
+        here like one from the decorator); a clash or an invalid spec raises PluginError."""
         from sceval_plugin.plugins import PluginError
 
         spec = operator if isinstance(operator, OperatorSpec) else getattr(operator, "sceval_operator", None)
@@ -37,6 +38,10 @@ class OperatorRegistry:
                 f"plugin {self._plugin} tried to register {operator!r}, which is not decorated with "
                 "@sceval_plugin.operators.operator(...)"
             )
+        try:
+            check_spec(spec)
+        except ValueError as exc:
+            raise PluginError(f"plugin {self._plugin} registered an invalid operator: {exc}") from None
         previous = self._specs.get(spec.name)
         if previous is not None:
             raise PluginError(

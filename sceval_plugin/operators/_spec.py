@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
@@ -39,19 +40,42 @@ class SeverityTable:
     """Severity (10/30/50/70) to the operator's own parameter, plus its value at severity 0.
 
     ``table[severity]`` is the checked lookup: anything but 0/10/30/50/70 raises ``ValueError``.
+    Every value, the identity included, must be a finite number of the declared ``dtype``
+    (``float``: any real number; ``int``: whole numbers only); a table that is not is refused
+    when it is built, so a plugin's mistake surfaces at registration, naming the table.
     """
 
     parameter: str
     values: Mapping[int, float]
     identity: float
+    dtype: type = float
 
     def __post_init__(self) -> None:
-        if set(self.values) != set(CORRUPTING_SEVERITIES):
+        if not isinstance(self.parameter, str) or not self.parameter.strip():
+            raise ValueError(f"a severity table needs a parameter description (str), got {self.parameter!r}")
+        if self.dtype not in (float, int):
+            raise ValueError(f"severity table {self.parameter!r}: dtype must be float or int, got {self.dtype!r}")
+        if not isinstance(self.values, Mapping):
+            raise ValueError(f"severity table {self.parameter!r}: values must map severity to parameter, "
+                             f"got {type(self.values).__name__}")
+        keys = list(self.values)
+        if any(isinstance(k, bool) for k in keys) or set(keys) != set(CORRUPTING_SEVERITIES):
             raise ValueError(
                 f"severity table for {self.parameter!r} must map exactly {CORRUPTING_SEVERITIES}, "
-                f"got keys {sorted(self.values)}"
+                f"got keys {keys}"
             )
+        for severity, value in [*self.values.items(), ("identity (severity 0)", self.identity)]:
+            self._check_value(severity, value)
         object.__setattr__(self, "values", dict(self.values))
+
+    def _check_value(self, severity: Any, value: Any) -> None:
+        where = f"severity table {self.parameter!r}: the value at {severity if isinstance(severity, str) else f'severity {severity}'}"
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{where} is {value!r} ({type(value).__name__}), not a number")
+        if not math.isfinite(value):
+            raise ValueError(f"{where} is {value!r}, not a finite number")
+        if self.dtype is int and int(value) != value:
+            raise ValueError(f"{where} is {value!r}, but the table is declared dtype=int")
 
     def __getitem__(self, severity: int) -> float:
         severity = check_severity(severity)
@@ -107,18 +131,8 @@ def operator(
         variants: number of random variants per severity; 3 for stochastic operators by
             default, always 1 for deterministic ones.
     """
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"operator name must match {_NAME.pattern}, got {name!r}")
-    if modality not in MODALITIES:
-        raise ValueError(f"operator {name!r}: modality must be one of {MODALITIES}, got {modality!r}")
-    if not isinstance(table, SeverityTable):
-        raise TypeError(f"operator {name!r}: table must be a SeverityTable, got {type(table).__name__}")
     if variants is None:
         variants = DEFAULT_STOCHASTIC_VARIANTS if stochastic else 1
-    if isinstance(variants, bool) or not isinstance(variants, int) or variants < 1:
-        raise ValueError(f"operator {name!r}: variants must be a positive int, got {variants!r}")
-    if not stochastic and variants != 1:
-        raise ValueError(f"operator {name!r} is deterministic, so it has exactly 1 variant, not {variants}")
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         doc = (func.__doc__ or "").strip().splitlines()
@@ -127,10 +141,36 @@ def operator(
             modality=modality,
             func=func,
             table=table,
-            stochastic=bool(stochastic),
+            stochastic=stochastic,
             variants=variants,
             description=doc[0] if doc else "",
         )
         return func
 
+    check_spec(OperatorSpec(name, modality, lambda data, parameter, rng: data, table, stochastic, variants))
     return decorate
+
+
+def check_spec(spec: OperatorSpec) -> OperatorSpec:
+    """Raise ``ValueError`` naming the operator if ``spec`` breaks the operator contract.
+
+    Run by :func:`operator` and again by the registry on every spec it is handed, however it
+    was built.
+    """
+    name = spec.name
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"operator name must match {_NAME.pattern}, got {name!r}")
+    if spec.modality not in MODALITIES:
+        raise ValueError(f"operator {name!r}: modality must be one of {MODALITIES}, got {spec.modality!r}")
+    if not isinstance(spec.table, SeverityTable):
+        raise ValueError(f"operator {name!r}: table must be a SeverityTable, got {type(spec.table).__name__}")
+    if not callable(spec.func):
+        raise ValueError(f"operator {name!r}: func must be callable, got {type(spec.func).__name__}")
+    if not isinstance(spec.stochastic, bool):
+        raise ValueError(f"operator {name!r}: stochastic must be True or False, got {spec.stochastic!r}")
+    variants = spec.variants
+    if isinstance(variants, bool) or not isinstance(variants, int) or variants < 1:
+        raise ValueError(f"operator {name!r}: variants must be a positive int, got {variants!r}")
+    if not spec.stochastic and variants != 1:
+        raise ValueError(f"operator {name!r} is deterministic, so it has exactly 1 variant, not {variants}")
+    return spec
