@@ -136,13 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from sceval_plugin.cli import run_command
+
     use_offline_defaults()
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (ValueError, LookupError, OSError) as exc:
-        print(f"c3po: error: {exc}", file=sys.stderr)
-        return 2
+    return run_command("c3po", build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

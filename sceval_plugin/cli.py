@@ -246,15 +246,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    use_offline_defaults()
-    args = build_parser().parse_args(argv)
+def run_command(prog: str, args: argparse.Namespace) -> int:
+    """Run a subcommand; an error is one line on stderr and exit status 2 (1 is "found
+    problems"), with the traceback only under ``FAULTLINE_DEBUG=1``."""
+    from sceval_plugin.plugins import DEBUG_ENV, env_flag
+
     try:
         return args.func(args)
-    except (media.MediaError, operators.OperatorInputError, operators.UnknownOperatorError, ValueError,
-            LookupError) as exc:
-        print(f"sceval: error: {exc}", file=sys.stderr)
+    except (ValueError, LookupError, OSError, RuntimeError) as exc:
+        if env_flag(DEBUG_ENV):
+            raise
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug of ours or of a plugin: still one line, with the way to the traceback
+        if env_flag(DEBUG_ENV):
+            raise
+        print(f"{prog}: error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+        return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    use_offline_defaults()
+    return run_command("sceval", build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":
