@@ -21,7 +21,7 @@ The schema (one JSON object per item; a jsonl/parquet row or a Hugging Face data
 from __future__ import annotations
 
 import functools
-import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -30,7 +30,7 @@ import numpy as np
 
 from c3po_plugin.templates import Template, registry
 from sceval_plugin import media
-from sceval_plugin.data.records import RecordError, field_error, resolve_inside
+from sceval_plugin.data.records import RecordError, field_error, mapping_field, resolve_inside, text_field
 
 MEDIA_FIELDS = ("video", "image", "audio")
 DISTRACTOR_KEYS = ("audio", "image", "video", "text", "partial")
@@ -88,17 +88,13 @@ class C3POItem:
         return notes + list(_load_audio(self.sample_id, self.audio)[1] if self.audio else ())
 
 
-def _mapping(value: Any, sample_id: str, name: str) -> dict:
-    if value in (None, ""):
-        return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise field_error(sample_id, name, f"not valid JSON: {exc}") from None
-    if not isinstance(value, Mapping):
-        raise field_error(sample_id, name, f"expected a mapping, got {type(value).__name__}")
-    return dict(value)
+def _whole_number(value: Any) -> int | None:
+    """``value`` as an int if it is one (``2``, ``2.0``, ``"2"``), else None."""
+    try:
+        number = float(value)
+        return int(number) if number == int(number) else None
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | None = None) -> C3POItem:
@@ -112,7 +108,7 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
     template = registry().get(key)
     if row.get("category") not in (None, "") and str(row["category"]).lower() not in (template.category, template.category_name.lower()):
         raise field_error(sample_id, "category", f"{row['category']!r} contradicts template {template.name} ({template.category_name})")
-    if row.get("tier") not in (None, "") and int(row["tier"]) != template.tier:
+    if row.get("tier") not in (None, "") and _whole_number(row["tier"]) != template.tier:
         raise field_error(sample_id, "tier", f"{row['tier']!r} contradicts template {template.name} (tier {template.tier})")
     for name in ("question", "answer"):
         if not isinstance(row.get(name), str) or not row[name].strip():
@@ -134,15 +130,15 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
             if Path(paths[kind]).suffix.lower() not in SUFFIXES[kind]:
                 raise field_error(sample_id, kind, f"{value!r} is not a {kind} file ({', '.join(SUFFIXES[kind])})")
 
-    distractors = _mapping(row.get("distractors"), sample_id, "distractors")
+    distractors = mapping_field(row.get("distractors"), sample_id, "distractors")
     bad = sorted(set(distractors) - set(DISTRACTOR_KEYS))
     if bad or any(not isinstance(v, str) or not v.strip() for v in distractors.values()):
         raise field_error(sample_id, "distractors", f"keys must be among {DISTRACTOR_KEYS} with non-empty answers"
                                               + (f"; unknown {bad}" if bad else ""))
     difficulty = row.get("difficulty")
     if difficulty not in (None, ""):
-        if isinstance(difficulty, bool) or not isinstance(difficulty, (int, float)) or int(difficulty) != difficulty \
-                or not 1 <= int(difficulty) <= 10:
+        if isinstance(difficulty, bool) or not isinstance(difficulty, (int, float)) or not math.isfinite(difficulty) \
+                or int(difficulty) != difficulty or not 1 <= int(difficulty) <= 10:
             raise field_error(sample_id, "difficulty", f"expected an integer 1-10, got {difficulty!r}")
         difficulty = int(difficulty)
     else:
@@ -156,12 +152,12 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
         question=row["question"].strip(),
         answer=row["answer"].strip(),
         root=str(root_path.resolve()),
-        source=str(row.get("source") or source or "local"),
-        context=str(row.get("context") or ""),
+        source=text_field(row, sample_id, "source") or source or "local",
+        context=text_field(row, sample_id, "context"),
         distractors={k: distractors[k].strip() for k in DISTRACTOR_KEYS if k in distractors},
         difficulty=difficulty,
         human_answer=human.strip() if human and human.strip() else None,
-        hidden=_mapping(row.get("hidden"), sample_id, "hidden"),
+        hidden=mapping_field(row.get("hidden"), sample_id, "hidden"),
         **paths,
     )
 

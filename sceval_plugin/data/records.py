@@ -82,6 +82,30 @@ def field_error(sample_id: Any, field_name: str, problem: str) -> RecordError:
     return RecordError(f"sample {sample_id!r}: field {field_name!r}: {problem}")
 
 
+def mapping_field(value: Any, sample_id: str, name: str) -> dict:
+    """An optional ``{key: value}`` field, given as a mapping or as JSON text ({} if absent)."""
+    if value in (None, ""):
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise field_error(sample_id, name, f"not valid JSON: {exc}") from None
+    if not isinstance(value, Mapping):
+        raise field_error(sample_id, name, f"expected a mapping, got {type(value).__name__}")
+    return dict(value)
+
+
+def text_field(row: Mapping[str, Any], sample_id: str, name: str) -> str:
+    """An optional text field ("" if absent); any other type is refused, not stringified."""
+    value = row.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise field_error(sample_id, name, f"expected text, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
 def resolve_inside(root: Path, relative: Any, sample_id: str, field_name: str) -> str:
     """Absolute path of ``relative`` under ``root``, symlinks resolved.
 
@@ -115,6 +139,8 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
         except json.JSONDecodeError as exc:
             raise field_error(sample_id, "options", f"not valid JSON: {exc}") from None
     if isinstance(options, (list, tuple)):
+        if not 2 <= len(options) <= 4:
+            raise field_error(sample_id, "options", f"expected 2-4 options, got {len(options)}")
         options = dict(zip(OPTION_KEYS, options))
     if not isinstance(options, Mapping) or not 2 <= len(options) <= 4:
         raise field_error(sample_id, "options", f"expected 2-4 options as a list or a {{key: text}} map, got {options!r}")
@@ -129,7 +155,10 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
 
     root_path = Path(root)
     visual = row.get("visual")
-    visual_list = [visual] if isinstance(visual, str) else list(visual or [])
+    visual_list = [visual] if isinstance(visual, str) else list(visual) if isinstance(visual, (list, tuple)) else \
+        [] if visual is None else None
+    if visual_list is None or not all(isinstance(v, str) for v in visual_list):
+        raise field_error(sample_id, "visual", f"expected a media path or a list of them, got {visual!r:.80}")
     if not visual_list:
         raise field_error(sample_id, "visual", "missing: SCEval items need visual evidence")
     if len(visual_list) > MAX_FRAMES:
@@ -141,21 +170,19 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
         raise field_error(sample_id, "audio", "missing: SCEval items need audio")
     audio = resolve_inside(root_path, row["audio"], sample_id, "audio")
 
-    hidden = row.get("hidden") or {}
-    if isinstance(hidden, str):
-        hidden = json.loads(hidden) if hidden.strip() else {}
-    context = row.get("context") or ""
+    hidden = mapping_field(row.get("hidden"), sample_id, "hidden")
+    context = text_field(row, sample_id, "context")
     return OmniItem(
         sample_id=sample_id,
-        source=str(row.get("source") or source or "local"),
+        source=text_field(row, sample_id, "source") or source or "local",
         question=row["question"],
         options=tuple((k, options[k]) for k in keys),
         gold_key=gold,
         visual=resolved,
         audio=audio,
         root=str(root_path.resolve()),
-        context=str(context),
-        hidden=dict(hidden),
+        context=context,
+        hidden=hidden,
     )
 
 
