@@ -39,10 +39,9 @@ def _load(args: argparse.Namespace) -> tuple[str, Any, str, list[str]]:
         wave, _, notes = media.read_audio(path)
         return "audio", wave, path.stem, notes
     if suffix == ".txt":
-        try:
-            return "text", path.read_text(encoding="utf-8").strip(), path.stem, []
-        except (OSError, UnicodeDecodeError) as exc:
-            raise media.MediaError(f"{path}: cannot read text: {exc}") from exc
+        from sceval_plugin.data.intake import read_text
+
+        return "text", read_text(path).strip(), path.stem, []
     kinds = media.IMAGE_SUFFIXES + media.VIDEO_SUFFIXES + media.AUDIO_SUFFIXES + (".txt",)
     raise media.MediaError(f"{path}: unsupported file type {suffix!r}; supported: {' '.join(kinds)}")
 

@@ -183,6 +183,18 @@ def _video_duration(container, stream) -> float | None:
     return None
 
 
+def _check_clip(path: Path, container, stream, cap: MediaLimits) -> float | None:
+    """Refuse a clip whose header declares frames or a duration over the limits; its duration."""
+    width, height = stream.codec_context.width, stream.codec_context.height
+    if width and height:
+        _check_pixels(path, width, height, cap, "video frame")
+    duration = _video_duration(container, stream)
+    if duration is not None and duration > cap.max_clip_s:
+        raise MediaTooLarge(f"{path}: clip is {duration:.1f} s, over the {cap.max_clip_s:g} s limit "
+                            f"({LIMIT_ENV['max_clip_s']})")
+    return duration
+
+
 def read_video_frames(
     path: str | Path, *, fps: float = FRAME_RATE, max_frames: int = MAX_FRAMES,
     sampling: str | None = None, cap: MediaLimits | None = None,
@@ -209,13 +221,7 @@ def read_video_frames(
             if not container.streams.video:
                 raise MediaError(f"{path}: no video stream")
             stream = container.streams.video[0]
-            width, height = stream.codec_context.width, stream.codec_context.height
-            if width and height:
-                _check_pixels(path, width, height, cap, "video frame")
-            duration = _video_duration(container, stream)
-            if duration is not None and duration > cap.max_clip_s:
-                raise MediaTooLarge(f"{path}: clip is {duration:.1f} s, over the {cap.max_clip_s:g} s limit "
-                                    f"({LIMIT_ENV['max_clip_s']})")
+            duration = _check_clip(path, container, stream, cap)
             if duration is None:
                 notes.append(f"{path.name}: duration unknown; took the first {max_frames} frames at {fps:g} fps")
             targets = sample_times(duration or max_frames / fps, fps=fps, max_frames=max_frames,
@@ -315,12 +321,7 @@ def _probe_video(path: Path, cap: MediaLimits) -> None:
         if not container.streams.video:
             raise MediaError(f"{path}: no video stream")
         stream = container.streams.video[0]
-        if stream.codec_context.width and stream.codec_context.height:
-            _check_pixels(path, stream.codec_context.width, stream.codec_context.height, cap, "video frame")
-        duration = _video_duration(container, stream)
-        if duration is not None and duration > cap.max_clip_s:
-            raise MediaTooLarge(f"{path}: clip is {duration:.1f} s, over the {cap.max_clip_s:g} s limit "
-                                f"({LIMIT_ENV['max_clip_s']})")
+        _check_clip(path, container, stream, cap)
         next(container.decode(stream))
 
 

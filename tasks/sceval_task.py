@@ -103,7 +103,7 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
         problem = None if reason else media_problem(item)
         if problem:
             reason = problem.reason
-            if problem not in problems:
+            if variant == 0 or released:  # one entry per item, however many trials it has
                 problems.append(problem)
         if reason:
             excluded[reason] += 1

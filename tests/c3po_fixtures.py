@@ -18,7 +18,7 @@ def write_mp4(path: Path, frames: int = 4, fps: int = 2) -> Path:
         stream = container.add_stream("mpeg4", rate=fps)
         stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
         for i in range(frames):
-            image = np.full((48, 64, 3), 40 * i, np.uint8)
+            image = np.full((48, 64, 3), 40 * i % 256, np.uint8)
             for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
                 container.mux(packet)
         for packet in stream.encode():

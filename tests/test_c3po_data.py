@@ -105,3 +105,26 @@ def test_hugging_face_dataset_in_the_same_schema_loads_through_datasets(tmp_path
 def test_unknown_source_spec_says_what_is_accepted():
     with pytest.raises(SourceError, match="is not 'demo', an existing folder"):
         sources.load_source("/no/such/place")
+
+
+def test_a_long_video_is_spread_over_its_duration_and_the_model_is_told_when(tmp_path, monkeypatch):
+    from c3po_fixtures import write_mp4
+
+    from faultline_eval.tasks import c3po_task
+    from faultline_eval.model_wrappers.reference_c3po import evidence_from_messages
+
+    paths = write_media(tmp_path)
+    write_mp4(tmp_path / "media" / "long.mp4", frames=24, fps=2)  # 12 s
+    write_items(tmp_path, [item("long", "CC08", {**paths, "video": "media/long.mp4"})])
+    monkeypatch.setenv(sources.SOURCE_ENV, str(tmp_path))
+    monkeypatch.setenv("C3PO_JUDGE", "exact")
+    [row], _ = c3po_task.build_rows("all")
+    clip = c3po_task._item(row["item"])
+    assert clip.frame_times() == (0.0, 1.5, 3.0, 4.5, 6.0, 7.5, 9.0, 10.5)  # SCEval App. F.2, 8 over 12 s
+    messages = c3po_task.doc_to_messages(row)
+    label = "Video (8 frames in order, taken at 0, 1.5, 3, 4.5, 6, 7.5, 9, 10.5 s into the clip):"
+    assert messages[1]["content"][0] == {"type": "text", "text": label}
+    assert len(evidence_from_messages(messages).frames) == 8, "the reference model still finds the frames"
+    assert "8 video frame(s) in order, taken at 0, 1.5, 3" in c3po_task.doc_to_text(row)
+    record = c3po_task.process_results(row, ["red"])["c3po_record"]
+    assert record["frame_times_s"] == clip.frame_times() and record["media_notes"] == []

@@ -148,6 +148,10 @@ def test_clash_with_a_builtin_names_the_builtin(tmp_path):
     message = one_warning(done.stderr)
     assert "'noise' is registered by two plugins" in message
     assert "sceval_plugin.operators.vision' (built in)" in message and "sceval-noise-again" in message
+    cli = subprocess.run([Path(sys.executable).with_name("sceval"), "operators"],
+                         env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True)
+    assert cli.returncode == 0 and len(cli.stdout.strip().splitlines()) == 1 + 14
+    assert one_warning(cli.stderr) == message
 
 
 def test_a_plugin_that_fails_to_import_is_named(tmp_path):
@@ -187,16 +191,15 @@ def test_plugin_conditions_and_operators_become_lmms_eval_tasks(tmp_path):
 
 def test_a_broken_plugin_does_not_break_other_lmms_eval_tasks(tmp_path):
     site = install(tmp_path, "sceval-broken", "sceval_broken", BROKEN_IMPORT)
-    tasks = tmp_path / "tiny"
-    tasks.mkdir()
-    (tasks / "data.jsonl").write_text('{"q": "Say A", "a": "A"}\n')
-    (tasks / "tiny_local.yaml").write_text(
-        "task: tiny_local\ndataset_path: json\ndataset_kwargs:\n  data_files: data.jsonl\ntest_split: train\n"
-        "output_type: generate_until\ndoc_to_text: q\ndoc_to_target: a\n"
-        "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n")
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    done = subprocess.run([Path(sys.executable).with_name("lmms-eval"), "--model", "dummy", "--include_path",
-                           str(tasks), "--tasks", "tiny_local", "--limit", "1"], env=env, capture_output=True,
-                          text=True, cwd=tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(site), "C3PO_JUDGE": "exact"}
+    done = subprocess.run([Path(sys.executable).with_name("lmms-eval"), "--model", "sceval_reference", "--tasks",
+                           "sceval_clean,c3po_all", "--limit", "1", "--output_path", "out/"], env=env,
+                          capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert any(line.startswith("|tiny_local") for line in done.stdout.splitlines())
+    summary = json.loads(next((tmp_path / "out").rglob("*_results.json")).read_text())
+    assert summary["results"]["sceval_clean"]["sceval_valid_trials,none"] == 1
+    assert summary["results"]["c3po_all"]["c3po_graded,none"] == 1
+    warned = [line for line in done.stderr.splitlines() if "sceval_broken" in line]
+    assert warned and all(line.startswith("warning: sceval plugin 'sceval_broken' (distribution sceval-broken "
+                                          "0.1) skipped: failed to import") for line in warned)
+    assert "Traceback" not in done.stderr

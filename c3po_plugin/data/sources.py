@@ -19,7 +19,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Iterable
 
 from c3po_plugin.data.records import MEDIA_FIELDS, C3POItem, item_from_row
 from sceval_plugin.data.intake import (Problem, Row, SourceError, bad_input_policy, collect, numbered, read_rows,
