@@ -39,11 +39,10 @@ def cmd_templates(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from c3po_plugin.data.records import check_media
-    from c3po_plugin.data.sources import load_source
-
+    from c3po_plugin.data.sources import load_source, media_paths
     from sceval_plugin.data.intake import check_command
 
-    return check_command(load_source(args.source), check_media)
+    return check_command(load_source(args.source), check_media, media_paths)
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:

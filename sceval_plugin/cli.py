@@ -123,9 +123,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from sceval_plugin.data.intake import check_command
     from sceval_plugin.data.records import check_media
-    from sceval_plugin.data.sources import load_source
+    from sceval_plugin.data.sources import load_source, media_paths
 
-    return check_command(load_source(args.source), check_media)
+    return check_command(load_source(args.source), check_media, media_paths)
 
 
 def cmd_conditions(args: argparse.Namespace) -> int:

@@ -102,7 +102,8 @@ class PluginHost:
         if plugin_name in self.builtins:
             raise PluginError(f"built-in {self.project} plugin {plugin_name!r} failed: {reason}") from exc
         if env_flag(self.strict_env):
-            raise PluginError(f"{skipped} ({self.strict_env} is set, so this is an error)") from exc
+            raise PluginError(f"{self.project} plugin {skipped.plugin} failed: {reason} "
+                              f"({self.strict_env} is set, so this is an error)") from exc
         if pm.get_plugin(plugin_name) is not None:
             pm.unregister(name=plugin_name)
         pm.set_blocked(plugin_name)

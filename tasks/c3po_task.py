@@ -3,8 +3,8 @@
 A task selects items by template, category or category x tier (``process_docs__<selector>``);
 each item becomes ``C3PO_RUNS`` rows (default 1), which aggregate like SCEval's variants: mean
 over a sample's runs, then over samples. Every record is validated and every media file probed
-when the task is built, so bad input is reported, by sample id, before any model call.
-``process_results`` grades the reply (exact match, then the judge named by ``C3PO_JUDGE``,
+and decoded when the task is built, so bad input is reported, by sample id, before any model
+call. ``process_results`` grades the reply (exact match, then the judge named by ``C3PO_JUDGE``,
 with cached verdicts), names the failure mode of a wrong answer and grades the human answer
 when the item has one.
 """
@@ -84,9 +84,9 @@ def build_rows(selector: str) -> tuple[list[dict], collections.Counter]:
     """The rows of a task, and the samples excluded for bad input (by reason)."""
     from loguru import logger
 
-    source, items = checked_items()
+    source, items, problems = checked_items()
     excluded = collections.Counter()
-    for problem in source.problems:  # only reached with C3PO_ON_BAD_INPUT=exclude
+    for problem in problems:  # only reached with C3PO_ON_BAD_INPUT=exclude
         excluded[problem.reason] += 1
         logger.error(f"c3po {selector}: excluded, {problem}")
     dataset = f"{source.spec}#{source.fingerprint}"

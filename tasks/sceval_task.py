@@ -24,10 +24,10 @@ import numpy as np
 
 from sceval_plugin import telemetry
 from sceval_plugin.conditions import Condition, catalogue
-from sceval_plugin.data.intake import Problem, bad_input_policy, decode_problem, refuse
+from sceval_plugin.data.intake import bad_input_policy, decode_problem, refuse
 from sceval_plugin.data.manifest import current_manifest
 from sceval_plugin.data.records import OmniItem, check_media, item_from_row
-from sceval_plugin.data.sources import BAD_INPUT_ENV, SourceError, load_source
+from sceval_plugin.data.sources import BAD_INPUT_ENV, SourceError, load_source, media_paths
 from sceval_plugin.operators import SAMPLE_RATE
 from sceval_plugin.parsing import INVALID_CATEGORIES, parse_answer
 from sceval_plugin.prompts import prompt_template
@@ -61,17 +61,6 @@ def _item(item_json: str) -> OmniItem:
     return item_from_row(row, row["root"])
 
 
-_verified: dict[tuple[str, tuple[str, ...], str], Problem | None] = {}
-
-
-def media_problem(item: OmniItem) -> Problem | None:
-    """Why the item's media cannot be used (decoded in full, once per process), or None."""
-    key = (item.sample_id, item.visual, item.audio)
-    if key not in _verified:
-        _verified[key] = decode_problem(item.sample_id, lambda: check_media(item))
-    return _verified[key]
-
-
 def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     """The trials of ``condition`` on the configured source, and the exclusions by reason.
 
@@ -100,7 +89,7 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     rows = []
     for item, variant, released in trials:
         reason = manifest.exclusion_reason(item.sample_id, condition, variant) if manifest else None
-        problem = None if reason else media_problem(item)
+        problem = None if reason else decode_problem(item, check_media, media_paths)
         if problem:
             reason = problem.reason
             if variant == 0 or released:  # one entry per item, however many trials it has

@@ -73,8 +73,8 @@ def test_every_problem_is_listed_before_any_model_call_or_the_rest_runs_with_exc
     for sample in ("no-audio", "what-template", "broken-image", "duplicate sample_id"):
         assert sample in message
     monkeypatch.setenv(sources.BAD_INPUT_ENV, "exclude")
-    source, items = sources.checked_items(str(tmp_path))
-    assert [i.sample_id for i in items] == ["good"]
+    source, items, problems = sources.checked_items(str(tmp_path))
+    assert [i.sample_id for i in items] == ["good"] and problems == source.problems
     assert sorted(p.reason for p in source.problems) == ["media_unreadable", "record", "record", "record"]
 
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from c3po_plugin.data.records import MEDIA_FIELDS, C3POItem, item_from_row
-from sceval_plugin.data.intake import (Problem, Row, SourceError, bad_input_policy, collect, numbered, read_rows,
-                                       refuse)
+from c3po_plugin.data.records import MEDIA_FIELDS, C3POItem, check_media, item_from_row
+from sceval_plugin.data.intake import (Problem, Row, SourceError, bad_input_policy, collect, decoding_problems,
+                                       numbered, read_rows, refuse)
 
 SOURCE_ENV = "C3PO_SOURCE"
 SPLIT_ENV = "C3PO_HF_SPLIT"
@@ -56,14 +56,20 @@ def load_source(spec: str | None = None) -> Source:
     return _load_source(spec or current_spec(), os.environ.get(SPLIT_ENV, "test"))
 
 
-def checked_items(spec: str | None = None) -> tuple[Source, list[C3POItem]]:
-    """The items to run, applying ``C3PO_ON_BAD_INPUT`` (``error``, the default, or ``exclude``)."""
+def checked_items(spec: str | None = None) -> tuple[Source, list[C3POItem], list[Problem]]:
+    """The items to run and every problem of the source (each item's media decoded in full
+    once), applying ``C3PO_ON_BAD_INPUT``: ``error`` (the default) refuses any problem,
+    ``exclude`` leaves those items out."""
     source = load_source(spec)
-    if source.problems and bad_input_policy(BAD_INPUT_ENV) == "error":
-        raise refuse(source.spec, source.problems, BAD_INPUT_ENV)
-    if not source.items:
+    decoding = decoding_problems(source.items, check_media, media_paths)
+    problems = [*source.problems, *decoding]
+    if problems and bad_input_policy(BAD_INPUT_ENV) == "error":
+        raise refuse(source.spec, problems, BAD_INPUT_ENV)
+    unusable = {p.sample_id for p in decoding}
+    items = [item for item in source.items if item.sample_id not in unusable]
+    if not items:
         raise SourceError(f"{source.spec}: no usable items")
-    return source, source.items
+    return source, items, problems
 
 
 @functools.lru_cache(maxsize=8)

@@ -190,13 +190,27 @@ def probe_problem(sample_id: str, paths: Iterable[tuple[str, str]]) -> Problem |
     return None
 
 
-def decode_problem(sample_id: str, decode: Callable[[], Any]) -> Problem | None:
-    """Decode an item's media in full (``decode()`` raises :class:`RecordError`), as a Problem."""
-    try:
-        decode()
-    except RecordError as exc:
-        return Problem(sample_id, media_reason(exc), str(exc))
-    return None
+_decoded: dict[tuple, Problem | None] = {}
+
+
+def decode_problem(item: Any, check_media: Callable[[Any], None],
+                   media_paths: Callable[[Any], Iterable[tuple[str, str]]]) -> Problem | None:
+    """Why an item's media fail to decode in full (``check_media`` raises :class:`RecordError`),
+    or None; decoded once per process for each sample id and set of files."""
+    key = (item.sample_id, tuple(media_paths(item)))
+    if key not in _decoded:
+        try:
+            check_media(item)
+            _decoded[key] = None
+        except RecordError as exc:
+            _decoded[key] = Problem(item.sample_id, media_reason(exc), str(exc))
+    return _decoded[key]
+
+
+def decoding_problems(items: Iterable[Any], check_media: Callable[[Any], None],
+                      media_paths: Callable[[Any], Iterable[tuple[str, str]]]) -> list[Problem]:
+    """:func:`decode_problem` of every item that has one."""
+    return [p for item in items if (p := decode_problem(item, check_media, media_paths))]
 
 
 # --- policy ---------------------------------------------------------------------------------------
@@ -217,11 +231,12 @@ def refuse(spec: str, problems: list[Problem], env: str, *, shown: int = 50) -> 
                        f"(set {env}=exclude to run the rest):\n  {lines}{more}")
 
 
-def check_command(source: Any, check_media: Callable[[Any], None]) -> int:
+def check_command(source: Any, check_media: Callable[[Any], None],
+                  media_paths: Callable[[Any], Iterable[tuple[str, str]]]) -> int:
     """``sceval check`` and ``c3po check``: print every problem of ``source`` (its load-time
     problems, then each item whose media fail to decode in full) and a summary line; the exit
     status is 1 on any problem, else 0."""
-    decoding = [p for item in source.items if (p := decode_problem(item.sample_id, lambda: check_media(item)))]
+    decoding = decoding_problems(source.items, check_media, media_paths)
     problems = [*source.problems, *decoding]
     for problem in problems:
         print(problem)
