@@ -22,11 +22,57 @@ def test_exact_match_folds_case_punctuation_articles_numbers(prediction, gold):
 
 
 @pytest.mark.parametrize("prediction, gold", [
+    ("It's 12", "its twelve"), ("minus five", "-5"), ("\u22125", "-5"), ("5 percent", "5%"), ("2.50", "2.5"),
+    ("5 degrees", "5°"), ("A red box", "red box"), ("a the cat", "cat"), ("5kg", "5 kg"),
+    ("didn't", "didnt"),
+])
+def test_exact_match_folds_contractions_number_spellings_and_unit_words(prediction, gold):
+    assert exact_match(prediction, gold)
+
+
+@pytest.mark.parametrize("prediction, gold", [
     ("red", "blue"), ("3", "4"), ("two", "12"), ("the red box", "red boxes"), ("", ""), ("2.5", "25"),
     ("red box", "box red"),
+    # signs, units, currency, percent and option letters are meaning (issue 11)
+    ("-5", "5"), ("-3°C", "3°C"), ("3°C", "3°F"), ("5%", "5"), ("$5", "5"), ("€5", "$5"), ("Plan A", "plan"),
+    ("Option A", "option"), ("plan a", "plan"), ("A", ""), (".5", "5"), ("+5", "5"), ("5 kg", "5 g"),
 ])
 def test_exact_match_keeps_meaningful_differences(prediction, gold):
     assert not exact_match(prediction, gold)
+
+
+_WORDS = {0: "zero", 1: "one", 2: "two", 3: "three", 5: "five", 7: "seven", 12: "twelve", 20: "twenty",
+          21: "twenty-one", 40: "forty", 100: "one hundred", 105: "one hundred and five", 1000: "one thousand"}
+UNITS = ["", "%", "°C", "°F", "kg", "g", "km", "m", "cm", "dollars", "percent points"]
+CURRENCY = ["", "$", "€", "£"]
+
+
+@st.composite
+def quantity(draw):
+    """An answer stating one quantity, spelled in one of several ways, and what it means."""
+    value = draw(st.one_of(st.sampled_from(sorted(_WORDS)), st.integers(0, 10_000),
+                           st.decimals(min_value=-100, max_value=100, places=2, allow_nan=False)))
+    negative = draw(st.booleans()) and value != 0
+    unit, currency = draw(st.sampled_from(UNITS)), draw(st.sampled_from(CURRENCY))
+    space = draw(st.sampled_from(["", " "]))
+    if isinstance(value, int) and value in _WORDS and draw(st.booleans()):
+        number, space = ("minus " if negative else "") + _WORDS[value], " "  # "fivekg" is one word
+    else:
+        number = ("-" if negative else "") + (f"{value:,}" if isinstance(value, int) and draw(st.booleans())
+                                              else str(abs(value) if negative else value))
+    prefix = draw(st.sampled_from(["", "The ", "about ", "It's "]))
+    meaning = (prefix.lower().strip(" '").replace("'", ""), -abs(value) if negative else value, unit, currency)
+    return f"{prefix}{currency}{number}{space if unit else ''}{unit}", meaning
+
+
+@settings(max_examples=400, deadline=None)
+@given(quantity(), quantity())
+def test_normalisation_never_merges_answers_that_differ_in_number_sign_or_unit(a, b):
+    (text_a, (word_a, value_a, unit_a, cur_a)), (text_b, (word_b, value_b, unit_b, cur_b)) = a, b
+    if normalize(text_a) == normalize(text_b):
+        assert (float(value_a), unit_a, cur_a) == (float(value_b), unit_b, cur_b), (text_a, text_b)
+    if (float(value_a), unit_a, cur_a, word_a) == (float(value_b), unit_b, cur_b, word_b):
+        assert normalize(text_a) == normalize(text_b), (text_a, text_b)
 
 
 text = st.lists(st.sampled_from(list("abcXYZ 019,.-!?'") + ["the ", "an ", "two ", "Seven ", "hundred "]),
