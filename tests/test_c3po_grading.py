@@ -143,11 +143,56 @@ def test_verdicts_are_cached_by_normalised_prediction_and_survive_a_new_process(
     again = CountingJudge()
     (g,) = grade([_req("A red crate!")], again, VerdictCache(path))  # same after normalisation
     assert again.asked == [] and g.verdict.cached and g.correct is True
-    # another question, gold, judge or prompt version is another key
-    keys = {verdict_key(j, v, r) for j, v, r in [
-        ("counting", "t1", _req("red crate")), ("other", "t1", _req("red crate")), ("counting", "t2", _req("red crate")),
-        ("counting", "t1", _req("red crate", gold="red")), ("counting", "t1", _req("red crate", question="Which?"))]}
-    assert len(keys) == 5
+
+
+class Named:
+    def __init__(self, judge_id="counting", prompt_version="t1", sees_media=False):
+        self.judge_id, self.prompt_version, self.sees_media = judge_id, prompt_version, sees_media
+
+
+def test_the_cache_key_covers_everything_the_judge_sees(tmp_path):
+    """Judge, prompt version, question, gold, context and (for a judge shown media) the media
+    bytes each make another key (issue 11: requests differing only in context shared a verdict)."""
+    import shutil
+    from dataclasses import replace
+
+    from c3po_plugin.data.sources import load_source
+
+    items = load_source("demo").items
+    first = next(it for it in items if it.image)
+    other_media = next(it for it in items if it.image and it.sample_id != first.sample_id)
+    base = JudgeRequest(first.sample_id, "What is it?", "red box", "red crate", "tier 1", item=first)
+    variants = [base, replace(base, question="Which?"), replace(base, gold="red"), replace(base, context="tier 2"),
+                replace(base, prediction="blue crate")]
+    keys = {verdict_key(Named(), r) for r in variants}
+    keys |= {verdict_key(Named("other"), base), verdict_key(Named(prompt_version="t2"), base)}
+    assert len(keys) == 7
+    assert verdict_key(Named(), replace(base, prediction="A red crate!")) == verdict_key(Named(), base)
+
+    seeing = Named(sees_media=True)
+    assert verdict_key(seeing, base) != verdict_key(Named(), base)
+    # a text-only judge ignores media; one shown the media does not
+    moved = replace(base, item=replace(first, image=other_media.image))
+    assert verdict_key(Named(), moved) == verdict_key(Named(), base)
+    assert verdict_key(seeing, moved) != verdict_key(seeing, base)
+    copy = tmp_path / "copy.png"  # the same bytes elsewhere: the same verdict
+    shutil.copy(first.image, copy)
+    assert verdict_key(seeing, replace(base, item=replace(first, image=str(copy)))) == verdict_key(seeing, base)
+    copy.write_bytes(copy.read_bytes() + b"\0")  # changed bytes: another key
+    assert verdict_key(seeing, replace(base, item=replace(first, image=str(copy)))) != verdict_key(seeing, base)
+
+
+def test_a_missing_media_file_is_a_judge_error_for_a_judge_that_sees_media(tmp_path):
+    from dataclasses import replace
+
+    from c3po_plugin.data.sources import load_source
+
+    item = next(it for it in load_source("demo").items if it.audio)
+    gone = replace(item, audio=str(tmp_path / "gone.wav"))
+    judge = CountingJudge()
+    judge.sees_media = True
+    (g,) = grade([JudgeRequest(item.sample_id, "Q?", "red box", "red crate", item=gone)], judge)
+    assert g.correct is None and g.judge_error.startswith("media_unavailable") and judge.asked == []
 
 
 def test_judge_errors_are_never_yes_and_never_cached(tmp_path):
