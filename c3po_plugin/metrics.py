@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from c3po_plugin.failure_modes import MODES
+from c3po_plugin.failure_modes import DOMINANCE, MODES
 from c3po_plugin.templates import CATEGORIES, TIERS
 from sceval_plugin.metrics.protocol import grouped_intervals
 from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
@@ -38,6 +38,8 @@ TRIAL_COLUMNS = ("model", "sample_id", "template_id", "category", "tier", "run",
 #: Categories of replies with no gradable answer (the task counts each as a metric).
 INVALID = ("api_failure", "empty", "refusal")
 HUMAN = "Human"
+#: The rows of :func:`failure_modes` that average the models' shares.
+COHORT = "Cohort mean"
 OVERALL = "Overall"
 #: Aggregation levels of :func:`accuracy`, coarsest last.
 LEVELS = ("template", "cell", "category", "overall")
@@ -138,18 +140,20 @@ def coverage(trials: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def failure_modes(trials: pd.DataFrame, *, pooled: str | None = "All models") -> pd.DataFrame:
+def failure_modes(trials: pd.DataFrame, *, pooled: str | None = COHORT) -> pd.DataFrame:
     """Failure-mode distribution of wrong answers (graded 0 with an answer, i.e. not an empty reply
-    or refusal) per (model, template) and per model (template ``"all"``): ``wrong`` (trials),
-    a count per mode of :data:`~c3po_plugin.failure_modes.MODES` and ``share_<mode>`` = count /
-    wrong (NaN when nothing was wrong). With ``pooled`` and several models, adds rows of every
-    model together under that name (Table 12 pools its cohort). Every (model, template) that has
-    trials gets a row, with zero counts if nothing was wrong."""
+    or refusal) per (model, template) and per model (template ``"all"``): ``wrong`` (trials), a
+    count per mode of :data:`~c3po_plugin.failure_modes.MODES`, ``dominance`` (the modes of
+    :data:`~c3po_plugin.failure_modes.DOMINANCE` together) and ``share_<mode>`` /
+    ``share_dominance`` = count / wrong (NaN when nothing was wrong): §4.3's dominance vs
+    incomplete-fusion split and Table 12's columns. Every (model, template) that has trials gets
+    a row, with zero counts if nothing was wrong.
+
+    With ``pooled`` and several models, adds rows under that name that, like Table 12 ("averaged
+    across the cohort"), give each share as the **mean of the models' shares** (models with a
+    wrong answer there), so every model weighs the same; their counts are the models' sums."""
     t = trials[["model", "template_id", "correct", "invalid", "failure_mode"]]
-    parts = [t, t.assign(template_id="all")]
-    if pooled and t["model"].nunique() > 1:
-        parts += [p.assign(model=pooled) for p in list(parts)]
-    t = pd.concat(parts, ignore_index=True).astype({"model": str, "template_id": str})
+    t = pd.concat([t, t.assign(template_id="all")], ignore_index=True).astype({"model": str, "template_id": str})
     wrong = t[(t["correct"] == 0) & t["invalid"].isna()]
     wrong = wrong.assign(failure_mode=wrong["failure_mode"].fillna("other"))
     index = pd.MultiIndex.from_frame(t[["model", "template_id"]].drop_duplicates())
@@ -157,9 +161,15 @@ def failure_modes(trials: pd.DataFrame, *, pooled: str | None = "All models") ->
               .reindex(index=index, columns=list(MODES)).fillna(0).astype(int))
     counts.columns.name = None
     counts.insert(0, "wrong", counts.sum(axis=1))
-    for mode in MODES:
+    counts["dominance"] = counts[list(DOMINANCE)].sum(axis=1)
+    for mode in (*MODES, "dominance"):
         counts[f"share_{mode}"] = counts[mode] / counts["wrong"].where(counts["wrong"] > 0)
     out = counts.reset_index()
+    if pooled and out["model"].nunique() > 1:
+        shares = [c for c in out.columns if c.startswith("share_")]
+        sums = out.groupby("template_id", sort=False)[["wrong", *MODES, "dominance"]].sum()
+        means = out.groupby("template_id", sort=False)[shares].mean()  # NaN shares (nothing wrong) skipped
+        out = pd.concat([out, sums.join(means).reset_index().assign(model=pooled)], ignore_index=True)
     order = out.assign(_p=out["model"] == pooled, _a=out["template_id"] == "all",
                        _t=out["template_id"].map(group_rank))
     return out.loc[order.sort_values(["_p", "model", "_a", "_t"]).index].reset_index(drop=True)
