@@ -158,6 +158,7 @@ def test_gemini_judge_in_a_run_and_its_failures(tmp_path):
         lmms_eval("--model", "sceval_reference", "--tasks", "c3po_all", "--log_samples", "--output_path", "out/",
                   cwd=tmp_path, env=env)
         failing = sum(r["scenario"] == "500" for r in server.requests)
+        sent = list(server.requests)
     summary, samples = results(tmp_path / "out")
     records = {line["c3po_record"]["sample_id"]: line["c3po_record"] for line in samples["c3po_all"]}
     failed = records[rows[0]["sample_id"]]
@@ -173,6 +174,22 @@ def test_gemini_judge_in_a_run_and_its_failures(tmp_path):
     assert metrics["c3po_accuracy_gradable,none"] == pytest.approx(right / (len(rows) - 1))
     assert failing == 2  # the failed call was tried twice (one retry), then recorded
     assert "k-never-logged" not in "".join(p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file())
+    # The judge saw each item's media, as the evaluated model did (one inline part per frame/picture/clip).
+    assert sent and all(_inline_parts(r) for r in sent), "the judge was sent no media"
+
+    # Re-grading the logs later loads the same items again (fingerprint checked) for the judge's media.
+    with FakeGemini(reply_text=fake_judge_reply) as server:
+        done = c3po("judge", "out/", "--judge", f"gemini:gemini-judge,base_url={server.url},max_retries=0",
+                    "-o", "regraded.jsonl", cwd=tmp_path, env=env)
+        regraded = list(server.requests)
+    assert done.returncode == 0, done.stderr
+    assert regraded and all(_inline_parts(r) for r in regraded)
+    lines = [json.loads(line) for line in (tmp_path / "regraded.jsonl").read_text().splitlines()]
+    assert not any((ln["error"] or "").startswith("media_unavailable") for ln in lines)
+
+
+def _inline_parts(request: dict) -> list:
+    return [p for p in request["body"]["contents"][0]["parts"] if "inlineData" in p or "inline_data" in p]
 
 
 def test_gemini_as_the_evaluated_model_gets_every_medium_labelled_in_order(tmp_path):
