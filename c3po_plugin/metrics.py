@@ -187,7 +187,8 @@ def group_rank(group: str) -> tuple:
 
 def overall(acc: pd.DataFrame, cov: pd.DataFrame) -> pd.DataFrame:
     """Per model (Human last): overall accuracy with CI and n, the ungradable-as-missing accuracy,
-    exact-match-only accuracy, IC and CC accuracy, and the ``"all"`` row of :func:`coverage` (coverage, judge and invalid counts)."""
+    exact-match-only accuracy, IC and CC accuracy, and the ``"all"`` row of :func:`coverage`
+    (coverage, judge and invalid counts)."""
     a = acc.set_index(["model", "level", "group"])
     rows = []
     for model in models_of(acc):

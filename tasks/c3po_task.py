@@ -154,10 +154,16 @@ def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) ->
             {"role": "user", "content": content}]
 
 
-def doc_to_visual(doc: dict) -> list:
-    """For simple models: frames, then the picture, then the audio as an HF-style dict."""
-    frames, picture, audio = _media(_item(doc["item"]))
+def media_list(item: C3POItem) -> list:
+    """A simple model's attachments: frames, then the picture, then the audio as an HF-style dict
+    (shared, like :func:`media_content`, with the LLM judge)."""
+    frames, picture, audio = _media(item)
     return frames + ([picture] if picture is not None else []) + ([audio] if audio is not None else [])
+
+
+def doc_to_visual(doc: dict) -> list:
+    """For simple models: :func:`media_list`."""
+    return media_list(_item(doc["item"]))
 
 
 def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:

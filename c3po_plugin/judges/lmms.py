@@ -39,14 +39,15 @@ def _c3po_task():
     return c3po_task
 
 
+# A judge doc holds the C3POItem itself (its list of docs never leaves this process), or None.
 def doc_to_messages(doc: dict) -> list[dict]:
-    media = _c3po_task().media_content(_c3po_task()._item(doc["item"])) if doc.get("item") else []
+    media = _c3po_task().media_content(doc["item"]) if doc["item"] is not None else []
     return [{"role": "system", "content": [{"type": "text", "text": SYSTEM}]},
             {"role": "user", "content": media + [{"type": "text", "text": doc["text"]}]}]
 
 
 def doc_to_visual(doc: dict) -> list:
-    return _c3po_task().doc_to_visual(doc) if doc.get("item") else []
+    return _c3po_task().media_list(doc["item"]) if doc["item"] is not None else []
 
 
 def _flag(name: str, value: Any) -> bool:
@@ -112,7 +113,7 @@ class LmmsJudge:
             self._counter += 1
             docs.append({"row_id": f"{TASK}/{request.sample_id}/{self._counter}", "dataset": TASK,
                          "text": user_text(request, with_media=self.sees_media), "expects_json": False,
-                         "item": _c3po_task()._item_json(request.item) if self.sees_media else None})
+                         "item": request.item if self.sees_media else None})
             asked.append(i)
         if not docs:
             return verdicts  # type: ignore[return-value]
@@ -121,12 +122,13 @@ class LmmsJudge:
         gen_kwargs = {"max_new_tokens": self.max_new_tokens, "temperature": 0, "do_sample": False, "until": []}
         instances = []
         for doc_id, doc in enumerate(docs):
-            legend = _c3po_task().attachment_legend(requests[asked[doc_id]].item) + "\n" if doc["item"] else ""
+            legend = _c3po_task().attachment_legend(doc["item"]) + "\n" if doc["item"] is not None else ""
             context = f"{SYSTEM}\n\n{legend}{doc['text']}"
             args = ((context, dict(gen_kwargs), doc_to_visual, doc_id, TASK, SPLIT) if simple
                     else (context, doc_to_messages, dict(gen_kwargs), doc_id, TASK, SPLIT))
             instances.append(Instance("generate_until", args, idx=0,
                                       metadata={"task": TASK, "doc_id": doc_id, "repeats": 1}))
+        failure = None
         try:
             replies = self.model.generate_until(instances)
         except Exception as exc:  # the whole batch failed: every request gets the error

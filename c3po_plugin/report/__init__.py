@@ -131,7 +131,7 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
     everything = {
         "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "runs": [str(r) for r in run_dirs],
                      "verdicts": None if verdicts is None else str(verdicts),
-                     "accuracy": "per sample: mean over gradable runs; then mean over samples",
+                     "accuracy": "per sample: mean over its runs; then mean over samples",
                      "not_gradable": "accuracy (#YES/#Total, paper §3.2) counts API failures and judge errors as not "
                                      "correct; accuracy_gradable counts them as missing; empty replies and refusals "
                                      "are wrong in both"},
