@@ -5,7 +5,7 @@
     c3po tasks tasks/c3po [--write]              check or regenerate the task folder
     c3po judge RUN_DIR... --judge SPEC -o verdicts.jsonl
                                                  re-grade finished runs with another judge
-    c3po judge-agreement A.jsonl B.jsonl         agreement rate and Cohen's kappa of two judges
+    c3po judge-agreement A.jsonl B.jsonl         agreement and Cohen's kappa of two judges per model
     c3po report RUN_DIR... -o OUT/ [--verdicts FILE]
 """
 
@@ -74,15 +74,25 @@ def cmd_judge(args: argparse.Namespace) -> int:
 def cmd_agreement(args: argparse.Namespace) -> int:
     from c3po_plugin.verdicts import agreement
 
-    result = agreement(args.a, args.b)
+    result = agreement(args.a, args.b, include_exact=args.include_exact)
     if args.json:
         print(json.dumps(result, indent=2))
-    else:
-        print(f"{result['judge_a']} vs {result['judge_b']}: {result['compared']} trials decided by both judges")
-        print(f"agreement {result['agreement']:.3f}, Cohen's kappa {result['kappa']:.3f}")
-        print("confusion (A/B): " + ", ".join(f"{k} {v}" for k, v in result["confusion"].items()))
-        print(f"left out: {result['exact_match_trials']} exact-match trials, {result['either_failed']} with a judge "
-              f"error, {result['only_in_a']} only in A, {result['only_in_b']} only in B")
+        return 0 if result["compared"] else 1
+    print(f"{result['judge_a']} vs {result['judge_b']}: {result['compared']} trials decided by both judges"
+          + (" (exact matches counted as YES by both)" if result["include_exact"] else ""))
+    width = max([len(r["model"]) for r in result["per_model"]] + [5])
+    print(f"  {'model'.ljust(width)}  trials  agreement  kappa  (A/B: YES/YES YES/NO NO/YES NO/NO)")
+    for r in result["per_model"]:
+        c = r["confusion"]
+        print(f"  {r['model'].ljust(width)}  {r['compared']:6d}  {r['agreement']:9.3f}  {r['kappa']:5.2f}  "
+              f"({c['YES/YES']} {c['YES/NO']} {c['NO/YES']} {c['NO/NO']})")
+    kappa, agree = result["kappa"], result["agreement"]
+    print(f"across {result['models']} evaluated model(s) (Human left out): agreement mean {agree['mean']:.3f}; "
+          f"kappa mean {kappa['mean']:.2f}, min {kappa['min']:.2f}, max {kappa['max']:.2f}")
+    pooled = result["pooled"]
+    print(f"pooled over every trial: agreement {pooled['agreement']:.3f}, kappa {pooled['kappa']:.2f}")
+    print(f"left out: {'' if result['include_exact'] else str(result['exact_match_trials']) + ' exact-match trials, '}"
+          f"{result['either_failed']} with a judge error, {result['only_in_a']} only in A, {result['only_in_b']} only in B")
     return 0 if result["compared"] else 1
 
 
@@ -122,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     agree.add_argument("a")
     agree.add_argument("b")
     agree.add_argument("--json", action="store_true")
+    agree.add_argument("--include-exact", action="store_true",
+                       help="count exact-match trials as YES by both judges (agreement on final grades)")
     agree.set_defaults(func=cmd_agreement)
 
     report = sub.add_parser("report", help="tables and plots from lmms-eval output folders")

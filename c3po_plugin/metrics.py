@@ -1,22 +1,26 @@
 """The C3PO report's numbers (paper §3.3 Table 3, §4.3, Appendix E, F.5 Table 12) from a trial table.
 
 Input: one row per trial (a model answering one item once) with the columns :data:`TRIAL_COLUMNS`.
-``correct`` is 1, 0 or NaN; NaN means *not gradable* (an API failure or a judge error) and is
-missing data, while an empty reply or a refusal is graded 0. Everything here is a pure function
-of that table; reading logs and writing files live in :mod:`c3po_plugin.report`.
+``correct`` is 1, 0 or NaN; NaN means *not gradable* (an API failure or a judge error), while an
+empty reply or a refusal is graded 0. Everything here is a pure function of that table; reading
+logs and writing files live in :mod:`c3po_plugin.report`.
 
-How accuracy is averaged (the SCEval convention, and the paper's "#Yes / #Total Samples"):
+How accuracy is counted and averaged:
 
-1. a sample's score is the mean of ``correct`` over its gradable trials, i.e. over its runs
-   (the entry's ``v`` and repeated run folders alike);
-2. a group's accuracy is the mean of its samples' scores, so every sample weighs the same
-   whatever its number of runs; a template with many items weighs more than a small one
-   (Table 3's tier and overall cells are item-weighted, not template-weighted).
+* ``accuracy`` is the paper's #Yes / #Total Samples (§3.2): an ungradable trial is not a YES, so
+  it counts as not correct. ``accuracy_gradable`` beside it is the other reading, ungradable
+  trials as missing (as SCEval reports invalid-as-missing next to invalid-as-wrong); the two
+  differ only where there are API failures or judge errors.
+* a sample's score is the mean over its runs (the entry's ``v`` and repeated run folders alike);
+  a group's accuracy is the mean of its samples' scores, so every sample weighs the same
+  whatever its number of runs; a template with many items weighs more than a small one
+  (Table 3's tier and overall cells are item-weighted, not template-weighted).
 
 Intervals are 95 % percentile bootstraps over samples from :mod:`sceval_plugin.metrics.stats`:
 seeded by (seed, sample count) alone, so the same logs give the same intervals anywhere.
 "Human" is a pseudo-model whose trials are the items' human answers (``human_correct``), pooled
-over every model's logs; it exists only for items with a human answer (Appendix E's subset).
+over every model's logs; it exists only for items with a human answer (Appendix E's subset):
+a template or tier without human answers has no Human row at all, not a 0.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from c3po_plugin.failure_modes import MODES
+from c3po_plugin.failure_modes import DOMINANCE, MODES
 from c3po_plugin.templates import CATEGORIES, TIERS
 from sceval_plugin.metrics.protocol import grouped_intervals
 from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
@@ -34,6 +38,8 @@ TRIAL_COLUMNS = ("model", "sample_id", "template_id", "category", "tier", "run",
 #: Categories of replies with no gradable answer (the task counts each as a metric).
 INVALID = ("api_failure", "empty", "refusal")
 HUMAN = "Human"
+#: The rows of :func:`failure_modes` that average the models' shares.
+COHORT = "Cohort mean"
 OVERALL = "Overall"
 #: Aggregation levels of :func:`accuracy`, coarsest last.
 LEVELS = ("template", "cell", "category", "overall")
@@ -50,23 +56,27 @@ def cell_order() -> list[str]:
 
 
 def per_sample(trials: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, sample): ``score`` (mean ``correct`` over gradable trials, NaN if none),
-    ``exact`` (the same with exact match as the only grader: a judge-accepted answer counts 0),
-    ``trials`` and ``valid`` (gradable trials), and the item's template, category, tier, difficulty."""
-    t = trials.assign(valid=trials["correct"].notna(),
-                      exact_only=trials["exact"].astype(float).where(trials["correct"].notna()))
+    """One row per (model, sample): ``score`` (mean ``correct`` over its trials, an ungradable
+    trial counted 0), ``score_gradable`` (mean over gradable trials only, NaN if none), ``exact``
+    (exact match as the only grader, over all trials), ``trials`` and ``valid`` (gradable
+    trials), and the item's template, category, tier, difficulty."""
+    t = trials.assign(valid=trials["correct"].notna(), strict=trials["correct"].fillna(0.0).astype(float),
+                      exact_only=trials["exact"].fillna(False).astype(float))
     g = t.groupby(["model", "sample_id"], sort=True, observed=True)
     out = g.agg(template_id=("template_id", "first"), category=("category", "first"), tier=("tier", "first"),
-                difficulty=("difficulty", "first"), score=("correct", "mean"), exact=("exact_only", "mean"),
-                trials=("valid", "size"), valid=("valid", "sum"))
+                difficulty=("difficulty", "first"), score=("strict", "mean"), score_gradable=("correct", "mean"),
+                exact=("exact_only", "mean"), trials=("valid", "size"), valid=("valid", "sum"))
     return out.reset_index()
 
 
 def human_trials(trials: pd.DataFrame) -> pd.DataFrame:
-    """The items' human answers as trials of the pseudo-model :data:`HUMAN` (only graded ones)."""
-    h = trials[trials["human_correct"].notna()]
+    """The items' human answers as trials of the pseudo-model :data:`HUMAN`: every item with a
+    human answer (``human_answer`` when the table has it, else a graded ``human_correct``); an
+    answer the judge failed on is ungradable (NaN), like a model's."""
+    has = trials["human_answer"].notna() if "human_answer" in trials else trials["human_correct"].notna()
+    h = trials[has]
     return h.assign(model=HUMAN, correct=h["human_correct"].astype(float), exact=np.nan, invalid=None,
-                    judged=False, judge_error=False, failure_mode=None)
+                    judged=False, judge_error=h["human_correct"].isna(), failure_mode=None)
 
 
 def _grouped(samples: pd.DataFrame) -> pd.DataFrame:
@@ -81,15 +91,19 @@ def _grouped(samples: pd.DataFrame) -> pd.DataFrame:
 def accuracy(trials: pd.DataFrame, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> pd.DataFrame:
     """Long table, one row per (model, level, group) for every level of :data:`LEVELS`
     (groups: template id, ``"IC T1"``-style cell, ``"IC"``/``"CC"``, ``"Overall"``): ``accuracy``
-    with ``ci_low``/``ci_high``, ``n_samples`` (samples with a gradable trial), ``exact_accuracy``
-    (exact match only, same samples). Includes the :data:`HUMAN` rows when human answers exist."""
+    (#YES / #Total) with ``ci_low``/``ci_high`` and ``n_samples``; ``accuracy_gradable`` over the
+    ``n_gradable`` samples with a gradable trial; ``exact_accuracy`` (exact match only). Includes
+    the :data:`HUMAN` rows for the groups that hold human answers."""
     both = pd.concat([trials, human_trials(trials)], ignore_index=True)
     grouped = _grouped(per_sample(both))
     keys = ["model", "level", "group"]
     acc = grouped_intervals(grouped, keys, "score", b=b, seed=seed).rename(columns={"score": "accuracy", "n": "n_samples"})
-    exact = grouped.dropna(subset=["score"]).groupby(keys, observed=True)["exact"].mean().rename("exact_accuracy")
-    out = acc.join(exact).reset_index()
+    by = grouped.groupby(keys, observed=True)
+    extra = pd.DataFrame({"accuracy_gradable": by["score_gradable"].mean(), "n_gradable": by["score_gradable"].count(),
+                          "exact_accuracy": by["exact"].mean()})
+    out = acc.join(extra).reset_index()
     out["n_samples"] = out["n_samples"].astype(int)
+    out["n_gradable"] = out["n_gradable"].astype(int)
     out.loc[out["model"] == HUMAN, "exact_accuracy"] = np.nan
     order = out.assign(_h=out["model"] == HUMAN, _l=out["level"].map(LEVELS.index),
                        _g=out["group"].map(group_rank))
@@ -126,18 +140,20 @@ def coverage(trials: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def failure_modes(trials: pd.DataFrame, *, pooled: str | None = "All models") -> pd.DataFrame:
+def failure_modes(trials: pd.DataFrame, *, pooled: str | None = COHORT) -> pd.DataFrame:
     """Failure-mode distribution of wrong answers (graded 0 with an answer, i.e. not an empty reply
-    or refusal) per (model, template) and per model (template ``"all"``): ``wrong`` (trials),
-    a count per mode of :data:`~c3po_plugin.failure_modes.MODES` and ``share_<mode>`` = count /
-    wrong (NaN when nothing was wrong). With ``pooled`` and several models, adds rows of every
-    model together under that name (Table 12 pools its cohort). Every (model, template) that has
-    trials gets a row, with zero counts if nothing was wrong."""
+    or refusal) per (model, template) and per model (template ``"all"``): ``wrong`` (trials), a
+    count per mode of :data:`~c3po_plugin.failure_modes.MODES`, ``dominance`` (the modes of
+    :data:`~c3po_plugin.failure_modes.DOMINANCE` together) and ``share_<mode>`` /
+    ``share_dominance`` = count / wrong (NaN when nothing was wrong): §4.3's dominance vs
+    incomplete-fusion split and Table 12's columns. Every (model, template) that has trials gets
+    a row, with zero counts if nothing was wrong.
+
+    With ``pooled`` and several models, adds rows under that name that, like Table 12 ("averaged
+    across the cohort"), give each share as the **mean of the models' shares** (models with a
+    wrong answer there), so every model weighs the same; their counts are the models' sums."""
     t = trials[["model", "template_id", "correct", "invalid", "failure_mode"]]
-    parts = [t, t.assign(template_id="all")]
-    if pooled and t["model"].nunique() > 1:
-        parts += [p.assign(model=pooled) for p in list(parts)]
-    t = pd.concat(parts, ignore_index=True).astype({"model": str, "template_id": str})
+    t = pd.concat([t, t.assign(template_id="all")], ignore_index=True).astype({"model": str, "template_id": str})
     wrong = t[(t["correct"] == 0) & t["invalid"].isna()]
     wrong = wrong.assign(failure_mode=wrong["failure_mode"].fillna("other"))
     index = pd.MultiIndex.from_frame(t[["model", "template_id"]].drop_duplicates())
@@ -145,9 +161,15 @@ def failure_modes(trials: pd.DataFrame, *, pooled: str | None = "All models") ->
               .reindex(index=index, columns=list(MODES)).fillna(0).astype(int))
     counts.columns.name = None
     counts.insert(0, "wrong", counts.sum(axis=1))
-    for mode in MODES:
+    counts["dominance"] = counts[list(DOMINANCE)].sum(axis=1)
+    for mode in (*MODES, "dominance"):
         counts[f"share_{mode}"] = counts[mode] / counts["wrong"].where(counts["wrong"] > 0)
     out = counts.reset_index()
+    if pooled and out["model"].nunique() > 1:
+        shares = [c for c in out.columns if c.startswith("share_")]
+        sums = out.groupby("template_id", sort=False)[["wrong", *MODES, "dominance"]].sum()
+        means = out.groupby("template_id", sort=False)[shares].mean()  # NaN shares (nothing wrong) skipped
+        out = pd.concat([out, sums.join(means).reset_index().assign(model=pooled)], ignore_index=True)
     order = out.assign(_p=out["model"] == pooled, _a=out["template_id"] == "all",
                        _t=out["template_id"].map(group_rank))
     return out.loc[order.sort_values(["_p", "model", "_a", "_t"]).index].reset_index(drop=True)
@@ -164,14 +186,16 @@ def group_rank(group: str) -> tuple:
 
 
 def overall(acc: pd.DataFrame, cov: pd.DataFrame) -> pd.DataFrame:
-    """Per model (Human last): overall accuracy with CI and n, exact-match-only accuracy, IC and CC
-    accuracy, and the ``"all"`` row of :func:`coverage` (coverage, judge and invalid counts)."""
+    """Per model (Human last): overall accuracy with CI and n, the ungradable-as-missing accuracy,
+    exact-match-only accuracy, IC and CC accuracy, and the ``"all"`` row of :func:`coverage`
+    (coverage, judge and invalid counts)."""
     a = acc.set_index(["model", "level", "group"])
     rows = []
     for model in models_of(acc):
         o = a.loc[(model, "overall", OVERALL)]
         row = {"model": model, "accuracy": o["accuracy"], "ci_low": o["ci_low"], "ci_high": o["ci_high"],
-               "n_samples": int(o["n_samples"]), "exact_accuracy": o["exact_accuracy"]}
+               "n_samples": int(o["n_samples"]), "accuracy_gradable": o["accuracy_gradable"],
+               "exact_accuracy": o["exact_accuracy"]}
         for category in CATEGORIES:
             key = (model, "category", category.upper())
             row[f"{category}_accuracy"] = a.loc[key, "accuracy"] if key in a.index else np.nan

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from c3po_plugin.judges import grade, open_cache
 from c3po_plugin.judges.agreement import agreement_rate, cohen_kappa
@@ -22,7 +22,35 @@ from c3po_plugin.report.reader import read_runs
 from c3po_plugin.report.verdicts import read_verdicts
 from c3po_plugin.templates import registry
 
+if TYPE_CHECKING:  # pragma: no cover
+    from c3po_plugin.data.records import C3POItem
+
 JOIN = ["model", "sample_id", "run", "folder"]
+
+
+def logged_items(trials) -> dict[tuple[str, str], "C3POItem"]:
+    """The items behind the logs, for a judge that is shown their media: each logged dataset
+    (``spec#fingerprint``) is loaded again and used only if its fingerprint still matches, so a
+    judge never sees media other than those the model saw. Items not found are left out; their
+    requests become ``media_unavailable`` judge errors."""
+    from loguru import logger
+
+    from c3po_plugin.data.sources import load_source
+
+    found = {}
+    for dataset in trials["dataset"].dropna().unique():
+        spec, _, fingerprint = str(dataset).rpartition("#")
+        try:
+            source = load_source(spec)
+        except Exception as exc:  # noqa: BLE001 - any loader failure means: no media for these trials
+            logger.error(f"c3po judge: cannot load {spec!r} for the judge's media: {exc}")
+            continue
+        if source.fingerprint != fingerprint:
+            logger.error(f"c3po judge: {spec!r} changed since the run (fingerprint {source.fingerprint} != "
+                         f"{fingerprint}); its trials are judged without media: media_unavailable")
+            continue
+        found.update({(dataset, item.sample_id): item for item in source.items})
+    return found
 
 
 def regrade(run_dirs: Sequence[str | Path], judge: Judge, out: str | Path, *, batch: int = 64) -> dict:
@@ -45,6 +73,7 @@ def regrade(run_dirs: Sequence[str | Path], judge: Judge, out: str | Path, *, ba
                            "question": row.question, "gold": row.gold, "prediction": row.prediction or "",
                            "exact_match": exact, "judge_id": judge.judge_id, "verdict": verdict, "error": error}) + "\n"
 
+    items = logged_items(trials) if getattr(judge, "sees_media", False) else {}
     with out.open("w") as f:
         for row in trials[trials["invalid"].notna()].itertuples():
             f.write(line(row, None, False, f"no answer: {row.invalid}"))
@@ -55,7 +84,8 @@ def regrade(run_dirs: Sequence[str | Path], judge: Judge, out: str | Path, *, ba
         for start in tqdm(range(0, len(rows), batch), desc=f"judging with {judge.judge_id}", unit="batch"):
             chunk = rows[start:start + batch]
             requests = [JudgeRequest(r.sample_id, r.question, r.gold, r.prediction or "",
-                                     describe_sample(registry().get(r.template_id), r.context)) for r in chunk]
+                                     describe_sample(registry().get(r.template_id), r.context),
+                                     item=items.get((r.dataset, r.sample_id))) for r in chunk]
             for row, graded in zip(chunk, grade(requests, judge, cache)):
                 value = YES if graded.exact_match else graded.verdict.value
                 counts["exact_match"] += graded.exact_match
@@ -66,29 +96,63 @@ def regrade(run_dirs: Sequence[str | Path], judge: Judge, out: str | Path, *, ba
     return counts
 
 
-def agreement(path_a: str | Path, path_b: str | Path) -> dict:
-    """Agreement rate and Cohen's kappa between two judges over the trials both decided.
+def _agreement_of(decided) -> dict:
+    """Agreement, kappa and confusion counts of the decided pairs of one group."""
+    labels_a, labels_b = list(decided["value_a"] == 1.0), list(decided["value_b"] == 1.0)
+    confusion = {f"{x}/{y}": int(((decided["value_a"] == vx) & (decided["value_b"] == vy)).sum())
+                 for x, vx in (("YES", 1.0), ("NO", 0.0)) for y, vy in (("YES", 1.0), ("NO", 0.0))}
+    return {"compared": len(decided),
+            "agreement": agreement_rate(labels_a, labels_b) if len(decided) else math.nan,
+            "kappa": cohen_kappa(labels_a, labels_b) if len(decided) else math.nan,
+            "confusion": confusion}
 
-    Exact-match trials are left out (neither judge was asked), as are trials either judge
-    failed on; both are counted in the result."""
+
+def agreement(path_a: str | Path, path_b: str | Path, *, include_exact: bool = False) -> dict:
+    """Judge validation as in the paper's Appendix D: agreement rate and Cohen's kappa between
+    two judges **per evaluated model**, and their mean, minimum and maximum across the models
+    (the paper: mean agreement 93 %, kappa mean 0.88, min 0.74, max 0.98 over four models).
+
+    ``per_model`` has one row per model (the pseudo-model ``Human`` included, but left out of the
+    summary: the paper validated the judge on model answers); ``pooled`` is every trial together.
+    Trials either judge failed on are left out and counted (``either_failed``). Exact-match
+    trials, which neither judge was asked about, are left out by default (``include_exact=False``:
+    agreement on the judges' own decisions); ``include_exact=True`` counts them as YES by both
+    (agreement on the final grades, the other reading of App. D)."""
     a, b = read_verdicts(path_a), read_verdicts(path_b)
     for frame in (a, b):
         frame["folder"] = frame["folder"].fillna("")
     both = a.merge(b, on=JOIN, suffixes=("_a", "_b"))
     exact = both["exact_match_a"] | both["exact_match_b"]
-    decided = both[~exact & both["value_a"].notna() & both["value_b"].notna()]
-    labels_a, labels_b = list(decided["value_a"] == 1.0), list(decided["value_b"] == 1.0)
-    confusion = {f"{x}/{y}": int(((decided["value_a"] == vx) & (decided["value_b"] == vy)).sum())
-                 for x, vx in (("YES", 1.0), ("NO", 0.0)) for y, vy in (("YES", 1.0), ("NO", 0.0))}
+    if include_exact:
+        both.loc[exact, ["value_a", "value_b"]] = 1.0
+    counted = both if include_exact else both[~exact]
+    failed = counted["value_a"].isna() | counted["value_b"].isna()
+    decided = counted[~failed]
+    per_model = []
+    for model in sorted(map(str, both["model"].unique()), key=lambda m: (m == HUMAN, m)):
+        row = {"model": model, **_agreement_of(decided[decided["model"] == model]),
+               "either_failed": int(failed[counted["model"] == model].sum()),
+               "exact_match_trials": int(exact[both["model"] == model].sum())}
+        per_model.append(row)
+    validated = [r for r in per_model if r["model"] != HUMAN and r["compared"]]
+
+    def spread(key: str) -> dict:
+        values = [r[key] for r in validated if not math.isnan(r[key])]
+        return ({"mean": sum(values) / len(values), "min": min(values), "max": max(values)} if values
+                else {"mean": math.nan, "min": math.nan, "max": math.nan})
+
     return {
         "judge_a": a["judge_id"].iloc[0] if len(a) else None,
         "judge_b": b["judge_id"].iloc[0] if len(b) else None,
+        "include_exact": include_exact,
+        "models": len(validated),
+        "agreement": spread("agreement"),
+        "kappa": spread("kappa"),
+        "per_model": per_model,
+        "pooled": _agreement_of(decided),
         "compared": len(decided),
-        "agreement": agreement_rate(labels_a, labels_b) if len(decided) else math.nan,
-        "kappa": cohen_kappa(labels_a, labels_b) if len(decided) else math.nan,
-        "confusion": confusion,
         "exact_match_trials": int(exact.sum()),
-        "either_failed": int((~exact & (both["value_a"].isna() | both["value_b"].isna())).sum()),
+        "either_failed": int(failed.sum()),
         "only_in_a": len(a) - len(both),
         "only_in_b": len(b) - len(both),
     }

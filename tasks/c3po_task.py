@@ -124,10 +124,9 @@ def _media(item: C3POItem) -> tuple[list, Any, dict | None]:
     return frames, picture, audio
 
 
-def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> list[dict]:
-    """System prompt; then, labelled and in order, the video frames, the picture, the audio;
-    then the optional note and the question."""
-    item = _item(doc["item"])
+def media_content(item: C3POItem) -> list[dict]:
+    """The media parts of a chat turn, each labelled, in order: video frames, picture, audio.
+    The evaluated models and the LLM judge (which sees what they saw) share it."""
     frames, picture, audio = _media(item)
     content: list[dict] = []
     if frames:
@@ -137,23 +136,40 @@ def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) ->
         content += [{"type": "text", "text": prompts.IMAGE_LABEL}, {"type": "image", "url": picture}]
     if audio is not None:
         content += [{"type": "text", "text": prompts.AUDIO_LABEL}, {"type": "audio", "url": audio}]
-    content.append({"type": "text", "text": prompts.build(item.question, item.context).user})
+    return content
+
+
+def attachment_legend(item: C3POItem) -> str:
+    """What a simple model's attachment list (:func:`doc_to_visual`) holds, in order."""
+    return prompts.build(item.question).legend(item.frame_times() or (), bool(item.image), bool(item.audio))
+
+
+def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> list[dict]:
+    """System prompt; then, labelled and in order, the video frames, the picture, the audio;
+    then the optional note and the question."""
+    item = _item(doc["item"])
+    content = media_content(item) + [{"type": "text", "text": prompts.build(item.question, item.context).user}]
     return [{"role": "system", "content": [{"type": "text", "text": prompts.SYSTEM}]},
             {"role": "user", "content": content}]
 
 
-def doc_to_visual(doc: dict) -> list:
-    """For simple models: frames, then the picture, then the audio as an HF-style dict."""
-    frames, picture, audio = _media(_item(doc["item"]))
+def media_list(item: C3POItem) -> list:
+    """A simple model's attachments: frames, then the picture, then the audio as an HF-style dict
+    (shared, like :func:`media_content`, with the LLM judge)."""
+    frames, picture, audio = _media(item)
     return frames + ([picture] if picture is not None else []) + ([audio] if audio is not None else [])
+
+
+def doc_to_visual(doc: dict) -> list:
+    """For simple models: :func:`media_list`."""
+    return media_list(_item(doc["item"]))
 
 
 def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:
     """System prompt, the legend of the attachments, the question (simple models)."""
     item = _item(doc["item"])
     prompt = prompts.build(item.question, item.context)
-    legend = prompt.legend(item.frame_times() or (), bool(item.image), bool(item.audio))
-    return f"{prompt.system}\n\n{legend}\n{prompt.user}"
+    return f"{prompt.system}\n\n{attachment_legend(item)}\n{prompt.user}"
 
 
 def doc_to_target(doc: dict) -> str:
@@ -185,7 +201,8 @@ def _judge_and_cache():
 
 def grade_answer(item: C3POItem, answer: str) -> Grade:
     """Exact match, then the configured judge (thread-safe; lmms-eval scores in a thread pool)."""
-    request = JudgeRequest(item.sample_id, item.question, item.answer, answer, describe_sample(item.template, item.context))
+    request = JudgeRequest(item.sample_id, item.question, item.answer, answer, describe_sample(item.template, item.context),
+                           item=item)
     with _judge_lock:
         judge, cache = _judge_and_cache()
         return grade([request], judge, cache)[0]
@@ -251,7 +268,8 @@ def process_results(doc: dict, results: list) -> dict:
     # per-sample line); "s"/"v"/"c" are the keys SCEval's variant aggregations read.
     trial = {"s": item.sample_id, "v": doc["run"], "c": correct, "i": invalid, "t": template.id,
              "x": int(record["exact_match"]), "j": record["decided_by"] == "judge",
-             "e": record["judge_error"] is not None, "m": mode, "h": record["human_correct"]}
+             "e": record["judge_error"] is not None, "m": mode, "h": record["human_correct"],
+             "hn": item.human_answer is not None}
     out: dict[str, Any] = {name: trial for name in TRIAL_METRICS}
     out.update({f"c3po_invalid_{c}": invalid for c in INVALID})
     out["c3po_excluded"] = ledger_key(doc["row_id"].split("/", 1)[0])
@@ -261,9 +279,25 @@ def process_results(doc: dict, results: list) -> dict:
 
 # --- aggregations -------------------------------------------------------------------------------
 
+def _ungradable_as_wrong(items: list[dict], key: str = "c") -> list[dict]:
+    return [{**it, "c": 0 if it[key] is None else it[key]} for it in items]
+
+
+def accuracy(items: list[dict]) -> float:
+    """The paper's accuracy, #YES / #Total (§3.2): an ungradable trial (API failure, judge
+    error) counts as not correct. Averaged like SCEval's variants: per sample over its runs, then
+    over samples. ``c3po_accuracy_gradable`` is the other reading, ungradable trials as missing."""
+    return mean_variant_accuracy(_ungradable_as_wrong(items))
+
+
+def worst_run_accuracy(items: list[dict]) -> float:
+    """The lowest accuracy among the run indices, ungradable trials counted as not correct."""
+    return worst_variant_accuracy(_ungradable_as_wrong(items))
+
+
 def exact_match_accuracy(items: list[dict]) -> float:
     """Accuracy had only exact match been used (same averaging as c3po_accuracy)."""
-    return mean_variant_accuracy([{**it, "c": None if it["c"] is None else it["x"]} for it in items])
+    return mean_variant_accuracy([{**it, "c": it["x"]} for it in items])
 
 
 def judge_decisions(items: list[dict]) -> int:
@@ -275,8 +309,9 @@ def judge_errors(items: list[dict]) -> int:
 
 
 def human_accuracy(items: list[dict]) -> float:
-    """Accuracy of the items' human answers (graded like the model's), over items that have one."""
-    return mean_variant_accuracy([{**it, "c": it["h"]} for it in items])
+    """Accuracy of the items' human answers (graded like the model's, a judge error counted as
+    not correct), over the items that have one."""
+    return accuracy([{**it, "c": it["h"]} for it in items if it.get("hn", it["h"] is not None)])
 
 
 invalid_api_failure = invalid_count("api_failure")
@@ -285,8 +320,9 @@ invalid_refusal = invalid_count("refusal")
 
 #: metric name -> (aggregation, higher is better); the task template lists exactly these.
 METRICS: dict[str, tuple[Callable[[list], float], bool]] = {
-    "c3po_accuracy": (mean_variant_accuracy, True),
-    "c3po_worst_run_accuracy": (worst_variant_accuracy, True),
+    "c3po_accuracy": (accuracy, True),
+    "c3po_accuracy_gradable": (mean_variant_accuracy, True),
+    "c3po_worst_run_accuracy": (worst_run_accuracy, True),
     "c3po_exact_match_accuracy": (exact_match_accuracy, True),
     "c3po_coverage": (coverage, True),
     "c3po_graded": (valid_trials, True),

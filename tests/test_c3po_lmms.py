@@ -70,6 +70,7 @@ def test_demo_with_the_reference_model_tiers_runs_and_the_command_line(tmp_path)
     for r in records:
         by_sample.setdefault(r["sample_id"], []).append(r["correct"])
     assert metrics["c3po_accuracy,none"] == pytest.approx(sum(sum(v) / len(v) for v in by_sample.values()) / len(by_sample))
+    assert metrics["c3po_accuracy_gradable,none"] == metrics["c3po_accuracy,none"]  # nothing ungradable
     exact = sum(r["exact_match"] for r in records) / len(records)
     assert metrics["c3po_exact_match_accuracy,none"] == pytest.approx(exact)
     assert metrics["c3po_judge_decisions,none"] == sum(r["decided_by"] == "judge" for r in records)
@@ -103,8 +104,14 @@ def test_demo_with_the_reference_model_tiers_runs_and_the_command_line(tmp_path)
     model_yes = sum(r["judge_verdict"] == "YES" for r in records)  # the run's embedding verdicts, all runs
     assert agreement["compared"] == len(judged) == sum(not r["exact_match"] for r in records) + sum(
         not exact_match(h, next(r["gold"] for r in records if r["sample_id"] == s)) for s, h in humans.items())
-    assert agreement["confusion"]["NO/YES"] >= model_yes
-    assert agreement["agreement"] == pytest.approx(agreement["confusion"]["NO/NO"] / len(judged))
+    pooled = agreement["pooled"]
+    assert pooled["confusion"]["NO/YES"] >= model_yes
+    assert pooled["agreement"] == pytest.approx(pooled["confusion"]["NO/NO"] / len(judged))
+    # App. D: agreement and kappa per evaluated model, then mean/min/max across models (Human left out)
+    per_model = {r["model"]: r for r in agreement["per_model"]}
+    assert set(per_model) == {"sceval_reference", "Human"} and agreement["models"] == 1
+    assert per_model["sceval_reference"]["compared"] + per_model["Human"]["compared"] == len(judged)
+    assert agreement["kappa"]["min"] == agreement["kappa"]["max"] == per_model["sceval_reference"]["kappa"]
     done = c3po("report", "out/", "--verdicts", str(exact_file), "-o", "report-exact/", cwd=tmp_path, env=env)
     exact_report = json.loads((tmp_path / "report-exact" / "report.json").read_text())
     overall = [row for row in exact_report["accuracy"] if row["level"] == "overall" and row["model"] == "sceval_reference"]
@@ -151,6 +158,7 @@ def test_gemini_judge_in_a_run_and_its_failures(tmp_path):
         lmms_eval("--model", "sceval_reference", "--tasks", "c3po_all", "--log_samples", "--output_path", "out/",
                   cwd=tmp_path, env=env)
         failing = sum(r["scenario"] == "500" for r in server.requests)
+        sent = list(server.requests)
     summary, samples = results(tmp_path / "out")
     records = {line["c3po_record"]["sample_id"]: line["c3po_record"] for line in samples["c3po_all"]}
     failed = records[rows[0]["sample_id"]]
@@ -161,8 +169,27 @@ def test_gemini_judge_in_a_run_and_its_failures(tmp_path):
     assert all(r["correct"] == (r["judge_verdict"] == "YES") for r in judged)
     metrics = summary["results"]["c3po_all"]
     assert metrics["c3po_judge_errors,none"] == 1 and metrics["c3po_coverage,none"] == pytest.approx(1 - 1 / len(rows))
+    right = sum(r["correct"] == 1 for r in records.values())
+    assert metrics["c3po_accuracy,none"] == pytest.approx(right / len(rows))  # #YES / #Total: the error is not a YES
+    assert metrics["c3po_accuracy_gradable,none"] == pytest.approx(right / (len(rows) - 1))
     assert failing == 2  # the failed call was tried twice (one retry), then recorded
     assert "k-never-logged" not in "".join(p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file())
+    # The judge saw each item's media, as the evaluated model did (one inline part per frame/picture/clip).
+    assert sent and all(_inline_parts(r) for r in sent), "the judge was sent no media"
+
+    # Re-grading the logs later loads the same items again (fingerprint checked) for the judge's media.
+    with FakeGemini(reply_text=fake_judge_reply) as server:
+        done = c3po("judge", "out/", "--judge", f"gemini:gemini-judge,base_url={server.url},max_retries=0",
+                    "-o", "regraded.jsonl", cwd=tmp_path, env=env)
+        regraded = list(server.requests)
+    assert done.returncode == 0, done.stderr
+    assert regraded and all(_inline_parts(r) for r in regraded)
+    lines = [json.loads(line) for line in (tmp_path / "regraded.jsonl").read_text().splitlines()]
+    assert not any((ln["error"] or "").startswith("media_unavailable") for ln in lines)
+
+
+def _inline_parts(request: dict) -> list:
+    return [p for p in request["body"]["contents"][0]["parts"] if "inlineData" in p or "inline_data" in p]
 
 
 def test_gemini_as_the_evaluated_model_gets_every_medium_labelled_in_order(tmp_path):

@@ -4,15 +4,15 @@ alpha (two run folders, run index 0 in each; folder r0 also logged c3po_ic_t1, w
 IC01 trials) and beta (one folder, C3PO_RUNS=2: run indices 0 and 1) answer eight items, two per
 template IC01 (IC T1), IC07 (IC T2), CC01 (CC T1), CC08 (CC T2). Per-sample scores:
 
-    sample   alpha (r0, r1)  beta (v0, v1)
+    sample   alpha (r0, r1)  beta (v0, v1)                  beta, ungradable as missing
     ic01-a   1, 1   -> 1     judge-YES x2  -> 1 (exact-only 0)
     ic01-b   1, 0   -> .5    empty x2      -> 0
-    ic07-a   1, 1   -> 1     API failure x2 -> not gradable
+    ic07-a   1, 1   -> 1     API failure x2 -> 0           not gradable
     ic07-b   1, 1   -> 1     exact x2      -> 1
     cc01-a   1, 1   -> 1     wrong (audio) x2 -> 0
     cc01-b   1, 1   -> 1     wrong (text) x2  -> 0
     cc08-a   0, 0   -> 0     wrong (audio) x2 -> 0
-    cc08-b   0, 0   -> 0     judge error, judge-YES -> 1
+    cc08-b   0, 0   -> 0     judge error, judge-YES -> .5  1
 
 Human answers exist for ic01-a (right), cc01-a (wrong), cc08-a (right).
 """
@@ -115,14 +115,25 @@ def acc(report_json: dict, model: str, group: str) -> dict:
     (ALPHA, "IC01", 0.75, 2), (ALPHA, "IC07", 1.0, 2), (ALPHA, "CC01", 1.0, 2), (ALPHA, "CC08", 0.0, 2),
     (ALPHA, "IC T1", 0.75, 2), (ALPHA, "CC T2", 0.0, 2), (ALPHA, "IC", 0.875, 4), (ALPHA, "CC", 0.5, 4),
     (ALPHA, "Overall", 5.5 / 8, 8),
-    (BETA_M, "IC01", 0.5, 2), (BETA_M, "IC07", 1.0, 1), (BETA_M, "CC01", 0.0, 2), (BETA_M, "CC08", 0.5, 2),
-    (BETA_M, "IC", 2 / 3, 3), (BETA_M, "CC", 0.25, 4), (BETA_M, "Overall", 3 / 7, 7),
+    (BETA_M, "IC01", 0.5, 2), (BETA_M, "IC07", 0.5, 2), (BETA_M, "CC01", 0.0, 2), (BETA_M, "CC08", 0.25, 2),
+    (BETA_M, "IC", 0.5, 4), (BETA_M, "CC", 0.125, 4), (BETA_M, "Overall", 2.5 / 8, 8),
     ("Human", "IC T1", 1.0, 1), ("Human", "CC T1", 0.0, 1), ("Human", "CC T2", 1.0, 1), ("Human", "Overall", 2 / 3, 3),
 ])
 def test_accuracy_by_hand(report, model, group, expected, n):
+    """#YES / #Total (paper §3.2): API failures and judge errors count as not correct."""
     row = acc(report[2], model, group)
     assert row["accuracy"] == pytest.approx(expected) and row["n_samples"] == n
     assert row["ci_low"] - 1e-12 <= row["accuracy"] <= row["ci_high"] + 1e-12
+
+
+@pytest.mark.parametrize("group, expected, n", [
+    ("IC07", 1.0, 1), ("CC08", 0.5, 2), ("IC", 2 / 3, 3), ("CC", 0.25, 4), ("Overall", 3 / 7, 7), ("IC01", 0.5, 2),
+])
+def test_the_ungradable_as_missing_figure_is_beside_it(report, group, expected, n):
+    row = acc(report[2], BETA_M, group)
+    assert row["accuracy_gradable"] == pytest.approx(expected) and row["n_gradable"] == n
+    alpha = acc(report[2], ALPHA, group)  # nothing ungradable: both readings agree
+    assert alpha["accuracy_gradable"] == pytest.approx(alpha["accuracy"]) and alpha["n_gradable"] == alpha["n_samples"]
 
 
 def test_dedupe_across_task_logs(runs):
@@ -148,9 +159,10 @@ def test_tier_table_is_table3_layout(report):
 def test_overall_exact_match_coverage_and_judge(report):
     rows = {r["model"]: r for r in report[2]["overall"]}
     beta = rows[BETA_M]
-    assert beta["exact_accuracy"] == pytest.approx(1 / 7)  # judge-accepted answers do not count
+    assert beta["exact_accuracy"] == pytest.approx(1 / 8)  # judge-accepted answers do not count
     assert rows[ALPHA]["exact_accuracy"] == pytest.approx(5.5 / 8)
-    assert beta["ic_accuracy"] == pytest.approx(2 / 3) and beta["cc_accuracy"] == pytest.approx(0.25)
+    assert beta["ic_accuracy"] == pytest.approx(0.5) and beta["cc_accuracy"] == pytest.approx(0.125)
+    assert beta["accuracy_gradable"] == pytest.approx(3 / 7)
     assert (beta["trials"], beta["valid_trials"]) == (16, 13) and beta["coverage"] == pytest.approx(13 / 16)
     assert (beta["judge_decisions"], beta["judge_errors"]) == (9, 1)
     assert (beta["invalid_api_failure"], beta["invalid_empty"], beta["invalid_refusal"]) == (2, 2, 0)
@@ -168,12 +180,21 @@ def test_failure_mode_shares(report):
     assert modes[(BETA_M, "IC01")]["share_other"] is None
     everything = modes[(BETA_M, "all")]
     assert everything["wrong"] == 6 and everything["share_audio_dominance"] == pytest.approx(4 / 6)
-    pooled = modes[("All models", "all")]
-    assert pooled["wrong"] == 6 + 5 and pooled["visual_dominance"] == 1
+    assert everything["dominance"] == 6 and everything["share_dominance"] == 1.0
+    alpha = modes[(ALPHA, "all")]  # text x2, incomplete fusion x2, visual x1
+    assert alpha["wrong"] == 5 and alpha["dominance"] == 3 and alpha["share_dominance"] == pytest.approx(0.6)
+    assert alpha["share_incomplete_fusion"] == pytest.approx(0.4)
+    cohort = modes[("Cohort mean", "all")]  # Table 12: the models' shares averaged, counts summed
+    assert cohort["wrong"] == 6 + 5 and cohort["visual_dominance"] == 1
+    assert cohort["share_dominance"] == pytest.approx((1.0 + 0.6) / 2)
+    assert cohort["share_audio_dominance"] == pytest.approx((4 / 6 + 0) / 2)
+    assert modes[("Cohort mean", "IC01")]["share_visual_dominance"] == 1.0  # beta had nothing wrong there
     for r in report[2]["failure_modes"]:
         if r["wrong"]:
             assert sum(r[f"share_{m}"] for m in ("audio_dominance", "visual_dominance", "text_dominance",
-                                                 "incomplete_fusion", "other")) == pytest.approx(1.0)
+                                                 "joint_dominance", "incomplete_fusion", "other")) == pytest.approx(1.0)
+    md = (report[0] / "failure_modes.md").read_text()
+    assert "dom-multi" in md and "| dominance |" in md and "CC08 CausalMisattribution" in md
 
 
 def test_every_output_exists_and_images_are_valid(report):
@@ -182,14 +203,19 @@ def test_every_output_exists_and_images_are_valid(report):
         for ext in ("md", "csv", "tex"):
             assert (out / f"{name}.{ext}").stat().st_size > 0, (name, ext)
             assert str(out / f"{name}.{ext}") in result["written"]
-    for png in ("template_accuracy", "failure_modes", "tier_accuracy"):
+    for png in ("template_accuracy", "failure_modes", "tier_accuracy", "dominance_split", "difficulty"):
         with Image.open(out / f"{png}.png") as image:
-            image.verify()
-            assert image.format == "PNG" and image.width > 300 and image.height > 200
+            assert image.format == "PNG" and image.width > 600 and image.height > 400
+            assert image.info["dpi"][0] == pytest.approx(200, abs=1)
+        assert (out / f"{png}.pdf").read_bytes().startswith(b"%PDF") and str(out / f"{png}.pdf") in result["written"]
     assert "\\begin{tabular}" in (out / "overall.tex").read_text()
     assert "AttributeComposition" in (out / "template_table.md").read_text()
     assert result["models"] == [ALPHA, BETA_M] and result["trials"] == 32
-    assert "beta: 42.9 [" in result["summary"] and "repeated trial" in result["summary"]
+    assert "beta: 31.2 [" in result["summary"] and "42.9 with ungradable trials as missing" in result["summary"]
+    assert "repeated trial" in result["summary"] and "judge qwen3-omni-judge" in result["summary"]
+    assert data["graded_by"] == {ALPHA: ["qwen3-omni-judge"], BETA_M: ["qwen3-omni-judge"], "Human": ["qwen3-omni-judge"]}
+    assert "graded by" in (out / "overall.md").read_text() and "ungradable as missing" in (out / "overall.md").read_text()
+    assert not any("stand-in" in n for n in result["notes"])  # only the embedding judge is flagged
     assert data["settings"]["bootstrap_resamples"] == 300 and data["settings"]["seed"] == 7
     fp = {f["model"]: f for f in data["fingerprints"]}
     assert fp[ALPHA]["prompt_id"] == ["c3po-short-v1"] and len(fp[ALPHA]["folders"]) == 2
@@ -219,10 +245,12 @@ def test_verdicts_override_the_judge(runs, tmp_path):
     result = build_report(runs, tmp_path / "r", b=200, seed=7, verdicts=path)
     data = json.loads((tmp_path / "r" / "report.json").read_text())
     assert acc(data, BETA_M, "IC01")["accuracy"] == pytest.approx(0.25)  # ic01-a .5, ic01-b 0
-    assert acc(data, BETA_M, "IC07")["accuracy"] == 1.0
+    assert acc(data, BETA_M, "IC07")["accuracy"] == 0.5 and acc(data, BETA_M, "IC07")["accuracy_gradable"] == 1.0
     assert acc(data, BETA_M, "CC01")["accuracy"] == pytest.approx(0.25)
-    assert acc(data, BETA_M, "CC08")["n_samples"] == 1  # cc08-b has no gradable run left
-    assert acc(data, BETA_M, "Overall")["accuracy"] == pytest.approx(2 / 6)
+    assert acc(data, BETA_M, "CC08")["n_gradable"] == 1  # cc08-b has no gradable run left ...
+    assert acc(data, BETA_M, "CC08")["n_samples"] == 2  # ... and counts as not correct
+    assert acc(data, BETA_M, "Overall")["accuracy"] == pytest.approx(2 / 8)
+    assert acc(data, BETA_M, "Overall")["accuracy_gradable"] == pytest.approx(2 / 6)
     assert acc(data, ALPHA, "Overall")["accuracy"] == pytest.approx(5.5 / 8)  # other model untouched
     modes = {(r["model"], r["template_id"]): r for r in data["failure_modes"]}
     assert modes[(BETA_M, "IC01")]["audio_dominance"] == 1  # "red car" repeats the audio's claim
@@ -244,8 +272,9 @@ def test_human_lines_of_a_verdict_file_regrade_the_human_answers(runs, tmp_path)
     result = build_report(runs, tmp_path / "r", b=200, seed=7, verdicts=path)
     data = json.loads((tmp_path / "r" / "report.json").read_text())
     assert acc(data, "Human", "IC01")["accuracy"] == 0.0 and acc(data, "Human", "CC01")["accuracy"] == 1.0
-    assert acc(data, "Human", "Overall")["accuracy"] == pytest.approx(0.5)
-    assert acc(data, "Human", "Overall")["n_samples"] == 2
+    assert acc(data, "Human", "Overall")["accuracy"] == pytest.approx(1 / 3)  # the ungraded answer is not correct
+    assert acc(data, "Human", "Overall")["n_samples"] == 3 and acc(data, "Human", "Overall")["n_gradable"] == 2
+    assert acc(data, "Human", "Overall")["accuracy_gradable"] == pytest.approx(0.5)
     assert acc(data, ALPHA, "Overall")["accuracy"] == pytest.approx(5.5 / 8)  # models untouched
     assert any("re-graded the human answers of 3 item(s)" in n for n in result["notes"])
 
@@ -261,3 +290,22 @@ def test_a_folder_without_c3po_logs_is_refused(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ReportError, match="no C3PO per-sample logs"):
         build_report([tmp_path / "empty"], tmp_path / "r", b=50)
+
+
+def test_a_group_without_human_answers_gets_no_bar_and_a_note(report):
+    """Missing data is not zero: Human has answers in IC T1, CC T1, CC T2 only."""
+    import pandas as pd
+
+    from c3po_plugin.report import plots
+    from sceval_plugin.report.plots import pyplot
+
+    accuracy = pd.DataFrame(report[2]["accuracy"])
+    cells = accuracy[accuracy["level"] == "cell"]
+    groups = ["IC T1", "IC T2", "CC T1", "CC T2"]
+    fig, ax = pyplot().subplots()
+    notes = plots._grouped_bars(ax, cells, groups, [ALPHA, BETA_M, "Human"])
+    bars = {c.get_label(): [round(p.get_height(), 6) for p in c.patches] for c in ax.containers if hasattr(c, "patches")}
+    pyplot().close(fig)
+    assert bars["Human"] == [100.0, 0.0, 100.0]  # IC T1, CC T1 (a real 0), CC T2; nothing for IC T2
+    assert len(bars[ALPHA]) == len(bars[BETA_M]) == 4
+    assert notes == ["Human: no human answers for IC T2 (no bar drawn)"]

@@ -4,9 +4,13 @@ Judge specs (``C3PO_JUDGE``, ``c3po judge --judge``):
 
 ``embedding``                    offline sentence-embedding judge (the demo default)
 ``exact``                        no judge: an answer that fails exact match is wrong
-``lmms:<model>[:<model_args>]``  any lmms-eval model, e.g. ``lmms:qwen3_omni:pretrained=Qwen/...``
+``lmms:<model>[:<model_args>]``  any lmms-eval model, e.g. the paper's judge (App. D)
+                                 ``lmms:faultline_qwen3_omni:pretrained=Qwen/Qwen3-Omni-30B-A3B-Thinking``
 ``gemini:<model>[,base_url=...]`` Gemini through google-genai (our ``sceval_gemini`` model);
                                  the key comes from ``GEMINI_API_KEY``
+
+LLM judges take ``judge_media``, ``judge_max_new_tokens`` and ``judge_thinking`` among their
+arguments (:mod:`c3po_plugin.judges.lmms`); by default they see the sample's media.
 """
 
 from __future__ import annotations
@@ -48,15 +52,18 @@ def make_judge(spec: str | None = None) -> Judge:
         from c3po_plugin.judges.lmms import LmmsJudge
 
         model, _, args = spec[5:].partition(":")
-        return LmmsJudge(model, args)
+        return LmmsJudge.from_spec(model, args)
     if spec.startswith("gemini:"):
-        from c3po_plugin.judges.lmms import LmmsJudge
+        from c3po_plugin.judges.lmms import DEFAULT_MAX_NEW_TOKENS, LmmsJudge, split_judge_settings
 
         args = spec[7:]
         if args and "=" not in args.split(",")[0]:
             args = f"model_version={args}"
-        # Our verdict cache does the caching; the model's own reply store would duplicate it.
-        return LmmsJudge("sceval_gemini", ",".join(a for a in (args, "store=none") if a))
+        model_args, settings = split_judge_settings(args)
+        extra = ["store=none"]  # our verdict cache does the caching; the model's reply store would duplicate it
+        if "max_output_tokens=" not in model_args:  # Gemini's budget is a model argument, not a gen kwarg
+            extra.append(f"max_output_tokens={settings.get('judge_max_new_tokens', DEFAULT_MAX_NEW_TOKENS)}")
+        return LmmsJudge.from_spec("sceval_gemini", ",".join(a for a in (args, *extra) if a))
     raise ValueError(f"unknown judge {spec!r}: use embedding, exact, lmms:<model>[:<args>] or gemini:<model>[,...]")
 
 
@@ -97,7 +104,12 @@ def grade(requests: Sequence[JudgeRequest], judge: Judge, cache: VerdictCache | 
         if exact_match(request.prediction, request.gold):
             grades[i] = Grade(True, True, "exact_match")
             continue
-        key = verdict_key(judge.judge_id, judge.prompt_version, request)
+        try:
+            key = verdict_key(judge, request)
+        except OSError as exc:  # a media file the judge should see is gone
+            error = f"media_unavailable: sample {request.sample_id!r}: {exc}"
+            grades[i] = Grade(None, False, "judge", Verdict(None, judge.judge_id, error=error))
+            continue
         cached = cache.get(key) if cache is not None else None
         if cached is not None:
             grades[i] = Grade(cached.value == YES, False, "judge", cached)

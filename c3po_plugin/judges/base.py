@@ -8,8 +8,11 @@ a judge error and never count it as YES.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from c3po_plugin.data.records import C3POItem
 
 YES, NO = "YES", "NO"
 
@@ -17,13 +20,16 @@ YES, NO = "YES", "NO"
 @dataclass(frozen=True)
 class JudgeRequest:
     """One question for a judge. ``context`` describes the sample (template, its logic, the
-    modalities present) in words; it never contains the other modalities' misleading claims."""
+    modalities present) in words; it never contains the other modalities' misleading claims.
+    ``item`` is the sample itself, whose media a judge that :attr:`Judge.sees_media` is shown
+    (paper App. I: the judge gets "all associated media files"); None when it is not at hand."""
 
     sample_id: str
     question: str
     gold: str
     prediction: str
     context: str = ""
+    item: "C3POItem | None" = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -31,7 +37,9 @@ class Verdict:
     value: str | None  # YES, NO, or None when the judge failed
     judge_id: str
     raw: str = ""  # what the judge said (reply text, or the similarity for embedding judges)
-    error: str | None = None  # why there is no value: "api_failure: ...", "unparseable: ..."
+    #: why there is no value, as "<category>: detail"; categories: api_failure, refusal, empty,
+    #: unparseable, cut_mid_thought, media_unavailable, bad_request, model_failure
+    error: str | None = None
     cached: bool = False
 
     @property
@@ -44,6 +52,9 @@ class Judge(Protocol):
     judge_id: str
     #: Version of the prompt (or of the text an embedding judge compares); part of the cache key.
     prompt_version: str
+    #: Optional (default False): the judge is shown the sample's media, so their bytes are part
+    #: of the cache key.
+    sees_media: bool
 
     def judge(self, requests: Sequence[JudgeRequest]) -> list[Verdict]:
         """One verdict per request, in order. Must not raise for a single bad request."""

@@ -1,5 +1,8 @@
-"""Judge verdicts cached on disk, keyed by (judge id, prompt version, question, gold answer,
-normalised prediction), so re-running a task or re-grading a run never asks twice.
+"""Judge verdicts cached on disk, keyed by everything the judge sees: judge id (backend, model
+and verdict-changing settings), prompt version, question, gold answer, normalised prediction, the
+sample description (template logic, text evidence) and, for a judge that sees media, the
+SHA-256 of each media file. Re-running a task or re-grading a run never asks twice, and two
+requests that differ in any of these never share a verdict.
 
 It is SCEval's reply store (:class:`sceval_plugin.store.ReplyStore`: append-only JSONL,
 flushed per entry, a line cut short by a killed process skipped on load) holding verdicts.
@@ -8,17 +11,44 @@ Failed verdicts (judge errors) are never stored, so they are retried.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from c3po_plugin.grading import normalize
-from c3po_plugin.judges.base import JudgeRequest, Verdict
+from c3po_plugin.judges.base import Judge, JudgeRequest, Verdict
 from sceval_plugin.store import ReplyStore
 
 
-def verdict_key(judge_id: str, prompt_version: str, request: JudgeRequest) -> str:
-    payload = json.dumps([judge_id, prompt_version, request.question, request.gold, normalize(request.prediction)])
+@functools.lru_cache(maxsize=4096)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:  # size and mtime: a changed file is hashed again
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def media_fingerprints(request: JudgeRequest) -> dict[str, str]:
+    """``{kind: sha256}`` of the sample's media files (empty when the request carries no item)."""
+    from c3po_plugin.data.records import MEDIA_FIELDS
+
+    out = {}
+    for kind in MEDIA_FIELDS:
+        path = request.item.media_path(kind) if request.item is not None else None
+        if path:
+            stat = os.stat(path)
+            out[kind] = _file_digest(path, stat.st_size, stat.st_mtime_ns)
+    return out
+
+
+def verdict_key(judge: Judge, request: JudgeRequest) -> str:
+    """The cache key of one request to ``judge`` (see the module docstring)."""
+    media = media_fingerprints(request) if getattr(judge, "sees_media", False) else {}
+    payload = json.dumps([judge.judge_id, judge.prompt_version, request.question, request.gold,
+                          normalize(request.prediction), request.context, sorted(media.items())])
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

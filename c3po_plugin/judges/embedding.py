@@ -89,7 +89,8 @@ _COUNT_WORDS = {"once": "1", "twice": "2", "thrice": "3"}
 #: a determiner, at most one word back. Such a "one" is hidden from the numbers guard.
 _PRONOUN_ONE = re.compile(r"\b((?:a|an|the|this|that|which|each|every|another|other|any|no)(?:\s+[a-z]+)?\s+)one\b",
                           re.IGNORECASE)
-_NUMBER = re.compile(r"^(\d+(?:\.\d+)?)(?:st|nd|rd|th)?$")  # "3", "2.5", and "3rd" -> 3
+_NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)(?:st|nd|rd|th)?$")  # "3", "-2.5", and "3rd" -> 3
+_NOT = re.compile(r"n['\u2019]t\b", re.IGNORECASE)
 _POSITIVE = {"yes", "true", "yeah", "yep", "correct"}
 _NEGATIVE = {"no", "false", "nope", "not", "never", "cannot"}
 #: Words that make a prediction hedge between answers, negate, or add another answer.
@@ -112,9 +113,9 @@ def numbers(text: str) -> list[str]:
 
 
 def _tokens(text: str) -> list[str]:
-    """normalize(text) split, with the "t" of n't ("didn't" -> "didn t") read as "not"."""
-    tokens = normalize(text).split()
-    return ["not" if t == "t" and i and tokens[i - 1].endswith("n") else t for i, t in enumerate(tokens)]
+    """normalize(text) split, with n't read as "not" ("didn't" -> "did not"; normalize alone
+    would fold it to "didnt")."""
+    return normalize(_NOT.sub(" not", str(text))).split()
 
 
 def _polarity(tokens: list[str]) -> set[str]:

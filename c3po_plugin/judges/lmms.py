@@ -1,39 +1,80 @@
 """A judge backed by any lmms-eval model (``qwen3_omni``, ``sceval_gemini``, ...).
 
 The model is built with lmms-eval's own registry and ``create_from_arg_string``, exactly as the
-CLI builds it, and asked through its ``generate_until`` with the judge prompt as the only
-content (chat models get system + user messages, simple models the joined text and no media).
+CLI builds it, and asked through its ``generate_until``. What it is shown follows the paper's
+judge (§3.2, App. D and I): the full sample (question, gold answer, template logic, text
+evidence) and, by default, the sample's media, passed exactly as the evaluated models get them
+(:func:`faultline_eval.tasks.c3po_task.media_content` for chat models, the same attachment list
+and legend for simple ones), greedy at temperature 0.
+
+Judge settings, given among the model arguments and removed before lmms-eval sees them:
+
+``judge_media=true|false``   show the sample's media (default true; false: text only)
+``judge_max_new_tokens=N``   the token budget (default 4096, room for a thinking model to finish)
+``judge_thinking=auto|true|false``
+                             a reasoning model, whose verdict follows ``</think>`` (auto: the
+                             model id contains "thinking", as Qwen3-Omni-30B-A3B-Thinking does)
+
 Failures the model reports through :mod:`sceval_plugin.telemetry` (API errors after retries,
-refusals) and replies that are neither YES nor NO become judge errors, never YES.
+refusals), replies cut mid-thought and replies that are neither YES nor NO become judge errors
+(:func:`~c3po_plugin.judges.prompt.parse_reply`), never YES.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Sequence
 
 from c3po_plugin.judges.base import JudgeRequest, Verdict
-from c3po_plugin.judges.prompt import PROMPT_VERSION, SYSTEM, parse_verdict, user_text
+from c3po_plugin.judges.prompt import PROMPT_VERSION, SYSTEM, parse_reply, user_text
 
 TASK, SPLIT = "c3po_judge", "test"
-GEN_KWARGS = {"max_new_tokens": 32, "temperature": 0, "do_sample": False, "until": []}
-_THINK = re.compile(r"<think>.*?</think>", flags=re.DOTALL | re.IGNORECASE)
+DEFAULT_MAX_NEW_TOKENS = 4096
 _ID_ARGS = ("pretrained", "model_version", "model", "model_name")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
+def _c3po_task():
+    from faultline_eval.tasks import c3po_task
+
+    return c3po_task
+
+
+# A judge doc holds the C3POItem itself (its list of docs never leaves this process), or None.
 def doc_to_messages(doc: dict) -> list[dict]:
+    media = _c3po_task().media_content(doc["item"]) if doc["item"] is not None else []
     return [{"role": "system", "content": [{"type": "text", "text": SYSTEM}]},
-            {"role": "user", "content": [{"type": "text", "text": doc["text"]}]}]
+            {"role": "user", "content": media + [{"type": "text", "text": doc["text"]}]}]
 
 
 def doc_to_visual(doc: dict) -> list:
-    return []
+    return _c3po_task().media_list(doc["item"]) if doc["item"] is not None else []
+
+
+def _flag(name: str, value: Any) -> bool:
+    text = str(value).strip().lower()
+    if text not in _TRUE + _FALSE:
+        raise ValueError(f"judge setting {name}={value!r}: use true or false")
+    return text in _TRUE
+
+
+def split_judge_settings(model_args: str) -> tuple[str, dict[str, str]]:
+    """``model_args`` without the ``judge_*`` settings, and those settings."""
+    kept, settings = [], {}
+    for part in filter(None, (p.strip() for p in (model_args or "").split(","))):
+        key, _, value = part.partition("=")
+        if key.strip().startswith("judge_"):
+            settings[key.strip()] = value.strip()
+        else:
+            kept.append(part)
+    unknown = sorted(set(settings) - {"judge_media", "judge_max_new_tokens", "judge_thinking"})
+    if unknown:
+        raise ValueError(f"unknown judge setting(s) {unknown}: use judge_media, judge_max_new_tokens, judge_thinking")
+    return ",".join(kept), settings
 
 
 class LmmsJudge:
-    prompt_version = PROMPT_VERSION
-
-    def __init__(self, model: str, model_args: str = "", model_instance: Any = None) -> None:
+    def __init__(self, model: str, model_args: str = "", model_instance: Any = None, *, media: bool = True,
+                 max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, thinking: bool | None = None) -> None:
         from lmms_eval.api.model import lmms  # noqa: F401  (lmms-eval must be importable)
         from lmms_eval.models import get_model
         from lmms_eval.utils import simple_parse_args_string
@@ -41,43 +82,68 @@ class LmmsJudge:
         args = simple_parse_args_string(model_args) if model_args else {}
         named = next((str(args[k]) for k in _ID_ARGS if args.get(k)), "")
         self.judge_id = f"lmms:{model}" + (f":{named}" if named else "")
+        self.sees_media = bool(media)
+        self.prompt_version = f"{PROMPT_VERSION}+{'media' if media else 'text'}"
+        self.max_new_tokens = int(max_new_tokens)
+        self.thinking = "thinking" in self.judge_id.lower() if thinking is None else bool(thinking)
         self.model = model_instance or get_model(model).create_from_arg_string(model_args, {"batch_size": 1})
         self._counter = 0
+
+    @classmethod
+    def from_spec(cls, model: str, model_args: str = "") -> "LmmsJudge":
+        """Build from a spec's model name and arguments, ``judge_*`` settings included."""
+        args, settings = split_judge_settings(model_args)
+        thinking = settings.get("judge_thinking", "auto")
+        return cls(model, args, media=_flag("judge_media", settings.get("judge_media", "true")),
+                   max_new_tokens=int(settings.get("judge_max_new_tokens", DEFAULT_MAX_NEW_TOKENS)),
+                   thinking=None if thinking.lower() == "auto" else _flag("judge_thinking", thinking))
 
     def judge(self, requests: Sequence[JudgeRequest]) -> list[Verdict]:
         from lmms_eval.api.instance import Instance
 
         from sceval_plugin import telemetry
 
-        if not requests:
-            return []
-        docs = []
-        for request in requests:
+        verdicts: list[Verdict | None] = [None] * len(requests)
+        docs, asked = [], []
+        for i, request in enumerate(requests):
+            if self.sees_media and request.item is None:
+                verdicts[i] = Verdict(None, self.judge_id, error=f"media_unavailable: sample {request.sample_id!r}: "
+                                      "the judge shows media but the request carries no item")
+                continue
             self._counter += 1
             docs.append({"row_id": f"{TASK}/{request.sample_id}/{self._counter}", "dataset": TASK,
-                         "text": user_text(request), "expects_json": False})
+                         "text": user_text(request, with_media=self.sees_media), "expects_json": False,
+                         "item": request.item if self.sees_media else None})
+            asked.append(i)
+        if not docs:
+            return verdicts  # type: ignore[return-value]
         self.model.task_dict = {TASK: {SPLIT: docs}}
         simple = bool(getattr(self.model, "is_simple", True))
+        gen_kwargs = {"max_new_tokens": self.max_new_tokens, "temperature": 0, "do_sample": False, "until": []}
         instances = []
         for doc_id, doc in enumerate(docs):
-            context = f"{SYSTEM}\n\n{doc['text']}"
-            args = ((context, dict(GEN_KWARGS), doc_to_visual, doc_id, TASK, SPLIT) if simple
-                    else (context, doc_to_messages, dict(GEN_KWARGS), doc_id, TASK, SPLIT))
+            legend = _c3po_task().attachment_legend(doc["item"]) + "\n" if doc["item"] is not None else ""
+            context = f"{SYSTEM}\n\n{legend}{doc['text']}"
+            args = ((context, dict(gen_kwargs), doc_to_visual, doc_id, TASK, SPLIT) if simple
+                    else (context, doc_to_messages, dict(gen_kwargs), doc_id, TASK, SPLIT))
             instances.append(Instance("generate_until", args, idx=0,
                                       metadata={"task": TASK, "doc_id": doc_id, "repeats": 1}))
+        failure = None
         try:
             replies = self.model.generate_until(instances)
         except Exception as exc:  # the whole batch failed: every request gets the error
-            return [Verdict(None, self.judge_id, error=f"api_failure: {type(exc).__name__}: {exc}") for _ in requests]
-        verdicts = []
-        for doc, reply in zip(docs, replies):
+            replies = [None] * len(docs)
+            failure = f"api_failure: {type(exc).__name__}: {exc}"
+        for i, doc, reply in zip(asked, docs, replies):
+            if reply is None:
+                verdicts[i] = Verdict(None, self.judge_id, error=failure)
+                continue
             text = getattr(reply, "text", reply)
-            text = _THINK.sub("", text if isinstance(text, str) else str(text)).strip()
+            text = text if isinstance(text, str) else str(text)
             call = telemetry.take(doc["row_id"])
             if call is not None and call.failure:
-                verdicts.append(Verdict(None, self.judge_id, raw=text, error=f"{call.failure}: {call.detail}"))
+                verdicts[i] = Verdict(None, self.judge_id, raw=text, error=f"{call.failure}: {call.detail}")
                 continue
-            value = parse_verdict(text)
-            error = None if value else f"unparseable: judge replied {text[:80]!r}"
-            verdicts.append(Verdict(value, self.judge_id, raw=text, error=error))
-        return verdicts
+            value, error = parse_reply(text, thinking=self.thinking)
+            verdicts[i] = Verdict(value, self.judge_id, raw=text.strip(), error=error)
+        return verdicts  # type: ignore[return-value]

@@ -10,16 +10,18 @@ from c3po_plugin.judges.base import NO, YES, JudgeRequest
 if TYPE_CHECKING:  # pragma: no cover
     from c3po_plugin.templates import Template
 
-PROMPT_VERSION = "c3po-judge-v1"
+#: v2: the judge is told that the sample's media are attached when they are (App. I).
+PROMPT_VERSION = "c3po-judge-v2"
 
 SYSTEM = (
     "You grade answers to questions about multimodal samples. Decide whether the model's answer "
-    "means the same as the reference answer, given the sample and the question: it is equivalent "
-    "when it singles out the same thing (entity, value, action, cause) as the reference. Ignore "
-    "differences of wording, formatting and units that do not change the meaning. Answers that "
+    "means the same as the reference answer, given the sample, its media and the question: it is "
+    "equivalent when it singles out the same thing (entity, value, action, cause) as the reference. "
+    "Ignore differences of wording, formatting and units that do not change the meaning. Answers that "
     "are only partly right, add wrong details, hedge between alternatives or invent things are "
     "not equivalent. Reply with exactly one word: YES or NO."
 )
+MEDIA_NOTE = "The sample's media are attached above."
 
 
 def describe_sample(template: "Template", note: str = "") -> str:
@@ -30,9 +32,10 @@ def describe_sample(template: "Template", note: str = "") -> str:
             f"{template.logical_form} Inputs: {', '.join(sorted(template.modalities))}.{shown}")
 
 
-def user_text(request: JudgeRequest) -> str:
+def user_text(request: JudgeRequest, *, with_media: bool = False) -> str:
     return (
-        f"Sample: {request.context or 'not described'}\n"
+        (f"{MEDIA_NOTE}\n" if with_media else "")
+        + f"Sample: {request.context or 'not described'}\n"
         f"Question: {request.question}\n"
         f"Reference answer: {request.gold}\n"
         f"Model answer: {request.prediction}\n"
@@ -41,12 +44,24 @@ def user_text(request: JudgeRequest) -> str:
 
 
 _FIRST_WORD = re.compile(r"^[\s*_`'\"(\[]*([A-Za-z]+)")
+#: Chinese replies (Qwen models sometimes answer in Chinese): 是/对 yes, 否/不是/不对 no.
+_CHINESE = re.compile(r"^[\s*_`'\"(\[「“]*(不是|不对|否|是|对)")
+_CHINESE_VALUE = {"是": YES, "对": YES, "否": NO, "不是": NO, "不对": NO}
+_END_THINK = re.compile(r"</think\s*>", re.IGNORECASE)
+_OPEN_THINK = re.compile(r"<think\s*>", re.IGNORECASE)
 
 
 def parse_verdict(reply: str) -> str | None:
     """YES or NO when the reply opens with exactly one of them (markdown and quotes allowed
-    around it); None otherwise, e.g. for "Yes and no" or an explanation without a verdict."""
-    match = _FIRST_WORD.match(reply or "")
+    around it, in English or Chinese); None otherwise, e.g. for "Yes and no" or an explanation
+    without a verdict. ``"Yes." + trailing text`` is YES unless the text also says no."""
+    reply = reply or ""
+    chinese = _CHINESE.match(reply)
+    if chinese:
+        first, rest = _CHINESE_VALUE[chinese.group(1)], reply[chinese.end():]
+        other = ("否", "不是", "不对") if first == YES else ("是的",)
+        return None if any(word in rest for word in other) else first
+    match = _FIRST_WORD.match(reply)
     if not match or match.group(1).upper() not in (YES, NO):
         return None
     first = match.group(1).upper()
@@ -55,3 +70,26 @@ def parse_verdict(reply: str) -> str | None:
     if re.search(rf"\b{other}\b", rest, flags=re.IGNORECASE):  # both verdicts given: undecided
         return None
     return first
+
+
+def parse_reply(reply: str, *, thinking: bool = False) -> tuple[str | None, str | None]:
+    """``(verdict, error)`` of a judge's whole reply; exactly one of them is None.
+
+    The verdict is read only after the reasoning: after the last ``</think>`` when there is one.
+    An opened ``<think>`` that never closes was cut by the token budget (``cut_mid_thought``).
+    A ``thinking`` judge's chat template usually opens ``<think>`` itself, so its reply without
+    ``</think>`` is either a bare verdict word (accepted) or reasoning cut short
+    (``cut_mid_thought``), never a verdict read off the first word of its reasoning.
+    """
+    text = reply or ""
+    ends = list(_END_THINK.finditer(text))
+    if ends:
+        text = text[ends[-1].end():]
+    elif _OPEN_THINK.search(text) or (thinking and len(re.findall(r"\w+", text)) > 1):
+        return None, (f"cut_mid_thought: no </think> in the reply ({len(text)} characters, ending "
+                      f"{text[-60:]!r}); raise judge_max_new_tokens")
+    text = text.strip()
+    if not text:
+        return None, "empty: the judge gave no verdict" + (" after its reasoning" if ends else "")
+    value = parse_verdict(text)
+    return (value, None) if value else (None, f"unparseable: judge replied {text[:80]!r}")

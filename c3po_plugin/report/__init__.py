@@ -6,8 +6,12 @@ computes everything with :mod:`c3po_plugin.metrics` and writes, under ``out``:
 
 * ``tier_table``, ``template_table``, ``failure_modes``, ``overall`` as ``.md``, ``.csv``, ``.tex``
   (through SCEval's :func:`~sceval_plugin.report.tables.write_table`);
-* ``template_accuracy.png``, ``tier_accuracy.png``, ``failure_modes.png``;
-* ``report.json`` with every number, the settings and the logs' fingerprints.
+* ``template_accuracy``, ``tier_accuracy``, ``failure_modes``, ``dominance_split`` and, where
+  items carry difficulty scores, ``difficulty`` as ``.png`` (200 dpi) and ``.pdf``;
+* ``report.json`` with every number, the settings, the logs' fingerprints and which judge graded.
+
+The summary and ``report.json`` name the judge behind every model's numbers; the embedding
+judge is flagged as the offline stand-in it is (not the paper's Qwen3-Omni judge).
 """
 
 from __future__ import annotations
@@ -53,13 +57,39 @@ def fingerprints(trials: pd.DataFrame) -> list[dict]:
     return out
 
 
+#: What the report says about a judge whose id starts with a key.
+JUDGE_CAVEATS = {"embedding:": "an offline stand-in, not the paper's Qwen3-Omni judge: it fails synonyms "
+                               "(scarlet vs red); use --verdicts from `c3po judge --judge lmms:...` for paper numbers",
+                 "exact": "exact match only: every answer that is not a normalised exact match is wrong"}
+
+
+def graded_by(trials: pd.DataFrame) -> dict[str, list[str]]:
+    """Per model (and Human, graded with every model's judges): the judge ids behind its numbers."""
+    judges = {str(m): sorted(map(str, t["judge_id"].dropna().unique())) for m, t in trials.groupby("model")}
+    judges[metrics.HUMAN] = sorted({j for ids in judges.values() for j in ids})
+    return judges
+
+
+def judge_notes(judges: dict[str, list[str]]) -> list[str]:
+    ids = sorted({j for found in judges.values() for j in found})
+    notes = [f"graded by normalised exact match, then the judge {', '.join(ids) or '(none was asked)'}"]
+    for judge_id in ids:
+        caveat = next((text for prefix, text in JUDGE_CAVEATS.items() if judge_id.startswith(prefix)), None)
+        if caveat:
+            notes.append(f"judge {judge_id} is {caveat}")
+    return notes
+
+
 def summary_text(numbers: dict[str, pd.DataFrame], out: Path, notes: list[str]) -> str:
-    """A few lines for the terminal: each model's overall, IC and CC accuracy with coverage."""
+    """A few lines for the terminal: each model's overall, IC and CC accuracy with coverage and,
+    where they differ, the accuracy with ungradable trials counted as missing."""
     lines = [f"C3PO report in {out}"]
     for row in numbers["overall"].itertuples(index=False):
         coverage = "" if pd.isna(row.coverage) else f", coverage {100 * row.coverage:.1f}%"
+        gradable = ("" if pd.isna(row.accuracy_gradable) or abs(row.accuracy_gradable - row.accuracy) < 1e-12
+                    else f"; {pp(row.accuracy_gradable)} with ungradable trials as missing")
         lines.append(f"  {row.model}: {tables.with_ci(row.accuracy, row.ci_low, row.ci_high)} overall "
-                     f"(IC {pp(row.ic_accuracy)}, CC {pp(row.cc_accuracy)}, n={row.n_samples}{coverage})")
+                     f"(IC {pp(row.ic_accuracy)}, CC {pp(row.cc_accuracy)}, n={row.n_samples}{coverage}{gradable})")
     return "\n".join(lines + [f"  note: {n}" for n in notes])
 
 
@@ -75,6 +105,8 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
         trials, more = apply_verdicts(trials, read_verdicts(verdicts), source=str(verdicts))
         notes += more
     numbers = compute(trials, b=b, seed=seed)
+    judges = graded_by(trials)
+    notes += judge_notes(judges)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for name, caption, (shown, raw) in [
@@ -83,19 +115,27 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
          tables.template_table(numbers["accuracy"])),
         ("failure_modes", "Failure modes of wrong answers: share per template (Table 12 columns)",
          tables.failure_table(numbers["failure_modes"])),
-        ("overall", "Overall accuracy (%), exact-match-only accuracy, coverage and judge use",
-         tables.overall_table(numbers["overall"])),
+        ("overall", "Overall accuracy (%) as #YES/#Total and with ungradable trials as missing, exact-match-only "
+         "accuracy, coverage, judge use and the judge", tables.overall_table(numbers["overall"], judges)),
     ]:
         written += write_table(out, name, shown, raw, caption)
-    written += [plots.template_accuracy(numbers["accuracy"], out / "template_accuracy.png"),
-                plots.tier_accuracy(numbers["accuracy"], out / "tier_accuracy.png"),
-                plots.failure_modes(numbers["failure_modes"], out / "failure_modes.png")]
+    written += [*plots.template_accuracy(numbers["accuracy"], out / "template_accuracy.png"),
+                *plots.tier_accuracy(numbers["accuracy"], out / "tier_accuracy.png"),
+                *plots.failure_modes(numbers["failure_modes"], out / "failure_modes.png"),
+                *plots.dominance_split(numbers["failure_modes"], out / "dominance_split.png")]
+    if trials["difficulty"].notna().any():
+        written += plots.difficulty_histogram(trials, out / "difficulty.png")
+    else:
+        notes.append("no item carries a difficulty score: no difficulty histogram")
     models = sorted(map(str, trials["model"].unique()))
     everything = {
         "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "runs": [str(r) for r in run_dirs],
                      "verdicts": None if verdicts is None else str(verdicts),
-                     "accuracy": "per sample: mean over gradable runs; then mean over samples",
-                     "not_gradable": "API failures and judge errors are missing; empty replies and refusals are wrong"},
+                     "accuracy": "per sample: mean over its runs; then mean over samples",
+                     "not_gradable": "accuracy (#YES/#Total, paper §3.2) counts API failures and judge errors as not "
+                                     "correct; accuracy_gradable counts them as missing; empty replies and refusals "
+                                     "are wrong in both"},
+        "graded_by": judges,
         "counts": {"trials": len(trials), "models": models, "samples": int(trials["sample_id"].nunique())},
         "notes": notes,
         "fingerprints": fingerprints(trials),

@@ -1,73 +1,116 @@
-"""PNG figures of the C3PO report: per-template and per-tier accuracy, failure-mode shares.
-Matplotlib setup and panel grids come from :mod:`sceval_plugin.report.plots`."""
+"""Figures of the C3PO report, each written as PNG (200 dpi) and PDF: per-template and per-tier
+accuracy, failure-mode shares per template, the dominance vs incomplete-fusion split per model,
+and the items' difficulty histogram (the paper's Fig. 7). Matplotlib setup and panel grids come
+from :mod:`sceval_plugin.report.plots`.
+
+What a figure shows is what was measured: a group without data for a model (a template or tier
+without human answers) gets no bar, and a note under the figure says so; every bar carries its
+sample count; legends sit outside the axes.
+"""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from c3po_plugin import metrics
-from c3po_plugin.failure_modes import LABELS, MODES
+from c3po_plugin.failure_modes import DOMINANCE, LABELS, MODES
+from c3po_plugin.report.tables import MODE_HEADINGS, template_label
+from c3po_plugin.templates import CATEGORIES
 from sceval_plugin.report.plots import grid, pyplot
 
+DPI = 200
 MODE_COLOURS = {"audio_dominance": "tab:blue", "visual_dominance": "tab:orange", "text_dominance": "tab:green",
-                "incomplete_fusion": "tab:red", "other": "tab:grey"}
+                "joint_dominance": "tab:purple", "incomplete_fusion": "tab:red", "other": "tab:grey"}
 
 
-def _grouped_bars(ax, acc: pd.DataFrame, groups: list[str], models: list[str]) -> None:
-    """One cluster of bars per group, one bar per model, with interval error bars."""
+def save(fig, path: Path) -> list[Path]:
+    """``path`` (PNG, :data:`DPI`) and the same figure as PDF beside it; closes the figure."""
+    plt = pyplot()
+    pdf = path.with_suffix(".pdf")
+    for target in (path, pdf):
+        fig.savefig(target, dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return [path, pdf]
+
+
+def _note(fig, lines: list[str]) -> None:
+    """Notes under the figure, wrapped to its width (about 20 characters per inch at 7 pt)."""
+    if lines:
+        width = int(fig.get_figwidth() * 20)
+        text = "\n".join(textwrap.fill(line, width, subsequent_indent="  ") for line in lines)
+        fig.text(0.01, -0.01, text, ha="left", va="top", fontsize=7)
+
+
+def _grouped_bars(ax, acc: pd.DataFrame, groups: list[str], models: list[str]) -> list[str]:
+    """One cluster of bars per group, one bar per model with its interval and sample count.
+    Returns a note per model that has no data in some groups (those get no bar)."""
     cells = acc.set_index(["model", "group"])
     width = 0.8 / max(1, len(models))
     x = np.arange(len(groups))
+    notes = []
     for k, model in enumerate(models):
-        rows = [cells.loc[(model, g)] if (model, g) in cells.index else None for g in groups]
-        mean = np.array([100 * r["accuracy"] if r is not None else np.nan for r in rows])
-        low = np.array([100 * r["ci_low"] if r is not None else np.nan for r in rows])
-        high = np.array([100 * r["ci_high"] if r is not None else np.nan for r in rows])
+        have = [g for g in groups if (model, g) in cells.index and np.isfinite(cells.loc[(model, g), "accuracy"])]
+        missing = [g for g in groups if g not in have]
+        if missing:
+            what = "human answers" if model == metrics.HUMAN else "graded answers"
+            notes.append(f"{model}: no {what} for {', '.join(missing)} (no bar drawn)")
+        if not have:
+            continue
+        rows = cells.loc[[(model, g) for g in have]]
+        mean, low, high = (100 * rows[c].to_numpy(float) for c in ("accuracy", "ci_low", "ci_high"))
         yerr = np.nan_to_num(np.vstack([mean - low, high - mean]), nan=0.0).clip(min=0)
-        ax.bar(x + (k - (len(models) - 1) / 2) * width, np.nan_to_num(mean), width, yerr=yerr, capsize=1.5,
-               label=model, error_kw={"linewidth": 0.7})
+        positions = x[[groups.index(g) for g in have]] + (k - (len(models) - 1) / 2) * width
+        ax.bar(positions, mean, width, yerr=yerr, capsize=1.5, label=model, error_kw={"linewidth": 0.7})
+        for pos, top, n in zip(positions, np.nan_to_num(high, nan=0.0), rows["n_samples"]):
+            ax.text(pos, max(top, 0) + 1.5, f"{int(n)}", ha="center", va="bottom", fontsize=5, rotation=90)
     ax.set_xticks(x, groups, rotation=60, ha="right", fontsize=7)
-    ax.set_ylim(0, 105)
+    ax.set_ylim(0, 118)
+    ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("accuracy (%)")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="model", title_fontsize=7)
+    return notes
 
 
-def _bars_figure(acc: pd.DataFrame, groups: list[str], width: float, height: float, title: str, path: Path) -> Path:
+def _bars_figure(acc: pd.DataFrame, groups: list[str], labels: list[str], width: float, height: float, title: str,
+                 path: Path) -> list[Path]:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(width, height))
-    _grouped_bars(ax, acc, groups, metrics.models_of(acc))
-    ax.set_title(title)
+    notes = _grouped_bars(ax, acc.assign(group=acc["group"].map(dict(zip(groups, labels)))), labels,
+                          metrics.models_of(acc))
+    ax.set_title(title, fontsize=9)
+    _note(fig, ["Numbers above the bars: samples. Accuracy = #YES / #Total (ungradable trials count as not correct)."]
+          + notes)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
-def template_accuracy(acc: pd.DataFrame, path: Path) -> Path:
-    """Per template (registry order): accuracy of every model with its 95 % interval."""
+def template_accuracy(acc: pd.DataFrame, path: Path) -> list[Path]:
+    """Per template (registry order, labelled id + name): every model's accuracy with its 95 % interval."""
     t = acc[acc["level"] == "template"]
     groups = sorted(t["group"].unique(), key=metrics.group_rank)
-    width = max(6.0, 0.45 * len(groups) * max(1, t["model"].nunique()) ** 0.5)
-    return _bars_figure(t, groups, width, 4.2, "Accuracy per template (95% bootstrap intervals)", path)
+    width = max(7.0, 0.5 * len(groups) * max(1, t["model"].nunique()) ** 0.5)
+    return _bars_figure(t, groups, [template_label(g) for g in groups], width, 4.6,
+                        "Accuracy per template (95% bootstrap intervals)", path)
 
 
-def tier_accuracy(acc: pd.DataFrame, path: Path) -> Path:
+def tier_accuracy(acc: pd.DataFrame, path: Path) -> list[Path]:
     """Table 3 as bars: each category x tier cell and Overall, one bar per model."""
     t = acc[acc["level"].isin(["cell", "overall"])]
     groups = [c for c in metrics.cell_order() if c in set(t["group"])] + [metrics.OVERALL]
-    return _bars_figure(t, groups, max(6.0, 0.9 * len(groups)), 4.0,
+    return _bars_figure(t, groups, groups, max(6.0, 0.9 * len(groups)), 4.0,
                         "Accuracy per category and tier (95% bootstrap intervals)", path)
 
 
-def failure_modes(modes: pd.DataFrame, path: Path) -> Path:
+def failure_modes(modes: pd.DataFrame, path: Path) -> list[Path]:
     """One panel per model: per template, the stacked shares of each failure mode among wrong answers."""
     plt = pyplot()
     models = list(dict.fromkeys(modes["model"]))
-    fig, axes = grid(plt, len(models), width=6.0, height=3.6)
+    fig, axes = grid(plt, len(models), width=6.5, height=4.0)
     for ax, model in zip(axes, models):
         m = modes[(modes["model"] == model) & (modes["wrong"] > 0)]
         x = np.arange(len(m))
@@ -76,15 +119,69 @@ def failure_modes(modes: pd.DataFrame, path: Path) -> Path:
             share = 100 * m[f"share_{mode}"].to_numpy(float)
             ax.bar(x, share, 0.75, bottom=bottom, color=MODE_COLOURS[mode], label=LABELS[mode])
             bottom += share
-        ax.set_xticks(x, [f"{t} ({n})" for t, n in zip(m["template_id"], m["wrong"])], rotation=60, ha="right",
-                      fontsize=7)
+        names = [t if t == "all" else template_label(t) for t in m["template_id"]]
+        ax.set_xticks(x, [f"{t} (n={n})" for t, n in zip(names, m["wrong"])], rotation=60, ha="right", fontsize=6)
         ax.set_ylim(0, 100)
         ax.set_ylabel("share of wrong answers (%)")
         ax.set_title(model, fontsize=9)
-    if models and axes[0].get_legend_handles_labels()[0]:
-        axes[0].legend(fontsize=6, loc="lower left")
-    fig.suptitle("Failure modes of wrong answers per template (count of wrong answers in brackets)", fontsize=10)
+        if not len(m):
+            ax.text(0.5, 0.5, "no wrong answers", ha="center", va="center", transform=ax.transAxes)
+    handles = [pyplot().Rectangle((0, 0), 1, 1, color=MODE_COLOURS[m]) for m in MODES]
+    fig.legend(handles, [LABELS[m] for m in MODES], fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 0.95))
+    fig.suptitle("Failure modes of wrong answers per template (n = wrong answers)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
+
+
+def dominance_split(modes: pd.DataFrame, path: Path) -> list[Path]:
+    """§4.3's split per model, over all its wrong answers: dominance (by mode) vs incomplete
+    fusion vs other, as one horizontal stacked bar per model, labelled with its number of wrong
+    answers and its dominance share."""
+    plt = pyplot()
+    rows = modes[(modes["template_id"] == "all") & (modes["wrong"] > 0)].iloc[::-1]
+    fig, ax = plt.subplots(figsize=(7.5, 1.6 + 0.4 * max(1, len(rows))))
+    y = np.arange(len(rows))
+    left = np.zeros(len(rows))
+    for mode in MODES:
+        share = 100 * rows[f"share_{mode}"].to_numpy(float)
+        ax.barh(y, share, 0.7, left=left, color=MODE_COLOURS[mode],
+                label=f"{LABELS[mode]} ({MODE_HEADINGS[mode]})")
+        left += share
+    labels = [f"{m}\n(n={int(n)}, dominance {100 * d:.0f}%)"
+              for m, n, d in zip(rows["model"], rows["wrong"], rows["share_dominance"])]
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of wrong answers (%)")
+    ax.set_title(f"Dominance ({', '.join(MODE_HEADINGS[m] for m in DOMINANCE)}) vs incomplete fusion, per model",
+                 fontsize=9)
+    if not len(rows):
+        ax.text(0.5, 0.5, "no wrong answers", ha="center", va="center", transform=ax.transAxes)
+    fig.tight_layout()
+    handles, names = ax.get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3)  # below the axes
+    return save(fig, path)
+
+
+def difficulty_histogram(trials: pd.DataFrame, path: Path) -> list[Path]:
+    """The items' difficulty scores (1-10) by category, one count per item (the paper's Fig. 7)."""
+    plt = pyplot()
+    items = trials.drop_duplicates("sample_id").dropna(subset=["difficulty"])
+    scores = np.arange(1, 11)
+    fig, ax = plt.subplots(figsize=(6.0, 3.4))
+    bottom = np.zeros(len(scores))
+    for category, colour in zip(CATEGORIES, ("tab:blue", "tab:orange")):
+        counts = items[items["category"] == category]["difficulty"].astype(int).value_counts()
+        heights = counts.reindex(scores, fill_value=0).to_numpy()
+        ax.bar(scores, heights, 0.8, bottom=bottom, color=colour, label=category.upper())
+        bottom += heights
+    for s, total in zip(scores, bottom):
+        if total:
+            ax.text(s, total, f"{int(total)}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(scores)
+    ax.set_xlabel("difficulty score")
+    ax.set_ylabel("items")
+    ax.set_ylim(0, max(1, bottom.max()) * 1.15)
+    ax.set_title(f"Difficulty of the {len(items)} items with a score", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="category", title_fontsize=7)
+    fig.tight_layout()
+    return save(fig, path)

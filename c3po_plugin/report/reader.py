@@ -5,8 +5,8 @@ An output folder (``lmms-eval eval --tasks c3po_all --log_samples --output_path 
 a model subfolder. Each JSONL line carries our metric values: ``c3po_accuracy`` is the compact
 trial entry (see ``tasks/c3po_task.py``: ``s`` sample, ``v`` run index, ``c`` correct, ``i``
 invalid, ``t`` template, ``x`` exact match, ``j`` judge decided, ``e`` judge error, ``m`` failure
-mode, ``h`` human correct), and ``c3po_record`` the full record, which lmms-eval logs as a
-Python ``repr`` string (read with :func:`ast.literal_eval`, never ``eval``).
+mode, ``h`` human correct, ``hn`` has a human answer), and ``c3po_record`` the full record, which
+lmms-eval logs as a Python ``repr`` string (read with :func:`ast.literal_eval`, never ``eval``).
 
 Trial identity: (model, folder, sample, run index), the folder being the one that holds the
 samples file. The same trial in two task files of one folder (``c3po_all`` and ``c3po_ic_t1``

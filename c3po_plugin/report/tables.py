@@ -12,9 +12,10 @@ from c3po_plugin.templates import registry
 from sceval_plugin.report.tables import pp
 
 Pair = tuple[pd.DataFrame, pd.DataFrame]
-#: Table 12's column names.
+#: Table 12's column names (dom-multi: several agreeing modalities; "dominance" sums the dom-* columns).
 MODE_HEADINGS = {"audio_dominance": "dom-aud", "visual_dominance": "dom-img", "text_dominance": "dom-txt",
-                 "incomplete_fusion": "inc-fus", "other": "other"}
+                 "joint_dominance": "dom-multi", "incomplete_fusion": "inc-fus", "other": "other",
+                 "dominance": "dominance"}
 
 
 def with_ci(acc: float, low: float, high: float) -> str:
@@ -24,6 +25,12 @@ def with_ci(acc: float, low: float, high: float) -> str:
 
 def template_name(template_id: str) -> str:
     return registry().get(template_id).name if template_id in registry() else template_id
+
+
+def template_label(template_id: str) -> str:
+    """``"CC08 CausalMisattribution"``: id and name, as tables and figures name a template."""
+    name = template_name(template_id)
+    return template_id if name == template_id else f"{template_id} {name}"
 
 
 def tier_table(acc: pd.DataFrame) -> Pair:
@@ -64,29 +71,34 @@ def template_table(acc: pd.DataFrame) -> Pair:
 
 
 def failure_table(modes: pd.DataFrame) -> Pair:
-    """Per model and template: wrong answers and the share of each failure mode (Table 12's columns)."""
+    """Per model and template: wrong answers, the share of each failure mode (Table 12's columns)
+    and the dominance share (§4.3's dominance vs incomplete fusion split)."""
     shown = pd.DataFrame({
         "model": modes["model"],
-        "template": [t if t == "all" else template_name(t) for t in modes["template_id"]],
+        "template": [t if t == "all" else template_label(t) for t in modes["template_id"]],
         "wrong": modes["wrong"],
         **{MODE_HEADINGS[m]: modes[f"share_{m}"].map(lambda x: "–" if not np.isfinite(x) else f"{100 * x:.0f}%")
-           for m in MODES},
+           for m in (*MODES, "dominance")},
     })
     return shown, modes
 
 
-def overall_table(ov: pd.DataFrame) -> Pair:
-    """Per model: overall accuracy with CI, exact-match-only, IC, CC, coverage, judge and invalid counts."""
+def overall_table(ov: pd.DataFrame, judges: dict[str, list[str]] | None = None) -> Pair:
+    """Per model: overall accuracy (#YES/#Total) with CI, the same with ungradable trials as
+    missing, exact-match-only, IC, CC, coverage, judge and invalid counts, and the judge(s)."""
     def count(column: str) -> pd.Series:
         return ov[column].map(lambda x: "–" if pd.isna(x) else str(int(x)))
 
+    graded = [", ".join((judges or {}).get(m) or ["–"]) for m in ov["model"]]
     shown = pd.DataFrame({
         "model": ov["model"],
         "accuracy [95% CI]": [with_ci(a, lo, hi) for a, lo, hi in zip(ov["accuracy"], ov["ci_low"], ov["ci_high"])],
-        "samples": ov["n_samples"], "exact match only": ov["exact_accuracy"].map(pp),
+        "samples": ov["n_samples"], "ungradable as missing": ov["accuracy_gradable"].map(pp),
+        "exact match only": ov["exact_accuracy"].map(pp),
         "IC": ov["ic_accuracy"].map(pp), "CC": ov["cc_accuracy"].map(pp),
         "coverage": ov["coverage"].map(lambda x: "–" if pd.isna(x) else f"{100 * x:.1f}%"),
         "judge decisions": count("judge_decisions"), "judge errors": count("judge_errors"),
         **{f"invalid: {k.replace('_', ' ')}": count(f"invalid_{k}") for k in metrics.INVALID},
+        "graded by": graded,
     })
-    return shown, ov
+    return shown, ov.assign(graded_by=graded)
