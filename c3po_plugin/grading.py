@@ -91,7 +91,7 @@ def _tokens(text: str) -> list[str]:
     module docstring); meaningful symbols and signed numbers are tokens of their own."""
     text = unicodedata.normalize("NFKC", str(text)).replace("\u2212", "-")  # the minus sign U+2212
     text = re.sub(r"['\u2018\u2019`]", "", text)  # it's -> its
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,000 -> 1000
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # 1,000 -> 1000
     tokens = [_canonical_number(m.group()) if m.lastgroup == "number" else _WORD_FOR_SYMBOL.get(m.group(), m.group())
               for m in _TOKEN.finditer(text.lower())]
     if len(tokens) > 1:  # "the" and "an" are never answers; "a" may be one (Plan A), so only a leading "a" goes
