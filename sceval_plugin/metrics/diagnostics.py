@@ -108,15 +108,15 @@ def seed_stability(trials: pd.DataFrame, summary: pd.DataFrame, info: Mapping[st
     stats["worst2_mean"] = lowest_two.groupby(["model", "condition_id"])["acc"].mean()
     stats.loc[stats["n_var"] < 2, "worst2_mean"] = np.nan
     weakest = weakest_singles(summary, info).set_index(["model", "condition_id"])["modality"]
-    weakest = weakest.groupby(level=[0, 1]).agg(", ".join)  # one cell can be weakest of one modality only
     keep = stats.index[(stats["n_var"] > 1).to_numpy()].union(weakest.index)
     head = summary.set_index(["model", "condition_id"])[["accuracy", "worst_variant_accuracy", "mean_worst_gap"]]
     out = head.reindex(keep).join(stats, how="left")
     out["weakest_for"] = weakest.reindex(keep).fillna("").to_numpy()
     out = out.reset_index()
     out["n_var"] = out["n_var"].fillna(0).astype(int)
-    return out.sort_values(["model", "weakest_for", "condition_id"], ascending=[True, False, True],
-                           kind="stable")[columns].reset_index(drop=True)
+    modality_order = {m: k for k, m in enumerate(MODALITIES.values())}
+    out["order"] = out["weakest_for"].map(lambda m: modality_order.get(m, len(modality_order)))
+    return out.sort_values(["model", "order", "condition_id"], kind="stable")[columns].reset_index(drop=True)
 
 
 # --- C.11, Table 21: sub-additivity ---------------------------------------------------------------
