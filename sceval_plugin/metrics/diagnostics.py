@@ -39,6 +39,14 @@ _GROUP_OF_BLOCK = {"clean": "clean", "single": "single", "tv": "bimodal", "ta": 
                    "tva": "trimodal"}
 
 
+def _per_row(column: pd.Series, of_value) -> np.ndarray:
+    """``of_value`` of each row's value, evaluated once per distinct value (the trial table's
+    columns are categorical: a few hundred values over millions of rows)."""
+    codes = column.astype("category")
+    lookup = np.array([of_value(v) for v in codes.cat.categories] + [of_value(None)], dtype=object)
+    return lookup[codes.cat.codes.to_numpy()]  # code -1 (missing) takes the last entry
+
+
 def _singles(info: Mapping[str, ConditionInfo]) -> dict[tuple[str, str, int], str]:
     """(modality, operator, severity) -> the single cell applying exactly that corruption."""
     return {c.corruptions[0]: cid for cid, c in info.items() if c.block == "single"}
@@ -200,32 +208,37 @@ def calibration(trials: pd.DataFrame, *, values: Mapping[str, float] = CONFIDENC
     if "confidence" not in trials or trials["confidence"].isna().all():
         return pd.DataFrame(columns=columns)
     valid = trials.dropna(subset=["correct"])
-    level = valid["confidence"].astype(object).map(lambda x: x.strip().lower() if isinstance(x, str) else None)
-    value = level.map(dict(values)).astype(float)
-    t = pd.DataFrame({"model": valid["model"].astype(str).to_numpy(),
-                      "condition_id": valid["condition_id"].astype(str).to_numpy(),
-                      "level": level.where(value.notna()).to_numpy(), "value": value.to_numpy(),
+    names = list(values)
+    level = _per_row(valid["confidence"], lambda x: names.index(x.strip().lower())
+                     if isinstance(x, str) and x.strip().lower() in values else -1).astype(np.int64)
+    t = pd.DataFrame({"model": valid["model"].astype("category").to_numpy(),
+                      "condition_id": valid["condition_id"].astype("category").to_numpy(),
+                      "level": level, "value": np.array([values[k] for k in names] + [np.nan])[level],
                       "correct": valid["correct"].to_numpy(float)})
     keys = ["model", "condition_id"]
-    counts = t.groupby(keys).agg(total=("correct", "size"), rated=("value", "count"))
-    rated = t.dropna(subset=["value"])
+    counts = t.groupby(keys, observed=True).agg(total=("correct", "size"), rated=("value", "count"))
+    rated = t[t["level"] >= 0]
     if rated.empty:
         return pd.DataFrame(columns=columns)
-    bins = rated.groupby(keys + ["level"]).agg(n=("correct", "size"), acc=("correct", "mean"), conf=("value", "first"))
+    bins = rated.groupby(keys + ["level"], observed=True).agg(n=("correct", "size"), acc=("correct", "mean"),
+                                                              conf=("value", "first"))
     bins["gap"] = bins["n"] * (bins["acc"] - bins["conf"]).abs()
-    out = counts.join(bins.groupby(level=[0, 1])["gap"].sum().rename("gap"), how="inner")
+    out = counts.join(bins.groupby(level=[0, 1], observed=True)["gap"].sum().rename("gap"), how="inner")
     out["ece"] = out["gap"] / out["rated"]
     out["unrated"] = out["total"] - out["rated"]
     wrong = rated[rated["correct"] == 0]
-    out["wrong"] = wrong.groupby(keys).size().reindex(out.index).fillna(0).astype(int)
-    high = wrong[wrong["level"] == "high"].groupby(keys).size().reindex(out.index).fillna(0)
+    out["wrong"] = wrong.groupby(keys, observed=True).size().reindex(out.index).fillna(0).astype(int)
+    high = wrong[wrong["level"] == (names.index("high") if "high" in values else -2)]
+    high = high.groupby(keys, observed=True).size().reindex(out.index).fillna(0)
     out["rho_oc"] = (high / out["wrong"].replace(0, np.nan)).to_numpy()
-    out["confidence_right"] = rated[rated["correct"] == 1].groupby(keys)["value"].mean().reindex(out.index)
-    out["confidence_wrong"] = wrong.groupby(keys)["value"].mean().reindex(out.index)
-    shares = bins["n"].unstack("level").reindex(columns=list(values)).fillna(0).div(out["rated"], axis=0)
-    for k in values:
-        out[f"share_{k}"] = shares[k].reindex(out.index)
-    return out.reset_index()[columns]
+    out["confidence_right"] = rated[rated["correct"] == 1].groupby(keys, observed=True)["value"].mean()
+    out["confidence_wrong"] = wrong.groupby(keys, observed=True)["value"].mean()
+    shares = bins["n"].unstack("level").reindex(columns=range(len(names))).fillna(0).div(out["rated"], axis=0)
+    for k, name in enumerate(names):
+        out[f"share_{name}"] = shares[k].reindex(out.index)
+    out = out.reset_index()
+    out[keys] = out[keys].astype(str)
+    return out[columns]
 
 
 # --- Table 23: cross-model failure overlap -------------------------------------------------------
@@ -450,21 +463,21 @@ def invalid_items(trials: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd
 
     columns = ["model", "group", "items", *[f"items_{c}" for c in INVALID], "items_any_invalid", "valid_items",
                "answered_items"]
-    t = pd.DataFrame({"model": trials["model"].astype(str).to_numpy(),
-                      "group": trials["condition_id"].astype(str).map(
-                          lambda c: _GROUP_OF_BLOCK.get(info[c].block, "controls") if c in info else "controls"),
-                      "sample_id": trials["sample_id"].astype(str).to_numpy(),
-                      "invalid": trials["invalid"].astype(object).to_numpy(),
-                      "valid": trials["correct"].notna().to_numpy()})
-    if t.empty:
+    if trials.empty:
         return pd.DataFrame(columns=columns)
+    group = _per_row(trials["condition_id"], lambda c: _GROUP_OF_BLOCK.get(info[c].block, "controls")
+                     if c in info else "controls")
+    valid = trials["correct"].notna().to_numpy()
+    t = pd.DataFrame({"model": trials["model"].astype("category").to_numpy(), "group": group,
+                      "sample_id": trials["sample_id"].astype("category").cat.codes.to_numpy(),
+                      "invalid": trials["invalid"].astype(object).to_numpy(), "valid": valid, "any_invalid": ~valid})
     keys = ["model", "group"]
-    per_item = t.groupby(keys + ["sample_id"]).agg(any_invalid=("valid", lambda v: not v.all()),
-                                                  answered=("valid", "any"))
-    out = per_item.groupby(level=[0, 1]).agg(items=("answered", "size"), items_any_invalid=("any_invalid", "sum"),
-                                              answered_items=("answered", "sum"))
+    per_item = t.groupby(keys + ["sample_id"], observed=True).agg(any_invalid=("any_invalid", "max"),
+                                                                 answered=("valid", "max"))
+    out = per_item.groupby(level=[0, 1], observed=True).agg(
+        items=("answered", "size"), items_any_invalid=("any_invalid", "sum"), answered_items=("answered", "sum"))
     bad = t.dropna(subset=["invalid"])
-    by_category = bad.groupby(keys + ["invalid"])["sample_id"].nunique().unstack("invalid")
+    by_category = bad.groupby(keys + ["invalid"], observed=True)["sample_id"].nunique().unstack("invalid")
     by_category = by_category.reindex(index=out.index, columns=list(INVALID)).fillna(0).astype(int)
     out = out.join(by_category.add_prefix("items_"))
     out["valid_items"] = out["items"] - out["items_any_invalid"]
@@ -519,6 +532,7 @@ def human_excess_drop(samples: pd.DataFrame, human_trials: pd.DataFrame, *, b: i
     if human_trials.empty:
         return pd.DataFrame(columns=columns)
     humans = per_sample(human_trials)
+    samples = samples[samples["condition_id"].astype(str).isin(set(humans["condition_id"].astype(str)))]
     wide = pd.concat([samples, humans]).pivot_table(index=["model", "condition_id"], columns="sample_id",
                                                     values="score", aggfunc="first", observed=True)
     wide.index = wide.index.map(lambda k: (str(k[0]), str(k[1])))
