@@ -177,6 +177,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         families=read_families(args.families) if args.families else None,
         human_trials=read_humans(args.humans, catalogue_info()) if args.humans else None,
         shared_fraction=args.shared_hard, variant_ddof=0 if args.variant_std == "population" else 1,
+        by_source=args.by_source,
         **({"confidence_values": args.confidence_values} if args.confidence_values else {}))
     done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed,
                         model_pairs=not args.no_model_pairs, progress=not args.quiet, options=options)
@@ -247,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--confidence-values", type=_confidence_values, metavar="LEVEL=P,...",
                         help="probabilities of the stated confidence levels for ECE "
                         "(default low=0.1667,medium=0.5,high=0.8333)")
+    report.add_argument("--by-source", action="store_true",
+                        help="also write every table once per item source, under OUTPUT/by_source/<source>/")
     report.add_argument("--variant-std", choices=("sample", "population"), default="sample",
                         help="seed stability: standard deviation over variants (default sample, n-1)")
     report.set_defaults(func=cmd_report)

@@ -71,7 +71,8 @@ def report(root: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_report_writes_every_diagnostic(runs, tmp_path):
     root, ref, guess = runs
-    done = report(root, tmp_path / "r", "--families", str(root / "families.csv"), "--humans", str(root / "humans.csv"))
+    done = report(root, tmp_path / "r", "--families", str(root / "families.csv"), "--humans", str(root / "humans.csv"),
+                  "--by-source")
     assert done.returncode == 0, done.stderr
     out = tmp_path / "r"
     for name in ("seed_stability", "sub_additivity", "calibration", "failure_overlap", "source_breakdown",
@@ -121,6 +122,16 @@ def test_report_writes_every_diagnostic(runs, tmp_path):
     assert audit["single_noise_v70"]["human_accuracy"] == pytest.approx(0.9)
     assert "human drop" in (out / "human_excess_drop.md").read_text()
     assert "\\begin{tabular}" in (out / "sub_additivity.tex").read_text()
+
+    # --by-source: the whole report once per source, matching the split accuracies
+    for source in ("demo-a", "demo-b"):
+        part = json.loads((out / "by_source" / source / "report.json").read_text())
+        clean = next(c for c in part["conditions"] if c["model"] == "guesser" and c["condition_id"] == "clean")
+        split = next(r for r in diag["accuracy_by_source"]["rows"]
+                     if r["model"] == "guesser" and r["condition_id"] == "clean" and r["source"] == source)
+        assert clean["accuracy"] == pytest.approx(split["accuracy"]) and clean["n_samples"] == split["n"]
+        assert (out / "by_source" / source / "joint.md").is_file()
+        assert (out / "by_source" / source / "seed_stability.csv").is_file()
 
 
 @pytest.mark.slow

@@ -577,6 +577,7 @@ class DiagnosticOptions:
     shared_fraction: float = SHARED_HARD_FRACTION
     confidence_values: Mapping[str, float] = field(default_factory=lambda: dict(CONFIDENCE_VALUES))
     variant_ddof: int = 1
+    by_source: bool = False  # also write the whole report once per item source
 
 
 def appendix_c(trials: pd.DataFrame, samples: pd.DataFrame, summary: pd.DataFrame,

@@ -304,4 +304,33 @@ def write_diagnostics(numbers, trials: pd.DataFrame, info: dict[str, ConditionIn
                                    "variant_std_ddof": options.variant_ddof,
                                    "families": dict(options.families) if options.families else None})
     report_file.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
+    if options is not None and options.by_source:
+        written += write_by_source(trials, info, out / "by_source", notes, options, b=b, seed=seed)
+    return written
+
+
+def write_by_source(trials: pd.DataFrame, info: dict[str, ConditionInfo], out: Path, notes: list[str],
+                    options: DiagnosticOptions, *, b: int, seed: int) -> list[Path]:
+    """Every table and report.json once per item source, under ``out/<source>/`` (Table 11's
+    split applied to the whole report; figures are drawn for the full report only)."""
+    from dataclasses import replace
+
+    from sceval_plugin import operators
+    from sceval_plugin.metrics.protocol import compute
+    from sceval_plugin.report import _write_tables
+
+    if "source" not in trials or trials["source"].isna().all():
+        notes.append("by_source: the logs carry no item source; nothing to split")
+        return []
+    ops = [op for m in ("text", "vision", "audio") for op in operators.names(m)]
+    written: list[Path] = []
+    for source in sorted(trials["source"].dropna().astype(str).unique()):
+        subset = trials[(trials["source"].astype(str) == source).to_numpy()].reset_index(drop=True)
+        folder = out / "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in source)
+        folder.mkdir(parents=True, exist_ok=True)
+        local_notes = [f"items of source {source!r} only"]
+        numbers = compute(subset, info, b=b, seed=seed, model_pairs=False)
+        written += _write_tables(numbers, info, ops, folder, local_notes, subset, [], b, seed)
+        written += write_diagnostics(numbers, subset, info, folder, local_notes, replace(options, by_source=False),
+                                     b=b, seed=seed)
     return written
