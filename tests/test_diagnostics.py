@@ -10,26 +10,19 @@ import pandas as pd
 import pytest
 
 from sceval_plugin.metrics import add_drops, condition_summary, model_diagnostics, per_sample
-from sceval_plugin.metrics.diagnostics import (
-    HUMAN,
-    DiagnosticOptions,
+from sceval_plugin.metrics.diagnostics import DiagnosticOptions, appendix_c
+from sceval_plugin.metrics.drops import (
     accuracy_by_source,
-    appendix_c,
-    calibration,
-    failure_overlap,
     family_summary,
-    human_audit,
-    human_excess_drop,
     interaction_cells,
-    invalid_items,
     operator_groups,
-    prompt_shift,
-    seed_stability,
     source_breakdown,
     steepest_channels,
     sub_additivity,
 )
+from sceval_plugin.metrics.humans import HUMAN, human_audit, human_excess_drop
 from sceval_plugin.metrics.protocol import catalogue_info
+from sceval_plugin.metrics.reliability import calibration, failure_overlap, invalid_items, prompt_shift, seed_stability
 
 INFO = catalogue_info()
 TV_T30_V70 = "bi_tv_drop_words_noise_t30_v70"  # canonical, panel

@@ -15,7 +15,7 @@ from test_report import SCEVAL, write_logs
 
 from faultline_eval.model_wrappers.reference import answer_messages
 from faultline_eval.tasks import sceval_task as task
-from sceval_plugin.metrics.diagnostics import CONFIDENCE_VALUES
+from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES
 
 CONDITIONS = ["clean", "single_drop_words_t30", "single_noise_v30", "single_noise_v70", "single_mute_a30",
               "bi_tv_drop_words_noise_t30_v30", "bi_tv_drop_words_noise_t30_v70",

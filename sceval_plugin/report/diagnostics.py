@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from sceval_plugin.conditions import PROMPT_BASES
-from sceval_plugin.metrics.diagnostics import HUMAN, Diagnostic, DiagnosticOptions, appendix_c
+from sceval_plugin.metrics.diagnostics import Diagnostic, DiagnosticOptions, appendix_c
+from sceval_plugin.metrics.humans import HUMAN
 from sceval_plugin.metrics.protocol import TRIAL_COLUMNS, ConditionInfo, per_sample
 from sceval_plugin.report.reader import ReportError, read_runs
 from sceval_plugin.report.tables import drop, pp, signed, write_table
