@@ -2,8 +2,9 @@
 
 The diagnostics live in :mod:`~sceval_plugin.metrics.drops` (how drops decompose),
 :mod:`~sceval_plugin.metrics.reliability` (how far numbers and outputs can be trusted) and
-:mod:`~sceval_plugin.metrics.humans` (the human reference). Each function is pure: it takes the trial table (:data:`~sceval_plugin.metrics.protocol.TRIAL_COLUMNS`,
-plus ``confidence`` and ``source`` where the logs carry them), the per-sample table
+:mod:`~sceval_plugin.metrics.humans` (the human reference). Each function is pure: it takes the
+trial table (:data:`~sceval_plugin.metrics.protocol.TRIAL_COLUMNS`, plus ``confidence`` and
+``source`` where the logs carry them), the per-sample table
 (:func:`~sceval_plugin.metrics.protocol.per_sample`), the per-condition summary
 (:func:`~sceval_plugin.metrics.protocol.condition_summary` with drops) and the condition catalogue,
 and returns a frame. A partial run gives a smaller (possibly empty) frame, never an error;
@@ -83,14 +84,15 @@ def appendix_c(trials: pd.DataFrame, samples: pd.DataFrame, summary: pd.DataFram
         ("single" not in blocks, "no single-modality cells were run: no weakest single cell per modality"),
         (not any(trials.groupby(["model", "condition_id"], observed=True)["variant"].nunique() > 1),
          "no cell has more than one variant: no per-variant spread"))
+    run_canonical = {(m, c) for m, c in zip(summary["model"], summary["condition_id"])
+                     if c in info and info[c].block in JOINT_BLOCKS and info[c].role == "canonical"}
     cells = interaction_cells(summary, info)
-    canonical = [c for c in present if c in info and info[c].block in JOINT_BLOCKS and info[c].role == "canonical"]
+    lacking = len(run_canonical) - len(cells)
     add("sub_additivity", sub_additivity(samples, summary, info, b=b, seed=seed),
-        (not canonical, "no canonical joint cells were run"),
-        (no_clean and bool(canonical), "no clean run: no additive prediction"),
-        (bool(canonical) and not no_clean and len(cells) < len(canonical) * len(models),
-         f"{len(canonical) * len(models) - len(cells)} (model, canonical joint cell) pair(s) lack a single cell at "
-         "the same severity and are left out"))
+        (not run_canonical, "no canonical joint cells were run"),
+        (no_clean and bool(run_canonical), "no clean run: no additive prediction"),
+        (not no_clean and lacking > 0, f"{lacking} (model, canonical joint cell) pair(s) lack a clean accuracy or a "
+                                       "single cell at the same severity and are left out"))
     has_confidence = "confidence" in trials and trials["confidence"].notna().any()
     add("calibration", calibration(trials, values=options.confidence_values),
         (not has_confidence, "the logs carry no stated confidence (older logs, or no model gave one)"))

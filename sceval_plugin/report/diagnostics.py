@@ -101,12 +101,11 @@ def read_humans(path: str | Path, info: dict[str, ConditionInfo]) -> pd.DataFram
             raise ReportError(f"{path}:{k + first_line}: 'correct' must be 1, 0 or empty, not {value!r}")
         correct.append(value)
     annotator = frame["annotator"].astype(str) if "annotator" in frame else pd.Series("0", index=frame.index)
-    answers = frame["answer"].astype(str).replace("", None) if "answer" in frame else None
     trials = pd.DataFrame({
         "model": HUMAN, "condition_id": frame["condition_id"].astype(str), "sample_id": frame["sample_id"].astype(str),
         "variant": pd.factorize(annotator)[0], "correct": correct,
         "invalid": [None if np.isfinite(c) else "empty" for c in correct], "n_options": 4, "prompt_id": "human",
-        "dataset": "human", "answer": answers if answers is not None else None,
+        "dataset": "human", "answer": frame["answer"].astype(str).replace("", None) if "answer" in frame else None,
     })
     return trials[list(TRIAL_COLUMNS)]
 
@@ -137,7 +136,8 @@ def _seed_stability(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
 def _sub_additivity(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
     return pd.DataFrame({"model": f["model"], "combo": f["block"].map(COMBINATION), "n_cells": f["n_cells"],
                          "mean actual": f["mean_actual"].map(pp), "mean additive pred.": f["mean_additive"].map(pp),
-                         "mean Δint": f["mean_delta_int"].map(signed), "% sub-additive": f["share_sub_additive"].map(_share),
+                         "mean Δint": f["mean_delta_int"].map(signed),
+                         "% sub-additive": f["share_sub_additive"].map(_share),
                          "paired bootstrap p": f["p_bootstrap"].map(_pvalue)})
 
 
@@ -249,11 +249,14 @@ def _human_excess(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
 #: long to read as a table).
 TABLES = {
     "seed_stability": ("Seed stability at each model's weakest single-modality cell (C.9, Table 18; std, median "
-                       "and worst-2 mean over per-variant accuracies, pp; CSV: every stochastic cell)", _seed_stability),
+                       "and worst-2 mean over per-variant accuracies, pp; CSV: every stochastic cell)",
+                       _seed_stability),
     "sub_additivity": ("Sub-additivity on the canonical joint grids (C.11, Table 21): additive prediction "
-                       "Acc_clean − Σ Δ_m from single drops at the same severity; Δint = actual − additive", _sub_additivity),
+                       "Acc_clean − Σ Δ_m from single drops at the same severity; Δint = actual − additive",
+                       _sub_additivity),
     "calibration": ("Calibration (C.11, Table 22): ECE over the three confidence levels (pp) and ρ_oc, the share of "
-                    "wrong answers given with high confidence (%), clean and the prompt-robustness cells", _calibration),
+                    "wrong answers given with high confidence (%), clean and the prompt-robustness cells",
+                    _calibration),
     "failure_overlap": ("Cross-model failure overlap (Table 23): mean pairwise Jaccard of failure sets, shared-hard, "
                         "idiosyncratic and union counts of items (CSV: every condition)", _failure_overlap),
     "source_breakdown": ("Per-source breakdown (Table 11): clean, panel T+V and T+V+A mean accuracy (%) and the "
@@ -266,12 +269,13 @@ TABLES = {
     "prompt_shift": ("Prompt robustness (Table 10): accuracy (%) and valid-output coverage per prompt over the same "
                      "cells; invalid shift = JSON coverage minus the worst variant's (pp)", _prompt_shift),
     "invalid_items": ("Invalid outputs per item (Table 16): items with at least one invalid output of each category, "
-                      "items with none, and items with at least one valid answer, by group of conditions", _invalid_items),
+                      "items with none, and items with at least one valid answer, by group of conditions",
+                      _invalid_items),
     "human_audit": ("Human reference (Table 14): items answered, human accuracy (%), annotators per item and "
                     "agreement", _human_audit),
     "human_excess_drop": ("Human-normalised drops (Table 15) on the cohort G_c both answered under clean and the "
-                          "condition: excess drop = model drop − human drop (positive: the model loses more), 95% paired-bootstrap CI "
-                          "(pp)", _human_excess),
+                          "condition: excess drop = model drop − human drop (positive: the model loses more), "
+                          "95% paired-bootstrap CI (pp)", _human_excess),
 }
 
 
