@@ -148,7 +148,7 @@ def test_source_breakdown_splits_every_cell_by_source():
     t = frame(trials("m", "clean", [1, 1, 1, 0], source=src), trials("m", TV_T30_V70, [1, 0, 0, 0], source=src),
               trials("m", TVA_PANEL, [0, 0, 0, 0], source=src),
               trials("m", "single_noise_v70", [1, 1, 1, 0], source=src))
-    by_source = accuracy_by_source(per_sample(t), t, b=100)
+    by_source = accuracy_by_source(per_sample(t), t)
     cell = by_source.set_index(["condition_id", "source"])
     assert cell.loc[("clean", "B"), "accuracy"] == 0.5 and cell.loc[("clean", "B"), "n"] == 2
     out = source_breakdown(by_source, INFO).set_index("source")

@@ -98,7 +98,7 @@ def appendix_c(trials: pd.DataFrame, samples: pd.DataFrame, summary: pd.DataFram
         (not has_confidence, "the logs carry no stated confidence (older logs, or no model gave one)"))
     add("failure_overlap", failure_overlap(samples, shared_fraction=options.shared_fraction),
         (len(models) < 2, "one model only: no pairwise Jaccard, and shared-hard/idiosyncratic counts are trivial"))
-    by_source = accuracy_by_source(samples, trials, b=b, seed=seed)
+    by_source = accuracy_by_source(samples, trials)
     no_source = "source" not in trials or trials["source"].isna().all()
     add("accuracy_by_source", by_source,
         (no_source, "the logs carry no item source (logs written before the source was recorded)"))

@@ -11,12 +11,36 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from sceval_plugin.metrics.protocol import JOINT_BLOCKS, MODALITIES, ConditionInfo, grouped_intervals
+from sceval_plugin.metrics.protocol import JOINT_BLOCKS, MODALITIES, ConditionInfo
 from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT, bootstrap_means, bootstrap_p_value, resample_weights
 
 #: Table 3 / Table 24: the "confound zone" operators whose corrupted variants the annotators reject
 #: most often; the primary set is the other ten (four text, six low-rejection vision/audio).
 HIGH_REJECTION_OPERATORS = ("occlusion", "brightness", "mute", "remove")
+
+
+def codes_of(column: pd.Series) -> tuple[np.ndarray, list]:
+    """(integer code per row, the distinct values): the trial table's columns are categorical, a
+    few hundred values over millions of rows, so counting by code with ``np.bincount`` is cheap.
+    Missing values get code -1."""
+    category = column.astype("category")
+    return category.cat.codes.to_numpy().astype(np.int64), list(category.cat.categories)
+
+
+def item_matrix(samples: pd.DataFrame, column: str) -> pd.DataFrame:
+    """``column`` of the per-sample table as a (model, condition) x sample_id matrix (NaN where a
+    cell lacks the sample; rows and columns sorted), built from codes rather than a pivot."""
+    model, models = codes_of(samples["model"])
+    condition, conditions = codes_of(samples["condition_id"])
+    item, items = codes_of(samples["sample_id"])
+    cell = model * len(conditions) + condition
+    rows, cell = np.unique(cell, return_inverse=True)
+    matrix = np.full((len(rows), len(items)), np.nan)
+    matrix[cell, item] = samples[column].to_numpy(float)
+    index = pd.MultiIndex.from_tuples([(str(models[r // len(conditions)]), str(conditions[r % len(conditions)]))
+                                       for r in rows], names=["model", "condition_id"])
+    wide = pd.DataFrame(matrix, index=index, columns=pd.Index([str(i) for i in items], name="sample_id"))
+    return wide.sort_index().sort_index(axis=1)
 
 
 def _singles(info: Mapping[str, ConditionInfo]) -> dict[tuple[str, str, int], str]:
@@ -42,6 +66,7 @@ def _with_info(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd.D
     out["severity"] = out["condition_id"].map(lambda c: first[c][2]).astype(float)
     out["panel"] = out["condition_id"].map(lambda c: "panel" in info[c].suites)
     return out
+
 
 # --- the weakest single cell per modality (C.2, Table 18) -------------------------------------
 
@@ -104,9 +129,7 @@ def sub_additivity(samples: pd.DataFrame, summary: pd.DataFrame, info: Mapping[s
     cells = interaction_cells(summary, info, roles=roles)
     if cells.empty:
         return pd.DataFrame(columns=columns)
-    strict = samples.pivot_table(index=["model", "condition_id"], columns="sample_id", values="strict",
-                                 aggfunc="first", observed=True)
-    strict.index = strict.index.map(lambda k: (str(k[0]), str(k[1])))
+    strict = item_matrix(samples, "strict")
     rows = []
     for (model, block), group in cells.groupby(["model", "block"], sort=True):
         terms = []
@@ -128,6 +151,7 @@ def sub_additivity(samples: pd.DataFrame, summary: pd.DataFrame, info: Mapping[s
     out["order"] = out["block"].map(JOINT_BLOCKS.index)
     return out.sort_values(["model", "order"]).drop(columns="order").reset_index(drop=True)
 
+
 # --- Table 11: per-source breakdown --------------------------------------------------------------
 
 def source_of_samples(trials: pd.DataFrame) -> pd.Series:
@@ -138,19 +162,20 @@ def source_of_samples(trials: pd.DataFrame) -> pd.Series:
     return t.groupby("sample_id", observed=True)["source"].first().astype(str)
 
 
-def accuracy_by_source(samples: pd.DataFrame, trials: pd.DataFrame, *, b: int = B_DEFAULT,
-                       seed: int = SEED_DEFAULT) -> pd.DataFrame:
-    """Per (model, condition, source): mean-variant accuracy (eq. 3) over the source's items with its
-    95 % bootstrap interval - every per-cell number of the report, split by the items' source."""
+def accuracy_by_source(samples: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, condition, source): mean-variant accuracy (eq. 3) over the source's items with a
+    valid score, and their number - every per-cell accuracy of the report, split by the items'
+    source (``sceval report --by-source`` adds the intervals, in one report per source)."""
     source = source_of_samples(trials)
-    columns = ["model", "condition_id", "source", "accuracy", "ci_low", "ci_high", "n"]
+    columns = ["model", "condition_id", "source", "accuracy", "n"]
     if source.empty:
         return pd.DataFrame(columns=columns)
-    s = samples.assign(source=samples["sample_id"].map(source).astype(object).to_numpy())
-    s = s.dropna(subset=["source"])
-    s[["model", "condition_id"]] = s[["model", "condition_id"]].astype(str)
-    found = grouped_intervals(s, ["model", "condition_id", "source"], "score", b=b, seed=seed)
-    return found.rename(columns={"score": "accuracy"}).reset_index()[columns]
+    s = samples.dropna(subset=["score"])
+    s = s.assign(source=s["sample_id"].map(source).astype("category")).dropna(subset=["source"])
+    found = s.groupby(["model", "condition_id", "source"], observed=True)["score"].agg(accuracy="mean", n="size")
+    out = found.reset_index()
+    out[["model", "condition_id", "source"]] = out[["model", "condition_id", "source"]].astype(str)
+    return out[columns]
 
 
 def source_breakdown(by_source: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd.DataFrame:
@@ -181,6 +206,7 @@ def source_breakdown(by_source: pd.DataFrame, info: Mapping[str, ConditionInfo])
     for k in ("tv_cells", "tva_cells"):
         out[k] = out[k].fillna(0).astype(int)
     return out.reset_index().sort_values(keys).reset_index(drop=True)[columns]
+
 
 # --- Tables 19 and 20: steepest channel and model families ---------------------------------------
 
@@ -239,6 +265,7 @@ def family_summary(summary: pd.DataFrame, model_diagnostics: pd.DataFrame, info:
         rows.append(pd.DataFrame([gap]))
     out = pd.concat(rows, ignore_index=True)
     return out.reindex(columns=columns)
+
 
 # --- Table 3: operator groups -----------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sceval_plugin.metrics.drops import item_matrix
 from sceval_plugin.metrics.protocol import per_sample
 from sceval_plugin.metrics.stats import (
     B_DEFAULT,
@@ -59,9 +60,7 @@ def human_excess_drop(samples: pd.DataFrame, human_trials: pd.DataFrame, *, b: i
         return pd.DataFrame(columns=columns)
     humans = per_sample(human_trials)
     samples = samples[samples["condition_id"].astype(str).isin(set(humans["condition_id"].astype(str)))]
-    wide = pd.concat([samples, humans]).pivot_table(index=["model", "condition_id"], columns="sample_id",
-                                                    values="score", aggfunc="first", observed=True)
-    wide.index = wide.index.map(lambda k: (str(k[0]), str(k[1])))
+    wide = item_matrix(pd.concat([samples, humans]), "score")
     human_rows = {c for m, c in wide.index if m == HUMAN}
     rows, members = [], []
     for model, cid in wide.index:

@@ -11,7 +11,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from sceval_plugin.metrics.drops import weakest_singles
+from sceval_plugin.metrics.drops import codes_of, item_matrix, weakest_singles
 from sceval_plugin.metrics.protocol import INVALID, MODALITIES, ConditionInfo
 
 #: The three confidence levels of the JSON schema (Appendix H) as probabilities for ECE. The paper
@@ -25,11 +25,19 @@ _GROUP_OF_BLOCK = {"clean": "clean", "single": "single", "tv": "bimodal", "ta": 
 
 
 def _per_row(column: pd.Series, of_value) -> np.ndarray:
-    """``of_value`` of each row's value, evaluated once per distinct value (the trial table's
-    columns are categorical: a few hundred values over millions of rows)."""
-    codes = column.astype("category")
-    lookup = np.array([of_value(v) for v in codes.cat.categories] + [of_value(None)], dtype=object)
-    return lookup[codes.cat.codes.to_numpy()]  # code -1 (missing) takes the last entry
+    """``of_value`` of each row's value, evaluated once per distinct value."""
+    codes, values = codes_of(column)
+    lookup = np.array([of_value(v) for v in values] + [of_value(None)], dtype=object)
+    return lookup[codes]  # code -1 (missing) takes the last entry
+
+
+def _cells(trials: pd.DataFrame) -> tuple[np.ndarray, list, list]:
+    """Per row the code of its (model, condition) cell, model * conditions + condition, with the
+    models and conditions those codes index."""
+    model, models = codes_of(trials["model"])
+    condition, conditions = codes_of(trials["condition_id"])
+    return model * len(conditions) + condition, models, conditions
+
 
 # --- C.9, Table 18: seed stability ---------------------------------------------------------------
 
@@ -69,6 +77,7 @@ def seed_stability(trials: pd.DataFrame, summary: pd.DataFrame, info: Mapping[st
     out["order"] = out["weakest_for"].map(lambda m: modality_order.get(m, len(modality_order)))
     return out.sort_values(["model", "order", "condition_id"], kind="stable")[columns].reset_index(drop=True)
 
+
 # --- C.11, Table 22: calibration ------------------------------------------------------------------
 
 def calibration(trials: pd.DataFrame, *, values: Mapping[str, float] = CONFIDENCE_VALUES) -> pd.DataFrame:
@@ -81,38 +90,38 @@ def calibration(trials: pd.DataFrame, *, values: Mapping[str, float] = CONFIDENC
                "confidence_wrong", *[f"share_{k}" for k in values]]
     if "confidence" not in trials or trials["confidence"].isna().all():
         return pd.DataFrame(columns=columns)
-    valid = trials.dropna(subset=["correct"])
     names = list(values)
-    level = _per_row(valid["confidence"], lambda x: names.index(x.strip().lower())
+    cell, models, conditions = _cells(trials)
+    valid = trials["correct"].notna().to_numpy()
+    level = _per_row(trials["confidence"], lambda x: names.index(x.strip().lower())
                      if isinstance(x, str) and x.strip().lower() in values else -1).astype(np.int64)
-    t = pd.DataFrame({"model": valid["model"].astype("category").to_numpy(),
-                      "condition_id": valid["condition_id"].astype("category").to_numpy(),
-                      "level": level, "value": np.array([values[k] for k in names] + [np.nan])[level],
-                      "correct": valid["correct"].to_numpy(float)})
-    keys = ["model", "condition_id"]
-    counts = t.groupby(keys, observed=True).agg(total=("correct", "size"), rated=("value", "count"))
-    rated = t[t["level"] >= 0]
-    if rated.empty:
+    rated = valid & (level >= 0)
+    if not rated.any():
         return pd.DataFrame(columns=columns)
-    bins = rated.groupby(keys + ["level"], observed=True).agg(n=("correct", "size"), acc=("correct", "mean"),
-                                                              conf=("value", "first"))
-    bins["gap"] = bins["n"] * (bins["acc"] - bins["conf"]).abs()
-    out = counts.join(bins.groupby(level=[0, 1], observed=True)["gap"].sum().rename("gap"), how="inner")
-    out["ece"] = out["gap"] / out["rated"]
-    out["unrated"] = out["total"] - out["rated"]
-    wrong = rated[rated["correct"] == 0]
-    out["wrong"] = wrong.groupby(keys, observed=True).size().reindex(out.index).fillna(0).astype(int)
-    high = wrong[wrong["level"] == (names.index("high") if "high" in values else -2)]
-    high = high.groupby(keys, observed=True).size().reindex(out.index).fillna(0)
-    out["rho_oc"] = (high / out["wrong"].replace(0, np.nan)).to_numpy()
-    out["confidence_right"] = rated[rated["correct"] == 1].groupby(keys, observed=True)["value"].mean()
-    out["confidence_wrong"] = wrong.groupby(keys, observed=True)["value"].mean()
-    shares = bins["n"].unstack("level").reindex(columns=range(len(names))).fillna(0).div(out["rated"], axis=0)
-    for k, name in enumerate(names):
-        out[f"share_{name}"] = shares[k].reindex(out.index)
-    out = out.reset_index()
-    out[keys] = out[keys].astype(str)
+    k, cells = len(names), len(models) * len(conditions)
+    correct = trials["correct"].to_numpy(float)[rated]
+    key = cell[rated] * k + level[rated]
+    n = np.bincount(key, minlength=cells * k).reshape(cells, k).astype(float)  # answers per (cell, level)
+    right = np.bincount(key, weights=correct, minlength=cells * k).reshape(cells, k)
+    stated = np.array([values[name] for name in names])
+    total, wrong = n.sum(axis=1), (n - right).sum(axis=1)
+    keep = np.flatnonzero(total > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # Σ_level n |acc − value| = Σ_level |right − n value|
+        ece = np.abs(right - n * stated).sum(axis=1) / total
+        high = (n - right)[:, names.index("high")] if "high" in names else np.zeros(cells)
+        rho_oc = np.where(wrong > 0, high / wrong, np.nan)
+        confidence_right = (right * stated).sum(axis=1) / right.sum(axis=1)
+        confidence_wrong = ((n - right) * stated).sum(axis=1) / wrong
+    answered = np.bincount(cell[valid], minlength=cells)
+    out = pd.DataFrame({"model": [str(models[c // len(conditions)]) for c in keep],
+                        "condition_id": [str(conditions[c % len(conditions)]) for c in keep],
+                        "rated": total[keep].astype(int), "unrated": (answered - total)[keep].astype(int),
+                        "ece": ece[keep], "rho_oc": rho_oc[keep], "wrong": wrong[keep].astype(int),
+                        "confidence_right": confidence_right[keep], "confidence_wrong": confidence_wrong[keep],
+                        **{f"share_{name}": n[keep, j] / total[keep] for j, name in enumerate(names)}})
     return out[columns]
+
 
 # --- Table 23: cross-model failure overlap -------------------------------------------------------
 
@@ -126,12 +135,10 @@ def failure_overlap(samples: pd.DataFrame, *, shared_fraction: float = SHARED_HA
     columns = ["condition_id", "models", "items", "pairs", "mean_jaccard", "shared_hard_threshold", "shared_hard",
                "idiosyncratic", "union", "failed_by_all"]
     rows = []
-    failed = samples.assign(failed=~samples["binary"].astype(bool))
-    wide = failed.pivot_table(index=["condition_id", "model"], columns="sample_id", values="failed",
-                              aggfunc="first", observed=True)
-    for cid, block in wide.groupby(level=0, sort=True, observed=True):
+    wide = item_matrix(samples, "strict")
+    for cid, block in wide.groupby(level=1, sort=True):
         block = block.dropna(axis=1)  # the items every model of this condition has
-        f = block.to_numpy(bool)
+        f = block.to_numpy(float) < 0.5  # the paired tests' binary outcome, failed
         m, n = f.shape
         inter = f.astype(np.int64) @ f.T.astype(np.int64)
         sizes = np.diag(inter)
@@ -144,6 +151,7 @@ def failure_overlap(samples: pd.DataFrame, *, shared_fraction: float = SHARED_HA
         rows.append((str(cid), m, n, int(ok.sum()), jaccard, threshold, int((per_item >= threshold).sum()),
                      int((per_item == 1).sum()), int((per_item >= 1).sum()), int((per_item == m).sum())))
     return pd.DataFrame(rows, columns=columns)
+
 
 # --- Table 10: prompt variants ---------------------------------------------------------------------
 
@@ -185,6 +193,7 @@ def prompt_shift(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd
         rows.append(row)
     return pd.DataFrame(rows).reindex(columns=columns)
 
+
 # --- Table 16: invalid outputs per item and block --------------------------------------------------
 
 def invalid_items(trials: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd.DataFrame:
@@ -197,24 +206,26 @@ def invalid_items(trials: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd
                "answered_items"]
     if trials.empty:
         return pd.DataFrame(columns=columns)
-    group = _per_row(trials["condition_id"], lambda c: _GROUP_OF_BLOCK.get(info[c].block, "controls")
-                     if c in info else "controls")
-    valid = trials["correct"].notna().to_numpy()
-    t = pd.DataFrame({"model": trials["model"].astype("category").to_numpy(), "group": group,
-                      "sample_id": trials["sample_id"].astype("category").cat.codes.to_numpy(),
-                      "invalid": trials["invalid"].astype(object).to_numpy(), "valid": valid, "any_invalid": ~valid})
-    keys = ["model", "group"]
-    per_item = t.groupby(keys + ["sample_id"], observed=True).agg(any_invalid=("any_invalid", "max"),
-                                                                 answered=("valid", "max"))
-    out = per_item.groupby(level=[0, 1], observed=True).agg(
-        items=("answered", "size"), items_any_invalid=("any_invalid", "sum"), answered_items=("answered", "sum"))
-    bad = t.dropna(subset=["invalid"])
-    by_category = bad.groupby(keys + ["invalid"], observed=True)["sample_id"].nunique().unstack("invalid")
-    by_category = by_category.reindex(index=out.index, columns=list(INVALID)).fillna(0).astype(int)
-    out = out.join(by_category.add_prefix("items_"))
-    out["valid_items"] = out["items"] - out["items_any_invalid"]
     order = ["clean", "single", "bimodal", "trimodal", "controls"]
-    out = out.reset_index()
-    out["order"] = out["group"].map(order.index)
-    return out.sort_values(["model", "order"]).reset_index(drop=True)[columns].astype(
+    group = _per_row(trials["condition_id"], lambda c: order.index(_GROUP_OF_BLOCK.get(info[c].block, "controls")
+                                                                   if c in info else "controls")).astype(np.int64)
+    model, models = codes_of(trials["model"])
+    item, items = codes_of(trials["sample_id"])
+    m, g, i = len(models), len(order), len(items)
+    key = (model * g + group) * i + item  # one code per (model, group, item)
+    valid = trials["correct"].notna().to_numpy()
+    run = np.bincount(key, minlength=m * g * i).reshape(m, g, i) > 0
+    answered = np.bincount(key[valid], minlength=m * g * i).reshape(m, g, i) > 0
+    any_invalid = np.bincount(key[~valid], minlength=m * g * i).reshape(m, g, i) > 0
+    category, categories = codes_of(trials["invalid"])
+    counts = {c: (np.bincount(key[category == categories.index(c)], minlength=m * g * i).reshape(m, g, i) > 0
+                  ).sum(axis=2) if c in categories else np.zeros((m, g), int) for c in INVALID}
+    present = np.argwhere(run.any(axis=2))  # (model, group) pairs that were run, in model then group order
+    mi, gi = present[:, 0], present[:, 1]
+    out = pd.DataFrame({"model": [str(models[k]) for k in mi], "group": [order[k] for k in gi],
+                        "items": run.sum(axis=2)[mi, gi], **{f"items_{c}": counts[c][mi, gi] for c in INVALID},
+                        "items_any_invalid": any_invalid.sum(axis=2)[mi, gi],
+                        "answered_items": answered.sum(axis=2)[mi, gi]})
+    out["valid_items"] = out["items"] - out["items_any_invalid"]
+    return out.sort_values(["model"], kind="stable").reset_index(drop=True)[columns].astype(
         {c: int for c in columns[2:]})
