@@ -142,12 +142,14 @@ def test_old_logs_and_bad_inputs_are_reported_not_fatal(runs, tmp_path):
     for log in old.rglob("*.jsonl"):  # logs from before the trial entry carried confidence and source
         text = re.sub(r', "f": (?:null|"[a-z]+"), "o": "[^"]*"\}', "}", log.read_text())
         log.write_text(text)
-    done = report(old, tmp_path / "r")
+    done = report(old, tmp_path / "r", "--humans", str(root / "reference"))  # a log folder as the humans
     assert done.returncode == 0, done.stderr
     assert "calibration: the logs carry no stated confidence" in done.stderr
     assert "source_breakdown: the logs carry no item source" in done.stderr
     assert (tmp_path / "r" / "sub_additivity.md").is_file()
     assert not (tmp_path / "r" / "calibration.md").exists()
+    audit = json.loads((tmp_path / "r" / "report.json").read_text())["appendix_c"]["human_audit"]["rows"]
+    assert {r["condition_id"]: r["human_accuracy"] for r in audit}["clean"] == 1.0  # the reference model's logs
 
     bad = tmp_path / "families.csv"
     bad.write_text("name,group\nx,y\n")

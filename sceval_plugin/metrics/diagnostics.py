@@ -80,10 +80,10 @@ def appendix_c(trials: pd.DataFrame, samples: pd.DataFrame, summary: pd.DataFram
         out[name] = Diagnostic(frame, [reason for failed, reason in why if failed])
 
     no_clean = "clean" not in present
-    add("seed_stability", seed_stability(trials, summary, info, ddof=options.variant_ddof),
+    stability = seed_stability(trials, summary, info, ddof=options.variant_ddof)
+    add("seed_stability", stability,
         ("single" not in blocks, "no single-modality cells were run: no weakest single cell per modality"),
-        (not any(trials.groupby(["model", "condition_id"], observed=True)["variant"].nunique() > 1),
-         "no cell has more than one variant: no per-variant spread"))
+        (not (stability["n_var"] > 1).any(), "no cell has more than one valid variant: no per-variant spread"))
     run_canonical = {(m, c) for m, c in zip(summary["model"], summary["condition_id"])
                      if c in info and info[c].block in JOINT_BLOCKS and info[c].role == "canonical"}
     cells = interaction_cells(summary, info)

@@ -109,7 +109,7 @@ def calibration(trials: pd.DataFrame, *, values: Mapping[str, float] = CONFIDENC
     with np.errstate(invalid="ignore", divide="ignore"):
         # Σ_level n |acc − value| = Σ_level |right − n value|
         ece = np.abs(right - n * stated).sum(axis=1) / total
-        high = (n - right)[:, names.index("high")] if "high" in names else np.zeros(cells)
+        high = (n - right)[:, names.index("high")] if "high" in names else np.full(cells, np.nan)
         rho_oc = np.where(wrong > 0, high / wrong, np.nan)
         confidence_right = (right * stated).sum(axis=1) / right.sum(axis=1)
         confidence_wrong = ((n - right) * stated).sum(axis=1) / wrong

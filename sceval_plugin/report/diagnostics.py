@@ -124,7 +124,7 @@ def _number(x: float, digits: int = 3) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
-def _seed_stability(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+def _seed_stability(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     f = f[f["weakest_for"] != ""]
     return pd.DataFrame({"model": f["model"], "modality": f["weakest_for"], "weakest cell": f["condition_id"],
                          "mean acc": f["accuracy"].map(pp), "worst-variant": f["worst_variant_accuracy"].map(pp),
@@ -133,7 +133,7 @@ def _seed_stability(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
                          "n_var": f["n_var"]})
 
 
-def _sub_additivity(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+def _sub_additivity(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({"model": f["model"], "combo": f["block"].map(COMBINATION), "n_cells": f["n_cells"],
                          "mean actual": f["mean_actual"].map(pp), "mean additive pred.": f["mean_additive"].map(pp),
                          "mean Δint": f["mean_delta_int"].map(signed),
@@ -141,36 +141,46 @@ def _sub_additivity(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
                          "paired bootstrap p": f["p_bootstrap"].map(_pvalue)})
 
 
-def _headline_cells(present: set[str], summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> list[str]:
+def _label(cid: str, info: dict[str, ConditionInfo]) -> str:
+    """A short name for a cell, as the paper's tables write them: ``noise@70``, ``TV t30/v70``."""
+    c = info[cid]
+    if c.block == "single":
+        return f"{c.corruptions[0][1]}@{c.corruptions[0][2]}"
+    if c.block in COMBINATION:
+        letters = {"text": "t", "vision": "v", "audio": "a"}
+        return f"{c.block.upper()} " + "/".join(f"{letters[m]}{sev}" for m, _, sev in c.corruptions)
+    return cid
+
+
+def _headline_cells(present: set[str], summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> dict[str, str]:
     """Clean and the prompt-robustness subset (G.6), then the canonical trimodal cell with the
-    lowest mean accuracy over the models (Table 22's and 23's "joint-TVA worst")."""
+    lowest mean accuracy over the models (Table 22's and 23's "joint-TVA worst"), with short labels."""
     cells = [c for c in PROMPT_BASES if c in present]
     tva = summary[summary["condition_id"].map(lambda c: c in info and info[c].block == "tva"
                                               and info[c].role == "canonical")]
     means = tva.groupby("condition_id")["accuracy"].mean().dropna()
     if not means.empty and means.idxmin() not in cells:
         cells.append(means.idxmin())
-    return cells
+    return {c: _label(c, info) for c in cells}
 
 
-def _calibration(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
-    cells = ["clean", *[c for c in cells if c != "clean"]]
-    rows = []
+def _calibration(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    cells = {"clean": "clean", **cells}
     by = f.set_index(["model", "condition_id"])
+    rows = []
     for model in sorted(f["model"].unique()):
         row = {"model": model}
-        for metric, fmt in (("ece", pp), ("rho_oc", pp)):
-            for cid in cells:
-                value = by[metric].get((model, cid), np.nan)
-                row[f"{'ECE' if metric == 'ece' else 'ρ_oc'} {cid}"] = fmt(value)
+        for metric, name in (("ece", "ECE"), ("rho_oc", "ρ_oc")):
+            row.update({f"{name} {label}": pp(by[metric].get((model, cid), np.nan)) for cid, label in cells.items()})
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def _failure_overlap(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+def _failure_overlap(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     if cells:
-        f = f[f["condition_id"].isin(cells)].sort_values("condition_id", key=lambda c: c.map(cells.index))
-    return pd.DataFrame({"condition": f["condition_id"], "models": f["models"],
+        order = list(cells)
+        f = f[f["condition_id"].isin(order)].sort_values("condition_id", key=lambda c: c.map(order.index))
+    return pd.DataFrame({"condition": f["condition_id"].map(lambda c: cells.get(c, c)), "models": f["models"],
                          "mean Jaccard": f["mean_jaccard"].map(lambda x: _number(x, 2)),
                          "shared-hard": [f"{a}/{n} (≥{t})" for a, n, t in zip(f["shared_hard"], f["items"],
                                                                               f["shared_hard_threshold"])],
@@ -178,7 +188,7 @@ def _failure_overlap(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
                          "union": [f"{a}/{n}" for a, n in zip(f["union"], f["items"])]})
 
 
-def _source_breakdown(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+def _source_breakdown(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({"model": f["model"], "source": f["source"], "clean": f["clean"].map(pp),
                          "TV (panel)": f["tv_mean"].map(pp), "TVA (panel)": f["tva_mean"].map(pp),
                          "strongest drop": [f"{drop(d)} ({c})" if isinstance(c, str) else "–"
@@ -189,7 +199,7 @@ def _slope(x: float) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{100 * x:+.3f}"
 
 
-def _families(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+def _families(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     gap = f["family"].str.startswith("gap (")
     return pd.DataFrame({
         "family": f["family"], "n": f["n"].map(lambda n: "–" if not np.isfinite(n) else str(int(n))),
@@ -201,12 +211,12 @@ def _families(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
     })
 
 
-def _steepest(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+def _steepest(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({"model": f["model"], **{f"S_{m} (pp/sev)": f[f"S_{m}"].map(_slope) for m in "tva"},
                          "steepest channel": f["steepest"].fillna("–")})
 
 
-def _operator_groups(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+def _operator_groups(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     wide = f.pivot_table(index="model", columns="group", values="mean_drop", aggfunc="first", sort=False)
     counts = f.groupby("group")["operators"].max()
     names = {"primary": "primary", "all": "all operators", "stress": "high-rejection stress set"}
@@ -216,7 +226,7 @@ def _operator_groups(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
                                               for g in order}})
 
 
-def _prompt_shift(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+def _prompt_shift(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     kinds = [c.removeprefix("accuracy_") for c in f.columns if c.startswith("accuracy_")]
     label = {"json": "Std. JSON", "cot": "CoT", "open": "Open-form"}
     return pd.DataFrame({"model": f["model"], "cells": f["bases"],
@@ -225,20 +235,20 @@ def _prompt_shift(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
                          "invalid shift": f["invalid_shift"].map(drop), "worst prompt": f["worst_prompt"].fillna("–")})
 
 
-def _invalid_items(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+def _invalid_items(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({"model": f["model"], "group": f["group"], "API": f["items_api_failure"],
                          "Parse": f["items_parse_failure"], "Refusal": f["items_refusal"], "Empty": f["items_empty"],
                          "valid items": [f"{v}/{n}" for v, n in zip(f["valid_items"], f["items"])],
                          "answered": [f"{v}/{n}" for v, n in zip(f["answered_items"], f["items"])]})
 
 
-def _human_audit(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+def _human_audit(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({"condition": f["condition_id"], "N": f["items"], "human acc.": f["human_accuracy"].map(pp),
                          "annotators / item": f["annotators_per_item"].map(lambda x: _number(x, 1)),
                          "agreement": f["agreement"].map(pp), "items with ≥2 answers": f["agreement_items"]})
 
 
-def _human_excess(f: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+def _human_excess(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({"model": f["model"], "condition": f["condition_id"], "n (G_c)": f["n"],
                          "model drop": f["model_drop"].map(drop), "human drop": f["human_drop"].map(drop),
                          "excess drop": f["excess_drop"].map(signed),
