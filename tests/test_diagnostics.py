@@ -12,6 +12,7 @@ import pytest
 from sceval_plugin.metrics import add_drops, condition_summary, model_diagnostics, per_sample
 from sceval_plugin.metrics.diagnostics import DiagnosticOptions, appendix_c
 from sceval_plugin.metrics.drops import (
+    ALL_MODELS,
     accuracy_by_source,
     family_summary,
     interaction_cells,
@@ -185,7 +186,7 @@ def test_operator_groups_split_primary_and_stress_operators():
     assert out.loc[("m", "primary"), "mean_drop"] == pytest.approx(0.5)
     assert out.loc[("m", "stress"), "mean_drop"] == pytest.approx(1.0)
     assert out.loc[("m", "all"), "mean_drop"] == pytest.approx(0.75) and out.loc[("m", "all"), "operators"] == 2
-    assert out.loc[("panel", "all"), "mean_drop"] == pytest.approx(0.75)
+    assert out.loc[(ALL_MODELS, "all"), "mean_drop"] == pytest.approx(0.75)
 
 
 def test_prompt_shift_compares_the_same_cells():

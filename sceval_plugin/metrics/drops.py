@@ -17,6 +17,7 @@ from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT, bootstrap_means
 #: Table 3 / Table 24: the "confound zone" operators whose corrupted variants the annotators reject
 #: most often; the primary set is the other ten (four text, six low-rejection vision/audio).
 HIGH_REJECTION_OPERATORS = ("occlusion", "brightness", "mute", "remove")
+ALL_MODELS = "(mean over models)"
 
 
 def codes_of(column: pd.Series) -> tuple[np.ndarray, list]:
@@ -94,7 +95,7 @@ def interaction_cells(summary: pd.DataFrame, info: Mapping[str, ConditionInfo], 
     additive prediction Acc_add = Acc_clean − Σ_m Δ_m, where Δ_m = Acc_clean − Acc(single cell of
     the same operator at the same severity), and the interaction Δint = Acc(joint) − Acc_add
     (positive: sub-additive, the joint is gentler than the sum). Cells whose clean or component
-    single cells were not run are left out (``missing`` in :func:`appendix_c`'s note)."""
+    single cells were not run are left out (:func:`appendix_c` notes how many)."""
     columns = ["model", "condition_id", "block", "accuracy", "additive", "delta_int", "components"]
     acc, clean = _accuracy(summary), _clean(summary)
     single_of = _singles(info)
@@ -273,7 +274,7 @@ def operator_groups(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) ->
     """Table 3: severity-70 drops from clean (accuracy over valid outputs: coverage-aware) averaged
     per operator group - primary (every operator outside the high-rejection set), all operators,
     and the high-rejection stress set (:data:`HIGH_REJECTION_OPERATORS`) - per model and, as the
-    ``panel`` row, averaged over the models."""
+    :data:`ALL_MODELS` row, averaged over the models (the paper's panel mean)."""
     s = _with_info(summary, info)
     s = s[(s["block"] == "single") & (s["severity"] == 70)]
     s = s.assign(drop=s["model"].map(_clean(summary)).astype(float) - s["accuracy"]).dropna(subset=["drop"])
@@ -286,5 +287,5 @@ def operator_groups(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) ->
             .reset_index().assign(group=name) for name, g in parts if not g.empty]
     per_model = pd.concat(rows, ignore_index=True)
     panel = per_model.groupby("group", sort=False).agg(operators=("operators", "max"), mean_drop=("mean_drop", "mean"))
-    per_model = pd.concat([per_model, panel.reset_index().assign(model="panel")], ignore_index=True)
+    per_model = pd.concat([per_model, panel.reset_index().assign(model=ALL_MODELS)], ignore_index=True)
     return per_model[columns]

@@ -25,6 +25,7 @@ import pandas as pd
 
 from sceval_plugin.conditions import PROMPT_BASES
 from sceval_plugin.metrics.diagnostics import Diagnostic, DiagnosticOptions, appendix_c
+from sceval_plugin.metrics.drops import ALL_MODELS
 from sceval_plugin.metrics.humans import HUMAN
 from sceval_plugin.metrics.protocol import TRIAL_COLUMNS, ConditionInfo, per_sample
 from sceval_plugin.report.reader import ReportError, read_runs
@@ -221,7 +222,7 @@ def _operator_groups(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     counts = f.groupby("group")["operators"].max()
     names = {"primary": "primary", "all": "all operators", "stress": "high-rejection stress set"}
     order = [g for g in ("primary", "all", "stress") if g in wide.columns]
-    models = [m for m in wide.index if m != "panel"] + (["panel"] if "panel" in wide.index else [])
+    models = [m for m in wide.index if m != ALL_MODELS] + ([ALL_MODELS] if ALL_MODELS in wide.index else [])
     return pd.DataFrame({"model": models, **{f"{names[g]} ({counts[g]})": [drop(wide.loc[m, g]) for m in models]
                                               for g in order}})
 
