@@ -65,7 +65,7 @@ def synthesise(root: Path, models: int, samples: int) -> int:
                     reply = "I cannot tell." if correct is None else json.dumps({"answer": answer, "confidence": "high",
                                                                                  "reasoning": "synthetic"})
                     trial = {"s": sid, "v": v, "c": correct, "i": None if correct is not None else "refusal",
-                             "a": answer, "n": 4}
+                             "a": answer, "n": 4, "f": None if correct is None else "high", "o": "bench"}
                     record = {
                         "model": name, "prompt_id": "sceval-json-v1", "sample_id": sid, "source": "bench",
                         "dataset": "bench#0123456789abcdef", "condition_id": c.id, "block": c.block,

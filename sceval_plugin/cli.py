@@ -162,11 +162,34 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     return 1 if drift else 0
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    from sceval_plugin.report import build_report
+def _confidence_values(text: str) -> dict[str, float]:
+    """``low=0.25,medium=0.5,high=0.9`` -> a level -> probability mapping."""
+    values = {}
+    for part in text.split(","):
+        level, _, value = part.partition("=")
+        try:
+            values[level.strip().lower()] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected LEVEL=PROBABILITY pairs, got {part!r}") from None
+        if not 0 <= values[level.strip().lower()] <= 1:
+            raise argparse.ArgumentTypeError(f"{part!r}: a probability is between 0 and 1")
+    return values
 
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from sceval_plugin.metrics.diagnostics import DiagnosticOptions
+    from sceval_plugin.metrics.protocol import catalogue_info
+    from sceval_plugin.report import build_report
+    from sceval_plugin.report.diagnostics import read_families, read_humans
+
+    options = DiagnosticOptions(
+        families=read_families(args.families) if args.families else None,
+        human_trials=read_humans(args.humans, catalogue_info()) if args.humans else None,
+        shared_fraction=args.shared_hard, variant_ddof=0 if args.variant_std == "population" else 1,
+        by_source=args.by_source,
+        **({"confidence_values": args.confidence_values} if args.confidence_values else {}))
     done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed,
-                        model_pairs=not args.no_model_pairs, progress=not args.quiet)
+                        model_pairs=not args.no_model_pairs, progress=not args.quiet, options=options)
     for note in done["notes"]:
         print(f"note: {note}", file=sys.stderr)
     print(f"{done['trials']} trials of {len(done['models'])} model(s) in {done['seconds']:.1f} s; wrote "
@@ -231,6 +254,21 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--seed", type=int, default=20261129)
     report.add_argument("--no-model-pairs", action="store_true", help="skip model-vs-model comparisons")
     report.add_argument("--quiet", action="store_true", help="no progress bar")
+    report.add_argument("--families", metavar="FILE", help="model -> family (CSV model,family or JSON object): "
+                        "family means, per-modality drops, fault lines and gaps (Table 20)")
+    report.add_argument("--humans", metavar="PATH", help="human answers: a CSV/JSONL of per-item answers "
+                        "(sample_id, condition_id, correct or answer+gold, optional annotator) or an lmms-eval "
+                        "output folder of the humans' replies; adds the human reference (Tables 14/15)")
+    report.add_argument("--shared-hard", type=float, default=2 / 3, metavar="FRACTION",
+                        help="failure overlap: an item is shared-hard when at least this share of the models "
+                        "fail it (default 2/3, the paper's 10 of 15)")
+    report.add_argument("--confidence-values", type=_confidence_values, metavar="LEVEL=P,...",
+                        help="probabilities of the stated confidence levels for ECE "
+                        "(default low=0.1667,medium=0.5,high=0.8333)")
+    report.add_argument("--by-source", action="store_true",
+                        help="also write every table once per item source, under OUTPUT/by_source/<source>/")
+    report.add_argument("--variant-std", choices=("sample", "population"), default="sample",
+                        help="seed stability: standard deviation over variants (default sample, n-1)")
     report.set_defaults(func=cmd_report)
 
     smoke = sub.add_parser("smoke", help="10-example interface check of a model (frames, audio, parser)")

@@ -261,9 +261,10 @@ def process_results(doc: dict, results: list) -> dict:
     }
     # Small values: lmms-eval writes every metric's value into each per-sample line. This one
     # also carries what `sceval report` reads (invalid category, original answer key, option
-    # count), so the report need not decode the whole record.
+    # count, stated confidence, item source), so the report need not decode the whole record.
     trial = {"s": doc["sample_id"], "v": doc["variant"], "c": correct, "i": invalid,
-             "a": record["parsed_answer_original_key"], "n": len(options)}
+             "a": record["parsed_answer_original_key"], "n": len(options), "f": parsed.confidence,
+             "o": doc["source"]}
     out = {name: trial for name in ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage",
                                     "sceval_valid_trials")}
     out.update({f"sceval_invalid_{c}": invalid for c in INVALID_CATEGORIES})

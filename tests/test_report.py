@@ -30,11 +30,11 @@ def guesser(doc: dict) -> str:
     return "no idea" if h % 7 == 0 else json.dumps({"answer": "ABCD"[h % 4]})
 
 
-def write_logs(folder: Path, model: str, answer) -> list[dict]:
+def write_logs(folder: Path, model: str, answer, conditions=CONDITIONS) -> list[dict]:
     folder.mkdir(parents=True)
     (folder / "20261129_120000_results.json").write_text(json.dumps({"config": {"model": model, "model_args": ""}}))
     records = []
-    for cid in CONDITIONS:
+    for cid in conditions:
         rows, _ = task.build_rows(catalogue().get(cid))
         lines = []
         for i, doc in enumerate(rows):

@@ -16,9 +16,10 @@ from typing import Sequence
 
 import pandas as pd
 
+from sceval_plugin.metrics.diagnostics import DiagnosticOptions
 from sceval_plugin.metrics.protocol import ConditionInfo, catalogue_info, compute
 from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
-from sceval_plugin.report import plots, tables
+from sceval_plugin.report import diagnostics, plots, tables
 from sceval_plugin.report.reader import ReportError, read_runs
 
 __all__ = ["ReportError", "build_report"]
@@ -45,7 +46,7 @@ def _info_with_unknowns(trials: pd.DataFrame, info: dict[str, ConditionInfo]) ->
 
 
 def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT,
-                 model_pairs: bool = True, progress: bool = True) -> dict:
+                 model_pairs: bool = True, progress: bool = True, options: DiagnosticOptions | None = None) -> dict:
     """Read ``run_dirs``, compute, write everything under ``out``; returns a summary of what was written."""
     start = time.perf_counter()
     out = Path(out)
@@ -65,6 +66,8 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
                    figures.submit(plots.joint_scatter, numbers, info, out / "joint_scatter.png"),
                    figures.submit(plots.drop_heatmap, numbers, info, ops, out / "drop_heatmap.png")]
         written = _write_tables(numbers, info, ops, out, notes, trials, run_dirs, b, seed)
+        # The Appendix-C diagnostics: their own tables, and their entries added to report.json.
+        written += diagnostics.write_diagnostics(numbers, trials, info, out, notes, options, b=b, seed=seed)
         written += [future.result() for future in pending]
     return {"written": [str(p) for p in written], "notes": notes, "trials": len(trials),
             "models": sorted(map(str, trials["model"].unique())), "seconds": time.perf_counter() - start}

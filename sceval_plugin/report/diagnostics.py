@@ -1,0 +1,352 @@
+"""The Appendix-C diagnostic tables of ``sceval report`` (Markdown, CSV, LaTeX and report.json),
+and the two inputs a user supplies beyond the logs: model families and human answers.
+
+Families (``--families FILE``): a CSV with columns ``model,family`` or a JSON object
+``{"model": "family"}``; the model names are the report's labels (as in conditions.csv).
+
+Human answers (``--humans PATH``), either
+
+- a CSV or JSONL file of per-item answers, one row per (item, condition, annotator): columns
+  ``sample_id``, ``condition_id``, and ``correct`` (1/0; empty = no usable answer) or ``answer``
+  and ``gold`` (option keys of the original option order); optional ``annotator`` (several per
+  item are averaged like variants) and ``answer`` (for agreement); or
+- an lmms-eval output folder whose per-sample logs record the humans' answers as a model's
+  replies (e.g. replayed through lmms-eval): every trial in it is taken as the human reference.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sceval_plugin.conditions import PROMPT_BASES
+from sceval_plugin.metrics.diagnostics import Diagnostic, DiagnosticOptions, appendix_c
+from sceval_plugin.metrics.drops import ALL_MODELS
+from sceval_plugin.metrics.humans import HUMAN
+from sceval_plugin.metrics.protocol import TRIAL_COLUMNS, ConditionInfo, per_sample
+from sceval_plugin.report.reader import ReportError, read_runs
+from sceval_plugin.report.tables import drop, pp, signed, write_table
+
+COMBINATION = {"tv": "T+V", "ta": "T+A", "va": "V+A", "tva": "T+V+A"}
+
+
+# --- inputs ---------------------------------------------------------------------------------------
+
+def read_families(path: str | Path) -> dict[str, str]:
+    """model -> family from a CSV (``model,family``) or a JSON object; errors name the file and row."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read the families file ({exc})") from None
+    if path.suffix.lower() == ".json":
+        try:
+            mapping = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"{path}: not JSON ({exc})") from None
+        if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+            raise ReportError(f"{path}: expected a JSON object mapping model names to family names")
+        return {str(k): v for k, v in mapping.items()}
+    rows = list(csv.DictReader(text.splitlines()))
+    if not rows or not {"model", "family"} <= set(rows[0]):
+        raise ReportError(f"{path}: expected a CSV with columns model,family")
+    families: dict[str, str] = {}
+    for line, row in enumerate(rows, start=2):
+        model, family = (row.get("model") or "").strip(), (row.get("family") or "").strip()
+        if not model or not family:
+            raise ReportError(f"{path}:{line}: empty model or family")
+        if families.get(model, family) != family:
+            raise ReportError(f"{path}:{line}: model {model!r} is given two families")
+        families[model] = family
+    return families
+
+
+def read_humans(path: str | Path, info: dict[str, ConditionInfo]) -> pd.DataFrame:
+    """The human answers as a trial table (model ``human``; one variant per annotator)."""
+    path = Path(path)
+    if path.is_dir():
+        trials, _ = read_runs([path], progress=False)
+        return trials.assign(model=HUMAN)
+    if not path.is_file():
+        raise ReportError(f"{path}: no such human-answers file or folder")
+    try:
+        if path.suffix.lower() == ".jsonl":
+            rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            frame = pd.DataFrame(rows)
+        else:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{path}: cannot read the human answers ({exc})") from None
+    first_line = 1 if path.suffix.lower() == ".jsonl" else 2
+    for needed in ("sample_id", "condition_id"):
+        if needed not in frame:
+            raise ReportError(f"{path}: human answers need a {needed!r} column")
+    if "correct" not in frame and not {"answer", "gold"} <= set(frame):
+        raise ReportError(f"{path}: human answers need a 'correct' column, or 'answer' and 'gold'")
+    unknown = sorted(set(frame["condition_id"].astype(str)) - set(info))
+    if unknown:
+        raise ReportError(f"{path}: conditions not in the catalogue: {', '.join(unknown[:5])}")
+    correct = []
+    for k, row in enumerate(frame.to_dict(orient="records")):
+        value = row.get("correct")
+        if value is None or str(value).strip() == "" or (isinstance(value, float) and np.isnan(value)):
+            answer, gold = str(row.get("answer") or "").strip(), str(row.get("gold") or "").strip()
+            value = (float(answer == gold) if answer and gold else np.nan)
+        elif str(value).strip() in ("0", "1", "0.0", "1.0", "True", "False", "true", "false"):
+            value = float(str(value).strip().lower() in ("1", "1.0", "true"))
+        else:
+            raise ReportError(f"{path}:{k + first_line}: 'correct' must be 1, 0 or empty, not {value!r}")
+        correct.append(value)
+    annotator = frame["annotator"].astype(str) if "annotator" in frame else pd.Series("0", index=frame.index)
+    trials = pd.DataFrame({
+        "model": HUMAN, "condition_id": frame["condition_id"].astype(str), "sample_id": frame["sample_id"].astype(str),
+        "variant": pd.factorize(annotator)[0], "correct": correct,
+        "invalid": [None if np.isfinite(c) else "empty" for c in correct], "n_options": 4, "prompt_id": "human",
+        "dataset": "human", "answer": frame["answer"].astype(str).replace("", None) if "answer" in frame else None,
+    })
+    return trials[list(TRIAL_COLUMNS)]
+
+
+# --- tables -----------------------------------------------------------------------------------------
+
+def _pvalue(p: float) -> str:
+    return "–" if p is None or not np.isfinite(p) else ("<.001" if p < 0.001 else f"{p:.3f}")
+
+
+def _share(x: float) -> str:
+    return "–" if x is None or not np.isfinite(x) else f"{100 * x:.0f}%"
+
+
+def _number(x: float, digits: int = 3) -> str:
+    return "–" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _seed_stability(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    f = f[f["weakest_for"] != ""]
+    return pd.DataFrame({"model": f["model"], "modality": f["weakest_for"], "weakest cell": f["condition_id"],
+                         "mean acc": f["accuracy"].map(pp), "worst-variant": f["worst_variant_accuracy"].map(pp),
+                         "mean−worst": f["mean_worst_gap"].map(pp), "std": f["std"].map(pp),
+                         "median": f["median"].map(pp), "worst-2 mean": f["worst2_mean"].map(pp),
+                         "n_var": f["n_var"]})
+
+
+def _sub_additivity(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({"model": f["model"], "combo": f["block"].map(COMBINATION), "n_cells": f["n_cells"],
+                         "mean actual": f["mean_actual"].map(pp), "mean additive pred.": f["mean_additive"].map(pp),
+                         "mean Δint": f["mean_delta_int"].map(signed),
+                         "% sub-additive": f["share_sub_additive"].map(_share),
+                         "paired bootstrap p": f["p_bootstrap"].map(_pvalue)})
+
+
+def _label(cid: str, info: dict[str, ConditionInfo]) -> str:
+    """A short name for a cell, as the paper's tables write them: ``noise@70``, ``TV t30/v70``."""
+    c = info[cid]
+    if c.block == "single":
+        return f"{c.corruptions[0][1]}@{c.corruptions[0][2]}"
+    if c.block in COMBINATION:
+        letters = {"text": "t", "vision": "v", "audio": "a"}
+        return f"{c.block.upper()} " + "/".join(f"{letters[m]}{sev}" for m, _, sev in c.corruptions)
+    return cid
+
+
+def _headline_cells(present: set[str], summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> dict[str, str]:
+    """Clean and the prompt-robustness subset (G.6), then the canonical trimodal cell with the
+    lowest mean accuracy over the models (Table 22's and 23's "joint-TVA worst"), with short labels."""
+    cells = [c for c in PROMPT_BASES if c in present]
+    tva = summary[summary["condition_id"].map(lambda c: c in info and info[c].block == "tva"
+                                              and info[c].role == "canonical")]
+    means = tva.groupby("condition_id")["accuracy"].mean().dropna()
+    if not means.empty and means.idxmin() not in cells:
+        cells.append(means.idxmin())
+    return {c: _label(c, info) for c in cells}
+
+
+def _calibration(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    cells = {"clean": "clean", **cells}
+    by = f.set_index(["model", "condition_id"])
+    rows = []
+    for model in sorted(f["model"].unique()):
+        row = {"model": model}
+        for metric, name in (("ece", "ECE"), ("rho_oc", "ρ_oc")):
+            row.update({f"{name} {label}": pp(by[metric].get((model, cid), np.nan)) for cid, label in cells.items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _failure_overlap(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    if cells:
+        order = list(cells)
+        f = f[f["condition_id"].isin(order)].sort_values("condition_id", key=lambda c: c.map(order.index))
+    return pd.DataFrame({"condition": f["condition_id"].map(lambda c: cells.get(c, c)), "models": f["models"],
+                         "mean Jaccard": f["mean_jaccard"].map(lambda x: _number(x, 2)),
+                         "shared-hard": [f"{a}/{n} (≥{t})" for a, n, t in zip(f["shared_hard"], f["items"],
+                                                                              f["shared_hard_threshold"])],
+                         "idiosyncratic (=1)": [f"{a}/{n}" for a, n in zip(f["idiosyncratic"], f["items"])],
+                         "union": [f"{a}/{n}" for a, n in zip(f["union"], f["items"])]})
+
+
+def _source_breakdown(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({"model": f["model"], "source": f["source"], "clean": f["clean"].map(pp),
+                         "TV (panel)": f["tv_mean"].map(pp), "TVA (panel)": f["tva_mean"].map(pp),
+                         "strongest drop": [f"{drop(d)} ({c})" if isinstance(c, str) else "–"
+                                            for d, c in zip(f["strongest_drop"], f["strongest_condition"])]})
+
+
+def _slope(x: float) -> str:
+    return "–" if x is None or not np.isfinite(x) else f"{100 * x:+.3f}"
+
+
+def _families(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    gap = f["family"].str.startswith("gap (")
+    return pd.DataFrame({
+        "family": f["family"], "n": f["n"].map(lambda n: "–" if not np.isfinite(n) else str(int(n))),
+        "mean clean": [signed(x) if g else pp(x) for x, g in zip(f["clean"], gap)],
+        **{f"Δ{m}": [signed(x) if g else drop(x) for x, g in zip(f[f"delta_{m}"], gap)]
+           for m in ("text", "vision", "audio")},
+        **{f"F_{s}": [signed(x) if g else drop(x) for x, g in zip(f[f"FS_{s}"], gap)] for s in COMBINATION},
+        "steepest channel": f["steepest"].fillna("–"),
+    })
+
+
+def _steepest(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({"model": f["model"], **{f"S_{m} (pp/sev)": f[f"S_{m}"].map(_slope) for m in "tva"},
+                         "steepest channel": f["steepest"].fillna("–")})
+
+
+def _operator_groups(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    wide = f.pivot_table(index="model", columns="group", values="mean_drop", aggfunc="first", sort=False)
+    counts = f.groupby("group")["operators"].max()
+    names = {"primary": "primary", "all": "all operators", "stress": "high-rejection stress set"}
+    order = [g for g in ("primary", "all", "stress") if g in wide.columns]
+    models = [m for m in wide.index if m != ALL_MODELS] + ([ALL_MODELS] if ALL_MODELS in wide.index else [])
+    return pd.DataFrame({"model": models, **{f"{names[g]} ({counts[g]})": [drop(wide.loc[m, g]) for m in models]
+                                              for g in order}})
+
+
+def _prompt_shift(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    kinds = [c.removeprefix("accuracy_") for c in f.columns if c.startswith("accuracy_")]
+    label = {"json": "Std. JSON", "cot": "CoT", "open": "Open-form"}
+    return pd.DataFrame({"model": f["model"], "cells": f["bases"],
+                         **{label.get(k, k): f[f"accuracy_{k}"].map(pp) for k in kinds},
+                         **{f"coverage {label.get(k, k)}": f[f"coverage_{k}"].map(pp) for k in kinds},
+                         "invalid shift": f["invalid_shift"].map(drop), "worst prompt": f["worst_prompt"].fillna("–")})
+
+
+def _invalid_items(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({"model": f["model"], "group": f["group"], "API": f["items_api_failure"],
+                         "Parse": f["items_parse_failure"], "Refusal": f["items_refusal"], "Empty": f["items_empty"],
+                         "valid items": [f"{v}/{n}" for v, n in zip(f["valid_items"], f["items"])],
+                         "answered": [f"{v}/{n}" for v, n in zip(f["answered_items"], f["items"])]})
+
+
+def _human_audit(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({"condition": f["condition_id"], "N": f["items"], "human acc.": f["human_accuracy"].map(pp),
+                         "annotators / item": f["annotators_per_item"].map(lambda x: _number(x, 1)),
+                         "agreement": f["agreement"].map(pp), "items with ≥2 answers": f["agreement_items"]})
+
+
+def _human_excess(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({"model": f["model"], "condition": f["condition_id"], "n (G_c)": f["n"],
+                         "model drop": f["model_drop"].map(drop), "human drop": f["human_drop"].map(drop),
+                         "excess drop": f["excess_drop"].map(signed),
+                         "95% CI": [f"[{signed(lo)}, {signed(hi)}]" for lo, hi in zip(f["ci_low"], f["ci_high"])]})
+
+
+#: table name -> (caption, formatter(frame, headline cells)); ``None`` writes the CSV only (too
+#: long to read as a table).
+TABLES = {
+    "seed_stability": ("Seed stability at each model's weakest single-modality cell (C.9, Table 18; std, median "
+                       "and worst-2 mean over per-variant accuracies, pp; CSV: every stochastic cell)",
+                       _seed_stability),
+    "sub_additivity": ("Sub-additivity on the canonical joint grids (C.11, Table 21): additive prediction "
+                       "Acc_clean − Σ Δ_m from single drops at the same severity; Δint = actual − additive",
+                       _sub_additivity),
+    "calibration": ("Calibration (C.11, Table 22): ECE over the three confidence levels (pp) and ρ_oc, the share of "
+                    "wrong answers given with high confidence (%), clean and the prompt-robustness cells",
+                    _calibration),
+    "failure_overlap": ("Cross-model failure overlap (Table 23): mean pairwise Jaccard of failure sets, shared-hard, "
+                        "idiosyncratic and union counts of items (CSV: every condition)", _failure_overlap),
+    "source_breakdown": ("Per-source breakdown (Table 11): clean, panel T+V and T+V+A mean accuracy (%) and the "
+                         "strongest source-level drop (pp)", _source_breakdown),
+    "accuracy_by_source": ("Accuracy of every (model, condition) by item source", None),
+    "families": ("Model families (Table 20): mean clean (%), severity-70 drops per modality and fault-line scores "
+                 "(pp), steepest channel; gap rows: positive means the first family is better", _families),
+    "steepest_channel": ("Fragility slopes S_m (pp per severity unit) and the steepest channel (Table 19)", _steepest),
+    "operator_groups": ("Severity-70 drops (pp) by operator group, coverage-aware (Table 3)", _operator_groups),
+    "prompt_shift": ("Prompt robustness (Table 10): accuracy (%) and valid-output coverage per prompt over the same "
+                     "cells; invalid shift = JSON coverage minus the worst variant's (pp)", _prompt_shift),
+    "invalid_items": ("Invalid outputs per item (Table 16): items with at least one invalid output of each category, "
+                      "items with none, and items with at least one valid answer, by group of conditions",
+                      _invalid_items),
+    "human_audit": ("Human reference (Table 14): items answered, human accuracy (%), annotators per item and "
+                    "agreement", _human_audit),
+    "human_excess_drop": ("Human-normalised drops (Table 15) on the cohort G_c both answered under clean and the "
+                          "condition: excess drop = model drop − human drop (positive: the model loses more), "
+                          "95% paired-bootstrap CI (pp)", _human_excess),
+}
+
+
+def write_diagnostics(numbers, trials: pd.DataFrame, info: dict[str, ConditionInfo], out: Path, notes: list[str],
+                      options: DiagnosticOptions | None, *, b: int, seed: int) -> list[Path]:
+    """Compute every Appendix-C diagnostic, write its table (what the run supports) and add them,
+    with a note for each one that could not be (fully) computed, to ``out/report.json``."""
+    from sceval_plugin.report import json_records
+
+    found: dict[str, Diagnostic] = appendix_c(trials, per_sample(trials), numbers.summary, numbers.diagnostics,
+                                              info, options, b=b, seed=seed)
+    cells = _headline_cells(set(numbers.summary["condition_id"]), numbers.summary, info)
+    written: list[Path] = []
+    for name, d in found.items():
+        notes += [f"{name}: {n}" for n in d.notes]
+        if d.frame.empty:
+            continue
+        caption, shown = TABLES[name]
+        if shown is None:
+            d.frame.to_csv(out / f"{name}.csv", index=False)
+            written.append(out / f"{name}.csv")
+        else:
+            written += write_table(out, name, shown(d.frame, cells), d.frame, caption)
+    report_file = out / "report.json"
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    report["notes"] = notes
+    report["appendix_c"] = {name: {"rows": json_records(d.frame), "notes": d.notes} for name, d in found.items()}
+    if options is not None:
+        report["settings"].update({"shared_hard_fraction": options.shared_fraction,
+                                   "confidence_values": dict(options.confidence_values),
+                                   "variant_std_ddof": options.variant_ddof,
+                                   "families": dict(options.families) if options.families else None})
+    report_file.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
+    if options is not None and options.by_source:
+        written += write_by_source(trials, info, out / "by_source", notes, options, b=b, seed=seed)
+    return written
+
+
+def write_by_source(trials: pd.DataFrame, info: dict[str, ConditionInfo], out: Path, notes: list[str],
+                    options: DiagnosticOptions, *, b: int, seed: int) -> list[Path]:
+    """Every table and report.json once per item source, under ``out/<source>/`` (Table 11's
+    split applied to the whole report; figures are drawn for the full report only)."""
+    from dataclasses import replace
+
+    from sceval_plugin import operators
+    from sceval_plugin.metrics.protocol import compute
+    from sceval_plugin.report import _write_tables
+
+    if "source" not in trials or trials["source"].isna().all():
+        notes.append("by_source: the logs carry no item source; nothing to split")
+        return []
+    ops = [op for m in ("text", "vision", "audio") for op in operators.names(m)]
+    written: list[Path] = []
+    for source in sorted(trials["source"].dropna().astype(str).unique()):
+        subset = trials[(trials["source"].astype(str) == source).to_numpy()].reset_index(drop=True)
+        folder = out / "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in source)
+        folder.mkdir(parents=True, exist_ok=True)
+        local_notes = [f"items of source {source!r} only"]
+        numbers = compute(subset, info, b=b, seed=seed, model_pairs=False)
+        written += _write_tables(numbers, info, ops, folder, local_notes, subset, [], b, seed)
+        written += write_diagnostics(numbers, subset, info, folder, local_notes, replace(options, by_source=False),
+                                     b=b, seed=seed)
+    return written
