@@ -28,7 +28,7 @@ from sceval_plugin.data.sources import SourceError, load_source
 from sceval_plugin.operators import SAMPLE_RATE
 from sceval_plugin.parsing import INVALID_CATEGORIES, parse_answer
 from sceval_plugin.prompts import prompt_template
-from sceval_plugin.render import Trial, render, reorder_options
+from sceval_plugin.render import Trial, control_not_applicable, render, reorder_options
 
 # --- docs ---------------------------------------------------------------------------------------
 
@@ -243,6 +243,8 @@ def process_results(doc: dict, results: list) -> dict:
         "block": condition.block,
         "operators": {c.modality: {"operator": c.operator, "severity": c.severity} for c in condition.corruptions},
         "control": condition.control,
+        # set when the control has nothing to act on for this item (the report counts, not scores, it)
+        "control_not_applicable": control_not_applicable(item, condition),
         "option_order": condition.option_order,
         "variant": doc["variant"],
         "released_variant": bool(doc["released"]),
@@ -265,6 +267,8 @@ def process_results(doc: dict, results: list) -> dict:
     # count), so the report need not decode the whole record.
     trial = {"s": doc["sample_id"], "v": doc["variant"], "c": correct, "i": invalid,
              "a": record["parsed_answer_original_key"], "n": len(options)}
+    if record["control_not_applicable"]:
+        trial["x"] = record["control_not_applicable"]
     out = {name: trial for name in ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage",
                                     "sceval_valid_trials")}
     out.update({f"sceval_invalid_{c}": invalid for c in INVALID_CATEGORIES})
