@@ -394,7 +394,9 @@ def comparisons(samples: pd.DataFrame, summary: pd.DataFrame, info: dict[str, Co
     within each (kind, family). Computed with invalid outputs as incorrect (the headline) and as
     missing; ``flips`` marks comparisons whose significance differs between the two."""
     strict = samples.pivot_table(index=["model", "condition_id"], columns="sample_id", values="strict", aggfunc="first")
-    score = samples.pivot_table(index=["model", "condition_id"], columns="sample_id", values="score", aggfunc="first")
+    # aligned with strict: a condition whose every output is invalid has no score row of its own
+    score = (samples.pivot_table(index=["model", "condition_id"], columns="sample_id", values="score", aggfunc="first")
+             .reindex(index=strict.index, columns=strict.columns))
     weakest = summary.set_index(["model", "condition_id"])["weakest_single"] if "weakest_single" in summary else None
     specs = []  # (kind, family, model_a, cond_a, model_b, cond_b)
     rows_present = set(strict.index)

@@ -44,9 +44,13 @@ def _info_with_unknowns(trials: pd.DataFrame, info: dict[str, ConditionInfo]) ->
     return info
 
 
+#: Table columns that describe the run rather than report a result.
+_NOT_RESULTS = ["cells", "joint_cells", "chance", "missing_text_items_not_applicable"]
+
+
 def _has_numbers(frame: pd.DataFrame) -> bool:
-    """Whether a table holds at least one finite number besides its labels and counts."""
-    values = frame.select_dtypes("number").drop(columns=["cells", "joint_cells"], errors="ignore")
+    """Whether a table holds at least one result (a finite number besides labels and counts)."""
+    values = frame.select_dtypes("number").drop(columns=_NOT_RESULTS, errors="ignore")
     return bool(len(frame)) and bool(values.notna().to_numpy().any())
 
 
