@@ -179,10 +179,12 @@ def add_drops(summary: pd.DataFrame, info: dict[str, ConditionInfo], *, baseline
     Also ``delta_single_same_severity``: against the weaker of the single cells that apply the
     same operators at the same severities (needs all of them), a different, stricter question."""
     part = 0 if baseline == "modality" else 1
-    acc = summary.set_index(["model", "condition_id"])["accuracy"]
+    acc = summary.set_index(["model", "condition_id"])["accuracy"].to_dict()
     clean = summary[summary["condition_id"] == "clean"].set_index("model")["accuracy"]
     single_of = {c.corruptions[0]: cid for cid, c in info.items() if c.block == "single"}
-    weakest = weakest_singles(summary, info, by=baseline).set_index(["model", baseline])
+    weakest = {(m, pool): (a, cid, ok) for m, pool, cid, a, ok in
+               weakest_singles(summary, info, by=baseline)[["model", baseline, "condition_id", "accuracy", "complete"]]
+               .itertuples(index=False)}
     out = summary.copy()
     out["delta_base"] = out["model"].map(clean).astype(float) - out["accuracy"]
     rows = []
@@ -191,16 +193,14 @@ def add_drops(summary: pd.DataFrame, info: dict[str, ConditionInfo], *, baseline
         if c is None or c.block not in JOINT_BLOCKS:
             rows.append((None, np.nan, None, None, np.nan))
             continue
-        pools = [(model, x[part]) for x in c.corruptions]
-        found = weakest.loc[[p for p in pools if p in weakest.index]]
-        if len(found) == len(pools):
-            w = found.sort_values(["accuracy", "condition_id"]).iloc[0]
-            grid = "complete" if found["complete"].all() else "partial"
-            best = (w["condition_id"], float(w["accuracy"]), grid)
+        found = [weakest.get((model, x[part])) for x in c.corruptions]
+        if all(found):  # (accuracy, condition id) order: the lowest, ties to the first id
+            low, low_id, _ = min(found)
+            best = (low_id, low, "complete" if all(ok for *_, ok in found) else "partial")
         else:
             best = (None, np.nan, None)
-        same = [(single_of.get(x), acc.get((model, single_of.get(x)), np.nan)) for x in c.corruptions]
-        same = min(same, key=lambda p: p[1]) if all(np.isfinite(a) for _, a in same) else (None, np.nan)
+        same = [(acc.get((model, single_of.get(x)), np.nan), single_of.get(x)) for x in c.corruptions]
+        same = min(same)[::-1] if all(np.isfinite(a) for a, _ in same) else (None, np.nan)
         rows.append(best + same)
     extra = pd.DataFrame(rows, index=out.index, columns=["weakest_single", "weakest_single_accuracy", "single_grid",
                                                          "weakest_single_same_severity", "same_severity_accuracy"])
@@ -229,19 +229,17 @@ def below_weakest_single(summary: pd.DataFrame, comparisons: pd.DataFrame, info:
                         & (comparisons["diff"] > 0)]
         sig = set(zip(c["model_b"], c["condition_b"]))
     j["significant"] = [(m, cid) in sig for m, cid in zip(j["model"], j["condition_id"])]
+    both = pd.concat([j, j.assign(block="all")])
+    both["block"] = pd.Categorical(both["block"], categories=[*JOINT_BLOCKS, "all"], ordered=True)
     rows = []
-    for (model, block), g in itertools.chain(j.groupby(["model", "block"]),
-                                             ((k, g) for k, g in j.assign(block="all").groupby(["model", "block"]))):
+    for (model, block), g in both.groupby(["model", "block"], observed=True, sort=True):
         top = g.loc[g["delta_single"].idxmax()]
         rows.append({"model": model, "block": block, "joint_cells": len(g),
                      "below_weakest_single": int((g["delta_single"] > 0).sum()),
                      "significant": int((g["significant"] & (g["delta_single"] > 0)).sum()),
                      "max_delta_single": float(top["delta_single"]), "max_cell": top["condition_id"],
                      "below_same_severity": int((g["delta_single_same_severity"] > 0).sum())})
-    out = pd.DataFrame(rows, columns=columns)
-    order = {b: i for i, b in enumerate((*JOINT_BLOCKS, "all"))}
-    return out.sort_values(["model", "block"], key=lambda s: s.map(order) if s.name == "block" else s,
-                           ignore_index=True)
+    return pd.DataFrame(rows, columns=columns)
 
 
 def panel_block_means(summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd.DataFrame:
@@ -548,13 +546,13 @@ def coverage_notes(summary: pd.DataFrame, info: dict[str, ConditionInfo], not_ap
         notes.append(f"{len(missing_singles)} joint cell(s) have no Δsingle: no single cell of one of their "
                      "corrupted modalities was observed")
     panel = present[present["condition_id"].map(lambda c: _is_panel(c, info)).astype(bool)]
+    panel_size = sum(1 for c in info.values() if "panel" in c.suites)
     for model, g in panel.groupby("model"):
-        observed = {info[c].block for c in g["condition_id"]}
-        if len(g) < sum(1 for c in info.values() if "panel" in c.suites):
-            lacking = [b for b in JOINT_BLOCKS if b not in observed]
-            notes.append(f"panel of {model}: {len(g)} of 12 cells observed; FS_S averages the observed panel cells "
-                         f"of each block" + (f"; no panel cell of {', '.join(lacking)}, so FS for it and the "
-                                             "panel fault are not computed" if lacking else ""))
+        lacking = [b for b in JOINT_BLOCKS if b not in {info[c].block for c in g["condition_id"]}]
+        if len(g) < panel_size:
+            notes.append(f"panel of {model}: {len(g)} of {panel_size} cells observed; FS_S averages the observed "
+                         "panel cells of each block" + (f"; no panel cell of {', '.join(lacking)}, so their FS_S and "
+                                                        "the panel fault are not computed" if lacking else ""))
     if joint_models and not len(panel):
         notes.append("no cell of the 12-cell panel: FS_S, panel fault and C_asym are not computed "
                      "(drop_all_S gives the mean drop over the joint cells that were run)")
@@ -591,10 +589,9 @@ def compute(trials: pd.DataFrame, info: dict[str, ConditionInfo] | None = None, 
     trials, not_applicable = split_not_applicable(trials)
     samples = per_sample(trials)
     summary = add_drops(condition_summary(trials, samples, b=b, seed=seed), info, baseline=delta_single)
-    restricted = {(r["model"], r["condition_id"]): set() for _, r in not_applicable.iterrows()}
-    for key in restricted:
-        restricted[key] = set(samples.loc[(samples["model"] == key[0]) & (samples["condition_id"] == key[1]),
-                                          "sample_id"].astype(str))
+    # the items a partly applicable control was scored on (M_m compares on those alone)
+    restricted = {(m, cid): set(samples.loc[(samples["model"] == m) & (samples["condition_id"] == cid), "sample_id"])
+                  for m, cid in zip(not_applicable["model"], not_applicable["condition_id"])}
     tests = comparisons(samples, summary, info, b=b, seed=seed, model_pairs=model_pairs)
     return Numbers(
         summary=summary,

@@ -82,7 +82,10 @@ def single_matrix(numbers: Numbers, info: dict[str, ConditionInfo], operators: l
             shown[op] = f"{pp(a)} ({drop(clean - a)})" if np.isfinite(a) else "–"
             raw[op], raw[f"{op}_drop"] = a, clean - a
         rows_shown.append(shown), rows_raw.append(raw)
-    return pd.DataFrame(rows_shown), pd.DataFrame(rows_raw)
+    raw = pd.DataFrame(rows_raw)
+    if raw[operators].isna().all().all():  # no severity-70 cell was run
+        return pd.DataFrame(), pd.DataFrame()
+    return pd.DataFrame(rows_shown), raw
 
 
 def _mark(p: float) -> str:
