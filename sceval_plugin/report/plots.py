@@ -116,11 +116,13 @@ def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path
     """One panel per model x modality: accuracy (%) against severity, clean drawn at 0, one line
     per operator; each modality's legend below its column, outside the data."""
     plt = pyplot()
+    from matplotlib.transforms import offset_copy
+
     curves = _single_curves(numbers, info)
     models = sorted(curves)
     modalities = [m for m in MODALITY_ORDER if any(m in curves[model] for model in models)]
     operators = {m: sorted({op for model in models for op in curves[model].get(m, {})}) for m in modalities}
-    fig, axes = plt.subplots(len(models), len(modalities), figsize=(3.8 * len(modalities), 0.6 + 2.8 * len(models)),
+    fig, axes = plt.subplots(len(models), len(modalities), figsize=(3.8 * len(modalities), 1.0 + 2.8 * len(models)),
                              squeeze=False, sharex=True, sharey="row")
     cmap = plt.get_cmap("tab10")
     markers = "osD^vP*X"  # lines that coincide stay distinguishable by their markers
@@ -152,8 +154,10 @@ def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path
             for h, label in zip(*ax.get_legend_handles_labels()):
                 if label not in labels:
                     handles.append(h), labels.append(label)
-        axes[-1][j].legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=7,
-                           frameon=False, title=f"{modality} operator", title_fontsize=7)
+        bottom = axes[-1][j]
+        below_label = offset_copy(bottom.transAxes, fig, y=-0.6, units="inches")  # clear of the axis label
+        bottom.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below_label,
+                      ncol=2, fontsize=7, frameon=False, title=f"{modality} operator", title_fontsize=7)
     fig.suptitle("Single-modality severity curves (mean-variant accuracy)", fontsize=11)
     fig.tight_layout()
     return save(fig, stem)
