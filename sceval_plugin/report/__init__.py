@@ -92,8 +92,9 @@ def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.Da
         ("single_modality_s70", "Severity-70 single-modality accuracy (%) with drop from clean (pp)",
          tables.single_matrix(numbers, info, ops)),
         ("joint", "Joint corruption: accuracy (%), drop from clean, and Δs = Δsingle (eq. 6), the drop below the "
-                  "weakest observed single cell of the corrupted modalities; * p<.05, ** p<.01 (McNemar, Holm "
-                  "within block); † from a partial single-modality grid", tables.joint_table(numbers, info)),
+                  f"weakest observed single cell of the cell's {'modalities' if delta_single == 'modality' else 'operators'}"
+                  "; * p<.05, ** p<.01 (McNemar, Holm within block); † from a partial single-modality grid",
+         tables.joint_table(numbers, info)),
         ("single_baselines", "Δsingle baselines: the weakest observed single-modality cell and the grid observed",
          tables.single_baselines_table(numbers)),
         ("below_weakest_single", "Joint cells below the weakest single cell (Δsingle > 0; significant: Holm-adjusted "

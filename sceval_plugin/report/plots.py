@@ -1,4 +1,4 @@
-"""Figures for a paper (PNG at 220 dpi and PDF): severity curves, the joint-corruption scatter
+"""Figures for a paper (PNG at 200 dpi and PDF): severity curves, the joint-corruption scatter
 (the paper's Figure 5) and the model x operator heatmap of severity-70 drops.
 
 :func:`figures` says which figures the numbers can fill; one without data is not drawn, and
@@ -16,7 +16,7 @@ import numpy as np
 
 from sceval_plugin.metrics.protocol import JOINT_BLOCKS, ConditionInfo, Numbers
 
-DPI = 220
+DPI = 200  # print quality; more pixels only cost render time in large reports
 MODALITY_ORDER = ("text", "vision", "audio")
 SEVERITIES = (0, 10, 30, 50, 70)
 #: The paper's Figure 5 markers: ● T+V, ■ T+A, ▲ V+A, ◆ T+V+A.

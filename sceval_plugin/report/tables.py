@@ -35,7 +35,8 @@ def _markdown(frame: pd.DataFrame) -> str:
 
 
 _LATEX_ESCAPE = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "↓": r"$\downarrow$", "↑": r"$\uparrow$",
-                 "±": r"$\pm$", "–": "--", "×": r"$\times$"}
+                 "±": r"$\pm$", "–": "--", "×": r"$\times$", "Δ": r"$\Delta$", "†": r"$\dagger$",
+                 "‡": r"$\ddagger$"}
 
 
 def _latex_cell(value: object) -> str:
