@@ -277,9 +277,15 @@ def process_results(doc: dict, results: list) -> dict:
     return out
 
 
+def _applicable(items: list[dict]) -> list[dict]:
+    """The trials whose control applied to their item: a no-text control on an item without text
+    beyond question and options ("x" set) would only repeat clean, so it is not scored."""
+    return [it for it in items if "x" not in it]
+
+
 def _by_sample(items: list[dict]) -> dict[str, list[int]]:
     groups: dict[str, list[int]] = collections.defaultdict(list)
-    for it in items:
+    for it in _applicable(items):
         groups[it["s"]]  # every sample appears, even with no valid variant
         if it["c"] is not None:
             groups[it["s"]].append(it["c"])
@@ -295,18 +301,19 @@ def mean_variant_accuracy(items: list[dict]) -> float:
 def worst_variant_accuracy(items: list[dict]) -> float:
     """Paper eq. 4: the lowest accuracy among the variant indices (each over its valid samples)."""
     by_variant: dict[int, list[int]] = collections.defaultdict(list)
-    for it in items:
+    for it in _applicable(items):
         if it["c"] is not None:
             by_variant[it["v"]].append(it["c"])
     return min(sum(v) / len(v) for v in by_variant.values()) if by_variant else math.nan
 
 
 def coverage(items: list[dict]) -> float:
+    items = _applicable(items)
     return sum(it["c"] is not None for it in items) / len(items) if items else math.nan
 
 
 def valid_trials(items: list[dict]) -> int:
-    return sum(it["c"] is not None for it in items)
+    return sum(it["c"] is not None for it in _applicable(items))
 
 
 def invalid_count(category: str) -> Callable[[list], int]:
