@@ -268,7 +268,7 @@ def process_results(doc: dict, results: list) -> dict:
     trial = {"s": doc["sample_id"], "v": doc["variant"], "c": correct, "i": invalid,
              "a": record["parsed_answer_original_key"], "n": len(options)}
     if record["control_not_applicable"]:
-        trial["x"] = record["control_not_applicable"]
+        trial["u"] = record["control_not_applicable"]
     out = {name: trial for name in ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage",
                                     "sceval_valid_trials")}
     out.update({f"sceval_invalid_{c}": invalid for c in INVALID_CATEGORIES})
@@ -279,8 +279,8 @@ def process_results(doc: dict, results: list) -> dict:
 
 def _applicable(items: list[dict]) -> list[dict]:
     """The trials whose control applied to their item: a no-text control on an item without text
-    beyond question and options ("x" set) would only repeat clean, so it is not scored."""
-    return [it for it in items if "x" not in it]
+    beyond question and options ("u" set: unscored) would only repeat clean, so it is not scored."""
+    return [it for it in items if "u" not in it]
 
 
 def _by_sample(items: list[dict]) -> dict[str, list[int]]:

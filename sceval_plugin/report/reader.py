@@ -49,7 +49,7 @@ def results_for(samples_file: Path) -> Path | None:
 
 # The small trial entry our process_results writes into every line (see tasks/sceval_task.py):
 # the sample id, then the rest ("v", "c", "i", "a", "n", then optional one-letter fields such as
-# "x", why a control did not apply), whose few distinct values are decoded once.
+# "u", why a control did not apply: the trial is unscored), whose few distinct values are decoded once.
 _TRIAL_KEY = b'"sceval_accuracy": {"s": '
 _STRING = rb'"(?:[^"\\]|\\.)*"'
 _TRIAL = re.compile(rb'(' + _STRING + rb'), ("v": \d+, "c": (?:null|0|1), "i": (?:null|"[a-z_]+"), '
@@ -76,7 +76,7 @@ def _signature(record: dict) -> bytes:
     """A full record's trial fields in the trial entry's own form (for logs without one)."""
     return json.dumps({"v": record["variant"], "c": record.get("correct"), "i": record.get("invalid"),
                        "a": record.get("parsed_answer_original_key"), "n": record.get("n_options") or 4,
-                       "x": record.get("control_not_applicable")})[1:-1].encode()
+                       "u": record.get("control_not_applicable")})[1:-1].encode()
 
 
 def _parse_file(path: str) -> tuple[str, dict, tuple]:
@@ -186,7 +186,7 @@ def read_runs(run_dirs: Sequence[str | Path], *, workers: int | None = None, pro
     data["variant"] = np.array([f["v"] for f in fields], dtype=np.int16)[codes]
     data["correct"] = np.array([np.nan if f["c"] is None else float(f["c"]) for f in fields])[codes]
     data["n_options"] = np.array([f["n"] for f in fields], dtype=np.int8)[codes]
-    for name, key in (("invalid", "i"), ("answer", "a"), ("not_applicable", "x")):
+    for name, key in (("invalid", "i"), ("answer", "a"), ("not_applicable", "u")):
         values = [f.get(key) for f in fields]
         categories = sorted({v for v in values if v is not None})
         lookup = np.array([categories.index(v) if v is not None else -1 for v in values], dtype=np.int64)
