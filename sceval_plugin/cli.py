@@ -188,7 +188,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         shared_fraction=args.shared_hard, variant_ddof=0 if args.variant_std == "population" else 1,
         by_source=args.by_source,
         **({"confidence_values": args.confidence_values} if args.confidence_values else {}))
-    done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed,
+    done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed, delta_single=args.delta_single,
                         model_pairs=not args.no_model_pairs, progress=not args.quiet, options=options)
     for note in done["notes"]:
         print(f"note: {note}", file=sys.stderr)
@@ -251,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("runs", nargs="+", help="lmms-eval --output_path folders (one per model, or many tasks in one)")
     report.add_argument("-o", "--output", required=True, help="folder for the report")
     report.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    report.add_argument("--delta-single", choices=("modality", "operator"), default="modality",
+                        help="Δsingle baseline (eq. 6): the weakest observed single cell of each corrupted modality "
+                        "(default, the paper's C.2/C.3) or of each of the joint cell's own operators")
     report.add_argument("--seed", type=int, default=20261129)
     report.add_argument("--no-model-pairs", action="store_true", help="skip model-vs-model comparisons")
     report.add_argument("--quiet", action="store_true", help="no progress bar")

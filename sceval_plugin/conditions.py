@@ -27,7 +27,8 @@ LETTER_MODALITY = {v: k for k, v in MODALITY_LETTER.items()}
 
 #: Controls: what each one changes (see sceval_plugin.render).
 CONTROLS = {
-    "missing_text": "question replaced by a generic instruction, context removed; media kept",
+    "missing_text": "textual evidence beyond the question and options (the context) removed; question, options "
+                    "and media kept (G.4)",
     "missing_vision": "frames replaced by blank (mid-grey) frames of the same count and size",
     "missing_audio": "audio replaced by silence of the same duration",
     "shortcut_question_options": "question and options only: no context, no media",

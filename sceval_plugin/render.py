@@ -31,6 +31,7 @@ class Trial:
     visual_kind: str | None  # "image" | "video frames" | None (not shown)
     audio_shown: bool
     option_map: tuple[str, ...]  # original key of each shown option, in shown order
+    not_applicable: str | None = None  # why the condition's control does not apply to this item
 
 
 def reorder_options(options, gold_key: str, shift: int):
@@ -41,6 +42,15 @@ def reorder_options(options, gold_key: str, shift: int):
     shown = tuple((keys[j], text) for j, (_, text) in enumerate(source))
     original = tuple(k for k, _ in source)
     return shown, keys[original.index(gold_key)], original
+
+
+def control_not_applicable(item: OmniItem, condition: Condition) -> str | None:
+    """Why ``condition``'s control cannot do its job on ``item`` (None when it can): the no-text
+    control (G.4) on an item whose only text is the question and options has nothing to remove,
+    so its prompt would equal clean's and it would duplicate the clean condition."""
+    if condition.control == "missing_text" and not item.context.strip():
+        return "no_text_evidence"
+    return None
 
 
 def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media: bool = True) -> Trial:
@@ -66,7 +76,11 @@ def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media
         elif c.modality == "audio" and audio is not None:
             audio = operators.apply(c.operator, audio, **kwargs)
 
-    if control in ("missing_text", "shortcut_visual_audio"):
+    # G.4's no-text control removes the textual evidence beyond the question and options (which
+    # stay: they ask the task); G.5's visual+audio shortcut also replaces the question.
+    if control == "missing_text":
+        context = ""
+    elif control == "shortcut_visual_audio":
         question, context = GENERIC_INSTRUCTION, ""
     elif control == "missing_vision" and frames is not None:
         frames = np.full_like(frames, BLANK_LEVEL)
@@ -79,4 +93,5 @@ def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media
 
     options, gold, original = reorder_options(item.options, item.gold_key, condition.option_order)
     kind = None if no_media else ("image" if item.visual_kind == "image" else "video frames")
-    return Trial(item.sample_id, question, context, options, gold, frames, audio, kind, not no_media, original)
+    return Trial(item.sample_id, question, context, options, gold, frames, audio, kind, not no_media, original,
+                 control_not_applicable(item, condition))

@@ -31,7 +31,7 @@ from sceval_plugin.data.sources import BAD_INPUT_ENV, SourceError, load_source, 
 from sceval_plugin.operators import SAMPLE_RATE
 from sceval_plugin.parsing import INVALID_CATEGORIES, parse_answer
 from sceval_plugin.prompts import prompt_template
-from sceval_plugin.render import Trial, render, reorder_options
+from sceval_plugin.render import Trial, control_not_applicable, render, reorder_options
 
 # --- docs ---------------------------------------------------------------------------------------
 
@@ -240,6 +240,8 @@ def process_results(doc: dict, results: list) -> dict:
         "block": condition.block,
         "operators": {c.modality: {"operator": c.operator, "severity": c.severity} for c in condition.corruptions},
         "control": condition.control,
+        # set when the control has nothing to act on for this item (the report counts, not scores, it)
+        "control_not_applicable": control_not_applicable(item, condition),
         "option_order": condition.option_order,
         "variant": doc["variant"],
         "released_variant": bool(doc["released"]),
@@ -265,6 +267,8 @@ def process_results(doc: dict, results: list) -> dict:
     trial = {"s": doc["sample_id"], "v": doc["variant"], "c": correct, "i": invalid,
              "a": record["parsed_answer_original_key"], "n": len(options), "f": parsed.confidence,
              "o": doc["source"]}
+    if record["control_not_applicable"]:
+        trial["u"] = record["control_not_applicable"]
     out = {name: trial for name in ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage",
                                     "sceval_valid_trials")}
     out.update({f"sceval_invalid_{c}": invalid for c in INVALID_CATEGORIES})
@@ -273,9 +277,15 @@ def process_results(doc: dict, results: list) -> dict:
     return out
 
 
+def _applicable(items: list[dict]) -> list[dict]:
+    """The trials whose control applied to their item: a no-text control on an item without text
+    beyond question and options ("u" set: unscored) would only repeat clean, so it is not scored."""
+    return [it for it in items if "u" not in it]
+
+
 def _by_sample(items: list[dict]) -> dict[str, list[int]]:
     groups: dict[str, list[int]] = collections.defaultdict(list)
-    for it in items:
+    for it in _applicable(items):
         groups[it["s"]]  # every sample appears, even with no valid variant
         if it["c"] is not None:
             groups[it["s"]].append(it["c"])
@@ -291,18 +301,19 @@ def mean_variant_accuracy(items: list[dict]) -> float:
 def worst_variant_accuracy(items: list[dict]) -> float:
     """Paper eq. 4: the lowest accuracy among the variant indices (each over its valid samples)."""
     by_variant: dict[int, list[int]] = collections.defaultdict(list)
-    for it in items:
+    for it in _applicable(items):
         if it["c"] is not None:
             by_variant[it["v"]].append(it["c"])
     return min(sum(v) / len(v) for v in by_variant.values()) if by_variant else math.nan
 
 
 def coverage(items: list[dict]) -> float:
+    items = _applicable(items)
     return sum(it["c"] is not None for it in items) / len(items) if items else math.nan
 
 
 def valid_trials(items: list[dict]) -> int:
-    return sum(it["c"] is not None for it in items)
+    return sum(it["c"] is not None for it in _applicable(items))
 
 
 def invalid_count(category: str) -> Callable[[list], int]:

@@ -33,9 +33,39 @@ def test_missing_modality_controls():
     assert blank.frames.shape == ITEM.frames().shape and (blank.frames == 128).all()
     silent = render(ITEM, cond("missing_audio"))
     assert silent.audio.shape == ITEM.waveform().shape and not silent.audio.any()
-    no_text = render(ITEM, cond("missing_text"))
-    assert no_text.question == GENERIC_INSTRUCTION and no_text.options == ITEM.options
-    assert np.array_equal(no_text.frames, ITEM.frames())
+
+
+def test_no_text_control_removes_the_context_but_keeps_question_and_options(tmp_path, monkeypatch):
+    """G.4: "remove or mask the textual evidence beyond the question/options"; media unchanged."""
+    from dataclasses import replace
+
+    with_context = replace(ITEM, context="The second frame is the brightest.")
+    no_text = render(with_context, cond("missing_text"))
+    assert (no_text.question, no_text.options, no_text.context) == (ITEM.question, ITEM.options, "")
+    assert np.array_equal(no_text.frames, ITEM.frames()) and np.array_equal(no_text.audio, ITEM.waveform())
+    assert no_text.not_applicable is None
+    va = render(with_context, cond("shortcut_visual_audio"))
+    assert task._prompt(cond("missing_text"), no_text) != task._prompt(cond("shortcut_visual_audio"), va)
+    assert "Context:" in task._prompt(cond("clean"), render(with_context, cond("clean")))[1]
+    # An item whose only text is the question and options: nothing to remove, and it says so.
+    bare = render(ITEM, cond("missing_text"))
+    assert bare.not_applicable == "no_text_evidence"
+    assert task._prompt(cond("missing_text"), bare) == task._prompt(cond("clean"), render(ITEM, cond("clean")))
+    folder = copy_demo(tmp_path / "ctx", 2, mutate=lambda r: r.update(context="A hint.") if r["sample_id"].endswith("00") else None)
+    monkeypatch.setenv("SCEVAL_SOURCE", str(folder))
+    # the item without context answered right, the other wrong: scoring both would give 0.5
+    records = [task.process_results(doc, [doc["target"] if doc["sample_id"] == "demo-order-05"
+                                          else next(k for k in "ABCD" if k != doc["target"])])
+               for doc in _docs("missing_text")]
+    flags = {r["sceval_record"]["sample_id"]: r["sceval_record"]["control_not_applicable"] for r in records}
+    assert flags == {"demo-count-00": None, "demo-order-05": "no_text_evidence"}
+    assert [r["sceval_accuracy"].get("u") for r in records if r["sceval_record"]["control_not_applicable"]] == ["no_text_evidence"]
+    assert all("u" not in r["sceval_accuracy"] for r in records if not r["sceval_record"]["control_not_applicable"])
+    # lmms-eval's own aggregations score only the item the control applies to
+    entries = [r["sceval_accuracy"] for r in records]
+    assert task.valid_trials(entries) == 1 and task.coverage(entries) == 1.0
+    assert task.mean_variant_accuracy(entries) == 0.0 and task.worst_variant_accuracy(entries) == 0.0
+    assert math.isnan(task.mean_variant_accuracy([e for e in entries if "u" in e]))
 
 
 def test_shortcut_controls():

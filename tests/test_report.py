@@ -31,6 +31,7 @@ def guesser(doc: dict) -> str:
 
 
 def write_logs(folder: Path, model: str, answer, conditions=CONDITIONS) -> list[dict]:
+    """lmms-eval-shaped logs (results JSON, one per-sample JSONL per condition) of ``answer``."""
     folder.mkdir(parents=True)
     (folder / "20261129_120000_results.json").write_text(json.dumps({"config": {"model": model, "model_args": ""}}))
     records = []
@@ -65,9 +66,11 @@ def test_report_writes_tables_plots_and_every_number(runs, tmp_path):
     for name in ("single_modality_s70", "joint", "panel", "controls", "diagnostics"):
         for ext in ("md", "csv", "tex"):
             assert (out / f"{name}.{ext}").stat().st_size > 0, (name, ext)
-    for png in ("severity_curves", "joint_scatter", "drop_heatmap"):
-        with Image.open(out / f"{png}.png") as image:
+    for figure in ("severity_curves", "joint_scatter", "drop_heatmap"):
+        with Image.open(out / f"{figure}.png") as image:
             assert image.width > 300 and image.height > 200
+            assert round(image.info["dpi"][0]) >= 200  # stored as pixels per metre
+        assert (out / f"{figure}.pdf").read_bytes().startswith(b"%PDF")
     md = (out / "single_modality_s70.md").read_text()
     assert "sceval_reference" in md and "guesser" in md and "noise" in md
     assert "\\begin{tabular}" in (out / "joint.tex").read_text()
@@ -86,6 +89,16 @@ def test_report_writes_tables_plots_and_every_number(runs, tmp_path):
     for key, c in conditions.items():
         assert c["accuracy"] == pytest.approx(again.loc[key, "accuracy"])
         assert c["ci_low"] == pytest.approx(again.loc[key, "ci_low"])
+    # The demo's items have no text beyond question and options: the no-text control says so.
+    assert ("sceval_reference", "missing_text") not in conditions
+    assert {(n["model"], n["items"]) for n in report["not_applicable"]} == {("sceval_reference", 30), ("guesser", 30)}
+    assert any("no textual evidence beyond the question and options" in n for n in report["notes"])
+    assert "‡" in (out / "controls.md").read_text()
+    joint = {(j["model"], j["condition"]): j for j in pd.read_csv(out / "joint.csv").to_dict("records")}
+    cell = joint[("sceval_reference", "bi_tv_drop_words_noise_t30_v70")]
+    weakest = min(c["accuracy"] for c in report["conditions"] if c["model"] == "sceval_reference"
+                  and c["condition_id"] in ("single_drop_words_t70", *[f"single_noise_v{s}" for s in (10, 30, 50, 70)]))
+    assert cell["delta_single"] == pytest.approx(weakest - cell["accuracy"]) and cell["single_grid"] == "partial"
     diag = {d["model"]: d for d in report["diagnostics"]}
     assert diag["sceval_reference"]["S_v"] < 0 and diag["sceval_reference"]["FS_tv"] > 0
     orders = [o for o in report["option_orders"] if o["model"] == "sceval_reference"]
@@ -128,3 +141,23 @@ def test_repeated_runs_keep_the_latest_log(runs, tmp_path):
     assert "30 repeated trial(s)" in done.stderr
     summary = pd.read_csv(tmp_path / "r" / "conditions.csv").set_index("condition_id")
     assert summary.loc["clean", "accuracy"] == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("conditions", [["bi_tv_drop_words_noise_t30_v70"], ["clean", "prompt_cot_clean"]],
+                         ids=["the README's sceval_t30_v70", "clean and a prompt variant"])
+def test_a_run_of_one_condition_gets_a_report(conditions, tmp_path):
+    write_logs(tmp_path / "run", "sceval_reference", lambda doc: answer_messages(task.doc_to_messages(doc)),
+               conditions)
+    done = subprocess.run([SCEVAL, "report", str(tmp_path / "run"), "-o", str(tmp_path / "r"), "--quiet",
+                           "--bootstrap", "100"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert {c["condition_id"] for c in report["conditions"]} == set(conditions)
+    assert "note: one model: no model-vs-model comparisons" in done.stderr
+    assert "note: figure severity_curves not drawn: no single-modality cell" in done.stderr
+    if conditions == ["clean", "prompt_cot_clean"]:
+        assert [c["kind"] for c in report["comparisons"]] == ["clean_vs_condition"]
+    else:
+        assert "note: no clean condition (sceval_reference)" in done.stderr
+        assert (tmp_path / "r" / "joint.md").is_file() and not (tmp_path / "r" / "joint_scatter.png").exists()

@@ -31,7 +31,7 @@ from sceval_plugin.metrics.stats import (
 )
 
 TRIAL_COLUMNS = ("model", "condition_id", "sample_id", "variant", "correct", "invalid", "n_options",
-                 "prompt_id", "dataset", "answer")
+                 "prompt_id", "dataset", "answer", "not_applicable")
 INVALID = ("api_failure", "parse_failure", "refusal", "empty")
 MODALITIES = {"t": "text", "v": "vision", "a": "audio"}
 JOINT_BLOCKS = ("tv", "ta", "va", "tva")
@@ -133,46 +133,170 @@ def _accuracy_intervals(valid_samples: pd.DataFrame, index: pd.MultiIndex, *, b:
 
 # --- drops and diagnostics ----------------------------------------------------------------------
 
-def add_drops(summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd.DataFrame:
-    """Adds Δbase (eq. 5), and for joint cells Δsingle (eq. 6) against the weakest of the single
-    cells that apply the same operators at the same severities (looked up in the catalogue by
-    their corruptions, not by their names)."""
-    acc = summary.set_index(["model", "condition_id"])["accuracy"]
+#: Readings of eq. 6's "weakest corresponding single-modality corruption" (see :func:`add_drops`).
+DELTA_SINGLE_BASELINES = ("modality", "operator")
+
+
+def _is_panel(cid: str, info: dict[str, ConditionInfo]) -> bool:
+    return cid in info and "panel" in info[cid].suites
+
+
+def weakest_singles(summary: pd.DataFrame, info: dict[str, ConditionInfo], *, by: str = "modality") -> pd.DataFrame:
+    """Per (model, modality) -- or per (model, operator) with ``by="operator"`` -- the single cell
+    with the lowest observed accuracy (C.2: "the weakest observed cell ... defines the Δsingle
+    baseline"), how many of the catalogue's single cells of that modality (operator) were observed,
+    and whether that grid is complete. Ties go to the first condition id, so the choice is stable."""
+    if by not in DELTA_SINGLE_BASELINES:
+        raise ValueError(f"unknown Δsingle baseline {by!r}; choose one of {DELTA_SINGLE_BASELINES}")
+    part = 0 if by == "modality" else 1
+    pool_of = {cid: c.corruptions[0][part] for cid, c in info.items() if c.block == "single"}
+    in_catalogue = pd.Series(pool_of).value_counts()
+    s = summary[summary["condition_id"].isin(list(pool_of)) & summary["accuracy"].notna()]
+    columns = ["model", by, "condition_id", "accuracy", "observed_cells", "catalogue_cells", "complete"]
+    if s.empty:
+        return pd.DataFrame(columns=columns)
+    s = s.assign(**{by: s["condition_id"].map(pool_of)}).sort_values(["model", by, "accuracy", "condition_id"])
+    g = s.groupby(["model", by], sort=True)
+    out = g.first()[["condition_id", "accuracy"]].join(g.size().rename("observed_cells")).reset_index()
+    out["catalogue_cells"] = out[by].map(in_catalogue).astype(int)
+    out["complete"] = out["observed_cells"] == out["catalogue_cells"]
+    return out[columns]
+
+
+def add_drops(summary: pd.DataFrame, info: dict[str, ConditionInfo], *, baseline: str = "modality") -> pd.DataFrame:
+    """Adds Δbase (eq. 5) and, for joint cells, Δsingle (eq. 6): the weakest corresponding single
+    cell's accuracy minus the joint cell's (positive: the joint cell is worse than every component).
+
+    ``baseline="modality"`` (default, the paper's): the weakest *observed* single cell of each
+    modality the joint cell corrupts, over all of that modality's operators and severities (C.2,
+    C.3: "every joint cell stays above the model's weakest single-modality cell (drop_words at
+    severity 70)"); on the paper's Tables 5/6 this gives C.3's 3 positive cells of 29 for
+    Qwen3.5-Omni-Plus (max +1.09). ``baseline="operator"`` reads Table 6's caption per row
+    instead: the weakest observed severity of each of the cell's own operators. Either way it
+    needs an observed single cell of every corrupted modality (operator); ``single_grid`` says
+    whether that grid was ``complete`` or ``partial`` in the logs.
+
+    Also ``delta_single_same_severity``: against the weaker of the single cells that apply the
+    same operators at the same severities (needs all of them), a different, stricter question."""
+    part = 0 if baseline == "modality" else 1
+    acc = summary.set_index(["model", "condition_id"])["accuracy"].to_dict()
     clean = summary[summary["condition_id"] == "clean"].set_index("model")["accuracy"]
     single_of = {c.corruptions[0]: cid for cid, c in info.items() if c.block == "single"}
+    weakest = {(m, pool): (a, cid, ok) for m, pool, cid, a, ok in
+               weakest_singles(summary, info, by=baseline)[["model", baseline, "condition_id", "accuracy", "complete"]]
+               .itertuples(index=False)}
     out = summary.copy()
     out["delta_base"] = out["model"].map(clean).astype(float) - out["accuracy"]
-    weakest, weakest_acc = [], []
+    rows = []
     for model, cid in zip(out["model"], out["condition_id"]):
         c = info.get(cid)
-        parts = [single_of.get(x) for x in c.corruptions] if c is not None and c.block in JOINT_BLOCKS else []
-        present = [(p, acc[(model, p)]) for p in parts if p is not None and np.isfinite(acc.get((model, p), np.nan))]
-        w = min(present, key=lambda p: p[1]) if present else (None, np.nan)
-        weakest.append(w[0]), weakest_acc.append(w[1])
-    out["weakest_single"] = weakest
-    out["delta_single"] = np.asarray(weakest_acc, dtype=float) - out["accuracy"]
+        if c is None or c.block not in JOINT_BLOCKS:
+            rows.append((None, np.nan, None, None, np.nan))
+            continue
+        found = [weakest.get((model, x[part])) for x in c.corruptions]
+        if all(found):  # (accuracy, condition id) order: the lowest, ties to the first id
+            low, low_id, _ = min(found)
+            best = (low_id, low, "complete" if all(ok for *_, ok in found) else "partial")
+        else:
+            best = (None, np.nan, None)
+        same = [(acc.get((model, single_of.get(x)), np.nan), single_of.get(x)) for x in c.corruptions]
+        same = min(same)[::-1] if all(np.isfinite(a) for a, _ in same) else (None, np.nan)
+        rows.append(best + same)
+    extra = pd.DataFrame(rows, index=out.index, columns=["weakest_single", "weakest_single_accuracy", "single_grid",
+                                                         "weakest_single_same_severity", "same_severity_accuracy"])
+    out["weakest_single"], out["single_grid"] = extra["weakest_single"], extra["single_grid"]
+    out["delta_single"] = extra["weakest_single_accuracy"].astype(float) - out["accuracy"]
+    out["weakest_single_same_severity"] = extra["weakest_single_same_severity"]
+    out["delta_single_same_severity"] = extra["same_severity_accuracy"].astype(float) - out["accuracy"]
     return out
 
 
-def model_diagnostics(summary: pd.DataFrame, trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd.DataFrame:
-    """Per model: fault-line scores FS_S (clean minus the mean of block S's cells), misleading-modality
-    effects M_m (missing m minus the mean of m's severity-70 single cells), fragility slopes S_m
-    (least squares of accuracy on severity 0/10/30/50/70, clean as 0; accuracy per severity point),
-    and the shortcut gap G (text-only accuracy minus chance, 1 / number of options)."""
+def below_weakest_single(summary: pd.DataFrame, comparisons: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd.DataFrame:
+    """C.3's question per model and joint block (and ``all``): of the joint cells with a Δsingle,
+    how many are below the weakest single cell (Δsingle > 0), how many of those significantly
+    (Holm-adjusted McNemar of single vs joint, invalid as incorrect), the largest Δsingle and its
+    cell; beside it the count under the same-severity comparison."""
+    columns = ["model", "block", "joint_cells", "below_weakest_single", "significant", "max_delta_single",
+               "max_cell", "below_same_severity"]
+    j = summary[summary["condition_id"].map(lambda c: c in info and info[c].block in JOINT_BLOCKS).astype(bool)]
+    j = j[j["delta_single"].notna()]
+    if j.empty:
+        return pd.DataFrame(columns=columns)
+    j = j.assign(block=j["condition_id"].map(lambda c: info[c].block))
+    sig = set()
+    if not comparisons.empty:
+        c = comparisons[(comparisons["kind"] == "single_vs_joint") & comparisons["significant"].astype(bool)
+                        & (comparisons["diff"] > 0)]
+        sig = set(zip(c["model_b"], c["condition_b"]))
+    j["significant"] = [(m, cid) in sig for m, cid in zip(j["model"], j["condition_id"])]
+    both = pd.concat([j, j.assign(block="all")])
+    both["block"] = pd.Categorical(both["block"], categories=[*JOINT_BLOCKS, "all"], ordered=True)
+    rows = []
+    for (model, block), g in both.groupby(["model", "block"], observed=True, sort=True):
+        top = g.loc[g["delta_single"].idxmax()]
+        rows.append({"model": model, "block": block, "joint_cells": len(g),
+                     "below_weakest_single": int((g["delta_single"] > 0).sum()),
+                     "significant": int((g["significant"] & (g["delta_single"] > 0)).sum()),
+                     "max_delta_single": float(top["delta_single"]), "max_cell": top["condition_id"],
+                     "below_same_severity": int((g["delta_single_same_severity"] > 0).sum())})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def panel_block_means(summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd.DataFrame:
+    """Per model: mean accuracy of each block's cells of the 12-cell panel (Table 31), and how
+    many of them were observed; the one source of FS_S, the panel fault and Table 8's columns."""
+    p = summary[summary["condition_id"].map(lambda c: _is_panel(c, info)).astype(bool) & summary["accuracy"].notna()]
+    p = p.assign(block=p["condition_id"].map(lambda c: info[c].block))
+    means = p.pivot_table(index="model", columns="block", values="accuracy", aggfunc="mean")
+    counts = p.pivot_table(index="model", columns="block", values="accuracy", aggfunc="size")
+    out = pd.DataFrame(index=pd.Index(sorted(summary["model"].astype(str).unique()), name="model"))
+    for block in JOINT_BLOCKS:
+        out[f"mean_{block}"] = means[block] if block in means else np.nan
+        out[f"cells_{block}"] = (counts[block] if block in counts else 0)
+    out[[f"cells_{b}" for b in JOINT_BLOCKS]] = out[[f"cells_{b}" for b in JOINT_BLOCKS]].fillna(0).astype(int)
+    return out
+
+
+def _restricted_mean(samples: pd.DataFrame, model: str, cells: list[str], keep: set[str]) -> float:
+    """Mean over ``cells`` of each cell's accuracy on the samples in ``keep`` only."""
+    s = samples[(samples["model"] == model) & samples["condition_id"].isin(cells) & samples["sample_id"].isin(keep)]
+    return float(s.groupby("condition_id", observed=True)["score"].mean().mean()) if len(s) else np.nan
+
+
+def model_diagnostics(summary: pd.DataFrame, trials: pd.DataFrame, info: dict[str, ConditionInfo], *,
+                      samples: pd.DataFrame | None = None,
+                      control_samples: dict[tuple[str, str], set[str]] | None = None) -> pd.DataFrame:
+    """Per model (paper §2.4, Tables 8, 9, 19, 20):
+
+    - ``FS_S`` for S in tv/ta/va/tva: clean minus the mean of block S's cells *of the 12-cell
+      panel* (Table 20, G.3), so running more joint cells does not move it; ``drop_all_S``: clean
+      minus the mean of every run cell of block S (not a paper quantity: the whole run's view);
+    - ``M_m`` (eq. 7): missing m minus the mean of m's severity-70 single cells, over the samples
+      the control applies to when ``control_samples`` restricts it (the no-text control on items
+      without textual evidence beyond question and options does not apply);
+    - ``S_m``: least-squares slope of accuracy on severity 0/10/30/50/70 (clean as 0; accuracy per
+      severity point; Table 19);
+    - ``G``: text-only accuracy minus chance (1 / number of options)."""
     rows = []
     chance = trials.groupby("model", observed=True)["n_options"].apply(lambda s: float(np.mean(1.0 / s)))
+    panel = panel_block_means(summary, info)
     for model, frame in summary.groupby("model", observed=True):
         acc = frame.set_index("condition_id")["accuracy"]
         clean = acc.get("clean", np.nan)
         row = {"model": model, "clean": clean}
         for block in JOINT_BLOCKS:
+            row[f"FS_{block}"] = clean - panel.loc[model, f"mean_{block}"]
             cells = [cid for cid in acc.index if info.get(cid) and info[cid].block == block]
-            row[f"FS_{block}"] = clean - acc[cells].mean() if cells else np.nan
+            row[f"drop_all_{block}"] = clean - acc[cells].mean() if cells else np.nan
         for letter, modality in MODALITIES.items():
             singles = {cid: info[cid] for cid in acc.index if info.get(cid) and info[cid].block == "single"
                        and info[cid].corruptions[0][0] == modality}
             at70 = [cid for cid, c in singles.items() if c.corruptions[0][2] == 70]
-            corrupted = acc[at70].mean() if at70 else np.nan
+            keep = (control_samples or {}).get((model, f"missing_{modality}"))
+            if keep is not None and samples is not None:
+                corrupted = _restricted_mean(samples, model, at70, keep)
+            else:
+                corrupted = acc[at70].mean() if at70 else np.nan
             row[f"M_{letter}"] = acc.get(f"missing_{modality}", np.nan) - corrupted
             xs, ys = [0.0], [clean]
             for severity in (10, 30, 50, 70):
@@ -203,20 +327,31 @@ def operator_slopes(summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd
     return pd.DataFrame(rows, columns=["model", "operator", "slope"])
 
 
+#: Table 8's asymmetry: C_asym = Acc(t70/v70) - Acc(t30/v70), positive when mild text damage
+#: under heavy visual noise is the worse cell.
+ASYMMETRY_CELLS = ("bi_tv_drop_words_noise_t70_v70", "bi_tv_drop_words_noise_t30_v70")
+
+
 def panel_summary(summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd.DataFrame:
-    """Per model over the 12-cell panel: clean, mean, worst, block means, strongest fault line
-    (the panel cell with the largest Δbase), mean coverage."""
+    """Per model over the 12-cell panel (Table 8): clean, block means (TV, TA, VA, TVA), panel
+    fault (the mean of the four blocks' clean-to-panel drops FS_S; needs clean and all four
+    blocks), C_asym, mean and worst panel cell, the strongest fault line (the panel cell with
+    the largest Δbase), cells observed and mean coverage."""
     rows = []
+    blocks = panel_block_means(summary, info)
     for model, frame in summary.groupby("model", observed=True):
-        f = frame[frame["condition_id"].map(lambda c: bool(info.get(c)) and "panel" in info[c].suites)]
+        f = frame[frame["condition_id"].map(lambda c: _is_panel(c, info)).astype(bool)]
         if f.empty:
             continue
         acc = frame.set_index("condition_id")["accuracy"]
+        clean = acc.get("clean", np.nan)
         strongest = f.loc[f["delta_base"].idxmax()] if f["delta_base"].notna().any() else None
-        row = {"model": model, "clean": acc.get("clean", np.nan), "panel_mean": f["accuracy"].mean(),
+        row = {"model": model, "clean": clean, "panel_mean": f["accuracy"].mean(),
                "panel_worst": f["accuracy"].min(), "cells": len(f)}
         for block in JOINT_BLOCKS:
-            row[f"mean_{block}"] = f[f["condition_id"].map(lambda c: info[c].block == block)]["accuracy"].mean()
+            row[f"mean_{block}"] = blocks.loc[model, f"mean_{block}"]
+        row["panel_fault"] = float(np.mean([clean - row[f"mean_{b}"] for b in JOINT_BLOCKS]))
+        row["C_asym"] = acc.get(ASYMMETRY_CELLS[0], np.nan) - acc.get(ASYMMETRY_CELLS[1], np.nan)
         row["strongest_fault_line"] = None if strongest is None else strongest["condition_id"]
         row["strongest_drop"] = np.nan if strongest is None else strongest["delta_base"]
         row["coverage"] = f["coverage"].mean()
@@ -257,7 +392,9 @@ def comparisons(samples: pd.DataFrame, summary: pd.DataFrame, info: dict[str, Co
     within each (kind, family). Computed with invalid outputs as incorrect (the headline) and as
     missing; ``flips`` marks comparisons whose significance differs between the two."""
     strict = samples.pivot_table(index=["model", "condition_id"], columns="sample_id", values="strict", aggfunc="first")
-    score = samples.pivot_table(index=["model", "condition_id"], columns="sample_id", values="score", aggfunc="first")
+    # aligned with strict: a condition whose every output is invalid has no score row of its own
+    score = (samples.pivot_table(index=["model", "condition_id"], columns="sample_id", values="score", aggfunc="first")
+             .reindex(index=strict.index, columns=strict.columns))
     weakest = summary.set_index(["model", "condition_id"])["weakest_single"] if "weakest_single" in summary else None
     specs = []  # (kind, family, model_a, cond_a, model_b, cond_b)
     rows_present = set(strict.index)
@@ -337,7 +474,8 @@ def _run_pairs(specs, strict: pd.DataFrame, score: pd.DataFrame, *, b: int, seed
 def check_comparable(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> None:
     """Refuse to compare runs made with different prompts (outside the prompt-variant block) or
     different dataset versions: raise ``ValueError`` naming what clashes."""
-    headline = trials[~trials["condition_id"].map(lambda c: info.get(c) is not None and info[c].block == "prompt")]
+    prompt_variants = [cid for cid, c in info.items() if c.block == "prompt"]
+    headline = trials[~trials["condition_id"].isin(prompt_variants)]
     prompts = headline.groupby("prompt_id", observed=True)["model"].unique()
     if len(prompts) > 1:
         detail = "; ".join(f"{p}: {', '.join(map(str, ms))}" for p, ms in prompts.items())
@@ -348,6 +486,85 @@ def check_comparable(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> No
         raise ValueError(f"runs use different dataset versions ({detail}); compare runs on the same data")
 
 
+#: Why a control does not apply to an item (the trial's ``not_applicable``), in words.
+NOT_APPLICABLE = {"no_text_evidence": "no textual evidence beyond the question and options, so the no-text control "
+                                      "removes nothing (its prompt equals clean's)"}
+
+
+def split_not_applicable(trials: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The trials every number uses, and per (model, condition, reason) the items whose control
+    did not apply (``not_applicable`` set by the renderer: counted, never scored)."""
+    flagged = trials["not_applicable"].notna()
+    columns = ["model", "condition_id", "reason", "items", "items_run"]
+    if not flagged.any():
+        return trials, pd.DataFrame(columns=columns)
+    t = trials.assign(**{k: trials[k].astype(str) for k in ("model", "condition_id")})
+    run = t.groupby(["model", "condition_id"])["sample_id"].nunique()
+    out = (t[flagged].assign(reason=t.loc[flagged, "not_applicable"].astype(str))
+           .groupby(["model", "condition_id", "reason"])["sample_id"].nunique().rename("items").reset_index())
+    out["items_run"] = run.reindex(pd.MultiIndex.from_frame(out[["model", "condition_id"]])).to_numpy()
+    return trials[~flagged].reset_index(drop=True), out[columns]
+
+
+def _models(keys) -> str:
+    return ", ".join(sorted(map(str, keys)))
+
+
+def coverage_notes(summary: pd.DataFrame, info: dict[str, ConditionInfo], not_applicable: pd.DataFrame, *,
+                   model_pairs: bool) -> list[str]:
+    """What the logs do not allow computing, in words (each subset of the catalogue gives a report
+    with what it can compute; these notes say what is missing and why)."""
+    notes = []
+    for _, r in not_applicable.iterrows():
+        notes.append(f"{r['condition_id']} ({r['model']}): {r['items']} of {r['items_run']} item(s) have "
+                     f"{NOT_APPLICABLE.get(r['reason'], r['reason'])}; they are left out of {r['condition_id']} "
+                     "and its M_m" + (" (so both are not computed)" if r["items"] == r["items_run"] else ""))
+    block = summary["condition_id"].map(lambda c: info[c].block if c in info else "")
+    present = summary.assign(block=block)
+    models = set(summary["model"])
+    no_clean = models - set(present.loc[present["block"] == "clean", "model"])
+    if no_clean:
+        notes.append(f"no clean condition ({_models(no_clean)}): Δbase, FS_S, panel fault, slopes S_m and the "
+                     "clean-vs-condition tests are not computed")
+    joint_models = set(present.loc[present["block"].isin(JOINT_BLOCKS), "model"])
+    single_models = set(present.loc[(present["block"] == "single") & present["accuracy"].notna(), "model"])
+    if joint_models - single_models:
+        notes.append(f"no single-modality cells with a valid output ({_models(joint_models - single_models)}): "
+                     "Δsingle and the single-vs-joint tests are not computed")
+    elif models - single_models:
+        notes.append(f"no single-modality cells ({_models(models - single_models)}): M_m and slopes S_m are not "
+                     "computed")
+    partial = present[present["single_grid"] == "partial"]
+    for model in sorted(set(partial["model"])):
+        grid = weakest_singles(summary[summary["model"] == model], info)
+        seen = "; ".join(f"{r['modality']} {r['observed_cells']} of {r['catalogue_cells']}" for _, r in grid.iterrows())
+        notes.append(f"Δsingle of {model} comes from a partial single-modality grid (observed cells: {seen}): "
+                     "its baseline is the weakest cell observed, not of the full grid")
+    missing_singles = present[present["block"].isin(JOINT_BLOCKS) & present["delta_single"].isna()
+                              & present["model"].isin(single_models)]
+    if len(missing_singles):
+        notes.append(f"{len(missing_singles)} joint cell(s) have no Δsingle: no single cell of one of their "
+                     "corrupted modalities was observed")
+    panel = present[present["condition_id"].map(lambda c: _is_panel(c, info)).astype(bool)]
+    panel_size = sum(1 for c in info.values() if "panel" in c.suites)
+    for model, g in panel.groupby("model"):
+        lacking = [b for b in JOINT_BLOCKS if b not in {info[c].block for c in g["condition_id"]}]
+        if len(g) < panel_size:
+            notes.append(f"panel of {model}: {len(g)} of {panel_size} cells observed; FS_S averages the observed "
+                         "panel cells of each block" + (f"; no panel cell of {', '.join(lacking)}, so their FS_S and "
+                                                        "the panel fault are not computed" if lacking else ""))
+    if joint_models and not len(panel):
+        notes.append("no cell of the 12-cell panel: FS_S, panel fault and C_asym are not computed "
+                     "(drop_all_S gives the mean drop over the joint cells that were run)")
+    empty = present[present["n_samples"] == 0]
+    for _, r in empty.iterrows():
+        notes.append(f"{r['condition_id']} ({r['model']}): no valid output in {int(r['trials'])} trial(s); accuracy "
+                     "is undefined (the trials count as incorrect in the tests)")
+    if model_pairs and len(models) == 1:
+        notes.append("one model: no model-vs-model comparisons")
+    return notes
+
+
 @dataclass
 class Numbers:
     summary: pd.DataFrame
@@ -356,22 +573,37 @@ class Numbers:
     panel: pd.DataFrame
     option_orders: pd.DataFrame
     comparisons: pd.DataFrame
+    weakest_singles: pd.DataFrame
+    below_weakest_single: pd.DataFrame
+    not_applicable: pd.DataFrame
+    notes: list[str]
 
 
 def compute(trials: pd.DataFrame, info: dict[str, ConditionInfo] | None = None, *, b: int = B_DEFAULT,
-            seed: int = SEED_DEFAULT, model_pairs: bool = True) -> Numbers:
-    """Every number of the protocol for the trials of one or many models."""
+            seed: int = SEED_DEFAULT, model_pairs: bool = True, delta_single: str = "modality") -> Numbers:
+    """Every number of the protocol for the trials of one or many models, on any subset of the
+    catalogue (``notes`` says what the subset does not allow). ``delta_single`` picks the
+    reading of eq. 6's baseline (:data:`DELTA_SINGLE_BASELINES`, see :func:`add_drops`)."""
     info = info if info is not None else catalogue_info()
     check_comparable(trials, info)
+    trials, not_applicable = split_not_applicable(trials)
     samples = per_sample(trials)
-    summary = add_drops(condition_summary(trials, samples, b=b, seed=seed), info)
+    summary = add_drops(condition_summary(trials, samples, b=b, seed=seed), info, baseline=delta_single)
+    # the items a partly applicable control was scored on (M_m compares on those alone)
+    restricted = {(m, cid): set(samples.loc[(samples["model"] == m) & (samples["condition_id"] == cid), "sample_id"])
+                  for m, cid in zip(not_applicable["model"], not_applicable["condition_id"])}
+    tests = comparisons(samples, summary, info, b=b, seed=seed, model_pairs=model_pairs)
     return Numbers(
         summary=summary,
-        diagnostics=model_diagnostics(summary, trials, info),
+        diagnostics=model_diagnostics(summary, trials, info, samples=samples, control_samples=restricted),
         operator_slopes=operator_slopes(summary, info),
         panel=panel_summary(summary, info),
         option_orders=option_order_summary(trials, summary, info),
-        comparisons=comparisons(samples, summary, info, b=b, seed=seed, model_pairs=model_pairs),
+        comparisons=tests,
+        weakest_singles=weakest_singles(summary, info, by=delta_single),
+        below_weakest_single=below_weakest_single(summary, tests, info),
+        not_applicable=not_applicable,
+        notes=coverage_notes(summary, info, not_applicable, model_pairs=model_pairs),
     )
 
 
@@ -379,6 +611,7 @@ def trials_frame(records: Iterable[dict]) -> pd.DataFrame:
     """A trial table from per-sample records (``sceval_record`` dicts)."""
     rows = [(r.get("model") or "unknown", r["condition_id"], r["sample_id"], r["variant"],
              np.nan if r.get("correct") is None else float(r["correct"]), r.get("invalid"),
-             r.get("n_options") or 4, r.get("prompt_id"), r.get("dataset"), r.get("parsed_answer_original_key"))
+             r.get("n_options") or 4, r.get("prompt_id"), r.get("dataset"), r.get("parsed_answer_original_key"),
+             r.get("control_not_applicable"))
             for r in records]
     return pd.DataFrame(rows, columns=list(TRIAL_COLUMNS))

@@ -17,7 +17,7 @@ from typing import Sequence
 import pandas as pd
 
 from sceval_plugin.metrics.diagnostics import DiagnosticOptions
-from sceval_plugin.metrics.protocol import ConditionInfo, catalogue_info, compute
+from sceval_plugin.metrics.protocol import ConditionInfo, catalogue_info, compute, split_not_applicable
 from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
 from sceval_plugin.report import diagnostics, plots, tables
 from sceval_plugin.report.reader import ReportError, read_runs
@@ -45,48 +45,79 @@ def _info_with_unknowns(trials: pd.DataFrame, info: dict[str, ConditionInfo]) ->
     return info
 
 
+#: Table columns that describe the run rather than report a result.
+_NOT_RESULTS = ["cells", "joint_cells", "chance", "missing_text_items_not_applicable"]
+
+
+def _has_numbers(frame: pd.DataFrame) -> bool:
+    """Whether a table holds at least one result (a finite number besides labels and counts)."""
+    values = frame.select_dtypes("number").drop(columns=_NOT_RESULTS, errors="ignore")
+    return bool(len(frame)) and bool(values.notna().to_numpy().any())
+
+
 def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT,
-                 model_pairs: bool = True, progress: bool = True, options: DiagnosticOptions | None = None) -> dict:
-    """Read ``run_dirs``, compute, write everything under ``out``; returns a summary of what was written."""
+                 model_pairs: bool = True, progress: bool = True, delta_single: str = "modality",
+                 options: DiagnosticOptions | None = None) -> dict:
+    """Read ``run_dirs``, compute, write everything under ``out``; returns a summary of what was written.
+    Works on any subset of the catalogue: what the logs do not allow is listed in ``notes`` (and
+    report.json), and a figure without data is skipped with its reason."""
     start = time.perf_counter()
     out = Path(out)
     trials, notes = read_runs(run_dirs, progress=progress)
     info = _info_with_unknowns(trials, catalogue_info())
     try:
-        numbers = compute(trials, info, b=b, seed=seed, model_pairs=model_pairs)
+        numbers = compute(trials, info, b=b, seed=seed, model_pairs=model_pairs, delta_single=delta_single)
     except ValueError as exc:
         raise ReportError(str(exc)) from exc
+    notes += numbers.notes
     from sceval_plugin import operators
 
     ops = [op for m in ("text", "vision", "audio") for op in operators.names(m)]
+    figures = plots.figures(numbers, info, ops)
+    skipped = {name: reason for name, (_, reason) in figures.items() if reason}
+    notes += [f"figure {name} not drawn: {reason}" for name, reason in skipped.items()]
     # Figures take longest to render: draw them in other processes while the tables are written.
     out.mkdir(parents=True, exist_ok=True)
-    with ProcessPoolExecutor(max_workers=2) as figures:
-        pending = [figures.submit(plots.severity_curves, numbers, info, out / "severity_curves.png"),
-                   figures.submit(plots.joint_scatter, numbers, info, out / "joint_scatter.png"),
-                   figures.submit(plots.drop_heatmap, numbers, info, ops, out / "drop_heatmap.png")]
-        written = _write_tables(numbers, info, ops, out, notes, trials, run_dirs, b, seed)
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        pending = [pool.submit(draw, numbers, info, out / name) for name, (draw, reason) in figures.items()
+                   if not reason]
+        written = _write_tables(numbers, info, ops, out, notes, trials, run_dirs, b, seed, delta_single, skipped)
         # The Appendix-C diagnostics: their own tables, and their entries added to report.json.
-        written += diagnostics.write_diagnostics(numbers, trials, info, out, notes, options, b=b, seed=seed)
-        written += [future.result() for future in pending]
+        # (over the scored trials: a control that does not apply to an item is counted, never scored)
+        scored, _ = split_not_applicable(trials)
+        written += diagnostics.write_diagnostics(numbers, scored, info, out, notes, options, b=b, seed=seed)
+        written += [path for future in pending for path in future.result()]
     return {"written": [str(p) for p in written], "notes": notes, "trials": len(trials),
             "models": sorted(map(str, trials["model"].unique())), "seconds": time.perf_counter() - start}
 
 
 def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.DataFrame, run_dirs, b: int,
-                  seed: int) -> list[Path]:
+                  seed: int, delta_single: str, skipped: dict[str, str]) -> list[Path]:
     written = []
     for name, caption, (shown, raw) in [
         ("single_modality_s70", "Severity-70 single-modality accuracy (%) with drop from clean (pp)",
          tables.single_matrix(numbers, info, ops)),
-        ("joint", "Joint corruption: accuracy (%), drop from clean, and Δs = change against the weakest single "
-                  "component; * p<.05, ** p<.01 (McNemar, Holm within block)", tables.joint_table(numbers, info)),
-        ("panel", "Lightweight panel summary", tables.panel_table(numbers)),
-        ("controls", "Missing-modality, shortcut and option-order controls", tables.controls_table(numbers)),
-        ("diagnostics", "Fault-line scores, fragility slopes and shortcut gap", tables.diagnostics_table(numbers)),
+        ("joint", "Joint corruption: accuracy (%), drop from clean, and Δs = Δsingle (eq. 6), the drop below the "
+                  f"weakest observed single cell of the cell's {'modalities' if delta_single == 'modality' else 'operators'}"
+                  "; * p<.05, ** p<.01 (McNemar, Holm within block); † from a partial single-modality grid",
+         tables.joint_table(numbers, info)),
+        ("single_baselines", "Δsingle baselines: the weakest observed single-modality cell and the grid observed",
+         tables.single_baselines_table(numbers)),
+        ("below_weakest_single", "Joint cells below the weakest single cell (Δsingle > 0; significant: Holm-adjusted "
+                                 "McNemar p<.05), and under the same-severity comparison (C.3)",
+         tables.below_single_table(numbers)),
+        ("panel", "Lightweight panel (Table 8): block means (%), panel fault = mean of the four FS_S (pp), "
+                  "C_asym = Acc(t70/v70) - Acc(t30/v70) (pp)", tables.panel_table(numbers)),
+        ("controls", "Missing-modality, shortcut and option-order controls; ‡ the no-text control does not apply "
+                     "to items without textual evidence beyond question and options (left out, see notes)",
+         tables.controls_table(numbers)),
+        ("diagnostics", "Fault-line scores FS_S over the 12-cell panel (Table 20), drop over every run cell of each "
+                        "block, fragility slopes and shortcut gap", tables.diagnostics_table(numbers)),
     ]:
-        if not raw.empty:
+        if _has_numbers(raw):
             written += tables.write_table(out, name, shown, raw, caption)
+        elif not raw.empty:
+            notes.append(f"table {name} not written: none of its quantities can be computed from these logs")
     numbers.summary.to_csv(out / "conditions.csv", index=False)
     numbers.comparisons.to_csv(out / "comparisons.csv", index=False)
     written += [out / "conditions.csv", out / "comparisons.csv"]
@@ -96,14 +127,19 @@ def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.Da
                      "of incorrect (see 'flips' in comparisons.csv)")
     everything = {
         "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "alpha": 0.05,
-                     "runs": [str(r) for r in run_dirs], "invalid_outputs": "missing for accuracy; incorrect for significance"},
+                     "runs": [str(r) for r in run_dirs], "invalid_outputs": "missing for accuracy; incorrect for significance",
+                     "delta_single_baseline": delta_single},
         "counts": {"trials": int(len(trials)), "models": sorted(map(str, trials["model"].unique())),
                    "conditions": int(trials["condition_id"].nunique())},
         "notes": notes,
+        "figures_skipped": skipped,
         "conditions": json_records(numbers.summary),
         "diagnostics": json_records(numbers.diagnostics),
         "operator_slopes": json_records(numbers.operator_slopes),
         "panel": json_records(numbers.panel),
+        "single_baselines": json_records(numbers.weakest_singles),
+        "below_weakest_single": json_records(numbers.below_weakest_single),
+        "not_applicable": json_records(numbers.not_applicable),
         "option_orders": json_records(numbers.option_orders),
         "comparisons": json_records(numbers.comparisons),
     }

@@ -107,6 +107,7 @@ def read_humans(path: str | Path, info: dict[str, ConditionInfo]) -> pd.DataFram
         "variant": pd.factorize(annotator)[0], "correct": correct,
         "invalid": [None if np.isfinite(c) else "empty" for c in correct], "n_options": 4, "prompt_id": "human",
         "dataset": "human", "answer": frame["answer"].astype(str).replace("", None) if "answer" in frame else None,
+        "not_applicable": None,
     })
     return trials[list(TRIAL_COLUMNS)]
 

@@ -1,16 +1,30 @@
-"""PNG figures: severity curves, the joint-corruption scatter, the model x operator heatmap."""
+"""Figures for a paper (PNG at 200 dpi and PDF): severity curves, the joint-corruption scatter
+(the paper's Figure 5) and the model x operator heatmap of severity-70 drops.
+
+:func:`figures` says which figures the numbers can fill; one without data is not drawn, and
+the reason goes into the report's notes.
+"""
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from sceval_plugin.metrics.protocol import JOINT_BLOCKS, ConditionInfo, Numbers
 
-STYLE = {"text": "-", "vision": "--", "audio": ":"}
+DPI = 200  # print quality; more pixels only cost render time in large reports
+MODALITY_ORDER = ("text", "vision", "audio")
+SEVERITIES = (0, 10, 30, 50, 70)
+#: The paper's Figure 5 markers: ● T+V, ■ T+A, ▲ V+A, ◆ T+V+A.
 MARKERS = {"tv": "o", "ta": "s", "va": "^", "tva": "D"}
+COLOURS = {"tv": "tab:red", "ta": "tab:blue", "va": "tab:green", "tva": "tab:purple"}
+BLOCK_LABELS = {"tv": "T+V", "ta": "T+A", "va": "V+A", "tva": "T+V+A"}
+
+Draw = Callable[[Numbers, dict, Path], list]
 
 
 def pyplot():
@@ -23,101 +37,190 @@ def pyplot():
     return plt
 
 
-def grid(plt, count: int, width: float = 4.2, height: float = 3.2):
+def grid(plt, count: int, width: float = 4.2, height: float = 3.2, **shared):
     """A figure of ``count`` panels, at most four a row; unused panels hidden."""
     cols = min(4, count)
     rows = math.ceil(count / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, **shared)
     for ax in axes.flat[count:]:
         ax.axis("off")
     return fig, list(axes.flat)
 
 
-def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], path: Path) -> Path:
-    """Per model: accuracy against severity (0 = clean) for every operator; line style = modality."""
+def save(fig, stem: Path) -> list[Path]:
+    """``stem``.png (at :data:`DPI`) and ``stem``.pdf, cropped to what is drawn (legends outside
+    the axes included)."""
     plt = pyplot()
-    s = numbers.summary
-    models = sorted(s["model"].unique())
-    fig, axes = grid(plt, len(models))
-    cmap = plt.get_cmap("tab20")
-    for ax, model in zip(axes, models):
-        acc = s[s["model"] == model].set_index("condition_id")["accuracy"]
-        curves: dict[tuple[str, str], dict[int, float]] = {}
-        for cid, value in acc.items():
-            c = info.get(cid)
-            if c and c.block == "single":
-                modality, op, sev = c.corruptions[0]
-                curves.setdefault((modality, op), {})[sev] = value
-        for k, ((modality, op), curve) in enumerate(sorted(curves.items())):
-            xs = [0] + sorted(curve)
-            ys = [acc.get("clean", np.nan)] + [curve[x] for x in sorted(curve)]
-            ax.plot(xs, [100 * y for y in ys], STYLE[modality], marker=".", color=cmap(k % 20), label=op, linewidth=1.3)
-        ax.set_title(model, fontsize=9)
-        ax.set_xticks([0, 10, 30, 50, 70])
-        ax.set_xlabel("severity")
-        ax.set_ylabel("accuracy (%)")
-        ax.grid(alpha=0.3)
-    if models and axes[0].get_legend_handles_labels()[0]:
-        axes[0].legend(fontsize=6, ncol=2, loc="lower left")
-    fig.suptitle("Severity curves\n(solid: text, dashed: vision, dotted: audio)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    for path in paths:
+        fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
-    return path
+    return paths
 
 
-def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], path: Path) -> Path:
-    """Per model: total severity s_t+s_v+s_a against the drop from clean, one marker per combination."""
-    plt = pyplot()
+def _single_curves(numbers: Numbers, info: dict[str, ConditionInfo]) -> dict[str, dict[str, dict[str, dict[int, float]]]]:
+    """model -> modality -> operator -> severity -> accuracy (severity 0 = clean, when run)."""
+    s = numbers.summary.dropna(subset=["accuracy"])
+    clean = s[s["condition_id"] == "clean"].set_index("model")["accuracy"]
+    curves: dict = {}
+    for model, cid, value in zip(s["model"], s["condition_id"], s["accuracy"]):
+        c = info.get(cid)
+        if c is None or c.block != "single":
+            continue
+        modality, op, severity = c.corruptions[0]
+        curve = curves.setdefault(model, {}).setdefault(modality, {}).setdefault(op, {})
+        curve[severity] = value
+        if model in clean.index:
+            curve[0] = clean[model]
+    return curves
+
+
+def _joint_points(numbers: Numbers, info: dict[str, ConditionInfo]):
     s = numbers.summary
-    block = s["condition_id"].map(lambda c: info[c].block if c in info else "")
-    joint = s.assign(block=block, budget=s["condition_id"].map(
-        lambda c: sum(x[2] for x in info[c].corruptions) if c in info else 0))[block.isin(JOINT_BLOCKS)]
-    models = sorted(joint["model"].unique()) or ["(no joint cells)"]
-    fig, axes = grid(plt, len(models))
-    colours = {"tv": "tab:red", "ta": "tab:blue", "va": "tab:green", "tva": "tab:purple"}
-    groups = dict(tuple(joint.groupby(["model", "block"])))
-    for ax, model in zip(axes, models):
-        for b in JOINT_BLOCKS:
-            g = groups.get((model, b))
-            if g is not None:
-                ax.scatter(g["budget"], 100 * g["delta_base"], marker=MARKERS[b], color=colours[b], label=b.upper(), s=28)
-        ax.axhline(0, color="grey", linewidth=0.8)
-        ax.set_title(model, fontsize=9)
-        ax.set_xlabel("total severity  s_t + s_v + s_a")
-        ax.set_ylabel("drop from clean (pp)")
-        ax.grid(alpha=0.3)
-    if axes[0].get_legend_handles_labels()[0]:
-        axes[0].legend(fontsize=7)
-    fig.suptitle("Joint corruption:\nseverity budget against accuracy drop", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    joint = s[s["condition_id"].map(lambda c: c in info and info[c].block in JOINT_BLOCKS).astype(bool)]
+    joint = joint.dropna(subset=["delta_base"])
+    return joint.assign(block=joint["condition_id"].map(lambda c: info[c].block),
+                        budget=joint["condition_id"].map(lambda c: sum(x[2] for x in info[c].corruptions)))
 
 
-def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str], path: Path) -> Path:
-    """Models x operators: drop from clean at severity 70, in points."""
-    plt = pyplot()
-    s = numbers.summary
-    models = sorted(s["model"].unique())
+def _heatmap_grid(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]):
+    """(models, operators with data, grid of severity-70 drops in pp; NaN where not run)."""
+    s = numbers.summary.dropna(subset=["delta_base"])
     cell = {c: i.corruptions[0][1] for c, i in info.items() if i.block == "single" and i.corruptions[0][2] == 70}
+    s = s[s["condition_id"].isin(list(cell))]
+    models = sorted(s["model"].unique())
     grid = np.full((len(models), len(operators)), np.nan)
-    for (model, cid), value in s.set_index(["model", "condition_id"])["delta_base"].items():
-        if cid in cell and cell[cid] in operators:
+    for model, cid, value in zip(s["model"], s["condition_id"], s["delta_base"]):
+        if cell[cid] in operators:
             grid[models.index(model), operators.index(cell[cid])] = 100 * value
-    fig, ax = plt.subplots(figsize=(1.0 + 0.6 * len(operators), 1.2 + 0.4 * len(models)))
-    limit = np.nanmax(np.abs(grid)) if np.isfinite(grid).any() else 1.0
-    image = ax.imshow(grid, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto")
-    ax.set_xticks(range(len(operators)), operators, rotation=45, ha="right", fontsize=8)
+    keep = [j for j in range(len(operators)) if np.isfinite(grid[:, j]).any()]
+    return models, [operators[j] for j in keep], grid[:, keep]
+
+
+def figures(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]) -> dict[str, tuple[Draw, str | None]]:
+    """Figure name -> (drawing function ``draw(numbers, info, stem)``, why it is not drawn or None)."""
+    has_curves = bool(_single_curves(numbers, info))
+    has_joint = not _joint_points(numbers, info).empty
+    has_heatmap = bool(_heatmap_grid(numbers, info, operators)[1])
+    return {
+        "severity_curves": (severity_curves, None if has_curves else "no single-modality cell with a valid output"),
+        "joint_scatter": (joint_scatter, None if has_joint else "no joint cell with a drop from clean (needs the clean "
+                                                                "condition and at least one joint cell)"),
+        "drop_heatmap": (functools.partial(drop_heatmap, operators=operators),
+                         None if has_heatmap else "no severity-70 single cell with a drop from clean (needs clean "
+                                                  "and single cells at severity 70)"),
+    }
+
+
+def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) -> list[Path]:
+    """One panel per model x modality: accuracy (%) against severity, clean drawn at 0, one line
+    per operator; each modality's legend below its column, outside the data."""
+    plt = pyplot()
+    from matplotlib.transforms import offset_copy
+
+    curves = _single_curves(numbers, info)
+    models = sorted(curves)
+    modalities = [m for m in MODALITY_ORDER if any(m in curves[model] for model in models)]
+    operators = {m: sorted({op for model in models for op in curves[model].get(m, {})}) for m in modalities}
+    fig, axes = plt.subplots(len(models), len(modalities), figsize=(3.8 * len(modalities), 1.0 + 2.8 * len(models)),
+                             squeeze=False, sharex=True, sharey="row")
+    cmap = plt.get_cmap("tab10")
+    markers = "osD^vP*X"  # lines that coincide stay distinguishable by their markers
+    for i, model in enumerate(models):
+        values = [v for m in curves[model].values() for curve in m.values() for v in curve.values()]
+        low, high = 100 * min(values), 100 * max(values)
+        pad = max(2.0, 0.08 * (high - low))
+        for j, modality in enumerate(modalities):
+            ax = axes[i][j]
+            for k, op in enumerate(operators[modality]):
+                curve = curves[model].get(modality, {}).get(op)
+                if not curve:
+                    continue
+                xs = sorted(curve)
+                ax.plot(xs, [100 * curve[x] for x in xs], marker=markers[k % len(markers)], markersize=4,
+                        markerfacecolor="none", linewidth=1.3, color=cmap(k % 10), label=op)
+            ax.set_ylim(max(0.0, low - pad), min(102.0, high + pad))  # room for lines at 100 %
+            ax.set_xticks(SEVERITIES)
+            ax.grid(alpha=0.3)
+            if i == 0:
+                ax.set_title(modality, fontsize=10)
+            if j == 0:
+                ax.set_ylabel(f"{model}\naccuracy (%)", fontsize=8)
+            if i == len(models) - 1:
+                ax.set_xlabel("severity (0 = clean)")
+    for j, modality in enumerate(modalities):
+        handles, labels = [], []
+        for ax in axes[:, j]:  # the union over models, in operator order
+            for h, label in zip(*ax.get_legend_handles_labels()):
+                if label not in labels:
+                    handles.append(h), labels.append(label)
+        bottom = axes[-1][j]
+        below_label = offset_copy(bottom.transAxes, fig, y=-0.6, units="inches")  # clear of the axis label
+        bottom.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below_label,
+                      ncol=2, fontsize=7, frameon=False, title=f"{modality} operator", title_fontsize=7)
+    fig.suptitle("Single-modality severity curves (mean-variant accuracy)", fontsize=11)
+    fig.tight_layout()
+    return save(fig, stem)
+
+
+def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) -> list[Path]:
+    """As the paper's Figure 5: per model, the total corruption budget s_t + s_v + s_a against the
+    drop from clean (pp), one marker per combination type; points below 0 are apparent gains."""
+    plt = pyplot()
+    joint = _joint_points(numbers, info)
+    models = sorted(joint["model"].unique())
+    fig, axes = grid(plt, len(models), 3.8, 3.2, sharey=True)
+    budgets = sorted(joint["budget"].unique())
+    for k, (ax, model) in enumerate(zip(axes, models)):
+        g = joint[joint["model"] == model]
+        for block in JOINT_BLOCKS:
+            b = g[g["block"] == block]
+            if len(b):
+                ax.scatter(b["budget"], 100 * b["delta_base"], marker=MARKERS[block], color=COLOURS[block], s=30,
+                           label=BLOCK_LABELS[block], edgecolor="black", linewidth=0.4, zorder=3)
+        ax.axhline(0, color="grey", linewidth=0.8, zorder=1)
+        ax.set_title(model, fontsize=9)
+        ax.set_xlabel("total severity  $s_t + s_v + s_a$")
+        ax.set_xlim(min(budgets) - 10, max(budgets) + 10)
+        ax.grid(alpha=0.3)
+        if k % 4 == 0:
+            ax.set_ylabel("drop from clean (pp)")
+    handles, labels = [], []
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h), labels.append(label)
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, title="combination")
+    fig.suptitle("Joint corruption: severity budget against drop from clean", fontsize=11)
+    fig.tight_layout()
+    return save(fig, stem)
+
+
+def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, operators: list[str]) -> list[Path]:
+    """Models x operators: the drop from clean at severity 70 (pp), annotated, on colours that
+    diverge around zero (red: worse than clean, blue: better); operators grouped by modality."""
+    plt = pyplot()
+    from matplotlib.colors import TwoSlopeNorm
+
+    models, ops, grid = _heatmap_grid(numbers, info, operators)
+    modality_of = {c.corruptions[0][1]: c.corruptions[0][0] for c in info.values() if c.block == "single"}
+    limit = max(1.0, float(np.nanmax(np.abs(grid))))
+    fig, ax = plt.subplots(figsize=(2.2 + 0.62 * len(ops), 2.4 + 0.42 * len(models)))
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto")
+    ax.set_facecolor("#dddddd")  # cells not run
+    ax.set_xticks(range(len(ops)), ops, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(len(models)), models, fontsize=8)
     for i in range(len(models)):
-        for j in range(len(operators)):
-            if np.isfinite(grid[i, j]):
-                ax.text(j, i, f"{grid[i, j]:.0f}", ha="center", va="center", fontsize=6)
-    fig.colorbar(image, ax=ax, label="drop from clean at severity 70 (pp)")
-    ax.set_title("Where models break: severity-70 drops")
+        for j in range(len(ops)):
+            value = grid[i, j]
+            ax.text(j, i, "–" if not np.isfinite(value) else f"{value:.1f}", ha="center", va="center", fontsize=7,
+                    color="white" if np.isfinite(value) and abs(value) > 0.6 * limit else "black")
+    for j in range(1, len(ops)):  # rules between modalities
+        if modality_of.get(ops[j]) != modality_of.get(ops[j - 1]):
+            ax.axvline(j - 0.5, color="black", linewidth=1.2)
+    bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
+    bar.set_label("drop from clean (pp)\nred: worse, blue: better", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    ax.set_title("Where models break: severity-70 drops", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, stem)

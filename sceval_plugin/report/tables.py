@@ -35,7 +35,8 @@ def _markdown(frame: pd.DataFrame) -> str:
 
 
 _LATEX_ESCAPE = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "↓": r"$\downarrow$", "↑": r"$\uparrow$",
-                 "±": r"$\pm$", "–": "--", "×": r"$\times$"}
+                 "±": r"$\pm$", "–": "--", "×": r"$\times$", "Δ": r"$\Delta$", "†": r"$\dagger$",
+                 "‡": r"$\ddagger$"}
 
 
 def _latex_cell(value: object) -> str:
@@ -82,7 +83,10 @@ def single_matrix(numbers: Numbers, info: dict[str, ConditionInfo], operators: l
             shown[op] = f"{pp(a)} ({drop(clean - a)})" if np.isfinite(a) else "–"
             raw[op], raw[f"{op}_drop"] = a, clean - a
         rows_shown.append(shown), rows_raw.append(raw)
-    return pd.DataFrame(rows_shown), pd.DataFrame(rows_raw)
+    raw = pd.DataFrame(rows_raw)
+    if raw[operators].isna().all().all():  # no severity-70 cell was run
+        return pd.DataFrame(), pd.DataFrame()
+    return pd.DataFrame(rows_shown), raw
 
 
 def _mark(p: float) -> str:
@@ -90,10 +94,12 @@ def _mark(p: float) -> str:
 
 
 def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]):
-    """Joint cells x models: accuracy, Δbase and Δsingle; * / ** mark Holm-adjusted p < .05 / .01
-    (McNemar; invalid outputs as incorrect) for clean-vs-joint and single-vs-joint."""
+    """Joint cells x models: accuracy, Δbase and Δsingle (eq. 6, against the weakest observed
+    single cell of each corrupted modality); * / ** mark Holm-adjusted p < .05 / .01 (McNemar;
+    invalid outputs as incorrect) for clean-vs-joint and single-vs-joint. The CSV adds Δsingle
+    against the same operators at the same severities (``delta_single_same_severity``)."""
     s = numbers.summary
-    joint = s[s["condition_id"].map(lambda c: c in info and info[c].block in JOINT_BLOCKS)]
+    joint = s[s["condition_id"].map(lambda c: c in info and info[c].block in JOINT_BLOCKS).astype(bool)]
     cmp = numbers.comparisons
     p_base = cmp[cmp["kind"] == "clean_vs_condition"].set_index(["model_b", "condition_b"])["p_holm"]
     p_single = cmp[cmp["kind"] == "single_vs_joint"].set_index(["model_b", "condition_b"])["p_holm"]
@@ -110,25 +116,60 @@ def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]):
                 continue
             r = r.iloc[0]
             pb, ps = p_base.get((model, cid), np.nan), p_single.get((model, cid), np.nan)
-            row[model] = f"{pp(r['accuracy'])} {drop(r['delta_base'])}{_mark(pb)} / Δs {drop(r['delta_single'])}{_mark(ps)}"
+            partial = "†" if r["single_grid"] == "partial" else ""
+            row[model] = (f"{pp(r['accuracy'])} {drop(r['delta_base'])}{_mark(pb)} / "
+                          f"Δs {drop(r['delta_single'])}{_mark(ps)}{partial}")
             raw.append({"condition": cid, "model": model, "block": c.block, "role": c.role,
                         "total_severity": sum(x[2] for x in c.corruptions), "accuracy": r["accuracy"],
                         "ci_low": r["ci_low"], "ci_high": r["ci_high"], "delta_base": r["delta_base"],
                         "delta_single": r["delta_single"], "weakest_single": r["weakest_single"],
+                        "single_grid": r["single_grid"], "delta_single_same_severity": r["delta_single_same_severity"],
+                        "weakest_single_same_severity": r["weakest_single_same_severity"],
                         "p_holm_base": pb, "p_holm_single": ps, "coverage": r["coverage"]})
         rows_shown.append(row)
     return pd.DataFrame(rows_shown), pd.DataFrame(raw)
 
 
+def single_baselines_table(numbers: Numbers):
+    """The Δsingle baselines: per model and modality, the weakest observed single cell and how
+    much of the single-modality grid the logs hold."""
+    w = numbers.weakest_singles
+    if w.empty:
+        return w, w
+    pool = w.columns[1]  # "modality" or "operator", as the baseline was chosen
+    shown = pd.DataFrame({"model": w["model"], pool: w[pool], "weakest single cell": w["condition_id"],
+                          "accuracy": w["accuracy"].map(pp),
+                          "cells observed": [f"{o} of {c}" + ("" if ok else " (partial)") for o, c, ok in
+                                             zip(w["observed_cells"], w["catalogue_cells"], w["complete"])]})
+    return shown, w
+
+
+def below_single_table(numbers: Numbers):
+    """C.3: joint cells below the weakest single cell (Δsingle > 0) per model and block."""
+    b = numbers.below_weakest_single
+    if b.empty:
+        return b, b
+    shown = pd.DataFrame({
+        "model": b["model"], "block": b["block"].str.upper().replace("ALL", "all"),
+        "below weakest single": [f"{n} of {m}" for n, m in zip(b["below_weakest_single"], b["joint_cells"])],
+        "significant": b["significant"], "max Δsingle": b["max_delta_single"].map(signed), "at": b["max_cell"],
+        "below (same severity)": [f"{n} of {m}" for n, m in zip(b["below_same_severity"], b["joint_cells"])],
+    })
+    return shown, b
+
+
 def panel_table(numbers: Numbers):
+    """Table 8: clean, panel block means, panel fault, C_asym, strongest cell, coverage."""
     p = numbers.panel
     if p.empty:
         return p, p
     shown = pd.DataFrame({
-        "model": p["model"], "clean": p["clean"].map(pp), "panel mean": p["panel_mean"].map(pp),
-        "panel worst": p["panel_worst"].map(pp), **{f"{b.upper()}": p[f"mean_{b}"].map(pp) for b in JOINT_BLOCKS},
+        "model": p["model"], "clean": p["clean"].map(pp), **{f"{b.upper()}": p[f"mean_{b}"].map(pp) for b in JOINT_BLOCKS},
+        "panel fault": p["panel_fault"].map(drop), "C_asym": p["C_asym"].map(signed),
+        "panel mean": p["panel_mean"].map(pp), "panel worst": p["panel_worst"].map(pp),
         "strongest fault line": [f"{c} ({drop(d)})" if isinstance(c, str) else "–"
                                  for c, d in zip(p["strongest_fault_line"], p["strongest_drop"])],
+        "cells": p["cells"],
         "coverage": p["coverage"].map(lambda x: "–" if not np.isfinite(x) else f"{100 * x:.1f}%"),
     })
     return shown, p
@@ -137,12 +178,14 @@ def panel_table(numbers: Numbers):
 def controls_table(numbers: Numbers):
     d = numbers.diagnostics.set_index("model")
     acc = _acc(numbers)
+    void = numbers.not_applicable.set_index(["model", "condition_id"])["items"] if len(numbers.not_applicable) else {}
     rows_shown, raw = [], []
     for model in d.index:
         row_raw = {"model": model}
         for cid in ("missing_text", "missing_vision", "missing_audio", "shortcut_question_options",
                     "shortcut_text_only", "shortcut_visual_audio", "shortcut_options_only"):
             row_raw[cid] = acc.get((model, cid), np.nan)
+        row_raw["missing_text_items_not_applicable"] = int(void.get((model, "missing_text"), 0))
         for k in ("M_t", "M_v", "M_a", "G", "chance"):
             row_raw[k] = d.loc[model, k]
         o = numbers.option_orders[numbers.option_orders["model"] == model]
@@ -152,9 +195,14 @@ def controls_table(numbers: Numbers):
             row_raw[f"{r['base']}:consistency"] = r["consistency"]
         raw.append(row_raw)
         clean_order = o[o["base"] == "clean"]
+        no_text = pp(row_raw["missing_text"])
+        if row_raw["missing_text_items_not_applicable"] and not np.isfinite(row_raw["missing_text"]):
+            no_text = "n/a‡"
+        elif row_raw["missing_text_items_not_applicable"]:
+            no_text += "‡"
         rows_shown.append({
             "model": model,
-            "no text / vision / audio": " / ".join(pp(row_raw[f"missing_{m}"]) for m in ("text", "vision", "audio")),
+            "no text / vision / audio": " / ".join([no_text] + [pp(row_raw[f"missing_{m}"]) for m in ("vision", "audio")]),
             "M_t / M_v / M_a": " / ".join(signed(row_raw[k]) for k in ("M_t", "M_v", "M_a")),
             "Q+options": pp(row_raw["shortcut_question_options"]), "text only": pp(row_raw["shortcut_text_only"]),
             "G": pp(row_raw["G"]), "V+A generic": pp(row_raw["shortcut_visual_audio"]),
@@ -167,9 +215,12 @@ def controls_table(numbers: Numbers):
 
 
 def diagnostics_table(numbers: Numbers):
+    """FS_S over the panel (Table 20), the drop over every run cell of each block, fragility
+    slopes (Table 19) and the shortcut gap."""
     d = numbers.diagnostics
     shown = pd.DataFrame({"model": d["model"], "clean": d["clean"].map(pp),
                           **{f"FS {b}": d[f"FS_{b}"].map(pp) for b in JOINT_BLOCKS},
+                          **{f"drop all {b}": d[f"drop_all_{b}"].map(pp) for b in JOINT_BLOCKS},
                           **{f"S_{m} (pp/10 sev)": d[f"S_{m}"].map(lambda x: "–" if not math.isfinite(x) else f"{1000 * x:+.2f}")
                              for m in "tva"},
                           "G": d["G"].map(pp)})
