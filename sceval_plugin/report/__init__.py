@@ -17,7 +17,7 @@ from typing import Sequence
 import pandas as pd
 
 from sceval_plugin.metrics.diagnostics import DiagnosticOptions
-from sceval_plugin.metrics.protocol import ConditionInfo, catalogue_info, compute, split_not_applicable
+from sceval_plugin.metrics.protocol import ConditionInfo, catalogue_info, compute
 from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
 from sceval_plugin.report import diagnostics, plots, tables
 from sceval_plugin.report.reader import ReportError, read_runs
@@ -83,9 +83,8 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
                    if not reason]
         written = _write_tables(numbers, info, ops, out, notes, trials, run_dirs, b, seed, delta_single, skipped)
         # The Appendix-C diagnostics: their own tables, and their entries added to report.json.
-        # (over the scored trials: a control that does not apply to an item is counted, never scored)
-        scored, _ = split_not_applicable(trials)
-        written += diagnostics.write_diagnostics(numbers, scored, info, out, notes, options, b=b, seed=seed)
+        written += diagnostics.write_diagnostics(numbers, trials, info, out, notes, options, b=b, seed=seed,
+                                                 delta_single=delta_single)
         written += [path for future in pending for path in future.result()]
     return {"written": [str(p) for p in written], "notes": notes, "trials": len(trials),
             "models": sorted(map(str, trials["model"].unique())), "seconds": time.perf_counter() - start}

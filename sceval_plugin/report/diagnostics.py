@@ -27,7 +27,7 @@ from sceval_plugin.conditions import PROMPT_BASES
 from sceval_plugin.metrics.diagnostics import Diagnostic, DiagnosticOptions, appendix_c
 from sceval_plugin.metrics.drops import ALL_MODELS
 from sceval_plugin.metrics.humans import HUMAN
-from sceval_plugin.metrics.protocol import TRIAL_COLUMNS, ConditionInfo, per_sample
+from sceval_plugin.metrics.protocol import TRIAL_COLUMNS, ConditionInfo, per_sample, split_not_applicable
 from sceval_plugin.report.reader import ReportError, read_runs
 from sceval_plugin.report.tables import drop, pp, signed, write_table
 
@@ -292,12 +292,14 @@ TABLES = {
 
 
 def write_diagnostics(numbers, trials: pd.DataFrame, info: dict[str, ConditionInfo], out: Path, notes: list[str],
-                      options: DiagnosticOptions | None, *, b: int, seed: int) -> list[Path]:
+                      options: DiagnosticOptions | None, *, b: int, seed: int,
+                      delta_single: str = "modality") -> list[Path]:
     """Compute every Appendix-C diagnostic, write its table (what the run supports) and add them,
     with a note for each one that could not be (fully) computed, to ``out/report.json``."""
     from sceval_plugin.report import json_records
 
-    found: dict[str, Diagnostic] = appendix_c(trials, per_sample(trials), numbers.summary, numbers.diagnostics,
+    scored, _ = split_not_applicable(trials)  # a control that does not apply to an item is counted, never scored
+    found: dict[str, Diagnostic] = appendix_c(scored, per_sample(scored), numbers.summary, numbers.diagnostics,
                                               info, options, b=b, seed=seed)
     cells = _headline_cells(set(numbers.summary["condition_id"]), numbers.summary, info)
     written: list[Path] = []
@@ -322,12 +324,13 @@ def write_diagnostics(numbers, trials: pd.DataFrame, info: dict[str, ConditionIn
                                    "families": dict(options.families) if options.families else None})
     report_file.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
     if options is not None and options.by_source:
-        written += write_by_source(trials, info, out / "by_source", notes, options, b=b, seed=seed)
+        written += write_by_source(trials, info, out / "by_source", notes, options, b=b, seed=seed,
+                                   delta_single=delta_single)
     return written
 
 
 def write_by_source(trials: pd.DataFrame, info: dict[str, ConditionInfo], out: Path, notes: list[str],
-                    options: DiagnosticOptions, *, b: int, seed: int) -> list[Path]:
+                    options: DiagnosticOptions, *, b: int, seed: int, delta_single: str = "modality") -> list[Path]:
     """Every table and report.json once per item source, under ``out/<source>/`` (Table 11's
     split applied to the whole report; figures are drawn for the full report only)."""
     from dataclasses import replace
@@ -345,9 +348,9 @@ def write_by_source(trials: pd.DataFrame, info: dict[str, ConditionInfo], out: P
         subset = trials[(trials["source"].astype(str) == source).to_numpy()].reset_index(drop=True)
         folder = out / "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in source)
         folder.mkdir(parents=True, exist_ok=True)
-        local_notes = [f"items of source {source!r} only"]
-        numbers = compute(subset, info, b=b, seed=seed, model_pairs=False)
-        written += _write_tables(numbers, info, ops, folder, local_notes, subset, [], b, seed)
+        local_notes = [f"items of source {source!r} only; figures are drawn for the full report only"]
+        numbers = compute(subset, info, b=b, seed=seed, model_pairs=False, delta_single=delta_single)
+        written += _write_tables(numbers, info, ops, folder, local_notes, subset, [], b, seed, delta_single, {})
         written += write_diagnostics(numbers, subset, info, folder, local_notes, replace(options, by_source=False),
-                                     b=b, seed=seed)
+                                     b=b, seed=seed, delta_single=delta_single)
     return written
