@@ -69,24 +69,6 @@ def _with_info(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd.D
     return out
 
 
-# --- the weakest single cell per modality (C.2, Table 18) -------------------------------------
-
-def weakest_singles(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd.DataFrame:
-    """Per (model, modality): the single-modality cell with the lowest observed accuracy (C.2:
-    "the weakest observed cell ... defines the Δsingle baseline"), with how many single cells of
-    that modality were observed."""
-    s = _with_info(summary, info)
-    s = s[(s["block"] == "single") & s["accuracy"].notna()]
-    columns = ["model", "modality", "condition_id", "accuracy", "observed_cells"]
-    if s.empty:
-        return pd.DataFrame(columns=columns)
-    at = s.groupby(["model", "modality"])["accuracy"].idxmin()
-    out = s.loc[at.to_numpy(), ["model", "modality", "condition_id", "accuracy"]].reset_index(drop=True)
-    counts = s.groupby(["model", "modality"]).size()
-    out["observed_cells"] = counts.reindex(pd.MultiIndex.from_frame(out[["model", "modality"]])).to_numpy()
-    return out[columns]
-
-
 # --- C.11, Table 21: sub-additivity ---------------------------------------------------------------
 
 def interaction_cells(summary: pd.DataFrame, info: Mapping[str, ConditionInfo], *,

@@ -11,8 +11,8 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from sceval_plugin.metrics.drops import codes_of, item_matrix, weakest_singles
-from sceval_plugin.metrics.protocol import INVALID, MODALITIES, ConditionInfo
+from sceval_plugin.metrics.drops import codes_of, item_matrix
+from sceval_plugin.metrics.protocol import INVALID, MODALITIES, ConditionInfo, weakest_singles
 
 #: The three confidence levels of the JSON schema (Appendix H) as probabilities for ECE. The paper
 #: does not give values; the default is the centre of each third of [0, 1]. Pass another mapping
