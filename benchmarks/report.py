@@ -8,7 +8,8 @@ variants, then, in the same run:
 
 1. ``sceval report`` (a subprocess, so its wall time and peak memory are its own), complete:
    intervals, every paired comparison including model vs model, tables, plots, JSON;
-2. ``sceval report --no-model-pairs``, the workload the reference also does;
+2. ``sceval report --no-model-pairs --no-figures``, the workload the reference also does (it
+   draws no figures; the full run above says what the figures cost);
 3. the reference (written here, in the obvious way): ``json.loads`` every line, pandas groupby
    for variant aggregation, and a Python loop of B = 1000 resamples per interval and per
    clean-vs-condition paired comparison (+ exact McNemar), Holm within blocks.
@@ -169,11 +170,11 @@ def main() -> int:
               f"{time.perf_counter() - start:.0f} s; {os.cpu_count()} CPUs\n")
         runs = sorted((root / "runs").iterdir())
         full_s, full_mb = run_report(runs, root / "report_full")
-        lean_s, lean_mb = run_report(runs, root / "report_lean", "--no-model-pairs")
+        lean_s, lean_mb = run_report(runs, root / "report_lean", "--no-model-pairs", "--no-figures")
         ref_s, ref_mb, counts = reference(runs)
         print(f"{'run':<58}{'wall s':>9}{'peak MB':>10}")
         print(f"{'sceval report (everything, incl. model-vs-model)':<58}{full_s:>9.1f}{full_mb:>10.0f}")
-        print(f"{'sceval report --no-model-pairs':<58}{lean_s:>9.1f}{lean_mb:>10.0f}")
+        print(f"{'sceval report --no-model-pairs --no-figures':<58}{lean_s:>9.1f}{lean_mb:>10.0f}")
         print(f"{'reference: json.loads + groupby + Python-loop bootstrap':<58}{ref_s:>9.1f}{ref_mb:>10.0f}")
         print(f"  ({counts['intervals']} intervals and {counts['tests']} paired tests, B = {B})")
         ratio = ref_s / lean_s

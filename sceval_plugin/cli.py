@@ -189,7 +189,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         by_source=args.by_source,
         **({"confidence_values": args.confidence_values} if args.confidence_values else {}))
     done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed, delta_single=args.delta_single,
-                        model_pairs=not args.no_model_pairs, progress=not args.quiet, options=options)
+                        model_pairs=not args.no_model_pairs, progress=not args.quiet, options=options,
+                        figures=not args.no_figures)
     for note in done["notes"]:
         print(f"note: {note}", file=sys.stderr)
     print(f"{done['trials']} trials of {len(done['models'])} model(s) in {done['seconds']:.1f} s; wrote "
@@ -256,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default, the paper's C.2/C.3) or of each of the joint cell's own operators")
     report.add_argument("--seed", type=int, default=20261129)
     report.add_argument("--no-model-pairs", action="store_true", help="skip model-vs-model comparisons")
+    report.add_argument("--no-figures", action="store_true",
+                        help="write tables and report.json only (a quick recompute; the notes list the figures skipped)")
     report.add_argument("--quiet", action="store_true", help="no progress bar")
     report.add_argument("--families", metavar="FILE", help="model -> family (CSV model,family or JSON object): "
                         "family means, per-modality drops, fault lines and gaps (Table 20)")

@@ -20,21 +20,10 @@ from c3po_plugin import metrics
 from c3po_plugin.failure_modes import DOMINANCE, LABELS, MODES
 from c3po_plugin.report.tables import MODE_HEADINGS, template_label
 from c3po_plugin.templates import CATEGORIES
-from sceval_plugin.report.plots import grid, pyplot
+from sceval_plugin.report.plots import grid, pyplot, save
 
-DPI = 200
 MODE_COLOURS = {"audio_dominance": "tab:blue", "visual_dominance": "tab:orange", "text_dominance": "tab:green",
                 "joint_dominance": "tab:purple", "incomplete_fusion": "tab:red", "other": "tab:grey"}
-
-
-def save(fig, path: Path) -> list[Path]:
-    """``path`` (PNG, :data:`DPI`) and the same figure as PDF beside it; closes the figure."""
-    plt = pyplot()
-    pdf = path.with_suffix(".pdf")
-    for target in (path, pdf):
-        fig.savefig(target, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
-    return [path, pdf]
 
 
 def _note(fig, lines: list[str]) -> None:

@@ -38,7 +38,7 @@ def json_records(frame: pd.DataFrame) -> list[dict]:
 
 
 def _info_with_unknowns(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> dict[str, ConditionInfo]:
-    unknown = sorted(set(trials["condition_id"].astype(str)) - set(info))
+    unknown = sorted(set(map(str, trials["condition_id"].unique())) - set(info))
     if unknown:
         raise ReportError(f"conditions not in the installed catalogue: {', '.join(unknown[:5])}"
                           f"{' ...' if len(unknown) > 5 else ''}; install the plugin that defines them")
@@ -57,7 +57,7 @@ def _has_numbers(frame: pd.DataFrame) -> bool:
 
 def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT,
                  model_pairs: bool = True, progress: bool = True, delta_single: str = "modality",
-                 options: DiagnosticOptions | None = None) -> dict:
+                 options: DiagnosticOptions | None = None, figures: bool = True) -> dict:
     """Read ``run_dirs``, compute, write everything under ``out``; returns a summary of what was written.
     Works on any subset of the catalogue: what the logs do not allow is listed in ``notes`` (and
     report.json), and a figure without data is skipped with its reason."""
@@ -73,25 +73,31 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
     from sceval_plugin import operators
 
     ops = [op for m in ("text", "vision", "audio") for op in operators.names(m)]
-    figures = plots.figures(numbers, info, ops)
-    skipped = {name: reason for name, (_, reason) in figures.items() if reason}
+    drawings = plots.figures(numbers, info, ops)
+    if not figures:
+        drawings = {name: (draw, reason or "figures turned off (--no-figures)") for name, (draw, reason) in drawings.items()}
+    skipped = {name: reason for name, (_, reason) in drawings.items() if reason}
     notes += [f"figure {name} not drawn: {reason}" for name, reason in skipped.items()]
     # Figures take longest to render: draw them in other processes while the tables are written.
     out.mkdir(parents=True, exist_ok=True)
     with ProcessPoolExecutor(max_workers=2) as pool:
-        pending = [pool.submit(draw, numbers, info, out / name) for name, (draw, reason) in figures.items()
+        pending = [pool.submit(draw, numbers, info, out / name) for name, (draw, reason) in drawings.items()
                    if not reason]
-        written = _write_tables(numbers, info, ops, out, notes, trials, run_dirs, b, seed, delta_single, skipped)
+        written, everything = _write_tables(numbers, info, ops, out, notes, trials, run_dirs, b, seed, delta_single,
+                                            skipped)
         # The Appendix-C diagnostics: their own tables, and their entries added to report.json.
-        written += diagnostics.write_diagnostics(numbers, trials, info, out, notes, options, b=b, seed=seed,
-                                                 delta_single=delta_single)
+        written += diagnostics.write_diagnostics(numbers, trials, info, out, notes, options, everything, b=b,
+                                                 seed=seed, delta_single=delta_single)
+        written.append(write_json(out, everything))
         written += [path for future in pending for path in future.result()]
     return {"written": [str(p) for p in written], "notes": notes, "trials": len(trials),
             "models": sorted(map(str, trials["model"].unique())), "seconds": time.perf_counter() - start}
 
 
 def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.DataFrame, run_dirs, b: int,
-                  seed: int, delta_single: str, skipped: dict[str, str]) -> list[Path]:
+                  seed: int, delta_single: str, skipped: dict[str, str]) -> tuple[list[Path], dict]:
+    """Every table of the main report, and the report.json content (written by the caller, once
+    the diagnostics have added theirs)."""
     written = []
     for name, caption, (shown, raw) in [
         ("single_modality_s70", "Severity-70 single-modality accuracy (%) with drop from clean (pp)",
@@ -142,6 +148,10 @@ def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.Da
         "option_orders": json_records(numbers.option_orders),
         "comparisons": json_records(numbers.comparisons),
     }
+    return written, everything
+
+
+def write_json(out: Path, everything: dict) -> Path:
+    """``out/report.json``: the one file with every number of the report."""
     (out / "report.json").write_text(json.dumps(everything, indent=1, default=str), encoding="utf-8")
-    written.append(out / "report.json")
-    return written
+    return out / "report.json"

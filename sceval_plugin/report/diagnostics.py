@@ -292,10 +292,11 @@ TABLES = {
 
 
 def write_diagnostics(numbers, trials: pd.DataFrame, info: dict[str, ConditionInfo], out: Path, notes: list[str],
-                      options: DiagnosticOptions | None, *, b: int, seed: int,
+                      options: DiagnosticOptions | None, report: dict, *, b: int, seed: int,
                       delta_single: str = "modality") -> list[Path]:
     """Compute every Appendix-C diagnostic, write its table (what the run supports) and add them,
-    with a note for each one that could not be (fully) computed, to ``out/report.json``."""
+    with a note for each one that could not be (fully) computed, to ``report`` (report.json's
+    content, written by the caller)."""
     from sceval_plugin.report import json_records
 
     scored, _ = split_not_applicable(trials)  # a control that does not apply to an item is counted, never scored
@@ -313,8 +314,6 @@ def write_diagnostics(numbers, trials: pd.DataFrame, info: dict[str, ConditionIn
             written.append(out / f"{name}.csv")
         else:
             written += write_table(out, name, shown(d.frame, cells), d.frame, caption)
-    report_file = out / "report.json"
-    report = json.loads(report_file.read_text(encoding="utf-8"))
     report["notes"] = notes
     report["appendix_c"] = {name: {"rows": json_records(d.frame), "notes": d.notes} for name, d in found.items()}
     if options is not None:
@@ -322,7 +321,6 @@ def write_diagnostics(numbers, trials: pd.DataFrame, info: dict[str, ConditionIn
                                    "confidence_values": dict(options.confidence_values),
                                    "variant_std_ddof": options.variant_ddof,
                                    "families": dict(options.families) if options.families else None})
-    report_file.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
     if options is not None and options.by_source:
         written += write_by_source(trials, info, out / "by_source", notes, options, b=b, seed=seed,
                                    delta_single=delta_single)
@@ -337,7 +335,7 @@ def write_by_source(trials: pd.DataFrame, info: dict[str, ConditionInfo], out: P
 
     from sceval_plugin import operators
     from sceval_plugin.metrics.protocol import compute
-    from sceval_plugin.report import _write_tables
+    from sceval_plugin.report import _write_tables, write_json
 
     if "source" not in trials or trials["source"].isna().all():
         notes.append("by_source: the logs carry no item source; nothing to split")
@@ -350,7 +348,9 @@ def write_by_source(trials: pd.DataFrame, info: dict[str, ConditionInfo], out: P
         folder.mkdir(parents=True, exist_ok=True)
         local_notes = [f"items of source {source!r} only; figures are drawn for the full report only"]
         numbers = compute(subset, info, b=b, seed=seed, model_pairs=False, delta_single=delta_single)
-        written += _write_tables(numbers, info, ops, folder, local_notes, subset, [], b, seed, delta_single, {})
-        written += write_diagnostics(numbers, subset, info, folder, local_notes, replace(options, by_source=False),
-                                     b=b, seed=seed, delta_single=delta_single)
+        tables, report = _write_tables(numbers, info, ops, folder, local_notes, subset, [], b, seed, delta_single, {})
+        written += tables + write_diagnostics(numbers, subset, info, folder, local_notes,
+                                              replace(options, by_source=False), report, b=b, seed=seed,
+                                              delta_single=delta_single)
+        written.append(write_json(folder, report))
     return written

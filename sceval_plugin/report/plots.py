@@ -52,8 +52,10 @@ def save(fig, stem: Path) -> list[Path]:
     the axes included)."""
     plt = pyplot()
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    # One layout pass for both files: "tight" would measure the figure again in each savefig.
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
     for path in paths:
-        fig.savefig(path, dpi=DPI, bbox_inches="tight")
+        fig.savefig(path, dpi=DPI, bbox_inches=bbox, **({"pil_kwargs": {"compress_level": 3}} if path.suffix == ".png" else {}))
     plt.close(fig)
     return paths
 
