@@ -79,6 +79,11 @@ class ReplyStore:
         with self._lock:
             return self._entries.get(key)
 
+    def entries(self) -> list[dict]:
+        """Every stored entry, the last one written for each key, in the order keys first appeared."""
+        with self._lock:
+            return list(self._entries.values())
+
     def put(self, key: str, **entry: Any) -> None:
         record = {"key": key, **entry}
         with self._lock:
