@@ -7,5 +7,5 @@ from sceval_plugin.plugins import PluginHost
 
 DISABLE_AUTOLOAD_ENV = "C3PO_DISABLE_PLUGIN_AUTOLOAD"
 STRICT_ENV = "C3PO_STRICT_PLUGINS"
-BUILTIN_PLUGINS = ("c3po_plugin.templates",)
+BUILTIN_PLUGINS = ("c3po_plugin.templates", "c3po_plugin.build.specs")
 HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, DISABLE_AUTOLOAD_ENV, STRICT_ENV)

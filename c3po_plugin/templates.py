@@ -117,14 +117,24 @@ class TemplateRegistry:
         return template
 
     def get(self, key: str) -> Template:
-        """By id (``IC01``) or name (``AttributeComposition``)."""
+        """By id (``IC01``), name (``AttributeComposition``) or a generation spec's alias, such
+        as the paper's id (``D_T1_002``, :mod:`c3po_plugin.build.specs`)."""
         found = self._by_id.get(key) or self._by_name.get(key)
+        if found is None and self is registry():
+            from c3po_plugin.build.specs import registry as specs
+
+            spec = specs().find(key)
+            found = self._by_id.get(spec.template_id) if spec is not None else None
         if found is None:
             raise KeyError(f"unknown C3PO template {key!r}; known: {', '.join(sorted(self._by_name))}")
         return found
 
     def __contains__(self, key: object) -> bool:
-        return key in self._by_id or key in self._by_name
+        try:
+            self.get(str(key))
+        except KeyError:
+            return False
+        return True
 
     def __iter__(self) -> Iterator[Template]:
         return iter(sorted(self._by_id.values(), key=lambda t: (t.category != "ic", t.tier, t.id)))
