@@ -39,10 +39,11 @@ def _c3po_task():
     return c3po_task
 
 
-# A judge doc holds the C3POItem itself (its list of docs never leaves this process), or None.
+# A doc holds the C3POItem itself (its list of docs never leaves this process), or None, and
+# the system text (the judge's, or a build stage's prompt).
 def doc_to_messages(doc: dict) -> list[dict]:
     media = _c3po_task().media_content(doc["item"]) if doc["item"] is not None else []
-    return [{"role": "system", "content": [{"type": "text", "text": SYSTEM}]},
+    return [{"role": "system", "content": [{"type": "text", "text": doc.get("system", SYSTEM)}]},
             {"role": "user", "content": media + [{"type": "text", "text": doc["text"]}]}]
 
 
@@ -72,11 +73,51 @@ def split_judge_settings(model_args: str) -> tuple[str, dict[str, str]]:
     return ",".join(kept), settings
 
 
+def load_model(model: str, model_args: str = "") -> Any:
+    """An lmms-eval model built by its registry name, exactly as the CLI builds it."""
+    from lmms_eval.api.model import lmms  # noqa: F401  (lmms-eval must be importable)
+    from lmms_eval.models import get_model
+
+    return get_model(model).create_from_arg_string(model_args, {"batch_size": 1})
+
+
+def generate(model: Any, docs: list[dict], gen_kwargs: dict, task: str = TASK) -> list[tuple[str | None, str | None]]:
+    """Ask an lmms-eval model one ``generate_until`` batch: ``(reply text, error)`` per doc.
+
+    A doc is ``{"row_id", "dataset", "system", "text", "item" (a C3POItem or None),
+    "expects_json"}``; chat models get :func:`doc_to_messages`, simple ones the system text, the
+    attachment legend and the text with :func:`doc_to_visual`. The error is the failure the model
+    reported through telemetry (``"<category>: <detail>"``), or ``api_failure: ...`` with no
+    text when the whole batch raised."""
+    from lmms_eval.api.instance import Instance
+
+    from sceval_plugin import telemetry
+
+    model.task_dict = {task: {SPLIT: docs}}
+    simple = bool(getattr(model, "is_simple", True))
+    instances = []
+    for doc_id, doc in enumerate(docs):
+        legend = _c3po_task().attachment_legend(doc["item"]) + "\n" if doc["item"] is not None else ""
+        context = f"{doc.get('system', SYSTEM)}\n\n{legend}{doc['text']}"
+        args = ((context, dict(gen_kwargs), doc_to_visual, doc_id, task, SPLIT) if simple
+                else (context, doc_to_messages, dict(gen_kwargs), doc_id, task, SPLIT))
+        instances.append(Instance("generate_until", args, idx=0, metadata={"task": task, "doc_id": doc_id, "repeats": 1}))
+    try:
+        replies = model.generate_until(instances)
+    except Exception as exc:  # the whole batch failed: every request gets the error
+        return [(None, f"api_failure: {type(exc).__name__}: {exc}")] * len(docs)
+    out = []
+    for doc, reply in zip(docs, replies):
+        text = getattr(reply, "text", reply)
+        text = text if isinstance(text, str) else str(text)
+        call = telemetry.take(doc["row_id"])
+        out.append((text, f"{call.failure}: {call.detail}" if call is not None and call.failure else None))
+    return out
+
+
 class LmmsJudge:
     def __init__(self, model: str, model_args: str = "", model_instance: Any = None, *, media: bool = True,
                  max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, thinking: bool | None = None) -> None:
-        from lmms_eval.api.model import lmms  # noqa: F401  (lmms-eval must be importable)
-        from lmms_eval.models import get_model
         from lmms_eval.utils import simple_parse_args_string
 
         args = simple_parse_args_string(model_args) if model_args else {}
@@ -86,7 +127,7 @@ class LmmsJudge:
         self.prompt_version = f"{PROMPT_VERSION}+{'media' if media else 'text'}"
         self.max_new_tokens = int(max_new_tokens)
         self.thinking = "thinking" in self.judge_id.lower() if thinking is None else bool(thinking)
-        self.model = model_instance or get_model(model).create_from_arg_string(model_args, {"batch_size": 1})
+        self.model = model_instance or load_model(model, model_args)
         self._counter = 0
 
     @classmethod
@@ -99,10 +140,6 @@ class LmmsJudge:
                    thinking=None if thinking.lower() == "auto" else _flag("judge_thinking", thinking))
 
     def judge(self, requests: Sequence[JudgeRequest]) -> list[Verdict]:
-        from lmms_eval.api.instance import Instance
-
-        from sceval_plugin import telemetry
-
         verdicts: list[Verdict | None] = [None] * len(requests)
         docs, asked = [], []
         for i, request in enumerate(requests):
@@ -111,38 +148,16 @@ class LmmsJudge:
                                       "the judge shows media but the request carries no item")
                 continue
             self._counter += 1
-            docs.append({"row_id": f"{TASK}/{request.sample_id}/{self._counter}", "dataset": TASK,
+            docs.append({"row_id": f"{TASK}/{request.sample_id}/{self._counter}", "dataset": TASK, "system": SYSTEM,
                          "text": user_text(request, with_media=self.sees_media), "expects_json": False,
                          "item": request.item if self.sees_media else None})
             asked.append(i)
         if not docs:
             return verdicts  # type: ignore[return-value]
-        self.model.task_dict = {TASK: {SPLIT: docs}}
-        simple = bool(getattr(self.model, "is_simple", True))
         gen_kwargs = {"max_new_tokens": self.max_new_tokens, "temperature": 0, "do_sample": False, "until": []}
-        instances = []
-        for doc_id, doc in enumerate(docs):
-            legend = _c3po_task().attachment_legend(doc["item"]) + "\n" if doc["item"] is not None else ""
-            context = f"{SYSTEM}\n\n{legend}{doc['text']}"
-            args = ((context, dict(gen_kwargs), doc_to_visual, doc_id, TASK, SPLIT) if simple
-                    else (context, doc_to_messages, dict(gen_kwargs), doc_id, TASK, SPLIT))
-            instances.append(Instance("generate_until", args, idx=0,
-                                      metadata={"task": TASK, "doc_id": doc_id, "repeats": 1}))
-        failure = None
-        try:
-            replies = self.model.generate_until(instances)
-        except Exception as exc:  # the whole batch failed: every request gets the error
-            replies = [None] * len(docs)
-            failure = f"api_failure: {type(exc).__name__}: {exc}"
-        for i, doc, reply in zip(asked, docs, replies):
-            if reply is None:
-                verdicts[i] = Verdict(None, self.judge_id, error=failure)
-                continue
-            text = getattr(reply, "text", reply)
-            text = text if isinstance(text, str) else str(text)
-            call = telemetry.take(doc["row_id"])
-            if call is not None and call.failure:
-                verdicts[i] = Verdict(None, self.judge_id, raw=text, error=f"{call.failure}: {call.detail}")
+        for i, (text, error) in zip(asked, generate(self.model, docs, gen_kwargs)):
+            if text is None or error:
+                verdicts[i] = Verdict(None, self.judge_id, raw=text or "", error=error)
                 continue
             value, error = parse_reply(text, thinking=self.thinking)
             verdicts[i] = Verdict(value, self.judge_id, raw=text.strip(), error=error)
