@@ -33,6 +33,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 from faultline_eval.model_wrappers.gemini_client import Reply, Usage
 
+#: Reply failures a resumed run asks again (recorded ``failed``); others are the content's fault.
+RETRYABLE = ("api_failure", "media_unavailable")
 GEMINI_ARGS = ("model_version", "base_url", "max_retries", "timeout", "initial_backoff", "max_backoff")
 
 
@@ -246,3 +248,40 @@ def drive(client: BuildClient, asks: Iterable[Ask], settle: Callable[[Ask, Reply
                 else:
                     bar.update(1)
             pending = again
+
+
+# --- a stage's replies into its ledger -------------------------------------------------------
+
+def settle_reply(ledger, ask: Ask, reply: Reply, config: dict, *, finish: Callable[[dict], str | None]) -> Ask | None:
+    """The shared fate of a stage reply. A transient failure is ``failed``. Otherwise the reply's
+    JSON goes to ``finish``, which writes the ledger and returns None, or returns why the answer
+    is unusable; an unusable, malformed, empty or refused reply is asked again (the returned ask)
+    up to ``malformed_retries`` times, then ``rejected`` with the reason."""
+    if reply.failure in RETRYABLE:
+        ledger.record(ask.key, "failed", reason=f"{reply.failure}: {reply.detail}")
+        return None
+    if reply.failure:
+        parsed, why = None, ("refusal" if reply.failure == "refusal" else f"{reply.failure} reply")
+        why = f"{why}: {reply.detail}" if reply.detail else why
+    else:
+        parsed, why = parse_json_reply(reply.text)
+    if parsed is not None:
+        unusable = finish(parsed)
+        if unusable is None:
+            return None
+        why = f"malformed reply: {unusable}"
+    if ask.attempt < int(config["malformed_retries"]):
+        return ask.again()
+    ledger.record(ask.key, "rejected", reason=f"{why} (after {ask.attempt + 1} attempts)")
+    return None
+
+
+def stage_counts(ledger: Ledger, specs: list, skipped: int) -> dict:
+    """The ledger's ok / rejected / failed counts for these templates' samples (keys
+    ``{paper id}_{idx}``) and ``skipped``."""
+    prefixes = {s.paper_id for s in specs}
+    counts = {"ok": 0, "rejected": 0, "failed": 0, "skipped": skipped}
+    for entry in ledger.entries():
+        if entry["key"].rsplit("_", 1)[0] in prefixes:
+            counts[entry["status"]] += 1
+    return counts
