@@ -7,6 +7,8 @@
                                                  re-grade finished runs with another judge
     c3po judge-agreement A.jsonl B.jsonl         agreement and Cohen's kappa of two judges per model
     c3po report RUN_DIR... -o OUT/ [--verdicts FILE]
+    c3po build {select,generate,classify,synthesize,audit,sample,import-answers,export,all,status} BUILD_DIR
+                                                 build a new C3PO benchmark from base media (paper §3.1)
 """
 
 from __future__ import annotations
@@ -104,6 +106,141 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+BUILD_HELP = """Build a C3PO benchmark from your own base media (paper §3.1, App. A-E, G, I).
+
+Every stage reads the ledgers of the stages before it in BUILD_DIR and appends to its own
+(BUILD_DIR/ledger/<stage>.jsonl: ok / rejected with the reason / failed, retried when run again),
+so each stage resumes after a kill and re-pays no finished model call. Stages in order:
+
+  select      pick 100-250 base media candidates per template from a pool, clip / mute / extract audio
+  generate    the generator LLM writes each item (App. I prompt, JSON schema, temperature 1.0);
+              rules enforced: fit score >= threshold, query <= 12 words, no banned meta-words
+  classify    type each item's audio TTS or SFX, with an SFX prompt and a 1-10 s duration (App. B)
+  synthesize  speech and sound effects (and images) for the items
+  audit       an auditor model checks each item with its real media: four pillars + bypass tests,
+              ACCEPT/REJECT, difficulty 1-10 (App. C)
+  sample      the stratified human-evaluation sheet (App. E); import-answers reads it back
+  export      a datasets dataset the C3PO tasks load (C3PO_SOURCE=...), funnel report, Fig. 7
+  all         every stage in order;  status  the per-template table and each stage's cost
+
+Model specs (--generator, --classifier, --auditor): gemini:<model>[,base_url=...] (key from
+GEMINI_API_KEY) or lmms:<model>,<model_args> (any lmms-eval model, e.g.
+lmms:faultline_qwen3_omni,pretrained=Qwen/Qwen3-Omni-30B-A3B-Thinking). Settings a stage ran with
+are kept in BUILD_DIR/settings.json and reused by later runs.
+"""
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from c3po_plugin.build import pipeline
+
+    build_dir = Path(args.build_dir)
+    templates = args.templates.split(",") if getattr(args, "templates", None) else None
+    if args.stage == "status":
+        print(pipeline.summary(build_dir, templates))
+        return 0
+    if args.stage == "import-answers":
+        from c3po_plugin.build.sample import import_answers
+
+        print(import_answers(build_dir, args.sheet))
+        return 0
+    options = {k: v for k, v in vars(args).items() if k in BUILD_OPTIONS and v is not None}
+    if args.stage == "all":
+        pipeline.run_all(build_dir, templates=templates, **options)
+        return 0
+    wants = {"select": ("pool", "per_template", "seed"), "generate": ("generator", "fit_threshold", "concurrency"),
+             "classify": ("classifier", "concurrency"), "synthesize": ("speech", "sfx", "image"),
+             "audit": ("auditor", "concurrency"), "sample": ("per_bucket", "annotators", "seed"),
+             "export": ("out", "push_to_hub")}[args.stage]
+    kwargs = {k: options[k] for k in wants if k in options}
+    if args.stage not in ("sample", "export"):
+        kwargs["templates"] = templates
+    counts = pipeline.stage_function(args.stage)(build_dir, **kwargs)
+    print(f"{args.stage}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if args.stage in pipeline.LLM_STAGES:
+        print(pipeline.summary(build_dir, templates))
+    return 0
+
+
+BUILD_OPTIONS = ("pool", "per_template", "seed", "generator", "fit_threshold", "concurrency", "classifier",
+                 "speech", "sfx", "image", "auditor", "per_bucket", "annotators", "out", "push_to_hub")
+
+
+def _per_template(text: str) -> tuple[int, int]:
+    low, _, high = text.partition("-")
+    return int(low), int(high or low)
+
+
+def add_build_parser(sub) -> None:
+    build = sub.add_parser("build", help="build a new C3PO benchmark from base media (c3po build -h)",
+                           description=BUILD_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    stages = build.add_subparsers(dest="stage", required=True)
+
+    def stage(name: str, help: str, *, templates: bool = True) -> argparse.ArgumentParser:
+        parser = stages.add_parser(name, help=help, description=help)
+        parser.add_argument("build_dir", help="the build folder (created when missing)")
+        if templates:
+            parser.add_argument("--templates", help="comma-separated template ids, names or paper ids "
+                                                    "(IC02, InstructionalGapDetection, D_T1_001); default all")
+        parser.set_defaults(func=cmd_build)
+        return parser
+
+    def pool(parser, required: bool) -> None:
+        parser.add_argument("--pool", required=required, help="base media pool: a folder or a datasets dataset")
+        parser.add_argument("--per-template", type=_per_template, metavar="MIN-MAX",
+                            help="candidates per template (default 100-250, App. B)")
+        parser.add_argument("--seed", type=int, help="selection / sampling seed (default 0)")
+
+    def model(parser, flag: str, what: str) -> None:
+        parser.add_argument(f"--{flag}", help=f"{what} model spec: gemini:<model>[,base_url=...] or "
+                                              "lmms:<model>,<model_args> (default: settings.json, else "
+                                              + ("gemini:gemini-3-pro-preview" if flag == "generator"
+                                                 else "the generator's") + ")")
+        parser.add_argument("--concurrency", type=int, help="requests in flight (default 4)")
+
+    def generate_options(parser) -> None:
+        model(parser, "generator", "generator")
+        parser.add_argument("--fit-threshold", type=int, choices=range(1, 6),
+                            help="reject items whose fit score (#### S ####) is below this (default 3)")
+
+    def synth(parser) -> None:
+        parser.add_argument("--speech", help="speech backend (default espeak)")
+        parser.add_argument("--sfx", help="sound-effect backend (default procedural)")
+        parser.add_argument("--image", help="image backend")
+
+    def sampling(parser) -> None:
+        parser.add_argument("--per-bucket", type=int, help="items per category x difficulty bucket (default 25)")
+        parser.add_argument("--annotators", type=int, help="disjoint annotator subsets (default 3)")
+
+    def export(parser) -> None:
+        parser.add_argument("--out", help="where the dataset goes (default BUILD_DIR/export)")
+        parser.add_argument("--push-to-hub", help="also push the dataset to this Hugging Face repo id")
+
+    pool(stage("select", "pick base media candidates per template from a pool and process them"), True)
+    generate_options(stage("generate", "the generator LLM writes one item per candidate (App. I); "
+                                       "rule breaks are rejected with the reason"))
+    model(stage("classify", "type each item's audio TTS or SFX (LLM; --classifier rules for the "
+                            "deterministic fallback)"), "classifier", "audio-typing")
+    synth(stage("synthesize", "synthesize each item's speech / sound effect / image"))
+    model(stage("audit", "the auditor judges each item with its real media: ACCEPT/REJECT, difficulty 1-10"),
+          "auditor", "auditor")
+    sampling_parser = stage("sample", "write the stratified human-evaluation sheet (App. E)", templates=False)
+    sampling(sampling_parser)
+    sampling_parser.add_argument("--seed", type=int, help="sampling seed (default 0)")
+    answers = stage("import-answers", "read a filled human-evaluation sheet back into the items", templates=False)
+    answers.add_argument("sheet", help="the filled sheet (CSV)")
+    export(stage("export", "export accepted items as a datasets dataset, with the funnel report and Fig. 7",
+                 templates=False))
+    everything = stage("all", "run every stage in order (resumes a killed build)")
+    pool(everything, False)
+    generate_options(everything)
+    everything.add_argument("--classifier", help="audio-typing model spec (default: the generator's)")
+    everything.add_argument("--auditor", help="auditor model spec (default: the generator's)")
+    synth(everything)
+    sampling(everything)
+    export(everything)
+    stage("status", "print the per-template table and each LLM stage's cost")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="c3po", description="C3PO: cross-modal composition and conflict.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -143,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     report.add_argument("--seed", type=int, default=20261129)
     report.set_defaults(func=cmd_report)
+    add_build_parser(sub)
     return parser
 
 

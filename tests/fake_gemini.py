@@ -2,6 +2,11 @@
 
 The scenario of a request is named in its question text as ``[[scenario]]``:
 ok, 429-then-ok, 500, timeout, blocked, safety-stop, malformed, empty, slow.
+
+Or every request is scripted: ``script(request)`` gets ``{"texts", "body", "model", "attempt"}``
+(``attempt``: how often this exact text was sent, from 1) and returns the reply text (a str), or
+``{"status": 500}`` for an HTTP error, or ``{"payload": {...}}`` for a raw response body.
+``latency`` seconds are slept before every reply (the benchmark's server).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ def _answer(text: str, finish: str = "STOP") -> dict:
 
 
 class FakeGemini:
-    def __init__(self, timeout_sleep: float = 3.0, reply_text=None) -> None:
+    def __init__(self, timeout_sleep: float = 3.0, reply_text=None, script=None, latency: float = 0.0) -> None:
         """``reply_text(texts) -> str``, if given, writes the text of every "ok" answer."""
         self.requests: list[dict] = []
         self.attempts: Counter = Counter()
@@ -40,11 +45,24 @@ class FakeGemini:
                 scenario = next((m.group(1) for t in texts for m in [re.search(r"\[\[([a-z0-9-]+)\]\]", t)] if m), "ok")
                 with lock:
                     server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body,
-                                            "scenario": scenario, "model": match and match.group("model")})
-                    server.attempts[scenario + "|" + texts[-1][:200]] += 1
-                    attempt = server.attempts[scenario + "|" + texts[-1][:200]]
+                                            "scenario": scenario, "model": match and match.group("model"), "texts": texts})
+                    seen = scenario + "|" + (texts[-1] if script is not None else texts[-1][:200])
+                    server.attempts[seen] += 1
+                    attempt = server.attempts[seen]
                 status, payload = 200, None
-                if scenario == "429-then-ok" and attempt == 1:
+                if latency:
+                    time.sleep(latency)
+                if script is not None:
+                    scripted = script({"texts": texts, "body": body, "model": match and match.group("model"),
+                                       "attempt": attempt})
+                    if isinstance(scripted, str):
+                        payload = _answer(scripted)
+                    elif "status" in scripted:
+                        status = scripted["status"]
+                        payload = {"error": {"code": status, "message": "scripted failure", "status": "INTERNAL"}}
+                    else:
+                        payload = scripted["payload"]
+                elif scenario == "429-then-ok" and attempt == 1:
                     status, payload = 429, {"error": {"code": 429, "message": "Resource exhausted", "status": "RESOURCE_EXHAUSTED"}}
                 elif scenario == "500":
                     status, payload = 500, {"error": {"code": 500, "message": "Internal error", "status": "INTERNAL"}}
