@@ -23,11 +23,13 @@ from sceval_plugin import use_offline_defaults
 
 
 def cmd_templates(args: argparse.Namespace) -> int:
+    from c3po_plugin.build.specs import registry as specs
     from c3po_plugin.templates import registry
 
-    rows = [("id", "name", "category", "tier", "base", "modalities", "paper n", "task")]
+    rows = [("id", "paper id", "name", "category", "tier", "base", "modalities", "paper n", "task")]
     for t in registry():
-        rows.append((t.id, t.name, t.category.upper(), str(t.tier), t.base_modality,
+        spec = specs().find(t.id)
+        rows.append((t.id, spec.paper_id if spec else "-", t.name, t.category.upper(), str(t.tier), t.base_modality,
                      "+".join(m for m in ("video", "audio", "image", "text") if m in t.modalities),
                      "" if t.paper_count is None else str(t.paper_count), t.task_name))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

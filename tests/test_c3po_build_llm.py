@@ -212,6 +212,26 @@ def test_a_missing_base_file_is_failed_with_its_reason_never_an_item(tmp_path, g
     assert "photo.png" in entry["reason"]
 
 
+def test_a_video_base_goes_as_labelled_frames_and_model_specs_parse(tmp_path, gemini_key):
+    from c3po_plugin.build.client import parse_spec
+
+    write_candidates(tmp_path, "IC02", 1)  # InstructionalGapDetection: a muted video base
+    with FakeGemini(script=Scripted({})) as server:
+        run_generate(tmp_path, generator=spec_of(server), templates=["D_T1_001"])
+        [request] = server.requests
+    kinds = inline_kinds(request)
+    assert kinds[0] == "text" and kinds[-1] == "text" and set(kinds[1:-1]) == {"image/png"}
+    assert 1 <= len(kinds) - 2 <= 8  # 1 fps, at most 8 frames
+    assert request["texts"][0].startswith("Video (") and '"template_id": "D_T1_001"' in request["texts"][-1]
+    assert Ledger(tmp_path, "generate").get("D_T1_001_000")["data"]["template_id"] == "IC02"
+    assert parse_spec("lmms:faultline_qwen3_omni,pretrained=Qwen/X,device=cpu") == (
+        "lmms", "faultline_qwen3_omni", "pretrained=Qwen/X,device=cpu")
+    assert parse_spec("lmms:qwen3_omni:pretrained=a") == ("lmms", "qwen3_omni", "pretrained=a")
+    assert parse_spec("gemini:gemini-2.5-flash") == ("gemini", "gemini-2.5-flash", "")
+    with pytest.raises(ValueError, match="use gemini:<model>"):
+        parse_spec("openai:gpt")
+
+
 # --- the command line, killed and resumed -------------------------------------------------------------
 
 @pytest.mark.slow

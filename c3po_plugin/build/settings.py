@@ -18,6 +18,7 @@ Defaults and where they come from:
 ``banned_words``      App. I's meta-vocabulary (generator's Zero-Hint list and the auditor's list)
 ``malformed_retries`` 1 — a malformed or empty reply is asked once more, then ``rejected``
 ``concurrency``       4 requests in flight per stage
+``max_output_tokens`` 32768 — a cap, not a cost; a thinking model's thoughts count against it
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "banned_words": list(BANNED_WORDS),
     "malformed_retries": 1,
     "concurrency": 4,
-    "max_output_tokens": 8192,
+    "max_output_tokens": 32768,
 }
 
 
