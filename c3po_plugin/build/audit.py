@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from c3po_plugin.build import settings as build_settings
-from c3po_plugin.build.client import Ask, drive, make_client, settle_reply, stage_counts
+from c3po_plugin.build.client import Ask, run_stage_asks, stage_counts
 from c3po_plugin.build.ledger import Ledger
 from c3po_plugin.build.prompts import AUDITOR, fill
 from c3po_plugin.build.specs import GenerationSpec, resolve
@@ -46,7 +46,8 @@ OURS = ("candidate_id", "fit_score")
 SCHEMA = {"type": "object",
           "required": ["template_id", "decision", "failure_pillar", "rationale", "generation_confidence_score",
                        "difficulty_score"],
-          "properties": {"template_id": {"type": "string"}, "decision": {"type": "string", "enum": ["ACCEPT", "REJECT"]},
+          "properties": {"template_id": {"type": "string"},
+                         "decision": {"type": "string", "enum": ["ACCEPT", "REJECT"]},
                          "failure_pillar": {"type": ["string", "null"]}, "rationale": {"type": "string"},
                          "generation_confidence_score": {"type": "string"}, "difficulty_score": {"type": "integer"}}}
 
@@ -119,25 +120,17 @@ def run_audit(build_dir: str | Path, *, auditor: str | None = None, concurrency:
         fits[sample_id] = item.get("fit_score")
         asks.append(Ask(sample_id, spec.template_id, system, text,
                         _media(build_dir, candidate, synthesized.get(sample_id)), SCHEMA))
-    if asks:
-        client = make_client(build_settings.model_for(config, "auditor"), build_dir, STAGE,
-                             temperature=config["auditor_temperature"], max_output_tokens=config["max_output_tokens"],
-                             concurrency=config["concurrency"], model_instance=model_instance)
+    def finish(ask: Ask, answer: dict) -> str | None:
+        data, unusable = verdict(answer, fits[ask.key])
+        if data is None:
+            return unusable
+        if data["decision"] == "REJECT":
+            ledger.record(ask.key, "rejected", data=data,
+                          reason=f"{data['failing_pillar'] or 'unnamed pillar'}: {data['rationale']}")
+        else:
+            ledger.record(ask.key, "ok", data=data)
+        return None
 
-        def settle(ask: Ask, reply) -> Ask | None:
-            def finish(answer: dict) -> str | None:
-                data, unusable = verdict(answer, fits[ask.key])
-                if data is None:
-                    return unusable
-                if data["decision"] == "REJECT":
-                    ledger.record(ask.key, "rejected", data=data,
-                                  reason=f"{data['failing_pillar'] or 'unnamed pillar'}: {data['rationale']}")
-                else:
-                    ledger.record(ask.key, "ok", data=data)
-                return None
-
-            return settle_reply(ledger, ask, reply, config, finish=finish)
-
-        drive(client, asks, settle, desc="c3po build audit")
-        build_settings.add_usage(build_dir, STAGE, client.model_id, client.usage.summary())
+    run_stage_asks(build_dir, STAGE, build_settings.model_for(config, "auditor"), asks, ledger, config,
+                   temperature=config["auditor_temperature"], finish=finish, model_instance=model_instance)
     return stage_counts(ledger, specs, skipped)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from c3po_plugin.build import settings as build_settings
-from c3po_plugin.build.client import Ask, drive, make_client, settle_reply, stage_counts
+from c3po_plugin.build.client import Ask, run_stage_asks, stage_counts
 from c3po_plugin.build.ledger import Ledger
 from c3po_plugin.build.prompts import AUDIO_TYPING
 from c3po_plugin.build.specs import resolve
@@ -101,7 +101,7 @@ def run_classify(build_dir: str | Path, *, classifier: str | None = None, concur
             settled += 1
             continue
         audio = audio_of(item)
-        if audio is None or not ((audio.get("transcript") or "").strip() or (audio.get("voice_style_prompt") or "").strip()):
+        if audio is None or not any((audio.get(k) or "").strip() for k in ("transcript", "voice_style_prompt")):
             ledger.record(sample_id, "ok", data=dict(NONE))
         elif model == RULES:
             ledger.record(sample_id, "ok", data=by_rules(audio))
@@ -110,21 +110,13 @@ def run_classify(build_dir: str | Path, *, classifier: str | None = None, concur
             text = json.dumps({"transcript": audio.get("transcript"),
                                "voice_style_prompt": audio.get("voice_style_prompt")}, ensure_ascii=False)
             asks.append(Ask(sample_id, item["template_id"], AUDIO_TYPING, text, {}, SCHEMA))
-    if asks:
-        client = make_client(model, build_dir, STAGE, temperature=config["classifier_temperature"],
-                             max_output_tokens=config["max_output_tokens"], concurrency=config["concurrency"],
-                             model_instance=model_instance)
+    def finish(ask: Ask, answer: dict) -> str | None:
+        data, unusable = classified(audios[ask.key], answer.get("audio_type"), answer.get("duration_seconds"),
+                                    answer.get("sfx_prompt"))
+        if data is not None:
+            ledger.record(ask.key, "ok", data=data)
+        return unusable
 
-        def settle(ask: Ask, reply) -> Ask | None:
-            def finish(answer: dict) -> str | None:
-                data, unusable = classified(audios[ask.key], answer.get("audio_type"),
-                                            answer.get("duration_seconds"), answer.get("sfx_prompt"))
-                if data is not None:
-                    ledger.record(ask.key, "ok", data=data)
-                return unusable
-
-            return settle_reply(ledger, ask, reply, config, finish=finish)
-
-        drive(client, asks, settle, desc="c3po build classify")
-        build_settings.add_usage(build_dir, STAGE, client.model_id, client.usage.summary())
+    run_stage_asks(build_dir, STAGE, model, asks, ledger, config, temperature=config["classifier_temperature"],
+                   finish=finish, model_instance=model_instance)
     return stage_counts(ledger, specs, settled)

@@ -276,7 +276,24 @@ def settle_reply(ledger, ask: Ask, reply: Reply, config: dict, *, finish: Callab
     return None
 
 
-def stage_counts(ledger: Ledger, specs: list, skipped: int) -> dict:
+def run_stage_asks(build_dir: str | Path, stage: str, model: str, asks: list[Ask], ledger, config: dict, *,
+                   temperature: float, finish: Callable[[Ask, dict], str | None], model_instance: Any = None) -> None:
+    """Ask ``model`` every ask of a stage, settle each reply into ``ledger`` (:func:`settle_reply`;
+    ``finish(ask, parsed JSON)`` writes the entry or says why the answer is unusable) and add the
+    run's cost to the stage's usage file."""
+    from c3po_plugin.build import settings as build_settings
+
+    if not asks:
+        return
+    client = make_client(model, build_dir, stage, temperature=temperature, concurrency=config["concurrency"],
+                         max_output_tokens=config["max_output_tokens"], model_instance=model_instance)
+    drive(client, asks, lambda ask, reply: settle_reply(ledger, ask, reply, config,
+                                                        finish=lambda parsed: finish(ask, parsed)),
+          desc=f"c3po build {stage}")
+    build_settings.add_usage(build_dir, stage, client.model_id, client.usage.summary())
+
+
+def stage_counts(ledger, specs: list, skipped: int) -> dict:
     """The ledger's ok / rejected / failed counts for these templates' samples (keys
     ``{paper id}_{idx}``) and ``skipped``."""
     prefixes = {s.paper_id for s in specs}

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from c3po_plugin.build import settings as build_settings
-from c3po_plugin.build.client import Ask, drive, make_client, settle_reply, stage_counts
+from c3po_plugin.build.client import Ask, run_stage_asks, stage_counts
 from c3po_plugin.build.ledger import Ledger
 from c3po_plugin.build.prompts import GENERATOR_SYSTEM, GENERATOR_TASK, fill
 from c3po_plugin.build.specs import GenerationSpec, resolve
@@ -197,22 +197,13 @@ def run_generate(build_dir: str | Path, *, generator: str | None = None, fit_thr
         logger.warning(f"c3po build generate: template {template} has no generation spec; skipped")
     ledger = Ledger(build_dir, STAGE)
     asks, context, settled = _asks(build_dir, specs, ledger)
-    if asks:
-        client = make_client(config["generator"], build_dir, STAGE, temperature=config["generator_temperature"],
-                             max_output_tokens=config["max_output_tokens"], concurrency=config["concurrency"],
-                             model_instance=model_instance)
+    def finish(ask: Ask, data: dict) -> None:  # a reply breaking a rule is final: never re-asked
+        spec, candidate = context[ask.key]
+        fit, reason = check_reply(data, spec, config)
+        data = {**data, "sample_id": ask.key, "template_id": spec.template_id,
+                "candidate_id": candidate["candidate_id"], "fit_score": fit}
+        ledger.record(ask.key, "rejected" if reason else "ok", data=data, reason=reason)
 
-        def settle(ask: Ask, reply) -> Ask | None:
-            spec, candidate = context[ask.key]
-
-            def finish(data: dict) -> None:  # a reply breaking a rule is final: never re-asked
-                fit, reason = check_reply(data, spec, config)
-                data = {**data, "sample_id": ask.key, "template_id": spec.template_id,
-                        "candidate_id": candidate["candidate_id"], "fit_score": fit}
-                ledger.record(ask.key, "rejected" if reason else "ok", data=data, reason=reason)
-
-            return settle_reply(ledger, ask, reply, config, finish=finish)
-
-        drive(client, asks, settle, desc="c3po build generate")
-        build_settings.add_usage(build_dir, STAGE, client.model_id, client.usage.summary())
+    run_stage_asks(build_dir, STAGE, config["generator"], asks, ledger, config,
+                   temperature=config["generator_temperature"], finish=finish, model_instance=model_instance)
     return stage_counts(ledger, specs, settled)

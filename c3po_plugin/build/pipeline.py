@@ -22,7 +22,13 @@ LLM_STAGES = ("generate", "classify", "audit")
 
 def stage_function(stage: str):
     """``run_<stage>`` of ``c3po_plugin.build.<stage>``, imported when first needed."""
-    return getattr(importlib.import_module(f"c3po_plugin.build.{stage}"), f"run_{stage}")
+    try:
+        module = importlib.import_module(f"c3po_plugin.build.{stage}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"c3po_plugin.build.{stage}":
+            raise
+        raise RuntimeError(f"c3po build: the {stage} stage (c3po_plugin.build.{stage}) is not installed") from exc
+    return getattr(module, f"run_{stage}")
 
 
 def _given(**options: Any) -> dict:
@@ -40,6 +46,10 @@ def run_all(build_dir: str | Path, *, pool: str | Path | None = None, templates:
     ``select`` ledger is there already (a resumed build). ``model_instance`` (an lmms-eval model
     object) serves every LLM stage, for tests and notebooks."""
     build_dir = Path(build_dir)
+    # what the build was started with, for the record and for stages run later on their own
+    build_settings.resolve(build_dir, **_given(pool=None if pool is None else str(pool), templates=templates,
+                                               classifier=classifier, auditor=auditor, speech=speech, sfx=sfx,
+                                               image=image, per_bucket=per_bucket, annotators=annotators))
     results: dict[str, dict] = {}
     if pool is not None or not (build_dir / "ledger" / "select.jsonl").is_file():
         if pool is None:

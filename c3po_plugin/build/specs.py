@@ -272,8 +272,8 @@ _OURS: dict[str, tuple] = {
              "What is the situation right now?"),
     "CC04": ("Picture of a sign 'Open until 9'. Audio: an announcement that it closes at 6 today. Text: 'When does it "
              "close today?' Answer: 6.",
-             IMAGE_SOURCES, "Image of a sign, notice or display that could be out of date.", {"tags_any": ["sign", "text"]},
-             "Keep the image.", ["keep"],
+             IMAGE_SOURCES, "Image of a sign, notice or display that could be out of date.",
+             {"tags_any": ["sign", "text"]}, "Keep the image.", ["keep"],
              {"audio": (TTS, "A more recent update that supersedes the visible information.",
                         "Make the recency clear without the word 'update'.")},
              "What is the current status?"),
