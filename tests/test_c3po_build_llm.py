@@ -59,6 +59,10 @@ def test_every_template_has_a_spec_with_machine_filters_and_the_paper_ids_resolv
     assert gap.template_name == "InstructionalGapDetection" and gap.category == "DISPERSAL (Tier 1)"
     assert gap.generation_spec["video"]["processing"] == "Mute original audio."
     assert "mute" in gap.generation_spec["video"]["actions"]
+    shown = gap.prompt_json()  # what the generator sees: App. G's fields, not our machine keys
+    assert shown["template_id"] == "D_T1_001" and "actions" not in shown["generation_spec"]["video"]
+    assert shown["generation_spec"]["video"]["selection_filter"] == {
+        "requirement": "Clip containing a distinct multi-step procedural sequence."}
     assert specs.spec_for("C_T2_004").template_name == "AcousticSceneMismatch"
     with pytest.raises(KeyError, match="unknown C3PO template"):
         specs.spec_for("D_T9_999")
@@ -143,6 +147,13 @@ def test_classify_types_audio_through_the_model_and_the_rules_fallback(tmp_path,
     assert got["D_T1_002_010"]["kind"] == "sfx" and got["D_T1_002_010"]["duration_s"] == 10.0  # 14 s clamped
     assert got["D_T1_002_010"]["sfx_prompt"] == "glass shattering" and got["D_T1_002_010"]["transcript"] is None
     assert asked[0]["body"]["generationConfig"]["temperature"] == 0
+    from c3po_plugin.build.pipeline import summary
+
+    table = summary(tmp_path).splitlines()
+    assert table[0].split()[:3] == ["template", "paper", "id"]
+    row = next(line.split() for line in table if line.startswith("IC01"))
+    assert row[:5] == ["IC01", "D_T1_002", "11", "3/7/1", "3/0/0"]  # candidates, generate, classify ok/rej/fail
+    assert any(line.startswith("generate") and "gemini:gemini-test" in line for line in table)
 
     rules = tmp_path / "rules"
     write_candidates(rules, "IC01", 11)

@@ -167,9 +167,8 @@ class LmmsBuildClient(BuildClient):
         self._counter = 0
 
     def ask_many(self, asks: list[Ask]) -> Iterator[tuple[Ask, Reply]]:
-        from c3po_plugin.judges.lmms import generate
-
         from c3po_plugin.data.records import check_media
+        from c3po_plugin.judges.lmms import generate
 
         pending = []
         for ask in asks:

@@ -75,10 +75,17 @@ class GenerationSpec:
             raise ValueError(f"{where}: generation_spec['text'] needs a query_skeleton")
 
     def prompt_json(self) -> dict:
-        """The template as App. I's ``{TEMPLATE}`` slot shows it: App. G's fields, paper id first."""
+        """The template as App. I's ``{TEMPLATE}`` slot shows it: App. G's fields, paper id first,
+        without our machine keys (``selection_filter.match``, ``actions``)."""
+        shown = {}
+        for modality, entry in self.generation_spec.items():
+            entry = {k: v for k, v in entry.items() if k != "actions"}
+            if isinstance(entry.get("selection_filter"), dict):
+                entry["selection_filter"] = {k: v for k, v in entry["selection_filter"].items() if k != "match"}
+            shown[modality] = entry
         return {"template_id": self.paper_id, "template_name": self.template_name, "category": self.category,
                 "base_modality": self.base_modality, "logical_form": self.logical_form,
-                "example_scenario": self.example_scenario, "generation_spec": self.generation_spec}
+                "example_scenario": self.example_scenario, "generation_spec": shown}
 
     @property
     def paper_id(self) -> str:
