@@ -223,6 +223,21 @@ def test_a_missing_base_file_is_failed_with_its_reason_never_an_item(tmp_path, g
     assert "photo.png" in entry["reason"]
 
 
+def test_sample_ids_stay_put_when_a_failed_candidate_is_selected_later(tmp_path, gemini_key):
+    candidates = write_candidates(tmp_path, "IC01", 3)
+    select = Ledger(tmp_path, "select")
+    select.record("IC01/b01", "failed", reason="probe failed")
+    with FakeGemini(script=Scripted({})) as server:
+        run_generate(tmp_path, generator=spec_of(server), templates=["IC01"])
+        first = {k: v["candidate_id"] for k, v in Ledger(tmp_path, "generate").ok().items()}
+        select.record("IC01/b01", "ok", data=candidates[1])  # a resumed select succeeds
+        run_generate(tmp_path, templates=["IC01"])
+        assert len(server.requests) == 3
+    assert first == {"D_T1_002_000": "IC01__b00", "D_T1_002_002": "IC01__b02"}
+    assert {k: v["candidate_id"] for k, v in Ledger(tmp_path, "generate").ok().items()} == {
+        **first, "D_T1_002_001": "IC01__b01"}
+
+
 def test_a_video_base_goes_as_labelled_frames_and_model_specs_parse(tmp_path, gemini_key):
     from c3po_plugin.build.client import parse_spec
 

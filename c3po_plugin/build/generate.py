@@ -9,8 +9,9 @@ them). JSON response schema :data:`SCHEMA`, temperature 1.0 (App. I; setting
 ``generator_temperature``).
 
 The sample id (ledger key) is ``{TEMPLATE_ID}_{idx}``: the template's paper id (``D_T1_001``,
-:mod:`c3po_plugin.build.specs`) and the candidate's position among the template's selected
-candidates, zero-padded to 3 (``D_T1_001_007``).
+:mod:`c3po_plugin.build.specs`) and the candidate's position among the template's entries in
+the select ledger (keys ``{template_id}/{base_id}``, in the order first written; one not ``ok``
+keeps its number unused), zero-padded to 3 (``D_T1_001_007``).
 
 Ledger data: App. I's output fields exactly, as the generator wrote them, with two fields set by
 us: ``sample_id`` (the key, whatever the reply said) and ``template_id`` (the project's id,
@@ -162,14 +163,18 @@ def base_file(candidate: dict) -> str:
 
 def _asks(build_dir: Path, specs: list[GenerationSpec], ledger: Ledger) -> tuple[list[Ask], dict, int]:
     """(asks to send, {sample id: (spec, candidate)}, candidates already settled)."""
-    selected = Ledger(build_dir, "select").ok()
-    by_template: dict[str, list[dict]] = {}
-    for candidate in selected.values():
-        by_template.setdefault(candidate["template_id"], []).append(candidate)
+    # idx = the candidate's place among every select entry of its template, failed ones too, so a
+    # candidate that becomes ok on a later select run does not shift the ids already given out
+    by_template: dict[str, list[dict | None]] = {}
+    for entry in Ledger(build_dir, "select").entries():
+        template = entry["key"].split("/", 1)[0]
+        by_template.setdefault(template, []).append(entry["data"] if entry["status"] == "ok" else None)
     asks, context, settled = [], {}, 0
     for spec in specs:
         shown = json.dumps(spec.prompt_json(), indent=2, ensure_ascii=False)
         for idx, candidate in enumerate(by_template.get(spec.template_id, [])):
+            if candidate is None:
+                continue
             sample_id = f"{spec.paper_id}_{idx:03d}"
             if ledger.settled(sample_id):
                 settled += 1
