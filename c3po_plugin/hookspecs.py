@@ -8,7 +8,8 @@ one through an entry point in the ``c3po`` group::
         my_templates = my_package.c3po_templates
 
 The 25 templates of the paper are registered through exactly these hooks, by the modules
-``c3po_plugin.templates`` and ``c3po_plugin.build.specs`` (their generation specs). Implementations may accept a subset of a hook's arguments.
+``c3po_plugin.templates`` and ``c3po_plugin.build.specs`` (their generation specs).
+Implementations may accept a subset of a hook's arguments.
 """
 
 from __future__ import annotations

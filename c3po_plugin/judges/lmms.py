@@ -15,6 +15,9 @@ Judge settings, given among the model arguments and removed before lmms-eval see
                              a reasoning model, whose verdict follows ``</think>`` (auto: the
                              model id contains "thinking", as Qwen3-Omni-30B-A3B-Thinking does)
 
+:func:`load_model` and :func:`generate` (one ``generate_until`` batch of docs, failures
+included) also serve the build stages' ``lmms:`` models (:mod:`c3po_plugin.build.client`).
+
 Failures the model reports through :mod:`sceval_plugin.telemetry` (API errors after retries,
 refusals), replies cut mid-thought and replies that are neither YES nor NO become judge errors
 (:func:`~c3po_plugin.judges.prompt.parse_reply`), never YES.
