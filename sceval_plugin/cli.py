@@ -186,7 +186,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         families=read_families(args.families) if args.families else None,
         human_trials=read_humans(args.humans, catalogue_info()) if args.humans else None,
         shared_fraction=args.shared_hard, variant_ddof=0 if args.variant_std == "population" else 1,
-        by_source=args.by_source,
+        by_source=args.by_source, trust_reading=args.trust_reading,
         **({"confidence_values": args.confidence_values} if args.confidence_values else {}))
     done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed, delta_single=args.delta_single,
                         model_pairs=not args.no_model_pairs, progress=not args.quiet, options=options,
@@ -275,6 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also write every table once per item source, under OUTPUT/by_source/<source>/")
     report.add_argument("--variant-std", choices=("sample", "population"), default="sample",
                         help="seed stability: standard deviation over variants (default sample, n-1)")
+    report.add_argument("--trust-reading", choices=("donor_gold", "donor_clean_answer"), default="donor_gold",
+                        help="trust bias T_m (G.9): the answer follows the replaced modality when it is the donor's "
+                        "gold answer (default) or the model's own clean answer to the donor item")
     report.set_defaults(func=cmd_report)
 
     smoke = sub.add_parser("smoke", help="10-example interface check of a model (frames, audio, parser)")

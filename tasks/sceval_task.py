@@ -297,7 +297,8 @@ def probe_record(doc: dict, condition: Condition, item: OmniItem) -> dict:
     """The probe part of a record: family, probe and parameter; why it did not apply (if so);
     and, with a donor, what the report needs to tell whether the answer followed it (G.9): the
     item's option key whose text is the donor's gold answer, and, per donor option in key order,
-    the item's key with the same text ("-" for none)."""
+    the item's key with the same text. Both leave out (None, "-") what no option matches and the
+    item's own gold key: an answer there cannot tell following the donor from following the item."""
     _, trial = trial_for(doc, with_media=False)  # renders the probe: its applicability may depend on the media
     call = condition.probe
     out = {"family": probes.get(call.name).family, "name": call.name, "parameter": call.parameter,
@@ -305,8 +306,10 @@ def probe_record(doc: dict, condition: Condition, item: OmniItem) -> dict:
     if trial.donor_id is not None:
         donor = _item(doc["donor"])
         out["donor_gold_key"] = donor.gold_key
-        out["follows_donor_key"] = probes.option_key_of(item, probes.gold_text(donor))
-        out["donor_key_map"] = "".join(probes.option_key_of(item, probes.option_text(t)) or "-" for _, t in donor.options)
+        same = [probes.option_key_of(item, probes.option_text(t)) for _, t in donor.options]
+        same = [k if k != item.gold_key else None for k in same]
+        out["follows_donor_key"] = same[donor.option_keys.index(donor.gold_key)]
+        out["donor_key_map"] = "".join(k or "-" for k in same)
     return out
 
 
