@@ -5,6 +5,7 @@
     sceval corrupt photo.png --op noise --severity 70 -o noisy.png
     sceval corrupt clip.mp4 --grid -o clip-grid.png
     sceval corrupt --text "Which shape moves?" --op word_shuffle --severity 50
+    sceval corrupt --probes temporal --sample demo-count-03 -o probes.png   mechanism probes on one item
     sceval demo -o demo_out/                 contact sheets for a built-in synthetic sample
 """
 
@@ -59,7 +60,35 @@ def _write(modality: str, data: Any, out: Path, *, is_clip: bool) -> str:
     return str(media.write_image(out, data))
 
 
+def cmd_probe_sheet(args: argparse.Namespace) -> int:
+    """``sceval corrupt --probes FAMILY|all --sample ID``: the probe contact sheet of one item."""
+    from sceval_plugin import probes
+    from sceval_plugin.conditions import catalogue
+    from sceval_plugin.contact_sheet import probe_sheet
+    from sceval_plugin.data.sources import load_source
+
+    source = load_source(args.source)
+    items = {it.sample_id: it for it in source.items}
+    sample = args.sample or next(iter(items))
+    if sample not in items:
+        raise SystemExit(f"sceval corrupt: no sample {sample!r} in {source.spec}")
+    wanted = [c for c in catalogue() if c.probe is not None
+              and args.probes in ("all", probes.get(c.probe.name).family, c.probe.name)]
+    if not wanted:
+        raise SystemExit(f"sceval corrupt: --probes {args.probes!r} names no probe family or probe "
+                         f"(families: {', '.join(probes.PROBE_FAMILIES)})")
+    sheet = probe_sheet(items[sample], wanted, probes.DonorPicker(source.items),
+                        title=f"SCEval probes ({args.probes}) on {sample} from {source.spec}")
+    out = Path(args.output or f"{sample}.probes-{args.probes}.png")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sheet.save(out)
+    print(f"wrote {out} ({sheet.width}x{sheet.height}, {len(wanted)} probe conditions)")
+    return 0
+
+
 def cmd_corrupt(args: argparse.Namespace) -> int:
+    if args.probes:
+        return cmd_probe_sheet(args)
     modality, data, stem, notes = _load(args)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
@@ -228,6 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
     corrupt.add_argument("--frame-sampling", choices=media.FRAME_SAMPLINGS,
                          help="frames of a clip longer than max-frames/fps seconds: spread over the whole clip "
                               "(uniform, the paper's) or its head only (default $FAULTLINE_FRAME_SAMPLING or uniform)")
+    corrupt.add_argument("--probes", metavar="FAMILY", help="contact sheet of the mechanism probes (a family, "
+                         "a probe, or all) on one item of --source: --sample ID (default: the first item)")
+    corrupt.add_argument("--sample", help="with --probes: the item's sample id")
+    corrupt.add_argument("--source", help="with --probes: demo, a folder, items.jsonl, hf:... (default $SCEVAL_SOURCE)")
     corrupt.add_argument("-o", "--output", help="output file (folder of PNG frames for video)")
     corrupt.set_defaults(func=cmd_corrupt)
 
