@@ -103,10 +103,7 @@ class ProbeCall:
     @property
     def label(self) -> str:
         """The parameter as it appears in condition ids (``plus0p5s``, ``16``, ``category``)."""
-        p = self.parameter
-        if isinstance(p, float):
-            return f"{'minus' if p < 0 else 'plus'}{abs(p):g}s".replace(".", "p")
-        return str(p)
+        return get(self.name).label(self.parameter)
 
     @property
     def id(self) -> str:
@@ -124,14 +121,23 @@ class ProbeSpec:
     check: Callable[[Any], Any] = field(repr=False)  # a valid parameter (normalised) or ValueError
     donor_tier: Callable[[Any], str | None] = field(repr=False)
     describe: Callable[[Any], str] = field(repr=False)
+    label: Callable[[Any], str] = field(repr=False, default=None)  # the parameter in condition ids
     plugin: str = ""
 
     def needs_donor(self, parameter: Any) -> str | None:
         return self.donor_tier(parameter)
 
 
+def default_label(parameter: Any) -> str:
+    """A parameter as an id part: ``0.5`` -> ``0p5``, ``-2`` -> ``minus2``, words as they are."""
+    if isinstance(parameter, (int, float)) and not isinstance(parameter, bool):
+        return f"{parameter:g}".replace("-", "minus").replace(".", "p")
+    return str(parameter)
+
+
 def probe(name: str, *, family: str, parameters: Sequence[Any], check: Callable[[Any], Any],
-          describe: Callable[[Any], str], donor: str | Callable[[Any], str | None] | None = None):
+          describe: Callable[[Any], str], donor: str | Callable[[Any], str | None] | None = None,
+          label: Callable[[Any], str] = default_label):
     """Declare ``func(evidence, parameter, rng, donor)`` as a probe (attached as ``func.sceval_probe``).
 
     Args:
@@ -142,11 +148,13 @@ def probe(name: str, *, family: str, parameters: Sequence[Any], check: Callable[
         describe: a parameter in words (the condition's description).
         donor: the donor tier it needs (:data:`DONOR_TIERS`), a function of the parameter giving
             one, or None (no donor; ``donor`` is then always None).
+        label: the parameter as it appears in condition ids (:func:`default_label`).
     """
     tier = donor if callable(donor) else (lambda _p, _t=donor: _t)
 
     def decorate(func):
-        func.sceval_probe = ProbeSpec(name, family, func, tuple(check(p) for p in parameters), check, tier, describe)
+        func.sceval_probe = ProbeSpec(name, family, func, tuple(check(p) for p in parameters), check, tier, describe,
+                                      label)
         return func
 
     return decorate
@@ -348,7 +356,7 @@ for _modality in ("text", "vision", "audio"):
     globals()[f"mismatch_{_modality}"] = probe(
         f"mismatch_{_modality}", family="mismatch", parameters=PARAMETERS[f"mismatch_{_modality}"],
         check=_one_of(("random", "category", "answer")), donor=lambda tier: tier,
-        describe=lambda tier, m=_modality: f"{m} evidence replaced by a {tier}-tier donor's (G.9)",
+        describe=lambda tier, m=_modality: f"{m} evidence replaced by the donor's ({tier} tier, G.9)",
     )(_mismatch(_modality))
 
 
@@ -377,6 +385,7 @@ def temporal(ev: Evidence, kind: str, rng: np.random.Generator, donor: None) -> 
 
 
 @probe("desync", family="desync", parameters=PARAMETERS["desync"], check=_seconds,
+       label=lambda s: f"{'minus' if s < 0 else 'plus'}{abs(s):g}s".replace(".", "p"),
        describe=lambda s: f"audio {'delayed' if s > 0 else 'advanced'} by {abs(s):g} s against the frames (G.10)")
 def desync(ev: Evidence, shift_s: float, rng: np.random.Generator, donor: None) -> Evidence:
     """G.10: the audio shifted by ``shift_s`` seconds (+: later, so it starts with silence; -:

@@ -262,3 +262,54 @@ def test_the_reference_ignores_an_extra_frame_and_text_but_counts_a_distractors_
     assert reference_accuracy("probe_distractor_audio", "count") <= 0.5
     assert reference_accuracy("probe_frame_budget_1", "count") <= 0.5
     assert reference_accuracy("probe_frame_budget_16") == 1.0
+
+
+# --- a third party's probe --------------------------------------------------------------------
+
+ECHO_PROBE = '''
+import numpy as np
+from dataclasses import replace
+from sceval_plugin import hookimpl
+from sceval_plugin.probes import probe, probe_condition
+
+@probe("echo_donor", family="distractor", parameters=(0.5,), check=float, donor="category",
+       describe=lambda gain: f"a same-category donor's audio mixed in at gain {gain:g}")
+def echo_donor(evidence, gain, rng, donor):
+    """Mix a donor's audio into the item's (a third-party distractor)."""
+    other = np.resize(donor.waveform(), evidence.audio.shape)
+    return replace(evidence, audio=(evidence.audio + gain * other).astype(np.float32))
+
+@hookimpl
+def sceval_register_probes(registry):
+    registry.add(echo_donor)
+
+@hookimpl
+def sceval_register_conditions(registry):
+    registry.add(probe_condition("echo_donor", 0.5))
+    registry.add(probe_condition("desync", 0.25))
+'''
+
+
+@pytest.mark.slow
+def test_a_third_party_probe_gets_its_donor_through_the_hook_and_runs_in_lmms_eval(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from test_plugins import install
+
+    site = install(tmp_path, "sceval-echo-probe", "sceval_echo_probe", ECHO_PROBE)
+    env = {**os.environ, "PYTHONPATH": str(site), "SCEVAL_CACHE": str(tmp_path / "cache")}
+    tasks = "sceval_probe_echo_donor_0p5,sceval_probe_desync_plus0p25s"
+    done = subprocess.run([str(Path(sys.executable).with_name("lmms-eval")), "--model", "sceval_reference",
+                           "--tasks", tasks, "--limit", "4", "--log_samples", "--output_path", "out/"], env=env,
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = next((tmp_path / "out").rglob("*_samples_sceval_probe_echo_donor_0p5.jsonl")).read_text().splitlines()
+    records = [json.loads(line)["sceval_record"] for line in lines]
+    assert len(records) == 4
+    for r in records:
+        donor = r["probe"]["donor"]
+        assert r["probe"]["family"] == "distractor" and donor and donor != r["sample_id"]
+        assert donor.rsplit("-", 1)[0] == r["sample_id"].rsplit("-", 1)[0]  # the category tier: same family
