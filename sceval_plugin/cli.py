@@ -161,9 +161,10 @@ def cmd_conditions(args: argparse.Namespace) -> int:
     from sceval_plugin.conditions import catalogue
 
     rows = [c for c in catalogue() if args.block in (None, c.block)]
-    table = [("condition id", "task", "block", "operators@severity / control", "variants", "notes")]
+    table = [("condition id", "task", "block", "operators@severity / control / probe", "variants", "notes")]
     for c in rows:
-        ops = ", ".join(f"{x.operator}@{x.severity}" for x in c.corruptions) or c.control or "-"
+        ops = (", ".join(f"{x.operator}@{x.severity}" for x in c.corruptions) or c.control
+               or (c.probe and f"{c.probe.name}={c.probe.parameter}") or "-")
         notes = ", ".join(filter(None, [c.role, *c.suites, c.prompt_id if c.prompt != "json" else "",
                                         f"order {c.option_order}" if c.block == "option_order" else "",
                                         *(f"alias {a}" for a in c.aliases)]))

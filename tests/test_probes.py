@@ -211,6 +211,10 @@ def test_a_video_key_frame_is_checked_against_the_decoded_frames(tmp_path):
            "audio": "a.wav", "key_frame_index": 5}
     with pytest.raises(RecordError, match="'v2'.*'key_frame_index'.*3 frames decoded"):
         check_media(item_from_row(row, tmp_path))
+    from sceval_plugin.data.intake import decode_problem
+    from sceval_plugin.data.sources import media_paths
+
+    assert decode_problem(item_from_row(row, tmp_path), check_media, media_paths).reason == "record"
 
 
 def test_items_without_a_key_frame_are_not_applicable_not_dropped(tmp_path, monkeypatch):
