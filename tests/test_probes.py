@@ -193,8 +193,15 @@ def test_the_demo_names_every_items_key_frame_and_category():
         assert it.category == it.hidden["family"] and 0 <= it.key_frame_index < len(it.frames())
 
 
+def test_key_frame_index_accepts_what_parquet_writes(tmp_path):
+    row = dict(json.loads((copy_demo(tmp_path, 1) / "items.jsonl").read_text()))
+    for value, expected in ((np.int64(3), 3), (3.0, 3), (float("nan"), None), (None, None)):
+        assert item_from_row({**row, "key_frame_index": value}, tmp_path).key_frame_index == expected
+
+
 @pytest.mark.parametrize("value, problem", [(-1, "expected a frame index"), (True, "expected a frame index"),
-                                            ("2", "expected a frame index"), (5, "past the last")])
+                                            ("2", "expected a frame index"), (2.5, "expected a frame index"),
+                                            (5, "past the last")])
 def test_key_frame_index_is_validated_naming_sample_and_field(value, problem, tmp_path):
     row = dict(json.loads((copy_demo(tmp_path, 1) / "items.jsonl").read_text()))  # a 5-frame count item
     row["key_frame_index"] = value

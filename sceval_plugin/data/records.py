@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import numbers
 import os
 import string
 from dataclasses import dataclass, field
@@ -203,10 +205,10 @@ def key_frame_field(value: Any, sample_id: str, n_frames: int | None) -> int | N
     """``key_frame_index``: absent (None), or a whole number inside the item's frame set. A frame
     list or an image (``n_frames`` known) is checked here; a video's decoded frame count is checked
     by :func:`check_media` (it is known only once the clip is sampled)."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)  # parquet and pandas store whole numbers as floats next to nulls
+    if value is None or value == "" or (isinstance(value, numbers.Real) and math.isnan(value)):
+        return None  # parquet and pandas write a missing number as NaN
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and float(value).is_integer():
+        value = int(value)  # ... and whole numbers as floats next to nulls, or as NumPy integers
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise field_error(sample_id, "key_frame_index", f"expected a frame index (0, 1, ...), got {value!r:.40}")
     if n_frames is not None and value >= n_frames:

@@ -171,22 +171,17 @@ def trust_bias(trials: pd.DataFrame, info: Mapping[str, ConditionInfo], *, readi
     t["follows"] = (t["answer"].astype(object) == follows).astype(float).where(t["determinable"])
     t["model"], t["sample_id"] = t["model"].astype(str), t["sample_id"].astype(str)
     both = pd.concat([t, t.assign(tier="all")])
+    both["undetermined"] = ~both["determinable"]
     counted = both[both["determinable"]]
     keys = ["model", "modality", "tier"]
-    found = grouped_intervals(counted, keys, "follows", b=b, seed=seed)
-    g = both.groupby(keys)
-    out = pd.DataFrame({"determinable": g["determinable"].sum().astype(int),
-                        "undetermined": (~both["determinable"]).groupby([both[k] for k in keys]).sum().astype(int)})
-    item = counted.groupby(keys)["correct"].mean()
-    out = out.join(found.rename(columns={"follows": "trust_bias"})[["trust_bias", "ci_low", "ci_high"]])
-    out["follows_item"] = item.reindex(out.index)
+    out = both.groupby(keys)[["determinable", "undetermined"]].sum().astype(int)
+    found = grouped_intervals(counted, keys, "follows", b=b, seed=seed).rename(columns={"follows": "trust_bias"})
+    out = out.join(found[["trust_bias", "ci_low", "ci_high"]])
+    out["follows_item"] = counted.groupby(keys)["correct"].mean().reindex(out.index)
     out["follows_neither"] = 1 - out["trust_bias"] - out["follows_item"]
     out = out.reset_index().assign(reading=reading)
-    tiers = {t: k for k, t in enumerate(("random", "category", "answer", "all"))}
-    modalities = {m: k for k, m in enumerate(("text", "vision", "audio"))}
-    out = out.sort_values(["model"], kind="stable")
-    out = out.iloc[np.lexsort((out["tier"].map(tiers).to_numpy(), out["modality"].map(modalities).to_numpy(),
-                               out["model"].to_numpy()))]
+    order = {"text": 0, "vision": 1, "audio": 2, "random": 0, "category": 1, "answer": 2, "all": 3}
+    out = out.assign(_m=out["modality"].map(order), _t=out["tier"].map(order)).sort_values(["model", "_m", "_t"])
     return out[columns].reset_index(drop=True)
 
 
