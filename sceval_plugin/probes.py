@@ -352,12 +352,11 @@ def _mismatch(modality: str):
     return replace_modality
 
 
-for _modality in ("text", "vision", "audio"):
-    globals()[f"mismatch_{_modality}"] = probe(
-        f"mismatch_{_modality}", family="mismatch", parameters=PARAMETERS[f"mismatch_{_modality}"],
-        check=_one_of(("random", "category", "answer")), donor=lambda tier: tier,
-        describe=lambda tier, m=_modality: f"{m} evidence replaced by the donor's ({tier} tier, G.9)",
-    )(_mismatch(_modality))
+mismatch_text, mismatch_vision, mismatch_audio = (
+    probe(f"mismatch_{m}", family="mismatch", parameters=PARAMETERS[f"mismatch_{m}"],
+          check=_one_of(("random", "category", "answer")), donor=lambda tier: tier,
+          describe=lambda tier, m=m: f"{m} evidence replaced by the donor's ({tier} tier, G.9)")(_mismatch(m))
+    for m in ("text", "vision", "audio"))
 
 
 @probe("temporal", family="temporal", parameters=PARAMETERS["temporal"], check=_one_of(PARAMETERS["temporal"]),
@@ -470,8 +469,8 @@ def distractor(ev: Evidence, modality: str, rng: np.random.Generator, donor: Omn
 
 # --- the plugin -------------------------------------------------------------------------------
 
-BUILTIN_PROBES = ("mismatch_text", "mismatch_vision", "mismatch_audio", "temporal", "desync", "frame_budget",
-                  "key_frame", "distractor")
+BUILTIN_PROBES = (mismatch_text, mismatch_vision, mismatch_audio, temporal, desync, frame_budget, key_frame,
+                  distractor)
 
 
 def probe_condition(name: str, parameter: Any) -> Condition:
@@ -482,12 +481,12 @@ def probe_condition(name: str, parameter: Any) -> Condition:
 
 @hookimpl
 def sceval_register_probes(registry: ProbeRegistry) -> None:
-    for name in BUILTIN_PROBES:
-        registry.add(globals()[name])
+    for func in BUILTIN_PROBES:
+        registry.add(func)
 
 
 @hookimpl
 def sceval_register_conditions(registry: ConditionRegistry) -> None:
-    for name in BUILTIN_PROBES:
-        for parameter in PARAMETERS[name]:
-            registry.add(probe_condition(name, parameter))
+    for func in BUILTIN_PROBES:
+        for parameter in func.sceval_probe.parameters:  # PARAMETERS, checked
+            registry.add(probe_condition(func.sceval_probe.name, parameter))

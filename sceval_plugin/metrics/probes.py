@@ -37,7 +37,7 @@ import pandas as pd
 from sceval_plugin.metrics.protocol import ConditionInfo, grouped_intervals
 from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES, calibration
 from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT, least_squares_slope
-from sceval_plugin.probes import HEADLINE_BUDGET, PROBE_FAMILIES
+from sceval_plugin.probes import HEADLINE_BUDGET, PROBE_FAMILIES, registry
 
 TRUST_READINGS = ("donor_gold", "donor_clean_answer")
 
@@ -77,10 +77,12 @@ def probe_conditions(summary: pd.DataFrame, comparisons: pd.DataFrame, not_appli
                     "significant": bool(test is not None and test["significant"]),
                     "not_applicable": int(void.get(key, 0))})
     frame = pd.DataFrame(out, columns=columns)
-    order = {f: k for k, f in enumerate(PROBE_FAMILIES)}
-    frame["_f"] = frame["family"].map(lambda f: order.get(f, len(order)))
+    families = {f: k for k, f in enumerate(PROBE_FAMILIES)}
+    registered = {name: k for k, name in enumerate(registry().names())}  # text, vision, audio
+    frame["_f"] = frame["family"].map(lambda f: families.get(f, len(families)))
+    frame["_n"] = frame["probe"].map(lambda n: registered.get(n, len(registered)))
     frame["_p"] = frame["parameter"].map(_sort_key)
-    return frame.sort_values(["model", "_f", "probe", "_p"], kind="stable").drop(columns=["_f", "_p"]) \
+    return frame.sort_values(["model", "_f", "_n", "_p"], kind="stable").drop(columns=["_f", "_n", "_p"]) \
         .reset_index(drop=True)
 
 
