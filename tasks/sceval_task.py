@@ -87,8 +87,10 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     # a record that is not an item would have given one trial per variant (one released row)
     excluded = collections.Counter({reason: n * (1 if released_mode else condition.variants) for reason, n in
                                     collections.Counter(p.reason for p in problems).items()})
-    # a probe that needs a second item gets it from the picker over this dataset; the row keeps the choice
-    donors = probes.DonorPicker(source.items) if condition.probe is not None else None
+    # a probe that needs a second item gets it from the picker over this dataset's usable items (a donor
+    # whose media do not decode would break the trial it is lent to); the row keeps the choice
+    donors = probes.DonorPicker([it for it in source.items if not decode_problem(it, check_media, media_paths)]) \
+        if condition.probe is not None else None
     rows = []
     for item, variant, released in trials:
         reason = manifest.exclusion_reason(item.sample_id, condition, variant) if manifest else None

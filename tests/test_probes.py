@@ -186,6 +186,22 @@ def test_task_rows_carry_the_donor_and_records_what_following_it_means():
     assert len(entry["m"]) == len(donor.options)
 
 
+def test_an_item_whose_media_do_not_decode_is_never_a_donor(tmp_path, monkeypatch):
+    folder = copy_demo(tmp_path / "broken", 6)
+    rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    audio = folder / rows[0]["audio"]
+    audio.write_bytes(audio.read_bytes()[:2000])  # its header reads, its samples do not
+    monkeypatch.setenv("SCEVAL_SOURCE", str(folder))
+    monkeypatch.setenv("SCEVAL_ON_BAD_INPUT", "exclude")
+    broken = rows[0]["sample_id"]  # demo-count-00; the other count item is demo-count-05
+    rows, excluded = task.build_rows(cond("probe_mismatch_audio_category"))
+    assert excluded["media_unreadable"] == 1 and len(rows) == 5
+    donors = {r["sample_id"]: r["donor"] and task._item(r["donor"]).sample_id for r in rows}
+    assert broken not in donors.values() and donors["demo-count-05"] == ""  # its only category-mate is broken
+    for doc in rows:
+        task.doc_to_messages(doc)  # every trial renders
+
+
 # --- the schema ---------------------------------------------------------------------------------
 
 def test_the_demo_names_every_items_key_frame_and_category():
