@@ -110,6 +110,13 @@ class ProbeCall:
         return f"{self.name}_{self.label}"
 
 
+def default_label(parameter: Any) -> str:
+    """A parameter as an id part: ``0.5`` -> ``0p5``, ``-2`` -> ``minus2``, words as they are."""
+    if isinstance(parameter, (int, float)) and not isinstance(parameter, bool):
+        return f"{parameter:g}".replace("-", "minus").replace(".", "p")
+    return str(parameter)
+
+
 @dataclass(frozen=True)
 class ProbeSpec:
     """A registered probe: ``func(evidence, parameter, rng, donor) -> Evidence``."""
@@ -121,18 +128,8 @@ class ProbeSpec:
     check: Callable[[Any], Any] = field(repr=False)  # a valid parameter (normalised) or ValueError
     donor_tier: Callable[[Any], str | None] = field(repr=False)
     describe: Callable[[Any], str] = field(repr=False)
-    label: Callable[[Any], str] = field(repr=False, default=None)  # the parameter in condition ids
+    label: Callable[[Any], str] = field(repr=False, default=default_label)  # the parameter in condition ids
     plugin: str = ""
-
-    def needs_donor(self, parameter: Any) -> str | None:
-        return self.donor_tier(parameter)
-
-
-def default_label(parameter: Any) -> str:
-    """A parameter as an id part: ``0.5`` -> ``0p5``, ``-2`` -> ``minus2``, words as they are."""
-    if isinstance(parameter, (int, float)) and not isinstance(parameter, bool):
-        return f"{parameter:g}".replace("-", "minus").replace(".", "p")
-    return str(parameter)
 
 
 def probe(name: str, *, family: str, parameters: Sequence[Any], check: Callable[[Any], Any],
@@ -268,7 +265,7 @@ class DonorPicker:
         raise ValueError(f"unknown donor tier {tier!r}; tiers: {DONOR_TIERS}")
 
     def __call__(self, sample_id: str, call: ProbeCall, seed: int) -> OmniItem | None:
-        tier = get(call.name).needs_donor(call.parameter)
+        tier = get(call.name).donor_tier(call.parameter)
         if tier is None:
             return None
         pool = self.candidates(self._by_id[sample_id], tier)
@@ -288,7 +285,7 @@ def apply(call: ProbeCall, evidence: Evidence, *, variant: int = 0,
     """Run ``call`` on ``evidence``: (evidence shown, donor sample id, not-applicable reason)."""
     spec = get(call.name)
     donor = None
-    if spec.needs_donor(call.parameter) is not None:
+    if spec.donor_tier(call.parameter) is not None:
         if donors is None:
             raise ValueError(f"probe {call.id!r} needs a donor: pass donors=DonorPicker(items of the dataset)")
         donor = donors(evidence.item.sample_id, call, variant)
