@@ -5,6 +5,7 @@
     sceval corrupt photo.png --op noise --severity 70 -o noisy.png
     sceval corrupt clip.mp4 --grid -o clip-grid.png
     sceval corrupt --text "Which shape moves?" --op word_shuffle --severity 50
+    sceval corrupt --probes temporal --sample demo-count-03 -o probes.png   mechanism probes on one item
     sceval demo -o demo_out/                 contact sheets for a built-in synthetic sample
 """
 
@@ -59,7 +60,35 @@ def _write(modality: str, data: Any, out: Path, *, is_clip: bool) -> str:
     return str(media.write_image(out, data))
 
 
+def cmd_probe_sheet(args: argparse.Namespace) -> int:
+    """``sceval corrupt --probes FAMILY|all --sample ID``: the probe contact sheet of one item."""
+    from sceval_plugin import probes
+    from sceval_plugin.conditions import catalogue
+    from sceval_plugin.contact_sheet import probe_sheet
+    from sceval_plugin.data.sources import load_source
+
+    source = load_source(args.source)
+    items = {it.sample_id: it for it in source.items}
+    sample = args.sample or next(iter(items))
+    if sample not in items:
+        raise SystemExit(f"sceval corrupt: no sample {sample!r} in {source.spec}")
+    wanted = [c for c in catalogue() if c.probe is not None
+              and args.probes in ("all", probes.get(c.probe.name).family, c.probe.name)]
+    if not wanted:
+        raise SystemExit(f"sceval corrupt: --probes {args.probes!r} names no probe family or probe "
+                         f"(families: {', '.join(probes.PROBE_FAMILIES)})")
+    sheet = probe_sheet(items[sample], wanted, probes.DonorPicker(source.items),
+                        title=f"SCEval probes ({args.probes}) on {sample} from {source.spec}")
+    out = Path(args.output or f"{sample}.probes-{args.probes}.png")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sheet.save(out)
+    print(f"wrote {out} ({sheet.width}x{sheet.height}, {len(wanted)} probe conditions)")
+    return 0
+
+
 def cmd_corrupt(args: argparse.Namespace) -> int:
+    if args.probes:
+        return cmd_probe_sheet(args)
     modality, data, stem, notes = _load(args)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
@@ -132,9 +161,10 @@ def cmd_conditions(args: argparse.Namespace) -> int:
     from sceval_plugin.conditions import catalogue
 
     rows = [c for c in catalogue() if args.block in (None, c.block)]
-    table = [("condition id", "task", "block", "operators@severity / control", "variants", "notes")]
+    table = [("condition id", "task", "block", "operators@severity / control / probe", "variants", "notes")]
     for c in rows:
-        ops = ", ".join(f"{x.operator}@{x.severity}" for x in c.corruptions) or c.control or "-"
+        ops = (", ".join(f"{x.operator}@{x.severity}" for x in c.corruptions) or c.control
+               or (c.probe and f"{c.probe.name}={c.probe.parameter}") or "-")
         notes = ", ".join(filter(None, [c.role, *c.suites, c.prompt_id if c.prompt != "json" else "",
                                         f"order {c.option_order}" if c.block == "option_order" else "",
                                         *(f"alias {a}" for a in c.aliases)]))
@@ -186,7 +216,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         families=read_families(args.families) if args.families else None,
         human_trials=read_humans(args.humans, catalogue_info()) if args.humans else None,
         shared_fraction=args.shared_hard, variant_ddof=0 if args.variant_std == "population" else 1,
-        by_source=args.by_source,
+        by_source=args.by_source, trust_reading=args.trust_reading,
         **({"confidence_values": args.confidence_values} if args.confidence_values else {}))
     done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed, delta_single=args.delta_single,
                         model_pairs=not args.no_model_pairs, progress=not args.quiet, options=options,
@@ -228,6 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
     corrupt.add_argument("--frame-sampling", choices=media.FRAME_SAMPLINGS,
                          help="frames of a clip longer than max-frames/fps seconds: spread over the whole clip "
                               "(uniform, the paper's) or its head only (default $FAULTLINE_FRAME_SAMPLING or uniform)")
+    corrupt.add_argument("--probes", metavar="FAMILY", help="contact sheet of the mechanism probes (a family, "
+                         "a probe, or all) on one item of --source: --sample ID (default: the first item)")
+    corrupt.add_argument("--sample", help="with --probes: the item's sample id")
+    corrupt.add_argument("--source", help="with --probes: demo, a folder, items.jsonl, hf:... (default $SCEVAL_SOURCE)")
     corrupt.add_argument("-o", "--output", help="output file (folder of PNG frames for video)")
     corrupt.set_defaults(func=cmd_corrupt)
 
@@ -275,6 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also write every table once per item source, under OUTPUT/by_source/<source>/")
     report.add_argument("--variant-std", choices=("sample", "population"), default="sample",
                         help="seed stability: standard deviation over variants (default sample, n-1)")
+    report.add_argument("--trust-reading", choices=("donor_gold", "donor_clean_answer"), default="donor_gold",
+                        help="trust bias T_m (G.9): the answer follows the replaced modality when it is the donor's "
+                        "gold answer (default) or the model's own clean answer to the donor item")
     report.set_defaults(func=cmd_report)
 
     smoke = sub.add_parser("smoke", help="10-example interface check of a model (frames, audio, parser)")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 from sceval_plugin import operators
 from sceval_plugin.hookspecs import hookimpl
@@ -36,7 +36,7 @@ CONTROLS = {
     "shortcut_visual_audio": "media and options with a generic instruction instead of the question",
     "shortcut_options_only": "the option strings only: no question, no context, no media",
 }
-BLOCKS = ("clean", "single", "tv", "ta", "va", "tva", "missing", "shortcut", "option_order", "prompt")
+BLOCKS = ("clean", "single", "tv", "ta", "va", "tva", "missing", "shortcut", "option_order", "prompt", "probe")
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ class Condition:
     role: str = ""
     aliases: tuple[str, ...] = ()
     base: str | None = None  # the condition an order/prompt variant is derived from
+    probe: Any = None  # a sceval_plugin.probes.ProbeCall for the "probe" block (mechanism probes)
     variants: int = 1
     plugin: str = ""
     description: str = ""
@@ -132,6 +133,15 @@ class ConditionRegistry:
             raise PluginError(f"condition {condition.id!r}: block must be one of {BLOCKS}")
         if condition.control is not None and condition.control not in CONTROLS:
             raise PluginError(f"condition {condition.id!r}: unknown control {condition.control!r}")
+        if (condition.block == "probe") != (condition.probe is not None):
+            raise PluginError(f"condition {condition.id!r}: a probe condition has block 'probe' and a ProbeCall")
+        if condition.probe is not None:
+            from sceval_plugin import probes
+
+            try:
+                condition = _replace(condition, probe=probes.check_call(condition.probe))
+            except (KeyError, ValueError, TypeError) as exc:
+                raise PluginError(f"condition {condition.id!r}: {exc}") from None
         if condition.prompt not in PROMPT_VARIANTS:
             raise PluginError(f"condition {condition.id!r}: unknown prompt {condition.prompt!r}")
         modalities = [c.modality for c in condition.corruptions]

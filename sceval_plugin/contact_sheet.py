@@ -161,3 +161,49 @@ def grid(
             sheet.paste(img, (x, y))
             draw.text((x, y + img.height + 2), caption, fill=MUTED, font=small)
     return sheet
+
+
+def render_all_frames(frames: np.ndarray, height: int = FRAME_HEIGHT // 2) -> Image.Image:
+    """Every frame, in the order shown, as small thumbnails (order is what the probes change)."""
+    thumb_w = max(1, round(frames.shape[2] * height / frames.shape[1]))
+    strip = Image.new("RGB", (len(frames) * (thumb_w + 2) - 2, height), BACKGROUND)
+    for slot, frame in enumerate(frames):
+        strip.paste(Image.fromarray(frame).resize((thumb_w, height), Image.Resampling.BOX), (slot * (thumb_w + 2), 0))
+    return strip
+
+
+def probe_sheet(item, conditions: Sequence, donors, *, title: str = "") -> Image.Image:
+    """One row per probe condition (clean first) for one dataset item: every frame shown, the audio
+    on the clean clip's time scale, the question and context, and the donor or the reason the
+    probe does not apply. ``donors`` is the run's :class:`sceval_plugin.probes.DonorPicker`."""
+    from sceval_plugin.conditions import catalogue
+    from sceval_plugin.render import render
+
+    rows = [(c, render(item, c, 0, donors=donors)) for c in [catalogue().get("clean"), *conditions]]
+    reference = len(item.waveform())
+    cells = [(render_all_frames(t.frames), render_waveform(t.audio, reference),
+              render_text("\n".join(x for x in (t.context, t.question) if x))) for _, t in rows]
+    widths = [max(cell[k].width for cell in cells) for k in range(3)]
+    cell_h = max(max(img.height for img in cell) for cell in cells) + CAPTION_HEIGHT
+    label_w = 2 * LABEL_WIDTH
+    top = HEADER_HEIGHT if title else GAP
+    sheet = Image.new("RGB", (label_w + sum(widths) + 3 * GAP, top + len(rows) * (cell_h + GAP)), BACKGROUND)
+    draw = ImageDraw.Draw(sheet)
+    bold, small = _font(13), _font(11)
+    if title:
+        draw.text((GAP, 6), title, fill=INK, font=_font(15))
+    for r, ((condition, trial), cell) in enumerate(zip(rows, cells)):
+        y = top + r * (cell_h + GAP)
+        draw.text((GAP, y + 2), condition.id, fill=INK, font=bold)
+        notes = [condition.description]
+        if trial.donor_id:
+            notes.append(f"donor: {trial.donor_id}")
+        if trial.not_applicable:
+            notes.append(f"not applicable: {trial.not_applicable}")
+        for i, line in enumerate(textwrap.wrap("; ".join(notes), 44)[:5]):
+            draw.text((GAP, y + 20 + 13 * i), line, fill=MUTED if not trial.not_applicable else (180, 40, 40), font=small)
+        x = label_w
+        for img, width in zip(cell, widths):
+            sheet.paste(img, (x, y))
+            x += width + GAP
+    return sheet

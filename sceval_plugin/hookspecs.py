@@ -23,6 +23,7 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover
     from sceval_plugin.conditions import ConditionRegistry
     from sceval_plugin.operators import OperatorRegistry
+    from sceval_plugin.probes import ProbeRegistry
 
 PROJECT = "sceval"
 
@@ -47,4 +48,26 @@ def sceval_register_conditions(registry: ConditionRegistry) -> None:
     Call ``registry.add(Condition(...))`` (see :mod:`sceval_plugin.conditions`). Operators a
     condition names must be registered (by any plugin); its id must be new, and its task name
     ``sceval_<id>`` and aliases must not clash. Return value is ignored.
+    """
+
+
+@hookspec
+def sceval_register_probes(registry: ProbeRegistry) -> None:
+    """Add mechanism probes (App. G.9-G.11) to ``registry``; a condition runs one through
+    ``Condition(..., block="probe", probe=ProbeCall(name, parameter))``.
+
+    Call ``registry.add(fn)`` for every function decorated with :func:`sceval_plugin.probes.probe`.
+    A probe is ``fn(evidence, parameter, rng, donor) -> Evidence``: it gets what the model would
+    be shown (:class:`sceval_plugin.probes.Evidence`: question, context, frames, audio, the item),
+    returns what it is shown instead, and raises :class:`sceval_plugin.probes.NotApplicable`
+    (a reason) when the item lacks what the probe needs; such trials are recorded, never dropped.
+
+    **The donor argument.** A probe that needs a second item (a mismatch or a distractor) declares
+    ``donor=<tier>`` (a tier name, or a function of the probe parameter giving one; tiers:
+    :data:`sceval_plugin.probes.DONOR_TIERS`). The renderer then passes ``donor``, an
+    :class:`~sceval_plugin.data.records.OmniItem` chosen by the run's donor picker: a pure function
+    of (sample id, probe, seed) over the dataset being run (see
+    :class:`sceval_plugin.probes.DonorPicker`). A probe never reaches into the dataset itself; when
+    no item of the dataset fits the tier, the trial is recorded as not applicable (``no_donor``).
+    Probes without a donor tier get ``donor=None``.
     """

@@ -170,7 +170,13 @@ def sample_times(duration: float, *, fps: float = FRAME_RATE, max_frames: int = 
     ticks = max(1, math.ceil(duration * fps - 1e-6))
     if ticks <= max_frames or sampling == "head":
         return [i / fps for i in range(min(ticks, max_frames))]
-    return [i * duration / max_frames for i in range(max_frames)]
+    return uniform_times(duration, max_frames)
+
+
+def uniform_times(duration: float, count: int) -> list[float]:
+    """``count`` frames spread over ``duration`` seconds, frame *i* at the start of the *i*-th of
+    ``count`` equal spans (F.2's uniform rule; the frame-budget probe's, without the 1 fps cap)."""
+    return [i * duration / count for i in range(count)]
 
 
 def _video_duration(container, stream) -> float | None:
@@ -197,10 +203,11 @@ def _check_clip(path: Path, container, stream, cap: MediaLimits) -> float | None
 
 def read_video_frames(
     path: str | Path, *, fps: float = FRAME_RATE, max_frames: int = MAX_FRAMES,
-    sampling: str | None = None, cap: MediaLimits | None = None,
+    sampling: str | None = None, cap: MediaLimits | None = None, exactly: int | None = None,
 ) -> Frames:
     """Frames at the times :func:`sample_times` gives (each the first decoded frame at or
-    after its time), downscaled to the limits, with their times in seconds.
+    after its time), downscaled to the limits, with their times in seconds. ``exactly=N``
+    takes N frames at :func:`uniform_times` instead, whatever the clip's length (frame budgets).
 
     Decoding is one pass that keeps only the chosen frames, so memory stays at
     ``max_frames`` frames whatever the clip's length. ``sampling`` defaults to
@@ -226,6 +233,8 @@ def read_video_frames(
                 notes.append(f"{path.name}: duration unknown; took the first {max_frames} frames at {fps:g} fps")
             targets = sample_times(duration or max_frames / fps, fps=fps, max_frames=max_frames,
                                    sampling="head" if duration is None else sampling)
+            if exactly is not None:
+                targets = uniform_times(duration or exactly / fps, exactly)
             start = None
             for index, frame in enumerate(container.decode(stream)):
                 t = float(frame.time) if frame.time is not None else index / float(stream.average_rate or 1)

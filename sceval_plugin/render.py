@@ -31,7 +31,9 @@ class Trial:
     visual_kind: str | None  # "image" | "video frames" | None (not shown)
     audio_shown: bool
     option_map: tuple[str, ...]  # original key of each shown option, in shown order
-    not_applicable: str | None = None  # why the condition's control does not apply to this item
+    not_applicable: str | None = None  # why the condition's control or probe does not apply to this item
+    frame_times: tuple[float, ...] | None = None  # seconds into the clip of the frames shown (video frames)
+    donor_id: str | None = None  # the second item a probe drew its evidence from (mismatch, distractor)
 
 
 def reorder_options(options, gold_key: str, shift: int):
@@ -53,11 +55,15 @@ def control_not_applicable(item: OmniItem, condition: Condition) -> str | None:
     return None
 
 
-def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media: bool = True) -> Trial:
-    """Apply ``condition`` (corruptions, control, option order) to ``item`` for ``variant``.
+def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media: bool = True,
+           donors=None) -> Trial:
+    """Apply ``condition`` (corruptions, control, probe, option order) to ``item`` for ``variant``.
 
-    ``with_media=False`` renders the text alone (no decoding, no pixel or sample work).
+    ``with_media=False`` renders the text alone (no decoding, no pixel or sample work), except
+    for probes, whose applicability and text can depend on the media. ``donors`` is the donor
+    picker of a probe that needs a second item (:class:`sceval_plugin.probes.DonorPicker`).
     """
+    with_media = with_media or condition.probe is not None
     if not 0 <= variant < condition.variants:
         raise ValueError(f"condition {condition.id!r} has {condition.variants} variant(s), got {variant}")
     control = condition.control
@@ -91,7 +97,17 @@ def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media
     if control == "shortcut_options_only":
         question = ""
 
-    options, gold, original = reorder_options(item.options, item.gold_key, condition.option_order)
     kind = None if no_media else ("image" if item.visual_kind == "image" else "video frames")
+    times = None if no_media else item.frame_times()
+    not_applicable, donor_id = control_not_applicable(item, condition), None
+    if condition.probe is not None:
+        from sceval_plugin import probes
+
+        shown, donor_id, not_applicable = probes.apply(
+            condition.probe, probes.Evidence(item, question, context, frames, audio, times, kind), variant=variant,
+            donors=donors)
+        question, context, frames, audio, times, kind = (shown.question, shown.context, shown.frames, shown.audio,
+                                                         shown.frame_times, shown.visual_kind)
+    options, gold, original = reorder_options(item.options, item.gold_key, condition.option_order)
     return Trial(item.sample_id, question, context, options, gold, frames, audio, kind, not no_media, original,
-                 control_not_applicable(item, condition))
+                 not_applicable, times, donor_id)

@@ -34,6 +34,10 @@ def tags(condition: Condition) -> list[str]:
         out.append("sceval_controls")
     if condition.block == "prompt":
         out.append("sceval_prompts")
+    if condition.probe is not None:
+        from sceval_plugin import probes
+
+        out += ["sceval_probes", f"sceval_probes_{probes.get(condition.probe.name).family}"]
     return out + ["sceval_all"]
 
 
@@ -134,8 +138,11 @@ def is_builtin(condition: Condition) -> bool:
     from sceval_plugin import operators
     from sceval_plugin.plugins import BUILTIN_PLUGINS, describe
 
+    from sceval_plugin import probes
+
     builtin = {describe(p) for p in BUILTIN_PLUGINS}
-    return condition.plugin in builtin and all(operators.get(c.operator).plugin in builtin for c in condition.corruptions)
+    return (condition.plugin in builtin and all(operators.get(c.operator).plugin in builtin for c in condition.corruptions)
+            and (condition.probe is None or probes.get(condition.probe.name).plugin in builtin))
 
 
 def task_dirs() -> list[Path]:

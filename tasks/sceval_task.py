@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from sceval_plugin import telemetry
+from sceval_plugin import probes, telemetry
 from sceval_plugin.conditions import Condition, catalogue
 from sceval_plugin.data.intake import bad_input_policy, decode_problem, refuse
 from sceval_plugin.data.manifest import current_manifest
@@ -52,6 +52,7 @@ def _item_json(item: OmniItem) -> str:
         "options": dict(item.options), "gold_key": item.gold_key, "context": item.context,
         "visual": [str(Path(p).relative_to(item.root)) for p in item.visual],
         "audio": str(Path(item.audio).relative_to(item.root)), "root": item.root, "hidden": dict(item.hidden),
+        "category": item.category, "key_frame_index": item.key_frame_index,
     })
 
 
@@ -86,6 +87,10 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     # a record that is not an item would have given one trial per variant (one released row)
     excluded = collections.Counter({reason: n * (1 if released_mode else condition.variants) for reason, n in
                                     collections.Counter(p.reason for p in problems).items()})
+    # a probe that needs a second item gets it from the picker over this dataset's usable items (a donor
+    # whose media do not decode would break the trial it is lent to); the row keeps the choice
+    donors = probes.DonorPicker([it for it in source.items if not decode_problem(it, check_media, media_paths)]) \
+        if condition.probe is not None else None
     rows = []
     for item, variant, released in trials:
         reason = manifest.exclusion_reason(item.sample_id, condition, variant) if manifest else None
@@ -108,12 +113,20 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
             "target": shown_gold,
             "dataset": f"{source.spec}#{source.fingerprint}",
             "item": _item_json(item),
+            "donor": _donor_json(donors, item, condition, variant),
         })
     if problems and policy == "error":
         raise refuse(source.spec, problems, BAD_INPUT_ENV)
     for problem in problems:
         logger.error(f"sceval {condition.id}: excluded, {problem}")
     return rows, excluded
+
+
+def _donor_json(donors: probes.DonorPicker | None, item: OmniItem, condition: Condition, variant: int) -> str:
+    """The donor item of a probe trial as the row stores it ("" when the probe needs none or
+    none fits)."""
+    donor = donors(item.sample_id, condition.probe, variant) if donors is not None else None
+    return _item_json(donor) if donor is not None else ""
 
 
 def process_docs(dataset: Any, condition_id: str) -> Any:
@@ -162,13 +175,15 @@ def trial_for(doc: dict, *, with_media: bool = True) -> tuple[Condition, Trial]:
 
         shown = replace(condition, corruptions=())
     variant = 0 if doc["released"] else doc["variant"]
-    return condition, render(_item(doc["item"]), shown, variant, with_media=with_media)
+    donor = _item(doc["donor"]) if doc.get("donor") else None
+    return condition, render(_item(doc["item"]), shown, variant, with_media=with_media,
+                             donors=probes.fixed_donor(donor))
 
 
-def _prompt(condition: Condition, trial: Trial, frame_times: tuple[float, ...] | None = None) -> tuple[str, str]:
+def _prompt(condition: Condition, trial: Trial) -> tuple[str, str]:
     return prompt_template(condition.prompt).render(
         trial.question, trial.options, visual=trial.visual_kind, audio=trial.audio_shown, context=trial.context,
-        frame_times=frame_times,
+        frame_times=trial.frame_times,
     )
 
 
@@ -187,7 +202,7 @@ def _audio(trial: Trial) -> dict | None:
 def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> list[dict]:
     """System prompt; then the frames in order, the audio clip and the question with options."""
     condition, trial = trial_for(doc)
-    system, user = _prompt(condition, trial, _item(doc["item"]).frame_times())
+    system, user = _prompt(condition, trial)
     content: list[dict] = [{"type": "image", "url": image} for image in _images(trial)]
     audio = _audio(trial)
     if audio is not None:
@@ -209,7 +224,7 @@ def doc_to_visual(doc: dict) -> list:
 def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:
     """System and user prompt as one string (simple models; lmms-eval's request context)."""
     condition, trial = trial_for(doc, with_media=False)
-    system, user = _prompt(condition, trial, _item(doc["item"]).frame_times())
+    system, user = _prompt(condition, trial)
     return f"{system}\n\n{user}"
 
 
@@ -269,12 +284,43 @@ def process_results(doc: dict, results: list) -> dict:
              "o": doc["source"]}
     if record["control_not_applicable"]:
         trial["u"] = record["control_not_applicable"]
+    if condition.probe is not None:
+        record["probe"] = probe_record(doc, condition, item)
+        trial.update(probe_trial_fields(record["probe"]))
     out = {name: trial for name in ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage",
                                     "sceval_valid_trials")}
     out.update({f"sceval_invalid_{c}": invalid for c in INVALID_CATEGORIES})
     out["sceval_excluded_trials"] = condition.id
     out["sceval_record"] = record
     return out
+
+
+def probe_record(doc: dict, condition: Condition, item: OmniItem) -> dict:
+    """The probe part of a record: family, probe and parameter; why it did not apply (if so);
+    and, with a donor, what the report needs to tell whether the answer followed it (G.9): the
+    item's option key whose text is the donor's gold answer, and, per donor option in key order,
+    the item's key with the same text. Both leave out (None, "-") what no option matches and the
+    item's own gold key: an answer there cannot tell following the donor from following the item."""
+    _, trial = trial_for(doc, with_media=False)  # renders the probe: its applicability may depend on the media
+    call = condition.probe
+    out = {"family": probes.get(call.name).family, "name": call.name, "parameter": call.parameter,
+           "not_applicable": trial.not_applicable, "donor": trial.donor_id}
+    if trial.donor_id is not None:
+        donor = _item(doc["donor"])
+        out["donor_gold_key"] = donor.gold_key
+        same = [probes.option_key_of(item, probes.option_text(t)) for _, t in donor.options]
+        same = [k if k != item.gold_key else None for k in same]
+        out["follows_donor_key"] = same[donor.option_keys.index(donor.gold_key)]
+        out["donor_key_map"] = "".join(k or "-" for k in same)
+    return out
+
+
+def probe_trial_fields(probe: dict) -> dict:
+    """The trial-entry fields of a probe record: "u" not applicable, "d" donor id, "r" the item key
+    that follows the donor's gold answer, "m" the donor-to-item key map."""
+    fields = {"u": probe["not_applicable"], "d": probe["donor"], "r": probe.get("follows_donor_key"),
+              "m": probe.get("donor_key_map")}
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 def _applicable(items: list[dict]) -> list[dict]:

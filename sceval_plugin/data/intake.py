@@ -137,8 +137,11 @@ def numbered(rows: Iterable[Mapping[str, Any]], name: str = "row") -> Iterator[R
 # --- validation ---------------------------------------------------------------------------------
 
 def media_reason(exc: BaseException) -> str:
-    """The :data:`REASONS` entry of a media failure (its cause, when wrapped)."""
+    """The :data:`REASONS` entry of a media failure (its cause, when wrapped); a record the decoded
+    media contradict (a key frame past the last frame decoded) is a ``record`` problem."""
     cause = exc if isinstance(exc, media.MediaError) else exc.__cause__
+    if not isinstance(cause, media.MediaError):
+        return "record"
     return "media_too_large" if isinstance(cause, media.MediaTooLarge) else "media_unreadable"
 
 

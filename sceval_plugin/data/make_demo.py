@@ -11,6 +11,10 @@ sound together:
 - size: one picture with three shapes of different sizes; one tone, high or low; the question
   names a size to report if the tone has a given pitch, and another otherwise.
 
+Each item's ``category`` is its family, and ``key_frame_index`` names the frame holding the
+answer (frame k for count, the frame shown during the asked tone for order, 0 for the single
+picture of size).
+
 Everything is drawn from a generator seeded by the item number, so the output is identical on
 every machine (PNG frames, 16-bit FLAC audio, one ``items.jsonl``).
 """
@@ -93,7 +97,7 @@ def _count_item(rng: np.random.Generator) -> dict:
         "What colour is the disc in the frame whose number equals the number of beeps?"
     )
     return {"frames": frames, "audio": audio, "question": question, "options": options, "gold_key": gold,
-            "hidden": {"family": "count", "beeps": beeps}}
+            "key_frame_index": beeps - 1, "hidden": {"family": "count", "beeps": beeps}}
 
 
 def _order_item(rng: np.random.Generator) -> dict:
@@ -116,7 +120,8 @@ def _order_item(rng: np.random.Generator) -> dict:
         f"{which}-pitched tone is playing?"
     )
     return {"frames": frames, "audio": audio, "question": question, "options": options, "gold_key": gold,
-            "hidden": {"family": "order", "high_at": high_at, "low_at": low_at, "asked": which}}
+            "key_frame_index": target, "hidden": {"family": "order", "high_at": high_at, "low_at": low_at,
+                                                  "asked": which}}
 
 
 def _size_item(rng: np.random.Generator) -> dict:
@@ -138,7 +143,7 @@ def _size_item(rng: np.random.Generator) -> dict:
         f"otherwise name the colour of the medium-sized shape."
     )
     return {"frames": [canvas], "audio": audio, "question": question, "options": options, "gold_key": gold,
-            "hidden": {"family": "size", "tone": "high" if high else "low", "named": named, "if": condition}}
+            "key_frame_index": 0, "hidden": {"family": "size", "tone": "high" if high else "low", "named": named, "if": condition}}
 
 
 FAMILIES = {"count": _count_item, "order": _order_item, "size": _size_item}
@@ -163,6 +168,8 @@ def generate(out: Path) -> Path:
             rows.append({
                 "sample_id": sample_id,
                 "source": "sceval-demo",
+                "category": family,
+                "key_frame_index": item["key_frame_index"],
                 "question": item["question"],
                 "options": dict(zip("ABCD", item["options"])),
                 "gold_key": item["gold_key"],

@@ -10,6 +10,9 @@ The unified schema (one JSON object per item; a jsonl/parquet row)::
     visual     path of one image, of one video, or a list of frame images (in order)
     audio      path of the audio clip
     context    optional text evidence beyond the question
+    category   optional category within the source (the mismatch probes' category-matched donors)
+    key_frame_index  optional 0-based index of the frame that holds the evidence, in the frame set
+               as decoded (App. F.2); the key-frame position probe needs it
     hidden     optional metadata that no prompt may contain
 
 Media paths are relative to the dataset root and must stay inside it.
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import numbers
 import os
 import string
 from dataclasses import dataclass, field
@@ -49,6 +54,8 @@ class OmniItem:
     root: str
     context: str = ""
     hidden: Mapping[str, Any] = field(default_factory=dict)
+    category: str = ""
+    key_frame_index: int | None = None
 
     @property
     def option_keys(self) -> tuple[str, ...]:
@@ -64,6 +71,10 @@ class OmniItem:
         """The visual evidence as uint8 ``(N, H, W, 3)``: 1 image, up to 8 frames, or a
         video sampled per App. F.2 (see :func:`media.sample_times`). Cached; read-only."""
         return _load_frames(self.sample_id, self.visual).frames
+
+    def frames_at_budget(self, count: int) -> media.Frames:
+        """A video decoded to exactly ``count`` uniformly spaced frames (the frame-budget probe)."""
+        return _load_frames(self.sample_id, self.visual, count)
 
     def frame_times(self) -> tuple[float, ...] | None:
         """Seconds into the clip of each video frame; None for an image or a frame list."""
@@ -172,6 +183,8 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
 
     hidden = mapping_field(row.get("hidden"), sample_id, "hidden")
     context = text_field(row, sample_id, "context")
+    is_video = len(resolved) == 1 and Path(resolved[0]).suffix.lower() in media.VIDEO_SUFFIXES
+    key_frame = key_frame_field(row.get("key_frame_index"), sample_id, None if is_video else len(resolved))
     return OmniItem(
         sample_id=sample_id,
         source=text_field(row, sample_id, "source") or source or "local",
@@ -183,23 +196,43 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
         root=str(root_path.resolve()),
         context=context,
         hidden=hidden,
+        category=text_field(row, sample_id, "category"),
+        key_frame_index=key_frame,
     )
+
+
+def key_frame_field(value: Any, sample_id: str, n_frames: int | None) -> int | None:
+    """``key_frame_index``: absent (None), or a whole number inside the item's frame set. A frame
+    list or an image (``n_frames`` known) is checked here; a video's decoded frame count is checked
+    by :func:`check_media` (it is known only once the clip is sampled)."""
+    if value is None or value == "" or (isinstance(value, numbers.Real) and math.isnan(value)):
+        return None  # parquet and pandas write a missing number as NaN
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and float(value).is_integer():
+        value = int(value)  # ... and whole numbers as floats next to nulls, or as NumPy integers
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise field_error(sample_id, "key_frame_index", f"expected a frame index (0, 1, ...), got {value!r:.40}")
+    if n_frames is not None and value >= n_frames:
+        raise field_error(sample_id, "key_frame_index", f"{value} is past the last of the item's {n_frames} frame(s)")
+    return value
 
 
 def check_media(item: OmniItem) -> None:
     """Decode the item's media once, raising :class:`RecordError` naming the sample and file."""
     try:
-        item.frames()
+        frames = item.frames()
         item.waveform()
     except media.MediaError as exc:
         raise RecordError(f"sample {item.sample_id!r}: {exc}") from exc
+    if item.key_frame_index is not None and item.key_frame_index >= len(frames):
+        raise field_error(item.sample_id, "key_frame_index",
+                          f"{item.key_frame_index} is past the last of the {len(frames)} frames decoded")
 
 
 @functools.lru_cache(maxsize=64)
-def _load_frames(sample_id: str, paths: tuple[str, ...]) -> media.Frames:
+def _load_frames(sample_id: str, paths: tuple[str, ...], exactly: int | None = None) -> media.Frames:
     try:
         if len(paths) == 1 and Path(paths[0]).suffix.lower() in media.VIDEO_SUFFIXES:
-            decoded = media.read_video_frames(paths[0])
+            decoded = media.read_video_frames(paths[0], exactly=exactly)
         else:
             images, notes = zip(*(media.read_image(p) for p in paths))
             if len({im.shape for im in images}) > 1:

@@ -63,6 +63,7 @@ class DiagnosticOptions:
     confidence_values: Mapping[str, float] = field(default_factory=lambda: dict(CONFIDENCE_VALUES))
     variant_ddof: int = 1
     by_source: bool = False  # also write the whole report once per item source
+    trust_reading: str = "donor_gold"  # what "follows the replaced modality" means (metrics.probes.TRUST_READINGS)
 
 
 def appendix_c(trials: pd.DataFrame, samples: pd.DataFrame, summary: pd.DataFrame,

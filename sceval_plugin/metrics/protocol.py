@@ -51,18 +51,25 @@ class ConditionInfo:
     base: str | None = None
     suites: tuple[str, ...] = ()
     role: str = ""
+    probe: tuple | None = None  # (family, probe name, parameter) of a mechanism probe
 
     @property
     def family(self) -> str:
+        """The significance family (one Holm correction each): a probe's is its probe family."""
+        if self.probe is not None:
+            return f"probe_{self.probe[0]}"
         return "controls" if self.block in ("missing", "shortcut", "option_order", "prompt") else (
             "single" if self.block == "single" else self.block)
 
 
 def catalogue_info() -> dict[str, ConditionInfo]:
+    from sceval_plugin import probes
     from sceval_plugin.conditions import catalogue
 
     return {c.id: ConditionInfo(c.id, c.block, tuple((x.modality, x.operator, x.severity) for x in c.corruptions),
-                                c.control, c.option_order, c.base, c.suites, c.role) for c in catalogue()}
+                                c.control, c.option_order, c.base, c.suites, c.role,
+                                c.probe and (probes.get(c.probe.name).family, c.probe.name, c.probe.parameter))
+            for c in catalogue()}
 
 
 # --- per sample and per condition ---------------------------------------------------------------
@@ -514,11 +521,17 @@ def coverage_notes(summary: pd.DataFrame, info: dict[str, ConditionInfo], not_ap
                    model_pairs: bool) -> list[str]:
     """What the logs do not allow computing, in words (each subset of the catalogue gives a report
     with what it can compute; these notes say what is missing and why)."""
+    from sceval_plugin.probes import NOT_APPLICABLE as PROBE_NOT_APPLICABLE
+
     notes = []
     for _, r in not_applicable.iterrows():
-        notes.append(f"{r['condition_id']} ({r['model']}): {r['items']} of {r['items_run']} item(s) have "
-                     f"{NOT_APPLICABLE.get(r['reason'], r['reason'])}; they are left out of {r['condition_id']} "
-                     "and its M_m" + (" (so both are not computed)" if r["items"] == r["items_run"] else ""))
+        control = info.get(r["condition_id"]) is None or info[r["condition_id"]].probe is None
+        words = {**NOT_APPLICABLE, **PROBE_NOT_APPLICABLE}.get(r["reason"], r["reason"])
+        whole = r["items"] == r["items_run"]
+        notes.append(f"{r['condition_id']} ({r['model']}): {r['items']} of {r['items_run']} item(s) have {words}; "
+                     f"they are left out of {r['condition_id']}"
+                     + (" and its M_m" + (" (so both are not computed)" if whole else "") if control
+                        else " (so it is not computed)" if whole else ""))
     block = summary["condition_id"].map(lambda c: info[c].block if c in info else "")
     present = summary.assign(block=block)
     models = set(summary["model"])
@@ -612,6 +625,6 @@ def trials_frame(records: Iterable[dict]) -> pd.DataFrame:
     rows = [(r.get("model") or "unknown", r["condition_id"], r["sample_id"], r["variant"],
              np.nan if r.get("correct") is None else float(r["correct"]), r.get("invalid"),
              r.get("n_options") or 4, r.get("prompt_id"), r.get("dataset"), r.get("parsed_answer_original_key"),
-             r.get("control_not_applicable"))
+             r.get("control_not_applicable") or (r.get("probe") or {}).get("not_applicable"))
             for r in records]
     return pd.DataFrame(rows, columns=list(TRIAL_COLUMNS))

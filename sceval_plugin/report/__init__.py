@@ -19,7 +19,7 @@ import pandas as pd
 from sceval_plugin.metrics.diagnostics import DiagnosticOptions
 from sceval_plugin.metrics.protocol import ConditionInfo, catalogue_info, compute
 from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
-from sceval_plugin.report import diagnostics, plots, tables
+from sceval_plugin.report import diagnostics, plots, probes, tables
 from sceval_plugin.report.reader import ReportError, read_runs
 
 __all__ = ["ReportError", "build_report"]
@@ -88,6 +88,10 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
         # The Appendix-C diagnostics: their own tables, and their entries added to report.json.
         written += diagnostics.write_diagnostics(numbers, trials, info, out, notes, options, everything, b=b,
                                                  seed=seed, delta_single=delta_single)
+        opts = options or DiagnosticOptions()
+        written += probes.write_probes(numbers, trials, info, out, notes, everything, b=b, seed=seed,
+                                       trust_reading=opts.trust_reading, confidence_values=opts.confidence_values,
+                                       figures=figures)
         written.append(write_json(out, everything))
         written += [path for future in pending for path in future.result()]
     return {"written": [str(p) for p in written], "notes": notes, "trials": len(trials),

@@ -49,14 +49,15 @@ def results_for(samples_file: Path) -> Path | None:
 
 # The small trial entry our process_results writes into every line (see tasks/sceval_task.py):
 # the sample id, then the rest ("v", "c", "i", "a", "n", then optional one-letter fields: the
-# stated confidence "f", the item's source "o", and "u", why a control did not apply (the trial is
-# unscored)), whose few distinct values are decoded once.
+# stated confidence "f", the item's source "o", "u", why a control or probe did not apply (the trial
+# is unscored), and a probe's donor "d", the key following the donor's gold "r" and the donor-to-item
+# key map "m"), whose few distinct values are decoded once.
 _TRIAL_KEY = b'"sceval_accuracy": {"s": '
 _STRING = rb'"(?:[^"\\]|\\.)*"'
 _TRIAL = re.compile(rb'(' + _STRING + rb'), ("v": \d+, "c": (?:null|0|1), "i": (?:null|"[a-z_]+"), '
                     rb'"a": (?:null|' + _STRING + rb'), "n": \d+(?:, "[a-z]": (?:null|' + _STRING + rb'))*)\}')
 #: Trial-table columns beyond TRIAL_COLUMNS, read when the logs carry them (missing in older logs).
-EXTRA_COLUMNS = ("confidence", "source")
+EXTRA_COLUMNS = ("confidence", "source", "donor", "follows_donor", "donor_key_map")
 
 
 def _trial_tokens(data: bytes) -> tuple[list, list] | None:
@@ -80,7 +81,10 @@ def _signature(record: dict) -> bytes:
     return json.dumps({"v": record["variant"], "c": record.get("correct"), "i": record.get("invalid"),
                        "a": record.get("parsed_answer_original_key"), "n": record.get("n_options") or 4,
                        "f": record.get("confidence"), "o": record.get("source"),
-                       "u": record.get("control_not_applicable")})[1:-1].encode()
+                       "u": record.get("control_not_applicable") or (record.get("probe") or {}).get("not_applicable"),
+                       "d": (record.get("probe") or {}).get("donor"),
+                       "r": (record.get("probe") or {}).get("follows_donor_key"),
+                       "m": (record.get("probe") or {}).get("donor_key_map")})[1:-1].encode()
 
 
 def _parse_file(path: str) -> tuple[str, dict, tuple]:
@@ -191,7 +195,7 @@ def read_runs(run_dirs: Sequence[str | Path], *, workers: int | None = None, pro
     data["correct"] = np.array([np.nan if f["c"] is None else float(f["c"]) for f in fields])[codes]
     data["n_options"] = np.array([f["n"] for f in fields], dtype=np.int8)[codes]
     for name, key in (("invalid", "i"), ("answer", "a"), ("not_applicable", "u"), ("confidence", "f"),
-                      ("source", "o")):
+                      ("source", "o"), ("donor", "d"), ("follows_donor", "r"), ("donor_key_map", "m")):
         values = [f.get(key) for f in fields]
         categories = sorted({v for v in values if v is not None})
         lookup = np.array([categories.index(v) if v is not None else -1 for v in values], dtype=np.int64)
