@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
+    from c3po_plugin.build.synthesize import SynthesisRegistry
     from c3po_plugin.templates import TemplateRegistry
 
 PROJECT = "c3po"
@@ -33,4 +34,21 @@ def c3po_register_templates(registry: TemplateRegistry) -> None:
     A template's id and name must be new (a clash names both plugins); each template becomes an
     lmms-eval task ``c3po_<snake name>`` and joins its category and tier tasks. Return value is
     ignored.
+    """
+
+
+@hookspec
+def c3po_register_synthesis_backends(registry: SynthesisRegistry) -> None:
+    """Add media synthesis backends for ``c3po build synthesize`` with
+    ``registry.add(kind, name, factory)``: ``kind`` is ``speech``, ``sfx`` or ``image``;
+    ``factory(model=None)`` returns an object with
+
+    - speech: ``speak(text, style, *, key) -> (wave float32, sample_rate)``
+    - sfx: ``sound(prompt, duration_s, *, key) -> (wave float32, sample_rate)``
+    - image: ``draw(caption, *, key) -> uint8 array (H, W, 3)``
+
+    ``key`` is the sample id (seed anything random from it); ``model`` is what follows the
+    name in a ``name:model`` spec. The built-ins (``espeak``, ``procedural``, ``caption-card``,
+    ``qwen3-tts``, ``audioldm2``, ``diffusers``) register through this hook too
+    (:mod:`c3po_plugin.build.synthesize`).
     """
