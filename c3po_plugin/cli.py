@@ -7,6 +7,8 @@
                                                  re-grade finished runs with another judge
     c3po judge-agreement A.jsonl B.jsonl         agreement and Cohen's kappa of two judges per model
     c3po report RUN_DIR... -o OUT/ [--verdicts FILE]
+    c3po build STAGE BUILD_DIR ...               build a benchmark (select, synthesize, sample,
+                                                 import-answers, export: c3po_plugin/build/cli_media.py)
 """
 
 from __future__ import annotations
@@ -143,7 +145,18 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     report.add_argument("--seed", type=int, default=20261129)
     report.set_defaults(func=cmd_report)
+
+    _add_build_command(sub)
     return parser
+
+
+def _add_build_command(sub: argparse._SubParsersAction) -> None:
+    """``c3po build <stage>``: the media stages come from :mod:`c3po_plugin.build.cli_media`."""
+    from c3po_plugin.build.cli_media import add_media_build_commands
+
+    build = sub.add_parser("build", help="build a C3PO benchmark from your own base media, stage by stage")
+    stages = build.add_subparsers(dest="stage", required=True)
+    add_media_build_commands(stages)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -39,6 +39,7 @@ import functools
 from pathlib import Path
 from typing import Any, Callable
 
+from c3po_plugin.build.assemble import project_template_id, template_id_of
 from c3po_plugin.build.ledger import Ledger
 from c3po_plugin.hookspecs import hookimpl
 
@@ -143,7 +144,7 @@ def run_synthesize(build_dir: str | Path, *, speech: str = DEFAULTS["speech"], s
     wanted = _template_filter(templates)
     counts = {"ok": 0, "rejected": 0, "failed": 0, "skipped": 0}
     for sample_id, sample in tqdm(generated.items(), desc="synthesize", unit="sample"):
-        if wanted is not None and sample.get("template_id") not in wanted:
+        if wanted is not None and template_id_of(sample_id, sample) not in wanted:
             continue
         if ledger.settled(sample_id):
             counts["skipped"] += 1
@@ -164,16 +165,7 @@ def run_synthesize(build_dir: str | Path, *, speech: str = DEFAULTS["speech"], s
 
 
 def _template_filter(templates: list[str] | None) -> set[str] | None:
-    if templates is None:
-        return None
-    try:
-        from c3po_plugin.build.specs import template_id
-    except ImportError:  # no spec registry: ids as given, or as the template registry knows them
-        from c3po_plugin.templates import registry as template_registry
-
-        def template_id(key: str) -> str:
-            return template_registry().get(key).id
-    return {template_id(t) for t in templates}
+    return None if templates is None else {project_template_id(t) for t in templates}
 
 
 def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict | None,
@@ -184,7 +176,8 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
     from sceval_plugin import media
     from sceval_plugin.operators import SAMPLE_RATE
 
-    wants_audio, wants_image = needs(sample["template_id"], _path(sample, "base_modality", "type"))
+    template_id = template_id_of(sample_id, sample)
+    wants_audio, wants_image = needs(template_id, _path(sample, "base_modality", "type"))
     out = build_dir / "media" / "items" / sample_id
     data: dict[str, Any] = {"audio": None, "audio_kind": None, "audio_duration_s": None, "image": None,
                             "backends": dict(names)}
@@ -205,7 +198,7 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
                                f"duration {duration!r})")
             wave, rate = backend("sfx").sound(str(prompt), float(duration), key=sample_id)
         else:
-            raise Rejected(f"template {sample['template_id']} needs audio but the audio was typed {kind!r}")
+            raise Rejected(f"template {template_id} needs audio but the audio was typed {kind!r}")
         wave = np.asarray(wave, dtype=np.float32).reshape(-1)
         if rate != SAMPLE_RATE:
             wave = soxr.resample(wave, rate, SAMPLE_RATE).astype(np.float32)
@@ -219,7 +212,7 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
         if isinstance(caption, dict):  # a generator that nests it: {"caption": ...}
             caption = caption.get("caption") or caption.get("description")
         if not caption or not str(caption).strip() or str(caption).strip().lower() == "null":
-            raise Rejected(f"template {sample['template_id']} needs an image but the generator gave no caption")
+            raise Rejected(f"template {template_id} needs an image but the generator gave no caption")
         picture = np.asarray(backend("image").draw(str(caption), key=sample_id), dtype=np.uint8)
         if picture.ndim != 3 or picture.shape[2] != 3:
             raise RuntimeError(f"image backend {names['image']} returned shape {picture.shape}, not (H, W, 3)")
