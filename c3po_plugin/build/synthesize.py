@@ -108,13 +108,13 @@ class Rejected(ValueError):
     """The sample cannot have the media its template needs (a content problem, final)."""
 
 
-def needs(template_id: str, base_modality: str | None = None) -> tuple[bool, bool]:
+def needs(template_id: str) -> tuple[bool, bool]:
     """(needs synthesised audio, needs a synthesised image) for a template: the modalities its
-    items take (:mod:`c3po_plugin.templates`) other than the base."""
+    items take (:mod:`c3po_plugin.templates`) other than its base modality."""
     from c3po_plugin.templates import registry as templates
 
     template = templates().get(template_id)
-    base = base_modality or template.base_modality
+    base = template.base_modality
     return ("audio" in template.modalities and base != "audio", "image" in template.modalities and base != "image")
 
 
@@ -177,7 +177,7 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
     from sceval_plugin.operators import SAMPLE_RATE
 
     template_id = template_id_of(sample_id, sample)
-    wants_audio, wants_image = needs(template_id, _path(sample, "base_modality", "type"))
+    wants_audio, wants_image = needs(template_id)
     out = build_dir / "media" / "items" / sample_id
     data: dict[str, Any] = {"audio": None, "audio_kind": None, "audio_duration_s": None, "image": None,
                             "backends": dict(names)}
