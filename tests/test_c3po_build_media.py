@@ -433,3 +433,28 @@ def test_export_runs_through_lmms_eval_c3po_all(tmp_path):
     assert sorted(r["sample_id"] for r in records) == sorted(by_id)
     assert {r["sample_id"]: r["human_answer"] for r in records}["CC12_000"] == "red"
     assert 0.0 <= summary["results"]["c3po_all"]["c3po_accuracy,none"] <= 1.0
+
+    from test_c3po_lmms import c3po  # the same export through the command line, into another folder
+
+    done = c3po("build", "export", str(build), "-o", str(tmp_path / "again"), "--no-figures", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["ok"] == 5 and (tmp_path / "again" / "items.parquet").is_file()
+    assert not (tmp_path / "again" / "difficulty.png").exists()
+
+
+def test_demo_pool_is_reproducible_and_covers_every_base_modality(tmp_path):
+    from c3po_plugin.build.demo_pool import make_demo_pool
+    from c3po_plugin.templates import registry as templates
+
+    first, second = make_demo_pool(tmp_path / "a"), make_demo_pool(tmp_path / "b")
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    assert all((first / f).read_bytes() == (second / f).read_bytes() for f in files)  # seeded, byte for byte
+    pool = load_pool(first, tmp_path)
+    headers = {it.base_id: pool.header(it) for it in pool.items}
+    assert not [b for b, h in headers.items() if isinstance(h, str)]  # every file decodes
+    assert {json.loads(line)["license"] for line in (first / "annotations.jsonl").read_text().splitlines()} == {"CC0-1.0"}
+    for base in {t.base_modality for t in templates()}:
+        fitting = [it for it in pool.items if it.modality == base or (base == "audio" and headers[it.base_id].has_audio
+                                                                      and it.modality == "video")]
+        assert len(fitting) >= 2, base

@@ -214,6 +214,9 @@ def difficulty_histogram(items: list[BuiltItem], stem: Path) -> list[Path]:
         if n.any():
             ax.bar(scores, n, bottom=bottom, color=colour, label=f"{CATEGORIES[category]} ({n.sum()})")
             bottom += n
+    ax.set_ylim(0, max(1, bottom.max()) * 1.15)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
     ax.set_xticks(scores)
     ax.set_xlim(0.4, 10.6)
     ax.set_xlabel("difficulty score (auditor, 1-10)")
