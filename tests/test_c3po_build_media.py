@@ -110,7 +110,8 @@ def test_select_filters_processes_and_records_broken_files(tmp_path):
     assert "IC01/tiny" not in entries
     pic = entries["IC01/pic1"]["data"]
     assert pic["candidate_id"] == "IC01__pic1" and pic["media"] == {"image": "media/base/IC01__pic1/image.png"}
-    assert pic["source"]["license"] == "CC0-1.0" and pic["annotations"]["caption"] == "a"
+    assert pic["source"] == {"pool": str(pool), "path": "files/pic1.png", "license": "CC0-1.0"}
+    assert pic["annotations"]["caption"] == "a"
     assert (build / pic["media"]["image"]).read_bytes() == (pool / "files/pic1.png").read_bytes()
 
     # CC08: muted and clipped to 1-4 s; the corrupt clip is failed naming the file, never a candidate.

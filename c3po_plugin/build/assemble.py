@@ -56,10 +56,16 @@ def template_id_of(key: str, data: Any = None) -> str:
     return project_template_id(raw)
 
 
-def _text(data: Any, *keys: str) -> str:
+def nested(data: Any, *keys: str) -> Any:
+    """``data[k1][k2]...``, or None where a level is missing or not a mapping."""
     for key in keys:
         data = data.get(key) if isinstance(data, dict) else None
-    return data.strip() if isinstance(data, str) else ""
+    return data
+
+
+def _text(data: Any, *keys: str) -> str:
+    value = nested(data, *keys)
+    return value.strip() if isinstance(value, str) else ""
 
 
 def accepted_items(build_dir: str | Path, templates: set[str] | None = None) -> tuple[list[BuiltItem], list[tuple[str, str]]]:

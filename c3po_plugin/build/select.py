@@ -24,8 +24,8 @@ seeded order are processed by the spec's ``actions`` (:mod:`c3po_plugin.build.pr
 - ``hf:<dataset>``: a ``datasets`` dataset (``save_to_disk`` folder or anything
   ``load_dataset`` reads; split ``train`` unless ``hf:<dataset>@<split>``), or a
   :class:`datasets.Dataset` passed directly. The same columns; the media column is an
-  ``Image``/``Audio``/``Video`` feature (its bytes are written out under the build dir) or a
-  ``path`` column.
+  ``Image``/``Audio``/``Video`` feature (its bytes are written out under
+  ``<build dir>/pool_files/``) or a ``path`` column of absolute paths.
 
 **Match keys** (all must hold): ``tags_any`` (at least one of the tags), ``tags_all`` (every
 one), ``min_duration_s`` / ``max_duration_s`` (probed seconds of a video or audio), ``has_audio``
@@ -82,6 +82,7 @@ class BaseMedia:
     base_id: str
     modality: str
     path: Path
+    listed_path: str  # as the pool lists it (relative to the pool folder / the build dir)
     tags: frozenset[str] = frozenset()
     license: str | None = None
     annotations: Mapping[str, Any] = field(default_factory=dict)
@@ -175,7 +176,6 @@ def _from_dataset(table: Any, name: str, build_dir: Path) -> Pool:
     media_columns = [c for c, f in table.features.items() if isinstance(f, _media_features(datasets))]
     for column in media_columns:
         table = table.cast_column(column, type(table.features[column])(decode=False))
-    out = build_dir / "pool_files"
 
     def rows() -> Iterator[tuple[str, dict, Any]]:
         for number, row in enumerate(table):
@@ -186,8 +186,8 @@ def _from_dataset(table: Any, name: str, build_dir: Path) -> Pool:
                 if value is None:
                     continue
                 row["modality"] = row.get("modality") or _FEATURE_MODALITY[type(table.features[column]).__name__]
-                row["path"] = _materialise(value, out, str(row.get("id", number)), row["modality"], where)
-            yield where, row, Path
+                row["path"] = _materialise(value, build_dir, str(row.get("id", number)), row["modality"], where)
+            yield where, row, lambda rel: build_dir / rel  # an absolute path column stays absolute
     return Pool(name, _items(rows(), name))
 
 
@@ -198,17 +198,19 @@ def _media_features(datasets) -> tuple[type, ...]:
     return tuple(getattr(datasets, n) for n in _FEATURE_MODALITY if hasattr(datasets, n))
 
 
-def _materialise(value: Mapping[str, Any], out: Path, base_id: str, modality: str, where: str) -> str:
+def _materialise(value: Mapping[str, Any], build_dir: Path, base_id: str, modality: str, where: str) -> str:
+    """The file of an undecoded media cell: its bytes written to ``pool_files/`` (the returned
+    path is relative to the build dir), or the path it names."""
     source = value.get("path")
     if value.get("bytes") is None:
         if not source:
             raise PoolError(f"{where}: media column has neither bytes nor a path")
         return source
     suffix = Path(source or "").suffix.lower() or _DEFAULT_SUFFIX[modality]
-    target = out / f"{_file_safe(base_id)}{suffix}"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(value["bytes"])
-    return str(target)
+    target = Path("pool_files") / f"{_file_safe(base_id)}{suffix}"
+    (build_dir / target).parent.mkdir(parents=True, exist_ok=True)
+    (build_dir / target).write_bytes(value["bytes"])
+    return target.as_posix()
 
 
 def _items(rows: Iterable[tuple[str, Mapping[str, Any], Any]], name: str) -> list[BaseMedia]:
@@ -232,7 +234,7 @@ def _items(rows: Iterable[tuple[str, Mapping[str, Any], Any]], name: str) -> lis
         if isinstance(tags, str):
             tags = re.split(r"[;,]", tags)
         extra = {k: v for k, v in row.items() if k not in ("id", "path", "modality", "tags", "license")}
-        items.append(BaseMedia(base_id, modality, path, frozenset(str(t).strip().lower() for t in tags if str(t).strip()),
+        items.append(BaseMedia(base_id, modality, path, rel, frozenset(str(t).strip().lower() for t in tags if str(t).strip()),
                                str(row["license"]) if row.get("license") else None, extra))
     return items
 
@@ -384,7 +386,7 @@ def run_select(build_dir: str | Path, *, pool: str | Path | Any, templates: list
                         problem = problem_with(item, exc)
                 if problem is not None:
                     ledger.record(key, "failed", {"template_id": spec.template_id, "base_id": item.base_id,
-                                                  "path": str(item.path)}, reason=problem)
+                                                  "path": item.listed_path}, reason=problem)
                     counts["failed"] += 1
                     continue
                 ledger.record(key, "ok", data)
@@ -415,7 +417,7 @@ def _select_one(build_dir: Path, spec: Any, item: BaseMedia, actions: list[str],
         "base_modality": spec.base_modality,
         "media": {kind: str(path.relative_to(build_dir)) for kind, path in sorted(done.media.items())},
         "annotations": {"tags": sorted(item.tags), **dict(item.annotations)},
-        "source": {"pool": pool_name, "path": str(item.path), **({"license": item.license} if item.license else {})},
+        "source": {"pool": pool_name, "path": item.listed_path, **({"license": item.license} if item.license else {})},
     }
     if done.frame_times_s is not None:
         data["frame_times_s"] = list(done.frame_times_s)

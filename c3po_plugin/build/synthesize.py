@@ -39,7 +39,7 @@ import functools
 from pathlib import Path
 from typing import Any, Callable
 
-from c3po_plugin.build.assemble import project_template_id, template_id_of
+from c3po_plugin.build.assemble import nested, project_template_id, template_id_of
 from c3po_plugin.build.ledger import Ledger
 from c3po_plugin.hookspecs import hookimpl
 
@@ -118,12 +118,6 @@ def needs(template_id: str) -> tuple[bool, bool]:
     return ("audio" in template.modalities and base != "audio", "image" in template.modalities and base != "image")
 
 
-def _path(data: Any, *keys: str) -> Any:
-    for key in keys:
-        data = data.get(key) if isinstance(data, dict) else None
-    return data
-
-
 def run_synthesize(build_dir: str | Path, *, speech: str = DEFAULTS["speech"], sfx: str = DEFAULTS["sfx"],
                    image: str = DEFAULTS["image"], templates: list[str] | None = None) -> dict:
     """Synthesise the media of every generated sample not yet settled; the stage's counts."""
@@ -186,8 +180,8 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
             raise RuntimeError("no classify entry for this sample yet (run `c3po build classify`)")
         kind = typed.get("kind")
         if kind == "tts":
-            text = typed.get("transcript") or _path(sample, "generated_components", "audio", "transcript")
-            style = typed.get("voice_style_prompt") or _path(sample, "generated_components", "audio", "voice_style_prompt")
+            text = typed.get("transcript") or nested(sample, "generated_components", "audio", "transcript")
+            style = typed.get("voice_style_prompt") or nested(sample, "generated_components", "audio", "voice_style_prompt")
             if not text or not str(text).strip():
                 raise Rejected("audio typed as speech (tts) but the transcript is empty")
             wave, rate = backend("speech").speak(str(text), style, key=sample_id)
@@ -208,7 +202,7 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
         data.update(audio=str(path.relative_to(build_dir)), audio_kind=kind,
                     audio_duration_s=round(len(wave) / SAMPLE_RATE, 3))
     if wants_image:
-        caption = _path(sample, "generated_components", "image")
+        caption = nested(sample, "generated_components", "image")
         if isinstance(caption, dict):  # a generator that nests it: {"caption": ...}
             caption = caption.get("caption") or caption.get("description")
         if not caption or not str(caption).strip() or str(caption).strip().lower() == "null":
