@@ -69,7 +69,8 @@ def make_pool(folder: Path, *, as_csv: bool = False) -> Path:
     media.write_image(folder / "files/tiny.png", rng.integers(0, 255, (40, 50, 3), dtype=np.uint8))
     processing.write_clip(folder / "files/walk.mp4", _frames(12, 1), Fraction(2))  # 6 s, silent
     processing.write_clip(folder / "files/talk.mp4", _frames(12, 2), Fraction(2), _tone(6.0))  # 6 s with sound
-    soundfile.write(str(folder / "files/song.wav"), np.stack([_tone(4.0, rate=44100), _tone(4.0, 660, 44100)], 1), 44100)  # stereo 44.1k
+    stereo = np.stack([_tone(4.0, rate=44100), _tone(4.0, 660, 44100)], 1)
+    soundfile.write(str(folder / "files/song.wav"), stereo, 44100)
     (folder / "files/broken.mp4").write_bytes(b"this is not a video")
     rows = [
         {"id": "pic1", "path": "files/pic1.png", "tags": ["objects", "kitchen"], "license": "CC0-1.0", "caption": "a"},
@@ -286,8 +287,18 @@ def test_synthesize_makes_real_media_and_records_what_it_cannot(tmp_path):
     assert entries["CC12_001"]["status"] == "rejected" and "no caption" in entries["CC12_001"]["reason"]
     assert entries["CC08_002"]["status"] == "failed" and "classify" in entries["CC08_002"]["reason"]
 
+    with pytest.raises(RuntimeError, match="build-gpu"):  # stops before any sample, none marked failed
+        run_synthesize(build, sfx="audioldm2")
+    assert Ledger(build, "synthesize").counts() == {"ok": 6, "rejected": 1, "failed": 1}
     again = run_synthesize(build, templates=["CC08"])  # resumable; the failed one is tried again
     assert again == {"ok": 0, "rejected": 0, "failed": 1, "skipped": 2}
+
+    from c3po_plugin.build.export import run_export
+
+    nothing = run_export(build)  # nothing audited yet: the funnel, but no dataset
+    assert nothing["ok"] == 0 and "no dataset" in nothing["note"] and not (build / "export/items.parquet").exists()
+    assert json.loads((build / "export/funnel.json").read_text())["total"]["candidates"] == \
+        Ledger(build, "select").counts()["ok"]
 
 
 def test_a_missing_gpu_backend_names_the_extra():

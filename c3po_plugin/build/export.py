@@ -57,6 +57,12 @@ histogram (`difficulty.png`) describe how the items were filtered.
 """
 
 
+def _pool_name(item: BuiltItem) -> str:
+    """The pool's name without the builder's folders (``demo``, ``my_pool``, ``hf:user/set``)."""
+    pool = str((item.base.get("source") or {}).get("pool") or "")
+    return pool if pool.startswith("hf:") else Path(pool).name
+
+
 def _row(item: BuiltItem, out: Path, human: str | None) -> dict[str, Any]:
     row: dict[str, Any] = {"sample_id": item.sample_id, "template": item.template_id, "question": item.question,
                            "answer": item.answer, "video": None, "image": None, "audio": None,
@@ -69,7 +75,7 @@ def _row(item: BuiltItem, out: Path, human: str | None) -> dict[str, Any]:
     truth = item.generated.get("ground_truth") or {}
     row["hidden"] = json.dumps({
         "base_id": item.base.get("base_id"), "candidate_id": item.base.get("candidate_id"),
-        "pool": (item.base.get("source") or {}).get("pool"), "license": (item.base.get("source") or {}).get("license"),
+        "pool": _pool_name(item), "license": (item.base.get("source") or {}).get("license"),
         "fit_score": item.audit.get("fit_score"), "evidence_modality": truth.get("evidence_modality"),
         "timestamp_evidence": truth.get("timestamp_evidence"), "audio_kind": item.synthesized.get("audio_kind"),
         "backends": item.synthesized.get("backends"),
@@ -113,15 +119,17 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
         rows.append(row)
         exported.append(item)
         counts["ok"] += 1
+    funnel = funnel_counts(build_dir, {it.sample_id for it in exported}, wanted)
+    written = write_funnel(funnel, out)  # also when nothing was accepted: it shows where items were lost
     if not rows:
-        raise RuntimeError(f"{build_dir}: no accepted item to export ({counts['failed']} accepted samples could "
-                           "not be assembled; see ledger/export.jsonl)")
+        (out / "items.parquet").unlink(missing_ok=True)
+        counts.update(files=[str(p) for p in written], out=None,
+                      note="no accepted item to export: no dataset written (see funnel.md and ledger/export.jsonl)")
+        return counts
     datasets.Dataset.from_list(rows).to_parquet(str(out / "items.parquet"))
-    pools = sorted({str((it.base.get("source") or {}).get("pool")) for it in exported})
+    pools = sorted({_pool_name(it) for it in exported})
     (out / "README.md").write_text(CARD.format(pools=", ".join(pools), n=len(rows),
                                                templates=len({it.template_id for it in exported})), encoding="utf-8")
-    funnel = funnel_counts(build_dir, {it.sample_id for it in exported}, wanted)
-    written = write_funnel(funnel, out)
     if figures:
         written += difficulty_histogram(exported, out / "difficulty")
     counts["files"] = [str(p) for p in written]

@@ -168,6 +168,7 @@ class ProceduralSfx:
         found = families(text)
         wave = sum((_layer(f, rng, n, count, text) for f in found[:2]), np.zeros(n)) if found else 0.3 * _pink(rng, n)
         peak = np.abs(wave).max()
-        level = 0.9 if re.search(r"\bloud\w*\b", text) else 0.35 if re.search(r"\b(soft|faint|distant|distance|quiet)\w*", text) else 0.7
+        quiet = re.search(r"\b(soft|faint|distant|distance|quiet)\w*", text)
+        level = 0.9 if re.search(r"\bloud\w*\b", text) else 0.35 if quiet else 0.7
         wave = wave / peak * level if peak > 0 else wave
         return wave.astype(np.float32), SAMPLE_RATE

@@ -128,12 +128,9 @@ def run_synthesize(build_dir: str | Path, *, speech: str = DEFAULTS["speech"], s
     typed = Ledger(build_dir, "classify").ok()
     ledger = Ledger(build_dir, STAGE)
     names = {"speech": speech, "sfx": sfx, "image": image}
-    backends: dict[str, Any] = {}  # made on first use: a build without SFX never loads an SFX model
-
-    def backend(kind: str) -> Any:
-        if kind not in backends:
-            backends[kind] = registry().make(kind, names[kind])
-        return backends[kind]
+    # Made before any sample, so an unknown name or a missing extra stops the stage with its error
+    # instead of failing every sample; the real models load only when first called.
+    backends = {kind: registry().make(kind, name) for kind, name in names.items()}
 
     wanted = _template_filter(templates)
     counts = {"ok": 0, "rejected": 0, "failed": 0, "skipped": 0}
@@ -144,7 +141,7 @@ def run_synthesize(build_dir: str | Path, *, speech: str = DEFAULTS["speech"], s
             counts["skipped"] += 1
             continue
         try:
-            data = _synthesize_one(build_dir, sample_id, sample, typed.get(sample_id), backend, names)
+            data = _synthesize_one(build_dir, sample_id, sample, typed.get(sample_id), backends, names)
         except Rejected as exc:
             ledger.record(sample_id, "rejected", reason=str(exc))
             counts["rejected"] += 1
@@ -163,7 +160,7 @@ def _template_filter(templates: list[str] | None) -> set[str] | None:
 
 
 def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict | None,
-                    backend: Callable[[str], Any], names: dict[str, str]) -> dict:
+                    backends: dict[str, Any], names: dict[str, str]) -> dict:
     import numpy as np
     import soxr
 
@@ -184,13 +181,13 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
             style = typed.get("voice_style_prompt") or nested(sample, "generated_components", "audio", "voice_style_prompt")
             if not text or not str(text).strip():
                 raise Rejected("audio typed as speech (tts) but the transcript is empty")
-            wave, rate = backend("speech").speak(str(text), style, key=sample_id)
+            wave, rate = backends["speech"].speak(str(text), style, key=sample_id)
         elif kind == "sfx":
             prompt, duration = typed.get("sfx_prompt"), typed.get("duration_s")
             if not prompt or not duration:
                 raise Rejected(f"audio typed as sfx without a prompt or duration (prompt {prompt!r}, "
                                f"duration {duration!r})")
-            wave, rate = backend("sfx").sound(str(prompt), float(duration), key=sample_id)
+            wave, rate = backends["sfx"].sound(str(prompt), float(duration), key=sample_id)
         else:
             raise Rejected(f"template {template_id} needs audio but the audio was typed {kind!r}")
         wave = np.asarray(wave, dtype=np.float32).reshape(-1)
@@ -207,7 +204,7 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
             caption = caption.get("caption") or caption.get("description")
         if not caption or not str(caption).strip() or str(caption).strip().lower() == "null":
             raise Rejected(f"template {template_id} needs an image but the generator gave no caption")
-        picture = np.asarray(backend("image").draw(str(caption), key=sample_id), dtype=np.uint8)
+        picture = np.asarray(backends["image"].draw(str(caption), key=sample_id), dtype=np.uint8)
         if picture.ndim != 3 or picture.shape[2] != 3:
             raise RuntimeError(f"image backend {names['image']} returned shape {picture.shape}, not (H, W, 3)")
         data["image"] = str(media.write_image(out / "image.png", picture).relative_to(build_dir))
