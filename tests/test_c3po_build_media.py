@@ -301,6 +301,21 @@ def test_synthesize_makes_real_media_and_records_what_it_cannot(tmp_path):
         Ledger(build, "select").counts()["ok"]
 
 
+def test_backends_register_through_the_hook_and_clashes_name_both_plugins():
+    from c3po_plugin.build.synthesize import SynthesisRegistry, c3po_register_synthesis_backends
+    from sceval_plugin.plugins import PluginError
+
+    assert {k: registry().names(k) for k in ("speech", "sfx", "image")} == {
+        "speech": ["espeak", "qwen3-tts"], "sfx": ["audioldm2", "procedural"], "image": ["caption-card", "diffusers"]}
+    mine = SynthesisRegistry()
+    c3po_register_synthesis_backends(mine)  # the built-ins' own hook implementation
+    mine._plugin = "'my_tts' (distribution my-tts 1.0)"
+    with pytest.raises(PluginError, match=r"speech backend 'espeak' is registered by two plugins: .*my_tts"):
+        mine.add("speech", "espeak", object)
+    with pytest.raises(PluginError, match="kind 'video'"):
+        mine.add("video", "sora", object)
+
+
 def test_a_missing_gpu_backend_names_the_extra():
     with pytest.raises(RuntimeError, match=r"build-gpu"):
         registry().make("sfx", "audioldm2")
