@@ -1,4 +1,5 @@
-"""C3PO's plugin host: the built-in templates first, then every ``c3po`` entry point."""
+"""C3PO's plugin host: the built-in templates and synthesis backends first, then every ``c3po``
+entry point."""
 
 from __future__ import annotations
 
@@ -7,5 +8,6 @@ from sceval_plugin.plugins import PluginHost
 
 DISABLE_AUTOLOAD_ENV = "C3PO_DISABLE_PLUGIN_AUTOLOAD"
 STRICT_ENV = "C3PO_STRICT_PLUGINS"
-BUILTIN_PLUGINS = ("c3po_plugin.templates", "c3po_plugin.build.specs")
+
+BUILTIN_PLUGINS = ("c3po_plugin.templates", "c3po_plugin.build.specs", "c3po_plugin.build.synthesize")
 HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, DISABLE_AUTOLOAD_ENV, STRICT_ENV)

@@ -6,7 +6,7 @@ answer). Perception is :mod:`.reference`'s: :func:`find_shapes` (colour, kind, s
 each saturated blob) and :func:`find_tones` (loud events with their start, length and pitch;
 "high" above ``HIGH_PITCH_HZ``).
 
-The question grammar (what the demo generator, :mod:`c3po_plugin.generation`, writes), tried in
+The question grammar (what the demo generator, :mod:`c3po_plugin.data.make_demo`, writes), tried in
 this order, first match wins:
 
 ===================================  ==========================================================

@@ -15,7 +15,7 @@ from PIL import Image
 from c3po_plugin import prompts
 from c3po_plugin.data.records import C3POItem, check_media
 from c3po_plugin.data.sources import DEMO_DIR, load_source
-from c3po_plugin.generation import generate
+from c3po_plugin.data.make_demo import generate
 from c3po_plugin.grading import exact_match
 from c3po_plugin.templates import BUILTIN, registry
 from faultline_eval.model_wrappers.reference import answer_messages, answer_visuals

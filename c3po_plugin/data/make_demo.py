@@ -1,4 +1,4 @@
-"""Generate C3PO's embedded demo set (synthetic, CC0): ``python -m c3po_plugin.generation OUT``.
+"""Generate C3PO's embedded demo set (synthetic, CC0): ``python -m c3po_plugin.data.make_demo OUT``.
 
 A toy world that a signal-processing model can perceive, with one or two items for each of
 the 25 templates (:mod:`c3po_plugin.templates`), so every category and tier is covered:
@@ -562,7 +562,7 @@ def generate(out: Path) -> Path:
         if item.get("human_answer"):
             row_["human_answer"] = item["human_answer"]
         row_["source"] = "c3po-demo"
-        row_["hidden"] = {**item.get("hidden", {}), "license": LICENSE, "generator": "c3po_plugin.generation"}
+        row_["hidden"] = {**item.get("hidden", {}), "license": LICENSE, "generator": "c3po_plugin.data.make_demo"}
         rows.append(row_)
     items = out / "items.jsonl"
     items.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
