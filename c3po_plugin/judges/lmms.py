@@ -16,7 +16,8 @@ Judge settings, given among the model arguments and removed before lmms-eval see
                              model id contains "thinking", as Qwen3-Omni-30B-A3B-Thinking does)
 
 Failures the model reports through :mod:`sceval_plugin.telemetry` (API errors after retries,
-refusals), replies cut mid-thought and replies that are neither YES nor NO become judge errors
+refusals), replies cut mid-thought and replies that are not a label of the request's scale (YES/NO,
+or the graded scale's CORRECT/PARTIAL/INCORRECT/UNANSWERABLE) become judge errors
 (:func:`~c3po_plugin.judges.prompt.parse_reply`), never YES.
 """
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from c3po_plugin.judges.base import JudgeRequest, Verdict
-from c3po_plugin.judges.prompt import PROMPT_VERSION, SYSTEM, parse_reply, user_text
+from c3po_plugin.judges.prompt import PROMPT_VERSION, parse_reply, system_prompt, user_text
 
 TASK, SPLIT = "c3po_judge", "test"
 DEFAULT_MAX_NEW_TOKENS = 4096
@@ -42,7 +43,7 @@ def _c3po_task():
 # A judge doc holds the C3POItem itself (its list of docs never leaves this process), or None.
 def doc_to_messages(doc: dict) -> list[dict]:
     media = _c3po_task().media_content(doc["item"]) if doc["item"] is not None else []
-    return [{"role": "system", "content": [{"type": "text", "text": SYSTEM}]},
+    return [{"role": "system", "content": [{"type": "text", "text": doc["system"]}]},
             {"role": "user", "content": media + [{"type": "text", "text": doc["text"]}]}]
 
 
@@ -113,6 +114,7 @@ class LmmsJudge:
             self._counter += 1
             docs.append({"row_id": f"{TASK}/{request.sample_id}/{self._counter}", "dataset": TASK,
                          "text": user_text(request, with_media=self.sees_media), "expects_json": False,
+                         "system": system_prompt(request.scale), "scale": request.scale,
                          "item": request.item if self.sees_media else None})
             asked.append(i)
         if not docs:
@@ -123,7 +125,7 @@ class LmmsJudge:
         instances = []
         for doc_id, doc in enumerate(docs):
             legend = _c3po_task().attachment_legend(doc["item"]) + "\n" if doc["item"] is not None else ""
-            context = f"{SYSTEM}\n\n{legend}{doc['text']}"
+            context = f"{doc['system']}\n\n{legend}{doc['text']}"
             args = ((context, dict(gen_kwargs), doc_to_visual, doc_id, TASK, SPLIT) if simple
                     else (context, doc_to_messages, dict(gen_kwargs), doc_id, TASK, SPLIT))
             instances.append(Instance("generate_until", args, idx=0,
@@ -144,6 +146,6 @@ class LmmsJudge:
             if call is not None and call.failure:
                 verdicts[i] = Verdict(None, self.judge_id, raw=text, error=f"{call.failure}: {call.detail}")
                 continue
-            value, error = parse_reply(text, thinking=self.thinking)
+            value, error = parse_reply(text, thinking=self.thinking, scale=doc["scale"])
             verdicts[i] = Verdict(value, self.judge_id, raw=text.strip(), error=error)
         return verdicts  # type: ignore[return-value]
