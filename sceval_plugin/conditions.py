@@ -36,7 +36,7 @@ CONTROLS = {
     "shortcut_visual_audio": "media and options with a generic instruction instead of the question",
     "shortcut_options_only": "the option strings only: no question, no context, no media",
 }
-BLOCKS = ("clean", "single", "tv", "ta", "va", "tva", "missing", "shortcut", "option_order", "prompt")
+BLOCKS = ("clean", "single", "tv", "ta", "va", "tva", "missing", "shortcut", "option_order", "prompt", "no_option")
 
 
 @dataclass(frozen=True)

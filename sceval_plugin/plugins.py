@@ -161,6 +161,7 @@ BUILTIN_PLUGINS = (
     "sceval_plugin.operators.vision",
     "sceval_plugin.operators.audio",
     "sceval_plugin.conditions",
+    "sceval_plugin.no_option",
 )
 HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, DISABLE_AUTOLOAD_ENV, STRICT_ENV)
 

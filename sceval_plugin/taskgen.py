@@ -34,6 +34,10 @@ def tags(condition: Condition) -> list[str]:
         out.append("sceval_controls")
     if condition.block == "prompt":
         out.append("sceval_prompts")
+    from sceval_plugin import no_option
+
+    if no_option.in_tag(condition):
+        out.append(no_option.TAG)
     return out + ["sceval_all"]
 
 
