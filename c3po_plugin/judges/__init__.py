@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from c3po_plugin.grading import abstains, exact_match, partial_overlap
-from c3po_plugin.judges.base import INCORRECT, NO, PARTIAL, UNANSWERABLE, Judge, JudgeRequest, Verdict, positive
+from c3po_plugin.judges.base import PARTIAL, UNANSWERABLE, Judge, JudgeRequest, Verdict, negative, positive
 from c3po_plugin.judges.cache import VerdictCache, verdict_key
 
 JUDGE_ENV = "C3PO_JUDGE"
@@ -55,8 +55,7 @@ class ExactOnly:
             if ruled is not None:
                 verdicts.append(Verdict(ruled.value, self.judge_id, raw=ruled.raw))
             else:
-                verdicts.append(Verdict(NO if request.scale == "equivalence" else INCORRECT, self.judge_id,
-                                        raw="exact match failed"))
+                verdicts.append(Verdict(negative(request.scale), self.judge_id, raw="exact match failed"))
         return verdicts
 
 

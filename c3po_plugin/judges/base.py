@@ -30,7 +30,7 @@ def positive(scale: str) -> str:
 
 def negative(scale: str) -> str:
     """The label of ``scale`` for a plain wrong answer (NO, INCORRECT)."""
-    return SCALES[scale][1] if scale == "equivalence" else INCORRECT
+    return NO if scale == "equivalence" else INCORRECT
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Judge verdicts cached on disk, keyed by everything the judge sees: judge id (backend, model
-and verdict-changing settings), prompt version, the scale (equivalence or graded), question, gold answer, normalised prediction, the
-sample description (template logic, text evidence) and, for a judge that sees media, the
-SHA-256 of each media file. Re-running a task or re-grading a run never asks twice, and two
+and verdict-changing settings), prompt version, question, gold answer, normalised prediction, the
+sample description (template logic, text evidence), for a judge that sees media the SHA-256 of
+each media file and, on the graded scale, the scale and its prompt version. Re-running a task or re-grading a run never asks twice, and two
 requests that differ in any of these never share a verdict.
 
 It is SCEval's reply store (:class:`sceval_plugin.store.ReplyStore`: append-only JSONL,

@@ -55,9 +55,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
