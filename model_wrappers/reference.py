@@ -194,11 +194,11 @@ def answer_freely(question: str, frames: list[np.ndarray], wave: np.ndarray | No
 
 def _reply(text: str, frames: list[np.ndarray], wave: np.ndarray | None) -> str:
     """The SCEval reply to a prompt: a free-form answer when the prompt says no options are given."""
-    from sceval_plugin.prompts import NO_OPTION_CUE
+    from sceval_plugin.prompts import NO_OPTION, NO_OPTION_CUE
 
     question, options = read_prompt(text)
     if NO_OPTION_CUE in text:  # no options: the answer format follows the question
-        return json.dumps(answer_freely(question.split("\nReply with", 1)[0], frames, wave))
+        return json.dumps(answer_freely(question.split(NO_OPTION.answer_format, 1)[0], frames, wave))
     return json.dumps(decide(question, options, frames, wave))
 
 

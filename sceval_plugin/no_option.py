@@ -37,7 +37,7 @@ import os
 import threading
 from typing import TYPE_CHECKING
 
-from sceval_plugin.conditions import BLOCKS, Condition, ConditionRegistry, _replace
+from sceval_plugin.conditions import Condition, ConditionRegistry, _replace
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.parsing import _FENCE, _json_objects
 
@@ -45,8 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from c3po_plugin.judges.base import JudgeRequest
     from sceval_plugin.data.records import OmniItem
 
-BLOCK = "no_option"
-assert BLOCK in BLOCKS
+BLOCK = "no_option"  # one of sceval_plugin.conditions.BLOCKS
 #: Table 35's rows (drop_words@70, noise@70, TV t30/v70, TV t70/v70, TVA t30/v70/a30) and clean.
 NO_OPTION_BASES = (
     "clean", "single_drop_words_t70", "single_noise_v70", "bi_tv_drop_words_noise_t30_v70",

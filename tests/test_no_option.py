@@ -45,6 +45,19 @@ def test_the_no_option_prompt_shows_no_options_but_the_same_question():
     assert '"evidence"' in text
 
 
+def test_the_reference_model_answers_freely_and_says_when_it_cannot_tell():
+    from faultline_eval.model_wrappers.reference import CANNOT_TELL, answer_messages, decide
+
+    row = _rows("no_option_clean", limit=1)[0]
+    item = sceval_task._item(row["item"])
+    reply = json.loads(answer_messages(sceval_task.doc_to_messages({**row, "released": False})))
+    assert reply["answer"] == dict(item.options)[item.gold_key] and reply["evidence"]
+    blind = json.loads(answer_messages([{"role": "user", "content": [
+        {"type": "text", "text": sceval_task.doc_to_text({**row, "released": False})}]}]))
+    assert blind["answer"] == CANNOT_TELL  # no frames, no audio: nothing to describe
+    assert decide(item.question, list(item.options), [], None)["answer"] in dict(item.options)  # MC guesses
+
+
 def _rows(condition_id: str, limit: int | None = None) -> list[dict]:
     rows, _ = sceval_task.build_rows(catalogue().get(condition_id))
     return rows[:limit] if limit else rows
