@@ -242,6 +242,8 @@ def test_transfer_delta_recomputed_by_hand():
     # scorer 1 grades c PARTIAL on clean: clean 1,1,0; cell 0,0,1 -> drops 1,1,-1
     assert row["no_option_drop_scorer_1"] == pytest.approx(1 / 3)
     assert row["transfer_low"] <= row["transfer"] <= row["transfer_high"]
+    # McNemar on per-sample scores >= 0.5: MC a stays right (0.5), b and c turn wrong: b=2, c=0
+    assert row["p_mcnemar_mc"] == pytest.approx(0.5)
     half = transfer_table(mc, no, catalogue_info(), b=50, partial_credit=0.5).set_index("condition").loc[cell]
     assert half["no_option_drop"] == pytest.approx((1 + 0.5 + 0) / 3)
 

@@ -19,8 +19,9 @@ manifest (the embedded demo) nothing is removed and the subset is every sample t
 share. Per sample, a condition's score is its mean over variants with an invalid output counted
 as wrong (a model that stops answering under corruption is not excused by it), so the three
 differences are paired per sample; 95 % bootstrap intervals come from the shared resampling of
-:mod:`sceval_plugin.metrics.stats`, as does a bootstrap p-value for Δ ≠ 0, Holm-adjusted over
-each model's rows (one family per model).
+:mod:`sceval_plugin.metrics.stats`. Each drop gets the headline's exact McNemar test (per-sample
+score >= 0.5) and Δ a bootstrap p-value for Δ ≠ 0; each kind is Holm-adjusted over a model's
+rows (one family per model).
 
 Inter-scorer agreement: per model and no-option condition, the share of graded trials on which
 the two scorers give the same label and Cohen's κ over the four labels
@@ -39,6 +40,7 @@ from sceval_plugin.metrics.stats import (
     bootstrap_means,
     bootstrap_p_value,
     holm,
+    paired_comparisons,
     percentile_interval,
     resample_weights,
 )
@@ -47,9 +49,9 @@ LABELS = ("CORRECT", "PARTIAL", "INCORRECT", "UNANSWERABLE")
 NO_OPTION_COLUMNS = ("model", "condition_id", "sample_id", "variant", "label_1", "label_2", "exact_match",
                      "invalid", "judge_1", "judge_2")
 TRANSFER_COLUMNS = ["model", "condition", "row", "n_shared", "mc_clean", "mc_cell", "mc_drop", "mc_drop_low",
-                    "mc_drop_high", "no_option_clean", "no_option_cell", "no_option_drop", "no_option_drop_low",
-                    "no_option_drop_high", "transfer", "transfer_low", "transfer_high", "p_bootstrap", "p_holm",
-                    "no_option_drop_scorer_1"]
+                    "mc_drop_high", "p_mcnemar_mc", "p_holm_mc", "no_option_clean", "no_option_cell", "no_option_drop",
+                    "no_option_drop_low", "no_option_drop_high", "p_mcnemar_no_option", "p_holm_no_option",
+                    "transfer", "transfer_low", "transfer_high", "p_bootstrap", "p_holm", "no_option_drop_scorer_1"]
 
 
 def row_name(condition) -> str:
@@ -111,22 +113,28 @@ def transfer_table(trials: pd.DataFrame, no_option: pd.DataFrame, info: dict, *,
                 continue
             mc_c, mc_x, no_c, no_x = (s.reindex(shared).to_numpy(float) for s in four)
             s1_c, s1_x = (scores(no[1], condition_id(c)).reindex(shared).to_numpy(float) for c in ("clean", base))
-            per_sample = np.stack([mc_c - mc_x, no_c - no_x, (no_c - no_x) - (mc_c - mc_x)])
-            boot = bootstrap_means(per_sample, resample_weights(len(shared), b=b, seed=seed))
-            low, high = percentile_interval(boot)
-            means = per_sample.mean(axis=1)
+            weights = resample_weights(len(shared), b=b, seed=seed)
+            # the two drops: paired bootstrap and exact McNemar (per-sample score >= 0.5), as the headline
+            mc_cmp, no_cmp = paired_comparisons(np.stack([mc_c, no_c]), np.stack([mc_x, no_x]),
+                                                np.stack([mc_c, no_c]) >= 0.5, np.stack([mc_x, no_x]) >= 0.5, weights)
+            delta = bootstrap_means((no_c - no_x) - (mc_c - mc_x), weights)
+            low, high = percentile_interval(delta)
             rows.append({
                 "model": model, "condition": base, "row": row_name(info[base]), "n_shared": len(shared),
-                "mc_clean": mc_c.mean(), "mc_cell": mc_x.mean(), "mc_drop": means[0], "mc_drop_low": low[0],
-                "mc_drop_high": high[0], "no_option_clean": no_c.mean(), "no_option_cell": no_x.mean(),
-                "no_option_drop": means[1], "no_option_drop_low": low[1], "no_option_drop_high": high[1],
-                "transfer": means[2], "transfer_low": low[2], "transfer_high": high[2],
-                "p_bootstrap": float(bootstrap_p_value(boot[2])[0]), "p_holm": np.nan,
+                "mc_clean": mc_cmp.mean_a, "mc_cell": mc_cmp.mean_b, "mc_drop": mc_cmp.diff,
+                "mc_drop_low": mc_cmp.ci_low, "mc_drop_high": mc_cmp.ci_high, "p_mcnemar_mc": mc_cmp.p_mcnemar,
+                "no_option_clean": no_cmp.mean_a, "no_option_cell": no_cmp.mean_b, "no_option_drop": no_cmp.diff,
+                "no_option_drop_low": no_cmp.ci_low, "no_option_drop_high": no_cmp.ci_high,
+                "p_mcnemar_no_option": no_cmp.p_mcnemar, "transfer": no_cmp.diff - mc_cmp.diff,
+                "transfer_low": float(low[0]), "transfer_high": float(high[0]),
+                "p_bootstrap": float(bootstrap_p_value(delta)[0]),
                 "no_option_drop_scorer_1": float(np.mean(s1_c - s1_x)),
             })
     table = pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
-    for _, index in table.groupby("model").groups.items():  # one Holm family per model
-        table.loc[index, "p_holm"] = holm(table.loc[index, "p_bootstrap"].to_numpy())
+    for _, index in table.groupby("model").groups.items():  # one Holm family per model and p-value kind
+        for p, adjusted in (("p_mcnemar_mc", "p_holm_mc"), ("p_mcnemar_no_option", "p_holm_no_option"),
+                            ("p_bootstrap", "p_holm")):
+            table.loc[index, adjusted] = holm(table.loc[index, p].to_numpy())
     return table
 
 

@@ -43,9 +43,10 @@ def read_no_option(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
     return no_option_frame(records)
 
 
-def _interval(mean: float, low: float, high: float) -> str:
-    """``48.9 [32.2, 65.6]``: a difference in points with its interval."""
-    return f"{100 * mean:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+def _column(table: pd.DataFrame, name: str, p_holm: str) -> list[str]:
+    """``48.9 [32.2, 65.6]**``: a difference in points, its interval and its Holm-adjusted mark."""
+    return [f"{100 * m:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]{tables._mark(p)}" for m, lo, hi, p in
+            table[[name, f"{name}_low", f"{name}_high", p_holm]].itertuples(index=False)]
 
 
 def write_no_option(trials: pd.DataFrame, info: dict, run_dirs, out: Path, notes: list[str], everything: dict, *,
@@ -65,6 +66,7 @@ def write_no_option(trials: pd.DataFrame, info: dict, run_dirs, out: Path, notes
         "subset": "samples with trials in MC clean, MC cell, no-option clean and no-option cell (the manifest "
                   "removes invalid, unanswerable and not gold-preserved trials at build time)",
         "partial_credit": 0.0,
+        "trials": int(len(frame)),
     }
     written = []
     if transfer.empty:
@@ -73,20 +75,16 @@ def write_no_option(trials: pd.DataFrame, info: dict, run_dirs, out: Path, notes
     else:
         shown = pd.DataFrame({
             "model": transfer["model"], "condition": transfer["row"], "n": transfer["n_shared"],
-            "MC drop (pp)": [_interval(m, lo, hi) for m, lo, hi in
-                             transfer[["mc_drop", "mc_drop_low", "mc_drop_high"]].itertuples(index=False)],
-            "no-option drop (pp)": [_interval(m, lo, hi) for m, lo, hi in
-                                    transfer[["no_option_drop", "no_option_drop_low", "no_option_drop_high"]]
-                                    .itertuples(index=False)],
-            "transfer Δ (pp)": [_interval(m, lo, hi) for m, lo, hi in
-                                transfer[["transfer", "transfer_low", "transfer_high"]].itertuples(index=False)],
-            "p (Holm)": [f"{p:.3f}" if p >= 0.001 else "<0.001" for p in transfer["p_holm"]],
+            "MC drop (pp)": _column(transfer, "mc_drop", "p_holm_mc"),
+            "no-option drop (pp)": _column(transfer, "no_option_drop", "p_holm_no_option"),
+            "transfer Δ (pp)": _column(transfer, "transfer", "p_holm"),
         })
         names = "; ".join(f"scorer 1 {first}, scorer 2 {second}" for first, second in scorers)
         written += tables.write_table(
             out, "no_option_transfer", shown, transfer,
             "No-option generation control (Table 35): clean-to-corrupted drop on the shared gold-preserved subset "
-            f"(n samples), 95% bootstrap intervals; transfer Δ = no-option drop − MC drop; graded by {names}")
+            "(n samples), 95% bootstrap intervals; transfer Δ = no-option drop − MC drop; * p<.05, ** p<.01 (drops: "
+            f"McNemar, Δ: bootstrap; Holm within model); graded by {names}")
     if not agreement.empty:
         shown = agreement.assign(**{c: agreement[c].map(lambda x: "–" if pd.isna(x) else f"{x:.3f}")
                                     for c in ("agreement", "kappa", "kappa_without_exact_match")})
