@@ -20,6 +20,7 @@ from c3po_plugin.judges.prompt import parse_reply, parse_verdict
 from faultline_eval.tasks import sceval_task
 from sceval_plugin import no_option
 from sceval_plugin.conditions import catalogue
+from sceval_plugin.data.manifest import Manifest
 from sceval_plugin.metrics.no_option import agreement_table, no_option_frame, transfer_table
 from sceval_plugin.metrics.protocol import catalogue_info, trials_frame
 
@@ -246,6 +247,11 @@ def test_transfer_delta_recomputed_by_hand():
     assert row["p_mcnemar_mc"] == pytest.approx(0.5)
     half = transfer_table(mc, no, catalogue_info(), b=50, partial_credit=0.5).set_index("condition").loc[cell]
     assert half["no_option_drop"] == pytest.approx((1 + 0.5 + 0) / 3)
+    # a manifest set at report time: b's noise@70 cell does not preserve the gold -> subset a, c
+    manifest = Manifest(cells={("b", "noise", 70, 0): {"gold_preserved": False}})
+    kept = transfer_table(mc, no, catalogue_info(), b=50, manifest=manifest).set_index("condition").loc[cell]
+    assert kept["n_shared"] == 2 and kept["mc_drop"] == pytest.approx(1.5 / 2)
+    assert kept["no_option_drop"] == pytest.approx(1 / 2)
 
 
 def test_agreement_table_counts_labels_and_kappa():

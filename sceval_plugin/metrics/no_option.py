@@ -13,7 +13,8 @@ All three are computed on the **shared gold-preserved subset** (Table 33: "the n
 evaluated only on a shared gold-preserved subset"): the samples that have trials in all four
 runs (MC clean, MC cell, no-option clean, no-option cell). The annotation manifest
 (``SCEVAL_MANIFEST``) removes, at task build time, every trial whose sample is invalid or
-unanswerable or whose cell is not gold-preserving (:mod:`sceval_plugin.data.manifest`), so a
+unanswerable or whose cell is not gold-preserving (:mod:`sceval_plugin.data.manifest`), and
+``sceval report`` applies the manifest set when it runs once more (runs made without it), so a
 sample present in all four is valid and gold-preserved in both clean and the cell. Without a
 manifest (the embedded demo) nothing is removed and the subset is every sample the four runs
 share. Per sample, a condition's score is its mean over variants with an invalid output counted
@@ -87,13 +88,29 @@ def _sample_scores(frame: pd.DataFrame, value: np.ndarray) -> pd.Series:
     return keyed.groupby(["model", "condition_id", "sample_id"])["value"].mean()
 
 
+def gold_preserved(frame: pd.DataFrame, manifest) -> pd.DataFrame:
+    """The trials of ``frame`` the annotation manifest keeps (all of them without one): the same
+    rule the tasks apply when they are built (:meth:`~sceval_plugin.data.manifest.Manifest.exclusion_reason`),
+    for runs made before the manifest was set."""
+    if manifest is None or frame.empty:
+        return frame
+    from sceval_plugin.conditions import catalogue
+
+    registry = catalogue()
+    keep = [cid not in registry or manifest.exclusion_reason(str(sample), registry.get(cid), int(variant)) is None
+            for cid, sample, variant in zip(frame["condition_id"].astype(str), frame["sample_id"], frame["variant"])]
+    return frame[np.asarray(keep, dtype=bool)]
+
+
 def transfer_table(trials: pd.DataFrame, no_option: pd.DataFrame, info: dict, *, partial_credit: float = 0.0,
-                   b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> pd.DataFrame:
+                   manifest=None, b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> pd.DataFrame:
     """Table 35 per model (see the module docstring). ``trials``: the multiple-choice trial table
     (:data:`~sceval_plugin.metrics.protocol.TRIAL_COLUMNS`); ``no_option``: :func:`no_option_frame`;
-    ``info``: condition id -> ConditionInfo. Rows whose four runs share no sample are left out."""
+    ``info``: condition id -> ConditionInfo; ``manifest``: an annotation manifest applied again
+    (:func:`gold_preserved`). Rows whose four runs share no sample are left out."""
     from sceval_plugin.no_option import NO_OPTION_BASES, condition_id
 
+    trials, no_option = gold_preserved(trials, manifest), gold_preserved(no_option, manifest)
     mc = _sample_scores(trials, trials["correct"].fillna(0.0).to_numpy(float))
     no = {k: _sample_scores(no_option, _credit(no_option[f"label_{k}"].where(no_option["invalid"].isna()),
                                                   partial_credit)) for k in (1, 2)}

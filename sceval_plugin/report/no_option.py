@@ -57,14 +57,17 @@ def write_no_option(trials: pd.DataFrame, info: dict, run_dirs, out: Path, notes
     frame = read_no_option(run_dirs)
     if frame.empty:
         return []
-    transfer = transfer_table(trials, frame, info, b=b, seed=seed)
+    from sceval_plugin.data.manifest import current_manifest
+
+    transfer = transfer_table(trials, frame, info, manifest=current_manifest(), b=b, seed=seed)
     agreement = agreement_table(frame)
     scorers = sorted({tuple(s) for s in frame[["judge_1", "judge_2"]].dropna().itertuples(index=False)})
     everything["no_option"] = {
         "transfer": json_records(transfer), "agreement": json_records(agreement),
         "scorers": [{"scorer_1": first, "scorer_2": second} for first, second in scorers],
         "subset": "samples with trials in MC clean, MC cell, no-option clean and no-option cell (the manifest "
-                  "removes invalid, unanswerable and not gold-preserved trials at build time)",
+                  "removes invalid, unanswerable and not gold-preserved trials at build time, and again here when "
+                  "SCEVAL_MANIFEST is set)",
         "partial_credit": 0.0,
         "trials": int(len(frame)),
     }
