@@ -54,7 +54,7 @@ def group_name(model: str) -> str:
 def choose_bases(accuracy: Mapping[str, float], info: Mapping) -> tuple[dict[str, str], list[str]]:
     """``({role: condition id}, notes)`` from one model's accuracy per condition (standard
     prompt) and the catalogue info (``ConditionInfo`` by id); see the module docstring."""
-    def pick(role: str, members: Iterable[str]) -> str | None:
+    def pick(members: Iterable[str]) -> str | None:
         ranked = sorted((accuracy[cid], -sum(c[2] for c in info[cid].corruptions), cid) for cid in members
                         if cid in accuracy and accuracy[cid] == accuracy[cid])  # NaN: no valid output to rank
         return ranked[0][2] if ranked else None
@@ -68,7 +68,7 @@ def choose_bases(accuracy: Mapping[str, float], info: Mapping) -> tuple[dict[str
     }
     chosen, notes = {}, []
     for role in ROLES:
-        found = pick(role, candidates[role])
+        found = pick(candidates[role])
         if found is None:
             notes.append(f"{role}: the run has no scored cell of this kind; left out")
         else:
