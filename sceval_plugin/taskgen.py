@@ -12,6 +12,7 @@ import hashlib
 from pathlib import Path
 from typing import Iterable
 
+from sceval_plugin import no_option
 from sceval_plugin.conditions import Condition
 
 MODULE = "faultline_eval.tasks.sceval_task"
@@ -34,8 +35,6 @@ def tags(condition: Condition) -> list[str]:
         out.append("sceval_controls")
     if condition.block == "prompt":
         out.append("sceval_prompts")
-    from sceval_plugin import no_option
-
     if no_option.in_tag(condition):
         out.append(no_option.TAG)
     return out + ["sceval_all"]

@@ -93,6 +93,8 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
         written += diagnostics.write_diagnostics(numbers, trials, info, out, notes, options, everything, b=b,
                                                  seed=seed, delta_single=delta_single)
         if no_option_trials:
+            notes.append(f"{no_option_trials} no-option trial(s) are reported in no_option_transfer and "
+                         "no_option_agreement only, not in the trial counts or any other table")
             written += no_option.write_no_option(trials, info, run_dirs, out, notes, everything, b=b, seed=seed)
         written.append(write_json(out, everything))
         written += [path for future in pending for path in future.result()]
