@@ -13,6 +13,10 @@ Normalisation folds only differences that never change an answer's meaning:
   (``2.50`` == ``2.5``, ``-0`` == ``0``);
 * ``percent``/``per cent`` == ``%`` and ``degree(s)`` == ``°``.
 
+For the graded scale (SCEval's no-option control) two rules read more than equality:
+:func:`abstains` (the answer declines or says the input does not allow one: UNANSWERABLE) and
+:func:`partial_overlap` (some but not all of the gold's words: PARTIAL).
+
 Everything else is meaning and is kept: signs (``-5`` != ``5``), units and the symbols
 ``% ° $ € £ ¥ + < > = / × #`` (``5%`` != ``5``, ``$5`` != ``5``, ``3°C`` != ``3°F``), option
 and plan letters, word order. Synonyms and paraphrases are the judge's business.
@@ -140,3 +144,34 @@ def token_f1(prediction: str, gold: str) -> float:
         return 0.0
     precision, recall = common / len(p), common / len(g)
     return 2 * precision * recall / (precision + recall)
+
+
+#: Phrases of an answer that declines, or says the input does not allow an answer.
+ABSTENTION = re.compile(
+    r"\b(?:can ?not|can'?t|could ?n[o']t|unable to|impossible to|not possible to|no way to)\s+(?:be\s+)?"
+    r"(?:tell|say|determine|answer|know|see|hear|identify|decide|judge|be determined)\b"
+    r"|\b(?:not enough|insufficient|no)\s+(?:information|evidence|data)\b|\bunanswerable\b|\bunknown\b"
+    r"|\b(?:do ?n[o']t|does ?n[o']t) know\b|\bnot (?:clear|visible|audible)\b|\bunclear\b",
+    re.IGNORECASE,
+)
+
+
+def abstains(prediction: str) -> bool:
+    """Whether the answer declines or says the input does not allow one ("cannot tell",
+    "not enough information", "unknown", ...): UNANSWERABLE on the graded scale.
+
+    >>> abstains("I cannot tell from the frames"), abstains("red")
+    (True, False)
+    """
+    return bool(ABSTENTION.search(unicodedata.normalize("NFKC", str(prediction)).replace("\u2019", "'")))
+
+
+def partial_overlap(prediction: str, gold: str) -> bool:
+    """Whether the answer has some but not all of the gold's words (after :func:`normalize`):
+    PARTIAL on the graded scale ("red square" for "red circle", "circle" for "red circle").
+
+    >>> partial_overlap("red square", "red circle"), partial_overlap("blue", "red")
+    (True, False)
+    """
+    g, p = set(normalize(gold).split()), set(normalize(prediction).split())
+    return bool(g & p) and not g <= p

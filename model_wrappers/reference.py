@@ -129,8 +129,10 @@ def _pick(options: list[tuple[str, str]], description: str | None) -> str | None
     return partial[0] if len(partial) == 1 else None
 
 
-def decide(question: str, options: list[tuple[str, str]], frames: list[np.ndarray], wave: np.ndarray | None) -> dict:
-    """The reply object for one item: answer key, confidence, reasoning."""
+def perceive(question: str, frames: list[np.ndarray], wave: np.ndarray | None) -> tuple[str | None, str, list]:
+    """What the pipeline makes of one item without looking at any options: the answer it
+    describes ("green", "red circle"; None when a step failed), its reasoning, and the shapes
+    it found per frame."""
     q = words(question)
     shapes = [find_shapes(f) for f in frames]
     tones = find_tones(wave) if wave is not None else []
@@ -162,6 +164,12 @@ def decide(question: str, options: list[tuple[str, str]], frames: list[np.ndarra
             reasoning = f"heard a {heard} tone; the question asks for the {named} shape if it is {asked}"
         else:
             reasoning = f"found {len(tones)} tone(s) and {len(shapes[0]) if shapes else 0} shape(s)"
+    return described, reasoning, shapes
+
+
+def decide(question: str, options: list[tuple[str, str]], frames: list[np.ndarray], wave: np.ndarray | None) -> dict:
+    """The reply object for one item: answer key, confidence, reasoning."""
+    described, reasoning, shapes = perceive(question, frames, wave)
     key = _pick(options, described)
     if key is not None:
         return {"answer": key, "confidence": "high", "reasoning": reasoning}
@@ -170,6 +178,28 @@ def decide(question: str, options: list[tuple[str, str]], frames: list[np.ndarra
     ranked = sorted(options, key=lambda kv: -sum(c in kv[1].lower().split() for c in seen))
     guess = ranked[0][0] if ranked else "A"
     return {"answer": guess, "confidence": "low", "reasoning": f"{reasoning}; guessing"}
+
+
+#: The free-form answer when a perception step failed: with no options there is nothing to guess among.
+CANNOT_TELL = "cannot tell from the input"
+
+
+def answer_freely(question: str, frames: list[np.ndarray], wave: np.ndarray | None) -> dict:
+    """The reply object for a no-option prompt (SCEval Table 35): what :func:`perceive`
+    describes, with its reasoning as the evidence; when a step failed, it says it cannot tell
+    (the multiple-choice :func:`decide` would guess the most visible option instead)."""
+    described, reasoning, _ = perceive(question, frames, wave)
+    return {"answer": described or CANNOT_TELL, "evidence": reasoning}
+
+
+def _reply(text: str, frames: list[np.ndarray], wave: np.ndarray | None) -> str:
+    """The SCEval reply to a prompt: a free-form answer when the prompt says no options are given."""
+    from sceval_plugin.prompts import NO_OPTION, NO_OPTION_CUE
+
+    question, options = read_prompt(text)
+    if NO_OPTION_CUE in text:  # no options: the answer format follows the question
+        return json.dumps(answer_freely(question.split(NO_OPTION.answer_format, 1)[0], frames, wave))
+    return json.dumps(decide(question, options, frames, wave))
 
 
 # --- lmms-eval models ----------------------------------------------------------------------------
@@ -210,8 +240,7 @@ def answer_messages(messages: list[dict]) -> str:
         from .reference_c3po import answer_c3po_messages
 
         return answer_c3po_messages(messages)
-    question, options = read_prompt("\n".join(texts))
-    return json.dumps(decide(question, options, images, wave))
+    return _reply("\n".join(texts), images, wave)
 
 
 def split_visuals(visuals: Iterable[Any]) -> tuple[list[np.ndarray], np.ndarray | None]:
@@ -232,8 +261,7 @@ def answer_visuals(context: str, visuals: Iterable[Any]) -> str:
 
         return answer_c3po_visuals(context, visuals)
     images, wave = split_visuals(visuals)
-    question, options = read_prompt(context)
-    return json.dumps(decide(question, options, images, wave))
+    return _reply(context, images, wave)
 
 
 def _lmms_base():

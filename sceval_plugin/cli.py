@@ -7,6 +7,7 @@
     sceval corrupt --text "Which shape moves?" --op word_shuffle --severity 50
     sceval corrupt --probes temporal --sample demo-count-03 -o probes.png   mechanism probes on one item
     sceval demo -o demo_out/                 contact sheets for a built-in synthetic sample
+    sceval prompt-subset RUN_DIR --model M   the G.6 prompt-robustness cells from M's own results
 """
 
 from __future__ import annotations
@@ -228,6 +229,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prompt_subset(args: argparse.Namespace) -> int:
+    from sceval_plugin.prompt_subset import subset_from_runs
+
+    done = subset_from_runs(args.runs, args.model, [p.strip() for p in args.prompts.split(",") if p.strip()])
+    for note in done["notes"]:
+        print(f"note: {note}", file=sys.stderr)
+    for role, cid in done["cells"].items():
+        print(f"{role:<14} {cid:<44} accuracy {100 * done['accuracy'][cid]:.1f}%")
+    print(f"wrote {done['path']}")
+    print(f"run it with: lmms-eval --tasks {done['group']} ...  (tasks: {','.join(done['tasks'])})")
+    return 0
+
+
 def cmd_smoke(args: argparse.Namespace) -> int:
     from sceval_plugin.smoke import run_smoke, verdict
 
@@ -313,6 +327,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="trust bias T_m (G.9): the answer follows the replaced modality when it is the donor's "
                         "gold answer (default) or the model's own clean answer to the donor item")
     report.set_defaults(func=cmd_report)
+
+    subset = sub.add_parser("prompt-subset", help="choose the prompt-robustness cells (G.6) from one model's own "
+                            "results; writes an lmms-eval group of them under $SCEVAL_CACHE")
+    subset.add_argument("runs", nargs="+", help="lmms-eval --output_path folders of that model's standard-prompt runs")
+    subset.add_argument("--model", help="the model, as the report names it (default: the only one in the logs)")
+    subset.add_argument("--prompts", default="cot,open", help="prompt variants to generate (default cot,open)")
+    subset.set_defaults(func=cmd_prompt_subset)
 
     smoke = sub.add_parser("smoke", help="10-example interface check of a model (frames, audio, parser)")
     smoke.add_argument("--model", required=True, help="an lmms-eval model id, e.g. sceval_reference or qwen2_5_omni")

@@ -36,7 +36,7 @@ CONTROLS = {
     "shortcut_visual_audio": "media and options with a generic instruction instead of the question",
     "shortcut_options_only": "the option strings only: no question, no context, no media",
 }
-BLOCKS = ("clean", "single", "tv", "ta", "va", "tva", "missing", "shortcut", "option_order", "prompt", "probe")
+BLOCKS = ("clean", "single", "tv", "ta", "va", "tva", "missing", "shortcut", "option_order", "prompt", "probe", "no_option")
 
 
 @dataclass(frozen=True)
@@ -254,11 +254,22 @@ OPTION_ORDER_BASES = [
     "bi_tv_drop_words_noise_t70_v70", "tri_drop_words_noise_mute_t30_v70_a30",
 ]
 #: G.6: the prompt-robustness subset (clean, the paper's steepest single cell per modality, the
-#: strongest text-vision and trimodal cells).
+#: strongest text-vision and trimodal cells): the default, fixed list. ``sceval prompt-subset``
+#: chooses those cells from one model's own results instead (:mod:`sceval_plugin.prompt_subset`).
 PROMPT_BASES = [
     "clean", "single_drop_words_t70", "single_noise_v70", "single_mute_a70",
     "bi_tv_drop_words_noise_t30_v70", "tri_drop_words_noise_mute_t30_v70_a30",
 ]
+
+
+#: The prompt variants of the G.6 robustness subset (beside the standard JSON prompt).
+PROMPT_ROBUSTNESS_VARIANTS = ("cot", "open")
+
+
+def prompt_variant(base: Condition, prompt: str) -> Condition:
+    """``base`` under another prompt: condition ``prompt_<prompt>_<base id>`` of the prompt block."""
+    return _replace(base, id=f"prompt_{prompt}_{base.id}", block="prompt", prompt=prompt, suites=(), role="",
+                    aliases=(), base=base.id, description=f"{PROMPT_VARIANTS[prompt].id} prompt")
 
 
 @hookimpl
@@ -283,8 +294,6 @@ def sceval_register_conditions(registry: ConditionRegistry) -> None:
                                   suites=(), role="", aliases=(), base=base_id,
                                   description=f"options cyclically shifted by {order}"))
     for base_id in PROMPT_BASES:
-        base = registry.get(base_id)
-        for prompt in ("cot", "open"):
-            registry.add(_replace(base, id=f"prompt_{prompt}_{base_id}", block="prompt", prompt=prompt,
-                                  suites=(), role="", aliases=(), base=base_id,
-                                  description=f"{PROMPT_VARIANTS[prompt].id} prompt"))
+        for prompt in PROMPT_ROBUSTNESS_VARIANTS:
+            registry.add(prompt_variant(registry.get(base_id), prompt))
+

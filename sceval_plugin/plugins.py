@@ -162,7 +162,12 @@ BUILTIN_PLUGINS = (
     "sceval_plugin.operators.audio",
     "sceval_plugin.conditions",
     "sceval_plugin.probes",
+    "sceval_plugin.no_option",
+    "sceval_plugin.prompt_subset",
 )
+#: Built-ins whose conditions come from files written at run time (``sceval prompt-subset``):
+#: their task files are generated in the cache, like a third party's, not committed.
+GENERATED_PLUGINS = ("sceval_plugin.prompt_subset",)
 HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, DISABLE_AUTOLOAD_ENV, STRICT_ENV)
 
 

@@ -96,9 +96,29 @@ OPEN_FORM = PromptTemplate(
     expects_json=False,
 )
 
-PROMPTS = {p.id: p for p in (STANDARD, CHAIN_OF_THOUGHT, OPEN_FORM)}
+#: Says in the prompt that no options are given (a reader of the prompt, such as the offline
+#: reference model, tells a no-option task by it).
+NO_OPTION_CUE = "No answer options are given."
+#: The no-option generation control (Tables 33, 35): the options are removed, and the model writes
+#: a short answer and the evidence for it. The question, media and context are as in the standard
+#: prompt, so a no-option condition differs from its multiple-choice base only in the options.
+NO_OPTION = PromptTemplate(
+    "sceval-no-option-v1",
+    "You are a careful assistant that answers questions about pictures and sound. Each task gives one "
+    "question and no answer options. Base the answer only on the inputs provided; some of them may be "
+    "damaged or degraded. Give the most specific answer the remaining evidence supports, and say so "
+    "when it supports none.",
+    "Answer the question using the attached inputs, in a few words. The question text, the visual input "
+    "or the audio may be partly corrupted; read what is there carefully and do not assume anything "
+    f"that is not given. {NO_OPTION_CUE}\n{{media}}\n{{context}}{{question}}{{answer_format}}",
+    'Reply with exactly one JSON object: {"answer": "<a short answer, a few words>", "evidence": "<what in '
+    'the inputs supports it, one short sentence>"}. No Markdown and no text outside the object.',
+    expects_json=True,
+)
+
+PROMPTS = {p.id: p for p in (STANDARD, CHAIN_OF_THOUGHT, OPEN_FORM, NO_OPTION)}
 #: Short names used in condition ids and task names.
-PROMPT_VARIANTS = {"json": STANDARD, "cot": CHAIN_OF_THOUGHT, "open": OPEN_FORM}
+PROMPT_VARIANTS = {"json": STANDARD, "cot": CHAIN_OF_THOUGHT, "open": OPEN_FORM, "no_option": NO_OPTION}
 #: The instruction that replaces the question in the "generic instruction" controls.
 GENERIC_INSTRUCTION = "Choose the option that the attached inputs support."
 

@@ -12,6 +12,7 @@ import hashlib
 from pathlib import Path
 from typing import Iterable
 
+from sceval_plugin import no_option
 from sceval_plugin.conditions import Condition
 
 MODULE = "faultline_eval.tasks.sceval_task"
@@ -38,6 +39,8 @@ def tags(condition: Condition) -> list[str]:
         from sceval_plugin import probes
 
         out += ["sceval_probes", f"sceval_probes_{probes.get(condition.probe.name).family}"]
+    if no_option.in_tag(condition):
+        out.append(no_option.TAG)
     return out + ["sceval_all"]
 
 
@@ -135,28 +138,30 @@ def write_files(folder: Path, files: dict[str, str], prefix: str) -> list[Path]:
 def is_builtin(condition: Condition) -> bool:
     """Registered by SCEval itself and using only SCEval's own operators (so its task file is
     committed under tasks/sceval)."""
-    from sceval_plugin import operators
-    from sceval_plugin.plugins import BUILTIN_PLUGINS, describe
+    from sceval_plugin import operators, probes
+    from sceval_plugin.plugins import BUILTIN_PLUGINS, GENERATED_PLUGINS, describe
 
-    from sceval_plugin import probes
-
-    builtin = {describe(p) for p in BUILTIN_PLUGINS}
+    builtin = {describe(p) for p in BUILTIN_PLUGINS if p not in GENERATED_PLUGINS}
     return (condition.plugin in builtin and all(operators.get(c.operator).plugin in builtin for c in condition.corruptions)
             and (condition.probe is None or probes.get(condition.probe.name).plugin in builtin))
 
 
 def task_dirs() -> list[Path]:
     """Folders lmms-eval should index: the committed built-in tasks, plus (when third-party
-    plugins add operators or conditions) a generated folder in the cache."""
+    plugins add operators or conditions, or ``sceval prompt-subset`` chose per-model subsets) a
+    generated folder in the cache, with the subsets' groups."""
     from faultline_eval.tasks import TASKS_DIR
     from sceval_plugin.conditions import catalogue
     from sceval_plugin.data.sources import cache_dir
+    from sceval_plugin.prompt_subset import group_files
 
     dirs = [TASKS_DIR / "sceval"]
     extra = [c for c in catalogue() if not is_builtin(c)]
-    if extra:
-        digest = hashlib.blake2b("\n".join(task_yaml(c) for c in extra).encode(), digest_size=8).hexdigest()
+    groups = group_files()
+    if extra or groups:
+        text = "\n".join([*(task_yaml(c) for c in extra), *groups.values()])
+        digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
         folder = cache_dir() / "tasks" / digest
-        write_task_files(folder, extra)
+        write_files(folder, {**render_task_files(extra), **groups}, "sceval")
         dirs.append(folder)
     return dirs

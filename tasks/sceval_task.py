@@ -22,14 +22,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from sceval_plugin import probes, telemetry
+from sceval_plugin import no_option, probes, telemetry
 from sceval_plugin.conditions import Condition, catalogue
 from sceval_plugin.data.intake import bad_input_policy, decode_problem, refuse
 from sceval_plugin.data.manifest import current_manifest
 from sceval_plugin.data.records import OmniItem, check_media, item_from_row
 from sceval_plugin.data.sources import BAD_INPUT_ENV, SourceError, load_source, media_paths
 from sceval_plugin.operators import SAMPLE_RATE
-from sceval_plugin.parsing import INVALID_CATEGORIES, parse_answer
+from sceval_plugin.parsing import INVALID_CATEGORIES, ParsedAnswer, parse_answer
 from sceval_plugin.prompts import prompt_template
 from sceval_plugin.render import Trial, control_not_applicable, render, reorder_options
 
@@ -134,6 +134,8 @@ def process_docs(dataset: Any, condition_id: str) -> Any:
     from loguru import logger
 
     condition = catalogue().get(condition_id)
+    if condition.block == no_option.BLOCK:
+        no_option.scorers()  # a misconfigured scorer fails before any model call
     rows, excluded = build_rows(condition)
     record_exclusions(condition_id, excluded)
     if excluded:
@@ -241,10 +243,12 @@ def process_results(doc: dict, results: list) -> dict:
     options, gold, original = reorder_options(item.options, item.gold_key, condition.option_order)
     reply = results[0] if results else ""
     call = telemetry.take(doc["row_id"])
-    parsed = parse_answer(reply, options)
-    invalid = call.failure if call is not None and call.failure else parsed.invalid
+    failure = call.failure if call is not None and call.failure else None
+    free = no_option.score(item, reply, failure) if condition.block == no_option.BLOCK else None
+    parsed = parse_answer(reply, options) if free is None else ParsedAnswer(None, free["invalid"])
+    invalid = failure or parsed.invalid
     answer = None if invalid else parsed.answer
-    correct = None if answer is None else int(answer == gold)
+    correct = free["correct"] if free is not None else None if answer is None else int(answer == gold)
     record = {
         "model": telemetry.RUN_CONTEXT.get("model"),
         "prompt_id": condition.prompt_id,
@@ -276,6 +280,8 @@ def process_results(doc: dict, results: list) -> dict:
         "retries": call.retries if call else None,
         "failure_detail": call.detail if call else "",
     }
+    if free is not None:  # the no-option control's answer, evidence and both scorers' grades
+        record["no_option"] = free
     # Small values: lmms-eval writes every metric's value into each per-sample line. This one
     # also carries what `sceval report` reads (invalid category, original answer key, option
     # count, stated confidence, item source), so the report need not decode the whole record.

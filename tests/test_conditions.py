@@ -80,7 +80,7 @@ def test_committed_task_files_match_the_catalogue():
     builtin = [c for c in catalogue() if is_builtin(c)]
     drift = out_of_date(TASKS_DIR / "sceval", builtin)
     assert not drift, f"tasks/sceval drifted from the catalogue ({drift[:3]}); run `sceval tasks tasks/sceval --write`"
-    assert len(render_task_files(builtin)) == 2 + 146 + 36 + 34  # + the 34 mechanism-probe conditions (Table 17)
+    assert len(render_task_files(builtin)) == 2 + 146 + 6 + 36 + 34  # template, placeholder; conditions; no-option twins; aliases; the 34 mechanism-probe conditions (Table 17)
 
 
 @pytest.mark.slow

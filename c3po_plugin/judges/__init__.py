@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from c3po_plugin.grading import exact_match
-from c3po_plugin.judges.base import NO, YES, Judge, JudgeRequest, Verdict
+from c3po_plugin.grading import abstains, exact_match, partial_overlap
+from c3po_plugin.judges.base import PARTIAL, UNANSWERABLE, Judge, JudgeRequest, Verdict, negative, positive
 from c3po_plugin.judges.cache import VerdictCache, verdict_key
 
 JUDGE_ENV = "C3PO_JUDGE"
@@ -29,14 +29,34 @@ CACHE_ENV = "C3PO_VERDICT_CACHE"
 DEFAULT_JUDGE = "embedding"
 
 
+def graded_rule(request: JudgeRequest) -> Verdict | None:
+    """The graded scale's rule verdict, when a rule decides: UNANSWERABLE for an abstention
+    (:func:`~c3po_plugin.grading.abstains`), PARTIAL for some but not all of the gold's words
+    (:func:`~c3po_plugin.grading.partial_overlap`); None otherwise. Shared by the exact-match
+    scorer and the embedding judge, so the two differ only where the embedding decides."""
+    if abstains(request.prediction):
+        return Verdict(UNANSWERABLE, "", raw="rule:abstains")
+    if partial_overlap(request.prediction, request.gold):
+        return Verdict(PARTIAL, "", raw="rule:partial_overlap")
+    return None
+
+
 class ExactOnly:
-    """No judge: whatever exact match did not accept is wrong."""
+    """No judge: whatever exact match did not accept is wrong (NO). On the graded scale the
+    rules of :func:`graded_rule` still tell an abstention and a partial answer from a wrong one."""
 
     judge_id = "exact"
     prompt_version = "none"
 
     def judge(self, requests: Sequence[JudgeRequest]) -> list[Verdict]:
-        return [Verdict(NO, self.judge_id, raw="exact match failed") for _ in requests]
+        verdicts = []
+        for request in requests:
+            ruled = graded_rule(request) if request.scale == "graded" else None
+            if ruled is not None:
+                verdicts.append(Verdict(ruled.value, self.judge_id, raw=ruled.raw))
+            else:
+                verdicts.append(Verdict(negative(request.scale), self.judge_id, raw="exact match failed"))
+        return verdicts
 
 
 def make_judge(spec: str | None = None) -> Judge:
@@ -84,12 +104,14 @@ def open_cache(judge: Judge) -> VerdictCache | None:
 
 @dataclass(frozen=True)
 class Grade:
-    """How one answer was graded. ``correct`` is None only when the judge failed."""
+    """How one answer was graded. ``correct`` is None only when the judge failed; ``label`` is
+    the request scale's label (YES/NO, or CORRECT/PARTIAL/INCORRECT/UNANSWERABLE), None then too."""
 
     correct: bool | None
     exact_match: bool
     decided_by: str  # "exact_match" or "judge"
     verdict: Verdict | None = None
+    label: str | None = None
 
     @property
     def judge_error(self) -> str | None:
@@ -97,12 +119,13 @@ class Grade:
 
 
 def grade(requests: Sequence[JudgeRequest], judge: Judge, cache: VerdictCache | None = None) -> list[Grade]:
-    """Grade every request: exact match, else a cached verdict, else one batched judge call."""
+    """Grade every request: exact match, else a cached verdict, else one batched judge call.
+    Each request is graded on its own scale (``JudgeRequest.scale``)."""
     grades: list[Grade | None] = [None] * len(requests)
     pending: list[tuple[int, str]] = []
     for i, request in enumerate(requests):
         if exact_match(request.prediction, request.gold):
-            grades[i] = Grade(True, True, "exact_match")
+            grades[i] = Grade(True, True, "exact_match", label=positive(request.scale))
             continue
         try:
             key = verdict_key(judge, request)
@@ -112,7 +135,7 @@ def grade(requests: Sequence[JudgeRequest], judge: Judge, cache: VerdictCache | 
             continue
         cached = cache.get(key) if cache is not None else None
         if cached is not None:
-            grades[i] = Grade(cached.value == YES, False, "judge", cached)
+            grades[i] = Grade(cached.value == positive(request.scale), False, "judge", cached, cached.value)
         else:
             pending.append((i, key))
     if pending:
@@ -122,6 +145,6 @@ def grade(requests: Sequence[JudgeRequest], judge: Judge, cache: VerdictCache | 
         for (i, key), verdict in zip(pending, verdicts):
             if cache is not None:
                 cache.put(key, verdict)
-            correct = None if verdict.value is None else verdict.value == YES
-            grades[i] = Grade(correct, False, "judge", verdict)
+            correct = None if verdict.value is None else verdict.value == positive(requests[i].scale)
+            grades[i] = Grade(correct, False, "judge", verdict, verdict.value)
     return grades  # type: ignore[return-value]

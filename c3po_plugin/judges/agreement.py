@@ -9,7 +9,8 @@ than chance. C3PO validated its judge against a second one at 93% agreement, kap
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Hashable, Sequence
 
 
 def _check(a: Sequence[bool], b: Sequence[bool]) -> int:
@@ -31,21 +32,31 @@ def agreement_rate(a: Sequence[bool], b: Sequence[bool]) -> float:
 
 
 def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float:
-    """Cohen's kappa of two binary raters (labels are read as booleans: YES=True).
+    """Cohen's kappa of two binary raters (labels are read as booleans: YES=True); see
+    :func:`label_kappa`, of which this is the two-label case.
+
+    >>> round(cohen_kappa([1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0]), 4)
+    0.6667
+    """
+    return label_kappa([bool(x) for x in a], [bool(y) for y in b])
+
+
+def label_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
+    """Cohen's kappa of two raters over any set of labels (e.g. the graded scale's CORRECT /
+    PARTIAL / INCORRECT / UNANSWERABLE): ``p_e = sum_k P(a=k) P(b=k)``.
 
     Degenerate case: when chance agreement is 1 (both raters gave one and the same label to every
     item) the formula is 0/0. We return 1.0 if observed agreement is 1 (it then always is: they
     agree perfectly, just without any variation to show it is not chance) and 0.0 otherwise.
     Counts are kept as integers so that test is exact rather than a float comparison.
 
-    >>> round(cohen_kappa([1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0]), 4)
-    0.6667
+    >>> round(label_kappa(["x", "y", "z", "z"], ["x", "y", "z", "y"]), 4)
+    0.6364
     """
     n = _check(a, b)
-    a_yes = sum(bool(x) for x in a)
-    b_yes = sum(bool(y) for y in b)
-    agree = sum(bool(x) == bool(y) for x, y in zip(a, b))
-    chance = a_yes * b_yes + (n - a_yes) * (n - b_yes)  # p_e scaled by n**2
+    count_a, count_b = Counter(a), Counter(b)
+    agree = sum(x == y for x, y in zip(a, b))
+    chance = sum(count_a[k] * count_b[k] for k in count_a)  # p_e scaled by n**2
     if chance == n * n:
         return 1.0 if agree == n else 0.0
     return (agree * n - chance) / (n * n - chance)

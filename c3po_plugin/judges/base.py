@@ -1,9 +1,12 @@
 """What every C3PO judge is: a function from judge requests to YES/NO verdicts.
 
-A judge is asked only when normalised exact match has failed. It decides whether the
-prediction means the same as the gold answer in the context of the sample. A judge that cannot
-decide returns a verdict with ``value=None`` and an ``error`` saying why; callers record it as
-a judge error and never count it as YES.
+A judge is asked only when normalised exact match has failed. On the ``equivalence`` scale
+(C3PO's) it decides whether the prediction means the same as the gold answer in the context of
+the sample: YES or NO. On the ``graded`` scale (SCEval's no-option control, Tables 33 and 35:
+"correctness, partial correctness, and answerability") it gives one of CORRECT, PARTIAL,
+INCORRECT or UNANSWERABLE (the answer declines, or says the input does not allow an answer). A
+judge that cannot decide returns a verdict with ``value=None`` and an ``error`` saying why;
+callers record it as a judge error and never count it as YES or CORRECT.
 """
 
 from __future__ import annotations
@@ -15,6 +18,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from c3po_plugin.data.records import C3POItem
 
 YES, NO = "YES", "NO"
+CORRECT, PARTIAL, INCORRECT, UNANSWERABLE = "CORRECT", "PARTIAL", "INCORRECT", "UNANSWERABLE"
+#: scale -> its labels, the label that counts as right first.
+SCALES = {"equivalence": (YES, NO), "graded": (CORRECT, PARTIAL, INCORRECT, UNANSWERABLE)}
+
+
+def positive(scale: str) -> str:
+    """The label of ``scale`` that counts as a right answer (YES, CORRECT)."""
+    return SCALES[scale][0]
+
+
+def negative(scale: str) -> str:
+    """The label of ``scale`` for a plain wrong answer (NO, INCORRECT)."""
+    return NO if scale == "equivalence" else INCORRECT
 
 
 @dataclass(frozen=True)
@@ -30,11 +46,12 @@ class JudgeRequest:
     prediction: str
     context: str = ""
     item: "C3POItem | None" = field(default=None, compare=False, repr=False)
+    scale: str = "equivalence"  # a key of SCALES: which labels the judge answers with
 
 
 @dataclass(frozen=True)
 class Verdict:
-    value: str | None  # YES, NO, or None when the judge failed
+    value: str | None  # a label of the request's scale (YES, NO, CORRECT, ...), or None when the judge failed
     judge_id: str
     raw: str = ""  # what the judge said (reply text, or the similarity for embedding judges)
     #: why there is no value, as "<category>: detail"; categories: api_failure, refusal, empty,

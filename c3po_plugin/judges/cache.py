@@ -1,7 +1,7 @@
 """Judge verdicts cached on disk, keyed by everything the judge sees: judge id (backend, model
 and verdict-changing settings), prompt version, question, gold answer, normalised prediction, the
-sample description (template logic, text evidence) and, for a judge that sees media, the
-SHA-256 of each media file. Re-running a task or re-grading a run never asks twice, and two
+sample description (template logic, text evidence), for a judge that sees media the SHA-256 of
+each media file and, on the graded scale, the scale and its prompt version. Re-running a task or re-grading a run never asks twice, and two
 requests that differ in any of these never share a verdict.
 
 It is SCEval's reply store (:class:`sceval_plugin.store.ReplyStore`: append-only JSONL,
@@ -47,8 +47,13 @@ def media_fingerprints(request: JudgeRequest) -> dict[str, str]:
 def verdict_key(judge: Judge, request: JudgeRequest) -> str:
     """The cache key of one request to ``judge`` (see the module docstring)."""
     media = media_fingerprints(request) if getattr(judge, "sees_media", False) else {}
-    payload = json.dumps([judge.judge_id, judge.prompt_version, request.question, request.gold,
-                          normalize(request.prediction), request.context, sorted(media.items())])
+    parts = [judge.judge_id, judge.prompt_version, request.question, request.gold,
+             normalize(request.prediction), request.context, sorted(media.items())]
+    if request.scale != "equivalence":  # graded verdicts never answer an equivalence request (keys of old caches kept)
+        from c3po_plugin.judges.prompt import prompt_version
+
+        parts.append(f"{request.scale}:{prompt_version(request.scale)}")
+    payload = json.dumps(parts)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

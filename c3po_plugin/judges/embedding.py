@@ -57,11 +57,12 @@ import math
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..grading import normalize
-from .base import NO, YES, JudgeRequest, Verdict
+from .base import CORRECT, INCORRECT, NO, UNANSWERABLE, YES, JudgeRequest, Verdict
 
 if TYPE_CHECKING:  # importing sentence-transformers costs seconds; do it on first use only
     from sentence_transformers import SentenceTransformer
@@ -210,6 +211,11 @@ class EmbeddingJudge:
     normalisation) is NO (``rule:empty``); an empty gold answer cannot be judged (value None).
     ``guards=False`` gives the bare embedding judge (for the benchmark). The question and the
     sample ``context`` are not embedded: shared question text swamps the answers (module docstring).
+
+    On the graded scale (SCEval's no-option control) the rules of
+    :func:`c3po_plugin.judges.graded_rule` run first (an abstention is UNANSWERABLE, some but not
+    all of the gold's words PARTIAL), an empty answer is UNANSWERABLE, and the equivalence
+    decision below gives CORRECT for YES and INCORRECT for NO.
     """
 
     def __init__(self, threshold: float = THRESHOLD, text_form: str = DEFAULT_FORM, batch_size: int = 64,
@@ -247,14 +253,20 @@ class EmbeddingJudge:
     def judge(self, requests: Sequence[JudgeRequest]) -> list[Verdict]:
         """One verdict per request, in order; never raises (a model failure yields value None).
         Guards run first, so the model is loaded only when some pair reaches the embedding."""
+        from . import graded_rule
+
         verdicts: dict[int, Verdict] = {}
         todo: list[int] = []
         for i, r in enumerate(requests):
             try:
+                ruled = graded_rule(r) if r.scale == "graded" else None
                 if not normalize(r.gold):
                     verdicts[i] = Verdict(None, self.judge_id, error="bad_request: empty gold answer")
                 elif not normalize(r.prediction):
-                    verdicts[i] = Verdict(NO, self.judge_id, raw="rule:empty")
+                    verdicts[i] = Verdict(NO if r.scale == "equivalence" else UNANSWERABLE, self.judge_id,
+                                          raw="rule:empty")
+                elif ruled is not None:
+                    verdicts[i] = Verdict(ruled.value, self.judge_id, raw=ruled.raw)
                 elif self.guards and (decided := guard(r.gold, r.prediction)) is not None:
                     verdicts[i] = Verdict(decided[0], self.judge_id, raw=decided[1])
                 else:
@@ -269,4 +281,6 @@ class EmbeddingJudge:
             verdicts.update({i: Verdict(None, self.judge_id, error=error) for i in todo})
         for i, sim in zip(todo, sims):
             verdicts[i] = Verdict(YES if sim >= self.threshold else NO, self.judge_id, raw=f"cos:{sim:.4f}")
-        return [verdicts[i] for i in range(len(requests))]
+        graded = {YES: CORRECT, NO: INCORRECT}
+        return [replace(v, value=graded.get(v.value, v.value)) if requests[i].scale == "graded" else v
+                for i, v in sorted(verdicts.items())]

@@ -19,7 +19,8 @@ Judge settings, given among the model arguments and removed before lmms-eval see
 included) also serve the build stages' ``lmms:`` models (:mod:`c3po_plugin.build.client`).
 
 Failures the model reports through :mod:`sceval_plugin.telemetry` (API errors after retries,
-refusals), replies cut mid-thought and replies that are neither YES nor NO become judge errors
+refusals), replies cut mid-thought and replies that are not a label of the request's scale (YES/NO,
+or the graded scale's CORRECT/PARTIAL/INCORRECT/UNANSWERABLE) become judge errors
 (:func:`~c3po_plugin.judges.prompt.parse_reply`), never YES.
 """
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from c3po_plugin.judges.base import JudgeRequest, Verdict
-from c3po_plugin.judges.prompt import PROMPT_VERSION, SYSTEM, parse_reply, user_text
+from c3po_plugin.judges.prompt import PROMPT_VERSION, parse_reply, system_prompt, user_text
 
 TASK, SPLIT = "c3po_judge", "test"
 DEFAULT_MAX_NEW_TOKENS = 4096
@@ -46,7 +47,7 @@ def _c3po_task():
 # the system text (the judge's, or a build stage's prompt).
 def doc_to_messages(doc: dict) -> list[dict]:
     media = _c3po_task().media_content(doc["item"]) if doc["item"] is not None else []
-    return [{"role": "system", "content": [{"type": "text", "text": doc.get("system", SYSTEM)}]},
+    return [{"role": "system", "content": [{"type": "text", "text": doc["system"]}]},
             {"role": "user", "content": media + [{"type": "text", "text": doc["text"]}]}]
 
 
@@ -101,7 +102,7 @@ def generate(model: Any, docs: list[dict], gen_kwargs: dict, task: str = TASK) -
     instances = []
     for doc_id, doc in enumerate(docs):
         legend = _c3po_task().attachment_legend(doc["item"]) + "\n" if doc["item"] is not None else ""
-        context = f"{doc.get('system', SYSTEM)}\n\n{legend}{doc['text']}"
+        context = f"{doc['system']}\n\n{legend}{doc['text']}"
         args = ((context, dict(gen_kwargs), doc_to_visual, doc_id, task, SPLIT) if simple
                 else (context, doc_to_messages, dict(gen_kwargs), doc_id, task, SPLIT))
         instances.append(Instance("generate_until", args, idx=0, metadata={"task": task, "doc_id": doc_id, "repeats": 1}))
@@ -151,17 +152,18 @@ class LmmsJudge:
                                       "the judge shows media but the request carries no item")
                 continue
             self._counter += 1
-            docs.append({"row_id": f"{TASK}/{request.sample_id}/{self._counter}", "dataset": TASK, "system": SYSTEM,
+            docs.append({"row_id": f"{TASK}/{request.sample_id}/{self._counter}", "dataset": TASK,
                          "text": user_text(request, with_media=self.sees_media), "expects_json": False,
+                         "system": system_prompt(request.scale), "scale": request.scale,
                          "item": request.item if self.sees_media else None})
             asked.append(i)
         if not docs:
             return verdicts  # type: ignore[return-value]
         gen_kwargs = {"max_new_tokens": self.max_new_tokens, "temperature": 0, "do_sample": False, "until": []}
-        for i, (text, error) in zip(asked, generate(self.model, docs, gen_kwargs)):
+        for i, doc, (text, error) in zip(asked, docs, generate(self.model, docs, gen_kwargs)):
             if text is None or error:
                 verdicts[i] = Verdict(None, self.judge_id, raw=text or "", error=error)
                 continue
-            value, error = parse_reply(text, thinking=self.thinking)
+            value, error = parse_reply(text, thinking=self.thinking, scale=doc["scale"])
             verdicts[i] = Verdict(value, self.judge_id, raw=text.strip(), error=error)
         return verdicts  # type: ignore[return-value]

@@ -1,11 +1,13 @@
-"""The judge prompt (our wording of the paper's Appendix I judge instructions) and its parser."""
+"""The judge prompts and their parser: C3PO's equivalence prompt (our wording of the paper's
+Appendix I judge instructions, YES/NO) and the graded prompt of SCEval's no-option control
+(Tables 33 and 35: correct, partially correct, incorrect or unanswerable)."""
 
 from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
 
-from c3po_plugin.judges.base import NO, YES, JudgeRequest
+from c3po_plugin.judges.base import CORRECT, INCORRECT, NO, PARTIAL, SCALES, UNANSWERABLE, YES, JudgeRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from c3po_plugin.templates import Template
@@ -21,7 +23,26 @@ SYSTEM = (
     "are only partly right, add wrong details, hedge between alternatives or invent things are "
     "not equivalent. Reply with exactly one word: YES or NO."
 )
+#: The graded scale's prompt (SCEval no-option control); its version is part of the cache key.
+GRADED_PROMPT_VERSION = "sceval-no-option-judge-v1"
+GRADED_SYSTEM = (
+    "You grade short free-form answers to questions about pictures and sound against a reference "
+    "answer. Reply with exactly one word: CORRECT when the answer singles out the same thing as the "
+    "reference (wording, formatting and harmless extra detail do not matter); PARTIAL when it gets "
+    "part of the reference right and misses or contradicts the rest (for example the right colour "
+    "but the wrong shape); UNANSWERABLE when it gives no answer, declines, or says the input does not "
+    "allow one; INCORRECT otherwise, including answers that hedge between alternatives."
+)
 MEDIA_NOTE = "The sample's media are attached above."
+
+
+def system_prompt(scale: str) -> str:
+    """The judge's system prompt for a request scale."""
+    return GRADED_SYSTEM if scale == "graded" else SYSTEM
+
+
+def prompt_version(scale: str) -> str:
+    return GRADED_PROMPT_VERSION if scale == "graded" else PROMPT_VERSION
 
 
 def describe_sample(template: "Template", note: str = "") -> str:
@@ -39,7 +60,7 @@ def user_text(request: JudgeRequest, *, with_media: bool = False) -> str:
         f"Question: {request.question}\n"
         f"Reference answer: {request.gold}\n"
         f"Model answer: {request.prediction}\n"
-        "Equivalent?"
+        + ("Grade?" if request.scale == "graded" else "Equivalent?")
     )
 
 
@@ -51,11 +72,30 @@ _END_THINK = re.compile(r"</think\s*>", re.IGNORECASE)
 _OPEN_THINK = re.compile(r"<think\s*>", re.IGNORECASE)
 
 
-def parse_verdict(reply: str) -> str | None:
-    """YES or NO when the reply opens with exactly one of them (markdown and quotes allowed
-    around it, in English or Chinese); None otherwise, e.g. for "Yes and no" or an explanation
-    without a verdict. ``"Yes." + trailing text`` is YES unless the text also says no."""
+#: Words a graded judge may open with, and the label each means.
+_GRADED_WORDS = {"CORRECT": CORRECT, "PARTIAL": PARTIAL, "PARTIALLY": PARTIAL, "INCORRECT": INCORRECT,
+                 "UNANSWERABLE": UNANSWERABLE}
+
+
+def parse_verdict(reply: str, scale: str = "equivalence") -> str | None:
+    """The label when the reply opens with exactly one of its scale's words (markdown and quotes
+    allowed around it); None otherwise, e.g. for "Yes and no" or an explanation without a
+    verdict. ``"Yes." + trailing text`` is YES unless the text also says no; likewise a graded
+    label is refused when another label's word follows it ("Partially correct" is PARTIAL).
+    The equivalence scale also reads Chinese replies (Qwen models sometimes answer in Chinese)."""
     reply = reply or ""
+    if scale == "graded":
+        match = _FIRST_WORD.match(reply)
+        first = _GRADED_WORDS.get(match.group(1).upper()) if match else None
+        if first is None:
+            return None
+        rest = reply[match.end():]
+        if first == PARTIAL:  # "partially correct" names one label in two words
+            rest = re.sub(r"^\W*correct\b", "", rest, flags=re.IGNORECASE)
+        others = [w for w, label in _GRADED_WORDS.items() if label != first]
+        return None if any(re.search(rf"\b{w}\b", rest, flags=re.IGNORECASE) for w in others) else first
+    if scale not in SCALES:
+        raise ValueError(f"unknown judge scale {scale!r}; choose from {sorted(SCALES)}")
     chinese = _CHINESE.match(reply)
     if chinese:
         first, rest = _CHINESE_VALUE[chinese.group(1)], reply[chinese.end():]
@@ -72,7 +112,7 @@ def parse_verdict(reply: str) -> str | None:
     return first
 
 
-def parse_reply(reply: str, *, thinking: bool = False) -> tuple[str | None, str | None]:
+def parse_reply(reply: str, *, thinking: bool = False, scale: str = "equivalence") -> tuple[str | None, str | None]:
     """``(verdict, error)`` of a judge's whole reply; exactly one of them is None.
 
     The verdict is read only after the reasoning: after the last ``</think>`` when there is one.
@@ -91,5 +131,5 @@ def parse_reply(reply: str, *, thinking: bool = False) -> tuple[str | None, str 
     text = text.strip()
     if not text:
         return None, "empty: the judge gave no verdict" + (" after its reasoning" if ends else "")
-    value = parse_verdict(text)
+    value = parse_verdict(text, scale)
     return (value, None) if value else (None, f"unparseable: judge replied {text[:80]!r}")

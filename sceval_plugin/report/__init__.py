@@ -19,7 +19,7 @@ import pandas as pd
 from sceval_plugin.metrics.diagnostics import DiagnosticOptions
 from sceval_plugin.metrics.protocol import ConditionInfo, catalogue_info, compute
 from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
-from sceval_plugin.report import diagnostics, plots, probes, tables
+from sceval_plugin.report import diagnostics, no_option, plots, probes, tables
 from sceval_plugin.report.reader import ReportError, read_runs
 
 __all__ = ["ReportError", "build_report"]
@@ -65,6 +65,10 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
     out = Path(out)
     trials, notes = read_runs(run_dirs, progress=progress)
     info = _info_with_unknowns(trials, catalogue_info())
+    trials, no_option_trials = no_option.split_trials(trials, info)  # never in the headline tables (Table 33)
+    if trials.empty:
+        raise ReportError("the logs hold only no-option trials; Table 35 compares them with the multiple-choice "
+                          "runs of the same conditions: run --tasks sceval_no_option, which includes both")
     try:
         numbers = compute(trials, info, b=b, seed=seed, model_pairs=model_pairs, delta_single=delta_single)
     except ValueError as exc:
@@ -92,6 +96,10 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
         written += probes.write_probes(numbers, trials, info, out, notes, everything, b=b, seed=seed,
                                        trust_reading=opts.trust_reading, confidence_values=opts.confidence_values,
                                        figures=figures)
+        if no_option_trials:
+            notes.append(f"{no_option_trials} no-option trial(s) are reported in no_option_transfer and "
+                         "no_option_agreement only, not in the trial counts or any other table")
+            written += no_option.write_no_option(trials, info, run_dirs, out, notes, everything, b=b, seed=seed)
         written.append(write_json(out, everything))
         written += [path for future in pending for path in future.result()]
     return {"written": [str(p) for p in written], "notes": notes, "trials": len(trials),
