@@ -72,7 +72,7 @@ NOT_APPLICABLE = {
     "too_few_frames": "fewer than three frames, so there is no middle frame to drop",
     "audio_too_short": "audio shorter than two segments, so its segments cannot be shuffled",
     "no_key_frame": "no key_frame_index in the record",
-    "no_donor": "no other item of the dataset fits the probe's donor tier",
+    "no_donor": "no donor of the probe's tier among the dataset's other items",
 }
 
 
