@@ -37,7 +37,7 @@ def one_build(server: FakeGemini, folder: Path, items: int, concurrency: int) ->
     from c3po_plugin.build.classify import run_classify
     from c3po_plugin.build.generate import run_generate
     from c3po_plugin.build.ledger import Ledger
-    from c3po_plugin.generation import tone, write_audio
+    from c3po_plugin.data.make_demo import tone, write_audio
 
     write_candidates(folder, "IC01", items)
     write_audio(folder / "media" / "items" / "tone.wav", tone(True))

@@ -168,7 +168,7 @@ def test_classify_types_audio_through_the_model_and_the_rules_fallback(tmp_path,
 
 
 def test_audit_sees_the_real_media_and_records_accept_reject_and_difficulty(tmp_path, gemini_key):
-    from c3po_plugin.generation import tone, write_audio
+    from c3po_plugin.data.make_demo import tone, write_audio
 
     write_candidates(tmp_path, "IC01", 12)
     synth = Ledger(tmp_path, "synthesize")
