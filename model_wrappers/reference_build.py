@@ -41,7 +41,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any
 
 import numpy as np
 
@@ -51,7 +50,6 @@ SFX_SECONDS = 3
 SILENT_RMS = 1e-3
 FIT_SCORE = 4
 QUERY = "Which shape is meant?"
-DOES_NOT_FIT = "THIS BASE MEDIA DOES NOT FIT THE GIVEN LOGIC"
 
 
 def _rng(sample_id: str) -> np.random.Generator:
@@ -94,6 +92,9 @@ def _target(images: list[np.ndarray], sample_id: str):
 
 
 def generate_item(text: str, images: list[np.ndarray], wave: np.ndarray | None) -> dict:
+    """App. I's output fields for the generator prompt ``text`` and the base media it came with."""
+    from c3po_plugin.build.generate import DOES_NOT_FIT
+
     template = json.loads(_between(text, "<template>", "</template>"))
     sample_id = re.search(r'"sample_id": "([^"]+)"', text).group(1)
     base = _between(text, "<base_input_modality>", "</base_input_modality>")
@@ -137,6 +138,7 @@ def generate_item(text: str, images: list[np.ndarray], wave: np.ndarray | None) 
 # --- audio typing -----------------------------------------------------------------------------
 
 def type_audio(text: str) -> dict:
+    """App. I's audio-typing answer for the ``{"transcript", "voice_style_prompt"}`` JSON ``text``."""
     from c3po_plugin.build.classify import PLACEHOLDER
 
     audio = json.loads(text)
