@@ -19,9 +19,9 @@ licence, fit score, evidence modality, timestamp evidence, synthesis backends.
 **Funnel** (``funnel.md`` / ``.csv`` / ``.json``), per template and in total, each a count of
 ledger entries: ``candidates`` (select ok) -> ``generated`` (generator replies settled:
 generate ok + rejected) -> ``rule_rejected`` (generate rejected: the paper's rules, the fit
-threshold, does-not-fit, and replies still malformed after the re-ask) -> ``audited`` (audit ok + rejected) -> ``accepted`` (ACCEPT) ->
-``exported``; plus ``generate_failed``, ``synthesis_failed`` and ``synthesis_rejected`` so every
-loss is visible.
+threshold, does-not-fit, and replies still malformed after the re-ask) -> ``audited`` (audit
+ok + rejected) -> ``accepted`` (ACCEPT) -> ``exported``; plus ``generate_failed``,
+``synthesis_failed`` and ``synthesis_rejected`` so every loss is visible.
 
 **Difficulty histogram** (``difficulty.png`` / ``.pdf``, the paper's Fig. 7): accepted items per
 difficulty score 1-10, stacked by category.
