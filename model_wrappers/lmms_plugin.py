@@ -27,6 +27,8 @@ def manifests() -> list:
             chat_class_path=f"{PACKAGE}.reference.ReferenceChat",
             simple_class_path=f"{PACKAGE}.reference.ReferenceSimple",
         ),
+        # The offline generator / audio typer / auditor of `c3po build` (demo-quality items).
+        ModelManifest(model_id="c3po_build_reference", chat_class_path=f"{PACKAGE}.reference_build.BuildReferenceChat"),
         ModelManifest(model_id="sceval_gemini", chat_class_path=f"{PACKAGE}.gemini.GeminiChat"),
         # Adapters over lmms-eval's open omni wrappers (README, "Supported models").
         ModelManifest(

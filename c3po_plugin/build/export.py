@@ -17,11 +17,11 @@ answer (``c3po build import-answers``), and ``hidden`` keeps the provenance: bas
 licence, fit score, evidence modality, timestamp evidence, synthesis backends.
 
 **Funnel** (``funnel.md`` / ``.csv`` / ``.json``), per template and in total, each a count of
-ledger entries: ``candidates`` (select ok) -> ``generated`` (generator replies that parsed:
+ledger entries: ``candidates`` (select ok) -> ``generated`` (generator replies settled:
 generate ok + rejected) -> ``rule_rejected`` (generate rejected: the paper's rules, the fit
-threshold, does-not-fit) -> ``audited`` (audit ok + rejected) -> ``accepted`` (ACCEPT) ->
-``exported``; plus ``generate_failed``, ``synthesis_failed`` and ``synthesis_rejected`` so every
-loss is visible.
+threshold, does-not-fit, and replies still malformed after the re-ask) -> ``audited`` (audit
+ok + rejected) -> ``accepted`` (ACCEPT) -> ``exported``; plus ``generate_failed``,
+``synthesis_failed`` and ``synthesis_rejected`` so every loss is visible.
 
 **Difficulty histogram** (``difficulty.png`` / ``.pdf``, the paper's Fig. 7): accepted items per
 difficulty score 1-10, stacked by category.
@@ -194,8 +194,8 @@ def write_funnel(funnel: dict[str, dict[str, int]], out: Path) -> list[Path]:
         for template, row in funnel.items():
             writer.writerow((template,) + tuple(row[c] for c in columns))
     lines = ["# C3PO build funnel", "",
-             "candidates (select) -> generated (parsed generator replies) -> rule_rejected (rules, fit threshold) "
-             "-> audited -> accepted -> exported; the last columns are losses outside that chain.", "",
+             "candidates (select) -> generated (settled generator replies) -> rule_rejected (rules, fit threshold, "
+             "malformed) -> audited -> accepted -> exported; the last columns are losses outside that chain.", "",
              "| template | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for template, row in funnel.items():
         name = f"**{template}**" if template == "total" else template

@@ -301,6 +301,14 @@ def base_filter(spec: Any) -> tuple[dict, list[str]]:
     return match, list(entry.get("actions") or ["keep"])
 
 
+def check_spec(spec: Any) -> None:
+    """``ValueError`` naming the template for an unknown ``match`` key or an action that is
+    unknown or does not apply to the base file (a video, too, when its audio is extracted)."""
+    _, actions = base_filter(spec)
+    for modality in {spec.base_modality, "video"} if "extract_audio" in actions else {spec.base_modality}:
+        processing.parse_actions(_actions_for(actions, modality), modality, f"template {spec.template_id}")
+
+
 def _compatible(item: BaseMedia, base_modality: str, actions: list[str]) -> bool:
     """A base of the same modality, or a video whose audio track is extracted for an audio base."""
     return item.modality == base_modality or (base_modality == "audio" and item.modality == "video"
@@ -359,9 +367,7 @@ def run_select(build_dir: str | Path, *, pool: str | Path | Any, templates: list
     low, high = (per_template, per_template) if isinstance(per_template, int) else per_template
     chosen = resolve_specs(templates, specs)
     for spec in chosen:  # every spec's filter and actions are checked before any work
-        match, actions = base_filter(spec)
-        for modality in {spec.base_modality, "video"} if "extract_audio" in actions else {spec.base_modality}:
-            processing.parse_actions(_actions_for(actions, modality), modality, f"template {spec.template_id}")
+        check_spec(spec)
     the_pool = load_pool(pool, build_dir)
     ledger = Ledger(build_dir, STAGE)
     counts = {"ok": 0, "rejected": 0, "failed": 0, "skipped": 0}

@@ -44,8 +44,6 @@ from c3po_plugin.hookspecs import hookimpl
 #: Base-item tags the built-in specs filter on (``selection_filter.match``).
 TAGS = ("procedure", "kitchen", "objects", "counting", "text", "sign", "container", "clock", "outdoor",
         "motion", "action", "interaction", "sound_source", "fail", "place", "speech")
-MATCH_KEYS = ("tags_any", "tags_all", "min_duration_s", "max_duration_s", "has_audio", "min_side_px")
-ACTIONS = ("mute", "extract_audio", "keep")
 
 
 @dataclass(frozen=True)
@@ -65,12 +63,9 @@ class GenerationSpec:
         where = f"generation spec of {self.template_id} ({self.template_name})"
         if not isinstance(base, dict) or not isinstance(base.get("selection_filter"), dict):
             raise ValueError(f"{where}: generation_spec[{self.base_modality!r}] needs a selection_filter")
-        unknown = set(base["selection_filter"].get("match", {})) - set(MATCH_KEYS)
-        if unknown:
-            raise ValueError(f"{where}: unknown selection_filter.match key(s) {sorted(unknown)}; use {MATCH_KEYS}")
-        for action in base.get("actions", []):
-            if action not in ACTIONS and not action.startswith(("clip:", "clip_max:")):
-                raise ValueError(f"{where}: unknown action {action!r}; use {ACTIONS}, clip:<a>-<b> or clip_max:<s>")
+        from c3po_plugin.build.select import check_spec  # the one vocabulary: select's matcher, processing's actions
+
+        check_spec(self)
         if "query_skeleton" not in self.generation_spec.get("text", {}):
             raise ValueError(f"{where}: generation_spec['text'] needs a query_skeleton")
 
