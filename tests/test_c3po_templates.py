@@ -61,11 +61,25 @@ def test_committed_task_files_match_the_registry():
 
 BEEPS = '''
 from c3po_plugin import Template, hookimpl
+from c3po_plugin.build.specs import GenerationSpec
 
 @hookimpl
 def c3po_register_templates(registry):
     registry.add(Template("BX01", "BeepCountingConflict", "ic", 4, "video",
                           "The audio counts beeps; the video shows the tally; the question asks the total."))
+
+@hookimpl
+def c3po_register_generation_specs(registry):
+    registry.add(GenerationSpec(
+        "BX01", "BeepCountingConflict", "DISPERSAL (Tier 4)", "video",
+        "VIDEO shows a tally (muted); AUDIO beeps N times; TEXT asks the total.",
+        "Video: three marks. Audio: two beeps. Text: how many in all? Answer: five.",
+        {"video": {"source_dataset": "any", "actions": ["mute"],
+                   "selection_filter": {"requirement": "A clip that shows a tally.",
+                                        "match": {"tags_any": ["counting"]}}},
+         "audio": {"source_type": "generation (SFX)", "content_logic": "N beeps."},
+         "text": {"query_skeleton": "How many are there in all?"}},
+        aliases=("D_T4_901",)))
 '''
 
 CLASH = '''
@@ -84,14 +98,20 @@ def test_an_installed_template_plugin_gets_its_tasks(tmp_path):
         import json
         from c3po_plugin.templates import registry
         from c3po_plugin.taskgen import task_dirs
+        from c3po_plugin.build import specs
         t = registry().get("BeepCountingConflict")
         dirs = task_dirs()
+        found, skipped = specs.resolve(["D_T4_901"])
         print(json.dumps({"n": len(registry()), "plugin": t.plugin, "dirs": [str(d) for d in dirs],
-                          "files": sorted(p.name for p in dirs[-1].glob("c3po_*.yaml"))}))
+                          "files": sorted(p.name for p in dirs[-1].glob("c3po_*.yaml")),
+                          "spec": [s.template_id for s in found], "spec_plugin": found[0].plugin,
+                          "specs": len(specs.all_specs())}))
     """)
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["n"] == 26 and "c3po-beeps 0.1" in got["plugin"]
+    # its generation spec comes through the spec hook and answers to its alias, beside the 25 built-ins
+    assert got["spec"] == ["BX01"] and "c3po-beeps 0.1" in got["spec_plugin"] and got["specs"] == 26
     assert got["files"] == ["c3po_beep_counting_conflict.yaml", "c3po_ic_t4.yaml"]  # a new cell gets its tier task
     cli = subprocess.run([Path(sys.executable).with_name("c3po"), "templates"],
                          env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True)
