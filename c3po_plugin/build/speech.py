@@ -120,8 +120,11 @@ class EspeakSpeech:
     name = "espeak"
 
     def __init__(self, model: str | None = None) -> None:
+        from c3po_plugin.build.gpu_backends import require
+
         if model:
             raise ValueError(f"backend {self.name!r} takes no model (got {model!r})")
+        require("espeakng_loader", self.name, extra="build")  # now, so a missing extra stops the stage once
 
     def speak(self, text: str, style: str | None, *, key: str) -> tuple[np.ndarray, int]:
         """(16 kHz mono float32 wave, 16000) of ``text`` in the voice ``style`` describes;
