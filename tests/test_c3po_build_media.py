@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -321,6 +322,14 @@ def test_a_missing_gpu_backend_names_the_extra():
         registry().make("sfx", "audioldm2")
     with pytest.raises(KeyError, match="unknown image backend 'paint'"):
         registry().make("image", "paint")
+
+
+def test_speech_without_the_build_extra_names_it_before_any_sample(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "espeakng_loader", None)  # as if `[build]` were not installed
+    with pytest.raises(RuntimeError, match=r'faultline-eval\[build\]'):
+        run_synthesize(tmp_path)  # stops at the start, not with a failed entry per sample
+    ledger = tmp_path / "ledger" / "synthesize.jsonl"
+    assert not ledger.exists() or not ledger.read_text()
 
 
 # --- human-evaluation sample ---------------------------------------------------------------------------
