@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -354,6 +355,9 @@ def run_command(prog: str, args: argparse.Namespace) -> int:
 
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader went away (`sceval operators | head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit-time flush is quiet too
+        return 0
     except (ValueError, LookupError, OSError, RuntimeError) as exc:
         if env_flag(DEBUG_ENV):
             raise

@@ -167,3 +167,16 @@ def test_operators_lists_every_operator_with_its_table():
         spec = operators.get(name)
         line = next(l for l in done.stdout.splitlines() if l.startswith(name + " "))
         assert " / ".join(f"{spec.parameter(s):g}" for s in (0, 10, 30, 50, 70)) in line
+
+
+@pytest.mark.slow
+def test_a_reader_that_goes_away_is_not_an_error():
+    import os
+
+    read, write = os.pipe()
+    os.close(read)  # `sceval operators | head -0`: every write meets a closed pipe
+    try:
+        done = subprocess.run([SCEVAL, "operators"], stdout=write, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write)
+    assert done.returncode == 0 and done.stderr == ""
