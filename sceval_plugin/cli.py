@@ -345,6 +345,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="contact sheets of every operator on a built-in synthetic sample")
     demo.add_argument("-o", "--output", default="sceval-demo")
     demo.set_defaults(func=cmd_demo)
+
+    from sceval_plugin.build.cli import add_build_parser
+
+    add_build_parser(sub)
     return parser
 
 

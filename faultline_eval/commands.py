@@ -1,0 +1,45 @@
+"""``faultline``: one command over the project's tools.
+
+    faultline eval --model sceval_reference --tasks sceval_panel --output_path out/   (= faultline-eval)
+
+Each subcommand is a module listed in :data:`COMMANDS` exposing ``add_parser(sub)``, which adds
+its parser with ``set_defaults(func=...)``; ``func(args)`` returns the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+# subcommand -> module with add_parser(sub); `eval` is forwarded whole to faultline-eval.
+COMMANDS: dict[str, str] = {}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="faultline", description="faultline-eval: where omni-modal models break. "
+                                     "`faultline eval ...` runs lmms-eval's evaluation (as faultline-eval).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("eval", help="lmms-eval's evaluation with an honest exit status (faultline-eval's flags)",
+                   add_help=False)
+    for module in COMMANDS.values():
+        importlib.import_module(module).add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from sceval_plugin import use_offline_defaults
+    from sceval_plugin.cli import run_command
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["eval"]:
+        from faultline_eval.cli import main as evaluate
+
+        return evaluate(argv[1:])
+    use_offline_defaults()
+    return run_command("faultline", build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
