@@ -28,7 +28,7 @@ from sceval_plugin.data.intake import bad_input_policy, decode_problem, refuse
 from sceval_plugin.data.manifest import current_manifest
 from sceval_plugin.data.records import OmniItem, check_media, item_from_row
 from sceval_plugin.data.sources import BAD_INPUT_ENV, SourceError, load_source, media_paths
-from sceval_plugin.operators import SAMPLE_RATE
+from sceval_plugin.operators import SAMPLE_RATE, seed_scheme
 from sceval_plugin.parsing import INVALID_CATEGORIES, ParsedAnswer, parse_answer
 from sceval_plugin.prompts import prompt_template
 from sceval_plugin.render import Trial, control_not_applicable, render, reorder_options
@@ -264,6 +264,7 @@ def process_results(doc: dict, results: list) -> dict:
         "option_order": condition.option_order,
         "variant": doc["variant"],
         "released_variant": bool(doc["released"]),
+        "seed_scheme": seed_scheme(),  # how the variant's random draws were made
         "media": {"root": item.root, "visual": [str(Path(p).relative_to(item.root)) for p in item.visual],
                   "audio": str(Path(item.audio).relative_to(item.root))},
         "frame_times_s": item.frame_times(),

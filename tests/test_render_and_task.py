@@ -158,6 +158,7 @@ def test_process_results_record_and_invalid_categories():
     assert record["correct"] == 1 and record["invalid"] is None
     assert record["operators"] == {"vision": {"operator": "noise", "severity": 70}}
     assert record["variant"] == doc["variant"] and record["prompt_id"] == "sceval-json-v1"
+    assert record["seed_scheme"] == 2  # the default seed scheme (SCEVAL_SEED_SCHEME unset)
     assert task.process_results(doc, [""])["sceval_record"]["invalid"] == "empty"
     refused = task.process_results(doc, ["I cannot help with that."])["sceval_record"]
     assert refused["invalid"] == "refusal" and refused["correct"] is None

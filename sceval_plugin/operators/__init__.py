@@ -19,7 +19,7 @@ from sceval_plugin.operators._registry import (
     names,
     registry,
 )
-from sceval_plugin.operators._seed import variant_rng, variant_seed
+from sceval_plugin.operators._seed import SEED_SCHEMES, seed_scheme, variant_rng, variant_seed
 from sceval_plugin.operators._spec import (
     CORRUPTING_SEVERITIES,
     MODALITIES,
@@ -34,6 +34,7 @@ __all__ = [
     "CORRUPTING_SEVERITIES",
     "MODALITIES",
     "SAMPLE_RATE",
+    "SEED_SCHEMES",
     "SEVERITIES",
     "OperatorContractError",
     "OperatorInputError",
@@ -46,6 +47,7 @@ __all__ = [
     "names",
     "operator",
     "registry",
+    "seed_scheme",
     "variant_rng",
     "variant_seed",
 ]
