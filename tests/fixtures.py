@@ -1,14 +1,17 @@
-"""Builders of small on-disk datasets for the data-source tests (no network)."""
+"""Builders of small on-disk datasets and run logs for the tests (no network)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
 
 import numpy as np
 
+from faultline_eval.tasks import sceval_task as task
 from sceval_plugin import media, operators
+from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import DEMO_DIR
 
 
@@ -127,3 +130,26 @@ def omni_bench_fixture(folder: Path, n: int = 3) -> Path:
     (folder / "data").mkdir(parents=True, exist_ok=True)
     table.to_parquet(str(folder / "data" / "train-00000-of-00001.parquet"))
     return folder
+
+
+def guesser(doc: dict) -> str:
+    """A model that guesses, deterministically per row; every 7th reply unparseable."""
+    h = int(hashlib.blake2b(doc["row_id"].encode(), digest_size=4).hexdigest(), 16)
+    return "no idea" if h % 7 == 0 else json.dumps({"answer": "ABCD"[h % 4]})
+
+
+def write_logs(folder: Path, model: str, answer, conditions) -> list[dict]:
+    """lmms-eval-shaped logs (results JSON, one per-sample JSONL per condition) of ``answer``."""
+    folder.mkdir(parents=True)
+    (folder / "20261129_120000_results.json").write_text(json.dumps({"config": {"model": model, "model_args": ""}}))
+    records = []
+    for cid in conditions:
+        rows, _ = task.build_rows(catalogue().get(cid))
+        lines = []
+        for i, doc in enumerate(rows):
+            out = task.process_results(doc, [answer(doc)])
+            out["sceval_record"]["model"] = model  # what lmms-eval's run context records
+            lines.append(json.dumps({"doc_id": i, "target": doc["target"], **out}))
+            records.append(out["sceval_record"])
+        (folder / f"20261129_120000_samples_sceval_{cid}.jsonl").write_text("\n".join(lines) + "\n")
+    return records

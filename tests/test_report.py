@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -10,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fixtures import guesser, write_logs
 from PIL import Image
 
 from faultline_eval.model_wrappers.reference import answer_messages
 from faultline_eval.tasks import sceval_task as task
-from sceval_plugin.conditions import catalogue
 from sceval_plugin.metrics import compute, trials_frame
 
 SCEVAL = str(Path(sys.executable).with_name("sceval"))
@@ -24,34 +23,12 @@ CONDITIONS = ["clean", "missing_vision", "missing_audio", "missing_text", "short
               *[f"order{k}_clean" for k in range(4)]]
 
 
-def guesser(doc: dict) -> str:
-    """A model that guesses, deterministically per row; every 7th reply unparseable."""
-    h = int(hashlib.blake2b(doc["row_id"].encode(), digest_size=4).hexdigest(), 16)
-    return "no idea" if h % 7 == 0 else json.dumps({"answer": "ABCD"[h % 4]})
-
-
-def write_logs(folder: Path, model: str, answer, conditions=CONDITIONS) -> list[dict]:
-    """lmms-eval-shaped logs (results JSON, one per-sample JSONL per condition) of ``answer``."""
-    folder.mkdir(parents=True)
-    (folder / "20261129_120000_results.json").write_text(json.dumps({"config": {"model": model, "model_args": ""}}))
-    records = []
-    for cid in conditions:
-        rows, _ = task.build_rows(catalogue().get(cid))
-        lines = []
-        for i, doc in enumerate(rows):
-            out = task.process_results(doc, [answer(doc)])
-            out["sceval_record"]["model"] = model  # what lmms-eval's run context records
-            lines.append(json.dumps({"doc_id": i, "target": doc["target"], **out}))
-            records.append(out["sceval_record"])
-        (folder / f"20261129_120000_samples_sceval_{cid}.jsonl").write_text("\n".join(lines) + "\n")
-    return records
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    ref = write_logs(root / "reference", "sceval_reference", lambda doc: answer_messages(task.doc_to_messages(doc)))
-    guess = write_logs(root / "guesser", "guesser", guesser)
+    ref = write_logs(root / "reference", "sceval_reference", lambda doc: answer_messages(task.doc_to_messages(doc)),
+                     CONDITIONS)
+    guess = write_logs(root / "guesser", "guesser", guesser, CONDITIONS)
     return root, ref, guess
 
 

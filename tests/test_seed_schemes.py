@@ -105,3 +105,19 @@ def test_unknown_scheme_is_refused_by_name(monkeypatch, clip):
     with pytest.raises(ValueError, match=r"SCEVAL_SEED_SCHEME='3' is not a seed scheme; known: 1 \(.*\), 2 \("):
         operators.apply("noise", clip, severity=10, key="k")
 
+
+
+def test_report_reads_the_scheme_and_refuses_to_mix_schemes(monkeypatch, tmp_path):
+    from fixtures import guesser, write_logs
+
+    from sceval_plugin.metrics import catalogue_info, check_comparable
+    from sceval_plugin.report.reader import read_runs
+
+    for scheme in (1, 2):
+        monkeypatch.setenv("SCEVAL_SEED_SCHEME", str(scheme))
+        write_logs(tmp_path / f"scheme{scheme}", f"model-{scheme}", guesser, ["single_noise_v70"])
+    trials, _ = read_runs([tmp_path], workers=1, progress=False)
+    assert sorted(trials["seed_scheme"].unique()) == [1, 2]
+    with pytest.raises(ValueError, match=r"different seed schemes \(scheme 1: model-1; scheme 2: model-2\)"):
+        check_comparable(trials, catalogue_info())
+    check_comparable(read_runs([tmp_path / "scheme2"], workers=1, progress=False)[0], catalogue_info())

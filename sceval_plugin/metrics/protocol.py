@@ -479,8 +479,8 @@ def _run_pairs(specs, strict: pd.DataFrame, score: pd.DataFrame, *, b: int, seed
 
 
 def check_comparable(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> None:
-    """Refuse to compare runs made with different prompts (outside the prompt-variant block) or
-    different dataset versions: raise ``ValueError`` naming what clashes."""
+    """Refuse to compare runs made with different prompts (outside the prompt-variant block),
+    different dataset versions or different seed schemes: raise ``ValueError`` naming what clashes."""
     prompt_variants = [cid for cid, c in info.items() if c.block == "prompt"]
     headline = trials[~trials["condition_id"].isin(prompt_variants)]
     prompts = headline.groupby("prompt_id", observed=True)["model"].unique()
@@ -491,6 +491,12 @@ def check_comparable(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> No
     if len(datasets) > 1:
         detail = "; ".join(f"{d}: {', '.join(map(str, ms))}" for d, ms in datasets.items())
         raise ValueError(f"runs use different dataset versions ({detail}); compare runs on the same data")
+    if "seed_scheme" in trials:  # logs that predate the field have none, and are not checked
+        schemes = trials.groupby("seed_scheme", observed=True)["model"].unique()
+        if len(schemes) > 1:
+            detail = "; ".join(f"scheme {n}: {', '.join(map(str, ms))}" for n, ms in schemes.items())
+            raise ValueError(f"runs use different seed schemes ({detail}), so their noise variants differ; rerun "
+                             "with SCEVAL_SEED_SCHEME set to one of them")
 
 
 #: Why a control does not apply to an item (the trial's ``not_applicable``), in words.

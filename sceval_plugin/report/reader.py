@@ -56,8 +56,10 @@ _TRIAL_KEY = b'"sceval_accuracy": {"s": '
 _STRING = rb'"(?:[^"\\]|\\.)*"'
 _TRIAL = re.compile(rb'(' + _STRING + rb'), ("v": \d+, "c": (?:null|0|1), "i": (?:null|"[a-z_]+"), '
                     rb'"a": (?:null|' + _STRING + rb'), "n": \d+(?:, "[a-z]": (?:null|' + _STRING + rb'))*)\}')
+#: Record fields with one value per log (one task run), read from its first and last lines.
+PER_LOG = ("condition_id", "prompt_id", "dataset", "seed_scheme")
 #: Trial-table columns beyond TRIAL_COLUMNS, read when the logs carry them (missing in older logs).
-EXTRA_COLUMNS = ("confidence", "source", "donor", "follows_donor", "donor_key_map")
+EXTRA_COLUMNS = ("confidence", "source", "donor", "follows_donor", "donor_key_map", "seed_scheme")
 
 
 def _trial_tokens(data: bytes) -> tuple[list, list] | None:
@@ -88,7 +90,7 @@ def _signature(record: dict) -> bytes:
 
 
 def _parse_file(path: str) -> tuple[str, dict, tuple]:
-    """One per-sample log: its constants (model, condition, prompt id, dataset: one value per task
+    """One per-sample log: its constants (model, condition, prompt id, dataset, seed scheme: one value per task
     run, from the first and last records) and, per line, the sample id and trial fields as raw
     JSON tokens, found by one regex pass over the file (the records themselves are not decoded)."""
     data = Path(path).read_bytes()
@@ -109,10 +111,10 @@ def _parse_file(path: str) -> tuple[str, dict, tuple]:
     first_end = data.find(b"\n", 0, end)
     first = record(data[: first_end if first_end >= 0 else end], "first line")
     last = record(data[data.rfind(b"\n", 0, end) + 1: end], "last line")
-    for name in ("condition_id", "prompt_id", "dataset"):
+    for name in PER_LOG:
         if first.get(name) != last.get(name):
             raise ReportError(f"{path}: {name} changes within one log ({first.get(name)!r} vs {last.get(name)!r})")
-    constants = {k: first.get(k) for k in ("model", "condition_id", "prompt_id", "dataset")}
+    constants = {k: first.get(k) for k in ("model", *PER_LOG)}
     tokens = _trial_tokens(data)
     if tokens is None:  # an older or hand-made log: decode every record
         records = [record(line, f"line {i + 1}") for i, line in enumerate(data.split(b"\n")) if line.strip()]
@@ -180,7 +182,7 @@ def read_runs(run_dirs: Sequence[str | Path], *, workers: int | None = None, pro
     per_file = {
         "model": [label if label != "unknown" else (constants.get("model") or "unknown")
                   for (constants, _), label in kept],
-        **{name: [constants.get(name) for (constants, _), _ in kept] for name in ("condition_id", "prompt_id", "dataset")},
+        **{name: [constants.get(name) for (constants, _), _ in kept] for name in PER_LOG},
     }
     data = {}
     for name, values in per_file.items():  # one value per file: categorical codes repeated per line
