@@ -112,6 +112,8 @@ def cmd_corrupt(args: argparse.Namespace) -> int:
         raise SystemExit(f"sceval corrupt: {args.op!r} is a {spec.modality} operator but the input is {modality}")
     result = operators.apply(args.op, data, severity=args.severity, variant=args.variant, key=key)
     label = f"{args.op} severity={args.severity} ({spec.table.parameter} = {spec.parameter(args.severity):g}) variant={args.variant} key={key}"
+    if spec.stochastic:
+        label += f" seed-scheme={operators.seed_scheme()}"
     if modality == "text" and not args.output:
         print(f"# {label}", file=sys.stderr)
         print(result)

@@ -56,7 +56,7 @@ def test_corrupt_image_matches_the_api(files):
     done = sceval("corrupt", "photo.png", "--op", "noise", "--severity", "70", "--variant", "2",
                   "-o", "out.png", cwd=files)
     assert done.returncode == 0, done.stderr
-    assert "key=photo.png" in done.stdout
+    assert "key=photo.png seed-scheme=2" in done.stdout
     written = np.asarray(Image.open(files / "out.png"))
     clean, _ = media.read_image(files / "photo.png")
     assert np.array_equal(written, operators.apply("noise", clean, severity=70, variant=2, key="photo.png"))
