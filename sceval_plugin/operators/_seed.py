@@ -13,7 +13,7 @@ Seed schemes (``SCEVAL_SEED_SCHEME``; every record names the one it was made wit
 2. (default) Same seeds and the same draws for every operator except ``noise``, which draws the
    *rounded* Gaussian directly: 16 random bits per value through an inverse-CDF table (see
    :func:`sceval_plugin.operators.vision.rounded_gaussian_table`). Same distribution up to
-   2**-17 in every cumulative probability, about 5x faster; different bytes.
+   2**-17 in every cumulative probability, 3-5x faster; different bytes.
 
 A new scheme never reuses an old number; old numbers keep giving the old bytes.
 """

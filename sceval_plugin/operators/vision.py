@@ -57,7 +57,7 @@ NOISE_SIGMA = SeverityTable(
 )
 
 
-#: Draws per value in seed scheme 2: the resolution of its inverse-CDF tables.
+#: Random bits per noise value in seed scheme 2 (one uint16): the resolution of its tables.
 NOISE_TABLE_BITS = 16
 
 
@@ -69,8 +69,8 @@ def rounded_gaussian_table(sigma: float) -> np.ndarray:
     are whole numbers), so the operator may draw the rounded value k directly:
     P(k) = Phi((k + 1/2) / sigma) - Phi((k - 1/2) / sigma). Cell u in 0..65535 holds the k whose
     cumulative range contains the cell's midpoint (u + 1/2) / 2**16, so every cumulative
-    probability is within 2**-17 of the exact one; |z| beyond about 4.4 (probability 1.1e-5)
-    folds into the extreme cells. Values beyond +-255 saturate every pixel alike, so they are
+    probability is within 2**-17 of the exact one; |z| beyond about 4.33 (1.5e-5 of the mass,
+    both tails) folds into the extreme cells. Values beyond +-255 saturate every pixel alike, so they are
     clamped to +-255 with no effect on the output.
     """
     levels = np.arange(-255, 255)  # k; the last bin (k = 255) takes the rest of the mass
@@ -87,7 +87,7 @@ def noise(frames: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndar
 
     How the Gaussian is drawn depends on the seed scheme (:mod:`sceval_plugin.operators._seed`):
     scheme 1 draws float32 Gaussians and rounds the sum; scheme 2 draws the rounded noise from
-    :func:`rounded_gaussian_table`, 16 raw PCG64 bits per value (about 5x faster).
+    :func:`rounded_gaussian_table`, 16 raw PCG64 bits per value (3-5x faster).
     """
     src = _frames(frames)
     out = np.empty_like(src)

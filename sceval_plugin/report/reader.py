@@ -90,9 +90,9 @@ def _signature(record: dict) -> bytes:
 
 
 def _parse_file(path: str) -> tuple[str, dict, tuple]:
-    """One per-sample log: its constants (model, condition, prompt id, dataset, seed scheme: one value per task
-    run, from the first and last records) and, per line, the sample id and trial fields as raw
-    JSON tokens, found by one regex pass over the file (the records themselves are not decoded)."""
+    """One per-sample log: its constants (model and :data:`PER_LOG`: one value per task run, from
+    the first and last records) and, per line, the sample id and trial fields as raw JSON tokens,
+    found by one regex pass over the file (the records themselves are not decoded)."""
     data = Path(path).read_bytes()
 
     def record(line: bytes, where: str) -> dict:
