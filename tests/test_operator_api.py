@@ -132,7 +132,7 @@ def test_unknown_operator_suggests_close_names():
 
 
 def test_seed_derivation_is_pinned():
-    # Changing this changes every published variant: bump SEED_SCHEME and say so if you must.
+    # Changing this changes every published variant: add a seed scheme (operators/_seed.py) if you must.
     assert operators.variant_seed("sample-17", "noise", 70, 0) == 4138507078556655673109178836124084345
     assert operators.variant_seed("a", "noise", 70, 0) != operators.variant_seed("a", "noise", 70, 1)
     assert operators.variant_seed("a|b", "c", 10, 0) != operators.variant_seed("a", "b|c", 10, 0)
