@@ -54,7 +54,7 @@ def test_report_writes_tables_plots_and_every_number(runs, tmp_path):
 
     report = json.loads((out / "report.json").read_text())
     assert report["counts"]["models"] == ["guesser", "sceval_reference"]
-    assert report["settings"]["bootstrap_resamples"] == 300
+    assert report["settings"]["bootstrap_resamples"] == 300 and report["settings"]["seed_scheme"] == 2
     conditions = {(c["model"], c["condition_id"]): c for c in report["conditions"]}
     assert conditions[("sceval_reference", "clean")]["accuracy"] == 1.0
     assert conditions[("guesser", "clean")]["invalid_parse_failure"] > 0

@@ -145,7 +145,10 @@ def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.Da
     everything = {
         "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "alpha": 0.05,
                      "runs": [str(r) for r in run_dirs], "invalid_outputs": "missing for accuracy; incorrect for significance",
-                     "delta_single_baseline": delta_single},
+                     "delta_single_baseline": delta_single,
+                     # one scheme (compute refuses a mix); None: logs from before records named it
+                     "seed_scheme": next((int(n) for n in trials["seed_scheme"].dropna().unique()), None)
+                     if "seed_scheme" in trials else None},
         "counts": {"trials": int(len(trials)), "models": sorted(map(str, trials["model"].unique())),
                    "conditions": int(trials["condition_id"].nunique())},
         "notes": notes,
