@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import cv2
 import numpy as np
 import pytest
 
@@ -71,6 +72,18 @@ def test_schemes_change_only_noise(monkeypatch, clip, wave):
     for name, old in outputs[1].items():
         same = old == outputs[2][name] if isinstance(old, str) else np.array_equal(old, outputs[2][name])
         assert same == (name != "noise"), name
+
+
+@pytest.mark.parametrize("name", ["noise", "defocus_blur"])
+def test_bytes_do_not_depend_on_the_thread_count(clip, name):
+    threaded = operators.apply(name, clip, severity=70, key="k")
+    default = cv2.getNumThreads()
+    cv2.setNumThreads(1)  # the frame pool follows OpenCV: frames run one after another
+    try:
+        serial = operators.apply(name, clip, severity=70, key="k")
+    finally:
+        cv2.setNumThreads(default)
+    assert np.array_equal(serial, threaded)
 
 
 @pytest.mark.parametrize("sigma", [15.0, 40.0, 65.0, 90.0])
