@@ -9,11 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import soundfile
 
 from build_sources import VALOR_CAPTIONS, social_iq2_copy, valor_copy
-from fixtures import copy_demo, omni_bench_fixture
+from fixtures import copy_demo, demo_rows, omni_bench_fixture
 from sceval_plugin.build import convert, pool, publish
 from sceval_plugin.build.converters import CAPTION_QUESTION
 from sceval_plugin.data.sources import load_source
@@ -183,42 +184,44 @@ def test_a_converter_name_taken_twice_names_both_plugins():
         registry.add(convert.Converter("other", lambda root, out: iter(()), "MIT", evidence_modality="smell"))
 
 
-def _demo_converted(build_dir: Path) -> None:
-    """30 converted demo items: odd ones without sound cues in the question, one without audio."""
+def _demo_converted(build_dir: Path, tmp_path: Path) -> None:
+    """The 30 demo items through the ``items`` converter: odd ones without sound cues in the
+    question, and demo-size-05 with a silent track."""
     def mutate(row):
-        n = int(row["sample_id"][-2:])
-        if n % 2:
+        if int(row["sample_id"][-2:]) % 2:
             row["question"] = "Which of these options is right?"
-        row["hidden"] = {**row["hidden"], "source_ref": f"demo/{row['sample_id']}",
-                         "modalities": {"text": True, "visual": True, "audio": row["sample_id"] != "demo-size-05"}}
-    copy_demo(build_dir / "converted" / "demo", mutate=mutate)
+    folder = copy_demo(tmp_path / "unified", mutate=mutate)
+    silent = next(r for r in demo_rows() if r["sample_id"] == "demo-size-05")["audio"]
+    soundfile.write(folder / silent, np.zeros(16_000, np.float32), 16_000, format="FLAC")
+    assert convert.convert_source("items", folder, build_dir)["converted"] == 30
 
 
 def test_pool_is_seeded_within_budget_and_oversamples_tri_modal_items(tmp_path):
-    _demo_converted(tmp_path)
-    funnel = pool.build_pool(tmp_path, budget=10, seed=3)
-    first = (tmp_path / "pool" / "items.jsonl").read_bytes()
-    counts = funnel["sources"]["demo"]
+    build_dir = tmp_path / "build"
+    _demo_converted(build_dir, tmp_path)
+    funnel = pool.build_pool(build_dir, budget=10, seed=3)
+    first = (build_dir / "pool" / "items.jsonl").read_bytes()
+    counts = funnel["sources"]["items"]
     assert counts == {"examples": 30, "converted": 30, "eligible": 29, "pooled": 10,
                       "tri_modal_eligible": 15, "tri_modal_pooled": counts["tri_modal_pooled"]}
     assert counts["tri_modal_pooled"] / 10 > 15 / 29, "weight 4 draws tri-modal items more often than their share"
     pooled = [json.loads(line) for line in first.decode().splitlines()]
     assert all(r["hidden"]["pool"]["tri_modal_cues"] == pool.tri_modal_cues(r) for r in pooled)
     excluded = {e["sample_id"]: e["reason"] for e in funnel["excluded"]}
-    assert excluded["demo-size-05"] == "modality_unavailable: audio"
+    assert excluded["items-demo-size-05"] == "modality_unavailable: audio"
     assert len(excluded) == 20 and sum(r.startswith("not_drawn") for r in excluded.values()) == 19
-    assert load_source(str(tmp_path / "pool")).problems == []
+    assert load_source(str(build_dir / "pool")).problems == []
 
-    assert pool.build_pool(tmp_path, budget=10, seed=3) == funnel
-    assert (tmp_path / "pool" / "items.jsonl").read_bytes() == first, "same seed, same bytes"
-    pool.build_pool(tmp_path, budget=10, seed=4)
-    assert (tmp_path / "pool" / "items.jsonl").read_bytes() != first
-    heavy = pool.build_pool(tmp_path, budget=10, seed=3, tri_modal_weight=1e9)["sources"]["demo"]
+    assert pool.build_pool(build_dir, budget=10, seed=3) == funnel
+    assert (build_dir / "pool" / "items.jsonl").read_bytes() == first, "same seed, same bytes"
+    pool.build_pool(build_dir, budget=10, seed=4)
+    assert (build_dir / "pool" / "items.jsonl").read_bytes() != first
+    heavy = pool.build_pool(build_dir, budget=10, seed=3, tri_modal_weight=1e9)["sources"]["items"]
     assert heavy["tri_modal_pooled"] == 10, "an overwhelming weight draws tri-modal items first"
 
 
 @pytest.mark.slow
-def test_publish_is_a_datasets_folder_the_tasks_run_on(build, tmp_path):
+def test_publish_is_a_datasets_folder_the_tasks_run_on(build, tmp_path, monkeypatch):
     import datasets
 
     pool.build_pool(build, budget=3)
@@ -239,9 +242,10 @@ def test_publish_is_a_datasets_folder_the_tasks_run_on(build, tmp_path):
     assert "source_licenses:" in card and "check the source's terms" in card
     assert f"`{rejected}` ({rejected.split('-')[0]}): text leakage" in card
     assert f"`{unannotated}` ({unannotated.split('-')[0]}): not_annotated" in card
-    offline = subprocess.run([SCEVAL, "build", "publish", build, "--out", tmp_path / "p", "--push-to-hub", "me/x"],
-                             capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    assert offline.returncode == 2 and "HF_HUB_OFFLINE=1 is set" in offline.stderr
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(convert.BuildError, match="HF_HUB_OFFLINE=1 is set"):
+        publish.publish(build, out=tmp_path / "p", push_to_hub="me/x")
+    assert not (tmp_path / "p").exists(), "nothing is written before the offline guard"
 
     lmms_eval("--model", "sceval_reference", "--tasks", "sceval_clean", "--log_samples", "--output_path", "out",
               cwd=tmp_path, env={"SCEVAL_SOURCE": str(out), "SCEVAL_MANIFEST": str(out / "manifest.json")})

@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import json
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -80,6 +80,8 @@ class Converter:
     license: str
     description: str = ""
     evidence_modality: str = "unknown"
+    #: Local copies known by name (``items=demo``): name -> folder.
+    named_copies: Mapping[str, Path] = field(default_factory=dict)
     plugin: str = ""
 
 
@@ -188,6 +190,13 @@ def _converted(converter: Converter, root: Path, out: Path) -> Iterator[dict | R
         yield row
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    """The objects of a JSON-lines file this package wrote ([] when it does not exist)."""
+    from sceval_plugin.data.intake import read_text
+
+    return [json.loads(line) for line in read_text(path).splitlines() if line.strip()] if path.is_file() else []
+
+
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
     """One sorted-key JSON object per line (UTF-8): the same rows give the same bytes."""
     path.write_text("".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
@@ -198,7 +207,7 @@ def convert_source(name: str, root: str | Path, build_dir: str | Path) -> dict:
     """Convert the local copy at ``root`` with converter ``name`` into ``BUILD/converted/<name>``;
     returns the summary (also written as ``summary.json``)."""
     converter = registry().get(name)
-    root = Path(root).expanduser()
+    root = Path(converter.named_copies.get(str(root), Path(root).expanduser()))
     if not root.exists():
         raise BuildError(f"{name}: no local copy at {root}")
     out = Path(build_dir) / "converted" / name
@@ -233,6 +242,8 @@ def cmd_convert(args) -> int:
         for converter in registry():
             print(f"{converter.name:12} {converter.plugin}: {converter.description} (licence: {converter.license})")
         return 0
+    if "=" in str(args.build_dir):
+        raise SystemExit(f"sceval build convert: give BUILD_DIR before SOURCE=PATH (got {args.build_dir})")
     if not args.sources:
         raise SystemExit("sceval build convert: give SOURCE=PATH (sceval build convert --list shows the converters)")
     status = 0

@@ -45,6 +45,7 @@ from sceval_plugin.build.convert import Converter, Rejected
 from sceval_plugin.build.pool import order_key
 from sceval_plugin.data.intake import Problem, read_rows
 from sceval_plugin.data.records import OPTION_KEYS, RecordError
+from sceval_plugin.data.sources import DEMO_DIR
 
 #: Why a source example is not converted (besides the tasks' own: record, media_unreadable, ...).
 REASONS = ("missing_field", "missing_answer", "bad_answer_index", "missing_video", "missing_image",
@@ -181,7 +182,7 @@ def _social_iq2_item(row: Mapping[str, Any], split: str, where: str, base: Path,
     if isinstance(files, Rejected):
         return files
     return {"sample_id": sample_id, "question": row["q"], "options": options, "gold_key": OPTION_KEYS[gold], **files,
-            "hidden": {"source_ref": ref, "evidence_modality": "audio+visual",
+            "hidden": {"source_ref": ref,
                        "source_meta": {"split": split, "qid": qid, "vid_name": vid, "ts": row.get("ts"),
                                        "window_s": window, "idx_types": row.get("idx_types")}}}
 
@@ -225,7 +226,7 @@ def convert_omni_bench(root: Path, out: Path) -> Iterator[dict | Rejected]:
                 yield Rejected(ref, "media_unreadable", str(exc), sample_id)
                 continue
             row["category"] = doc.get("task type") or ""
-            row["hidden"] = {"source_ref": ref, "evidence_modality": "audio+visual", "source_meta": {
+            row["hidden"] = {"source_ref": ref, "source_meta": {
                 "index": index, "task_type": doc.get("task type"), "audio_type": doc.get("audio type"),
                 "image_content": doc.get("image content"), "audio_content": doc.get("audio content")}}
             yield row
@@ -305,6 +306,47 @@ def _valor_item(entry: Mapping[str, Any], split: str, where: str, root: Path, ca
                        "source_meta": {"split": split, "video_id": video_id, **meta}}}
 
 
+# --- SCEval's own schema -------------------------------------------------------------------------
+
+def convert_items(root: Path, out: Path) -> Iterator[dict | Rejected]:
+    """A folder already in the unified schema (``items.jsonl`` or ``items.parquet``; ``items=demo``:
+    the embedded demo set): rows kept as they are, media copied, ids prefixed ``items-``."""
+    import shutil
+
+    from sceval_plugin.data.records import resolve_inside
+
+    table = next((root / n for n in ("items.jsonl", "items.parquet") if (root / n).is_file()), None)
+    if table is None:
+        raise FileNotFoundError(f"{root}: no items.jsonl or items.parquet")
+    for where, row in _table_rows(table, f"items/{root.name}"):
+        if isinstance(row, Rejected):
+            yield row
+            continue
+        ref, sample_id = f"{root.name}/{row.get('sample_id') or '<' + where + '>'}", f"items-{row.get('sample_id')}"
+        try:
+            visual = row.get("visual")
+            paths = {rel: resolve_inside(root, rel, sample_id, name) for name, rels in
+                     (("visual", visual if isinstance(visual, list) else [visual]), ("audio", [row.get("audio")]))
+                     for rel in rels}
+        except RecordError as exc:
+            yield Rejected(ref, "record", str(exc), sample_id)
+            continue
+        missing = [rel for rel, path in paths.items() if not Path(path).is_file()]
+        if missing:
+            yield Rejected(ref, "media_unreadable", f"{where}: no such file {missing[0]!r}", sample_id)
+            continue
+        def under_media(rel: str) -> str:
+            return rel if rel.startswith("media/") else f"media/{rel}"
+
+        for rel, path in paths.items():
+            (out / under_media(rel)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, out / under_media(rel))
+        hidden = dict(row.get("hidden") or {}) if isinstance(row.get("hidden"), Mapping) else {}
+        yield {**row, "sample_id": sample_id, "audio": under_media(row["audio"]),
+               "visual": [under_media(v) for v in visual] if isinstance(visual, list) else under_media(visual),
+               "hidden": {**hidden, "source_ref": ref, "source_meta": {"source": row.get("source")}}}
+
+
 @hookimpl
 def sceval_register_converters(registry) -> None:
     registry.add(Converter("social_iq2", convert_social_iq2, SOCIAL_IQ2_LICENSE, evidence_modality="audio+visual",
@@ -313,3 +355,6 @@ def sceval_register_converters(registry) -> None:
                            description="OmniBench, Hugging Face schema (m-a-p/OmniBench parquet)"))
     registry.add(Converter("valor", convert_valor, VALOR_LICENSE, evidence_modality="audio+visual",
                            description="VALOR-32K-style clips with captions (desc_*.json) or QA entries"))
+    registry.add(Converter("items", convert_items, "the folder's own (each row's hidden.license)",
+                           description="a folder in SCEval's unified schema; items=demo: the embedded demo set",
+                           named_copies={"demo": DEMO_DIR}))

@@ -33,6 +33,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from sceval_plugin.build.convert import BuildError, read_jsonl, write_jsonl
+
 DEFAULT_BUDGET = 100
 DEFAULT_SEED = 0
 DEFAULT_TRI_MODAL_WEIGHT = 4.0
@@ -69,12 +71,6 @@ def draw_key(seed: int, sample_id: str, weight: float) -> float:
     return math.log(u) / weight
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    from sceval_plugin.data.intake import read_text
-
-    return [json.loads(line) for line in read_text(path).splitlines() if line.strip()] if path.is_file() else []
-
-
 def _pooled_row(row: dict, converted: Path, pool: Path, source: str) -> dict:
     """The row with its media copied under ``pool/media/<source>/`` (paths relative to the pool)."""
     def move(rel: str) -> str:
@@ -93,8 +89,6 @@ def _pooled_row(row: dict, converted: Path, pool: Path, source: str) -> dict:
 def build_pool(build_dir: str | Path, *, budget: int = DEFAULT_BUDGET, seed: int = DEFAULT_SEED,
                tri_modal_weight: float = DEFAULT_TRI_MODAL_WEIGHT, sources: Iterable[str] | None = None) -> dict:
     """Draw the pool from ``BUILD/converted/*``; returns the funnel (also ``BUILD/pool/funnel.json``)."""
-    from sceval_plugin.build.convert import BuildError, write_jsonl
-
     if budget < 1 or not tri_modal_weight > 0:
         raise BuildError(f"the budget must be >= 1 and the tri-modal weight > 0 (got {budget}, {tri_modal_weight})")
     build_dir = Path(build_dir)
@@ -113,7 +107,7 @@ def build_pool(build_dir: str | Path, *, budget: int = DEFAULT_BUDGET, seed: int
         folder = converted_root / name
         if not (folder / "items.jsonl").is_file():
             raise BuildError(f"{folder}: no items.jsonl (run `sceval build convert {build_dir} {name}=PATH`)")
-        rows, problems = _read_jsonl(folder / "items.jsonl"), _read_jsonl(folder / "problems.jsonl")
+        rows, problems = read_jsonl(folder / "items.jsonl"), read_jsonl(folder / "problems.jsonl")
         funnel["excluded"] += [{"source_ref": p["source_ref"], "sample_id": p.get("sample_id"), "source": name,
                                 "stage": "convert", "reason": p["reason"]} for p in problems]
         eligible = []

@@ -28,7 +28,7 @@ import json
 import shutil
 from pathlib import Path
 
-from sceval_plugin.build.convert import BuildError, registry
+from sceval_plugin.build.convert import BuildError, read_jsonl, registry
 
 CARD = """---
 license: other
@@ -121,7 +121,9 @@ def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub
     """Write the published folder; returns ``{"out", "published", "excluded", "manifest", "hub"}``."""
     import datasets
 
-    from sceval_plugin.data.sources import load_source
+    from sceval_plugin.data.intake import collect, read_rows
+    from sceval_plugin.data.records import item_from_row
+    from sceval_plugin.data.sources import media_paths
 
     build_dir = Path(build_dir)
     pool = build_dir / "pool"
@@ -133,7 +135,7 @@ def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub
     if out.exists():
         shutil.rmtree(out)
     (out / "media").mkdir(parents=True)
-    rows = [json.loads(line) for line in (pool / "items.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_jsonl(pool / "items.jsonl")
     funnel = json.loads((pool / "funnel.json").read_text(encoding="utf-8"))
     manifest = build_dir / "manifest.json"
     kept, excluded = _kept(rows, manifest) if manifest.is_file() else (rows, [])
@@ -154,9 +156,10 @@ def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub
         counts["published"] = published.get(name, 0)
     (out / "funnel.json").write_text(json.dumps(funnel, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     (out / "README.md").write_text(_card(funnel, len(kept), manifest.is_file()), encoding="utf-8")
-    check = load_source(str(out))  # the tasks' own reader: what was written must load as it will be run
-    if check.problems or len(check.items) != len(kept):
-        raise BuildError(f"{out}: the published folder does not load cleanly: {'; '.join(map(str, check.problems[:5]))}")
+    # read back as the tasks will read it (SCEVAL_SOURCE=<out>): every row valid, every file probed
+    items, problems = collect(read_rows(out / "items.parquet"), lambda row: item_from_row(row, out), media_paths)
+    if problems or len(items) != len(kept):
+        raise BuildError(f"{out}: the published folder does not load cleanly: {'; '.join(map(str, problems[:5]))}")
     result = {"out": str(out), "published": len(kept), "excluded": len(funnel["excluded"]),
               "manifest": manifest.is_file(), "hub": None}
     if push_to_hub:
