@@ -2,7 +2,8 @@
 
 Each source is converted by a :class:`Converter`, a plugin registered through the
 ``sceval_register_converters`` hook (:mod:`sceval_plugin.hookspecs`); the built-ins
-(:mod:`sceval_plugin.build.converters`: ``social_iq2``, ``omni_bench``, ``valor``) register
+(:mod:`sceval_plugin.build.converters`: ``social_iq2``, ``omni_bench``, ``valor``, and ``items``
+for a folder already in the unified schema) register
 exactly like a third party's. ``sceval build convert BUILD social_iq2=/data/siq2 ...`` writes,
 per source, ``BUILD/converted/<source>/``::
 
@@ -14,7 +15,8 @@ per source, ``BUILD/converted/<source>/``::
 
 **The normalised record** (App. D, "Source pool and initial candidate construction"): every
 row's ``hidden`` (never shown to a model) carries ``source_ref`` (the back-pointer: source,
-split and example id), ``visual_kind`` (``image`` or ``video``), ``modalities`` (availability
+split and example id), ``visual_kind`` (``image``: one picture; ``video``: a clip or a frame
+sequence), ``modalities`` (availability
 flags, measured here on the decoded media: ``text`` = a non-empty question, ``visual`` = the
 frames are not one flat colour, ``audio`` = the waveform is not silent, peak above
 :data:`SILENCE_PEAK`), ``evidence_modality`` (what the source says the question needs, else
