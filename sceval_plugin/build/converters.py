@@ -37,6 +37,7 @@ in ``videos/<video_id>.<ext>``, optional ``audios/<video_id>.wav``). Two forms a
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -82,8 +83,6 @@ class ClipWriter:
         """``{"visual": ..., "audio": ...}`` paths relative to the output folder: the clip (copied
         when ``window`` is None or covers it, cut otherwise) and its audio as 16 kHz mono WAV over
         the same span (App. F.2). Raises :class:`~sceval_plugin.media.MediaError`."""
-        from dataclasses import replace
-
         from c3po_plugin.build.processing import Plan, process, video_duration
 
         duration = video_duration(video)
