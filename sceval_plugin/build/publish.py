@@ -52,7 +52,8 @@ configs:
 (convert -> pool -> annotation -> manifest -> publish; the SCEval paper's §2.3 and Appendix D).
 {verified}
 
-Load it with `SCEVAL_SOURCE=<this folder>`{manifest_hint} or `datasets.load_dataset("<this folder>", split="test")`.
+Load it with `SCEVAL_SOURCE=<this folder>`{manifest_hint} or `datasets.load_dataset("<this folder>", split="test")`
+(add `download_mode="force_redownload"` after republishing into the same folder: `datasets` caches it).
 Media paths are relative to this folder; `hidden` (JSON) holds each item's back-pointer to its
 source example (`source_ref`), its modality flags, expected evidence modality and licence, and is
 never shown to a model.
