@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
+    from sceval_plugin.build.convert import ConverterRegistry
     from sceval_plugin.conditions import ConditionRegistry
     from sceval_plugin.operators import OperatorRegistry
     from sceval_plugin.probes import ProbeRegistry
@@ -70,4 +71,17 @@ def sceval_register_probes(registry: ProbeRegistry) -> None:
     :class:`sceval_plugin.probes.DonorPicker`). A probe never reaches into the dataset itself; when
     no item of the dataset fits the tier, the trial is recorded as not applicable (``no_donor``).
     Probes without a donor tier get ``donor=None``.
+    """
+
+
+@hookspec
+def sceval_register_converters(registry: ConverterRegistry) -> None:
+    """Add source-benchmark converters (``sceval build convert``) to ``registry``.
+
+    Call ``registry.add(Converter(name, convert, license=..., description=...))`` (see
+    :mod:`sceval_plugin.build.convert`). ``convert(root, out)`` reads a local copy of the source
+    at ``root``, writes media under ``out / "media"`` and yields one unified row (a dict, media
+    paths relative to ``out``) per example, or a :class:`~sceval_plugin.build.convert.Rejected`
+    (the example's back-pointer and why it cannot be converted). A name another plugin already
+    registered is an error naming both plugins. Return value is ignored.
     """

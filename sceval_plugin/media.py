@@ -360,10 +360,17 @@ def write_frames(folder: str | Path, frames: np.ndarray) -> list[Path]:
 
 
 def write_audio(path: str | Path, wave: np.ndarray, sample_rate: int = SAMPLE_RATE) -> Path:
-    """32-bit float WAV, so the written samples are the corrupted samples exactly."""
+    """32-bit float WAV, so the written samples are the corrupted samples exactly. The same
+    samples give the same bytes: libsndfile stamps float WAVs with the time of writing (the
+    ``PEAK`` chunk), which is zeroed here."""
     import soundfile
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     soundfile.write(str(path), wave, sample_rate, subtype="FLOAT")
+    with open(path, "r+b") as written:
+        at = written.read(512).find(b"PEAK")  # chunk id, size, version, then the 4-byte time stamp
+        if at >= 0:
+            written.seek(at + 12)
+            written.write(bytes(4))
     return path

@@ -164,6 +164,7 @@ BUILTIN_PLUGINS = (
     "sceval_plugin.probes",
     "sceval_plugin.no_option",
     "sceval_plugin.prompt_subset",
+    "sceval_plugin.build.converters",
 )
 #: Built-ins whose conditions come from files written at run time (``sceval prompt-subset``):
 #: their task files are generated in the cache, like a third party's, not committed.

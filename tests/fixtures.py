@@ -96,34 +96,50 @@ def release_fixture(folder: Path, n: int = 3) -> Path:
     return folder
 
 
-def omni_bench_fixture(folder: Path, n: int = 3) -> Path:
-    """A local copy shaped like lmms-lab-audio/Omni_Bench_fix: parquet with Image and Audio columns."""
+def omni_bench_fixture(folder: Path, n: int = 3, *, m_a_p: bool = False, mutate=None) -> Path:
+    """A local copy shaped like lmms-lab-audio/Omni_Bench_fix: parquet with Image and Audio columns.
+
+    ``m_a_p=True`` adds the columns of m-a-p/OmniBench (``index``, ``audio type``, ``image content``,
+    ``audio content``) and stores the audio as 44.1 kHz stereo MP3, as that release does;
+    ``mutate(i, record)`` may edit each record (a dict of column values) before it is written."""
     import io
 
     import datasets
     import soundfile
     from PIL import Image
 
-    records = {"question": [], "options": [], "answer": [], "image": [], "audio": [], "task type": []}
-    for row in demo_rows(n):
+    columns = ["question", "options", "answer", "image", "audio", "task type"]
+    columns += ["index", "audio type", "image content", "audio content"] if m_a_p else []
+    records = {name: [] for name in columns}
+    for i, row in enumerate(demo_rows(n)):
         frames = row["visual"] if isinstance(row["visual"], list) else [row["visual"]]
         png = io.BytesIO()
         Image.open(DEMO_DIR / frames[0]).save(png, format="PNG")
         wav = io.BytesIO()
         wave, rate = soundfile.read(DEMO_DIR / row["audio"], dtype="float32")
-        soundfile.write(wav, wave, rate, format="WAV")
+        if m_a_p:
+            import soxr
+
+            stereo = np.repeat(soxr.resample(wave, rate, 44_100)[:, None], 2, axis=1)
+            soundfile.write(wav, stereo, 44_100, format="MP3")
+        else:
+            soundfile.write(wav, wave, rate, format="WAV")
         options = [row["options"][k] for k in "ABCD"]
-        records["question"].append(row["question"])
-        records["options"].append(options)
-        records["answer"].append(row["options"][row["gold_key"]])
-        records["image"].append({"bytes": png.getvalue(), "path": None})
-        records["audio"].append({"bytes": wav.getvalue(), "path": None})
-        records["task type"].append("demo")
+        record = {"question": row["question"], "options": options, "answer": row["options"][row["gold_key"]],
+                  "image": {"bytes": png.getvalue(), "path": None}, "audio": {"bytes": wav.getvalue(), "path": None},
+                  "task type": "demo", "index": 100 + i, "audio type": "sound event",
+                  "image content": "a caption", "audio content": "a transcript"}
+        if mutate:
+            mutate(i, record)
+        for name in columns:
+            records[name].append(record[name])
     features = datasets.Features({
         "question": datasets.Value("string"), "options": datasets.Sequence(datasets.Value("string")),
         "answer": datasets.Value("string"), "image": datasets.Image(),
         "audio": {"bytes": datasets.Value("binary"), "path": datasets.Value("string")},
         "task type": datasets.Value("string"),
+        **({"index": datasets.Value("int64"), "audio type": datasets.Value("string"),
+            "image content": datasets.Value("string"), "audio content": datasets.Value("string")} if m_a_p else {}),
     })
     # Cast the storage to the hub's Audio feature (encoding through it would need torchcodec).
     table = datasets.Dataset.from_dict(records, features=features).cast_column("audio", datasets.Audio())

@@ -265,6 +265,17 @@ def _omni_bench_row(index: int, doc: Mapping[str, Any], out: Path) -> dict:
 ADAPTERS = {"omni_bench": _omni_bench_row}
 
 
+def undecoded_media(table):
+    """``table`` (a :class:`datasets.Dataset`) with its Audio and Image columns kept as
+    ``{"bytes", "path"}``: no torchcodec needed, and the bytes are the source's own."""
+    import datasets
+
+    for column, feature in table.features.items():
+        if isinstance(feature, (datasets.Audio, datasets.Image)):
+            table = table.cast_column(column, type(feature)(decode=False))
+    return table
+
+
 def _from_lmms_task(spec: str, target: str) -> Source:
     import datasets
     import yaml
@@ -281,9 +292,7 @@ def _from_lmms_task(spec: str, target: str) -> Source:
         table = datasets.load_dataset(path, split=split)
     except Exception as exc:
         raise SourceError(f"{spec}: cannot load {path!r} split {split!r}: {type(exc).__name__}: {exc}") from exc
-    for column, feature in table.features.items():  # keep media as bytes: no torchcodec needed
-        if isinstance(feature, (datasets.Audio, datasets.Image)):
-            table = table.cast_column(column, type(feature)(decode=False))
+    table = undecoded_media(table)
     out = cache_dir() / "adapters" / task / hashlib.blake2b(f"{path}:{split}".encode(), digest_size=6).hexdigest()
     items, problems = _items(numbered(_adapted(ADAPTERS[task], table, out), f"{task} doc"), out, source=task)
     return Source(spec, items, problems=problems)
