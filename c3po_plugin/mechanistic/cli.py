@@ -41,7 +41,7 @@ def _probe(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from c3po_plugin.mechanistic.report import write_report
 
-    written = write_report(args.runs, args.output, verdicts=args.verdicts, mid_layers=None)
+    written = write_report(args.runs, args.output, verdicts=args.verdicts)
     print(json.dumps(written["files"], indent=2))
     return 0
 

@@ -1,0 +1,141 @@
+"""Mechanistic probes (C3PO App. F) end to end through ``faultline probe`` on the tiny random
+Qwen2.5-Omni and Qwen3-Omni checkpoints: real processors, real placeholder tokens, real tasks."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from c3po_plugin.mechanistic import spans
+from c3po_plugin.mechanistic.attention import entropy_bits, mid_layer_indices
+from faultline_eval.commands import main as faultline
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+REFERENCE = "The beeps count the red and green shapes; a blue disc in the frame."
+
+
+@pytest.fixture(scope="module", params=["qwen2_5", "qwen3"])
+def checkpoint(request, tmp_path_factory):
+    if request.param == "qwen2_5":
+        from tiny_qwen_omni import build
+
+        return "faultline_qwen2_5_omni", build(tmp_path_factory.mktemp("tiny25"))
+    from tiny_qwen3_omni import build
+
+    return "faultline_qwen3_omni", build(tmp_path_factory.mktemp("tiny3"))
+
+
+def _records(folder: Path, probe: str) -> list[dict]:
+    return [json.loads(line) for line in (folder / f"{probe}.jsonl").read_text().splitlines()]
+
+
+def _probe(model: str, path: Path, out: Path, *extra: str, probe: str = "all", tasks: str = "c3po_ic_t1") -> None:
+    args = ["probe", probe, "--model", model, "--model_args",
+            f"pretrained={path},device=cpu,attn_implementation=eager,store=none", "--tasks", tasks, "--limit", "1",
+            "--max_new_tokens", "2", "--output_path", str(out), *extra]
+    assert faultline(args) == 0
+
+
+@pytest.mark.slow
+def test_every_probe_runs_through_the_cli_and_the_report_has_the_tables(checkpoint, tmp_path, monkeypatch,
+                                                                          capsys):
+    monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
+    model, path = checkpoint
+    from c3po_plugin.data.sources import checked_items
+
+    sample_id = checked_items()[1][0].sample_id
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text(json.dumps({"sample_id": sample_id, "transcript": REFERENCE, "image_description": REFERENCE}))
+    out = tmp_path / "probes"
+    _probe(model, path, out, "--references", str(refs))
+
+    [e1], [e2], [e3] = (_records(out, p) for p in ("e1", "e2", "e3"))
+    assert {e1["status"], e2["status"], e3["status"]} == {"ok"}
+    assert e1["positions"]["audio"] > 0 and e1["positions"]["image"] > 0
+    alpha = np.array(e1["alpha"])
+    assert np.allclose(alpha.sum(axis=1), 1.0) and (alpha > 0).all()
+    assert all(0 <= h <= math.log2(3) + 1e-9 for h in e1["entropy"]) and e1["steps"] == 2
+    assert 0 <= e2["latent_recovery"] <= 1 and e2["reference_size"] > 0 and e2["positions"]["audio"] > 0
+    assert e3["audio_fidelity"] is not None and 0 <= e3["audio_fidelity"] <= 1
+
+    # Resumable: a second run skips the finished doc.
+    _probe(model, path, out, "--references", str(refs), probe="e1")
+    assert len(_records(out, "e1")) == 1
+
+    # No query may attend to the audio: its share goes to zero, the others still sum to one.
+    masked = tmp_path / "masked"
+    _probe(model, path, masked, "--mask", "audio", probe="e1")
+    [m1] = _records(masked, "e1")
+    alpha = np.array(m1["alpha"])
+    assert np.allclose(alpha[:, 1], 0, atol=1e-6) and np.allclose(alpha.sum(axis=1), 1.0)
+
+    report = tmp_path / "report"
+    assert faultline(["probe", "report", str(out), "-o", str(report)]) == 0
+    text = (report / "report.md").read_text()
+    for title in ("Table 4", "Table 7", "Table 8", "Figure 5"):
+        assert title in text
+    coverage = json.loads((report / "report.json").read_text())["tables"]["coverage"]
+    assert coverage[0]["e1_samples"] == coverage[0]["e2_samples"] == coverage[0]["e3_samples"] == 1
+    assert (report / "attention_budget.png").stat().st_size > 0 and (report / "attention_budget.pdf").exists()
+
+    if model != "faultline_qwen2_5_omni":
+        return
+    # An SCEval task through the same probe; and fused attention kernels are refused.
+    _probe(model, path, tmp_path / "sceval", probe="e1", tasks="sceval_clean")
+    [record] = _records(tmp_path / "sceval", "e1")
+    assert record["status"] == "ok" and record["positions"]["audio"] > 0
+    assert np.allclose(np.array(record["alpha"]).sum(axis=1), 1.0)
+    args = ["probe", "e1", "--model", model, "--model_args", f"pretrained={path},device=cpu,attn_implementation=sdpa",
+            "--tasks", "c3po_ic_t1", "--limit", "1", "--output_path", str(tmp_path / "sdpa")]
+    assert faultline(args) == 2
+    assert "eager" in capsys.readouterr().err
+
+
+def test_a_hidden_state_whose_unembedding_hits_the_reference_has_hit_rate_one():
+    import torch
+
+    from c3po_plugin.mechanistic.logit_lens import lens_hits, reference_ids
+    from tiny_qwen_omni import build_tokenizer
+
+    tokenizer = build_tokenizer()
+    torch.manual_seed(0)
+    unembedding = torch.nn.Linear(16, len(tokenizer), bias=False)
+    norm = torch.nn.LayerNorm(16, elementwise_affine=False)
+    reference = torch.tensor(sorted(reference_ids(tokenizer, "colours of the beeps")))
+    assert reference.numel() > 0
+    # hidden states pointing along a reference token's unembedding row: that token tops the logits
+    rows = unembedding.weight[reference] * 50
+    assert lens_hits(rows, norm, unembedding, reference).all()
+    assert not lens_hits(rows, norm, unembedding, torch.tensor([], dtype=torch.long)).any()
+
+
+def test_entropy_bounds_and_the_middle_layers():
+    assert entropy_bits(np.array([[1, 0, 0]]))[0] == 0
+    assert math.isclose(entropy_bits(np.full((1, 3), 1 / 3))[0], math.log2(3))
+    assert mid_layer_indices(10) == [3, 4, 5, 6] and mid_layer_indices(2) == [0]
+
+
+def test_an_unsupported_model_is_blocked_with_its_reason_and_still_gets_e3(tmp_path, monkeypatch):
+    """The runner and report with a MiniCPM-o-typed model (no checkpoint here: its answer is canned)."""
+    from c3po_plugin.mechanistic.report import write_report
+    from c3po_plugin.mechanistic.runner import run_probes
+
+    monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
+    adapter = SimpleNamespace(model=SimpleNamespace(config=SimpleNamespace(model_type="minicpmo")),
+                              model_id="faultline_minicpm_o", pretrained="openbmb/MiniCPM-o-2_6",
+                              _answer=lambda messages, gen: "AUDIO: beeps count shapes\nIMAGE: red green shapes")
+    with pytest.raises(spans.Blocked, match="inputs_embeds"):
+        spans.family_of(adapter)
+    summary = run_probes(["e1", "e2", "e3"], "faultline_minicpm_o", "", ["c3po_ic_t1"], tmp_path / "out", limit=1,
+                         adapter=adapter)
+    assert "inputs_embeds" in summary["blocked"] and set(summary["counts"]) == {"e3"}
+    coverage = write_report([tmp_path / "out"], tmp_path / "report")["tables"]["coverage"].iloc[0]
+    assert coverage["architectural_status"].startswith("E1/E2 blocked") and coverage["e1_samples"] == 0
+    assert coverage["e3_samples"] == 1 and coverage["profile"] == "unclassified"
