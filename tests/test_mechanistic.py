@@ -139,3 +139,40 @@ def test_an_unsupported_model_is_blocked_with_its_reason_and_still_gets_e3(tmp_p
     coverage = write_report([tmp_path / "out"], tmp_path / "report")["tables"]["coverage"].iloc[0]
     assert coverage["architectural_status"].startswith("E1/E2 blocked") and coverage["e1_samples"] == 0
     assert coverage["e3_samples"] == 1 and coverage["profile"] == "unclassified"
+
+
+def test_entropy_gaps_tier_gaps_and_fingerprints_by_hand(tmp_path):
+    """Tables 5, 6 and 10 from hand-written E1 records joined with C3PO verdict logs."""
+    from test_c3po_report import RIGHT_EXACT, SAMPLES, TEMPLATES, wrong, write_run
+
+    from c3po_plugin.mechanistic.report import write_report
+
+    correct = {"ic01-a", "ic07-a", "cc01-a", "cc01-b"}
+    entropy = {s: 0.5 + 0.1 * k for k, s in enumerate(SAMPLES)}
+    audio = {s: 0.1 + 0.01 * k for k, s in enumerate(SAMPLES)}
+    probes = tmp_path / "probes"
+    probes.mkdir()
+    (probes / "run.json").write_text(json.dumps({"model": "faultline_qwen2_5_omni", "pretrained": "ckpt",
+                                                 "family": "Qwen2.5-Omni thinker", "blocked": None, "counts": {}}))
+    lines = []
+    for sample, template in SAMPLES.items():
+        _, category, tier = TEMPLATES[template]
+        lines.append(json.dumps({"probe": "e1", "status": "ok", "model": "faultline_qwen2_5_omni", "sample_id": sample,
+                                 "category": category, "tier": tier, "mid_entropy": entropy[sample],
+                                 "argmin_depth": 0.25, "alpha_mean": [0.9 - audio[sample], audio[sample], 0.1]}))
+    (probes / "e1.jsonl").write_text("\n".join(lines) + "\n")
+    write_run(tmp_path / "eval", "faultline_qwen2_5_omni", "pretrained=ckpt,device=cuda",
+              {0: {s: RIGHT_EXACT if s in correct else wrong("text_dominance") for s in SAMPLES}})
+
+    tables = write_report([probes], tmp_path / "report", verdicts=[str(tmp_path / "eval")])["tables"]
+    gaps = tables["entropy_correctness"].set_index(["model", "category"])
+    mean = lambda names: float(np.mean([entropy[s] for s in names]))  # noqa: E731
+    cc = gaps.loc[("faultline_qwen2_5_omni:ckpt", "cc")]
+    assert math.isclose(cc["delta_h_bits"], mean(["cc01-a", "cc01-b"]) - mean(["cc08-a", "cc08-b"]))
+    assert cc["ci_low"] <= cc["delta_h_bits"] <= cc["ci_high"] and cc["n_correct"] == 2
+    assert ("pooled (within-model z)", "ic") in gaps.index
+    tier = tables["tier_gap"].iloc[0]
+    expected = np.mean([audio["cc01-a"], audio["cc01-b"]]) - np.mean([audio["ic01-a"], audio["ic01-b"]])
+    assert math.isclose(tier["T1"], expected) and tier["T1_kind"] == "cc-ic"
+    assert 0.99 < tables["cc_ic"].iloc[0]["cos_cc_ic"] <= 1.0
+    assert "Table 10" in (tmp_path / "report" / "report.md").read_text()

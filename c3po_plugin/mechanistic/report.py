@@ -18,7 +18,9 @@ and Figure 5 (attention budget per modality, PNG + PDF):
   entropy of judge-correct minus judge-incorrect samples per category with a bootstrap CI, and
   the pooled gap after within-model z-normalisation; ``entropy_correct`` (Table 11).
 
-A sample counts as correct when the mean of its graded runs is at least one half.
+A sample counts as correct when the mean of its graded runs is at least one half; probe and
+verdict runs are matched by their label, ``<model>:<pretrained>`` (as the C3PO report labels
+runs), and sample id.
 """
 
 from __future__ import annotations
@@ -59,14 +61,15 @@ def difference_ci(a: Any, b: Any) -> tuple[float, float, float]:
     return float(a.mean() - b.mean()), float(lo), float(hi)
 
 
-def read_runs(folders: Sequence[str | Path]) -> tuple[list[dict], pd.DataFrame]:
+def read_probe_runs(folders: Sequence[str | Path]) -> tuple[list[dict], pd.DataFrame]:
     """The run summaries and every probe record of the folders."""
     runs, records = [], []
     for folder in map(Path, folders):
         if not (folder / RUN_FILE).exists():
             raise FileNotFoundError(f"{folder}: no {RUN_FILE}; is this a `faultline probe` output folder?")
         run = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
-        run["label"] = label = f"{run['model']}:{Path(str(run.get('pretrained') or '')).name}"
+        # as the C3PO report labels a run (model:pretrained), so that verdicts join on it
+        run["label"] = label = f"{run['model']}:{run['pretrained']}" if run.get("pretrained") else run["model"]
         runs.append(run)
         for probe in PROBES:
             path = folder / f"{probe}.jsonl"
@@ -96,9 +99,9 @@ def _correctness(verdicts: Sequence[str] | None) -> pd.DataFrame | None:
 
     trials, _ = read_c3po(verdicts)
     graded = trials.dropna(subset=["correct"])
-    per_sample = graded.groupby(["model_name", "sample_id"])["correct"].mean().reset_index()
+    per_sample = graded.groupby(["model", "sample_id"])["correct"].mean().reset_index()
     per_sample["correct"] = per_sample["correct"] >= 0.5
-    return per_sample
+    return per_sample.rename(columns={"model": "label"})
 
 
 def build_tables(runs: list[dict], records: pd.DataFrame, verdicts: Sequence[str] | None = None) -> dict[str, pd.DataFrame]:
@@ -164,7 +167,7 @@ def build_tables(runs: list[dict], records: pd.DataFrame, verdicts: Sequence[str
 
     correctness = _correctness(verdicts)
     if correctness is not None and not e1.empty:
-        joined = e1.merge(correctness, left_on=["model", "sample_id"], right_on=["model_name", "sample_id"])
+        joined = e1.merge(correctness, on=["label", "sample_id"])
         joined["z"] = joined.groupby("label")["mid_entropy"].transform(
             lambda x: (x - x.mean()) / x.std(ddof=0) if x.std(ddof=0) > 0 else x * 0)
         rows, absolute = [], []
@@ -265,7 +268,7 @@ def budget_figure(budget: pd.DataFrame, out: Path) -> list[str]:
 def write_report(folders: Sequence[str | Path], output: str | Path, *, verdicts: Sequence[str] | None = None) -> dict:
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    runs, records = read_runs(folders)
+    runs, records = read_probe_runs(folders)
     tables = build_tables(runs, records, verdicts)
     files = []
     sections = ["# Mechanistic probes (C3PO App. F)\n"]
