@@ -21,18 +21,29 @@ FlashAttention never form the weights.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from c3po_plugin.mechanistic.spans import AUDIO, IMAGE, TEXT, VIDEO, MODALITY_NAMES, InputCapture, decoder_parts
+from c3po_plugin.mechanistic.spans import AUDIO, IMAGE, MODALITY_NAMES, TEXT, InputCapture, decoder_parts
 
 MID_LAYERS_DEFAULT = (1 / 3, 2 / 3)
 _CODES = (TEXT, AUDIO, IMAGE)
 
 
-class NotEager(Exception):
-    pass
+class NotEager(RuntimeError):
+    """The model's attention kernel does not form attention weights."""
+
+
+def require_eager(language_model: Any, model: str) -> None:
+    """Refuse SDPA and FlashAttention (they never materialise the weights E1 reads)."""
+    from c3po_plugin.mechanistic.spans import attention_implementation
+
+    implementation = attention_implementation(language_model)
+    if implementation != "eager":
+        raise NotEager(f"E1 needs eager attention; {model} runs {implementation!r} (SDPA and FlashAttention do not "
+                       "expose attention weights). Add attn_implementation=eager to --model_args.")
 
 
 def entropy_bits(alpha: np.ndarray) -> np.ndarray:
@@ -54,10 +65,9 @@ def mid_layer_indices(n_layers: int, mid_layers: tuple[float, float] = MID_LAYER
 def summarise(alpha: np.ndarray, mid_layers: tuple[float, float] = MID_LAYERS_DEFAULT) -> dict:
     """Entropy curve, mid-layer entropy and argmin depth of a (layers, 3) alpha matrix."""
     entropy = entropy_bits(alpha)
-    n = len(entropy)
-    return {"entropy": entropy.tolist(), "mid_layers": mid_layer_indices(n, mid_layers),
-            "mid_entropy": float(entropy[mid_layer_indices(n, mid_layers)].mean()),
-            "argmin_depth": float(np.argmin(entropy) / max(n - 1, 1))}
+    middle = mid_layer_indices(len(entropy), mid_layers)
+    return {"entropy": entropy.tolist(), "mid_layers": middle, "mid_entropy": float(entropy[middle].mean()),
+            "argmin_depth": float(np.argmin(entropy) / max(len(entropy) - 1, 1))}
 
 
 class AttentionBudget:
@@ -75,6 +85,7 @@ class AttentionBudget:
         self.sums = np.zeros((len(self.layers), 3))
         self.steps = np.zeros(len(self.layers), dtype=int)
         self.peak_attention_bytes = 0
+        self._membership = None  # (positions, 3) one-hot of text/audio/image, built at the first hook
         self._torch = torch
         self._handles = []
         for index, layer in enumerate(self.layers):
@@ -91,9 +102,11 @@ class AttentionBudget:
                 raise NotEager("the attention module returned no weights; load the model with "
                                "attn_implementation=eager")
             self.peak_attention_bytes = max(self.peak_attention_bytes, weights.numel() * weights.element_size())
-            codes = torch.as_tensor(self.capture.codes, device=weights.device)
-            row = weights[0, :, -1, : codes.numel()].float().mean(dim=0)  # the query that predicts the token
-            masses = torch.stack([row[codes == code].sum() for code in _CODES])
+            if self._membership is None:  # video positions belong to no column: masked
+                codes = torch.as_tensor(self.capture.codes, device=weights.device)
+                self._membership = torch.stack([codes == code for code in _CODES], dim=1).float()
+            row = weights[0, :, -1, : self._membership.shape[0]].float().mean(dim=0)  # the query predicting the token
+            masses = row @ self._membership
             self.sums[index] += (masses / masses.sum().clamp_min(1e-30)).cpu().numpy()
             self.steps[index] += 1
         return hook
@@ -124,13 +137,8 @@ def probe_attention(adapter: Any, family: Any, messages: list[dict], image_roles
                     max_new_tokens: int = 128, mask_modalities: Sequence[str] = (),
                     mid_layers: tuple[float, float] = MID_LAYERS_DEFAULT) -> dict:
     """E1 on one sample: generate greedily through the adapter with the hooks in place."""
-    from c3po_plugin.mechanistic.spans import attention_implementation
-
     language_model = family.language_model(adapter)
-    implementation = attention_implementation(language_model)
-    if implementation != "eager":
-        raise NotEager(f"E1 needs eager attention, the model runs {implementation!r} (SDPA and FlashAttention do not "
-                       "expose attention weights); pass --model_args ...,attn_implementation=eager")
+    require_eager(language_model, getattr(adapter, "model_id", type(adapter).__name__))
     capture = InputCapture(language_model, family, adapter.model.config, image_roles)
     budget = AttentionBudget(language_model, capture, mask_modalities)
     try:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from c3po_plugin.mechanistic import spans
-from c3po_plugin.mechanistic.attention import MID_LAYERS_DEFAULT, NotEager, probe_attention
+from c3po_plugin.mechanistic.attention import MID_LAYERS_DEFAULT, NotEager, probe_attention, require_eager
 from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS, probe_fidelity
 from c3po_plugin.mechanistic.logit_lens import probe_logit_lens
 
@@ -106,7 +107,8 @@ def _done(path: Path) -> set[tuple[str, int]]:
     return {(r["task"], r["doc_id"]) for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r}
 
 
-def _peak_memory(device: Any) -> tuple[Any, Any]:
+def _peak_memory(device: Any) -> Callable[[], int | None]:
+    """Starts a per-sample peak: returns the reader of CUDA's peak allocated bytes (None on CPU)."""
     import torch
 
     if getattr(device, "type", str(device)) == "cuda" and torch.cuda.is_available():
@@ -157,11 +159,8 @@ def run_probes(probes: Sequence[str], model: str, model_args: str, tasks: Sequen
         family, summary["blocked"] = None, blocked.reason
         logger.warning(str(blocked))
     runnable = [p for p in probes if family is not None or p == "e3"]
-    if "e1" in runnable:
-        implementation = spans.attention_implementation(family.language_model(adapter))
-        if implementation != "eager":
-            raise ProbeError(f"E1 needs eager attention; {model} runs {implementation!r} (SDPA and FlashAttention do "
-                             "not expose attention weights). Add attn_implementation=eager to --model_args.")
+    if "e1" in runnable:  # refused before any doc, not once per doc
+        require_eager(family.language_model(adapter), model)
     done = {p: _done(out / f"{p}.jsonl") for p in runnable}
     counts = {p: {"ok": 0, "error": 0, "no_reference": 0, "skipped": 0} for p in runnable}
     for task, doc_id, doc, messages in iter_docs(tasks, limit, include_defaults):
@@ -176,8 +175,8 @@ def run_probes(probes: Sequence[str], model: str, model_args: str, tasks: Sequen
             start = time.perf_counter()
             try:
                 result = {"status": "ok", **run_one(probe, adapter, family, messages, info, settings)}
-            except NotEager as exc:
-                raise ProbeError(str(exc)) from None
+            except NotEager:
+                raise
             except Exception as exc:  # one bad doc must not end the run; it is recorded with its error
                 logger.opt(exception=exc).error(f"probe {probe}: {task} doc {doc_id}: {exc}")
                 result = {"status": "error", "detail": f"{type(exc).__name__}: {str(exc)[:300]}"}

@@ -19,15 +19,14 @@ others as images (:func:`image_part_roles`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 TEXT, AUDIO, IMAGE, VIDEO = 0, 1, 2, 3
 MODALITY_NAMES = ("text", "audio", "image", "video")
-#: The modalities E1's attention distribution is taken over (video masked, App. F.1).
-ATTENTION_MODALITIES = ("text", "audio", "image")
 
 
 class Blocked(Exception):
