@@ -174,3 +174,4 @@ def test_entropy_gaps_tier_gaps_and_fingerprints_by_hand(tmp_path):
     assert math.isclose(tier["T1"], expected) and tier["T1_kind"] == "cc-ic"
     assert 0.99 < tables["cc_ic"].iloc[0]["cos_cc_ic"] <= 1.0
     assert "Table 10" in (tmp_path / "report" / "report.md").read_text()
+    assert (tmp_path / "report" / "entropy_correctness.png").stat().st_size > 0

@@ -30,7 +30,7 @@ def _probe(args: argparse.Namespace) -> int:
                          limit=args.limit, references=args.references, max_new_tokens=args.max_new_tokens,
                          mid_layers=args.mid_layers, lemmatizer=args.lemmatizer,
                          mask=[m for m in (args.mask or "").split(",") if m], lens_video=args.lens_video,
-                         include_defaults=args.include_defaults)
+                         prompt=args.prompt, include_defaults=args.include_defaults)
     if summary["blocked"]:
         print(f"{args.model}: E1/E2 blocked: {summary['blocked']}")
     for probe, counts in summary["counts"].items():
@@ -72,6 +72,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--lemmatizer", choices=LEMMATIZERS, default="simplemma")
         p.add_argument("--mask", default="", help="E1 ablation: modalities no query may attend to, e.g. audio")
         p.add_argument("--lens_video", action="store_true", help="E2 also at video positions (masked by default)")
+        p.add_argument("--prompt", choices=("describe", "task"), default="describe",
+                       help="E1/E2 input: the AUDIO/IMAGE description prompt (the paper's E1) or the task's question")
         p.add_argument("--include_defaults", action="store_true", help="also index lmms-eval's own tasks")
         p.set_defaults(func=_probe)
     report = probes.add_parser("report", help="the paper's probe tables from one or more probe folders")

@@ -31,11 +31,14 @@ _SECTION = re.compile(r"^\s*\**\s*(AUDIO|IMAGE)\s*\**\s*:", re.IGNORECASE | re.M
 
 
 def describe_messages(messages: list[dict], *, audio: bool = True) -> list[dict]:
-    """The task's messages with its question (the user turn's last text part) replaced by
-    :data:`DESCRIBE_PROMPT`; with ``audio=False`` the audio parts and the text label right before
-    each are dropped too."""
+    """The task's media with its labels, asked :data:`DESCRIBE_PROMPT`: the system turn (a task's
+    answer-format rules, e.g. C3PO's "reply with only the answer") is dropped and the question
+    (the user turn's last text part) replaced; with ``audio=False`` the audio parts and the text
+    label right before each are dropped too."""
     out = []
     for message in messages:
+        if message.get("role") == "system":
+            continue
         parts = list(message.get("content", []))
         if message.get("role") == "user":
             if parts and parts[-1].get("type") == "text":

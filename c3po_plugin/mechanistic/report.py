@@ -1,7 +1,7 @@
 """The probe report: C3PO App. F's tables from ``faultline probe`` folders (one per model).
 
-Written to the report folder as ``report.md`` (every table), one CSV per table, ``report.json``
-and Figure 5 (attention budget per modality, PNG + PDF):
+Written to the report folder as ``report.md`` (every table), one CSV per table, ``report.json``,
+Figure 5 (attention budget per modality) and, with verdicts, Figure 4 (Delta H with CIs), PNG + PDF:
 
 * ``coverage`` (Table 4): per model, which probes ran on how many samples, the profile
   (:mod:`.profiles`) and, for a blocked model, the architectural reason;
@@ -241,15 +241,46 @@ TITLES = {"coverage": "Table 4: cohort coverage", "attention_budget": "Figure 5:
           "entropy_correct": "Table 11: mid-layer entropy on judge-correct samples (E1)"}
 
 
-def budget_figure(budget: pd.DataFrame, out: Path) -> list[str]:
-    """Figure 5: stacked attention shares per model (PNG at 300 dpi and PDF)."""
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save(fig: Any, out: Path, name: str) -> list[str]:
+    paths = [str(out / f"{name}.png"), str(out / f"{name}.pdf")]
+    fig.savefig(paths[0], dpi=300, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight")
+    _pyplot().close(fig)
+    return paths
+
+
+def gap_figure(gaps: pd.DataFrame, out: Path) -> list[str]:
+    """Figure 4: Delta H (judge-correct minus incorrect) per model and category, 95% CIs."""
+    rows = gaps.dropna(subset=["delta_h_bits"])
+    if rows.empty:
+        return []
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.0, 0.45 * len(rows) + 1.6))
+    labels = [f"{m} ({c.upper()})" for m, c in zip(rows["model"], rows["category"])]
+    y = np.arange(len(rows))
+    error = np.abs(np.vstack([rows["delta_h_bits"] - rows["ci_low"], rows["ci_high"] - rows["delta_h_bits"]]))
+    ax.errorbar(rows["delta_h_bits"], y, xerr=np.nan_to_num(error), fmt="o", color="#4c72b0", capsize=3)
+    ax.axvline(0, color="grey", linewidth=0.8)
+    ax.set_yticks(y, labels)
+    ax.set_xlabel("mid-layer entropy, correct minus incorrect (bits; 95% bootstrap CI)")
+    fig.tight_layout()
+    return _save(fig, out, "entropy_correctness")
+
+
+def budget_figure(budget: pd.DataFrame, out: Path) -> list[str]:
+    """Figure 5: stacked attention shares per model (PNG at 300 dpi and PDF)."""
     if budget.empty:
         return []
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.0, 0.6 * len(budget) + 1.8))
     left = np.zeros(len(budget))
     for column, colour in (("alpha_text", "#4c72b0"), ("alpha_audio", "#dd8452"), ("alpha_image", "#55a868")):
@@ -257,13 +288,9 @@ def budget_figure(budget: pd.DataFrame, out: Path) -> list[str]:
         left += budget[column].to_numpy()
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of attention mass (mean over layers, steps, samples)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3, frameon=False)
     fig.tight_layout()
-    paths = [str(out / "attention_budget.png"), str(out / "attention_budget.pdf")]
-    fig.savefig(paths[0], dpi=300, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
-    plt.close(fig)
-    return paths
+    return _save(fig, out, "attention_budget")
 
 
 def write_report(folders: Sequence[str | Path], output: str | Path, *, verdicts: Sequence[str] | None = None) -> dict:
@@ -284,6 +311,8 @@ def write_report(folders: Sequence[str | Path], output: str | Path, *, verdicts:
                         "models on C3PO._\n")
     (out / "report.md").write_text("\n".join(sections), encoding="utf-8")
     files += [str(out / "report.md"), *budget_figure(tables["attention_budget"], out)]
+    if "entropy_correctness" in tables:
+        files += gap_figure(tables["entropy_correctness"], out)
     summary = {"runs": [{k: r.get(k) for k in ("label", "model", "pretrained", "family", "blocked", "counts")}
                         for r in runs],
                "tables": {name: json.loads(t.to_json(orient="records")) for name, t in tables.items()}}

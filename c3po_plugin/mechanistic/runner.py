@@ -22,10 +22,12 @@ from typing import Any
 
 from c3po_plugin.mechanistic import spans
 from c3po_plugin.mechanistic.attention import MID_LAYERS_DEFAULT, NotEager, probe_attention, require_eager
-from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS, probe_fidelity
+from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS, describe_messages, probe_fidelity
 from c3po_plugin.mechanistic.logit_lens import probe_logit_lens
 
 PROBES = ("e1", "e2", "e3")
+#: What E1 and E2 ask: the description prompt of E3, as the paper's E1 does (App. F.1), or the task's question.
+PROMPTS = ("describe", "task")
 RUN_FILE = "run.json"
 
 
@@ -118,6 +120,8 @@ def _peak_memory(device: Any) -> Callable[[], int | None]:
 
 
 def run_one(probe: str, adapter: Any, family: Any, messages: list[dict], info: dict, settings: dict) -> dict:
+    if probe in ("e1", "e2") and settings["prompt"] == "describe":
+        messages = describe_messages(messages)
     roles = spans.image_part_roles(messages)
     if probe == "e1":
         return probe_attention(adapter, family, messages, roles, max_new_tokens=settings["max_new_tokens"],
@@ -139,7 +143,7 @@ def run_probes(probes: Sequence[str], model: str, model_args: str, tasks: Sequen
                limit: int | None = None, references: str | Path | None = None,
                max_new_tokens: int = MAX_NEW_TOKENS, mid_layers: tuple[float, float] = MID_LAYERS_DEFAULT,
                lemmatizer: str = "simplemma", mask: Sequence[str] = (), lens_video: bool = False,
-               include_defaults: bool = False, adapter: Any = None) -> dict:
+               prompt: str = "describe", include_defaults: bool = False, adapter: Any = None) -> dict:
     """Probe every doc; returns the summary written to ``OUT/run.json``."""
     from loguru import logger
 
@@ -147,8 +151,10 @@ def run_probes(probes: Sequence[str], model: str, model_args: str, tasks: Sequen
     out.mkdir(parents=True, exist_ok=True)
     known = read_references(references)
     adapter = adapter if adapter is not None else load_adapter(model, model_args)
+    if prompt not in PROMPTS:
+        raise ProbeError(f"prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
     settings = {"max_new_tokens": int(max_new_tokens), "mid_layers": tuple(mid_layers), "lemmatizer": lemmatizer,
-                "mask": list(mask), "lens_video": bool(lens_video)}
+                "mask": list(mask), "lens_video": bool(lens_video), "prompt": prompt}
     summary: dict[str, Any] = {"model": model, "model_args": model_args,
                                "pretrained": getattr(adapter, "pretrained", None), "tasks": list(tasks),
                                "settings": settings, "blocked": None, "family": None, "counts": {}}
