@@ -121,7 +121,7 @@ def test_entropy_bounds_and_the_middle_layers():
 def test_an_unsupported_model_is_blocked_with_its_reason_and_still_gets_e3(tmp_path, monkeypatch):
     """The runner and report with a MiniCPM-o-typed model (no checkpoint here: its answer is canned)."""
     from c3po_plugin.mechanistic.report import write_report
-    from c3po_plugin.mechanistic.runner import run_probes
+    from c3po_plugin.mechanistic.runner import ProbeError, run_probes
 
     monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
     adapter = SimpleNamespace(model=SimpleNamespace(config=SimpleNamespace(model_type="minicpmo")),
@@ -134,6 +134,8 @@ def test_an_unsupported_model_is_blocked_with_its_reason_and_still_gets_e3(tmp_p
     assert "inputs_embeds" in summary["blocked"] and set(summary["counts"]) == {"e3"}
     again = run_probes(["e3"], "faultline_minicpm_o", "", ["c3po_ic_t1"], tmp_path / "out", limit=1, adapter=adapter)
     assert again["counts"]["e3"]["skipped"] == 1 and len(_records(tmp_path / "out", "e3")) == 1  # resumed
+    with pytest.raises(ProbeError, match="another --output_path"):
+        run_probes(["e3"], "faultline_qwen2_5_omni", "", ["c3po_ic_t1"], tmp_path / "out", adapter=adapter)
     coverage = write_report([tmp_path / "out"], tmp_path / "report")["tables"]["coverage"].iloc[0]
     assert coverage["architectural_status"].startswith("E1/E2 blocked") and coverage["e1_samples"] == 0
     assert coverage["e3_samples"] == 1 and coverage["profile"] == "unclassified"

@@ -104,9 +104,39 @@ def read_references(path: str | Path | None) -> dict[str, dict]:
 
 
 def _done(path: Path) -> set[tuple[str, int]]:
-    if not path.exists():
-        return set()
-    return {(r["task"], r["doc_id"]) for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r}
+    """(task, doc id) of the records already written; a line cut short by a kill is not one."""
+    done = set()
+    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        done.add((record["task"], record["doc_id"]))
+    return done
+
+
+def check_settings(out: Path, model: str, model_args: str, prompt: str, lemmatizer: str, mask: Sequence[str]) -> None:
+    """Refuse, before the model loads, settings no doc could run with and an output folder that
+    holds another model's records (a resumed run must be the same run)."""
+    from c3po_plugin.mechanistic.lemmas import LEMMATIZERS, content_lemmas
+    from c3po_plugin.mechanistic.spans import MODALITY_NAMES
+
+    if prompt not in PROMPTS:
+        raise ProbeError(f"--prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
+    if lemmatizer not in LEMMATIZERS:
+        raise ProbeError(f"--lemmatizer must be one of {', '.join(LEMMATIZERS)}, got {lemmatizer!r}")
+    try:
+        content_lemmas("probe", lemmatizer)
+    except ImportError as exc:
+        raise ProbeError(f"--lemmatizer {lemmatizer}: {exc}") from None
+    unknown = [m for m in mask if m not in MODALITY_NAMES[:3]]
+    if unknown:
+        raise ProbeError(f"--mask takes text, audio or image, got {', '.join(unknown)}")
+    if (out / RUN_FILE).exists():
+        earlier = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
+        if (earlier.get("model"), earlier.get("model_args")) != (model, model_args):
+            raise ProbeError(f"{out} holds probes of {earlier.get('model')} ({earlier.get('model_args')}); "
+                             "use another --output_path for another model")
 
 
 def _peak_memory(device: Any) -> Callable[[], int | None]:
@@ -148,11 +178,10 @@ def run_probes(probes: Sequence[str], model: str, model_args: str, tasks: Sequen
     from loguru import logger
 
     out = Path(output_path)
+    check_settings(out, model, model_args, prompt, lemmatizer, mask)
     out.mkdir(parents=True, exist_ok=True)
     known = read_references(references)
     adapter = adapter if adapter is not None else load_adapter(model, model_args)
-    if prompt not in PROMPTS:
-        raise ProbeError(f"prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
     settings = {"max_new_tokens": int(max_new_tokens), "mid_layers": tuple(mid_layers), "lemmatizer": lemmatizer,
                 "mask": list(mask), "lens_video": bool(lens_video), "prompt": prompt}
     summary: dict[str, Any] = {"model": model, "model_args": model_args,
@@ -167,6 +196,7 @@ def run_probes(probes: Sequence[str], model: str, model_args: str, tasks: Sequen
     runnable = [p for p in probes if family is not None or p == "e3"]
     if "e1" in runnable:  # refused before any doc, not once per doc
         require_eager(family.language_model(adapter), model)
+    (out / RUN_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")  # a killed run has one too
     done = {p: _done(out / f"{p}.jsonl") for p in runnable}
     counts = {p: {"ok": 0, "error": 0, "no_reference": 0, "skipped": 0} for p in runnable}
     for task, doc_id, doc, messages in iter_docs(tasks, limit, include_defaults):
