@@ -177,3 +177,19 @@ def test_entropy_gaps_tier_gaps_and_fingerprints_by_hand(tmp_path):
     assert 0.99 < tables["cc_ic"].iloc[0]["cos_cc_ic"] <= 1.0
     assert "Table 10" in (tmp_path / "report" / "report.md").read_text()
     assert (tmp_path / "report" / "entropy_correctness.png").stat().st_size > 0
+
+
+def test_caption_fidelity_is_rouge1_recall_of_content_lemmas_per_section():
+    from c3po_plugin.mechanistic.fidelity import IMAGE_ONLY_PROMPT, describe_messages, rouge1_recall, sections
+
+    assert rouge1_recall("The red cars are parked.", "a red car") == pytest.approx(2 / 3)  # red, car of red, car, park
+    assert rouge1_recall("the and of", "anything") is None  # no content word to recall
+    reply = "AUDIO: a dog barks twice\n**IMAGE:** two cats on a mat"
+    assert sections(reply) == {"audio": "a dog barks twice", "image": "two cats on a mat"}
+    assert sections("just words") is None
+    messages = [{"role": "system", "content": [{"type": "text", "text": "answer briefly"}]},
+                {"role": "user", "content": [{"type": "text", "text": "Image:"}, {"type": "image", "url": "x"},
+                                             {"type": "text", "text": "Audio:"}, {"type": "audio", "url": "y"},
+                                             {"type": "text", "text": "Question?"}]}]
+    [image_only] = describe_messages(messages, audio=False)
+    assert [p.get("text", p["type"]) for p in image_only["content"]] == ["Image:", "image", IMAGE_ONLY_PROMPT]

@@ -26,15 +26,17 @@ from c3po_plugin.mechanistic.lemmas import content_lemmas
 
 DESCRIBE_PROMPT = ("Describe the contents of the audio and of the image. Format your response exactly as:\n"
                    "AUDIO: <what the audio contains>\nIMAGE: <what the image shows>")
+#: The image-only pass (the image reference) is not asked about an audio it does not get.
+IMAGE_ONLY_PROMPT = "Describe the contents of the image. Format your response exactly as:\nIMAGE: <what the image shows>"
 MAX_NEW_TOKENS = 128
-_SECTION = re.compile(r"^\s*\**\s*(AUDIO|IMAGE)\s*\**\s*:", re.IGNORECASE | re.MULTILINE)
+_SECTION = re.compile(r"^\s*\**\s*(AUDIO|IMAGE)\s*\**\s*:\**", re.IGNORECASE | re.MULTILINE)
 
 
 def describe_messages(messages: list[dict], *, audio: bool = True) -> list[dict]:
     """The task's media with its labels, asked :data:`DESCRIBE_PROMPT`: the system turn (a task's
     answer-format rules, e.g. C3PO's "reply with only the answer") is dropped and the question
     (the user turn's last text part) replaced; with ``audio=False`` the audio parts and the text
-    label right before each are dropped too."""
+    label right before each are dropped too, and :data:`IMAGE_ONLY_PROMPT` is asked."""
     out = []
     for message in messages:
         if message.get("role") == "system":
@@ -52,7 +54,7 @@ def describe_messages(messages: list[dict], *, audio: bool = True) -> list[dict]
                         continue
                     kept.append(part)
                 parts = kept
-            parts.append({"type": "text", "text": DESCRIBE_PROMPT})
+            parts.append({"type": "text", "text": DESCRIBE_PROMPT if audio else IMAGE_ONLY_PROMPT})
         out.append({**message, "content": parts})
     return out
 
