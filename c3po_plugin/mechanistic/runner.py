@@ -165,7 +165,8 @@ def run_one(probe: str, adapter: Any, family: Any, messages: list[dict], info: d
     record = probe_fidelity(adapter, messages, info["transcript"], lemmatizer=settings["lemmatizer"],
                             max_new_tokens=settings["max_new_tokens"])
     if record["audio_fidelity"] is None and record["image_fidelity"] is None:
-        record.update(status="no_reference", detail="neither an audio transcript nor an image to score against")
+        record.update(status="no_reference", detail="nothing to score against: no audio transcript, and no image or an "
+                      "image-only description without a content word")
     return record
 
 
