@@ -193,3 +193,23 @@ def test_caption_fidelity_is_rouge1_recall_of_content_lemmas_per_section():
                                              {"type": "text", "text": "Question?"}]}]
     [image_only] = describe_messages(messages, audio=False)
     assert [p.get("text", p["type"]) for p in image_only["content"]] == ["Image:", "image", IMAGE_ONLY_PROMPT]
+
+
+def test_frames_after_the_video_label_are_video_and_each_image_run_is_one_image_part():
+    from c3po_plugin import prompts
+    from tiny_qwen_omni import TOKEN_ID
+
+    content = [{"type": "text", "text": prompts.video_label([0.0, 1.0])}, {"type": "image", "url": "f0"},
+               {"type": "image", "url": "f1"}, {"type": "text", "text": prompts.IMAGE_LABEL},
+               {"type": "image", "url": "pic"}, {"type": "text", "text": prompts.AUDIO_LABEL},
+               {"type": "audio", "url": "a"}, {"type": "text", "text": "Question?"}]
+    roles = spans.image_part_roles([{"role": "user", "content": content}])
+    assert roles == ["video", "video", "image"]
+    bos, eos, img, aud = (TOKEN_ID[t] for t in ("<|vision_bos|>", "<|vision_eos|>", "<|IMAGE|>", "<|AUDIO|>"))
+    ids = [20, bos, img, img, eos, bos, img, eos, 21, bos, img, img, img, eos, aud, aud, 22]
+    config = SimpleNamespace(audio_token_id=aud, image_token_id=img, video_token_id=TOKEN_ID["<|VIDEO|>"])
+    codes = spans.qwen_omni_spans(np.array(ids), config, roles)
+    names = "".join("taiv"[c] for c in codes)
+    assert names == "ttvvttvtttiiitaat"  # markers and prompt are text; frames video; the picture image
+    with pytest.raises(ValueError, match="2 image parts"):
+        spans.qwen_omni_spans(np.array(ids), config, roles[:2])
