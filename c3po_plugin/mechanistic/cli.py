@@ -50,6 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from c3po_plugin.mechanistic.attention import MID_LAYERS_DEFAULT
     from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS
     from c3po_plugin.mechanistic.lemmas import LEMMATIZERS
+    from c3po_plugin.mechanistic.runner import PROMPTS
 
     parser = sub.add_parser("probe", help="mechanistic probes on open models: E1 attention, E2 logit lens, "
                             "E3 caption fidelity (C3PO App. F)")
@@ -72,7 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--lemmatizer", choices=LEMMATIZERS, default="simplemma")
         p.add_argument("--mask", default="", help="E1 ablation: modalities no query may attend to, e.g. audio")
         p.add_argument("--lens_video", action="store_true", help="E2 also at video positions (masked by default)")
-        p.add_argument("--prompt", choices=("describe", "task"), default="describe",
+        p.add_argument("--prompt", choices=PROMPTS, default="describe",
                        help="E1/E2 input: the AUDIO/IMAGE description prompt (the paper's E1) or the task's question")
         p.add_argument("--include_defaults", action="store_true", help="also index lmms-eval's own tasks")
         p.set_defaults(func=_probe)

@@ -214,7 +214,7 @@ def run_probes(probes: Sequence[str], model: str, model_args: str, tasks: Sequen
                 result = {"status": "ok", **run_one(probe, adapter, family, messages, info, settings)}
             except NotEager:
                 raise
-            except Exception as exc:  # one bad doc must not end the run; it is recorded with its error
+            except Exception as exc:  # noqa: BLE001  (one bad doc must not end the run; it is recorded)
                 logger.opt(exception=exc).error(f"probe {probe}: {task} doc {doc_id}: {exc}")
                 result = {"status": "error", "detail": f"{type(exc).__name__}: {str(exc)[:300]}"}
             record = {"probe": probe, "model": model, "pretrained": summary["pretrained"], "task": task,
