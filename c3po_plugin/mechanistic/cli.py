@@ -1,0 +1,85 @@
+"""``faultline probe e1|e2|e3|all ...`` and ``faultline probe report OUT... -o REPORT``.
+
+    faultline probe all --model faultline_qwen2_5_omni \\
+        --model_args pretrained=Qwen/Qwen2.5-Omni-3B,attn_implementation=eager --tasks c3po_all \\
+        --output_path probes/qwen3b [--limit N] [--references refs.jsonl]
+    faultline probe report probes/qwen3b probes/minicpm -o probes/report [--verdicts eval_out/]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def _mid_layers(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LOW:HIGH relative depths, e.g. 0.33:0.67, got {text!r}") from None
+    if not 0 <= low <= high <= 1:
+        raise argparse.ArgumentTypeError(f"need 0 <= LOW <= HIGH <= 1, got {text!r}")
+    return low, high
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from c3po_plugin.mechanistic.runner import PROBES, run_probes
+
+    probes = PROBES if args.probe == "all" else (args.probe,)
+    summary = run_probes(probes, args.model, args.model_args, args.tasks.split(","), args.output_path,
+                         limit=args.limit, references=args.references, max_new_tokens=args.max_new_tokens,
+                         mid_layers=args.mid_layers, lemmatizer=args.lemmatizer,
+                         mask=[m for m in (args.mask or "").split(",") if m], lens_video=args.lens_video,
+                         prompt=args.prompt, include_defaults=args.include_defaults)
+    if summary["blocked"]:
+        print(f"{args.model}: E1/E2 blocked: {summary['blocked']}")
+    for probe, counts in summary["counts"].items():
+        print(f"{probe}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from c3po_plugin.mechanistic.report import write_report
+
+    written = write_report(args.runs, args.output, verdicts=args.verdicts)
+    print(json.dumps(written["files"], indent=2))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from c3po_plugin.mechanistic.attention import MID_LAYERS_DEFAULT
+    from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS
+    from c3po_plugin.mechanistic.lemmas import LEMMATIZERS
+    from c3po_plugin.mechanistic.runner import PROMPTS
+
+    parser = sub.add_parser("probe", help="mechanistic probes on open models: E1 attention, E2 logit lens, "
+                            "E3 caption fidelity (C3PO App. F)")
+    probes = parser.add_subparsers(dest="probe", required=True, metavar="PROBE")
+    for name, help_text in (("e1", "attention budget per modality and layer (eager attention)"),
+                            ("e2", "logit-lens latent recovery at audio/image positions"),
+                            ("e3", "caption fidelity: AUDIO/IMAGE description vs references"),
+                            ("all", "E1, E2 and E3")):
+        p = probes.add_parser(name, help=help_text)
+        p.add_argument("--model", required=True, help="our lmms-eval adapter id, e.g. faultline_qwen2_5_omni")
+        p.add_argument("--model_args", default="", help="as for lmms-eval (E1 needs attn_implementation=eager)")
+        p.add_argument("--tasks", required=True, help="comma-separated C3PO or SCEval task names")
+        p.add_argument("--output_path", required=True, help="folder for <probe>.jsonl and run.json (resumable)")
+        p.add_argument("--limit", type=int, default=None, help="first N docs of each task")
+        p.add_argument("--references", default=None,
+                       help="JSONL of {sample_id, transcript, image_description} for E2/E3")
+        p.add_argument("--max_new_tokens", type=int, default=MAX_NEW_TOKENS, help="E1/E3 generation cap (128)")
+        p.add_argument("--mid_layers", type=_mid_layers, default=MID_LAYERS_DEFAULT,
+                       help="E1 middle-layer range as relative depths LOW:HIGH (default 0.33:0.67)")
+        p.add_argument("--lemmatizer", choices=LEMMATIZERS, default="simplemma")
+        p.add_argument("--mask", default="", help="E1 ablation: modalities no query may attend to, e.g. audio")
+        p.add_argument("--lens_video", action="store_true", help="E2 also at video positions (masked by default)")
+        p.add_argument("--prompt", choices=PROMPTS, default="describe",
+                       help="E1/E2 input: the AUDIO/IMAGE description prompt (the paper's E1) or the task's question")
+        p.add_argument("--include_defaults", action="store_true", help="also index lmms-eval's own tasks")
+        p.set_defaults(func=_probe)
+    report = probes.add_parser("report", help="the paper's probe tables from one or more probe folders")
+    report.add_argument("runs", nargs="+", help="probe output folders (one per model)")
+    report.add_argument("-o", "--output", required=True, help="report folder")
+    report.add_argument("--verdicts", nargs="*", default=None,
+                        help="lmms-eval C3PO output folders: judge correctness for the entropy-correctness tables")
+    report.set_defaults(func=_report)
