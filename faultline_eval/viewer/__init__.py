@@ -17,11 +17,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from faultline_eval.viewer.budget import Budget
-from faultline_eval.viewer.site import Section, SiteWriter
-from sceval_plugin.report.reader import ReportError, find_sample_files
-
-__all__ = ["Budget", "write_site", "add_parser", "add_html_arguments"]
+__all__ = ["write_site", "add_parser", "add_html_arguments"]  # imports are lazy: the CLIs build parsers fast
 
 
 def _sceval_details(record: dict) -> list[tuple[str, object]]:
@@ -48,20 +44,25 @@ def _seconds(value) -> str | None:
 
 
 def _has_logs(runs, pattern: str) -> bool:
+    from sceval_plugin.report.reader import ReportError, find_sample_files
+
     try:
         return bool(find_sample_files(runs, pattern=pattern))
     except ReportError:
         return False
 
 
-def write_site(run_dirs: Sequence[str | Path], out: str | Path, *, budget: Budget | None = None,
+def write_site(run_dirs: Sequence[str | Path], out: str | Path, *, budget=None,
                benchmarks: Sequence[str] = ("sceval", "c3po"), sceval_report: str | Path | None = None,
                c3po_report: str | Path | None = None, verdicts: str | Path | None = None,
                sceval_source: str | None = None, c3po_source: str | None = None) -> dict:
     """Write the site for the logs under ``run_dirs`` into ``out``; a benchmark without logs
-    there is left out (raises when none has any). Returns a summary (sections, bytes, seconds)."""
+    there is left out (raises when none has any). ``budget`` is a
+    :class:`~faultline_eval.viewer.budget.Budget` (default: its defaults). Returns a summary (sections, bytes, seconds)."""
     from c3po_plugin.report.reader import SAMPLES_GLOB as C3PO_GLOB
-    from sceval_plugin.report.reader import SAMPLES_GLOB as SCEVAL_GLOB
+    from faultline_eval.viewer.budget import Budget
+    from faultline_eval.viewer.site import Section, SiteWriter
+    from sceval_plugin.report.reader import SAMPLES_GLOB as SCEVAL_GLOB, ReportError
 
     start = time.perf_counter()
     writer = SiteWriter(Path(out), budget or Budget())
@@ -87,14 +88,15 @@ def write_site(run_dirs: Sequence[str | Path], out: str | Path, *, budget: Budge
     return {**writer.finish(), "seconds": time.perf_counter() - start}
 
 
-def add_html_arguments(parser: argparse.ArgumentParser) -> None:
+def add_html_arguments(parser: argparse.ArgumentParser, benchmarks: Sequence[str] = ("sceval", "c3po")) -> None:
     """The budget and source options every viewer-writing command takes."""
     parser.add_argument("--html-budget", default="", metavar="SPEC",
-                        help="which trials get media: per_cell=N (default 8 per model and cell; 'all'), wrong_only, "
+                        help="which trials get media: per_cell=N (default 4 per model and cell; 'all'), wrong_only, "
                              "max_mb=M (default 100), e.g. per_cell=3,wrong_only,max_mb=50")
-    parser.add_argument("--sceval-source", help="the SCEval items to regenerate media from, when they moved since "
-                                                "the run (default: the logged source)")
-    parser.add_argument("--c3po-source", help="the same for the C3PO items")
+    for name in benchmarks:
+        parser.add_argument(f"--{name}-source", metavar="SOURCE",
+                            help=f"the {name} items to regenerate media from, when they moved since the run (default: "
+                                 "the logged source; the items must be the run's)")
 
 
 def print_summary(done: dict) -> None:
@@ -104,7 +106,19 @@ def print_summary(done: dict) -> None:
     print(f"viewer in {done['out']}/index.html: {done['bytes'] / 1e6:.1f} MB{skipped}, {done['seconds']:.1f} s")
 
 
+def write_report_site(args: argparse.Namespace, benchmark: str) -> None:
+    """``sceval report ... --html`` / ``c3po report ... --html``: the site in ``REPORT/html/``."""
+    from faultline_eval.viewer.budget import Budget
+
+    report = {f"{benchmark}_report": args.output, f"{benchmark}_source": getattr(args, f"{benchmark}_source")}
+    done = write_site(args.runs, Path(args.output) / "html", budget=Budget.parse(args.html_budget),
+                      benchmarks=(benchmark,), verdicts=getattr(args, "verdicts", None), **report)
+    print_summary(done)
+
+
 def _run(args: argparse.Namespace) -> int:
+    from faultline_eval.viewer.budget import Budget
+
     done = write_site(args.runs, args.output, budget=Budget.parse(args.html_budget),
                       sceval_report=args.sceval_report, c3po_report=args.c3po_report, verdicts=args.verdicts,
                       sceval_source=args.sceval_source, c3po_source=args.c3po_source)

@@ -24,7 +24,7 @@ class Budget:
     """``per_cell`` trials shown per (model, cell); ``wrong_only`` shows only trials not correct;
     ``max_mb`` caps the media written (trials past it are listed without media)."""
 
-    per_cell: int = 8
+    per_cell: int = 4
     wrong_only: bool = False
     max_mb: float = 100.0
 

@@ -95,7 +95,7 @@ def media_html(written: Written | None, up: str) -> str:
              f'<figcaption>{esc(caption)}</figcaption></figure>' for caption, thumb, full in written.images]
     if written.audio:
         parts.append(f'<figure class="audio"><img src="{up}{written.waveform}" alt="waveform">'
-                     f'<audio controls preload="none" src="{up}{written.audio}"></audio><figcaption>audio'
+                     f'<audio controls preload="metadata" src="{up}{written.audio}"></audio><figcaption>audio'
                      f'</figcaption></figure>')
     return f'<div class="media">{"".join(parts) or "<p class=muted>no images or audio</p>"}</div>'
 
@@ -140,6 +140,7 @@ class SiteWriter:
             logged = [extras.get(k, {}).get(column) for k in keys]
             rows[column] = rows[column].where(rows[column].notna(), pd.Series(logged, dtype=object)) \
                 if column in rows else logged
+        rows["latency_s"] = [None if v is None else round(float(v), 3) for v in rows["latency_s"]]
         if "confidence" not in rows:
             rows["confidence"] = None
         has_page = shown & pd.Series([k in records for k in keys])
@@ -194,12 +195,11 @@ class SiteWriter:
         parts = [f"<h1>{esc(s.title)}: sample {esc(sample)}</h1>",
                  f'<table class="matrix"><thead><tr><th>{esc(s.cell_label)} / {esc(s.variant_label)}</th>{head}'
                  f'</tr></thead><tbody>{"".join(matrix)}</tbody></table>']
-        clean_shown = None
+        clean_shown, clean_media = None, ""
         if s.renderer.clean is not None:
-            clean_shown, clean_html = self._render(f"{s.name}|{first.get('dataset')}|clean|{sample}|0",
-                                                   lambda: s.renderer.clean(first), failures)
-            parts.append(f'<section class="clean"><h2>clean media</h2>{clean_html}'
-                         f'<pre class="text">{esc(clean_shown.text) if clean_shown else ""}</pre></section>')
+            clean_shown, clean_media = self._render(f"{s.name}|{first.get('dataset')}|clean|{sample}|0",
+                                                    lambda: s.renderer.clean(first), failures)
+            clean_media = f"<div><h3>clean</h3>{clean_media}</div>"
         reference = None if clean_shown is None or clean_shown.audio is None else len(clean_shown.audio)
         for (cell, variant), g in groups:
             record = records[(g["model"].iloc[0], cell, sample, variant)]
@@ -213,7 +213,7 @@ class SiteWriter:
             parts.append(f'<section class="trial" id="{slug(f"{cell}-{variant}")}"><h2>{esc(s.cell_label)} '
                          f'<a href="../cells/{slug(cell)}.html">{esc(cell)}</a>, {esc(s.variant_label)} {esc(variant)}'
                          f'</h2><p class="muted">{esc(s.renderer.describe(cell))}{" — " + esc(notes) if notes else ""}'
-                         f'</p><div class="sent"><div><h3>sent</h3>{media}</div></div>'
+                         f'</p><div class="sent"><div><h3>sent</h3>{media}</div>{clean_media}</div>'
                          f'<h3>text sent{" (against clean: inserted, deleted)" if clean_shown else ""}</h3>'
                          f'<pre class="text">{text}</pre><div class="cards">{cards}</div></section>')
         return "\n".join(parts)
@@ -254,15 +254,15 @@ class SiteWriter:
                     tds.append("<td></td>")
                     continue
                 link = f"cells/{cell_pages[cell]}.html#model={_hash_value(model)}"
-                tds.append(f'<td><a href="{link}">{100 * k / n:.1f}</a> <span class="muted">({k}/{n}, '
-                           f'<a href="{link}&amp;verdict=!correct">{bad} not correct</a>)</span></td>' if n else
-                           f'<td><a href="{link}">unscored</a></td>')
+                wrong = f'<a href="{link}&amp;verdict=!correct">{bad} not correct</a>' if bad else "0 not correct"
+                tds.append(f'<td><a href="{link}">{100 * k / n:.1f}</a> <span class="muted">({k}/{n}, {wrong})'
+                           f'</span></td>' if n else f'<td><a href="{link}">unscored</a></td>')
             lines.append(f'<tr><th><a href="cells/{cell_pages[cell]}.html">{esc(cell)}</a></th>{"".join(tds)}</tr>')
         parts = [f"<h1>{esc(s.title)}</h1>",
                  f"<p>{len(rows)} trial(s) of {len(models)} model(s) in {len(cells)} {esc(s.cell_label)}(s). "
                  f"Budget: {esc(self.budget.describe())}</p>",
-                 f'<table class="matrix"><caption>Correct trials per model and {esc(s.cell_label)} (% of scored '
-                 f"trials, invalid answers counted as not correct): each number opens its trials</caption>"
+                 f'<p class="caption">Correct trials per model and {esc(s.cell_label)} (% of scored trials, '
+                 f"invalid answers counted as not correct): each number opens its trials</p><table class=matrix>"
                  f"<thead><tr><th>{esc(s.cell_label)}</th>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>"]
         if s.report_dir is not None:
             parts += self._report_parts(s)
