@@ -177,6 +177,21 @@ def test_budget_per_cell_wrong_only_and_alignment():
         Budget.parse("per_sample=3")
 
 
+def test_past_max_mb_trials_are_listed_without_media_and_the_overview_says_so(site, tmp_path):
+    from faultline_eval.viewer import write_site
+
+    _, _, root = site
+    done = write_site([root / "logs" / "guesser"], tmp_path / "site", budget=Budget.parse("per_cell=2,max_mb=0.05"),
+                      benchmarks=("sceval",))
+    assert done["media_skipped"] > 0 and done["media_bytes"] < 0.05e6 + 2e6
+    pages = [p.read_text() for p in (tmp_path / "site" / "sceval" / "samples").glob("*.html")]
+    sent = [p.split("<h3>sent</h3>")[1:] for p in pages]
+    without = sum(part.startswith('<p class="muted">media not written (size budget spent)') for ps in sent for part in ps)
+    assert 0 < without <= done["media_skipped"] and without < sum(map(len, sent))  # the first ones have media
+    assert all("<pre class=\"text\">" in p for p in pages)  # the text sent is shown all the same
+    assert f"{done['media_skipped']} trial(s) are shown without media" in (tmp_path / "site" / "index.html").read_text()
+
+
 def test_word_diff_marks_dropped_and_inserted_words():
     assert word_diff("which shape moves left", "which moves right") == \
         "which<del> shape</del> moves <del>left</del><ins>right</ins>"

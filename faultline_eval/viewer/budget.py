@@ -3,8 +3,9 @@
 Every trial is listed in the sample tables; only the trials the budget picks get a detail
 section and media. The pick is deterministic and the same across models and cells: samples
 are ranked by a keyed hash of their id (never Python's ``hash()``), and each (model, cell)
-takes its first ``per_cell`` trials in that rank, so the chosen samples line up across
-conditions and models and can be compared side by side.
+takes its first ``per_cell`` trials in the order (variant, rank): variant 0 of as many samples
+as fit, then further variants. The chosen samples so line up across conditions and models and
+can be compared side by side.
 """
 
 from __future__ import annotations
@@ -67,10 +68,10 @@ def sample_rank(sample_ids) -> np.ndarray:
 
 def select(rows: pd.DataFrame, budget: Budget) -> pd.Series:
     """A boolean mask over ``rows`` (columns model, cell, sample_id, variant, verdict): the trials
-    shown in detail, ``budget.per_cell`` per (model, cell) in sample rank order."""
+    shown in detail, ``budget.per_cell`` per (model, cell), variant 0 of the first-ranked samples first."""
     eligible = rows["verdict"] != CORRECT if budget.wrong_only else pd.Series(True, index=rows.index)
     ranked = rows.assign(_rank=sample_rank(rows["sample_id"].astype(str)))[eligible]
-    ranked = ranked.sort_values(["_rank", "sample_id", "variant"], kind="stable")
+    ranked = ranked.sort_values(["variant", "_rank", "sample_id"], kind="stable")
     order = ranked.groupby(["model", "cell"], sort=False, observed=True).cumcount()
     mask = pd.Series(False, index=rows.index)
     mask[order.index[order.to_numpy() < budget.per_cell]] = True

@@ -47,11 +47,12 @@ def read_records(run_dirs, wanted: set[tuple], verdicts: str | Path | None = Non
                 lines[(str(v.get("model")), str(v.get("sample_id")), int(v.get("run", 0)))] = v
     extras, records = {}, {}
     for path in find_sample_files(run_dirs, pattern=SAMPLES_GLOB, benchmark="C3PO", tasks="c3po_*"):
+        label = None
         for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not text.strip():
                 continue
             record = parse_record(json.loads(text).get(RECORD_KEY, {}), f"{path.name}:{number}")
-            label = label_for(path, record.get("model"))
+            label = label or label_for(path, record.get("model"))
             key = (label, record["template_id"], str(record["sample_id"]), int(record["run"]))
             extras[key] = {"latency_s": record.get("latency_s")}
             if key in wanted:

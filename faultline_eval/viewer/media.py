@@ -48,15 +48,16 @@ class MediaWriter:
         self.written: dict[str, Written | None] = {}
         self.skipped = 0
 
-    def write(self, key: str, make_shown, reference_length: int | None = None) -> tuple[Shown | None, Written | None]:
-        """Write the media of trial ``key`` (once); ``make_shown()`` regenerates them. Returns
-        (None, None) past the budget; ``reference_length`` sets the waveform's time scale."""
-        if self.bytes >= self.max_bytes:
-            self.skipped += 1
-            return None, None
+    def write(self, key: str, make_shown, reference_length: int | None = None) -> tuple[Shown, Written | None]:
+        """Write the media of trial ``key`` (once); ``make_shown()`` regenerates them. Past the
+        budget nothing is written (the text sent is still returned, written None);
+        ``reference_length`` sets the waveform's time scale."""
         shown = make_shown()
         if key in self.written:
             return shown, self.written[key]
+        if self.bytes >= self.max_bytes:
+            self.skipped += 1
+            return shown, None
         folder = f"media/{hashlib.blake2b(key.encode(), digest_size=10).hexdigest()}"
         (self.root / folder).mkdir(parents=True, exist_ok=True)
         images = []
