@@ -16,7 +16,6 @@ import numpy as np
 import soundfile
 from PIL import Image
 
-from sceval_plugin import media
 from sceval_plugin.contact_sheet import render_waveform
 from sceval_plugin.operators import SAMPLE_RATE
 
@@ -63,8 +62,8 @@ class MediaWriter:
         images = []
         for i, (caption, image) in enumerate(shown.images):
             full = thumb = f"{folder}/{i:03d}.png"
-            media.write_image(self.root / full, np.ascontiguousarray(image))
             picture = Image.fromarray(np.ascontiguousarray(image))
+            picture.save(self.root / full, format="PNG", compress_level=1)  # lossless; level 1 writes fast
             if picture.height > THUMB_HEIGHT:  # small images are their own thumbnail
                 thumb = f"{folder}/{i:03d}_thumb.jpg"
                 width = max(1, round(picture.width * THUMB_HEIGHT / picture.height))

@@ -65,10 +65,13 @@ class Renderer:
 
         self.task = sceval_task
         self.sources = SourceCache(load_source, source)
+        self.by_id: dict[int, dict] = {}  # id(source) -> sample id -> item
 
     def _items(self, record: dict):
         source = self.sources.get(record["dataset"])
-        return source, {it.sample_id: it for it in source.items}
+        if id(source) not in self.by_id:
+            self.by_id[id(source)] = {it.sample_id: it for it in source.items}
+        return source, self.by_id[id(source)]
 
     def _doc(self, record: dict, condition_id: str, variant: int, released: bool) -> dict:
         source, items = self._items(record)

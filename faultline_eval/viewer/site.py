@@ -74,7 +74,21 @@ def page(title: str, body: str, depth: int, scripts: tuple[str, ...] = ()) -> st
 
 
 def word_diff(clean: str, sent: str) -> str:
-    """``sent`` with the words not in ``clean`` marked ``<ins>`` and the clean words it lost ``<del>``."""
+    """``sent`` with the words not in ``clean`` marked ``<ins>`` and the clean words it lost
+    ``<del>``; lines are matched first, so only changed lines are diffed word by word."""
+    a_lines, b_lines = clean.split("\n"), sent.split("\n")
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a_lines, b_lines, autojunk=False).get_opcodes():
+        if op == "equal":
+            out += [esc(line) for line in b_lines[j1:j2]]
+        elif op == "replace" and i2 - i1 == j2 - j1:
+            out += [_words_diff(a, b) for a, b in zip(a_lines[i1:i2], b_lines[j1:j2])]
+        else:
+            out.append(_words_diff("\n".join(a_lines[i1:i2]), "\n".join(b_lines[j1:j2])))
+    return "\n".join(out)
+
+
+def _words_diff(clean: str, sent: str) -> str:
     a, b = re.split(r"(\s+)", clean), re.split(r"(\s+)", sent)
     out = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
@@ -241,18 +255,18 @@ class SiteWriter:
     # -- overview -----------------------------------------------------------------------------------------
     def _overview(self, s: Section, rows: pd.DataFrame, cells: list[str], cell_pages: dict, notes: list[str]) -> None:
         models = sorted(rows["model"].unique())
-        correct = rows["verdict"].eq(CORRECT)
         scored = rows["verdict"].isin([CORRECT, "wrong"]) | rows["verdict"].str.startswith("invalid")
+        counts = rows.assign(k=rows["verdict"].eq(CORRECT), n=scored, t=1).groupby(["cell", "model"])[["k", "n", "t"]].sum()
         head = "".join(f"<th>{esc(m)}</th>" for m in models)
         lines = []
         for cell in cells:
             tds = []
             for model in models:
-                at = (rows["cell"] == cell) & (rows["model"] == model)
-                n, k, bad = int((at & scored).sum()), int((at & correct).sum()), int((at & scored & ~correct).sum())
-                if not at.any():
+                if (cell, model) not in counts.index:
                     tds.append("<td></td>")
                     continue
+                k, n, _ = map(int, counts.loc[(cell, model)])
+                bad = n - k
                 link = f"cells/{cell_pages[cell]}.html#model={_hash_value(model)}"
                 wrong = f'<a href="{link}&amp;verdict=!correct">{bad} not correct</a>' if bad else "0 not correct"
                 tds.append(f'<td><a href="{link}">{100 * k / n:.1f}</a> <span class="muted">({k}/{n}, {wrong})'
