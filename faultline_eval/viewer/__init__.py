@@ -62,7 +62,8 @@ def write_site(run_dirs: Sequence[str | Path], out: str | Path, *, budget=None,
     from c3po_plugin.report.reader import SAMPLES_GLOB as C3PO_GLOB
     from faultline_eval.viewer.budget import Budget
     from faultline_eval.viewer.site import Section, SiteWriter
-    from sceval_plugin.report.reader import SAMPLES_GLOB as SCEVAL_GLOB, ReportError
+    from sceval_plugin.report.reader import SAMPLES_GLOB as SCEVAL_GLOB
+    from sceval_plugin.report.reader import ReportError
 
     start = time.perf_counter()
     writer = SiteWriter(Path(out), budget or Budget())
@@ -88,9 +89,19 @@ def write_site(run_dirs: Sequence[str | Path], out: str | Path, *, budget=None,
     return {**writer.finish(), "seconds": time.perf_counter() - start}
 
 
+def _budget(text: str):
+    """``--html-budget``, checked while the arguments are parsed (before a report is built)."""
+    from faultline_eval.viewer.budget import Budget
+
+    try:
+        return Budget.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_html_arguments(parser: argparse.ArgumentParser, benchmarks: Sequence[str] = ("sceval", "c3po")) -> None:
     """The budget and source options every viewer-writing command takes."""
-    parser.add_argument("--html-budget", default="", metavar="SPEC",
+    parser.add_argument("--html-budget", type=_budget, metavar="SPEC",
                         help="which trials get media: per_cell=N (default 4 per model and cell; 'all'), wrong_only, "
                              "max_mb=M (default 100), e.g. per_cell=3,wrong_only,max_mb=50")
     for name in benchmarks:
@@ -108,18 +119,14 @@ def print_summary(done: dict) -> None:
 
 def write_report_site(args: argparse.Namespace, benchmark: str) -> None:
     """``sceval report ... --html`` / ``c3po report ... --html``: the site in ``REPORT/html/``."""
-    from faultline_eval.viewer.budget import Budget
-
     report = {f"{benchmark}_report": args.output, f"{benchmark}_source": getattr(args, f"{benchmark}_source")}
-    done = write_site(args.runs, Path(args.output) / "html", budget=Budget.parse(args.html_budget),
+    done = write_site(args.runs, Path(args.output) / "html", budget=args.html_budget,
                       benchmarks=(benchmark,), verdicts=getattr(args, "verdicts", None), **report)
     print_summary(done)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from faultline_eval.viewer.budget import Budget
-
-    done = write_site(args.runs, args.output, budget=Budget.parse(args.html_budget),
+    done = write_site(args.runs, args.output, budget=args.html_budget,
                       sceval_report=args.sceval_report, c3po_report=args.c3po_report, verdicts=args.verdicts,
                       sceval_source=args.sceval_source, c3po_source=args.c3po_source)
     print_summary(done)

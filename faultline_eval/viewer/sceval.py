@@ -10,14 +10,13 @@ templates show exactly as they were sent.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from faultline_eval.viewer.media import Shown
 from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, verdict_of
-from sceval_plugin.report.reader import SAMPLES_GLOB, _KEY, find_sample_files, read_runs
+from faultline_eval.viewer.media import Shown
+from sceval_plugin.report.reader import _KEY, SAMPLES_GLOB, find_sample_files, read_runs
 
 KEY = ["model", "cell", "sample_id", "variant"]
 

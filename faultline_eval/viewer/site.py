@@ -165,8 +165,8 @@ class SiteWriter:
         rows["link"] = links
         cells = sorted(rows["cell"].unique(), key=lambda c: (c != "clean", c))
         cell_pages = {c: slug(c) for c in cells}
-        for cell in cells:
-            self._cell_page(s, cell, rows[rows["cell"] == cell], cell_pages[cell])
+        for cell, group in rows.groupby("cell", sort=False):
+            self._cell_page(s, cell, group, cell_pages[cell])
         self._overview(s, rows, cells, cell_pages, notes)
         summary = {"name": s.name, "title": s.title, "trials": len(rows), "shown": int(has_page.sum()),
                    "samples": len(sample_pages), "models": sorted(rows["model"].unique()), "notes": notes}
@@ -256,7 +256,7 @@ class SiteWriter:
     def _overview(self, s: Section, rows: pd.DataFrame, cells: list[str], cell_pages: dict, notes: list[str]) -> None:
         models = sorted(rows["model"].unique())
         scored = rows["verdict"].isin([CORRECT, "wrong"]) | rows["verdict"].str.startswith("invalid")
-        counts = rows.assign(k=rows["verdict"].eq(CORRECT), n=scored, t=1).groupby(["cell", "model"])[["k", "n", "t"]].sum()
+        counts = rows.assign(k=rows["verdict"].eq(CORRECT), n=scored).groupby(["cell", "model"])[["k", "n"]].sum()
         head = "".join(f"<th>{esc(m)}</th>" for m in models)
         lines = []
         for cell in cells:
@@ -265,7 +265,7 @@ class SiteWriter:
                 if (cell, model) not in counts.index:
                     tds.append("<td></td>")
                     continue
-                k, n, _ = map(int, counts.loc[(cell, model)])
+                k, n = map(int, counts.loc[(cell, model)])
                 bad = n - k
                 link = f"cells/{cell_pages[cell]}.html#model={_hash_value(model)}"
                 wrong = f'<a href="{link}&amp;verdict=!correct">{bad} not correct</a>' if bad else "0 not correct"
