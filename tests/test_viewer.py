@@ -21,7 +21,7 @@ from faultline_eval.model_wrappers.reference import answer_messages
 from faultline_eval.tasks import c3po_task
 from faultline_eval.tasks import sceval_task as task
 from faultline_eval.viewer.budget import Budget, select
-from faultline_eval.viewer.logs import public_spec
+from faultline_eval.viewer.logs import public_spec, without_paths
 from faultline_eval.viewer.sceval import Renderer
 from faultline_eval.viewer.site import word_diff
 from sceval_plugin.conditions import catalogue
@@ -201,6 +201,9 @@ def test_public_spec_keeps_no_machine_folder():
     assert public_spec("hf:/srv/copy#1") == "hf:copy" and public_spec("hf:KZL96/ModalityFaultLines-SCEval#1") == \
         "hf:KZL96/ModalityFaultLines-SCEval"
     assert public_spec("lmms:omni_bench@/srv/omni") == "lmms:omni_bench@omni"
+    assert without_paths("sample 's1': field 'visual': /home/x/d/frame_0.png: no such file (see ~/cache/x)") == \
+        "sample 's1': field 'visual': frame_0.png: no such file (see x)"
+    assert without_paths("hf:KZL96/ModalityFaultLines-SCEval, 3/4 trials") == "hf:KZL96/ModalityFaultLines-SCEval, 3/4 trials"
 
 
 @pytest.mark.parametrize("kind", ["local", "release", "omni_bench"])

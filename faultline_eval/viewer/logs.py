@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from faultline_eval.viewer.budget import CORRECT
@@ -36,6 +37,14 @@ def public_spec(dataset: str) -> str:
     prefix, colon, rest = spec.partition(":") if spec.startswith(("hf:", "lmms:")) else ("", "", spec)
     head, at, tail = rest.partition("@") if prefix == "lmms" else (rest, "", "")
     return f"{prefix}{colon}{name(head)}{at}{name(tail) if at else ''}"
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])(?:/|~/)[^\s:'\"()]+")
+
+
+def without_paths(text: str) -> str:
+    """``text`` (an error message, a note) with every absolute path cut to its last component."""
+    return _ABSOLUTE_PATH.sub(lambda m: Path(m.group()).name or m.group(), str(text))
 
 
 class SourceCache:

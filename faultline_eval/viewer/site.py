@@ -29,6 +29,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from faultline_eval.viewer.budget import CORRECT, Budget, sample_rank, select
+from faultline_eval.viewer.logs import without_paths
 from faultline_eval.viewer.media import MediaWriter, Shown, Written
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -158,7 +159,7 @@ class SiteWriter:
         if "confidence" not in rows:
             rows["confidence"] = None
         has_page = shown & pd.Series([k in records for k in keys])
-        notes = list(s.notes)
+        notes = [without_paths(n) for n in s.notes]
         sample_pages = self._sample_pages(s, rows[has_page], records, notes)
         links = [f"../samples/{sample_pages[r.sample_id]}#{slug(f'{r.cell}-{r.variant}')}" if on else None
                  for r, on in zip(rows.itertuples(), has_page)]
@@ -190,7 +191,7 @@ class SiteWriter:
         try:
             shown, written = self.media.write(key, make, reference)
         except (LookupError, ValueError, OSError, RuntimeError) as exc:
-            reason = str(exc)
+            reason = without_paths(exc)
             failures[reason] = failures.get(reason, 0) + 1
             return None, f'<p class="error">media not regenerated: {esc(reason)}</p>'
         return shown, media_html(written, "../../")
