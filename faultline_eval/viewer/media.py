@@ -44,7 +44,7 @@ class Written:
 class MediaWriter:
     def __init__(self, root: Path, max_bytes: float):
         self.root, self.max_bytes, self.bytes = root, max_bytes, 0
-        self.written: dict[str, Written | None] = {}
+        self.written: dict[str, Written] = {}  # trial key -> its files, each trial written once
         self.skipped = 0
 
     def write(self, key: str, make_shown, reference_length: int | None = None) -> tuple[Shown, Written | None]:
