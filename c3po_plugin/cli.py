@@ -105,6 +105,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed, verdicts=args.verdicts)
     print(done["summary"])
+    if args.html:
+        from faultline_eval.viewer import write_report_site
+
+        write_report_site(args, "c3po")
     return 0
 
 
@@ -281,6 +285,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--verdicts", help="grade with this verdict file (from `c3po judge`) instead")
     report.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     report.add_argument("--seed", type=int, default=20261129)
+    report.add_argument("--html", action="store_true", help="also write a browsable site of the samples to OUTPUT/html/")
+    from faultline_eval.viewer import add_html_arguments
+
+    add_html_arguments(report, ("c3po",))
     report.set_defaults(func=cmd_report)
     add_build_parser(sub)
     return parser

@@ -14,7 +14,7 @@ import sys
 from typing import Sequence
 
 # subcommand -> module with add_parser(sub); `eval` is forwarded whole to faultline-eval.
-COMMANDS: dict[str, str] = {"probe": "c3po_plugin.mechanistic.cli"}
+COMMANDS: dict[str, str] = {"probe": "c3po_plugin.mechanistic.cli", "view": "faultline_eval.viewer"}
 
 
 def build_parser() -> argparse.ArgumentParser:

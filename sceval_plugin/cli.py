@@ -229,6 +229,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     print(f"{done['trials']} trials of {len(done['models'])} model(s) in {done['seconds']:.1f} s; wrote "
           f"{len(done['written'])} files to {args.output}")
+    if args.html:
+        from faultline_eval.viewer import write_report_site
+
+        write_report_site(args, "sceval")
     return 0
 
 
@@ -311,6 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--no-figures", action="store_true",
                         help="write tables and report.json only (a quick recompute; the notes list the figures skipped)")
     report.add_argument("--quiet", action="store_true", help="no progress bar")
+    report.add_argument("--html", action="store_true", help="also write a browsable site of the samples to OUTPUT/html/")
+    from faultline_eval.viewer import add_html_arguments
+
+    add_html_arguments(report, ("sceval",))
     report.add_argument("--families", metavar="FILE", help="model -> family (CSV model,family or JSON object): "
                         "family means, per-modality drops, fault lines and gaps (Table 20)")
     report.add_argument("--humans", metavar="PATH", help="human answers: a CSV/JSONL of per-item answers "

@@ -1,0 +1,124 @@
+"""The viewer's build time and size, against the report build without it, in the same run.
+
+    python benchmarks/viewer.py [--logs DEMO_OUT] [--models 15] [--budget per_cell=2,wrong_only,max_mb=100]
+
+1. The demo main job (``faultline-eval --model sceval_reference --tasks
+   sceval_panel,sceval_single,c3po_all``; or the folder ``--logs`` names): ``sceval report`` and
+   ``c3po report`` with and without ``--html`` (default budget), interleaved.
+2. A synthetic set of ``--models`` models: the demo run's SCEval logs, one folder per model,
+   each model's correctness flipped on a keyed-hash 20% of its trials (so the budget's
+   ``wrong_only`` picks differ between models; the records stay real, so media regenerate).
+   ``sceval report`` with and without ``--html --html-budget BUDGET``, interleaved.
+
+Prints each build's wall time, the site's size and files, and the ratio of the build with
+``--html`` to the report alone (the peer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
+       "NO_ALBUMENTATIONS_UPDATE": "1", "WANDB_MODE": "disabled"}
+
+
+def run(args: list[str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(args, capture_output=True, text=True, env=ENV)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    return time.perf_counter() - start
+
+
+def size(folder: Path) -> tuple[float, int]:
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in files) / 1e6, len(files)
+
+
+def flipped(model: int, key: str) -> bool:
+    return hashlib.blake2b(f"{model}|{key}".encode(), digest_size=2).digest()[0] < 51  # 20 %
+
+
+def synthesise(logs: Path, root: Path, models: int) -> int:
+    """``models`` copies of the demo run's SCEval logs, each with its own correctness."""
+    files = sorted(logs.rglob("*_samples_sceval_*.jsonl"))
+    lines = 0
+    for m in range(models):
+        folder = root / f"model_{m:02d}"
+        folder.mkdir(parents=True)
+        (folder / "20261201_000000_results.json").write_text(json.dumps({"config": {"model": f"model_{m:02d}"}}))
+        for path in files:
+            out = []
+            for text in path.read_text().splitlines():
+                line = json.loads(text)
+                record = line["sceval_record"]
+                key = f"{record['condition_id']}|{record['sample_id']}|{record['variant']}"
+                if record["correct"] is not None and flipped(m, key):
+                    record["correct"] = 1 - record["correct"]
+                    for name, value in line.items():
+                        if isinstance(value, dict) and "c" in value and "s" in value:
+                            value["c"] = record["correct"]
+                record["model"] = f"model_{m:02d}"
+                out.append(json.dumps(line))
+            lines += len(out)
+            (folder / path.name.replace(path.name.split("_samples_")[0], "20261201_000000")).write_text(
+                "\n".join(out) + "\n")
+    return lines
+
+
+def compare(label: str, peer: list[str], html: list[str], site: Path, repeats: int) -> None:
+    peer_s, html_s = [], []
+    for _ in range(repeats):  # interleaved: the machine's load falls on both alike
+        peer_s.append(run(peer))
+        html_s.append(run(html))
+    mb, count = size(site)
+    best_peer, best_html = min(peer_s), min(html_s)
+    print(f"{label}: report {best_peer:.1f} s; report + --html {best_html:.1f} s (ratio {best_html / best_peer:.2f}x, "
+          f"viewer {best_html - best_peer:+.1f} s); site {mb:.1f} MB in {count} files")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--logs", type=Path, help="the demo main job's output (default: run it here)")
+    parser.add_argument("--models", type=int, default=15)
+    parser.add_argument("--budget", default="per_cell=2,wrong_only,max_mb=100")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--keep", type=Path, help="keep the outputs in this folder")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="viewer-bench-")) if args.keep is None else args.keep
+    ENV["SCEVAL_CACHE"] = str(root / "cache")
+    try:
+        logs = args.logs
+        if logs is None:
+            logs = root / "demo_out"
+            seconds = run([str(BIN / "faultline-eval"), "--model", "sceval_reference", "--tasks",
+                           "sceval_panel,sceval_single,c3po_all", "--log_samples", "--output_path", str(logs)])
+            print(f"demo main job: {seconds:.1f} s")
+        for tool in ("sceval", "c3po"):
+            out = root / f"{tool}-report"
+            peer = [str(BIN / tool), "report", str(logs), "-o", str(out)] + (["--quiet"] if tool == "sceval" else [])
+            compare(f"demo main job, {tool} (default budget)", peer, [*peer, "--html"], out / "html", args.repeats)
+        synthetic = root / "synthetic"
+        lines = synthesise(logs, synthetic, args.models)
+        print(f"synthetic: {args.models} models, {lines} trials")
+        out = root / "synthetic-report"
+        peer = [str(BIN / "sceval"), "report", str(synthetic), "-o", str(out), "--quiet"]
+        compare(f"{args.models} models, budget {args.budget}", peer, [*peer, "--html", "--html-budget", args.budget],
+                out / "html", args.repeats)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Which trials the viewer shows with their media: the size budget.
+
+Every trial is listed in the sample tables; only the trials the budget picks get a detail
+section and media. The pick is deterministic and the same across models and cells: samples
+are ranked by a keyed hash of their id (never Python's ``hash()``), and each (model, cell)
+takes its first ``per_cell`` trials in the order (variant, rank): variant 0 of as many samples
+as fit, then further variants. The chosen samples so line up across conditions and models and
+can be compared side by side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+#: The verdict every sample table and budget uses for a correct trial.
+CORRECT = "correct"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """``per_cell`` trials shown per (model, cell); ``wrong_only`` shows only trials not correct;
+    ``max_mb`` caps the media written (trials past it are listed without media)."""
+
+    per_cell: int = 4
+    wrong_only: bool = False
+    max_mb: float = 100.0
+
+    @classmethod
+    def parse(cls, text: str | None) -> "Budget":
+        """``per_cell=8,wrong_only,max_mb=100`` (any subset, in any order; ``all`` = no per-cell cap)."""
+        values: dict = {}
+        for part in filter(None, (p.strip() for p in (text or "").split(","))):
+            key, _, value = part.partition("=")
+            key = key.strip().replace("-", "_")
+            try:
+                if key == "wrong_only":
+                    values[key] = value.strip().lower() not in ("0", "false", "no")
+                elif key == "per_cell":
+                    values[key] = 10**9 if value.strip() == "all" else int(value)
+                elif key == "max_mb":
+                    values[key] = float(value)
+                else:
+                    raise ValueError(f"unknown setting {key!r}")
+            except ValueError as exc:
+                raise ValueError(f"--html-budget {text!r}: {exc}; expected per_cell=N, wrong_only, max_mb=M") from None
+        budget = cls(**values)
+        if budget.per_cell < 0 or budget.max_mb < 0:
+            raise ValueError(f"--html-budget {text!r}: per_cell and max_mb are not negative")
+        return budget
+
+    def describe(self) -> str:
+        per_cell = "every trial" if self.per_cell >= 10**9 else f"at most {self.per_cell} trial(s)"
+        wrong = " that are not correct (wrong, invalid or unscored)" if self.wrong_only else ""
+        return (f"{per_cell}{wrong} per model and cell are shown with their media, the same samples in every cell "
+                f"where possible (samples ranked by a keyed hash of their id); media are capped at "
+                f"{self.max_mb:g} MB, trials past the cap are listed without media. Every trial is in the tables.")
+
+
+def sample_rank(sample_ids) -> np.ndarray:
+    """A stable pseudo-random rank per sample id (blake2b of the id)."""
+    return np.array([int.from_bytes(hashlib.blake2b(str(s).encode(), digest_size=8, person=b"fl-view").digest(),
+                                    "big") for s in sample_ids], dtype=np.uint64)
+
+
+def select(rows: pd.DataFrame, budget: Budget) -> pd.Series:
+    """A boolean mask over ``rows`` (columns model, cell, sample_id, variant, verdict): the trials
+    shown in detail, ``budget.per_cell`` per (model, cell), variant 0 of the first-ranked samples first."""
+    eligible = rows["verdict"] != CORRECT if budget.wrong_only else pd.Series(True, index=rows.index)
+    ranked = rows.assign(_rank=sample_rank(rows["sample_id"].astype(str)))[eligible]
+    ranked = ranked.sort_values(["variant", "_rank", "sample_id"], kind="stable")
+    order = ranked.groupby(["model", "cell"], sort=False, observed=True).cumcount()
+    mask = pd.Series(False, index=rows.index)
+    mask[order.index[order.to_numpy() < budget.per_cell]] = True
+    return mask

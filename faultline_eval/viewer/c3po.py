@@ -1,0 +1,99 @@
+"""C3PO logs for the viewer: the report's trial table (re-graded with a verdicts file when
+given), the full records, and each item's media as the task sent them (C3PO does not corrupt:
+a trial shows the item's own frames, picture and audio)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from c3po_plugin.report.reader import RECORD_KEY, SAMPLES_GLOB, parse_record, read_runs
+from c3po_plugin.report.verdicts import apply_verdicts, read_verdicts
+from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, verdict_of
+from faultline_eval.viewer.media import Shown
+from sceval_plugin.report.reader import find_sample_files
+
+
+def read_rows(run_dirs, verdicts: str | Path | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The report's trial table in the viewer's columns (cell = template id, variant = run)."""
+    trials, notes = read_runs(run_dirs)
+    if verdicts is not None:
+        trials, more = apply_verdicts(trials, read_verdicts(verdicts), source=Path(verdicts).name)
+        notes += more
+    verdict = [("ungradable: judge error" if e and (c != c) and i is None else verdict_of(c, i))
+               for c, i, e in zip(trials["correct"], trials["invalid"].where(trials["invalid"].notna(), None),
+                                  trials["judge_error"])]
+    rows = pd.DataFrame({
+        "model": trials["model"].astype(str), "cell": trials["template_id"].astype(str),
+        "sample_id": trials["sample_id"].astype(str), "variant": trials["run"].astype(int), "verdict": verdict,
+        "answer": trials["prediction"].where(trials["prediction"].notna(), None), "gold": trials["gold"],
+        "judge": trials["judge_id"].where(trials["judge_id"].notna(), None),
+        "failure_mode": trials["failure_mode"].where(trials["failure_mode"].notna(), None),
+    })
+    return rows, notes
+
+
+def read_records(run_dirs, wanted: set[tuple], verdicts: str | Path | None = None):
+    """Per trial key: latency of every trial, and the full record of the ``wanted`` ones, with
+    the verdict file's line for that trial (``regrade``) when one is given."""
+    lines = {}
+    if verdicts is not None:
+        for text in Path(verdicts).read_text(encoding="utf-8").splitlines():
+            if text.strip():
+                v = json.loads(text)
+                lines[(str(v.get("model")), str(v.get("sample_id")), int(v.get("run", 0)))] = v
+    extras, records = {}, {}
+    for path in find_sample_files(run_dirs, pattern=SAMPLES_GLOB, benchmark="C3PO", tasks="c3po_*"):
+        label = None
+        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not text.strip():
+                continue
+            record = parse_record(json.loads(text).get(RECORD_KEY, {}), f"{path.name}:{number}")
+            label = label or label_for(path, record.get("model"))
+            key = (label, record["template_id"], str(record["sample_id"]), int(record["run"]))
+            extras[key] = {"latency_s": record.get("latency_s")}
+            if key in wanted:
+                regrade = lines.get((label, key[2], key[3])) or lines.get((str(record.get("model")), key[2], key[3]))
+                records[key] = {**record, "regrade": regrade}
+    return extras, records
+
+
+class Renderer:
+    """The media a C3PO trial was sent, from the logged data source."""
+
+    def __init__(self, source: str | None = None):
+        from c3po_plugin import prompts
+        from c3po_plugin.data.sources import load_source
+
+        self.prompts = prompts
+        self.sources = SourceCache(load_source, source)
+
+    def trial(self, record: dict) -> Shown:
+        source = self.sources.get(record["dataset"])
+        item = next((it for it in source.items if it.sample_id == str(record["sample_id"])), None)
+        if item is None:
+            raise LookupError(f"sample {record['sample_id']!r} is not in the data source "
+                              f"{public_spec(record['dataset'])}")
+        images = []
+        if item.video:
+            times = item.frame_times() or ()
+            images += [(f"video frame {i + 1}" + (f" at {times[i]:.2f} s" if i < len(times) else ""), f)
+                       for i, f in enumerate(item.frames())]
+        if item.image:
+            images.append(("image", item.picture()))
+        audio = np.asarray(item.waveform(), dtype=np.float32) if item.audio else None
+        return Shown(images, audio, self.prompts.build(item.question, item.context).user)
+
+    clean = None  # C3PO trials are not corrupted: what was sent is the clean item
+
+    def describe(self, cell: str) -> str:
+        from c3po_plugin.templates import registry
+
+        try:
+            t = registry().get(cell)
+            return f"{t.name} ({t.category}, tier {t.tier})"
+        except LookupError:
+            return ""

@@ -1,0 +1,122 @@
+"""SCEval logs for the viewer: the report's trial table, the full records, and each trial's
+media regenerated from (item, condition, variant) by the task's own renderer.
+
+The media of a trial are those :mod:`faultline_eval.tasks.sceval_task` built when it ran:
+``trial_for`` on a document rebuilt from the record (the item from the logged data source,
+the probe's donor, the released variant), so third-party operators, conditions and prompt
+templates show exactly as they were sent.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, verdict_of
+from faultline_eval.viewer.media import Shown
+from sceval_plugin.report.reader import _KEY, SAMPLES_GLOB, find_sample_files, read_runs
+
+KEY = ["model", "cell", "sample_id", "variant"]
+
+
+def read_rows(run_dirs) -> tuple[pd.DataFrame, list[str]]:
+    """The report's trial table (:func:`sceval_plugin.report.reader.read_runs`) in the viewer's
+    columns: model, cell (the condition), sample_id, variant, verdict, answer, confidence."""
+    trials, notes = read_runs(run_dirs, progress=False)
+    rows = pd.DataFrame({
+        "model": trials["model"].astype(str), "cell": trials["condition_id"].astype(str),
+        "sample_id": trials["sample_id"].astype(str), "variant": trials["variant"].astype(int),
+        "verdict": [verdict_of(c, i, u) for c, i, u in zip(trials["correct"], trials["invalid"],
+                                                             trials["not_applicable"])],
+        "confidence": trials["confidence"].astype(object).where(trials["confidence"].notna(), None),
+    })
+    return rows, notes
+
+
+def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[tuple, dict]]:
+    """Per trial key: the table extras of every trial (latency, shown answer, gold) and the
+    full record of the ``wanted`` ones. Models are labelled as the report labels them."""
+    extras, records = {}, {}
+    for path in find_sample_files(run_dirs, pattern=SAMPLES_GLOB):
+        label = None
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            at = line.find(_KEY)
+            if at < 0:
+                continue
+            record = json.JSONDecoder().raw_decode(line, at + len(_KEY))[0]
+            label = label or label_for(path, record.get("model"))
+            key = (label, record["condition_id"], str(record["sample_id"]), int(record["variant"]))
+            extras[key] = {"answer": record.get("parsed_answer"), "gold": record.get("gold_key"),
+                           "latency_s": record.get("latency_s")}
+            if key in wanted:
+                records[key] = record
+    return extras, records
+
+
+class Renderer:
+    """Regenerates what a trial showed from its record; one per site (sources are cached)."""
+
+    def __init__(self, source: str | None = None):
+        from faultline_eval.tasks import sceval_task
+        from sceval_plugin.data.sources import load_source
+
+        self.task = sceval_task
+        self.sources = SourceCache(load_source, source)
+        self.by_id: dict[int, dict] = {}  # id(source) -> sample id -> item
+
+    def _items(self, record: dict):
+        source = self.sources.get(record["dataset"])
+        if id(source) not in self.by_id:
+            self.by_id[id(source)] = {it.sample_id: it for it in source.items}
+        return source, self.by_id[id(source)]
+
+    def _doc(self, record: dict, condition_id: str, variant: int, released: bool) -> dict:
+        source, items = self._items(record)
+        sample = str(record["sample_id"])
+        if released:
+            item = next((r.item for r in source.released or () if r.item.sample_id == sample
+                         and r.condition_id == condition_id and r.variant == variant), None)
+        else:
+            item = items.get(sample)
+        if item is None:
+            raise LookupError(f"sample {sample!r} ({condition_id}, variant {variant}) is not in the data source "
+                              f"{public_spec(record['dataset'])}")
+        donor_id = (record.get("probe") or {}).get("donor")
+        donor = items.get(donor_id) if donor_id else None
+        return {"condition_id": condition_id, "variant": variant, "released": released,
+                "item": self.task._item_json(item), "donor": self.task._item_json(donor) if donor else ""}
+
+    def _shown(self, doc: dict) -> Shown:
+        condition, trial = self.task.trial_for(doc)
+        _, user = self.task._prompt(condition, trial)
+        images = []
+        if trial.frames is not None:
+            times = trial.frame_times or ()
+            for i, frame in enumerate(trial.frames):
+                at = f" at {times[i]:.2f} s" if i < len(times) else ""
+                images.append((f"{'image' if trial.visual_kind == 'image' else 'frame ' + str(i + 1)}{at}", frame))
+        notes = [f"donor item: {trial.donor_id}"] if trial.donor_id else []
+        if trial.not_applicable:
+            notes.append(f"not applicable: {trial.not_applicable}")
+        if trial.frames is None:
+            notes.append("no images shown")
+        if trial.audio is None:
+            notes.append("no audio shown")
+        return Shown(images, None if trial.audio is None else np.asarray(trial.audio), user, notes)
+
+    def trial(self, record: dict) -> Shown:
+        return self._shown(self._doc(record, record["condition_id"], int(record["variant"]),
+                                     bool(record.get("released_variant"))))
+
+    def clean(self, record: dict) -> Shown:
+        return self._shown(self._doc(record, "clean", 0, False))
+
+    def describe(self, cell: str) -> str:
+        from sceval_plugin.conditions import catalogue
+
+        try:
+            return catalogue().get(cell).description
+        except LookupError:
+            return ""

@@ -1,0 +1,309 @@
+"""The static results viewer (`faultline view`, `sceval report --html`): its pages, links,
+media and budget, checked with an HTML parser and in a real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+import pandas as pd
+import pytest
+from fixtures import copy_demo, omni_bench_fixture, release_fixture
+
+from faultline_eval.model_wrappers.reference import answer_messages
+from faultline_eval.tasks import c3po_task
+from faultline_eval.tasks import sceval_task as task
+from faultline_eval.viewer.budget import Budget, select
+from faultline_eval.viewer.logs import public_spec, without_paths
+from faultline_eval.viewer.sceval import Renderer
+from faultline_eval.viewer.site import word_diff
+from sceval_plugin.conditions import catalogue
+from sceval_plugin.data.sources import load_source
+from sceval_plugin.render import render
+
+BIN = Path(sys.executable).parent
+CONDITIONS = ["clean", "single_drop_words_t70", "bi_ta_drop_words_mute_t70_a50", "missing_audio",
+              "probe_mismatch_audio_random"]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def guesser(doc: dict) -> str:
+    return json.dumps({"answer": "ABCD"[len(doc["row_id"]) % 4], "confidence": "low"})
+
+
+def write_sceval_logs(root: Path, models: dict) -> None:
+    """lmms-eval-shaped logs of each ``model -> answer(doc)``, written by the task's own functions
+    (as tests/test_report.py does), one folder per model."""
+    for model in models:
+        (root / model).mkdir(parents=True)
+        (root / model / "20261201_120000_results.json").write_text(json.dumps({"config": {"model": model}}))
+    for cid in CONDITIONS:
+        rows = task.build_rows(catalogue().get(cid))[0][:6]
+        for model, answer in models.items():
+            lines = []
+            for i, doc in enumerate(rows):
+                out = task.process_results(doc, [answer(doc)])
+                out["sceval_record"]["model"] = model
+                lines.append(json.dumps({"doc_id": i, "target": doc["target"], **out}))
+            (root / model / f"20261201_120000_samples_sceval_{cid}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def write_c3po_logs(folder: Path) -> None:
+    rows, _ = c3po_task.build_rows("all")
+    lines = []
+    for i, doc in enumerate(rows[:8]):
+        out = c3po_task.process_results(doc, [doc["target"] if i % 2 else "a purple elephant"])
+        out["c3po_record"]["model"] = "sceval_reference"
+        lines.append(json.dumps({"doc_id": i, "target": doc["target"], **{**out, "c3po_record": repr(out["c3po_record"])}}))
+    (folder / "20261201_120000_samples_c3po_all.jsonl").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """Two models' SCEval logs and one's C3PO logs, then the real `faultline view` CLI."""
+    root = tmp_path_factory.mktemp("viewer")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("C3PO_JUDGE", "exact")
+        mp.setenv("SCEVAL_CACHE", str(root / "cache"))
+        write_sceval_logs(root / "logs", {"sceval_reference": lambda doc: answer_messages(task.doc_to_messages(doc)),
+                                          "guesser": guesser})
+        write_c3po_logs(root / "logs" / "sceval_reference")
+        done = subprocess.run([str(BIN / "faultline"), "view", str(root / "logs"), "-o", str(root / "site"),
+                               "--html-budget", "per_cell=3,max_mb=20"], capture_output=True, text=True,
+                              env=dict(os.environ), timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root / "site", done.stdout, root
+
+
+class Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links: list[tuple[str, str]] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name in ("href", "src") and value:
+                self.links.append((tag, value))
+            if name == "id":
+                self.ids.add(value)
+
+
+def parsed(path: Path) -> Links:
+    p = Links()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+def test_every_link_and_media_path_is_relative_and_resolves(site):
+    out, stdout, _ = site
+    assert "SCEval: 30 trials" not in stdout and "SCEval: 60 trials" in stdout and "C3PO: 8 trials" in stdout
+    pages = sorted(out.rglob("*.html"))
+    assert len(list((out / "sceval" / "cells").glob("*.html"))) == len(CONDITIONS)
+    assert {p.parent.name for p in pages} >= {"cells", "samples", "sceval", "c3po"}
+    targets = 0
+    for page in pages:
+        links = parsed(page)
+        for tag, link in links.links:
+            url = urlparse(link)
+            assert not url.scheme and not url.netloc and not link.startswith("/"), f"{page}: {link}"
+            target = (page.parent / unquote(url.path)).resolve() if url.path else page
+            assert target.is_file() and out.resolve() in target.parents, f"{page.relative_to(out)}: {link}"
+            if url.fragment and target.suffix == ".html" and "=" not in url.fragment:
+                assert url.fragment in parsed(target).ids, f"{page.relative_to(out)}: {link}"
+            targets += 1
+    assert targets > 200
+    for data in (out / "sceval" / "cells").glob("*.js"):  # the sample tables' links
+        table = json.loads(data.read_text().split("=", 1)[1].rstrip().rstrip(";"))
+        linked = [link for link in table["links"] if link]
+        assert linked and all((data.parent / link.split("#")[0]).is_file() for link in linked)
+        assert len(table["rows"]) == 12  # 6 trials of each of two models, every one listed
+
+
+def test_no_machine_path_or_home_in_the_output(site):
+    out, _, root = site
+    needles = [str(root), str(Path.home()), str(Path(__file__).resolve().parents[1])]
+    for path in out.rglob("*"):
+        if path.suffix in (".html", ".js", ".css"):
+            text = path.read_text(encoding="utf-8")
+            assert not any(n in text for n in needles), path
+
+
+def test_a_sample_page_shows_sent_and_clean_media_the_diff_and_every_model(site):
+    out, _, _ = site
+    page = max((out / "sceval" / "samples").glob("*.html"), key=lambda p: p.read_text().count('class="trial"'))
+    text = page.read_text()
+    section = text.split('id="' + next(i for i in parsed(page).ids if i.startswith("single_drop_words_t70")))[1]
+    section = section.split('<section class="trial"')[0]
+    assert "<del>" in section and "<h3>clean</h3>" in section and "<audio" in section
+    assert section.count('class="card ') == 2 and "guesser" in section and "sceval_reference" in section
+    assert "raw reply" in section and "parsed answer" in section and "gold" in section
+
+
+def test_media_are_the_trial_the_task_rendered(site):
+    """The viewer's regeneration of a logged trial is the task's render of it: the same clip, text."""
+    out, _, root = site
+    record = next(json.loads(line)["sceval_record"] for line in
+                  next((root / "logs" / "guesser").glob("*_bi_ta_drop_words_mute_t70_a50.jsonl")).read_text().splitlines())
+    shown = Renderer().trial(record)
+    item = next(i for i in load_source("demo").items if i.sample_id == record["sample_id"])
+    trial = render(item, catalogue().get("bi_ta_drop_words_mute_t70_a50"), record["variant"])
+    assert np.array_equal(shown.audio, trial.audio) and trial.question in shown.text
+    assert not np.array_equal(trial.audio, item.waveform())  # muted in part: not the clean clip
+
+
+def test_budget_per_cell_wrong_only_and_alignment():
+    rows = pd.DataFrame([{"model": m, "cell": c, "sample_id": f"s{i}", "variant": 0,
+                          "verdict": "correct" if (i + len(m)) % 3 else "wrong"}
+                         for m in ("a", "bb") for c in ("x", "y") for i in range(20)])
+    shown = rows[select(rows, Budget(per_cell=4))]
+    assert shown.groupby(["model", "cell"]).size().tolist() == [4, 4, 4, 4]
+    assert shown.groupby("cell")["sample_id"].apply(frozenset).nunique() == 1  # the same samples in every cell
+    wrong = rows[select(rows, Budget.parse("per_cell=3,wrong_only"))]
+    assert set(wrong["verdict"]) == {"wrong"} and len(wrong) == 12
+    assert Budget.parse("per_cell=all,max_mb=5") == Budget(per_cell=10**9, max_mb=5.0)
+    with pytest.raises(ValueError, match="unknown setting 'per_sample'"):
+        Budget.parse("per_sample=3")
+
+
+def test_past_max_mb_trials_are_listed_without_media_and_the_overview_says_so(site, tmp_path):
+    from faultline_eval.viewer import write_site
+
+    _, _, root = site
+    done = write_site([root / "logs" / "guesser"], tmp_path / "site", budget=Budget.parse("per_cell=2,max_mb=0.05"),
+                      benchmarks=("sceval",))
+    assert done["media_skipped"] > 0 and done["media_bytes"] < 0.05e6 + 2e6
+    pages = [p.read_text() for p in (tmp_path / "site" / "sceval" / "samples").glob("*.html")]
+    sent = [p.split("<h3>sent</h3>")[1:] for p in pages]
+    without = sum(part.startswith('<p class="muted">media not written (size budget spent)') for ps in sent for part in ps)
+    assert 0 < without <= done["media_skipped"] and without < sum(map(len, sent))  # the first ones have media
+    assert all("<pre class=\"text\">" in p for p in pages)  # the text sent is shown all the same
+    assert f"{done['media_skipped']} trial(s) are shown without media" in (tmp_path / "site" / "index.html").read_text()
+
+
+def test_word_diff_marks_dropped_and_inserted_words():
+    assert word_diff("which shape moves left", "which moves right") == \
+        "which<del> shape</del> moves <del>left</del><ins>right</ins>"
+    assert word_diff("a <b>", "a <b>") == "a &lt;b&gt;"
+
+
+def test_public_spec_keeps_no_machine_folder():
+    assert public_spec("/home/x/data/items.jsonl#ab") == "items.jsonl"
+    assert public_spec("hf:/srv/copy#1") == "hf:copy" and public_spec("hf:KZL96/ModalityFaultLines-SCEval#1") == \
+        "hf:KZL96/ModalityFaultLines-SCEval"
+    assert public_spec("lmms:omni_bench@/srv/omni") == "lmms:omni_bench@omni"
+    assert without_paths("sample 's1': field 'visual': /home/x/d/frame_0.png: no such file (see ~/cache/x)") == \
+        "sample 's1': field 'visual': frame_0.png: no such file (see x)"
+    assert without_paths("hf:KZL96/ModalityFaultLines-SCEval, 3/4 trials") == "hf:KZL96/ModalityFaultLines-SCEval, 3/4 trials"
+
+
+@pytest.mark.parametrize("kind", ["local", "release", "omni_bench"])
+def test_every_data_source_regenerates_its_media(kind, tmp_path, monkeypatch):
+    """Local folder, the authors' release (our operators on its baseline, and its own
+    pre-corrupted variants) and lmms-eval's omni_bench: the viewer shows what the task sent."""
+    monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
+    cases = {
+        "local": [(str(copy_demo(tmp_path / "local", 2)), "apply", "single_drop_words_t70")],
+        "release": [(f"hf:{release_fixture(tmp_path / 'release')}", mode, "single_noise_v70")
+                    for mode in ("apply", "released")],
+        "omni_bench": [(f"lmms:omni_bench@{omni_bench_fixture(tmp_path / 'omni', 2)}", "apply",
+                        "bi_tv_drop_words_noise_t30_v70")],
+    }[kind]
+    for spec, mode, cid in cases:
+        monkeypatch.setenv("SCEVAL_SOURCE", spec)
+        monkeypatch.setenv("SCEVAL_HF_MODE", mode)
+        rows, _ = task.build_rows(catalogue().get(cid))
+        doc = rows[-1]
+        record = task.process_results(doc, ['{"answer": "A"}'])["sceval_record"]
+        monkeypatch.delenv("SCEVAL_SOURCE")  # the viewer reads the source from the record
+        shown = Renderer().trial(record)
+        _, sent = task.trial_for(doc)
+        assert np.array_equal(np.stack([image for _, image in shown.images]), sent.frames), (spec, mode)
+        assert sent.question in shown.text and (shown.audio is None) == (sent.audio is None)
+        assert tmp_path.as_posix() not in public_spec(record["dataset"])
+
+
+def test_a_changed_source_is_refused_not_shown(tmp_path, monkeypatch):
+    record = task.process_results(task.build_rows(catalogue().get("clean"))[0][0], ['{"answer": "A"}'])["sceval_record"]
+    record["dataset"] = record["dataset"].split("#")[0] + "#0000000000000000"
+    with pytest.raises(LookupError, match="holds other items than the run's"):
+        Renderer().trial(record)
+
+
+@pytest.mark.slow
+def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
+    _, _, root = site
+    env = {**os.environ, "SCEVAL_CACHE": str(root / "cache")}
+    done = subprocess.run([str(BIN / "sceval"), "report", str(root / "logs"), "-o", str(tmp_path / "report"), "--html",
+                           "--bootstrap", "20", "--quiet", "--no-figures", "--html-budget", "per_cell=1,wrong_only"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    overview = (tmp_path / "report" / "html" / "sceval" / "index.html").read_text()
+    assert "report tables" in overview and "Missing-modality" in overview and "not correct (wrong" in overview
+    assert not (tmp_path / "report" / "html" / "c3po").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium) for the browser test")
+def test_the_site_in_a_headless_browser(site, tmp_path):
+    """From file:// in Chromium: pages render, the sample table filters from the address, links
+    lead to the trial, every image decodes, every audio element loads a clip, and no request
+    leaves the machine. The screenshots are kept in the test's folder."""
+    from playwright.sync_api import sync_playwright
+
+    out, _, _ = site
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.route("**/*", lambda route: (requests.append(route.request.url),
+                                          route.continue_() if route.request.url.startswith("file://")
+                                          else route.abort()))
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto((out / "index.html").as_uri())
+        page.screenshot(path=tmp_path / "index.png")
+        page.click("text=SCEval")
+        assert page.locator("table.matrix a").count() >= 2 * len(CONDITIONS)
+        cell = next((out / "sceval" / "cells").glob("single_drop_words_t70-*.html"))
+        page.goto(cell.as_uri() + "#model=guesser&verdict=!correct")
+        rows = page.locator("#samples tbody tr")
+        assert rows.count() == int(page.locator("#samples").get_attribute("data-shown")) > 0
+        assert set(page.locator("#samples tbody td:nth-child(1)").all_inner_texts()) == {"guesser"}
+        assert "correct" not in page.locator("#samples tbody td:nth-child(4)").all_inner_texts()
+        page.fill('#filters input[data-column="model"]', "")
+        page.fill('#filters input[data-column="verdict"]', "")
+        assert rows.count() == 12
+        page.click("#samples th:nth-child(2)")  # sort by sample
+        samples = page.locator("#samples tbody td:nth-child(2)").all_inner_texts()
+        assert samples == sorted(samples)
+        page.screenshot(path=tmp_path / "cell.png", full_page=True)
+        page.locator("#samples tbody a").first.click()
+        page.wait_for_load_state("load")
+        assert "/samples/" in page.url and page.locator("section.trial").count() >= 1
+        for sample_page in [page.url.split("#")[0], *[p.as_uri() for p in (out / "c3po" / "samples").glob("*.html")][:2]]:
+            page.goto(sample_page)
+            page.wait_for_load_state("load")
+            for img in page.locator("img").all():
+                img.scroll_into_view_if_needed()
+            page.wait_for_function("Array.from(document.images).every(i => i.complete)")
+            assert page.evaluate("Array.from(document.images).every(i => i.naturalWidth > 0)"), sample_page
+            durations = page.evaluate("""Promise.all(Array.from(document.querySelectorAll('audio')).map(a =>
+                a.readyState >= 1 ? a.duration : new Promise(r => { a.onloadedmetadata = () => r(a.duration);
+                a.onerror = () => r(-1); a.load(); })))""")
+            assert durations and min(durations) > 0.5, (sample_page, durations)
+        page.screenshot(path=tmp_path / "sample.png", full_page=True)
+        browser.close()
+    assert errors == []
+    assert requests and all(url.startswith("file://") for url in requests), [u for u in requests
+                                                                             if not u.startswith("file://")]
+    assert any(url.endswith("/assets/viewer.js") for url in requests)
