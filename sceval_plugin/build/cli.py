@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 # Each module defines ``add_parser(stages)``, adding its subcommand(s) with ``set_defaults(func=...)``.
-STAGE_MODULES: tuple[str, ...] = ()
+STAGE_MODULES: tuple[str, ...] = ("annotate", "agreement", "manifest")
 
 
 def add_build_parser(sub) -> None:
