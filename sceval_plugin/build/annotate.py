@@ -35,7 +35,12 @@ from pathlib import Path
 
 from sceval_plugin import operators
 from sceval_plugin.build import form
-from sceval_plugin.build.sheets import SheetError, read_sheet, sheet_problems, write_sheet
+from sceval_plugin.build.sheets import (
+    SheetError,
+    read_sheet,
+    sheet_problems,
+    write_sheet,
+)
 from sceval_plugin.data.records import OmniItem
 
 PASSES = ("pilot", "full", "adjudication", "audit", "blind", "reveal")

@@ -80,8 +80,8 @@ def row_problems(kind: str, row: dict, option_keys: tuple[str, ...] = ()) -> lis
         if not row["gold_preserved"]:
             return [f"{where}, column 'gold_preserved': empty for an interpretable cell"]
         if row["gold_preserved"] == "no" and row["stress_test"] != "yes":
-            return [f"{where}, column 'stress_test': a cell that does not preserve gold must be labelled a stress "
-                    "test (yes)"]
+            return [(f"{where}, column 'stress_test': a cell that does not preserve gold must be labelled a "
+                     "stress test (yes)")]
     if kind == "blind" and row["answerable"] == "yes" and row["answer"] not in option_keys:
         return [f"{where}, column 'answer': {row['answer']!r} is not an option key ({', '.join(option_keys)})"]
     return []

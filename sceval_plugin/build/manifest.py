@@ -38,7 +38,13 @@ from pathlib import Path
 
 from sceval_plugin import operators
 from sceval_plugin.build import form
-from sceval_plugin.build.annotate import AnnotationError, group_labels, pool_items, read_labels, row_key
+from sceval_plugin.build.annotate import (
+    AnnotationError,
+    group_labels,
+    pool_items,
+    read_labels,
+    row_key,
+)
 from sceval_plugin.data.manifest import SCHEMAS
 from sceval_plugin.operators import CORRUPTING_SEVERITIES
 
@@ -216,7 +222,7 @@ def rejected_rows(build: Path, samples: list[dict]) -> list[dict]:
 
 def markdown_table(rows: list[dict]) -> str:
     columns = list(rows[0]) if rows else []
-    show = lambda v: "—" if v is None else str(v)  # noqa: E731
+    show = lambda v: "—" if v is None else str(v)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(show(r[c]) for c in columns) + " |" for r in rows]
     return "\n".join(lines) + "\n"

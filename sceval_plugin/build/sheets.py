@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 
 class SheetError(ValueError):
