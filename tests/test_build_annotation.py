@@ -134,6 +134,8 @@ def test_sheet_errors_name_file_row_and_column(build, tmp_path):
     assert "row 6, column 'sample_id': unknown sample id 'demo-nope'" in text
     assert "missing sheet of annotator 'ann2'" in text
 
+    with pytest.raises(annotate.AnnotationError, match="exported already"):  # filled sheets are never overwritten
+        annotate.export(root, "full", ["ann1", "ann2"], per_item=2)
     annotate.export(root, "blind", ["b1", "b2"], per_item=1)  # two annotators: two versions per sample
     blind = root / "annotation/blind/b1/blind.csv"
     other = next(csv.DictReader((root / "annotation/blind/b2/blind.csv").open()))
@@ -148,6 +150,24 @@ def test_sheet_errors_name_file_row_and_column(build, tmp_path):
         writer.writerows(rows)
     with pytest.raises(SheetError, match="was not assigned to this annotator"):
         annotate.import_pass(root, "blind")
+
+
+def test_report_cohorts_split_stress_only_trials():
+    import pandas as pd
+
+    from sceval_plugin.report import ReportError, select_cohort
+
+    trials = pd.DataFrame({"condition_id": ["clean", "single_noise_v70", "single_noise_v70"],
+                           "cohort": pd.Categorical([None, "stress_only", None])})
+    notes: list[str] = []
+    kept = select_cohort(trials, "gold_preserved", notes)
+    assert len(kept) == 2 and not (kept["cohort"] == "stress_only").any()
+    assert "1 stress-only trial(s)" in notes[0]
+    stress = select_cohort(trials, "stress", [])
+    assert list(stress["cohort"].astype(object).fillna("-")) == ["-", "stress_only"]  # clean stays the baseline
+    assert len(select_cohort(trials, "all", [])) == 3
+    with pytest.raises(ReportError, match="no stress-only trials"):
+        select_cohort(trials.iloc[[0, 2]], "stress", [])
 
 
 def test_kappas_match_textbook_values():
@@ -169,7 +189,7 @@ def test_manifest_funnel_and_retention(build, capsys):
     assert main(["build", "manifest", str(build)]) == 0
     assert "funnel 10 -> 9 -> 5 -> 3 -> 2 -> 1 -> 1" in capsys.readouterr().out
     data = json.loads((build / "manifest.json").read_text())
-    assert data["schema"] == "sceval-manifest/2" and data["simulated"] == []
+    assert data["schema"] == "sceval-manifest/2" and data["simulated"] == [] and data["audit"] is None
     kept = [s for s in data["samples"] if s["valid"] and s["answerable"]]
     assert len(kept) == 1
     rejected = {r["sample_id"]: r for r in csv.DictReader((build / "rejected.csv").open())}

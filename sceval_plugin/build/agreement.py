@@ -13,8 +13,8 @@ Fields: validity, answerability, availability / leakage (3-way), failure reason 
 items every annotator rejected), interpretability per cell, gold preservation and the stress-test
 flag (on the cells every annotator found interpretable), and the blind audit's human answerability
 and original-gold-remains-valid. The same table is given per source (the paper releases those
-with the manifest). ``sceval build agreement BUILD [--pass full]`` writes ``BUILD/agreement.md``,
-``.csv`` and ``.json``.
+with the manifest). ``sceval build agreement BUILD`` writes ``BUILD/agreement.md``, ``.csv`` and
+``.json`` (``--pass pilot``: ``BUILD/agreement_pilot.*``).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def _cmd_agreement(args) -> int:
     simulated = _simulated(Path(args.build))
     warning = f"**SIMULATED annotation** in pass(es) {', '.join(simulated)}: not human judgements.\n\n" \
         if simulated else ""
-    out = Path(args.build) / "agreement"
+    out = Path(args.build) / ("agreement" if args.pass_name == "full" else f"agreement_{args.pass_name}")
     write_table(out, rows, f"Inter-annotator agreement, {args.pass_name} pass (Table 27)", warning)
     out.with_suffix(".json").write_text(json.dumps({"simulated": simulated, "rows": rows}, indent=1) + "\n",
                                         encoding="utf-8")

@@ -193,13 +193,17 @@ def _rel(build: Path, path: str | Path) -> str:
 
 
 def export(build: Path, name: str, annotators: list[str], *, seed: int = 0, per_item: int = 2,
-           pilot_items: int = 30, fraction: float = 0.1, severity: int = 70, previews: bool = False) -> list[Path]:
+           pilot_items: int = 30, fraction: float = 0.1, severity: int = 70, previews: bool = False,
+           force: bool = False) -> list[Path]:
     """Write the sheets of pass ``name``; returns the files written."""
     build = Path(build)
+    folder = pass_dir(build, name)
+    if (folder / "assignment.json").is_file() and not force:
+        raise AnnotationError(f"{folder}: pass {name!r} was exported already; its sheets may be filled. Move the "
+                              "folder away or pass --force to write it again")
     items = pool_items(build)
     plan = assign(name, items, annotators, seed=seed, per_item=per_item, pilot_items=pilot_items,
                   fraction=fraction, severity=severity, build=build)
-    folder = pass_dir(build, name)
     written = []
     decisions = None
     if name == "audit":
@@ -397,13 +401,15 @@ def add_parser(stages) -> None:
     out = actions.add_parser("export", help="write the sheets of one pass, one folder per annotator")
     out.add_argument("build", type=Path, help="the build folder (BUILD/pool holds the candidate pool)")
     out.add_argument("--pass", dest="pass_name", required=True, choices=PASSES)
-    out.add_argument("--annotators", required=True, help="comma-separated annotator names")
+    out.add_argument("--annotators", default="", help="comma-separated annotator names (reveal: those of the "
+                     "blind pass, always)")
     out.add_argument("--seed", type=int, default=0)
     out.add_argument("--per-item", type=int, default=2, help="annotators per item (full, >= 2) or cell (blind)")
     out.add_argument("--items", type=int, default=30, help="pilot subsample size (default 30, as in the paper)")
     out.add_argument("--fraction", type=float, default=0.1, help="audit: share of decisions spot-checked")
     out.add_argument("--severity", type=int, default=70, help="blind: severity of the audited cells")
     out.add_argument("--previews", action="store_true", help="write contact sheets for the cell judgements")
+    out.add_argument("--force", action="store_true", help="write the pass again over its sheets (filled or not)")
     out.set_defaults(func=_cmd_export)
     back = actions.add_parser("import", help="read the filled sheets of one pass back, validated")
     back.add_argument("build", type=Path)
@@ -417,8 +423,13 @@ def add_parser(stages) -> None:
 
 def _cmd_export(args) -> int:
     names = [a.strip() for a in args.annotators.split(",") if a.strip()]
+    if args.pass_name == "reveal":
+        names = sorted({label["annotator"] for label in read_labels(args.build, "blind")})
+    elif not names:
+        raise AnnotationError(f"--annotators: who gets the {args.pass_name} sheets (comma-separated names)")
     written = export(args.build, args.pass_name, names, seed=args.seed, per_item=args.per_item,
-                     pilot_items=args.items, fraction=args.fraction, severity=args.severity, previews=args.previews)
+                     pilot_items=args.items, fraction=args.fraction, severity=args.severity, previews=args.previews,
+                     force=args.force)
     print(f"{args.pass_name}: wrote {len(written)} files for {len(names)} annotator(s) under "
           f"{pass_dir(args.build, args.pass_name)}")
     return 0

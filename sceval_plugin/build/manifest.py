@@ -144,11 +144,23 @@ def build_manifest(build: Path) -> dict:
     for (sample, (op, severity, variant)), preserved in sorted(blind.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         if operators.get(op).modality == "text":
             entries.append(_cell(sample, op, severity, variant, True, preserved))
-    manifest = {"schema": SCHEMAS[-1], "simulated": _simulated(build), "samples": samples, "cells": entries}
+    manifest = {"schema": SCHEMAS[-1], "simulated": _simulated(build), "audit": audit_summary(build),
+                "samples": samples, "cells": entries}
     return {"manifest": manifest, "funnel": funnel_rows(build, samples), "retention":
             retention_rows([e for e in entries if stage_of[e["sample_id"]] in (None, STAGES[3])
                             and operators.get(e["operator"]).modality != "text"]),
             "rejected": rejected_rows(build, samples)}
+
+
+def audit_summary(build: Path) -> dict | None:
+    """The author audit pass (Appendix D, pass iii): decisions checked and those the auditor
+    disagreed with (with notes); None when it was not run. It does not change decisions: a
+    disagreement is for the authors to resolve (re-adjudicate) and is listed in the funnel."""
+    labels = read_labels(build, "audit", required=False)
+    if not labels:
+        return None
+    return {"checked": len(labels), "disagreed": [{"sample_id": l["sample_id"], "note": l["note"]}
+                                                   for l in labels if l["audit"] == "disagree"]}
 
 
 def _cell(sample, op, severity, variant, interpretable, preserved) -> dict:
@@ -246,7 +258,11 @@ def write_outputs(build: Path) -> dict:
     (build / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     warning = (f"**SIMULATED annotation** in pass(es) {', '.join(manifest['simulated'])}: not human judgements.\n\n"
                if manifest["simulated"] else "")
-    write_table(build / "funnel", done["funnel"], "Filtering funnel (Appendix D)", warning)
+    audit = manifest["audit"]
+    audit_note = "" if audit is None else (
+        f"Author audit: {audit['checked']} decision(s) checked, {len(audit['disagreed'])} disagreed"
+        + "".join(f"; {d['sample_id']} ({d['note'] or 'no note'})" for d in audit["disagreed"]) + ".\n\n")
+    write_table(build / "funnel", done["funnel"], "Filtering funnel (Appendix D)", warning + audit_note)
     write_table(build / "retention", done["retention"],
                 "Per-operator interpretability retention (Tables 24, 25)", warning)
     with (build / "rejected.csv").open("w", newline="", encoding="utf-8") as handle:
