@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +17,7 @@ from fixtures import copy_demo
 from c3po_plugin.judges.agreement import fleiss_kappa, label_kappa
 from sceval_plugin.build import agreement, annotate, simulate
 from sceval_plugin.build.sheets import (
-    Column,
     SheetError,
-    read_sheet,
-    write_sheet,
     xlsx_available,
 )
 from sceval_plugin.cli import main
@@ -81,7 +79,7 @@ def build(tmp_path_factory) -> Path:
     return root
 
 
-def test_export_fill_import_round_trip(build):
+def test_export_fill_import_round_trip(build, tmp_path):
     labels = annotate.read_labels(build, "full")
     assert len(labels) == 2 * 3 * (1 + 72)  # 2 annotators x 3 items x (item row + 44 vision + 28 audio cells)
     first = {(l["annotator"], l["sample_id"]): l for l in labels if l["sheet"] == "items"}
@@ -89,16 +87,26 @@ def test_export_fill_import_round_trip(build):
     adjudicated = annotate.read_labels(build, "adjudication")
     assert [(l["operator"], l["severity"], l["variant"], l["interpretable"], l["note"]) for l in adjudicated] == \
         [("occlusion", 70, 0, "no", "patches hide the disc")]
-    if xlsx_available():  # the spreadsheet twin of each CSV reads back to the same rows
-        columns = (Column("sample_id", given=True), Column("valid", ("yes", "no"), required=True))
-        path = build / "x.csv"
-        write_sheet(path, columns, [{"sample_id": "s1", "valid": "yes"}])
-        assert [r["valid"] for r in read_sheet(path.with_suffix(".xlsx"), columns)] == ["yes"]
+    if xlsx_available():  # filled in the spreadsheet instead: the same labels come back
+        from openpyxl import load_workbook
+
+        for path in (build / "annotation/full").glob("*/*.xlsx"):
+            book = load_workbook(path)
+            sheet = book.active
+            header = [c.value for c in sheet[1]]
+            with path.with_suffix(".csv").open(newline="", encoding="utf-8") as handle:
+                for row, values in zip(sheet.iter_rows(min_row=2), csv.DictReader(handle)):
+                    for cell, name in zip(row, header):
+                        cell.value = values[name] or None
+            book.save(path)
+        shutil.copytree(build / "pool", tmp_path / "pool")
+        shutil.copytree(build / "annotation/full", tmp_path / "annotation/full")
+        (tmp_path / "annotation/full/labels.jsonl").unlink()
+        annotate.import_pass(tmp_path, "full", fmt="xlsx")
+        assert annotate.read_labels(tmp_path, "full") == labels
 
 
 def test_sheet_errors_name_file_row_and_column(build, tmp_path):
-    import shutil
-
     root = tmp_path / "b"
     shutil.copytree(build / "pool", root / "pool")
     annotate.export(root, "full", ["ann1", "ann2"], per_item=2)
