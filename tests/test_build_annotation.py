@@ -236,3 +236,23 @@ def test_lmms_eval_records_stress_only_trials_outside_the_headline(build, tmp_pa
     assert cohorts == {0: "stress_only", 2: "gold_preserved"}
     headline = next(l for l in lines if l["sceval_record"]["variant"] == 2)["sceval_record"]["correct"]
     assert metrics["sceval_accuracy,none"] == headline  # the stress-only trial's answer does not count
+
+
+def test_stress_only_trials_are_run_unless_excluded(build, monkeypatch):
+    from faultline_eval.tasks import sceval_task as task
+
+    from sceval_plugin.conditions import catalogue
+    from sceval_plugin.data.manifest import ManifestError
+
+    assert main(["build", "manifest", str(build)]) == 0
+    monkeypatch.setenv("SCEVAL_SOURCE", str(build / "pool"))
+    monkeypatch.setenv("SCEVAL_MANIFEST", str(build / "manifest.json"))
+    noise = catalogue().get("single_noise_v70")
+    rows, excluded = task.build_rows(noise)
+    assert [(r["variant"], r["cohort"]) for r in rows] == [(0, "stress_only"), (2, "gold_preserved")]
+    monkeypatch.setenv("SCEVAL_STRESS_ONLY", "exclude")  # the other reading: dropped before any model call
+    rows, excluded = task.build_rows(noise)
+    assert [r["variant"] for r in rows] == [2] and excluded["cell_gold_not_preserved:noise@70"] == 1
+    monkeypatch.setenv("SCEVAL_STRESS_ONLY", "sometimes")
+    with pytest.raises(ManifestError, match="SCEVAL_STRESS_ONLY"):
+        task.build_rows(noise)

@@ -14,7 +14,7 @@ back and writes ``BUILD/annotation/<P>/labels.jsonl``. The passes, in order:
 - ``audit``: the authors' spot-check of a seeded random ``--fraction`` (default 10 %) of the
   accept/reject decisions plus every rejected item;
 - ``blind``: the answer-first answer-preservation audit: severity-``--severity`` cells (default
-  70, every operator, text included) whose corrupted media are written as files; each annotator
+  70, variant 0, every operator, text included) whose corrupted media are written as files; each annotator
   answers from the corrupted input with no gold on the sheet, and sees at most one version of a
   base example; ``reveal`` (export after the blind import) then shows each annotator their
   locked answer and the gold, and asks whether the original gold remains defensible.
