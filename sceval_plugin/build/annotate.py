@@ -173,10 +173,11 @@ def _audit_rows(build: Path, seed: int, fraction: float) -> list[dict]:
     from sceval_plugin.build.manifest import item_decisions
 
     decisions = item_decisions(build)
-    rejected = sorted(s for s, d in decisions.items() if d["rejected"])
-    accepted = sorted(s for s, d in decisions.items() if not d["rejected"])
-    spot = set(_shuffled(accepted, seed, "audit")[:round(fraction * len(decisions))])
-    return [{"sample_id": s} for s in sorted(spot | set(rejected))]
+    if not 0 <= fraction <= 1:
+        raise AnnotationError(f"--fraction {fraction}: a share between 0 and 1")
+    spot = set(_shuffled(decisions, seed, "audit")[:round(fraction * len(decisions))])
+    rejected = {s for s, d in decisions.items() if d["rejected"]}
+    return [{"sample_id": s} for s in sorted(spot | rejected)]
 
 
 # --- export -------------------------------------------------------------------------------------
