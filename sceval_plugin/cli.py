@@ -224,7 +224,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         **({"confidence_values": args.confidence_values} if args.confidence_values else {}))
     done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed, delta_single=args.delta_single,
                         model_pairs=not args.no_model_pairs, progress=not args.quiet, options=options,
-                        figures=not args.no_figures)
+                        figures=not args.no_figures, cohort=args.cohort)
     for note in done["notes"]:
         print(f"note: {note}", file=sys.stderr)
     print(f"{done['trials']} trials of {len(done['models'])} model(s) in {done['seconds']:.1f} s; wrote "
@@ -311,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Δsingle baseline (eq. 6): the weakest observed single cell of each corrupted modality "
                         "(default, the paper's C.2/C.3) or of each of the joint cell's own operators")
     report.add_argument("--seed", type=int, default=20261129)
+    report.add_argument("--cohort", choices=("gold_preserved", "stress", "all"), default="gold_preserved",
+                        help="trials of the gold-preserved cohort (default, the paper's headline), of stress-only "
+                             "cells (manifest: interpretable, original gold not preserved) with clean, or all")
     report.add_argument("--no-model-pairs", action="store_true", help="skip model-vs-model comparisons")
     report.add_argument("--no-figures", action="store_true",
                         help="write tables and report.json only (a quick recompute; the notes list the figures skipped)")

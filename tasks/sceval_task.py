@@ -25,7 +25,7 @@ import numpy as np
 from sceval_plugin import no_option, probes, telemetry
 from sceval_plugin.conditions import Condition, catalogue
 from sceval_plugin.data.intake import bad_input_policy, decode_problem, refuse
-from sceval_plugin.data.manifest import current_manifest
+from sceval_plugin.data.manifest import GOLD_PRESERVED, STRESS_ONLY, current_manifest, stress_only_policy
 from sceval_plugin.data.records import OmniItem, check_media, item_from_row
 from sceval_plugin.data.sources import BAD_INPUT_ENV, SourceError, load_source, media_paths
 from sceval_plugin.operators import SAMPLE_RATE, seed_scheme
@@ -74,6 +74,7 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     source = load_source()
     policy = bad_input_policy(BAD_INPUT_ENV)
     manifest = current_manifest()
+    stress_only = stress_only_policy()
     released_mode = source.released is not None and bool(condition.corruptions)
     if released_mode:
         base = condition.base and catalogue().get(condition.base)
@@ -93,7 +94,8 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
         if condition.probe is not None else None
     rows = []
     for item, variant, released in trials:
-        reason = manifest.exclusion_reason(item.sample_id, condition, variant) if manifest else None
+        reason = manifest.exclusion_reason(item.sample_id, condition, variant, stress_only=stress_only) \
+            if manifest else None
         problem = None if reason else decode_problem(item, check_media, media_paths)
         if problem:
             reason = problem.reason
@@ -114,6 +116,7 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
             "dataset": f"{source.spec}#{source.fingerprint}",
             "item": _item_json(item),
             "donor": _donor_json(donors, item, condition, variant),
+            "cohort": manifest.cohort(item.sample_id, condition, variant) if manifest else GOLD_PRESERVED,
         })
     if problems and policy == "error":
         raise refuse(source.spec, problems, BAD_INPUT_ENV)
@@ -263,6 +266,7 @@ def process_results(doc: dict, results: list) -> dict:
         "control_not_applicable": control_not_applicable(item, condition),
         "option_order": condition.option_order,
         "variant": doc["variant"],
+        "cohort": doc.get("cohort", GOLD_PRESERVED),
         "released_variant": bool(doc["released"]),
         "seed_scheme": seed_scheme(),  # how the variant's random draws were made
         "media": {"root": item.root, "visual": [str(Path(p).relative_to(item.root)) for p in item.visual],
@@ -291,11 +295,13 @@ def process_results(doc: dict, results: list) -> dict:
              "o": doc["source"]}
     if record["control_not_applicable"]:
         trial["u"] = record["control_not_applicable"]
+    if record["cohort"] == STRESS_ONLY:
+        trial["k"] = STRESS_ONLY
     if condition.probe is not None:
         record["probe"] = probe_record(doc, condition, item)
         trial.update(probe_trial_fields(record["probe"]))
     out = {name: trial for name in ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage",
-                                    "sceval_valid_trials")}
+                                    "sceval_valid_trials", "sceval_stress_only_trials")}
     out.update({f"sceval_invalid_{c}": invalid for c in INVALID_CATEGORIES})
     out["sceval_excluded_trials"] = condition.id
     out["sceval_record"] = record
@@ -331,9 +337,11 @@ def probe_trial_fields(probe: dict) -> dict:
 
 
 def _applicable(items: list[dict]) -> list[dict]:
-    """The trials whose control applied to their item: a no-text control on an item without text
-    beyond question and options ("u" set: unscored) would only repeat clean, so it is not scored."""
-    return [it for it in items if "u" not in it]
+    """The trials the headline metrics score: those of the gold-preserved cohort ("k" unset; the
+    stress-only ones are counted by stress_only_trials and reported by ``sceval report --cohort``)
+    whose control applied to their item (a no-text control on an item without text beyond
+    question and options, "u" set, would only repeat clean, so it is not scored)."""
+    return [it for it in items if "u" not in it and "k" not in it]
 
 
 def _by_sample(items: list[dict]) -> dict[str, list[int]]:
@@ -383,6 +391,12 @@ invalid_refusal = invalid_count("refusal")
 invalid_empty = invalid_count("empty")
 
 
+def stress_only_trials(items: list[dict]) -> int:
+    """Trials run on stress-only cells (interpretable, original gold not preserved; Appendix D):
+    recorded, but outside every other metric of the task."""
+    return sum(it.get("k") == STRESS_ONLY for it in items)
+
+
 def excluded_trials(items: list[str]) -> int:
     """Trials the manifest, unreadable media or bad records removed (items are ledger keys)."""
     with _ledger_lock:
@@ -395,6 +409,7 @@ METRICS: dict[str, Callable[[list[dict]], float]] = {
     "sceval_worst_variant_accuracy": worst_variant_accuracy,
     "sceval_coverage": coverage,
     "sceval_valid_trials": valid_trials,
+    "sceval_stress_only_trials": stress_only_trials,
     **{f"sceval_invalid_{c}": globals()[f"invalid_{c}"] for c in INVALID_CATEGORIES},
     "sceval_excluded_trials": excluded_trials,
 }

@@ -5,6 +5,8 @@ Cohen's kappa corrects for the agreement two raters would reach by chance given 
 says YES: ``kappa = (p_o - p_e) / (1 - p_e)``, with ``p_o`` the observed agreement and
 ``p_e = P(a=YES) P(b=YES) + P(a=NO) P(b=NO)``. 1 is perfect, 0 is chance level, below 0 is worse
 than chance. C3PO validated its judge against a second one at 93% agreement, kappa 0.88.
+:func:`fleiss_kappa` extends it to more raters per item (SCEval's Table 27 uses both; its
+benchmark-construction agreement, :mod:`sceval_plugin.build.agreement`, reuses these).
 """
 
 from __future__ import annotations
@@ -84,3 +86,37 @@ def best_threshold(
     t = max(grid, key=rank)
     verdicts = [s >= t for s in scores]
     return t, cohen_kappa(verdicts, truth), agreement_rate(verdicts, truth)
+
+
+def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float:
+    """Fleiss' kappa (Fleiss 1971) of any number of raters: ``ratings[i]`` holds the labels the
+    raters gave item ``i`` (the same number ``n >= 2`` per item; who gave which does not matter).
+
+    ``P_i = (sum_k n_ik^2 - n) / (n (n - 1))`` is the agreement on item i, ``P_bar`` its mean,
+    ``p_k`` the share of all labels that are k, ``P_e = sum_k p_k^2``, and
+    ``kappa = (P_bar - P_e) / (1 - P_e)``. The degenerate case (one label throughout) is
+    handled as in :func:`label_kappa`. Fleiss' own worked example (10 items, 14 raters, 5
+    categories; Wikipedia's table) gives 0.210:
+
+    >>> table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+    ...          [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+    >>> round(fleiss_kappa([[k for k, c in enumerate(row) for _ in range(c)] for row in table]), 3)
+    0.21
+    """
+    if not ratings:
+        raise ValueError("agreement of zero items is undefined")
+    n = len(ratings[0])
+    if n < 2 or any(len(r) != n for r in ratings):
+        raise ValueError(f"Fleiss' kappa needs the same number (>= 2) of labels per item, got "
+                         f"{sorted({len(r) for r in ratings})}")
+    counts = [Counter(r) for r in ratings]
+    agree = sum(sum(c * c for c in item.values()) - n for item in counts)  # P_bar * N n (n - 1)
+    totals = Counter()
+    for item in counts:
+        totals.update(item)
+    chance = sum(c * c for c in totals.values())  # P_e * (N n)^2
+    items, labels = len(ratings), len(ratings) * n
+    if chance == labels * labels:
+        return 1.0 if agree == items * n * (n - 1) else 0.0
+    p_bar, p_e = agree / (items * n * (n - 1)), chance / (labels * labels)
+    return (p_bar - p_e) / (1 - p_e)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 # Each module defines ``add_parser(stages)``, adding its subcommand(s) with ``set_defaults(func=...)``.
-STAGE_MODULES: tuple[str, ...] = ("convert", "pool", "publish")
+STAGE_MODULES: tuple[str, ...] = ("convert", "pool", "annotate", "agreement", "manifest", "publish")
 
 
 def add_build_parser(sub) -> None:

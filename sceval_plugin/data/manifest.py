@@ -2,14 +2,28 @@
 
 ``SCEVAL_MANIFEST`` points at a JSON file (or JSON lines, one entry per line)::
 
-    {"samples": [{"sample_id": "s1", "valid": true, "answerable": false}, ...],
+    {"schema": "sceval-manifest/2",
+     "samples": [{"sample_id": "s1", "valid": true, "answerable": false, "failure_reason": "text leakage",
+                  "adjudication_note": null, "source": "omnibench"}, ...],
      "cells":   [{"sample_id": "s1", "operator": "occlusion", "severity": 70, "variant": 2,
-                  "interpretable": false, "gold_preserved": true}, ...]}
+                  "interpretable": false, "gold_preserved": true, "stress_only": false}, ...]}
+
+(schema 1, the same without ``schema``, ``failure_reason``, ``adjudication_note``, ``source`` and
+``stress_only``, reads the same way; ``sceval build manifest`` writes schema 2.)
 
 A trial (sample x condition x variant) is excluded when its sample is invalid or unanswerable,
-or when any of its corruption cells is marked uninterpretable or not gold-preserving. Nothing
-is dropped silently: :func:`exclusion_reason` names the reason, and the task records every
-exclusion, which lmms-eval reports as the ``excluded_trials`` metric.
+or when any of its corruption cells is marked uninterpretable. Nothing is dropped silently:
+:meth:`Manifest.exclusion_reason` names the reason, and the task records every exclusion, which
+lmms-eval reports as the ``excluded_trials`` metric.
+
+Cohorts (Appendix D, blind answer-first audit; G.7): a trial whose cells are all interpretable
+but one of which does not preserve the original gold is *stress-only*; the others are
+*gold-preserved*. The paper reports robustness on the gold-preserved cohort and keeps stress-only
+variants "for descriptive stress-test analysis". So by default stress-only trials are run and
+recorded with ``cohort: "stress_only"``, left out of the headline metrics (``sceval_accuracy``
+and the other per-trial metrics), counted by ``sceval_stress_only_trials``, and reported by
+``sceval report --cohort stress``. ``SCEVAL_STRESS_ONLY=exclude`` is the other reading: exclude
+them like uninterpretable cells (no model calls for them; reason ``cell_gold_not_preserved``).
 """
 
 from __future__ import annotations
@@ -25,6 +39,10 @@ from sceval_plugin.conditions import Condition
 from sceval_plugin.data.intake import SourceError, read_text
 
 MANIFEST_ENV = "SCEVAL_MANIFEST"
+STRESS_ONLY_ENV = "SCEVAL_STRESS_ONLY"
+STRESS_ONLY_POLICIES = ("run", "exclude")
+SCHEMAS = ("sceval-manifest/1", "sceval-manifest/2")
+GOLD_PRESERVED, STRESS_ONLY = "gold_preserved", "stress_only"
 
 
 class ManifestError(ValueError):
@@ -36,20 +54,40 @@ class Manifest:
     samples: dict[str, dict] = field(default_factory=dict)
     cells: dict[tuple[str, str, int, int], dict] = field(default_factory=dict)
 
-    def exclusion_reason(self, sample_id: str, condition: Condition, variant: int) -> str | None:
+    def exclusion_reason(self, sample_id: str, condition: Condition, variant: int, *,
+                         stress_only: str = "exclude") -> str | None:
+        """Why the trial is not in the cohort kept (None: kept). ``stress_only="exclude"`` (the
+        default) keeps the gold-preserved cohort only; ``"run"`` keeps stress-only trials too
+        (:meth:`cohort` then tells them apart)."""
         sample = self.samples.get(sample_id, {})
         if sample.get("valid") is False:
             return "sample_invalid"
         if sample.get("answerable") is False:
             return "sample_unanswerable"
-        for c in condition.corruptions:
-            cell_variant = min(variant, operators.get(c.operator).variants - 1)
-            cell = self.cells.get((sample_id, c.operator, c.severity, cell_variant), {})
+        for c, cell in self._cells(sample_id, condition, variant):
             if cell.get("interpretable") is False:
                 return f"cell_uninterpretable:{c.operator}@{c.severity}"
-            if cell.get("gold_preserved") is False:
-                return f"cell_gold_not_preserved:{c.operator}@{c.severity}"
+        if stress_only == "exclude":
+            for c, cell in self._cells(sample_id, condition, variant):
+                if _breaks_gold(cell):
+                    return f"cell_gold_not_preserved:{c.operator}@{c.severity}"
         return None
+
+    def cohort(self, sample_id: str, condition: Condition, variant: int) -> str:
+        """``"stress_only"`` when one of the trial's cells is interpretable but does not preserve
+        the original gold (Appendix D), else ``"gold_preserved"``."""
+        return STRESS_ONLY if any(_breaks_gold(cell) for _, cell in self._cells(sample_id, condition, variant)) \
+            else GOLD_PRESERVED
+
+    def _cells(self, sample_id: str, condition: Condition, variant: int):
+        for c in condition.corruptions:
+            cell_variant = min(variant, operators.get(c.operator).variants - 1)
+            yield c, self.cells.get((sample_id, c.operator, c.severity, cell_variant), {})
+
+
+def _breaks_gold(cell: dict) -> bool:
+    """Schema 2 says it (``stress_only``); schema 1 only has ``gold_preserved``."""
+    return bool(cell.get("stress_only")) or cell.get("gold_preserved") is False
 
 
 def parse_manifest(path: Path) -> Manifest:
@@ -65,6 +103,9 @@ def parse_manifest(path: Path) -> Manifest:
         raise ManifestError(f"{path}: unreadable annotation manifest: {exc}") from exc
     if not isinstance(data, dict):
         raise ManifestError(f"{path}: expected an object with 'samples' and/or 'cells'")
+    schema = data.get("schema", SCHEMAS[0])
+    if schema not in SCHEMAS:
+        raise ManifestError(f"{path}: schema {schema!r} is not one this version reads ({', '.join(SCHEMAS)})")
     manifest = Manifest()
     for i, entry in enumerate(data.get("samples", [])):
         if "sample_id" not in entry:
@@ -87,3 +128,12 @@ def _load(path: str) -> Manifest:
 def current_manifest() -> Manifest | None:
     path = os.environ.get(MANIFEST_ENV, "").strip()
     return _load(path) if path else None
+
+
+def stress_only_policy() -> str:
+    """``run`` (default: stress-only trials are run, recorded and kept out of the headline
+    metrics) or ``exclude`` (left out before any model call)."""
+    policy = os.environ.get(STRESS_ONLY_ENV, "run").strip().lower() or "run"
+    if policy not in STRESS_ONLY_POLICIES:
+        raise ManifestError(f"{STRESS_ONLY_ENV}={policy!r}: use 'run' or 'exclude'")
+    return policy

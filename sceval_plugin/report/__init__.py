@@ -55,15 +55,42 @@ def _has_numbers(frame: pd.DataFrame) -> bool:
     return bool(len(frame)) and bool(values.notna().to_numpy().any())
 
 
+COHORTS = ("gold_preserved", "stress", "all")
+
+
+def select_cohort(trials: pd.DataFrame, cohort: str, notes: list[str]) -> pd.DataFrame:
+    """The trials of one cohort (Appendix D, G.7). ``gold_preserved`` (default): the paper's
+    headline cohort, every trial not run on a stress-only cell (an annotation manifest marked the
+    cell interpretable but not preserving the original gold); ``stress``: only those, for the
+    descriptive stress-test tables; ``all``: both together. Clean trials are in every cohort, so
+    drops under ``stress`` are measured against the same clean baseline."""
+    if cohort not in COHORTS:
+        raise ReportError(f"unknown cohort {cohort!r}: use one of {', '.join(COHORTS)}")
+    stress = (trials["cohort"] == "stress_only").to_numpy()
+    if cohort == "all" or not stress.any() and cohort == "gold_preserved":
+        return trials
+    if cohort == "gold_preserved":
+        notes.append(f"{int(stress.sum())} stress-only trial(s) (cells that do not preserve the original gold) "
+                     "are left out of every table: see them with --cohort stress")
+        return trials[~stress].reset_index(drop=True)
+    if not stress.any():
+        raise ReportError("--cohort stress: the logs hold no stress-only trials (runs with an SCEVAL_MANIFEST "
+                          "whose cells are interpretable but not gold-preserving)")
+    clean = trials["condition_id"].isin(["clean"]).to_numpy()
+    return trials[stress | clean].reset_index(drop=True)
+
+
 def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT,
                  model_pairs: bool = True, progress: bool = True, delta_single: str = "modality",
-                 options: DiagnosticOptions | None = None, figures: bool = True) -> dict:
+                 options: DiagnosticOptions | None = None, figures: bool = True,
+                 cohort: str = "gold_preserved") -> dict:
     """Read ``run_dirs``, compute, write everything under ``out``; returns a summary of what was written.
     Works on any subset of the catalogue: what the logs do not allow is listed in ``notes`` (and
     report.json), and a figure without data is skipped with its reason."""
     start = time.perf_counter()
     out = Path(out)
     trials, notes = read_runs(run_dirs, progress=progress)
+    trials = select_cohort(trials, cohort, notes)
     info = _info_with_unknowns(trials, catalogue_info())
     trials, no_option_trials = no_option.split_trials(trials, info)  # never in the headline tables (Table 33)
     if trials.empty:

@@ -59,7 +59,7 @@ _TRIAL = re.compile(rb'(' + _STRING + rb'), ("v": \d+, "c": (?:null|0|1), "i": (
 #: Record fields with one value per log (one task run), read from its first and last lines.
 PER_LOG = ("condition_id", "prompt_id", "dataset", "seed_scheme")
 #: Trial-table columns beyond TRIAL_COLUMNS, read when the logs carry them (missing in older logs).
-EXTRA_COLUMNS = ("confidence", "source", "donor", "follows_donor", "donor_key_map", "seed_scheme")
+EXTRA_COLUMNS = ("confidence", "source", "donor", "follows_donor", "donor_key_map", "seed_scheme", "cohort")
 
 
 def _trial_tokens(data: bytes) -> tuple[list, list] | None:
@@ -86,7 +86,8 @@ def _signature(record: dict) -> bytes:
                        "u": record.get("control_not_applicable") or (record.get("probe") or {}).get("not_applicable"),
                        "d": (record.get("probe") or {}).get("donor"),
                        "r": (record.get("probe") or {}).get("follows_donor_key"),
-                       "m": (record.get("probe") or {}).get("donor_key_map")})[1:-1].encode()
+                       "m": (record.get("probe") or {}).get("donor_key_map"),
+                       "k": record.get("cohort") if record.get("cohort") == "stress_only" else None})[1:-1].encode()
 
 
 def _parse_file(path: str) -> tuple[str, dict, tuple]:
@@ -197,7 +198,8 @@ def read_runs(run_dirs: Sequence[str | Path], *, workers: int | None = None, pro
     data["correct"] = np.array([np.nan if f["c"] is None else float(f["c"]) for f in fields])[codes]
     data["n_options"] = np.array([f["n"] for f in fields], dtype=np.int8)[codes]
     for name, key in (("invalid", "i"), ("answer", "a"), ("not_applicable", "u"), ("confidence", "f"),
-                      ("source", "o"), ("donor", "d"), ("follows_donor", "r"), ("donor_key_map", "m")):
+                      ("source", "o"), ("donor", "d"), ("follows_donor", "r"), ("donor_key_map", "m"),
+                      ("cohort", "k")):
         values = [f.get(key) for f in fields]
         categories = sorted({v for v in values if v is not None})
         lookup = np.array([categories.index(v) if v is not None else -1 for v in values], dtype=np.int64)
