@@ -16,6 +16,7 @@ from c3po_fixtures import write_mp4
 
 from c3po_plugin.data.records import item_from_row as c3po_item
 from sceval_plugin import media
+from sceval_plugin.cli import main
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data import decode_cache
 from sceval_plugin.data.records import RecordError, item_from_row
@@ -135,7 +136,7 @@ def test_a_broken_file_raises_the_same_error_every_time_and_is_not_cached(tmp_pa
     assert decode_cache.stats.decodes == 0 and not list(decode_cache.folder().rglob("*.bin"))
 
 
-def test_the_size_limit_evicts_the_oldest_entries(dataset, monkeypatch):
+def test_the_size_limit_evicts_the_oldest_entries_and_sceval_cache_clear_empties_it(dataset, monkeypatch, capsys):
     video_item(dataset).frames()
     [first] = decode_cache.folder().rglob("*.bin")
     # Room for 1.2 first entries: writing a second (3 of the 6 frames) must evict the first.
@@ -144,4 +145,5 @@ def test_the_size_limit_evicts_the_oldest_entries(dataset, monkeypatch):
     [second] = decode_cache.folder().rglob("*.bin")
     size = second.stat().st_size
     assert second != first and decode_cache.disk_usage() == size
-    assert decode_cache.clear() == size and decode_cache.disk_usage() == 0
+    assert main(["cache", "clear"]) == 0 and decode_cache.disk_usage() == 0
+    assert f"freed {size / 1e6:.1f} MB" in capsys.readouterr().out

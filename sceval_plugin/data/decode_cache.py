@@ -91,7 +91,7 @@ def folder() -> Path:
     return cache_dir() / "decoded"
 
 
-def _setting(env: str, default: float) -> float:
+def setting(env: str, default: float) -> float:
     raw = os.environ.get(env, "").strip()
     try:
         value = float(raw) if raw else default
@@ -164,7 +164,7 @@ def _from_memory(key: str) -> Decoded | None:
 
 def _remember(key: str, decoded: Decoded) -> None:
     global _memory_bytes
-    budget = _setting(MEMORY_ENV, DEFAULT_MEMORY_MB) * 2**20
+    budget = setting(MEMORY_ENV, DEFAULT_MEMORY_MB) * 2**20
     size = decoded.array.nbytes
     with _lock:
         if size > budget or key in _memory:
@@ -198,7 +198,7 @@ def _data_offset(header_size: int) -> int:
 
 def _read(key: str) -> Decoded | None:
     """The entry, memory-mapped, or None when absent, disabled or not a whole entry."""
-    if _setting(DISK_ENV, DEFAULT_DISK_GB) == 0:
+    if setting(DISK_ENV, DEFAULT_DISK_GB) == 0:
         return None
     path = _path(key)
     try:
@@ -219,7 +219,7 @@ def _read(key: str) -> Decoded | None:
 def _write(key: str, decoded: Decoded) -> None:
     """Write the entry atomically (temp file + rename); a failure to write only costs the cache."""
     global _disk_bytes
-    limit = _setting(DISK_ENV, DEFAULT_DISK_GB) * 1e9
+    limit = setting(DISK_ENV, DEFAULT_DISK_GB) * 1e9
     if limit == 0:
         return
     array = np.ascontiguousarray(decoded.array)
