@@ -5,8 +5,9 @@ an SCEval task sends (frames after the first, audio given as an ``{"array", "sam
 dict) or cannot run off-hub or on CPU. The adapters keep lmms-eval's classes and replace only
 the steps that go wrong; this module holds the pieces they have in common:
 
-* one request loop for the chat and the simple path that answers each doc on its own, hands
-  the task the latency (and, when generation raised, ``api_failure`` with the error) through
+* one request loop for the chat and the simple path that answers each doc on its own or, at
+  ``batch_size`` > 1 (Qwen), several per ``generate`` call; it hands each request's task the
+  latency (and, when generation raised, ``api_failure`` with the error) through
   :mod:`sceval_plugin.telemetry`, and logs the error with the task and doc id instead of
   stopping the run;
 * conversion of every media form our tasks (and lmms-eval's audio tasks) produce into the forms

@@ -61,3 +61,41 @@ def test_batch_3_gives_the_greedy_replies_of_batch_1(variant, task_manager, tmp_
     assert len(set(calls[3][0])) > 1, "the batch must mix prompt lengths (left padding exercised)"
     assert replies[3] == replies[1] and len(replies[1]) == 3
     assert any(replies[1].values())  # the random model does say something
+
+
+def test_batches_never_mix_gen_kwargs_and_a_failed_batch_is_retried_one_request_at_a_time():
+    from types import SimpleNamespace
+
+    from faultline_eval.model_wrappers import omni_common
+    from sceval_plugin import telemetry
+
+    docs = [{"row_id": f"clean/demo-{i}/0"} for i in range(6)]
+    settings = [{"max_new_tokens": n} for n in (4, 8, 4, 4, 8, 4)]
+    batches = []
+
+    def doc_to_messages(doc):
+        return [{"role": "user", "content": [{"type": "text", "text": doc["row_id"]}]}]
+
+    def text(messages):
+        return messages[0]["content"][0]["text"]
+
+    def answer(messages, gen_kwargs):
+        if text(messages) == "clean/demo-3/0":
+            raise RuntimeError("corrupt media")
+        return f"{text(messages)}@{gen_kwargs['max_new_tokens']}"
+
+    def answer_batch(conversations, gen_kwargs):
+        batches.append([text(m) for m in conversations])
+        return [answer(m, gen_kwargs) for m in conversations]  # any bad doc fails the whole batch
+
+    wrapper = SimpleNamespace(is_simple=False, rank=0, task_dict={"t": {"test": docs}}, batch_size_per_gpu=2,
+                              cache_hook=SimpleNamespace(add_partial=lambda *a: None))
+    requests = [SimpleNamespace(args=("ctx", doc_to_messages, settings[i], i, "t", "test")) for i in range(6)]
+    replies = omni_common.answer_requests(wrapper, requests, answer, "faultline_test", answer_batch)
+    # in request order; the failed batch (3, 5) was answered again one by one: only 3 failed
+    assert replies == ["clean/demo-0/0@4", "clean/demo-1/0@8", "clean/demo-2/0@4", "", "clean/demo-4/0@8",
+                       "clean/demo-5/0@4"]
+    assert batches == [[f"clean/demo-{i}/0" for i in pair] for pair in ((0, 2), (1, 4), (3, 5))]
+    calls = {doc["row_id"]: telemetry.take(doc["row_id"]) for doc in docs}
+    assert calls["clean/demo-3/0"].failure == "api_failure" and "corrupt media" in calls["clean/demo-3/0"].detail
+    assert all(call.failure is None for row, call in calls.items() if row != "clean/demo-3/0")

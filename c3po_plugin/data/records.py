@@ -75,11 +75,11 @@ class C3POItem:
         return load_frames(self.sample_id, "video", (self.video,)).times if self.video else None
 
     def picture(self) -> np.ndarray:
-        """The image, uint8 ``(H, W, 3)``. Cached."""
+        """The image, uint8 ``(H, W, 3)``. Decoded once, like the frames."""
         return load_frames(self.sample_id, "image", (self.image,)).frames[0]
 
     def waveform(self) -> np.ndarray:
-        """Mono float32 audio at 16 kHz. Cached."""
+        """Mono float32 audio at 16 kHz. Decoded once, like the frames."""
         return load_audio(self.sample_id, "audio", self.audio)[0]
 
     def media_notes(self) -> list[str]:
