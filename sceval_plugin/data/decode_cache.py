@@ -241,7 +241,7 @@ def _write(key: str, decoded: Decoded) -> None:
         if _disk_bytes is None:
             _disk_bytes = disk_usage()
         else:
-            _disk_bytes += path.stat().st_size
+            _disk_bytes += _data_offset(len(header)) + array.nbytes
         over = _disk_bytes > limit
     if over:
         evict(int(limit * 0.9))
