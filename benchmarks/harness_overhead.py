@@ -142,10 +142,9 @@ def timed_run(task: str, task_manager, repeat: int) -> tuple[float, int]:
 
     best, requests = float("inf"), 0
     for _ in range(repeat):
-        from sceval_plugin.data import records
+        from sceval_plugin.data import decode_cache
 
-        records._load_frames.cache_clear()  # every run decodes its media afresh
-        records._load_audio.cache_clear()
+        decode_cache.clear()  # every run decodes its media afresh (the cache is this run's own)
         model = touching_model()
         start = time.perf_counter()
         out = simple_evaluate(model=model, tasks=[task], task_manager=task_manager, verbosity="ERROR")
@@ -158,14 +157,14 @@ def stage_breakdown(items_path: Path) -> dict[str, float]:
     """Our stages on the first item for the heaviest panel cell (noise@70 + drop_words + mute)."""
     from faultline_eval.tasks import sceval_task as task
     from sceval_plugin.conditions import catalogue
-    from sceval_plugin.data import records
+    from sceval_plugin.data import decode_cache
     from sceval_plugin.render import render
 
     condition = catalogue().get("tri_drop_words_noise_mute_t30_v70_a30")
     doc = task.build_rows(condition)[0][0]
     item = task._item(doc["item"])
     out = {}
-    records._load_frames.cache_clear(), records._load_audio.cache_clear()
+    decode_cache.clear()
     start = time.perf_counter()
     item.frames(), item.waveform()
     out["decode (once per item, cached)"] = time.perf_counter() - start
@@ -191,6 +190,7 @@ def main() -> int:
         tmp = Path(tmp)
         items, repeated = make_items(tmp / "data", args.items)
         os.environ["SCEVAL_SOURCE"] = str(items.parent)
+        os.environ["SCEVAL_CACHE"] = str(tmp / "cache")  # cleared between runs: not the user's cache
         plain = tmp / "plain"
         plain.mkdir()
         (plain / "plain.yaml").write_text(PLAIN_TASK.format(items=repeated))

@@ -5,8 +5,9 @@ an SCEval task sends (frames after the first, audio given as an ``{"array", "sam
 dict) or cannot run off-hub or on CPU. The adapters keep lmms-eval's classes and replace only
 the steps that go wrong; this module holds the pieces they have in common:
 
-* one request loop for the chat and the simple path that answers each doc on its own, hands
-  the task the latency (and, when generation raised, ``api_failure`` with the error) through
+* one request loop for the chat and the simple path that answers each doc on its own or, at
+  ``batch_size`` > 1 (Qwen), several per ``generate`` call; it hands each request's task the
+  latency (and, when generation raised, ``api_failure`` with the error) through
   :mod:`sceval_plugin.telemetry`, and logs the error with the task and doc id instead of
   stopping the run;
 * conversion of every media form our tasks (and lmms-eval's audio tasks) produce into the forms
@@ -28,6 +29,7 @@ import json
 import os
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 SAMPLE_RATE = 16_000
@@ -150,23 +152,25 @@ def apply_placement(model_wrapper: Any, where: dict) -> None:
 
 class MediaTokenCounter:
     """Counts, per request, the image/audio/video placeholder ids in the ``input_ids`` of the
-    model's first forward call (the prefill), i.e. what the model itself received."""
+    model's first forward call (the prefill), i.e. what the model itself received; one count per
+    row of a batch (padding holds no placeholders)."""
 
     def __init__(self, module: Any, token_ids: dict[str, int]) -> None:
         self.token_ids = {name: int(i) for name, i in token_ids.items() if i is not None}
-        self.counts: dict[str, int] | None = None
+        self.rows: list[dict[str, int]] | None = None
         module.register_forward_pre_hook(self._hook, with_kwargs=True)
 
     def reset(self) -> None:
-        self.counts = None
+        self.rows = None
 
     def _hook(self, module: Any, args: tuple, kwargs: dict) -> None:
-        if self.counts is not None:
+        if self.rows is not None:
             return
         input_ids = kwargs.get("input_ids", args[0] if args else None)
         if input_ids is None:
             return
-        self.counts = {f"n_{name}_tokens": int((input_ids == i).sum()) for name, i in self.token_ids.items()}
+        ids = input_ids.reshape(-1, input_ids.shape[-1])
+        self.rows = [{f"n_{name}_tokens": int((row == i).sum()) for name, i in self.token_ids.items()} for row in ids]
 
 
 # --- the reply store -----------------------------------------------------------------------------
@@ -220,15 +224,39 @@ def _row_id(doc: Any) -> str | None:
     return doc.get("row_id") if isinstance(doc, dict) else None
 
 
-def answer_requests(wrapper: Any, requests: list, answer: Callable[[list[dict], dict], str], name: str) -> list[str]:
-    """Answer lmms-eval ``generate_until`` requests one doc at a time.
+@dataclass
+class _Pending:
+    """One request on its way to the model: where its reply goes and what telemetry it gets."""
+
+    index: int
+    context: str
+    gen_kwargs: Any
+    doc: Any
+    doc_id: Any
+    task: str
+    messages: list[dict]
+    media: dict[str, int]
+    key: str | None
+    prepared_s: float
+
+
+def answer_requests(wrapper: Any, requests: list, answer: Callable[[list[dict], dict], str], name: str,
+                    answer_batch: Callable[[list[list[dict]], dict], list[str]] | None = None) -> list[str]:
+    """Answer lmms-eval ``generate_until`` requests, one doc at a time or, with ``answer_batch``
+    and ``wrapper.batch_size_per_gpu`` > 1, several per model call.
 
     ``answer(messages, gen_kwargs)`` gets lmms-eval chat messages (``doc_to_messages`` on the
     chat path; every ``doc_to_visual`` item plus the context on the simple path). A failure is
     logged with its doc and recorded as ``api_failure`` for that trial; the run goes on.
 
+    Batching: requests wait in one queue per distinct ``gen_kwargs`` (requests with different
+    settings are never mixed) until ``batch_size`` of them are ready; the queues left at the end
+    go as smaller batches. Replies come back in request order. If a batched call raises, its
+    requests are answered again one at a time, so only the bad doc gets ``api_failure``. A batched
+    request's latency is its own preparation time plus the wall time of its batch's call.
+
     With a reply store (``wrapper.reply_store``) each finished greedy reply is appended to it as
-    soon as it is generated, and a request already in it is answered from it without reaching the
+    soon as its call returns, and a request already in it is answered from it without reaching the
     model (telemetry: the stored latency, detail ``restored from the reply store``; no line in the
     media token log). Failed requests are not stored, so a resumed run tries them again.
     """
@@ -241,57 +269,99 @@ def answer_requests(wrapper: Any, requests: list, answer: Callable[[list[dict], 
     log_path = os.environ.get(MEDIA_TOKEN_LOG_ENV)
     counter: MediaTokenCounter | None = getattr(wrapper, "media_token_counter", None)
     store = getattr(wrapper, "reply_store", None)
-    replies, warned_sampling = [], False
-    for request in tqdm(requests, disable=wrapper.rank != 0, desc=name):
+    batch_size = max(1, int(getattr(wrapper, "batch_size_per_gpu", 1) or 1)) if answer_batch else 1
+    replies: list[str] = [""] * len(requests)
+    queues: dict[str, list[_Pending]] = {}
+    warned_sampling = False
+
+    def finish(job: _Pending, reply: str, failure: str | None, detail: str, latency: float,
+               tokens: dict[str, int]) -> None:
+        if _row_id(job.doc) is not None:
+            telemetry.record(_row_id(job.doc), telemetry.Call(latency_s=latency, failure=failure, detail=detail))
+        if job.key is not None and failure is None:  # stored at once: a kill loses at most the call in flight
+            store.put(job.key, reply=reply, failure=failure, latency_s=latency, row_id=_row_id(job.doc), task=job.task)
+        logger.debug(f"{name}: {job.task} doc {job.doc_id}: media items {job.media}, tokens {tokens}")
+        if log_path:
+            line = {"model": name, "task": job.task, "doc_id": job.doc_id, "row_id": _row_id(job.doc),
+                    **{f"n_{k}s": v for k, v in job.media.items()}, **tokens, "failure": failure}
+            with _log_lock, open(log_path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(line) + "\n")
+        wrapper.cache_hook.add_partial("generate_until", (job.context, job.gen_kwargs), reply)
+        replies[job.index] = reply
+
+    def fail(job: _Pending, exc: Exception, latency: float) -> None:
+        detail = f"generation failed: {type(exc).__name__}: {str(exc)[:300]}"
+        logger.opt(exception=exc).error(f"{name}: {job.task} doc {job.doc_id} ({_row_id(job.doc)}): {detail}")
+        job.key = None
+        finish(job, "", "api_failure", detail, latency, {})
+
+    def run(jobs: list[_Pending]) -> None:
+        gen_kwargs = dict(jobs[0].gen_kwargs or {})
+        if counter is not None:
+            counter.reset()
+        start = time.perf_counter()
+        try:
+            if len(jobs) == 1:
+                answered = [answer(jobs[0].messages, gen_kwargs)]
+            else:
+                answered = answer_batch([job.messages for job in jobs], gen_kwargs)
+        except Exception as exc:  # one bad doc (OOM, corrupt media) must not end a long run
+            if len(jobs) > 1:
+                logger.warning(f"{name}: a batch of {len(jobs)} failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                               "answering its requests one at a time")
+                for job in jobs:
+                    run([job])
+                return
+            fail(jobs[0], exc, jobs[0].prepared_s + time.perf_counter() - start)
+            return
+        elapsed = time.perf_counter() - start
+        rows = (counter.rows if counter is not None else None) or []
+        for position, (job, reply) in enumerate(zip(jobs, answered)):
+            tokens = rows[position] if position < len(rows) else {}
+            finish(job, reply, None, "", job.prepared_s + elapsed, tokens)
+
+    for index, request in enumerate(tqdm(requests, disable=wrapper.rank != 0, desc=name)):
         if wrapper.is_simple:
             context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
         else:
             context, doc_to_messages, gen_kwargs, doc_id, task, split = request.args
         doc = wrapper.task_dict[task][split][doc_id]
-        start, failure, detail, media, key, done = time.perf_counter(), None, "", {}, None, None
-        if counter is not None:
-            counter.reset()
+        start = time.perf_counter()
+        job = _Pending(index, context, gen_kwargs, doc, doc_id, task, [], {}, None, 0.0)
         try:
             if wrapper.is_simple:
-                messages = messages_from_visuals(context, list(doc_to_visual(doc) or []))
+                job.messages = messages_from_visuals(context, list(doc_to_visual(doc) or []))
             else:
-                messages = doc_to_messages(doc)
-            media = {kind: sum(p.get("type") == kind for m in messages for p in m.get("content", []))
-                     for kind in ("image", "audio", "video")}
+                job.messages = doc_to_messages(doc)
+            job.media = {kind: sum(p.get("type") == kind for m in job.messages for p in m.get("content", []))
+                         for kind in ("image", "audio", "video")}
+            done = None
             if store is not None:
-                key = store_key(wrapper, name, doc, messages, dict(gen_kwargs or {}))
-                done = store.get(key) if key is not None else None
-                if key is None and not warned_sampling and wrapper.rank == 0:
+                job.key = store_key(wrapper, name, doc, job.messages, dict(gen_kwargs or {}))
+                done = store.get(job.key) if job.key is not None else None
+                if job.key is None and not warned_sampling and wrapper.rank == 0:
                     warned_sampling = True
                     logger.info(f"{name}: {task} requests sample or carry no row id; their replies are neither "
                                 "restored from nor written to the reply store")
-            if done is None:
-                reply = answer(messages, dict(gen_kwargs or {}))
-        except Exception as exc:  # one bad doc (OOM, corrupt media) must not end a long run
-            failure, detail = "api_failure", f"generation failed: {type(exc).__name__}: {str(exc)[:300]}"
-            logger.opt(exception=exc).error(f"{name}: {task} doc {doc_id} ({_row_id(doc)}): {detail}")
-            reply, key = "", None
+        except Exception as exc:
+            fail(job, exc, time.perf_counter() - start)
+            continue
         if done is not None:  # finished in an earlier run: the model is not asked again
             if _row_id(doc) is not None:
                 telemetry.record(_row_id(doc), restored_call(done))
             logger.debug(f"{name}: {task} doc {doc_id}: restored from the reply store")
             wrapper.cache_hook.add_partial("generate_until", (context, gen_kwargs), done["reply"])
-            replies.append(done["reply"])
+            replies[index] = done["reply"]
             continue
-        latency = time.perf_counter() - start
-        if _row_id(doc) is not None:
-            telemetry.record(_row_id(doc), telemetry.Call(latency_s=latency, failure=failure, detail=detail))
-        if key is not None and failure is None:  # stored at once: a kill loses at most the request in flight
-            store.put(key, reply=reply, failure=failure, latency_s=latency, row_id=_row_id(doc), task=task)
-        tokens = (counter.counts if counter is not None else None) or {}
-        logger.debug(f"{name}: {task} doc {doc_id}: media items {media}, tokens {tokens}")
-        if log_path:
-            line = {"model": name, "task": task, "doc_id": doc_id, "row_id": _row_id(doc),
-                    **{f"n_{k}s": v for k, v in media.items()}, **tokens, "failure": failure}
-            with _log_lock, open(log_path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(line) + "\n")
-        wrapper.cache_hook.add_partial("generate_until", (context, gen_kwargs), reply)
-        replies.append(reply)
+        job.prepared_s = time.perf_counter() - start
+        queue = queues.setdefault(json.dumps(gen_kwargs, sort_keys=True, default=repr), [])
+        queue.append(job)
+        if len(queue) == batch_size:
+            run(queue)
+            queue.clear()
+    for queue in queues.values():
+        if queue:
+            run(queue)
     return replies
 
 
@@ -360,7 +430,8 @@ class QwenOmniAdapter:
         self.processor = processor_class.from_pretrained(pretrained)  # not the 7B hub id
         self._tokenizer = self.processor.tokenizer
         self._config = self._model.config
-        self.batch_size_per_gpu = int(batch_size)  # requests are still answered one at a time
+        self.batch_size_per_gpu = int(batch_size)
+        self._tokenizer.padding_side = "left"  # batched prompts end together, where generation starts
         self.use_cache = str(use_cache).lower() not in ("false", "0", "no")
         self.system_prompt = system_prompt or None
         self.default_max_new_tokens = int(max_new_tokens)
@@ -405,14 +476,25 @@ class QwenOmniAdapter:
         return kwargs
 
     def _answer(self, messages: list[dict], gen_kwargs: dict) -> str:
+        return self._answer_batch([messages], gen_kwargs)[0]
+
+    def _answer_batch(self, conversations: list[list[dict]], gen_kwargs: dict) -> list[str]:
+        """One ``generate`` call for several conversations sharing ``gen_kwargs``. Prompts are
+        padded on the left (the tokenizer's padding side is set so at load), so every row's new
+        tokens start at the same column; media lists are concatenated in prompt order, which is
+        how the processor pairs them with their placeholders."""
         from qwen_omni_utils import process_mm_info
 
-        hf_messages = self._hf_messages(messages)
-        text = self.processor.apply_chat_template(hf_messages, add_generation_prompt=True, tokenize=False)
         patch = getattr(self.processor.image_processor, "patch_size", 14)
-        audios, images, videos = process_mm_info(hf_messages, use_audio_in_video=False, image_patch_size=patch)
-        inputs = self.processor(text=text, audio=audios, images=images, videos=videos, return_tensors="pt",
-                                padding=True)
+        texts, media = [], {"audio": [], "images": [], "videos": []}
+        for messages in conversations:
+            hf_messages = self._hf_messages(messages)
+            texts.append(self.processor.apply_chat_template(hf_messages, add_generation_prompt=True, tokenize=False))
+            for name, found in zip(media, process_mm_info(hf_messages, use_audio_in_video=False,
+                                                          image_patch_size=patch)):
+                media[name].extend(found or [])
+        inputs = self.processor(text=texts, **{name: found or None for name, found in media.items()},
+                                return_tensors="pt", padding=True)
         thinker = self._model.thinker
         inputs = inputs.to(thinker.device).to(thinker.dtype)  # never a hard-coded "cuda"
         # The thinker directly: the full model's generate() ignores max_new_tokens in favour of
@@ -420,11 +502,11 @@ class QwenOmniAdapter:
         output = thinker.generate(**inputs, **self._generation_kwargs(gen_kwargs))
         sequences = output.sequences if hasattr(output, "sequences") else output
         new_tokens = sequences[:, inputs["input_ids"].shape[1]:]
-        return self.processor.batch_decode(new_tokens, skip_special_tokens=True,
-                                           clean_up_tokenization_spaces=False)[0].strip()
+        return [reply.strip() for reply in self.processor.batch_decode(
+            new_tokens, skip_special_tokens=True, clean_up_tokenization_spaces=False)]
 
     def generate_until(self, requests: list) -> list[str]:
-        return answer_requests(self, requests, self._answer, self.model_id)
+        return answer_requests(self, requests, self._answer, self.model_id, self._answer_batch)
 
     def generate_until_multi_round(self, requests: list) -> list[str]:
         raise NotImplementedError(f"{self.model_id} answers in one round")
@@ -462,7 +544,12 @@ class MiniCPMOAdapter:
             self._model.init_tts()
             self._model.tts.float()
         self._config = self._model.config
-        self.batch_size_per_gpu = int(batch_size)
+        if int(batch_size) > 1:
+            from loguru import logger
+
+            logger.warning(f"{self.model_id}: batch_size={batch_size} ignored: MiniCPM-o's chat() answers one "
+                           "conversation per call here (its batched form is not proven equal); requests go one at a time")
+        self.batch_size_per_gpu = 1
         self.use_cache = True
         self.max_num_frames = int(max_num_frames)
         self.default_max_new_tokens = int(max_new_tokens)

@@ -261,6 +261,19 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     return 0 if result == "IFACE OK" else 1
 
 
+def cmd_cache(args: argparse.Namespace) -> int:
+    from sceval_plugin.data import decode_cache
+
+    where = decode_cache.folder()
+    if args.action == "clear":
+        print(f"freed {decode_cache.clear() / 1e6:.1f} MB of decoded media in {where}")
+    else:
+        limit = decode_cache.setting(decode_cache.DISK_ENV, decode_cache.DEFAULT_DISK_GB)
+        print(f"{where}: {decode_cache.disk_usage() / 1e6:.1f} MB of decoded media "
+              f"(limit {limit:g} GB, {decode_cache.DISK_ENV})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sceval", description="SCEval: where omni-modal models break.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -354,6 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
     smoke.add_argument("--model_args", default="", help="as for lmms-eval, e.g. pretrained=...")
     smoke.add_argument("--limit", type=int, default=10)
     smoke.set_defaults(func=cmd_smoke)
+
+    cache = sub.add_parser("cache", help="size of (info) or empty (clear) the decoded-media cache under $SCEVAL_CACHE")
+    cache.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
+    cache.set_defaults(func=cmd_cache)
 
     demo = sub.add_parser("demo", help="contact sheets of every operator on a built-in synthetic sample")
     demo.add_argument("-o", "--output", default="sceval-demo")

@@ -20,7 +20,6 @@ The schema (one JSON object per item; a jsonl/parquet row or a Hugging Face data
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,8 @@ import numpy as np
 
 from c3po_plugin.templates import Template, registry
 from sceval_plugin import media
-from sceval_plugin.data.records import RecordError, field_error, mapping_field, resolve_inside, text_field
+from sceval_plugin.data.records import (RecordError, field_error, load_audio, load_frames, mapping_field,
+                                        resolve_inside, text_field)
 
 MEDIA_FIELDS = ("video", "image", "audio")
 DISTRACTOR_KEYS = ("audio", "image", "video", "text", "partial")
@@ -66,26 +66,27 @@ class C3POItem:
 
     def frames(self) -> np.ndarray:
         """The video sampled per SCEval App. F.2 (1 fps, at most 8 frames spread over the
-        whole clip), uint8 ``(N, H, W, 3)``. Cached."""
-        return _load_video(self.sample_id, self.video).frames
+        whole clip), uint8 ``(N, H, W, 3)``. Decoded once across tasks and runs
+        (:mod:`sceval_plugin.data.decode_cache`)."""
+        return load_frames(self.sample_id, "video", (self.video,)).frames
 
     def frame_times(self) -> tuple[float, ...] | None:
         """Seconds into the clip of each video frame; None without a video."""
-        return _load_video(self.sample_id, self.video).times if self.video else None
+        return load_frames(self.sample_id, "video", (self.video,)).times if self.video else None
 
     def picture(self) -> np.ndarray:
-        """The image, uint8 ``(H, W, 3)``. Cached."""
-        return _load_image(self.sample_id, self.image)[0]
+        """The image, uint8 ``(H, W, 3)``. Decoded once, like the frames."""
+        return load_frames(self.sample_id, "image", (self.image,)).frames[0]
 
     def waveform(self) -> np.ndarray:
-        """Mono float32 audio at 16 kHz. Cached."""
-        return _load_audio(self.sample_id, self.audio)[0]
+        """Mono float32 audio at 16 kHz. Decoded once, like the frames."""
+        return load_audio(self.sample_id, "audio", self.audio)[0]
 
     def media_notes(self) -> list[str]:
         """Every conversion made to the media on decoding (downscaling, resampling, ...)."""
-        notes = list(_load_video(self.sample_id, self.video).notes) if self.video else []
-        notes += _load_image(self.sample_id, self.image)[1] if self.image else ()
-        return notes + list(_load_audio(self.sample_id, self.audio)[1] if self.audio else ())
+        notes = list(load_frames(self.sample_id, "video", (self.video,)).notes) if self.video else []
+        notes += load_frames(self.sample_id, "image", (self.image,)).notes if self.image else ()
+        return notes + list(load_audio(self.sample_id, "audio", self.audio)[1] if self.audio else ())
 
 
 def _whole_number(value: Any) -> int | None:
@@ -167,32 +168,3 @@ def check_media(item: C3POItem) -> None:
     for kind, load in (("video", item.frames), ("image", item.picture), ("audio", item.waveform)):
         if item.media_path(kind):
             load()
-
-
-def _decode(sample_id: str, kind: str, read: Any) -> Any:
-    try:
-        out = read()
-    except media.MediaError as exc:
-        raise RecordError(f"sample {sample_id!r}: field {kind!r}: {exc}") from exc
-    out[0].setflags(write=False)
-    return out
-
-
-def _with_tuple_notes(data: np.ndarray, *rest: Any) -> tuple[np.ndarray, tuple[str, ...]]:
-    """(array, notes) from a reader's result, the notes made hashable for the cache."""
-    return data, tuple(rest[-1])
-
-
-@functools.lru_cache(maxsize=64)
-def _load_video(sample_id: str, path: str) -> media.Frames:
-    return _decode(sample_id, "video", lambda: media.read_video_frames(path))
-
-
-@functools.lru_cache(maxsize=64)
-def _load_image(sample_id: str, path: str) -> tuple[np.ndarray, tuple[str, ...]]:
-    return _decode(sample_id, "image", lambda: _with_tuple_notes(*media.read_image(path)))
-
-
-@functools.lru_cache(maxsize=64)
-def _load_audio(sample_id: str, path: str) -> tuple[np.ndarray, tuple[str, ...]]:
-    return _decode(sample_id, "audio", lambda: _with_tuple_notes(*media.read_audio(path)))

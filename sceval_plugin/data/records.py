@@ -20,7 +20,6 @@ Media paths are relative to the dataset root and must stay inside it.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import numbers
@@ -28,11 +27,12 @@ import os
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from sceval_plugin import media
+from sceval_plugin.data import decode_cache
 
 OPTION_KEYS = tuple(string.ascii_uppercase[:4])
 MAX_FRAMES = media.MAX_FRAMES
@@ -69,24 +69,25 @@ class OmniItem:
 
     def frames(self) -> np.ndarray:
         """The visual evidence as uint8 ``(N, H, W, 3)``: 1 image, up to 8 frames, or a
-        video sampled per App. F.2 (see :func:`media.sample_times`). Cached; read-only."""
-        return _load_frames(self.sample_id, self.visual).frames
+        video sampled per App. F.2 (see :func:`media.sample_times`). Read-only; decoded once
+        per file across tasks and runs (:mod:`.decode_cache`)."""
+        return load_frames(self.sample_id, "visual", self.visual).frames
 
     def frames_at_budget(self, count: int) -> media.Frames:
         """A video decoded to exactly ``count`` uniformly spaced frames (the frame-budget probe)."""
-        return _load_frames(self.sample_id, self.visual, count)
+        return load_frames(self.sample_id, "visual", self.visual, count)
 
     def frame_times(self) -> tuple[float, ...] | None:
         """Seconds into the clip of each video frame; None for an image or a frame list."""
-        return _load_frames(self.sample_id, self.visual).times if self.visual_kind == "video" else None
+        return load_frames(self.sample_id, "visual", self.visual).times if self.visual_kind == "video" else None
 
     def waveform(self) -> np.ndarray:
-        """Mono float32 audio at 16 kHz. Cached; treat as read-only."""
-        return _load_audio(self.sample_id, self.audio)[0]
+        """Mono float32 audio at 16 kHz. Read-only; decoded once (:mod:`.decode_cache`)."""
+        return load_audio(self.sample_id, "audio", self.audio)[0]
 
     def media_notes(self) -> list[str]:
         """Every conversion made to the media on decoding (downscaling, resampling, ...)."""
-        return [*_load_frames(self.sample_id, self.visual).notes, *_load_audio(self.sample_id, self.audio)[1]]
+        return [*load_frames(self.sample_id, "visual", self.visual).notes, *load_audio(self.sample_id, "audio", self.audio)[1]]
 
 
 def field_error(sample_id: Any, field_name: str, problem: str) -> RecordError:
@@ -228,27 +229,37 @@ def check_media(item: OmniItem) -> None:
                           f"{item.key_frame_index} is past the last of the {len(frames)} frames decoded")
 
 
-@functools.lru_cache(maxsize=64)
-def _load_frames(sample_id: str, paths: tuple[str, ...], exactly: int | None = None) -> media.Frames:
+def load_media(sample_id: str, field_name: str, kind: str, paths: tuple[str, ...],
+               decode: Callable[[], decode_cache.Decoded], **params: Any) -> decode_cache.Decoded:
+    """A medium through the shared :mod:`.decode_cache`; a broken file raises :class:`RecordError`
+    naming the sample, the field and the file (failures are not cached)."""
     try:
-        if len(paths) == 1 and Path(paths[0]).suffix.lower() in media.VIDEO_SUFFIXES:
-            decoded = media.read_video_frames(paths[0], exactly=exactly)
-        else:
-            images, notes = zip(*(media.read_image(p) for p in paths))
-            if len({im.shape for im in images}) > 1:
-                raise media.MediaError(f"frames differ in size: {sorted({im.shape for im in images})}")
-            decoded = media.Frames(np.stack(images), (), tuple(n for group in notes for n in group))
+        return decode_cache.load(kind, paths, decode, **params)
     except media.MediaError as exc:
-        raise RecordError(f"sample {sample_id!r}: field 'visual': {exc}") from exc
-    decoded.frames.setflags(write=False)
-    return decoded
+        raise RecordError(f"sample {sample_id!r}: field {field_name!r}: {exc}") from exc
 
 
-@functools.lru_cache(maxsize=64)
-def _load_audio(sample_id: str, path: str) -> tuple[np.ndarray, tuple[str, ...]]:
-    try:
-        wave, _, notes = media.read_audio(path)
-    except media.MediaError as exc:
-        raise RecordError(f"sample {sample_id!r}: field 'audio': {exc}") from exc
-    wave.setflags(write=False)
-    return wave, tuple(notes)
+def decode_frames(paths: tuple[str, ...], exactly: int | None = None) -> decode_cache.Decoded:
+    """One video sampled per App. F.2 (or to ``exactly`` frames), or a list of same-size images."""
+    if len(paths) == 1 and Path(paths[0]).suffix.lower() in media.VIDEO_SUFFIXES:
+        return decode_cache.Decoded(*media.read_video_frames(paths[0], exactly=exactly))
+    images, notes = zip(*(media.read_image(p) for p in paths))
+    if len({im.shape for im in images}) > 1:
+        raise media.MediaError(f"frames differ in size: {sorted({im.shape for im in images})}")
+    return decode_cache.Decoded(np.stack(images), (), tuple(n for group in notes for n in group))
+
+
+def decode_audio(path: str) -> decode_cache.Decoded:
+    wave, _, notes = media.read_audio(path)
+    return decode_cache.Decoded(wave, (), tuple(notes))
+
+
+def load_frames(sample_id: str, field_name: str, paths: tuple[str, ...], exactly: int | None = None) -> media.Frames:
+    decoded = load_media(sample_id, field_name, "frames", paths, lambda: decode_frames(paths, exactly), exactly=exactly)
+    return media.Frames(decoded.array, decoded.times, decoded.notes)
+
+
+def load_audio(sample_id: str, field_name: str, path: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    decoded = load_media(sample_id, field_name, "audio", (path,), lambda: decode_audio(path),
+                         sample_rate=media.SAMPLE_RATE)
+    return decoded.array, decoded.notes
