@@ -283,6 +283,7 @@ def test_synthesize_makes_real_media_and_records_what_it_cannot(tmp_path):
     assert door["audio_kind"] == "sfx" and soundfile.info(str(build / door["audio"])).frames == 3 * 16000
     card = entries["CC12_000"]["data"]  # tier 3: speech and an image
     assert card["audio_kind"] == "tts" and media.read_image(build / card["image"])[0].shape == (384, 512, 3)
+    assert card["transcript"].strip() and card["image_description"].strip()  # the probes' references
     assert entries["IC06_000"]["data"]["audio"] is None  # the base is the audio; only the image is made
     assert entries["IC06_000"]["data"]["image"] == "media/items/IC06_000/image.png"
     assert entries["CC12_001"]["status"] == "rejected" and "no caption" in entries["CC12_001"]["reason"]
@@ -454,6 +455,7 @@ def test_export_runs_through_lmms_eval_c3po_all(tmp_path):
     assert by_id["CC12_000"].video and by_id["CC12_000"].image and by_id["CC12_000"].audio
     assert by_id["IC06_000"].audio.endswith("IC06_000.wav") and by_id["IC06_000"].video is None
     assert by_id["IC01_000"].hidden["license"] == "CC0-1.0" and by_id["IC01_000"].hidden["fit_score"] == 5
+    assert by_id["CC12_000"].hidden["transcript"] and by_id["CC12_000"].hidden["image_description"]
 
     funnel = json.loads((out / "funnel.json").read_text())
     assert funnel["CC08"] == {"candidates": 2, "generated": 4, "rule_rejected": 1, "audited": 3, "accepted": 2,

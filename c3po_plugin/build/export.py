@@ -79,6 +79,8 @@ def _row(item: BuiltItem, out: Path, human: str | None) -> dict[str, Any]:
         "fit_score": item.audit.get("fit_score"), "evidence_modality": truth.get("evidence_modality"),
         "timestamp_evidence": truth.get("timestamp_evidence"), "audio_kind": item.synthesized.get("audio_kind"),
         "backends": item.synthesized.get("backends"),
+        # what was spoken and drawn: the mechanistic probes' reference text (`faultline probe e2|e3`)
+        "transcript": item.synthesized.get("transcript"), "image_description": item.synthesized.get("image_description"),
     }, sort_keys=True)
     return row
 

@@ -182,6 +182,7 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
             if not text or not str(text).strip():
                 raise Rejected("audio typed as speech (tts) but the transcript is empty")
             wave, rate = backends["speech"].speak(str(text), style, key=sample_id)
+            data["transcript"] = str(text)  # the reference of the mechanistic probes (E2, E3)
         elif kind == "sfx":
             prompt, duration = typed.get("sfx_prompt"), typed.get("duration_s")
             if not prompt or not duration:
@@ -205,6 +206,7 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
         if not caption or not str(caption).strip() or str(caption).strip().lower() == "null":
             raise Rejected(f"template {template_id} needs an image but the generator gave no caption")
         picture = np.asarray(backends["image"].draw(str(caption), key=sample_id), dtype=np.uint8)
+        data["image_description"] = str(caption)
         if picture.ndim != 3 or picture.shape[2] != 3:
             raise RuntimeError(f"image backend {names['image']} returned shape {picture.shape}, not (H, W, 3)")
         data["image"] = str(media.write_image(out / "image.png", picture).relative_to(build_dir))
