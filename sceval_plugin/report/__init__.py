@@ -14,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from sceval_plugin.metrics.diagnostics import DiagnosticOptions
@@ -66,7 +67,8 @@ def select_cohort(trials: pd.DataFrame, cohort: str, notes: list[str]) -> pd.Dat
     drops under ``stress`` are measured against the same clean baseline."""
     if cohort not in COHORTS:
         raise ReportError(f"unknown cohort {cohort!r}: use one of {', '.join(COHORTS)}")
-    stress = (trials["cohort"] == "stress_only").to_numpy()
+    # an optional column (EXTRA_COLUMNS): a trial table without it has no stress-only trials
+    stress = (trials["cohort"] == "stress_only").to_numpy() if "cohort" in trials else np.zeros(len(trials), bool)
     if cohort == "all" or not stress.any() and cohort == "gold_preserved":
         return trials
     if cohort == "gold_preserved":
