@@ -149,3 +149,18 @@ def test_sceval_smoke_on_a_served_model_catches_dropped_audio(capsys, monkeypatc
     assert drops_status == 1 and drops.splitlines()[-1] == "IFACE FAILED: audio actually consumed", drops
     assert "0/3 replies change when the audio is silence" in drops
     assert "0/3 replies change with another item's audio" in drops
+
+
+def test_every_wire_encoding_is_lossless():
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from faultline_eval.model_wrappers.media_encoding import IMAGE_ENCODINGS, encode_image
+
+    pixels = np.random.default_rng(1).integers(0, 256, (37, 53, 3), dtype=np.uint8)  # odd sizes: row padding
+    for name in IMAGE_ENCODINGS:
+        data, mime = encode_image(Image.fromarray(pixels), name)
+        decoded = Image.open(io.BytesIO(data))
+        assert decoded.format.lower() == mime.split("/")[1] and np.array_equal(np.asarray(decoded), pixels), name
