@@ -55,8 +55,9 @@ def replicate_demo(folder: Path, count: int) -> Path:
         row = dict(rows[i % len(rows)])
         sid = f"{row['sample_id']}-r{i // len(rows):04d}"
         (folder / "media" / sid).symlink_to(Path("..") / "demo-media" / row["sample_id"], target_is_directory=True)
-        row["visual"] = [p.replace(f"/{row['sample_id']}/", f"/{sid}/") for p in row["visual"]]
-        row["audio"] = row["audio"].replace(f"/{row['sample_id']}/", f"/{sid}/")
+        moved = lambda path, old=row["sample_id"]: path.replace(f"/{old}/", f"/{sid}/")  # noqa: E731
+        row["visual"] = moved(row["visual"]) if isinstance(row["visual"], str) else list(map(moved, row["visual"]))
+        row["audio"] = moved(row["audio"])
         row["sample_id"] = sid
         out.append(row)
     (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in out))

@@ -39,14 +39,9 @@ from faultline_eval.model_wrappers.audio_canary import AudioCanaryError, audio_c
 from faultline_eval.model_wrappers.media_encoding import check_image_encoding
 from faultline_eval.model_wrappers.openai_client import (AUDIO_PARTS, DEFAULT_IMAGE_ENCODING, FRAMES_AS,
                                                          OpenAIChatClient, chat_messages)
-from faultline_eval.model_wrappers.reference import _lmms_base
-from faultline_eval.model_wrappers.request_pipeline import pipelined
+from faultline_eval.model_wrappers.remote_chat import RemoteChat, expects_json, flag, record
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
-
-
-def _bool(value: Any) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
 def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
@@ -56,8 +51,8 @@ def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
     return value
 
 
-class OpenAIChat(_lmms_base()):  # type: ignore[misc]
-    is_simple = False
+class OpenAIChat(RemoteChat):
+    name = "sceval_openai"
 
     def __init__(self, base_url: str = DEFAULT_BASE_URL, model: str | None = None, max_concurrency: int = 16,
                  max_retries: int = 4, timeout: float = 300.0, initial_backoff: float = 1.0,
@@ -72,15 +67,13 @@ class OpenAIChat(_lmms_base()):  # type: ignore[misc]
                              "OPENAI_API_KEY), not in --model_args, which lmms-eval writes into its results")
         from sceval_plugin.store import open_store, slug
 
-        self.max_concurrency = max(1, int(max_concurrency))
+        self.set_pipeline(max_concurrency, build_workers, lookahead)
         self.max_tokens = int(max_tokens)
-        self.json_mode = _bool(json_mode)
+        self.json_mode = flag(json_mode)
         self.image_encoding = check_image_encoding(image_encoding, "sceval_openai")
         self.frames_as = _choice(frames_as, FRAMES_AS, "frames_as")
         self.audio_part = _choice(audio_part, AUDIO_PARTS, "audio_part")
         self.extra = {"modalities": [m for m in str(modalities).split("|") if m]} if modalities else {}
-        self.build_workers = int(build_workers) if build_workers else None
-        self.lookahead = int(lookahead) if lookahead is not None else None
         self.audio_canary = str(audio_canary).strip().lower() not in ("off", "0", "false", "no", "none")
         self.canary_items = max(2, int(canary_items))
         # Under `accelerate launch` each rank is a client of its own share of the requests and
@@ -99,37 +92,18 @@ class OpenAIChat(_lmms_base()):  # type: ignore[misc]
                                         "those requests are not sent again")
         self._canary_done = not self.audio_canary
 
-    def loglikelihood(self, requests):
-        raise NotImplementedError("sceval_openai only generates")
-
-    def generate_until_multi_round(self, requests):
-        raise NotImplementedError("sceval_openai answers in one round")
-
     # --- one request: built in the pool, then sent ----------------------------------------------
-
-    def _doc(self, request: Any) -> dict:
-        _, _, _, doc_id, task, split = request.args
-        return self.task_dict[task][split][doc_id]
 
     def _wire(self, messages: list[dict]) -> list[dict]:
         return chat_messages(messages, image_encoding=self.image_encoding, frames_as=self.frames_as,
                              audio_part=self.audio_part)
 
-    def _wants_json(self, doc: dict) -> bool:
-        from sceval_plugin.conditions import catalogue
-        from sceval_plugin.prompts import prompt_template
-
-        # SCEval's prompt says whether it wants JSON; other docs (C3PO items) may say so themselves.
-        expects_json = (prompt_template(catalogue().get(doc["condition_id"]).prompt).expects_json
-                        if "condition_id" in doc else bool(doc.get("expects_json", False)))
-        return self.json_mode and expects_json
-
     def _build(self, request: Any) -> dict:
         from sceval_plugin.store import request_key
 
-        doc = self._doc(request)
+        doc = self.doc(request)
         messages = request.args[1](doc)
-        wants_json = self._wants_json(doc)
+        wants_json = self.json_mode and expects_json(doc)
         key = None
         if self._client.store is not None:
             text = "\n".join(f"{m.get('role')}: {p.get('text', '')}" for m in messages for p in m.get("content", [])
@@ -139,13 +113,9 @@ class OpenAIChat(_lmms_base()):  # type: ignore[misc]
         return {"row_id": doc["row_id"], "messages": self._wire(messages), "json": wants_json, "key": key}
 
     def _send(self, built: dict) -> str:
-        from sceval_plugin import telemetry
-        from sceval_plugin.store import restored_call
-
         reply = self._client.chat(built["messages"], max_tokens=self.max_tokens, json_mode=built["json"],
                                   extra=self.extra, store_key=built["key"])
-        telemetry.record(built["row_id"], restored_call(reply.stored()) if reply.restored else telemetry.Call(
-            latency_s=reply.latency_s, retries=reply.retries, failure=reply.failure, detail=reply.detail))
+        record(built["row_id"], reply)
         return reply.text
 
     # --- the audio canary ----------------------------------------------------------------------
@@ -158,7 +128,7 @@ class OpenAIChat(_lmms_base()):  # type: ignore[misc]
         self._canary_done = True
         chosen = []
         for request in requests:
-            messages = request.args[1](self._doc(request))
+            messages = request.args[1](self.doc(request))
             if audio_clip(messages) is not None:
                 chosen.append(messages)
                 if len(chosen) == self.canary_items:
@@ -178,10 +148,6 @@ class OpenAIChat(_lmms_base()):  # type: ignore[misc]
         logger.info(f"sceval_openai: audio canary passed: {result.summary()}")
 
     def generate_until(self, requests):
-        from tqdm import tqdm
-
         if not self._canary_done:
             self._check_audio(requests)
-        with tqdm(total=len(requests), disable=self.rank != 0, desc="sceval_openai") as bar:
-            return pipelined(requests, self._build, self._send, concurrency=self.max_concurrency,
-                             build_workers=self.build_workers, lookahead=self.lookahead, progress=bar.update)
+        return super().generate_until(requests)
