@@ -16,12 +16,12 @@ import os
 from typing import Any
 
 from faultline_eval.model_wrappers.media_encoding import encode_image, encode_wav
-from faultline_eval.model_wrappers.request_loop import (RETRYABLE_STATUS, Answer, FatalError, Reply,  # noqa: F401
-                                                        RequestLoop, RetryableError, Usage)
+from faultline_eval.model_wrappers.request_loop import (RETRYABLE_STATUS, Answer, FatalError, Reply, RequestLoop,
+                                                        RetryableError)
 
 REFUSAL_FINISH = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"}
 KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-#: Gemini reads PNG (not BMP); zlib level 1 keeps uploads small at a fraction of level 6's CPU.
+#: Gemini reads PNG (not BMP); the unfiltered zlib-1 PNG keeps uploads small at a fraction of Pillow's CPU.
 DEFAULT_IMAGE_ENCODING = "png-fast"
 IMAGE_ENCODINGS = ("png", "png-fast", "png-stored")
 
