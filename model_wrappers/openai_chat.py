@@ -76,13 +76,9 @@ class OpenAIChat(RemoteChat):
         self.extra = {"modalities": [m for m in str(modalities).split("|") if m]} if modalities else {}
         self.audio_canary = str(audio_canary).strip().lower() not in ("off", "0", "false", "no", "none")
         self.canary_items = max(2, int(canary_items))
-        # Under `accelerate launch` each rank is a client of its own share of the requests and
-        # starts its round-robin on a different endpoint.
+        # Under `accelerate launch` each rank is a client of its own share of the requests (lmms-eval
+        # splits them by rank and gathers the results) and starts its round-robin on another endpoint.
         self._rank, self._world_size = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-        if self._world_size > 1:
-            from accelerate import Accelerator
-
-            self.accelerator = Accelerator()
         urls = [u.strip() for u in str(base_url).split("|") if u.strip()]
         self._client = OpenAIChatClient(urls, model, max_retries=max_retries, timeout=timeout,
                                         initial_backoff=initial_backoff, max_backoff=max_backoff,
