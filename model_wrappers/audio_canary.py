@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -64,7 +64,7 @@ def with_audio(messages: list[dict], clip: dict) -> list[dict]:
             for m in messages]
 
 
-def run_canary(requests: list[list[dict]], ask: Callable[[list[dict]], "object"], *, concurrency: int = 4) -> CanaryResult:
+def run_canary(requests: list[list[dict]], ask: Callable[[list[dict]], Any], *, concurrency: int = 4) -> CanaryResult:
     """``requests``: the lmms-eval messages of at least two items with audio (see
     :func:`audio_clip`); ``ask(messages)`` returns a :class:`~.request_loop.Reply`."""
     if len(requests) < 2:

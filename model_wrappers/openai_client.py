@@ -70,7 +70,8 @@ def chat_messages(messages: list[dict], *, image_encoding: str = DEFAULT_IMAGE_E
 
         def flush_frames() -> None:
             if frames:
-                content.append({"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + ",".join(frames)}})
+                url = "data:video/jpeg;base64," + ",".join(frames)
+                content.append({"type": "video_url", "video_url": {"url": url}})
                 frames.clear()
 
         for part in parts:
