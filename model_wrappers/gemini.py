@@ -1,11 +1,14 @@
 """``sceval_gemini``: Gemini through the google-genai client, with every failure recorded.
 
-Frames go inline as PNG images in order, the audio inline as WAV, the question as text; JSON
-response mode when the task's prompt asks for JSON; temperature 0. Requests run with bounded
-concurrency through the project's one Gemini request loop (:mod:`.gemini_client`): 429, 5xx and
-timeouts are retried with exponential backoff up to ``max_retries``. Each request hands the task its latency, retry count and failure category (``api_failure``
-after the last retry, ``refusal`` for a blocked prompt or a safety stop, ``empty``), so nothing
-is dropped or counted as a wrong answer.
+Frames go inline as lossless PNG images in order (``image_encoding``: ``png-fast`` by default;
+``png``, ``png-stored``), the audio inline as WAV, the question as text; JSON response mode
+when the task's prompt asks for JSON; temperature 0. Requests are built ahead of the network
+in a worker pool (:mod:`.request_pipeline`; ``build_workers``, ``lookahead``) and sent with
+bounded concurrency through the project's one request loop (:mod:`.request_loop`): 429, 5xx
+and timeouts are retried with exponential backoff up to ``max_retries``. Each request hands
+the task its latency, retry count and failure category (``api_failure`` after the last retry,
+``refusal`` for a blocked prompt or a safety stop, ``empty``), so nothing is dropped or counted
+as a wrong answer.
 
 The API key comes only from the environment (``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``), never
 from ``--model_args`` (lmms-eval writes those into its results), and is never logged.
@@ -16,24 +19,22 @@ from ``--model_args`` (lmms-eval writes those into its results), and is never lo
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from faultline_eval.model_wrappers.gemini_client import GeminiClient, message_parts
-from faultline_eval.model_wrappers.reference import _lmms_base
+from faultline_eval.model_wrappers.gemini_client import (DEFAULT_IMAGE_ENCODING, IMAGE_ENCODINGS, GeminiClient,
+                                                         message_parts)
+from faultline_eval.model_wrappers.media_encoding import check_image_encoding
+from faultline_eval.model_wrappers.remote_chat import RemoteChat, expects_json, flag, record
 
 
-def _bool(value: Any) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
-
-
-class GeminiChat(_lmms_base()):  # type: ignore[misc]
-    is_simple = False
+class GeminiChat(RemoteChat):
+    name = "sceval_gemini"
 
     def __init__(self, model_version: str = "gemini-2.5-flash", base_url: str | None = None,
                  max_concurrency: int = 4, max_retries: int = 4, timeout: float = 120.0,
                  initial_backoff: float = 1.0, max_backoff: float = 60.0, max_output_tokens: int = 1024,
-                 json_mode: Any = True, store: str | None = None, **kwargs: Any) -> None:
+                 json_mode: Any = True, store: str | None = None, image_encoding: str = DEFAULT_IMAGE_ENCODING,
+                 build_workers: int | None = None, lookahead: int | None = None, **kwargs: Any) -> None:
         super().__init__()
         if "api_key" in kwargs:
             raise ValueError("sceval_gemini: pass the API key in the environment (GEMINI_API_KEY), not in "
@@ -41,49 +42,31 @@ class GeminiChat(_lmms_base()):  # type: ignore[misc]
         from sceval_plugin.store import open_store
 
         self.model_version = str(model_version)
-        self.max_concurrency = max(1, int(max_concurrency))
+        self.set_pipeline(max_concurrency, build_workers, lookahead)
         self.max_output_tokens = int(max_output_tokens)
-        self.json_mode = _bool(json_mode)
+        self.json_mode = flag(json_mode)
+        self.image_encoding = check_image_encoding(image_encoding, "sceval_gemini", IMAGE_ENCODINGS)
         # Finished replies persist (default $SCEVAL_CACHE/replies/gemini-<model>.jsonl; store=none: off).
         self._client = GeminiClient(self.model_version, base_url=base_url, max_retries=max_retries, timeout=timeout,
                                     initial_backoff=initial_backoff, max_backoff=max_backoff, who="sceval_gemini")
         self._client.store = open_store(store, f"gemini-{self.model_version}", "sceval_gemini",
                                         "those requests are not sent again")
 
-    def loglikelihood(self, requests):
-        raise NotImplementedError("sceval_gemini only generates")
+    def _build(self, request: Any) -> dict:
+        from sceval_plugin.store import request_key
 
-    def generate_until_multi_round(self, requests):
-        raise NotImplementedError("sceval_gemini answers in one round")
-
-    # --- one request ---------------------------------------------------------------------------
-
-    def _ask(self, request: Any) -> str:
-        from sceval_plugin import telemetry
-        from sceval_plugin.conditions import catalogue
-        from sceval_plugin.prompts import prompt_template
-        from sceval_plugin.store import request_key, restored_call
-
-        ctx, doc_to_messages, gen_kwargs, doc_id, task, split = request.args
-        doc = self.task_dict[task][split][doc_id]
-        contents, system = message_parts(doc_to_messages(doc))
-        # SCEval's prompt says whether it wants JSON; other docs (C3PO items, judge requests) may say so themselves.
-        expects_json = (prompt_template(catalogue().get(doc["condition_id"]).prompt).expects_json
-                        if "condition_id" in doc else bool(doc.get("expects_json", False)))
-        wants_json = self.json_mode and expects_json
+        doc = self.doc(request)
+        contents, system = message_parts(request.args[1](doc), self.image_encoding)
+        wants_json = self.json_mode and expects_json(doc)
         key = None
         if self._client.store is not None:
             text = "\n".join(p.text or "" for p in contents[0].parts if getattr(p, "text", None))
             key = request_key(self.model_version, doc["dataset"], doc["row_id"], system, text, wants_json)
-        reply = self._client.generate(contents, system=system, temperature=0.0,
-                                      max_output_tokens=self.max_output_tokens, json_mode=wants_json, store_key=key)
-        telemetry.record(doc["row_id"], restored_call(reply.stored()) if reply.restored else telemetry.Call(
-            latency_s=reply.latency_s, retries=reply.retries, failure=reply.failure, detail=reply.detail))
+        return {"row_id": doc["row_id"], "contents": contents, "system": system, "json": wants_json, "key": key}
+
+    def _send(self, built: dict) -> str:
+        reply = self._client.generate(built["contents"], system=built["system"], temperature=0.0,
+                                      max_output_tokens=self.max_output_tokens, json_mode=built["json"],
+                                      store_key=built["key"])
+        record(built["row_id"], reply)
         return reply.text
-
-    def generate_until(self, requests):
-        from tqdm import tqdm
-
-        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            return list(tqdm(pool.map(self._ask, requests), total=len(requests), disable=self.rank != 0,
-                             desc="sceval_gemini"))

@@ -30,6 +30,8 @@ def manifests() -> list:
         # The offline generator / audio typer / auditor of `c3po build` (demo-quality items).
         ModelManifest(model_id="c3po_build_reference", chat_class_path=f"{PACKAGE}.reference_build.BuildReferenceChat"),
         ModelManifest(model_id="sceval_gemini", chat_class_path=f"{PACKAGE}.gemini.GeminiChat"),
+        # OpenAI-compatible endpoints (vLLM, vLLM-Omni) with the audio sent and checked (README, "Serving with vLLM").
+        ModelManifest(model_id="sceval_openai", chat_class_path=f"{PACKAGE}.openai_chat.OpenAIChat"),
         # Adapters over lmms-eval's open omni wrappers (README, "Supported models").
         ModelManifest(
             model_id="faultline_qwen2_5_omni",

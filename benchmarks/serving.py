@@ -1,0 +1,199 @@
+"""Client throughput of the serving path, against local fake servers, in one run.
+
+    python benchmarks/serving.py [--items 300] [--large-items 3000] [--gemini-items 20] [--repeat 1]
+
+(a) ``sceval_panel`` (clean + 12 joint cells x 3 variants = 37 requests per item) through
+``sceval_openai`` against a zero-latency fake OpenAI-compatible server (its own process, which
+answers without parsing the body), on ``--items`` demo items replicated as a local dataset
+(``SCEVAL_SOURCE``; each replica's media under its own path, so nothing is shared by a path
+cache), and again on ``--large-items``. Peer, in the same run and interleaved: the same task
+through lmms-eval's own ``dummy`` model (no request building at all), i.e. lmms-eval's
+per-request overhead. Goals: >= 40 requests/s; the large run >= 0.8x the small one's rate.
+
+(b) ``sceval_gemini`` at ``max_concurrency=8`` against the fake Gemini server answering after
+0.25 s: wall time against the ideal ``latency x requests / concurrency``; goal <= 1.3x.
+
+(c) The wire encodings (:mod:`faultline_eval.model_wrappers.media_encoding`) of one 8-frame
+640x360 request, clean and noise-corrupted: bytes and ms.
+
+Every measured run is a fresh process (no warm caches from a previous run); the time is that of
+lmms-eval's ``simple_evaluate`` inside it, so interpreter and import start-up are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+for _k, _v in {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
+               "NO_ALBUMENTATIONS_UPDATE": "1", "WANDB_MODE": "disabled"}.items():
+    os.environ.setdefault(_k, _v)
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_RPS, TARGET_SCALING, TARGET_GEMINI = 40.0, 0.8, 1.3
+LATENCY, CONCURRENCY = 0.25, 8
+
+
+def replicate_demo(folder: Path, count: int) -> Path:
+    """``count`` items: the demo items over and over, each with its own id and media path (a
+    link to one copy of the demo media inside the dataset root)."""
+    import shutil
+
+    from sceval_plugin.data.sources import DEMO_DIR
+
+    rows = [json.loads(line) for line in (DEMO_DIR / "items.jsonl").read_text().splitlines()]
+    shutil.copytree(DEMO_DIR / "media", folder / "demo-media")
+    (folder / "media").mkdir(parents=True, exist_ok=True)
+    out = []
+    for i in range(count):
+        row = dict(rows[i % len(rows)])
+        sid = f"{row['sample_id']}-r{i // len(rows):04d}"
+        (folder / "media" / sid).symlink_to(Path("..") / "demo-media" / row["sample_id"], target_is_directory=True)
+        moved = lambda path, old=row["sample_id"]: path.replace(f"/{old}/", f"/{sid}/")  # noqa: E731
+        row["visual"] = moved(row["visual"]) if isinstance(row["visual"], str) else list(map(moved, row["visual"]))
+        row["audio"] = moved(row["audio"])
+        row["sample_id"] = sid
+        out.append(row)
+    (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in out))
+    return folder
+
+
+SERVER = """
+import sys, time
+sys.path.insert(0, {tests!r})
+kind, latency = sys.argv[1], float(sys.argv[2])
+if kind == "openai":
+    from fake_openai import FakeOpenAI as Server
+    server = Server(latency=latency, parse=False)
+else:
+    from fake_gemini import FakeGemini as Server
+    server = Server(latency=latency)
+with server:
+    print(server.url, flush=True)
+    sys.stdin.read()
+"""
+
+RUN = """
+import json, sys, time
+import lmms_eval.models
+from lmms_eval.evaluator import simple_evaluate
+from lmms_eval.tasks import TaskManager
+manager = TaskManager("ERROR")
+start = time.perf_counter()
+out = simple_evaluate(model=sys.argv[1], model_args=sys.argv[2], tasks=["sceval_panel"], task_manager=manager,
+                      verbosity="ERROR")
+wall = time.perf_counter() - start
+print(json.dumps({"wall": wall, "requests": sum(v["effective"] for v in out["n-samples"].values())}))
+"""
+
+
+def serve(kind: str, latency: float):
+    server = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests")), kind, str(latency)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return server, server.stdout.readline().strip()
+
+
+def timed(model: str, model_args: str, env: dict) -> tuple[float, int]:
+    done = subprocess.run([sys.executable, "-c", RUN, model, model_args], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{model} run failed:\n{done.stderr[-3000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["wall"], result["requests"]
+
+
+def encodings() -> list[tuple[str, str, int, float]]:
+    """(frames, encoding, bytes, ms) for one 8-frame 640x360 request."""
+    import numpy as np
+    from PIL import Image
+
+    from faultline_eval.model_wrappers.media_encoding import IMAGE_ENCODINGS, encode_image
+    from sceval_plugin import operators
+
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 256, size=(45, 80, 3), dtype=np.uint8)
+    clean = [np.kron(np.roll(base, j, axis=1), np.ones((8, 8, 1), np.uint8)) for j in range(8)]
+    noisy = list(operators.apply("noise", np.stack(clean), severity=70, key="bench", variant=0))
+    rows = []
+    for label, frames in (("clean", clean), ("noise@70", noisy)):
+        images = [Image.fromarray(np.ascontiguousarray(f)) for f in frames]
+        for name in IMAGE_ENCODINGS:
+            best, size = float("inf"), 0
+            for _ in range(3):
+                start = time.perf_counter()
+                size = sum(len(encode_image(image, name)[0]) for image in images)
+                best = min(best, time.perf_counter() - start)
+            rows.append((label, name, size, best * 1000))
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=300)
+    parser.add_argument("--large-items", type=int, default=3000, help="0 skips the scaling run")
+    parser.add_argument("--gemini-items", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--concurrency", type=int, default=16, help="sceval_openai's max_concurrency")
+    args = parser.parse_args()
+
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        sizes = [args.items] + ([args.large_items] if args.large_items else [])
+        folders = {n: replicate_demo(tmp / f"data-{n}", n) for n in sorted(set(sizes + [args.gemini_items]))}
+        base_env = {**os.environ, "SCEVAL_CACHE": str(tmp / "cache"), "GEMINI_API_KEY": "benchmark-key"}
+        server, url = serve("openai", 0.0)
+        rates: dict[tuple[str, int], float] = {}
+        try:
+            for n in sizes:
+                env = {**base_env, "SCEVAL_SOURCE": str(folders[n])}
+                for _ in range(args.repeat):  # interleaved: peer, ours, peer, ours
+                    for name, model, model_args in (
+                            ("dummy", "dummy", ""),
+                            ("sceval_openai", "sceval_openai",
+                             f"base_url={url},model=fake,store=none,audio_canary=off,max_concurrency={args.concurrency}")):
+                        wall, requests = timed(model, model_args, env)
+                        rates[(name, n)] = max(rates.get((name, n), 0.0), requests / wall)
+                        print(f"  {name:<14} {n:>5} items {requests:>7} requests {wall:>8.1f} s "
+                              f"{requests / wall:>8.1f} req/s", flush=True)
+        finally:
+            server.stdin.close()
+            server.wait()
+
+        print(f"\n(a) sceval_panel through sceval_openai, zero-latency fake server, {os.cpu_count()} cores")
+        for n in sizes:
+            ours, peer = rates[("sceval_openai", n)], rates[("dummy", n)]
+            print(f"  {n:>5} items: {ours:7.1f} req/s; lmms-eval dummy {peer:7.1f} req/s; "
+                  f"ratio {ours / peer:.2f}x of lmms-eval's own overhead (goal >= {TARGET_RPS:g} req/s)")
+            ok &= ours >= TARGET_RPS
+        if args.large_items:
+            scaling = rates[("sceval_openai", args.large_items)] / rates[("sceval_openai", args.items)]
+            print(f"  {args.large_items} vs {args.items} items: {scaling:.2f}x the rate (goal >= {TARGET_SCALING})")
+            ok &= scaling >= TARGET_SCALING
+
+        server, url = serve("gemini", LATENCY)
+        try:
+            env = {**base_env, "SCEVAL_SOURCE": str(folders[args.gemini_items])}
+            wall, requests = timed("sceval_gemini", f"base_url={url},model_version=fake,store=none,"
+                                                    f"max_concurrency={CONCURRENCY}", env)
+        finally:
+            server.stdin.close()
+            server.wait()
+        ideal = LATENCY * requests / CONCURRENCY
+        print(f"\n(b) sceval_gemini, concurrency {CONCURRENCY}, {LATENCY} s fake latency: {requests} requests in "
+              f"{wall:.1f} s; ideal {ideal:.1f} s; ratio {wall / ideal:.2f}x (goal <= {TARGET_GEMINI}x)")
+        ok &= wall / ideal <= TARGET_GEMINI
+
+    print("\n(c) one request's 8 frames of 640x360, lossless encodings")
+    for label, name, size, ms in encodings():
+        print(f"  {label:<9} {name:<11} {size / 1e6:6.2f} MB {ms:7.1f} ms")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,149 @@
+"""``sceval_openai``: a model served behind OpenAI-compatible chat endpoints (vLLM, vLLM-Omni).
+
+For Qwen2.5-Omni, Qwen3-Omni, MiniCPM-o or any omni model ``vllm serve`` runs: frames, picture
+and audio go explicitly as content parts (:mod:`.openai_client`: ``image_url`` / ``video_url``
+data URLs of a lossless encoding, the audio as ``input_audio`` WAV), the system prompt as the
+system turn, temperature 0. Requests are built ahead of the network in a worker pool
+(:mod:`.request_pipeline`) and sent with bounded concurrency through the project's one request
+loop (:mod:`.request_loop`): retries with backoff, the failure categories ``api_failure`` /
+``refusal`` / ``empty`` and latency handed to the task per request, and the reply store
+(``$SCEVAL_CACHE/replies/openai-<model>.jsonl``; ``store=PATH``, ``store=none``) so a killed
+run resumes without sending anything twice. Works for SCEval and C3PO tasks alike.
+
+Before the first request the audio canary (:mod:`.audio_canary`) checks on the run's first
+``canary_items`` items with audio that the served model hears it; a backend that fails is
+refused with a clear error unless ``audio_canary=off``.
+
+Model arguments: ``base_url`` (one or several endpoints joined by ``|``, data-parallel
+replicas; default ``http://127.0.0.1:8000/v1``), ``model`` (default: what the first endpoint
+serves), ``max_concurrency`` (requests in flight, over all endpoints), ``max_retries``,
+``timeout``, ``initial_backoff``, ``max_backoff``, ``max_tokens``, ``json_mode`` (off by
+default: open models answer the prompt's own JSON instruction, as on the HF path),
+``image_encoding`` (``bmp``, ``png-stored``, ``png-fast``, ``png``), ``frames_as``
+(``images`` or ``video``), ``audio_part`` (``input_audio`` or ``audio_url``), ``modalities``
+(e.g. ``text``: asks vLLM-Omni for text output only), ``build_workers``, ``lookahead``,
+``store``, ``audio_canary``, ``canary_items``. The key comes only from the environment
+(``SCEVAL_OPENAI_API_KEY`` or ``OPENAI_API_KEY``).
+
+    lmms-eval --model sceval_openai \\
+        --model_args base_url=http://gpu1:8000/v1|http://gpu2:8000/v1,max_concurrency=64 \\
+        --tasks sceval_panel --log_samples --output_path out/qwen-omni/
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from faultline_eval.model_wrappers.audio_canary import AudioCanaryError, audio_clip, run_canary
+from faultline_eval.model_wrappers.media_encoding import check_image_encoding
+from faultline_eval.model_wrappers.openai_client import (AUDIO_PARTS, DEFAULT_IMAGE_ENCODING, FRAMES_AS,
+                                                         OpenAIChatClient, chat_messages)
+from faultline_eval.model_wrappers.remote_chat import RemoteChat, expects_json, flag, record
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+
+
+def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
+    value = str(value).strip().lower()
+    if value not in allowed:
+        raise ValueError(f"sceval_openai: {name}={value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+class OpenAIChat(RemoteChat):
+    name = "sceval_openai"
+
+    def __init__(self, base_url: str = DEFAULT_BASE_URL, model: str | None = None, max_concurrency: int = 16,
+                 max_retries: int = 4, timeout: float = 300.0, initial_backoff: float = 1.0,
+                 max_backoff: float = 60.0, max_tokens: int = 1024, json_mode: Any = False,
+                 image_encoding: str = DEFAULT_IMAGE_ENCODING, frames_as: str = "images",
+                 audio_part: str = "input_audio", modalities: str | None = None, build_workers: int | None = None,
+                 lookahead: int | None = None, store: str | None = None, audio_canary: Any = True,
+                 canary_items: int = 4, **kwargs: Any) -> None:
+        super().__init__()
+        if "api_key" in kwargs:
+            raise ValueError("sceval_openai: pass the API key in the environment (SCEVAL_OPENAI_API_KEY or "
+                             "OPENAI_API_KEY), not in --model_args, which lmms-eval writes into its results")
+        from sceval_plugin.store import open_store, slug
+
+        self.set_pipeline(max_concurrency, build_workers, lookahead)
+        self.max_tokens = int(max_tokens)
+        self.json_mode = flag(json_mode)
+        self.image_encoding = check_image_encoding(image_encoding, "sceval_openai")
+        self.frames_as = _choice(frames_as, FRAMES_AS, "frames_as")
+        self.audio_part = _choice(audio_part, AUDIO_PARTS, "audio_part")
+        self.extra = {"modalities": [m for m in str(modalities).split("|") if m]} if modalities else {}
+        self.audio_canary = str(audio_canary).strip().lower() not in ("off", "0", "false", "no", "none")
+        self.canary_items = max(2, int(canary_items))
+        # Under `accelerate launch` each rank is a client of its own share of the requests (lmms-eval
+        # splits them by rank and gathers the results) and starts its round-robin on another endpoint.
+        self._rank, self._world_size = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+        urls = [u.strip() for u in str(base_url).split("|") if u.strip()]
+        self._client = OpenAIChatClient(urls, model, max_retries=max_retries, timeout=timeout,
+                                        initial_backoff=initial_backoff, max_backoff=max_backoff,
+                                        first_endpoint=self._rank)
+        self.model_name = self._client.model
+        self._client.store = open_store(store, f"openai-{slug(self.model_name)}", "sceval_openai",
+                                        "those requests are not sent again")
+        self._canary_done = not self.audio_canary
+
+    # --- one request: built in the pool, then sent ----------------------------------------------
+
+    def _wire(self, messages: list[dict]) -> list[dict]:
+        return chat_messages(messages, image_encoding=self.image_encoding, frames_as=self.frames_as,
+                             audio_part=self.audio_part)
+
+    def _build(self, request: Any) -> dict:
+        from sceval_plugin.store import request_key
+
+        doc = self.doc(request)
+        messages = request.args[1](doc)
+        wants_json = self.json_mode and expects_json(doc)
+        key = None
+        if self._client.store is not None:
+            text = "\n".join(f"{m.get('role')}: {p.get('text', '')}" for m in messages for p in m.get("content", [])
+                             if p.get("type") == "text")
+            key = request_key("openai", self.model_name, doc["dataset"], doc["row_id"], text, wants_json,
+                              self.max_tokens, self.frames_as, self.extra)
+        return {"row_id": doc["row_id"], "messages": self._wire(messages), "json": wants_json, "key": key}
+
+    def _send(self, built: dict) -> str:
+        reply = self._client.chat(built["messages"], max_tokens=self.max_tokens, json_mode=built["json"],
+                                  extra=self.extra, store_key=built["key"])
+        record(built["row_id"], reply)
+        return reply.text
+
+    # --- the audio canary ----------------------------------------------------------------------
+
+    def _check_audio(self, requests: list) -> None:
+        """Run the canary on the first ``canary_items`` requests with a real audio clip; refuse
+        the backend when it fails. A run with no audio at all has nothing to check."""
+        from loguru import logger
+
+        self._canary_done = True
+        chosen = []
+        for request in requests:
+            messages = request.args[1](self.doc(request))
+            if audio_clip(messages) is not None:
+                chosen.append(messages)
+                if len(chosen) == self.canary_items:
+                    break
+        if len(chosen) < 2:
+            logger.info("sceval_openai: the run has fewer than two items with audio; audio canary skipped")
+            return
+        result = run_canary(chosen, lambda m: self._client.chat(self._wire(m), max_tokens=self.max_tokens,
+                                                                extra=self.extra),
+                            concurrency=self.max_concurrency)
+        if not result.passed:
+            raise AudioCanaryError(
+                f"sceval_openai: the audio canary failed on {self._client.base_urls} ({self.model_name}): "
+                f"{result.summary()}. The served model does not hear the audio, so every answer would be a "
+                "text-and-vision answer. Check the server's chat template and --limit-mm-per-prompt (README, "
+                "'Serving with vLLM'), or pass audio_canary=off to run anyway.")
+        logger.info(f"sceval_openai: audio canary passed: {result.summary()}")
+
+    def generate_until(self, requests):
+        if not self._canary_done:
+            self._check_audio(requests)
+        return super().generate_until(requests)

@@ -1,0 +1,182 @@
+"""A client for OpenAI-compatible chat-completions endpoints (vLLM, vLLM-Omni), on the shared loop.
+
+Transport: the ``openai`` Python client (lmms-eval depends on it, so it is always installed),
+with its own retries off (``max_retries=0``): retries, backoff, the reply store and usage are
+the project's one :class:`~.request_loop.RequestLoop`. 408/429/5xx, timeouts and dropped
+connections are retryable; other HTTP errors are not. A reply with ``refusal`` set or a
+``content_filter`` stop and no text is ``refusal``; no text at all is ``empty``.
+
+Several endpoints (data-parallel replicas, ``base_url=http://a:8000/v1|http://b:8000/v1``)
+share the load: every attempt goes to the endpoint with the fewest requests in flight, ties
+broken round-robin, so a retry may land on another replica.
+
+What is sent (:func:`chat_messages`), in the task's order, as vLLM's chat parser reads it
+(``vllm/entrypoints/chat_utils.py``):
+
+- the system turn as a plain string;
+- each frame (and a C3PO picture) as an ``image_url`` part holding a data URL of a lossless
+  encoding (:mod:`.media_encoding`; ``bmp`` by default, which vLLM decodes with Pillow); with
+  ``frames_as=video`` each run of consecutive frames is instead one ``video_url`` part, the
+  ``data:video/jpeg;base64,<frame>,<frame>,...`` form vLLM's video loader splits into frames
+  (it opens each with Pillow, so the frames stay lossless whatever the MIME type says);
+- the audio as an ``input_audio`` part (``{"data": <base64 WAV>, "format": "wav"}``, OpenAI's
+  own part type, which vLLM turns into the same audio input as an ``audio_url`` data URL); with
+  ``audio_part=audio_url`` as an ``audio_url`` data URL instead;
+- the question text as a ``text`` part.
+
+The key comes only from the environment (``SCEVAL_OPENAI_API_KEY``, else ``OPENAI_API_KEY``);
+without one the client sends ``EMPTY``, which a ``vllm serve`` started without ``--api-key``
+accepts.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import os
+import threading
+from typing import Any
+
+from faultline_eval.model_wrappers.media_encoding import encode_image, encode_wav
+from faultline_eval.model_wrappers.request_loop import (RETRYABLE_STATUS, Answer, FatalError, Reply, RequestLoop,
+                                                        RetryableError)
+
+KEY_ENV = ("SCEVAL_OPENAI_API_KEY", "OPENAI_API_KEY")
+FRAMES_AS = ("images", "video")
+AUDIO_PARTS = ("input_audio", "audio_url")
+DEFAULT_IMAGE_ENCODING = "bmp"
+
+
+def api_key() -> str:
+    return next((os.environ[k] for k in KEY_ENV if os.environ.get(k)), "EMPTY")
+
+
+def _data_url(mime: str, data: bytes) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def chat_messages(messages: list[dict], *, image_encoding: str = DEFAULT_IMAGE_ENCODING,
+                  frames_as: str = "images", audio_part: str = "input_audio") -> list[dict]:
+    """lmms-eval chat messages (text, PIL images, ``{"array", "sampling_rate"}`` audio) as
+    chat-completions messages with the part types described in the module doc."""
+    out = []
+    for message in messages:
+        role, parts = message.get("role", "user"), message.get("content", [])
+        if role == "system":
+            out.append({"role": "system", "content": "\n".join(p["text"] for p in parts if p.get("type") == "text")})
+            continue
+        content: list[dict] = []
+        frames: list[str] = []
+
+        def flush_frames() -> None:
+            if frames:
+                url = "data:video/jpeg;base64," + ",".join(frames)
+                content.append({"type": "video_url", "video_url": {"url": url}})
+                frames.clear()
+
+        for part in parts:
+            kind = part.get("type")
+            if kind == "image":
+                data, mime = encode_image(part["url"], image_encoding)
+                if frames_as == "video":
+                    frames.append(base64.b64encode(data).decode("ascii"))
+                    continue
+                content.append({"type": "image_url", "image_url": {"url": _data_url(mime, data)}})
+                continue
+            flush_frames()
+            if kind == "audio":
+                wav = encode_wav(part["url"])
+                content.append({"type": "input_audio", "input_audio": {"data": base64.b64encode(wav).decode("ascii"),
+                                                                       "format": "wav"}}
+                               if audio_part == "input_audio" else
+                               {"type": "audio_url", "audio_url": {"url": _data_url("audio/wav", wav)}})
+            elif kind == "text":
+                content.append({"type": "text", "text": part["text"]})
+            else:
+                raise ValueError(f"unsupported message part type {kind!r}")
+        flush_frames()
+        out.append({"role": role, "content": content})
+    return out
+
+
+def parse_completion(completion: Any) -> Answer:
+    """The :class:`Answer` of a chat completion: its text, or ``refusal`` / ``empty``."""
+    usage = getattr(completion, "usage", None)
+    tokens = {"input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+              "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0)}
+    choices = getattr(completion, "choices", None) or []
+    if not choices:
+        return Answer("", "empty", "no choices", **tokens)
+    message, finish = choices[0].message, str(choices[0].finish_reason or "")
+    text = message.content or ""
+    if not text.strip() and (getattr(message, "refusal", None) or finish == "content_filter"):
+        return Answer("", "refusal", f"refusal: {(message.refusal or finish)[:200]}", **tokens)
+    if not text.strip():
+        return Answer("", "empty", f"finish_reason {finish or 'unknown'}", **tokens)
+    return Answer(text, **tokens)
+
+
+class OpenAIChatClient(RequestLoop):
+    """One model behind one or more OpenAI-compatible endpoints (``base_urls``)."""
+
+    def __init__(self, base_urls: list[str], model: str | None = None, *, max_retries: int = 4,
+                 timeout: float = 300.0, initial_backoff: float = 1.0, max_backoff: float = 60.0,
+                 store: Any = None, first_endpoint: int = 0) -> None:
+        import openai
+
+        super().__init__(max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff,
+                         store=store)
+        if not base_urls:
+            raise ValueError("sceval_openai: base_url names no endpoint")
+        self.base_urls = list(base_urls)
+        self._clients = [openai.OpenAI(base_url=url, api_key=api_key(), timeout=float(timeout), max_retries=0)
+                         for url in self.base_urls]
+        self._in_flight = [0] * len(self._clients)
+        self._turn = itertools.count(first_endpoint)  # data-parallel ranks start on different replicas
+        self._lock = threading.Lock()
+        self.model = model or self._served_model()
+
+    def _served_model(self) -> str:
+        """The model the first endpoint serves (vLLM serves one per process)."""
+        try:
+            served = [m.id for m in self._clients[0].models.list()]
+        except Exception as exc:
+            raise ValueError(f"sceval_openai: cannot list the models of {self.base_urls[0]} "
+                             f"({type(exc).__name__}: {exc}); pass model=...") from exc
+        if not served:
+            raise ValueError(f"sceval_openai: {self.base_urls[0]} serves no model")
+        return served[0]
+
+    def _pick(self) -> int:
+        with self._lock:
+            turn = next(self._turn)
+            n = len(self._clients)
+            index = min(range(n), key=lambda i: (self._in_flight[i], (i - turn) % n))
+            self._in_flight[index] += 1
+            return index
+
+    def chat(self, messages: list[dict], *, temperature: float = 0.0, max_tokens: int = 1024,
+             json_mode: bool = False, extra: dict | None = None, store_key: str | None = None) -> Reply:
+        """One chat completion of already-encoded ``messages`` (:func:`chat_messages`)."""
+        import openai
+
+        options: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, **(extra or {})}
+        if json_mode:
+            options["response_format"] = {"type": "json_object"}
+
+        def attempt() -> Answer:
+            index = self._pick()
+            try:
+                completion = self._clients[index].chat.completions.create(model=self.model, messages=messages,
+                                                                          **options)
+            except openai.APIStatusError as exc:
+                detail = f"HTTP {exc.status_code} from {self.base_urls[index]}: {str(exc.message or '')[:200]}"
+                raise (RetryableError if exc.status_code in RETRYABLE_STATUS else FatalError)(detail) from exc
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                raise RetryableError(f"{type(exc).__name__} from {self.base_urls[index]}: {str(exc)[:200]}") from exc
+            finally:
+                with self._lock:
+                    self._in_flight[index] -= 1
+            return parse_completion(completion)
+
+        return self.send(attempt, store_key)

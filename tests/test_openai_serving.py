@@ -1,0 +1,166 @@
+"""sceval_openai through the real lmms-eval CLI and openai client against a local fake
+OpenAI-compatible server; the audio canary; ``sceval smoke`` on a served model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fake_openai import FakeOpenAI
+from fixtures import copy_demo
+
+pytestmark = pytest.mark.slow
+
+LMMS_EVAL = str(Path(sys.executable).with_name("lmms-eval"))
+SCENARIOS = ["ok", "ok", "429-then-ok", "500", "refusal", "empty", "slow", "slow"]
+KEY = "test-key-openai-never-logged"
+
+
+def chat_requests(server: FakeOpenAI) -> list[dict]:
+    return [r for r in server.requests if "texts" in r]
+
+
+def test_a_served_model_records_failures_and_a_killed_run_resumes_without_resending(tmp_path):
+    names = iter(SCENARIOS)
+
+    def tag(row):
+        row["question"] = f"[[{next(names)}]] {row['question']}"
+
+    data = copy_demo(tmp_path / "data", len(SCENARIOS), mutate=tag)
+    store = tmp_path / "replies.jsonl"
+    env = {**os.environ, "SCEVAL_SOURCE": str(data), "OPENAI_API_KEY": KEY, "SCEVAL_CACHE": str(tmp_path / "cache")}
+    with FakeOpenAI() as first, FakeOpenAI() as second:
+        # Two replicas behind one endpoint list; the first two items (plain ok) feed the canary. One
+        # builder and one connection: requests finish in order, so the kill lands on the slow ones.
+        args = (f"base_url={first.url}|{second.url},max_retries=2,initial_backoff=0.01,max_concurrency=1,"
+                f"build_workers=1,canary_items=2,store={store}")
+        command = [LMMS_EVAL, "eval", "--model", "sceval_openai", "--model_args", args, "--tasks", "sceval_clean",
+                   "--log_samples", "--output_path", "out/"]
+        run = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        while time.time() < deadline and (not store.exists() or len(store.read_text().splitlines()) < 5):
+            time.sleep(0.02)
+        run.send_signal(signal.SIGKILL)  # while the slow items are in flight
+        run.wait()
+        stored = [json.loads(line) for line in store.read_text().splitlines()]
+        assert len(stored) == 5, "ok, ok, 429-then-ok, refusal, empty are finished; 500 is never stored"
+        before = (len(chat_requests(first)), len(chat_requests(second)))
+        sent_first = chat_requests(first) + chat_requests(second)
+        # Canary first (3 asks per item: as built, silence, swapped), then the run; both replicas used.
+        assert chat_requests(first) and chat_requests(second)
+        assert sum(r["scenario"] == "ok" for r in sent_first) == 2 * 3 + 2
+
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        resent = chat_requests(first)[before[0]:] + chat_requests(second)[before[1]:]
+    # The resumed run: the canary's 6 asks, the 500 item (api failures are retried), the two slow ones.
+    scenarios = sorted(r["scenario"] for r in resent)
+    assert scenarios == sorted(["ok"] * 6 + ["500"] * 3 + ["slow"] * 2), scenarios
+
+    records = {}
+    for line in next((tmp_path / "out").rglob("*_samples_sceval_clean.jsonl")).read_text().splitlines():
+        sample = json.loads(line)
+        records.setdefault(SCENARIOS[sample["doc_id"]], []).append(sample["sceval_record"])
+    # Attempts alternate between the replicas, and each throttles its first sight of the 429 item.
+    expect = {"ok": (None, 0), "429-then-ok": (None, 2), "500": ("api_failure", 2), "refusal": ("refusal", 0),
+              "empty": ("empty", 0), "slow": (None, 0)}
+    for scenario, (invalid, retries) in expect.items():
+        for r in records[scenario]:
+            assert (r["invalid"], r["retries"]) == (invalid, retries), scenario
+            assert r["latency_s"] is not None and r["latency_s"] >= 0
+            assert (invalid is None) == (r["parsed_answer"] is not None)
+    failed = records["500"][0]["failure_detail"]
+    assert "HTTP 500" in failed and "after 2 retries" in failed
+    restored = [r for rs in records.values() for r in rs if r["failure_detail"] == "restored from the reply store"]
+    assert len(restored) == 5
+
+    body = sent_first[0]["body"]
+    assert body["model"] == "fake-omni" and body["temperature"] == 0 and "response_format" not in body
+    system, user = body["messages"]
+    assert system["role"] == "system" and isinstance(system["content"], str)
+    kinds = [p["type"] for p in user["content"]]
+    assert kinds[-1] == "text" and kinds[-2] == "input_audio" and set(kinds[:-2]) == {"image_url"}
+    assert user["content"][-2]["input_audio"]["format"] == "wav"
+    assert all(p["image_url"]["url"].startswith("data:image/bmp;base64,") for p in user["content"][:-2])
+    assert sent_first[0]["headers"]["authorization"] == f"Bearer {KEY}"
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file():
+            assert KEY not in path.read_text(errors="ignore"), f"API key leaked into {path}"
+
+
+def _model_over(server: FakeOpenAI, docs: list[dict], **args):
+    """The real sceval_openai class over ``docs`` of one SCEval task, as lmms-eval sets it up."""
+    from lmms_eval.api.instance import Instance
+
+    from faultline_eval.model_wrappers.openai_chat import OpenAIChat
+    from faultline_eval.tasks import sceval_task
+
+    model = OpenAIChat(base_url=server.url, store="none", **args)
+    model.task_dict = {"t": {"test": docs}}
+    requests = [Instance(request_type="generate_until", arguments=("", sceval_task.doc_to_messages, {}, i, "t", "test"),
+                         idx=0, metadata={"task": "t", "doc_id": i, "repeats": 1}) for i in range(len(docs))]
+    return model, requests
+
+
+def test_the_audio_canary_passes_a_hearing_backend_and_refuses_one_that_drops_audio():
+    from faultline_eval.model_wrappers.audio_canary import AudioCanaryError
+    from faultline_eval.tasks import sceval_task
+    from sceval_plugin.conditions import catalogue
+
+    docs = sceval_task.build_rows(catalogue().get("clean"))[0][:4]
+    with FakeOpenAI(mode="hears") as server:
+        model, requests = _model_over(server, docs, canary_items=3)
+        model._check_audio(requests)
+        assert len(chat_requests(server)) == 3 * 3
+        assert len({json.loads(r)["answer"] for r in model.generate_until(requests)}) >= 1
+    with FakeOpenAI(mode="drops_audio") as server:
+        model, requests = _model_over(server, docs, canary_items=3, frames_as="video", audio_part="audio_url")
+        with pytest.raises(AudioCanaryError, match="0/3 replies change with silence, 0/3 with the audio swapped"):
+            model.generate_until(requests)
+        sent = chat_requests(server)
+        assert len(sent) == 3 * 3, "a refused backend gets no request of the run itself"
+        kinds = [p["type"] for p in sent[0]["body"]["messages"][1]["content"]]
+        assert kinds == ["video_url", "audio_url", "text"]
+        frames = sent[0]["body"]["messages"][1]["content"][0]["video_url"]["url"]
+        assert frames.startswith("data:video/jpeg;base64,") and frames.count(",") >= 2
+    with FakeOpenAI(mode="drops_audio") as server:
+        model, requests = _model_over(server, docs, audio_canary="off")
+        assert len(model.generate_until(requests)) == len(docs) == len(chat_requests(server))
+
+
+def test_sceval_smoke_on_a_served_model_catches_dropped_audio(capsys, monkeypatch, tmp_path):
+    # (a hearing model's IFACE OK, swapped-audio check included, is tests/test_smoke.py's reference run)
+    from sceval_plugin.cli import main
+
+    monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
+    with FakeOpenAI(mode="drops_audio") as server:
+        status = main(["smoke", "--model", "sceval_openai", "--limit", "3", "--model_args",
+                       f"base_url={server.url},store=none,audio_canary=off"])
+        sent = chat_requests(server)
+    out = capsys.readouterr().out
+    assert status == 1 and out.splitlines()[-1] == "IFACE FAILED: audio actually consumed", out
+    assert "3/3 clean requests answered" in out and "3/3 replies parsed" in out
+    assert "0/3 replies change when the audio is silence" in out
+    assert "0/3 replies change with another item's audio" in out
+    assert all(r["audio"] for r in sent), "the audio was sent; the server dropped it"
+
+
+def test_every_wire_encoding_is_lossless():
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from faultline_eval.model_wrappers.media_encoding import IMAGE_ENCODINGS, encode_image
+
+    pixels = np.random.default_rng(1).integers(0, 256, (37, 53, 3), dtype=np.uint8)  # odd sizes: row padding
+    for name in IMAGE_ENCODINGS:
+        data, mime = encode_image(Image.fromarray(pixels), name)
+        decoded = Image.open(io.BytesIO(data))
+        assert decoded.format.lower() == mime.split("/")[1] and np.array_equal(np.asarray(decoded), pixels), name
