@@ -16,7 +16,9 @@ import re
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from local_server import LocalServer
 
 PATH = re.compile(r"/models/(?P<model>[^:/]+):generateContent$")
 
@@ -26,7 +28,7 @@ def _answer(text: str, finish: str = "STOP") -> dict:
                             "index": 0}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5}}
 
 
-class FakeGemini:
+class FakeGemini(LocalServer):
     def __init__(self, timeout_sleep: float = 3.0, reply_text=None, script=None, latency: float = 0.0) -> None:
         """``reply_text(texts) -> str``, if given, writes the text of every "ok" answer."""
         self.requests: list[dict] = []
@@ -95,14 +97,4 @@ class FakeGemini:
                     pass
 
         lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> "FakeGemini":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._listen(Handler)

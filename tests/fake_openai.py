@@ -19,7 +19,9 @@ import re
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from local_server import LocalServer
 
 
 def _completion(text: str = "", finish: str = "stop", refusal: str | None = None) -> dict:
@@ -47,7 +49,7 @@ def _media(content) -> tuple[list[str], list[str], list[str]]:
     return texts, images, audio
 
 
-class FakeOpenAI:
+class FakeOpenAI(LocalServer):
     def __init__(self, mode: str = "hears", latency: float = 0.0, served: str = "fake-omni",
                  parse: bool = True) -> None:
         assert mode in ("hears", "drops_audio")
@@ -117,15 +119,4 @@ class FakeOpenAI:
                 return self._reply(200, _completion(json.dumps(
                     {"answer": letter, "confidence": "high", "reasoning": f"heard {audio_digest}"})))
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> "FakeOpenAI":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._listen(Handler, "/v1")
