@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler
 
-from local_server import LocalServer
+from local_server import LocalServer, send_json
 
 PATH = re.compile(r"/models/(?P<model>[^:/]+):generateContent$")
 
@@ -86,15 +86,7 @@ class FakeGemini(LocalServer):
                     payload = _answer(reply_text(texts))
                 else:
                     payload = _answer('{"answer": "A", "confidence": "high", "reasoning": "scripted"}')
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                send_json(self, status, payload)
 
         lock = threading.Lock()
         self._listen(Handler)

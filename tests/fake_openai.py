@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler
 
-from local_server import LocalServer
+from local_server import LocalServer, send_json
 
 
 def _completion(text: str = "", finish: str = "stop", refusal: str | None = None) -> dict:
@@ -66,15 +66,7 @@ class FakeOpenAI(LocalServer):
                 pass
 
             def _reply(self, status: int, payload: dict | bytes) -> None:
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                send_json(self, status, payload)
 
             def do_GET(self):  # noqa: N802
                 self._reply(200, {"object": "list", "data": [{"id": served, "object": "model"}]})

@@ -20,3 +20,19 @@ class LocalServer:
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def send_json(handler, status: int, payload) -> None:
+    """Answer ``handler``'s request with ``payload`` (a JSON-able object or encoded bytes); a client
+    that already hung up (a timeout test) is not an error of the server's."""
+    import json
+
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    try:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
