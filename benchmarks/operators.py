@@ -1,7 +1,7 @@
 """Operator speed against named peers, measured in the same run on the same data.
 
     pip install ".[bench]"   # imagecorruptions (needs setuptools<80 for pkg_resources)
-    python benchmarks/operators.py [--repeat 7] [--mode single|threaded|both]
+    python benchmarks/operators.py [--repeat 7] [--mode single|threaded|both] [--only NAME,...]
 
 Data: an 8-frame 640x360 uint8 clip and 30 s of mono float32 audio at 16 kHz. Every SCEval
 operator runs at severity 70 (its heaviest setting) against its peer:
@@ -11,6 +11,11 @@ operator runs at severity 70 (its heaviest setting) against its peer:
   the least any operator that writes a new clip can cost (goal for the gain operators: <= 5x);
 - audio: audiomentations where it has an equivalent, else a copy of the waveform.
 ``noise`` is also timed under seed scheme 1 (the float32 ziggurat it replaced).
+
+Floor rows time one necessary step of an operator alone against the same peer, so a missed goal
+shows whether any implementation of the operator's definition could meet it: ``low_resolution``
+is bit-identical to albumentations' Downscale(INTER_AREA, INTER_LINEAR), so its two OpenCV
+resize calls (the shrink by a non-integer factor is OpenCV's scalar area loop) are its floor.
 
 Each pair is timed interleaved (ours, peer, ours, peer, ...) so drift of a shared machine hits
 both, and the best of --repeat rounds after one warm-up is kept. Both passes run in one process:
@@ -57,6 +62,8 @@ class Pair:
     #: "speedup" (peer / ours must reach TARGET_SPEEDUP_VS_PEER), "copy" (ours / copy must stay
     #: within TARGET_RATIO_VS_COPY) or "" (reported only).
     goal: str = ""
+    #: For a floor row: the operator whose necessary step ``ours`` times alone.
+    floor_of: str = ""
 
 
 def interleaved_best_ms(a: Callable[[], object], b: Callable[[], object], repeat: int) -> tuple[float, float]:
@@ -125,6 +132,8 @@ def pairs(clip: np.ndarray, audio: np.ndarray, corrupt) -> list[Pair]:
             if name == "noise":
                 out.append(Pair("noise (scheme 1)", noise_scheme_1, f"imagecorruptions {peer}",
                                 imagecorruptions(peer)))
+            if name == "low_resolution":
+                out += low_resolution_floor(clip, imagecorruptions(peer), f"imagecorruptions {peer}")
         else:
             out.append(Pair(name, ours(name, clip), "numpy copy", clip.copy,
                             "copy" if name in GAIN_OPERATORS else ""))
@@ -150,11 +159,30 @@ def pairs(clip: np.ndarray, audio: np.ndarray, corrupt) -> list[Pair]:
     return out
 
 
+def low_resolution_floor(clip: np.ndarray, peer: Callable[[], object], peer_label: str) -> list[Pair]:
+    """The two resize calls of ``low_resolution`` at severity 70, each alone, frame by frame."""
+    factor = operators.get("low_resolution").parameter(70)
+    height, width = clip.shape[1:3]
+    shrunk = [cv2.resize(frame, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA) for frame in clip]
+    out = np.empty_like(clip)
+
+    def shrink() -> None:
+        for frame in clip:
+            cv2.resize(frame, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
+
+    def enlarge() -> None:
+        for i, small in enumerate(shrunk):
+            cv2.resize(small, (width, height), dst=out[i], interpolation=cv2.INTER_LINEAR)
+
+    return [Pair(" INTER_AREA only", shrink, peer_label, peer, floor_of="low_resolution"),
+            Pair(" INTER_LINEAR only", enlarge, peer_label, peer, floor_of="low_resolution")]
+
+
 def run_pass(title: str, rows: list[Pair], repeat: int) -> list[str]:
     """Time every pair, print one table, return the goals missed."""
     print(f"== {title} (cv2 threads: {cv2.getNumThreads()})")
     print(f"{'operator':<18}{'ours ms':>9}  {'peer':<34}{'peer ms':>9}  {'ratio':<20}{'goal'}")
-    missed = []
+    missed, floors = [], {}
     for row in rows:
         ours_ms, peer_ms = interleaved_best_ms(row.ours, row.peer, repeat)
         if row.peer_label == "numpy copy":
@@ -169,16 +197,22 @@ def run_pass(title: str, rows: list[Pair], repeat: int) -> list[str]:
             met = ratio <= TARGET_RATIO_VS_COPY
             goal = f"<= {TARGET_RATIO_VS_COPY:g}x the copy: {'met' if met else 'MISSED'}"
         if row.goal and not met:
-            missed.append(f"{title}: {row.name} {text} ({goal})")
+            missed.append((row.name, f"{title}: {row.name} {text} ({goal})"))
+        if row.floor_of:
+            floors.setdefault(row.floor_of, []).append(f"{row.name.strip()} {text}")
         print(f"{row.name:<18}{ours_ms:>9.2f}  {row.peer_label:<34}{peer_ms:>9.2f}  {text:<20}{goal}")
+    for name, steps in floors.items():
+        print(f"floor of {name} (each necessary step alone vs the same peer): {'; '.join(steps)}")
     print()
-    return missed
+    return [line + (f"; floor: {', '.join(floors[name])}" if name in floors else "") for name, line in missed]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--mode", choices=("single", "threaded", "both"), default="both")
+    parser.add_argument("--only", type=lambda text: set(text.split(",")), default=None,
+                        help="comma-separated operator names (with their floor and scheme-1 rows)")
     args = parser.parse_args()
     try:
         with warnings.catch_warnings():
@@ -195,6 +229,11 @@ def main() -> int:
     print(f"data: clip {clip.shape} uint8 ({clip.nbytes / 1e6:.1f} MB); audio {audio.size} samples float32; "
           f"best of {args.repeat} interleaved rounds\n")
     rows = pairs(clip, audio, corrupt)
+    if args.only:
+        unknown = args.only - set(operators.names())
+        if unknown:
+            parser.error(f"--only: no operator named {', '.join(sorted(unknown))}")
+        rows = [row for row in rows if (row.floor_of or row.name.split(" (")[0]) in args.only]
     missed = []
     for title, single in (("single-threaded", True), ("threaded", False)):
         if args.mode in ("both", title.split("-")[0]):
