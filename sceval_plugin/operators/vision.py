@@ -148,7 +148,12 @@ DOWNSCALE_FACTOR = SeverityTable(
 
 @operator("low_resolution", modality="vision", table=DOWNSCALE_FACTOR, stochastic=False)
 def low_resolution(frames: np.ndarray, factor: float, rng: np.random.Generator) -> np.ndarray:
-    """Shrink each side by ``factor`` (area averaging), then scale back up (bilinear)."""
+    """Shrink each side by ``factor`` (area averaging), then scale back up (bilinear).
+
+    Byte for byte albumentations' Downscale(INTER_AREA, INTER_LINEAR) (tests pin it), so its two
+    OpenCV calls are its floor: for a non-integer 1/factor the shrink is OpenCV's scalar area
+    loop, about 3/4 of the time (``benchmarks/operators.py`` times each call alone).
+    """
     height, width = frames.shape[-3:-1]
     src, out = _frames(frames), np.empty_like(_frames(frames))
     # fx/fy (not a target size) so the resampling grid uses the exact factor; tiny frames that
