@@ -200,8 +200,9 @@ def disk_kernel(radius: int) -> np.ndarray:
 
 
 #: Up to this kernel side (radius 3) OpenCV's direct uint8 filter is fastest; up to
-#: _DIRECT_FLOAT_KERNEL_SIDE (radius 5) its direct float32 filter, one plane at a time (1.3-1.5x
-#: faster than the interleaved uint8 frame there); above that one FFT of each whole plane.
+#: _DIRECT_FLOAT_KERNEL_SIDE (radius 5; OpenCV filters directly below 130 taps) its direct float32
+#: filter, one plane at a time (1.3-1.5x faster than the interleaved uint8 frame there); above
+#: that one FFT of each whole plane (filter2D would switch to its slower tiled DFT).
 _DIRECT_KERNEL_SIDE = 7
 _DIRECT_FLOAT_KERNEL_SIDE = 11
 _FFT_LEVEL_SHIFT = 128.0
@@ -271,7 +272,7 @@ def defocus_blur(frames: np.ndarray, radius: int, rng: np.random.Generator) -> n
     under 1.3e-3 against 1/(2c) >= 6.2e-3); the FFT path (radius 9 and 13) was measured at most
     5e-5, 19x inside, on frames from 1x1 to 1920x1080 with random, binary, flat, ramp and sparse
     content, and the tests compare it with an exact integer sum. Its bytes equal those of
-    OpenCV's filter2D that it replaced (3-5x slower: it tiles the frame into many small DFTs).
+    OpenCV's filter2D that it replaced (2-5x slower: it tiles the frame into many small DFTs).
     """
     kernel = disk_kernel(radius)
     side = kernel.shape[0]
