@@ -11,7 +11,7 @@ import pandas as pd
 from c3po_plugin import metrics
 from c3po_plugin.failure_modes import MODES
 from c3po_plugin.templates import registry
-from sceval_plugin.report.tables import pp, trials, with_trials
+from sceval_plugin.report.tables import pp, trials_in, with_trials
 
 Pair = tuple[pd.DataFrame, pd.DataFrame]
 #: Table 12's column names (dom-multi: several agreeing modalities; "dominance" sums the dom-* columns).
@@ -53,7 +53,7 @@ def _trials_of(groups: dict[str, list[str]], group: str, model: str, **where: st
     """The trials behind one (model, group) number; none for the human reference (no model trials)."""
     if model == metrics.HUMAN:
         return None
-    return trials(groups.get(group, [group]), None if model == metrics.COHORT else model, **where)
+    return trials_in(groups.get(group, [group]), None if model == metrics.COHORT else model, **where)
 
 
 def tier_table(acc: pd.DataFrame, groups: dict[str, list[str]] | None = None) -> Pair:
@@ -83,7 +83,7 @@ def template_table(acc: pd.DataFrame) -> Pair:
     rows, links = [], []
     for tid in templates:
         row = {"template": tid, "name": template_name(tid)}
-        links.append({"template": trials([tid]), **{m: _trials_of({}, tid, m) for m in models}})
+        links.append({"template": trials_in([tid]), **{m: _trials_of({}, tid, m) for m in models}})
         for model in models:
             if (tid, model) in cells.index:
                 c = cells.loc[(tid, model)]
@@ -107,11 +107,16 @@ def failure_table(modes: pd.DataFrame, groups: dict[str, list[str]] | None = Non
            for m in (*MODES, "dominance")},
     })
     if groups is not None:  # a wrong answer without a mode counts as "other" (the viewer shows it so)
-        with_trials(shown, [{"wrong": _trials_of(groups, t, m, verdict="=wrong"),
-                             **{MODE_HEADINGS[mode]: _trials_of(groups, t, m, verdict="=wrong", failure_mode=f"={mode}")
-                                for mode in MODES},
-                             "dominance": _trials_of(groups, t, m, verdict="=wrong", failure_mode="dominance")}
-                            for m, t in zip(modes["model"], modes["template_id"])])
+        links = []
+        for row in modes.to_dict("records"):
+            m, t = row["model"], row["template_id"]
+            link = {"wrong": _trials_of(groups, t, m, verdict="=wrong") if row["wrong"] else None,
+                    "dominance": _trials_of(groups, t, m, verdict="=wrong", failure_mode="dominance")
+                    if row["dominance"] else None}
+            links.append({**link, **{MODE_HEADINGS[mode]: _trials_of(groups, t, m, verdict="=wrong",
+                                                                     failure_mode=f"={mode}")
+                                     for mode in MODES if row[mode]}})
+        with_trials(shown, links)
     return shown, modes
 
 
@@ -135,13 +140,16 @@ def overall_table(ov: pd.DataFrame, judges: dict[str, list[str]] | None = None,
         "graded by": graded,
     })
     if groups is not None:
-        overall = metrics.OVERALL
-        with_trials(shown, [{"accuracy [95% CI]": _trials_of(groups, overall, m), "samples": _trials_of(groups, overall, m),
-                             "ungradable as missing": _trials_of(groups, overall, m),
-                             "exact match only": _trials_of(groups, overall, m),
-                             "IC": _trials_of(groups, "IC", m), "CC": _trials_of(groups, "CC", m),
-                             "coverage": _trials_of(groups, overall, m),
-                             "judge errors": _trials_of(groups, overall, m, verdict="=ungradable: judge error"),
-                             **{f"invalid: {k.replace('_', ' ')}": _trials_of(groups, overall, m, verdict=f"=invalid: {k}")
-                                for k in metrics.INVALID}} for m in shown["model"]])
+        links = []
+        for row in ov.to_dict("records"):
+            m = row["model"]
+            every = _trials_of(groups, metrics.OVERALL, m)
+            counted = {"judge errors": ("judge_errors", "=ungradable: judge error"),
+                       **{f"invalid: {k.replace('_', ' ')}": (f"invalid_{k}", f"=invalid: {k}") for k in metrics.INVALID}}
+            links.append({**dict.fromkeys(("accuracy [95% CI]", "samples", "ungradable as missing", "exact match only",
+                                           "coverage"), every),
+                          "IC": _trials_of(groups, "IC", m), "CC": _trials_of(groups, "CC", m),
+                          **{c: _trials_of(groups, metrics.OVERALL, m, verdict=v) for c, (n, v) in counted.items()
+                             if row.get(n) and row[n] == row[n]}})  # a count of 0 (or none) opens nothing
+        with_trials(shown, links)
     return shown, ov.assign(graded_by=graded)

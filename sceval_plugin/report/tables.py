@@ -63,7 +63,7 @@ TRIALS = "trials"
 ROW_KEYS = ("model", "condition_id")
 
 
-def trials(cells: Iterable[str | None], model: str | None = None, **where: str) -> dict | None:
+def trials_in(cells: Iterable[str | None], model: str | None = None, **where: str) -> dict | None:
     """The trials one table number was computed from, as the results viewer selects them: those
     of the ``cells`` (SCEval condition ids or C3PO template ids; several for a number over a
     block, a modality or a tier), of ``model`` only when given, and matching ``where`` (the
@@ -77,7 +77,7 @@ def trials(cells: Iterable[str | None], model: str | None = None, **where: str) 
 
 
 def with_trials(shown: pd.DataFrame, links: list[dict[str, dict | list | None]]) -> pd.DataFrame:
-    """``shown`` with, per row, ``{column: trials(...)}`` for its numbers (columns left out are
+    """``shown`` with, per row, ``{column: trials_in(...)}`` for its numbers (columns left out are
     not linked); a list of selectors for a cell of several numbers joined by `` / ``, one each.
     :func:`write_table` writes them beside the table."""
     if len(links) != len(shown):
@@ -92,7 +92,7 @@ def _row_trials(shown: pd.DataFrame, numbers: pd.DataFrame) -> list[list] | None
     if len(numbers) != len(shown) or not set(ROW_KEYS) <= set(numbers.columns) or not len(shown):
         return None
     labels = {"model", "condition", "condition_id", "family", "probe", "parameter"}
-    return [[None if str(c) in labels else trials([cid], model) for c in shown.columns]
+    return [[None if str(c) in labels else trials_in([cid], model) for c in shown.columns]
             for model, cid in zip(numbers["model"].astype(str), numbers["condition_id"].astype(str))]
 
 
@@ -138,14 +138,14 @@ def single_matrix(numbers: Numbers, info: dict[str, ConditionInfo], operators: l
         acc = s[s["model"] == model].set_index("condition_id")
         clean = acc["accuracy"].get("clean", np.nan)
         shown, raw = {"model": model, "clean": pp(clean)}, {"model": model, "clean": clean}
-        link = {"clean": trials(["clean"], model)}
+        link = {"clean": trials_in(["clean"], model)}
         for op in operators:
             cid = next((c for c, i in info.items() if i.block == "single" and i.corruptions[0][1] == op
                         and i.corruptions[0][2] == 70), None)
             a = acc["accuracy"].get(cid, np.nan) if cid else np.nan
             shown[op] = f"{pp(a)} ({drop(clean - a)})" if np.isfinite(a) else "–"
             raw[op], raw[f"{op}_drop"] = a, clean - a
-            link[op] = trials([cid, "clean"], model)  # the accuracy and its drop from clean
+            link[op] = trials_in([cid, "clean"], model)  # the accuracy and its drop from clean
         rows_shown.append(shown), rows_raw.append(raw), links.append(link)
     raw = pd.DataFrame(rows_raw)
     if raw[operators].isna().all().all():  # no severity-70 cell was run
@@ -173,7 +173,7 @@ def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]):
     for cid in order:
         c = info[cid]
         row = {"condition": cid, "role": c.role or "", "in 29": "yes" if "combined" in c.suites else "no"}
-        link = {"condition": trials([cid])}
+        link = {"condition": trials_in([cid])}
         links.append(link)
         for model in models:
             r = joint[(joint["model"] == model) & (joint["condition_id"] == cid)]
@@ -186,7 +186,7 @@ def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]):
             row[model] = (f"{pp(r['accuracy'])} {drop(r['delta_base'])}{_mark(pb)} / "
                           f"Δs {drop(r['delta_single'])}{_mark(ps)}{partial}")
             # accuracy and Δbase: the cell and clean; Δsingle: the cell and its weakest single cell
-            link[model] = [trials([cid, "clean"], model), trials([cid, r["weakest_single"]], model)]
+            link[model] = [trials_in([cid, "clean"], model), trials_in([cid, r["weakest_single"]], model)]
             raw.append({"condition": cid, "model": model, "block": c.block, "role": c.role,
                         "total_severity": sum(x[2] for x in c.corruptions), "accuracy": r["accuracy"],
                         "ci_low": r["ci_low"], "ci_high": r["ci_high"], "delta_base": r["delta_base"],
@@ -209,7 +209,7 @@ def single_baselines_table(numbers: Numbers):
                           "accuracy": w["accuracy"].map(pp),
                           "cells observed": [f"{o} of {c}" + ("" if ok else " (partial)") for o, c, ok in
                                              zip(w["observed_cells"], w["catalogue_cells"], w["complete"])]})
-    links = [{"weakest single cell": trials([cid], model), "accuracy": trials([cid], model)}
+    links = [{"weakest single cell": trials_in([cid], model), "accuracy": trials_in([cid], model)}
              for model, cid in zip(w["model"], w["condition_id"])]
     return with_trials(shown, links), w
 
@@ -228,9 +228,9 @@ def below_single_table(numbers: Numbers, info: dict[str, ConditionInfo]):
     links = []
     for model, block, at in zip(b["model"], b["block"].astype(str), b["max_cell"]):
         joint = [cid for blk in (JOINT_BLOCKS if block == "all" else (block,)) for cid in cells_of(info, blk)]
-        every = trials(joint, model)
+        every = trials_in(joint, model)
         links.append({"below weakest single": every, "significant": every, "below (same severity)": every,
-                      "max Δsingle": trials([at], model), "at": trials([at], model)})
+                      "max Δsingle": trials_in([at], model), "at": trials_in([at], model)})
     return with_trials(shown, links), b
 
 
@@ -249,10 +249,10 @@ def panel_table(numbers: Numbers, info: dict[str, ConditionInfo]):
         "coverage": p["coverage"].map(lambda x: "–" if not np.isfinite(x) else f"{100 * x:.1f}%"),
     })
     panel = cells_of(info, panel=True)
-    links = [{"clean": trials(["clean"], m), **{b.upper(): trials(cells_of(info, b, panel=True), m) for b in JOINT_BLOCKS},
-              "panel fault": trials(["clean", *panel], m), "C_asym": trials(ASYMMETRY_CELLS, m),
-              "panel mean": trials(panel, m), "panel worst": trials(panel, m), "coverage": trials(panel, m),
-              "strongest fault line": trials([c if isinstance(c, str) else None], m)}
+    links = [{"clean": trials_in(["clean"], m), **{b.upper(): trials_in(cells_of(info, b, panel=True), m) for b in JOINT_BLOCKS},
+              "panel fault": trials_in(["clean", *panel], m), "C_asym": trials_in(ASYMMETRY_CELLS, m),
+              "panel mean": trials_in(panel, m), "panel worst": trials_in(panel, m), "coverage": trials_in(panel, m),
+              "strongest fault line": trials_in([c if isinstance(c, str) else None], m)}
              for m, c in zip(p["model"], p["strongest_fault_line"])]
     return with_trials(shown, links), p
 
@@ -296,14 +296,14 @@ def controls_table(numbers: Numbers, info: dict[str, ConditionInfo]):
             "consistency (clean)": "–" if clean_order.empty else f"{100 * clean_order['consistency'].iloc[0]:.1f}%",
         })
         links.append({
-            "no text / vision / audio": [trials([f"missing_{m}"], model) for m in MODALITIES.values()],
-            "M_t / M_v / M_a": [trials([f"missing_{m}", *cells_of(info, "single", modality=m, severity=70)], model)
+            "no text / vision / audio": [trials_in([f"missing_{m}"], model) for m in MODALITIES.values()],
+            "M_t / M_v / M_a": [trials_in([f"missing_{m}", *cells_of(info, "single", modality=m, severity=70)], model)
                                 for m in MODALITIES.values()],
-            "Q+options": trials(["shortcut_question_options"], model),
-            "text only": trials(["shortcut_text_only"], model), "G": trials(["shortcut_text_only"], model),
-            "V+A generic": trials(["shortcut_visual_audio"], model),
-            "options only": trials(["shortcut_options_only"], model),
-            "order mean / worst (clean)": [trials(orders, model)] * 2, "consistency (clean)": trials(orders, model),
+            "Q+options": trials_in(["shortcut_question_options"], model),
+            "text only": trials_in(["shortcut_text_only"], model), "G": trials_in(["shortcut_text_only"], model),
+            "V+A generic": trials_in(["shortcut_visual_audio"], model),
+            "options only": trials_in(["shortcut_options_only"], model),
+            "order mean / worst (clean)": [trials_in(orders, model)] * 2, "consistency (clean)": trials_in(orders, model),
         })
     return with_trials(pd.DataFrame(rows_shown), links), pd.DataFrame(raw)
 
@@ -318,10 +318,10 @@ def diagnostics_table(numbers: Numbers, info: dict[str, ConditionInfo]):
                           **{f"S_{m} (pp/10 sev)": d[f"S_{m}"].map(lambda x: "–" if not math.isfinite(x) else f"{1000 * x:+.2f}")
                              for m in "tva"},
                           "G": d["G"].map(pp)})
-    links = [{"clean": trials(["clean"], m),
-              **{f"FS {b}": trials(["clean", *cells_of(info, b, panel=True)], m) for b in JOINT_BLOCKS},
-              **{f"drop all {b}": trials(["clean", *cells_of(info, b)], m) for b in JOINT_BLOCKS},
-              **{f"S_{letter} (pp/10 sev)": trials(["clean", *cells_of(info, "single", modality=modality)], m)
+    links = [{"clean": trials_in(["clean"], m),
+              **{f"FS {b}": trials_in(["clean", *cells_of(info, b, panel=True)], m) for b in JOINT_BLOCKS},
+              **{f"drop all {b}": trials_in(["clean", *cells_of(info, b)], m) for b in JOINT_BLOCKS},
+              **{f"S_{letter} (pp/10 sev)": trials_in(["clean", *cells_of(info, "single", modality=modality)], m)
                  for letter, modality in MODALITIES.items()},
-              "G": trials(["shortcut_text_only"], m)} for m in d["model"]]
+              "G": trials_in(["shortcut_text_only"], m)} for m in d["model"]]
     return with_trials(shown, links), d
