@@ -312,7 +312,21 @@ def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
     # a number over several cells (M_a: the missing-audio control against the severity-70 audio cells)
     # opens a page of all their trials; each link of every table selects trials
     assert all(selected(h) for rows in tables.values() for links in rows.values() for _, h in links)
-    assert any("/group-" in h for rows in tables.values() for links in rows.values() for _, h in links)
+    group = next(h for rows in tables.values() for links in rows.values() for _, h in links if "/group-" in h)
+    if CHROMIUM is not None:  # the page of several cells in a browser: every cell's trials, filtered
+        from playwright.sync_api import sync_playwright
+
+        path, _, fragment = group.partition("#")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(Path(path).as_uri() + "#" + fragment)
+            assert page.locator("#samples th").first.inner_text() == "condition"
+            assert page.locator("#samples tbody tr").count() == len(selected(group)) > 6
+            page.screenshot(path=tmp_path / "group.png", full_page=True)
+            page.goto((tmp_path / "report" / "html" / "sceval" / "index.html").as_uri())
+            page.screenshot(path=tmp_path / "overview.png", full_page=True)
+            browser.close()
 
 
 def test_c3po_report_numbers_link_their_trials_and_two_folders_stay_two_runs(site, tmp_path, monkeypatch):

@@ -92,7 +92,11 @@ def _row_trials(shown: pd.DataFrame, numbers: pd.DataFrame) -> list[list] | None
     if len(numbers) != len(shown) or not set(ROW_KEYS) <= set(numbers.columns) or not len(shown):
         return None
     labels = {"model", "condition", "condition_id", "family", "probe", "parameter"}
-    return [[None if str(c) in labels else trials_in([cid], model) for c in shown.columns]
+
+    def linked(column: str) -> bool:  # not a label, nor a test's p-value (not a trial aggregate)
+        return column not in labels and not column.startswith("p ")
+
+    return [[trials_in([cid], model) if linked(str(c)) else None for c in shown.columns]
             for model, cid in zip(numbers["model"].astype(str), numbers["condition_id"].astype(str))]
 
 
