@@ -22,7 +22,7 @@ CONFIDENCE_VALUES = {"low": 1 / 6, "medium": 1 / 2, "high": 5 / 6}
 SHARED_HARD_FRACTION = 2 / 3
 #: Table 16's groups of conditions by block (any other block: "controls").
 GROUP_OF_BLOCK = {"clean": "clean", "single": "single", "tv": "bimodal", "ta": "bimodal", "va": "bimodal",
-                   "tva": "trimodal"}
+                  "tva": "trimodal"}
 
 
 def _per_row(column: pd.Series, of_value) -> np.ndarray:

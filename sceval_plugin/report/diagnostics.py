@@ -134,7 +134,7 @@ def _seed_stability(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Cond
                           "mean−worst": f["mean_worst_gap"].map(pp), "std": f["std"].map(pp),
                           "median": f["median"].map(pp), "worst-2 mean": f["worst2_mean"].map(pp),
                           "n_var": f["n_var"]})
-    return with_trials(shown, [{c: trials_in([cid], m) for c in shown.columns if c not in ("model", "modality")}
+    return with_trials(shown, [{c: trials_in([cid], m) for c in shown.columns if c not in ("model", "modality", "n_var")}
                                for m, cid in zip(f["model"], f["condition_id"])])
 
 
