@@ -274,7 +274,7 @@ def test_plugin_conditions_operators_and_templates_run_in_lmms_eval_and_show_in_
         shown = np.stack([np.asarray(Image.open(page.parent / href)) for href in parser.images[section]])
         assert np.array_equal(shown, np.load(tmp_path / "rendered" / f"{condition}.npy")), condition
         assert next((out / "sceval" / "cells").glob(f"{condition}-*.html")).is_file()
-    c3po_page = (out / "c3po" / "samples" / next((out / "c3po" / "samples").glob("beep-colour-0-*.html")).name).read_text()
+    c3po_page = next((out / "c3po" / "samples").glob("beep-colour-0-*.html")).read_text()
     assert "BX01" in c3po_page and "<audio" in c3po_page and "BeepColourLookup" in (
         next((out / "c3po" / "cells").glob("BX01-*.html")).read_text())
     media = [line.split('src="')[1].split('"')[0] for line in c3po_page.split("<img")[1:]]

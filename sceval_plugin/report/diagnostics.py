@@ -25,7 +25,7 @@ import pandas as pd
 
 from sceval_plugin.conditions import PROMPT_BASES
 from sceval_plugin.metrics.diagnostics import Diagnostic, DiagnosticOptions, appendix_c
-from sceval_plugin.metrics.drops import ALL_MODELS
+from sceval_plugin.metrics.drops import ALL_MODELS, HIGH_REJECTION_OPERATORS
 from sceval_plugin.metrics.humans import HUMAN
 from sceval_plugin.metrics.protocol import MODALITIES, TRIAL_COLUMNS, ConditionInfo, per_sample, split_not_applicable
 from sceval_plugin.metrics.reliability import GROUP_OF_BLOCK
@@ -139,11 +139,21 @@ def _seed_stability(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Cond
 
 
 def _sub_additivity(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
-    return pd.DataFrame({"model": f["model"], "combo": f["block"].map(COMBINATION), "n_cells": f["n_cells"],
-                         "mean actual": f["mean_actual"].map(pp), "mean additive pred.": f["mean_additive"].map(pp),
-                         "mean Δint": f["mean_delta_int"].map(signed),
-                         "% sub-additive": f["share_sub_additive"].map(_share),
-                         "paired bootstrap p": f["p_bootstrap"].map(_pvalue)})
+    shown = pd.DataFrame({"model": f["model"], "combo": f["block"].map(COMBINATION), "n_cells": f["n_cells"],
+                          "mean actual": f["mean_actual"].map(pp), "mean additive pred.": f["mean_additive"].map(pp),
+                          "mean Δint": f["mean_delta_int"].map(signed),
+                          "% sub-additive": f["share_sub_additive"].map(_share),
+                          "paired bootstrap p": f["p_bootstrap"].map(_pvalue)})
+    single_of = {c.corruptions[0]: cid for cid, c in info.items() if c.block == "single"}
+    links = []
+    for model, block in zip(f["model"], f["block"]):
+        canonical = [cid for cid, c in info.items() if c.block == block and c.role == "canonical"]
+        # the additive prediction: clean and the single cells of the same operators and severities
+        parts = ["clean", *canonical, *(single_of.get(x) for cid in canonical for x in info[cid].corruptions)]
+        every = trials_in(parts, model)
+        links.append({"mean actual": trials_in(canonical, model), "mean additive pred.": every, "mean Δint": every,
+                      "% sub-additive": every})
+    return with_trials(shown, links)
 
 
 def _label(cid: str, info: dict[str, ConditionInfo]) -> str:
@@ -233,8 +243,14 @@ def _operator_groups(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Con
     names = {"primary": "primary", "all": "all operators", "stress": "high-rejection stress set"}
     order = [g for g in ("primary", "all", "stress") if g in wide.columns]
     models = [m for m in wide.index if m != ALL_MODELS] + ([ALL_MODELS] if ALL_MODELS in wide.index else [])
-    return pd.DataFrame({"model": models, **{f"{names[g]} ({counts[g]})": [drop(wide.loc[m, g]) for m in models]
-                                              for g in order}})
+    shown = pd.DataFrame({"model": models, **{f"{names[g]} ({counts[g]})": [drop(wide.loc[m, g]) for m in models]
+                                               for g in order}})
+    at70 = {cid: c.corruptions[0][1] for cid, c in info.items() if c.block == "single" and c.corruptions[0][2] == 70}
+    members = {"primary": [cid for cid, op in at70.items() if op not in HIGH_REJECTION_OPERATORS], "all": list(at70),
+               "stress": [cid for cid, op in at70.items() if op in HIGH_REJECTION_OPERATORS]}
+    return with_trials(shown, [{f"{names[g]} ({counts[g]})": trials_in(["clean", *members[g]],
+                                                                        None if m == ALL_MODELS else m)
+                                for g in order} for m in models])
 
 
 def _prompt_shift(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
