@@ -183,7 +183,7 @@ def c3po_register_templates(registry):
 '''
 
 #: In a fresh process with the plugins: the task's own render of each logged SCEval trial (the
-#: operator's bytes), keyed by the media folder name the site gives its sample page section.
+#: operator's frames), saved per condition, and whether it differs from the clean render.
 RENDERED = """
 import json, sys
 from pathlib import Path
