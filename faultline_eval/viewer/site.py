@@ -150,7 +150,8 @@ def markdown_table(text: str, trials: dict | None = None, href: Callable[[dict],
             if len(parts) == len(selector):
                 return " / ".join(cell(p, sel) for p, sel in zip(parts, selector))
             selector = None
-        target = href(selector) if selector and value not in ("–", "") else None
+        # a cell without a number ("–", "Δs –", "n/a") opens nothing
+        target = href(selector) if selector and any(ch.isdigit() for ch in value) else None
         return f'<a href="{esc(target)}">{esc(value)}</a>' if target else esc(value)
 
     head = "".join(f"<th>{esc(c)}</th>" for c in rows[0])
