@@ -285,10 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--verdicts", help="grade with this verdict file (from `c3po judge`) instead")
     report.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     report.add_argument("--seed", type=int, default=20261129)
-    report.add_argument("--html", action="store_true", help="also write a browsable site of the samples to OUTPUT/html/")
     from faultline_eval.viewer import add_html_arguments
 
-    add_html_arguments(report, ("c3po",))
+    add_html_arguments(report, ("c3po",), switch=True)
     report.set_defaults(func=cmd_report)
     add_build_parser(sub)
     return parser
@@ -298,7 +297,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sceval_plugin.cli import run_command
 
     use_offline_defaults()
-    return run_command("c3po", build_parser().parse_args(argv))
+    from faultline_eval.viewer import check_html_arguments
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_html_arguments(parser, args)
+    return run_command("c3po", args)
 
 
 if __name__ == "__main__":

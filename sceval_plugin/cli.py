@@ -331,10 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--no-figures", action="store_true",
                         help="write tables and report.json only (a quick recompute; the notes list the figures skipped)")
     report.add_argument("--quiet", action="store_true", help="no progress bar")
-    report.add_argument("--html", action="store_true", help="also write a browsable site of the samples to OUTPUT/html/")
     from faultline_eval.viewer import add_html_arguments
 
-    add_html_arguments(report, ("sceval",))
+    add_html_arguments(report, ("sceval",), switch=True)
     report.add_argument("--families", metavar="FILE", help="model -> family (CSV model,family or JSON object): "
                         "family means, per-modality drops, fault lines and gaps (Table 20)")
     report.add_argument("--humans", metavar="PATH", help="human answers: a CSV/JSONL of per-item answers "
@@ -406,7 +405,12 @@ def run_command(prog: str, args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     use_offline_defaults()
-    return run_command("sceval", build_parser().parse_args(argv))
+    from faultline_eval.viewer import check_html_arguments
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_html_arguments(parser, args)
+    return run_command("sceval", args)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@ media and budget, checked with an HTML parser and in a real headless Chromium.""
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -123,7 +125,7 @@ def test_every_link_and_media_path_is_relative_and_resolves(site):
             targets += 1
     assert targets > 200
     for data in (out / "sceval" / "cells").glob("*.js"):  # the sample tables' links
-        table = json.loads(data.read_text().split("=", 1)[1].rstrip().rstrip(";"))
+        table = json.loads(data.read_text().splitlines()[1])  # (window.FL_TABLES ...).push(\n{...}\n);
         linked = [link for link in table["links"] if link]
         assert linked and all((data.parent / link.split("#")[0]).is_file() for link in linked)
         assert len(table["rows"]) == 12  # 6 trials of each of two models, every one listed
@@ -190,6 +192,21 @@ def test_past_max_mb_trials_are_listed_without_media_and_the_overview_says_so(si
     assert f"{done['media_skipped']} trial(s) are shown without media" in (tmp_path / "site" / "index.html").read_text()
 
 
+@pytest.mark.parametrize("tool", ["sceval", "c3po"])
+def test_viewer_options_without_html_are_refused_naming_both_flags(tool, tmp_path, capsys):
+    from c3po_plugin.cli import main as c3po_main
+    from sceval_plugin.cli import main as sceval_main
+
+    main = {"sceval": sceval_main, "c3po": c3po_main}[tool]
+    with pytest.raises(SystemExit) as exit:
+        main(["report", str(tmp_path), "-o", str(tmp_path / "r"), "--html-budget", "per_cell=1"])
+    assert exit.value.code == 2
+    assert "--html-budget only applies with --html" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["report", str(tmp_path), "-o", str(tmp_path / "r"), f"--{tool}-source", "demo"])
+    assert f"--{tool}-source only applies with --html" in capsys.readouterr().err
+
+
 def test_word_diff_marks_dropped_and_inserted_words():
     assert word_diff("which shape moves left", "which moves right") == \
         "which<del> shape</del> moves <del>left</del><ins>right</ins>"
@@ -232,6 +249,40 @@ def test_every_data_source_regenerates_its_media(kind, tmp_path, monkeypatch):
         assert tmp_path.as_posix() not in public_spec(record["dataset"])
 
 
+@pytest.mark.parametrize("kind", ["local", "hf"])
+def test_c3po_media_come_from_a_local_folder_and_a_hugging_face_copy(kind, tmp_path, monkeypatch):
+    """C3PO's sources beside the demo (the site's own): the viewer finds each logged trial's item
+    in the source the record names and shows the video frames, picture and audio the task sent."""
+    import datasets
+    from c3po_fixtures import item, write_items, write_media
+
+    from faultline_eval.viewer.c3po import Renderer as C3POMedia
+
+    rows = [item("v1", "CC12", write_media(tmp_path)), item("v2", "IC07", write_media(tmp_path))]
+    if kind == "local":
+        write_items(tmp_path, rows)
+        spec = str(tmp_path)
+    else:
+        (tmp_path / "data").mkdir()
+        datasets.Dataset.from_list(rows).to_parquet(str(tmp_path / "data" / "test-00000-of-00001.parquet"))
+        spec = f"hf:{tmp_path}"
+    monkeypatch.setenv("C3PO_SOURCE", spec)
+    monkeypatch.setenv("C3PO_JUDGE", "exact")
+    docs = c3po_task.build_rows("all")[0]
+    assert sorted(d["sample_id"] for d in docs) == ["v1", "v2"]
+    for doc in docs:
+        record = c3po_task.process_results(doc, [doc["target"]])["c3po_record"]
+        sent = next(i for i in c3po_task.checked_items()[1] if i.sample_id == record["sample_id"])
+        monkeypatch.delenv("C3PO_SOURCE")  # the viewer reads the source from the record
+        shown = C3POMedia().trial(record)
+        monkeypatch.setenv("C3PO_SOURCE", spec)
+        expected = [*(sent.frames() if sent.video else []), *([sent.picture()] if sent.image else [])]
+        assert len(shown.images) == len(expected) > 0 and all(
+            np.array_equal(a, b) for (_, a), b in zip(shown.images, expected)), record["sample_id"]
+        assert np.array_equal(shown.audio, sent.waveform()) and sent.question in shown.text
+        assert tmp_path.as_posix() not in public_spec(record["dataset"])
+
+
 def test_a_changed_source_is_refused_not_shown(tmp_path, monkeypatch):
     record = task.process_results(task.build_rows(catalogue().get("clean"))[0][0], ['{"answer": "A"}'])["sceval_record"]
     record["dataset"] = record["dataset"].split("#")[0] + "#0000000000000000"
@@ -250,6 +301,96 @@ def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
     overview = (tmp_path / "report" / "html" / "sceval" / "index.html").read_text()
     assert "report tables" in overview and "Missing-modality" in overview and "not correct (wrong" in overview
     assert not (tmp_path / "report" / "html" / "c3po").exists()
+    tables = report_links(tmp_path / "report" / "html" / "sceval" / "index.html")
+    assert (tmp_path / "report" / "controls.trials.json").is_file()
+    # the missing-audio control of each model: the linked trials are that model's, and give its number
+    for model in ("guesser", "sceval_reference"):
+        [(text, href)] = [(t, h) for t, h in tables["Missing-modality"][model] if "missing_audio" in h]
+        trials = selected(href)
+        assert {t["model"] for t in trials} == {model} and len(trials) == 6
+        assert text == f"{100 * sum(t['verdict'] == 'correct' for t in trials) / len(trials):.1f}"
+    # a number over several cells (M_a: the missing-audio control against the severity-70 audio cells)
+    # opens a page of all their trials; each link of every table selects trials
+    assert all(selected(h) for rows in tables.values() for links in rows.values() for _, h in links)
+    group = next(h for rows in tables.values() for links in rows.values() for _, h in links if "/group-" in h)
+    if CHROMIUM is not None:  # the page of several cells in a browser: every cell's trials, filtered
+        from playwright.sync_api import sync_playwright
+
+        path, _, fragment = group.partition("#")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(Path(path).as_uri() + "#" + fragment)
+            assert page.locator("#samples th").first.inner_text() == "condition"
+            assert page.locator("#samples tbody tr").count() == len(selected(group)) > 6
+            page.screenshot(path=tmp_path / "group.png", full_page=True)
+            page.goto((tmp_path / "report" / "html" / "sceval" / "index.html").as_uri())
+            page.screenshot(path=tmp_path / "overview.png", full_page=True)
+            browser.close()
+
+
+def test_c3po_report_numbers_link_their_trials_and_two_folders_stay_two_runs(site, tmp_path, monkeypatch):
+    """Two folders of one model (``c3po report`` counts them as two runs, trial key model, folder,
+    sample, run): the viewer lists both runs' trials, and the report's numbers link them."""
+    from c3po_plugin.report import build_report
+    from faultline_eval.viewer import write_site
+
+    _, _, root = site
+    monkeypatch.setenv("SCEVAL_CACHE", str(root / "cache"))
+    logs = root / "logs" / "sceval_reference"
+    for folder in ("run_a", "run_b"):
+        (tmp_path / folder).mkdir()
+        for path in [*logs.glob("*_samples_c3po_*.jsonl"), *logs.glob("*_results.json")]:
+            shutil.copy(path, tmp_path / folder)
+    runs = [tmp_path / "run_a", tmp_path / "run_b"]
+    build_report(runs, tmp_path / "report", b=20)
+    done = write_site(runs, tmp_path / "site", benchmarks=("c3po",), c3po_report=tmp_path / "report",
+                      budget=Budget(per_cell=1))
+    assert done["sections"][0]["trials"] == 16  # 8 per folder, none lost to a shared (model, sample, run 0)
+    tables = report_links(tmp_path / "site" / "c3po" / "index.html")
+    (text, href), *_ = tables["Overall accuracy (%) as #YES/#Total and with ungradable trials as missing"][
+        "sceval_reference"]
+    trials = selected(href)
+    assert len(trials) == 16 and {t["run"] for t in trials} == {0, 1} and {t["model"] for t in trials} == {
+        "sceval_reference"}
+    assert text.split(" [")[0] == f"{100 * sum(t['verdict'] == 'correct' for t in trials) / 16:.1f}"
+    wrong = [h for rows in tables.values() for links in rows.values() for t, h in links if "verdict=%3Dwrong" in h]
+    assert wrong and all(selected(h) and {t["verdict"] for t in selected(h)} == {"wrong"} for h in wrong)
+
+
+def report_links(overview: Path) -> dict[str, dict[str, list[tuple[str, str]]]]:
+    """Per report table (caption start) and row (first cell): each linked number and its address."""
+    found: dict = {}
+    for table in overview.read_text().split('<table class="report">')[1:]:
+        caption = re.search(r"<caption>(.*?)</caption>", table).group(1)
+        for row in re.findall(r"<tr>(.*?)</tr>", table.split("</table>")[0])[1:]:
+            cells = re.findall(r"<td>(.*?)</td>", row)
+            links = [(html.unescape(t), overview.parent.joinpath(html.unescape(h)).as_posix())
+                     for c in cells for h, t in re.findall(r'<a href="([^"]+)">([^<]*)</a>', c)]
+            found.setdefault(caption.split(",")[0].split(":")[0], {})[re.sub("<[^>]+>", "", cells[0])] = links
+    return found
+
+
+def selected(address: str) -> list[dict]:
+    """The trials a viewer address shows, filtered as viewer.js filters them: the rows of every
+    table script of the page, then each ``#column=value`` (``=``: whole, ``!``: not, else within)."""
+    path, _, fragment = address.partition("#")
+    page = Path(unquote(path))
+    rows = []
+    for src in re.findall(r'<script src="([^"/]+\.js)"', page.read_text()):
+        table = json.loads((page.parent / src).read_text().splitlines()[1])
+        rows += [dict(zip(table["columns"], r)) for r in table["rows"]]
+
+    def keep(value, wanted: str) -> bool:
+        value = "" if value is None else str(value)
+        if wanted[:1] in ("=", "!"):
+            return (value == wanted[1:]) == (wanted[0] == "=")
+        return wanted.lower() in value.lower()
+
+    for part in filter(None, fragment.split("&")):
+        column, _, wanted = part.partition("=")
+        rows = [r for r in rows if keep(r.get(unquote(column)), unquote(wanted))]
+    return rows
 
 
 @pytest.mark.slow

@@ -109,14 +109,16 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
     notes += judge_notes(judges)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    groups = tables.template_groups(trials)  # the templates behind each number, for the viewer's links
     for name, caption, (shown, raw) in [
-        ("tier_table", "C3PO accuracy (%) per category and tier (Table 3 layout)", tables.tier_table(numbers["accuracy"])),
+        ("tier_table", "C3PO accuracy (%) per category and tier (Table 3 layout)",
+         tables.tier_table(numbers["accuracy"], groups)),
         ("template_table", "Accuracy (%) per template with 95% bootstrap interval and sample count",
          tables.template_table(numbers["accuracy"])),
         ("failure_modes", "Failure modes of wrong answers: share per template (Table 12 columns)",
-         tables.failure_table(numbers["failure_modes"])),
+         tables.failure_table(numbers["failure_modes"], groups)),
         ("overall", "Overall accuracy (%) as #YES/#Total and with ungradable trials as missing, exact-match-only "
-         "accuracy, coverage, judge use and the judge", tables.overall_table(numbers["overall"], judges)),
+         "accuracy, coverage, judge use and the judge", tables.overall_table(numbers["overall"], judges, groups)),
     ]:
         written += write_table(out, name, shown, raw, caption)
     written += [*plots.template_accuracy(numbers["accuracy"], out / "template_accuracy.png"),

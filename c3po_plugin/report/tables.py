@@ -1,5 +1,7 @@
 """The C3PO report's tables: each a (shown, raw) pair for :func:`sceval_plugin.report.tables.write_table`
-(``shown`` formatted, in percentage points, for Markdown and LaTeX; ``raw`` fractions for CSV)."""
+(``shown`` formatted, in percentage points, for Markdown and LaTeX; ``raw`` fractions for CSV).
+``shown`` carries the trials behind each number (:func:`~sceval_plugin.report.tables.with_trials`):
+the templates of its group (:func:`template_groups`), the model, and for failure modes the mode."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pandas as pd
 from c3po_plugin import metrics
 from c3po_plugin.failure_modes import MODES
 from c3po_plugin.templates import registry
-from sceval_plugin.report.tables import pp
+from sceval_plugin.report.tables import pp, trials_in, with_trials
 
 Pair = tuple[pd.DataFrame, pd.DataFrame]
 #: Table 12's column names (dom-multi: several agreeing modalities; "dominance" sums the dom-* columns).
@@ -33,11 +35,34 @@ def template_label(template_id: str) -> str:
     return template_id if name == template_id else f"{template_id} {name}"
 
 
-def tier_table(acc: pd.DataFrame) -> Pair:
+def template_groups(trials_frame: pd.DataFrame) -> dict[str, list[str]]:
+    """Each group a number can stand for (Table 3's ``"IC T1"`` cells, ``"IC"``/``"CC"``,
+    ``"Overall"``, a template id, and ``"all"``, the failure tables' every template) -> the
+    template ids of the trials in it."""
+    t = trials_frame[["template_id", "category", "tier"]].drop_duplicates().astype({"template_id": str})
+    groups: dict[str, list[str]] = {metrics.OVERALL: sorted(t["template_id"].unique())}
+    groups["all"] = groups[metrics.OVERALL]
+    for (category, tier), g in t.groupby(["category", "tier"]):
+        groups[metrics.cell_name(category, tier)] = sorted(g["template_id"].unique())
+    for category, g in t.groupby("category"):
+        groups[str(category).upper()] = sorted(g["template_id"].unique())
+    return {**groups, **{tid: [tid] for tid in groups["all"]}}
+
+
+def _trials_of(groups: dict[str, list[str]], group: str, model: str, **where: str) -> dict | None:
+    """The trials behind one (model, group) number; none for the human reference (no model trials)."""
+    if model == metrics.HUMAN:
+        return None
+    return trials_in(groups.get(group, [group]), None if model == metrics.COHORT else model, **where)
+
+
+def tier_table(acc: pd.DataFrame, groups: dict[str, list[str]] | None = None) -> Pair:
     """Table 3: models x (IC T1 ... CC T4, Overall), accuracy in points; the CSV adds each cell's
     interval and sample count."""
     wide = metrics.tier_table(acc)
     shown = wide.map(pp).reset_index(names="model")
+    if groups is not None:
+        with_trials(shown, [{c: _trials_of(groups, c, m) for c in wide.columns} for m in shown["model"]])
     long = acc[acc["level"].isin(["cell", "overall"])].set_index(["model", "group"])
     raw = pd.DataFrame({"model": wide.index})
     for column in wide.columns:
@@ -55,9 +80,10 @@ def template_table(acc: pd.DataFrame) -> Pair:
     models = metrics.models_of(t)
     templates = sorted(t["group"].unique(), key=metrics.group_rank)
     cells = t.set_index(["group", "model"])
-    rows = []
+    rows, links = [], []
     for tid in templates:
         row = {"template": tid, "name": template_name(tid)}
+        links.append({"template": trials_in([tid]), **{m: _trials_of({}, tid, m) for m in models}})
         for model in models:
             if (tid, model) in cells.index:
                 c = cells.loc[(tid, model)]
@@ -67,10 +93,10 @@ def template_table(acc: pd.DataFrame) -> Pair:
         rows.append(row)
     raw = t.drop(columns="level").rename(columns={"group": "template_id"})
     raw.insert(2, "template", raw["template_id"].map(template_name))
-    return pd.DataFrame(rows), raw.reset_index(drop=True)
+    return with_trials(pd.DataFrame(rows), links), raw.reset_index(drop=True)
 
 
-def failure_table(modes: pd.DataFrame) -> Pair:
+def failure_table(modes: pd.DataFrame, groups: dict[str, list[str]] | None = None) -> Pair:
     """Per model and template: wrong answers, the share of each failure mode (Table 12's columns)
     and the dominance share (§4.3's dominance vs incomplete fusion split)."""
     shown = pd.DataFrame({
@@ -80,10 +106,22 @@ def failure_table(modes: pd.DataFrame) -> Pair:
         **{MODE_HEADINGS[m]: modes[f"share_{m}"].map(lambda x: "–" if not np.isfinite(x) else f"{100 * x:.0f}%")
            for m in (*MODES, "dominance")},
     })
+    if groups is not None:  # a wrong answer without a mode counts as "other" (the viewer shows it so)
+        links = []
+        for row in modes.to_dict("records"):
+            m, t = row["model"], row["template_id"]
+            link = {"wrong": _trials_of(groups, t, m, verdict="=wrong") if row["wrong"] else None,
+                    "dominance": _trials_of(groups, t, m, verdict="=wrong", failure_mode="dominance")
+                    if row["dominance"] else None}
+            links.append({**link, **{MODE_HEADINGS[mode]: _trials_of(groups, t, m, verdict="=wrong",
+                                                                     failure_mode=f"={mode}")
+                                     for mode in MODES if row[mode]}})
+        with_trials(shown, links)
     return shown, modes
 
 
-def overall_table(ov: pd.DataFrame, judges: dict[str, list[str]] | None = None) -> Pair:
+def overall_table(ov: pd.DataFrame, judges: dict[str, list[str]] | None = None,
+                  groups: dict[str, list[str]] | None = None) -> Pair:
     """Per model: overall accuracy (#YES/#Total) with CI, the same with ungradable trials as
     missing, exact-match-only, IC, CC, coverage, judge and invalid counts, and the judge(s)."""
     def count(column: str) -> pd.Series:
@@ -101,4 +139,17 @@ def overall_table(ov: pd.DataFrame, judges: dict[str, list[str]] | None = None) 
         **{f"invalid: {k.replace('_', ' ')}": count(f"invalid_{k}") for k in metrics.INVALID},
         "graded by": graded,
     })
+    if groups is not None:
+        links = []
+        for row in ov.to_dict("records"):
+            m = row["model"]
+            every = _trials_of(groups, metrics.OVERALL, m)
+            counted = {"judge errors": ("judge_errors", "=ungradable: judge error"),
+                       **{f"invalid: {k.replace('_', ' ')}": (f"invalid_{k}", f"=invalid: {k}") for k in metrics.INVALID}}
+            links.append({**dict.fromkeys(("accuracy [95% CI]", "samples", "ungradable as missing", "exact match only",
+                                           "coverage"), every),
+                          "IC": _trials_of(groups, "IC", m), "CC": _trials_of(groups, "CC", m),
+                          **{c: _trials_of(groups, metrics.OVERALL, m, verdict=v) for c, (n, v) in counted.items()
+                             if row.get(n) and row[n] == row[n]}})  # a count of 0 (or none) opens nothing
+        with_trials(shown, links)
     return shown, ov.assign(graded_by=graded)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["write_site", "add_parser", "add_html_arguments"]  # imports are lazy: the CLIs build parsers fast
+__all__ = ["write_site", "add_parser", "add_html_arguments", "check_html_arguments"]  # imports are lazy: the CLIs build parsers fast
 
 
 def _sceval_details(record: dict) -> list[tuple[str, object]]:
@@ -80,7 +80,7 @@ def write_site(run_dirs: Sequence[str | Path], out: str | Path, *, budget=None,
 
         rows, notes = c3po.read_rows(run_dirs, verdicts)
         writer.write_section(Section("c3po", "C3PO", "template", "run", rows,
-                                     lambda wanted: c3po.read_records(run_dirs, wanted, verdicts),
+                                     lambda wanted: c3po.read_records(run_dirs, rows, wanted, verdicts),
                                      c3po.Renderer(c3po_source), _c3po_details, notes,
                                      Path(c3po_report) if c3po_report else None))
     if not writer.summaries:
@@ -99,8 +99,13 @@ def _budget(text: str):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_html_arguments(parser: argparse.ArgumentParser, benchmarks: Sequence[str] = ("sceval", "c3po")) -> None:
-    """The budget and source options every viewer-writing command takes."""
+def add_html_arguments(parser: argparse.ArgumentParser, benchmarks: Sequence[str] = ("sceval", "c3po"), *,
+                       switch: bool = False) -> None:
+    """The budget and source options every viewer-writing command takes; ``switch``: also
+    ``--html``, the report commands' flag that writes the site (see :func:`check_html_arguments`)."""
+    if switch:
+        parser.add_argument("--html", action="store_true",
+                            help="also write a browsable site of the samples to OUTPUT/html/")
     parser.add_argument("--html-budget", type=_budget, metavar="SPEC",
                         help="which trials get media: per_cell=N (default 4 per model and cell; 'all'), wrong_only, "
                              "max_mb=M (default 100), e.g. per_cell=3,wrong_only,max_mb=50")
@@ -108,6 +113,17 @@ def add_html_arguments(parser: argparse.ArgumentParser, benchmarks: Sequence[str
         parser.add_argument(f"--{name}-source", metavar="SOURCE",
                             help=f"the {name} items to regenerate media from, when they moved since the run (default: "
                                  "the logged source; the items must be the run's)")
+
+
+def check_html_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse a viewer option given without ``--html`` (it would be silently ignored)."""
+    if getattr(args, "html", None) is not False:  # not a report command, or --html given
+        return
+    given = [f"--{name.replace('_', '-')}" for name in ("html_budget", "sceval_source", "c3po_source")
+             if getattr(args, name, None) is not None]
+    if given:
+        parser.error(f"{', '.join(given)} only applies with --html (the site is written only then): add --html "
+                     f"or drop {', '.join(given)}")
 
 
 def print_summary(done: dict) -> None:

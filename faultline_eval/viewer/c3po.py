@@ -18,7 +18,12 @@ from sceval_plugin.report.reader import find_sample_files
 
 
 def read_rows(run_dirs, verdicts: str | Path | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """The report's trial table in the viewer's columns (cell = template id, variant = run)."""
+    """The report's trial table in the viewer's columns (cell = template id, variant = run).
+
+    ``c3po report`` counts each folder's runs of a model as repeated runs of it (its trial key is
+    model, folder, sample, run), so two folders' run 0 are two trials: the viewer's run numbers a
+    model's (folder, run) pairs 0, 1, ... in folder order, and keeps ``folder`` and ``run`` (not
+    shown) to find each trial's record."""
     trials, notes = read_runs(run_dirs)
     if verdicts is not None:
         trials, more = apply_verdicts(trials, read_verdicts(verdicts), source=Path(verdicts).name)
@@ -26,37 +31,57 @@ def read_rows(run_dirs, verdicts: str | Path | None = None) -> tuple[pd.DataFram
     verdict = [("ungradable: judge error" if e and (c != c) and i is None else verdict_of(c, i))
                for c, i, e in zip(trials["correct"], trials["invalid"].where(trials["invalid"].notna(), None),
                                   trials["judge_error"])]
+    runs = trials[["model", "folder", "run"]].drop_duplicates().sort_values(["model", "folder", "run"])
+    number = dict(zip(map(tuple, runs.to_numpy().tolist()), runs.groupby("model").cumcount()))
     rows = pd.DataFrame({
         "model": trials["model"].astype(str), "cell": trials["template_id"].astype(str),
-        "sample_id": trials["sample_id"].astype(str), "variant": trials["run"].astype(int), "verdict": verdict,
+        "sample_id": trials["sample_id"].astype(str),
+        "variant": [int(number[k]) for k in zip(trials["model"], trials["folder"], trials["run"])], "verdict": verdict,
         "answer": trials["prediction"].where(trials["prediction"].notna(), None), "gold": trials["gold"],
         "judge": trials["judge_id"].where(trials["judge_id"].notna(), None),
-        "failure_mode": trials["failure_mode"].where(trials["failure_mode"].notna(), None),
+        # a wrong answer without a mode is "other", as the report counts it (its failure links filter on it)
+        "failure_mode": [m if isinstance(m, str) else "other" if v == "wrong" else None
+                         for m, v in zip(trials["failure_mode"], verdict)],
+        "folder": trials["folder"], "run": trials["run"].astype(int),
     })
     return rows, notes
 
 
-def read_records(run_dirs, wanted: set[tuple], verdicts: str | Path | None = None):
-    """Per trial key: latency of every trial, and the full record of the ``wanted`` ones, with
-    the verdict file's line for that trial (``regrade``) when one is given."""
-    lines = {}
+def _verdict_lines(verdicts: str | Path | None) -> dict[tuple, list[dict]]:
+    """The verdict file's lines by (model, sample, run); a line naming a ``folder`` applies there only."""
+    lines: dict[tuple, list[dict]] = {}
     if verdicts is not None:
         for text in Path(verdicts).read_text(encoding="utf-8").splitlines():
             if text.strip():
                 v = json.loads(text)
-                lines[(str(v.get("model")), str(v.get("sample_id")), int(v.get("run", 0)))] = v
+                lines.setdefault((str(v.get("model")), str(v.get("sample_id")), int(v.get("run", 0))), []).append(v)
+    return lines
+
+
+def read_records(run_dirs, rows: pd.DataFrame, wanted: set[tuple], verdicts: str | Path | None = None):
+    """Per trial key (model, template, sample, the viewer's run of :func:`read_rows` ``rows``):
+    latency of every trial, and the full record of the ``wanted`` ones, with the verdict file's
+    line for that trial (``regrade``) when one is given."""
+    number = dict(zip(zip(rows["model"], rows["folder"], rows["run"]), rows["variant"]))
+    lines = _verdict_lines(verdicts)
     extras, records = {}, {}
     for path in find_sample_files(run_dirs, pattern=SAMPLES_GLOB, benchmark="C3PO", tasks="c3po_*"):
-        label = None
-        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        label, folder = None, str(path.parent)
+        for line_number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not text.strip():
                 continue
-            record = parse_record(json.loads(text).get(RECORD_KEY, {}), f"{path.name}:{number}")
+            record = parse_record(json.loads(text).get(RECORD_KEY, {}), f"{path.name}:{line_number}")
             label = label or label_for(path, record.get("model"))
-            key = (label, record["template_id"], str(record["sample_id"]), int(record["run"]))
+            run = int(record["run"])
+            variant = number.get((label, folder, run))
+            if variant is None:  # not in the report's trial table (never expected: the same logs)
+                continue
+            key = (label, record["template_id"], str(record["sample_id"]), int(variant))
             extras[key] = {"latency_s": record.get("latency_s")}
             if key in wanted:
-                regrade = lines.get((label, key[2], key[3])) or lines.get((str(record.get("model")), key[2], key[3]))
+                candidates = lines.get((label, key[2], run)) or lines.get((str(record.get("model")), key[2], run)) or []
+                regrade = next((v for v in reversed(candidates) if not v.get("folder")
+                                or Path(v["folder"]).resolve() == Path(folder).resolve()), None)
                 records[key] = {**record, "regrade": regrade}
     return extras, records
 

@@ -9,14 +9,13 @@ templates show exactly as they were sent.
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pandas as pd
 
 from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, verdict_of
 from faultline_eval.viewer.media import Shown
-from sceval_plugin.report.reader import _KEY, SAMPLES_GLOB, find_sample_files, read_runs
+from sceval_plugin.report.reader import SAMPLES_GLOB, find_sample_files, read_record, read_runs
 
 KEY = ["model", "cell", "sample_id", "variant"]
 
@@ -42,10 +41,9 @@ def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[
     for path in find_sample_files(run_dirs, pattern=SAMPLES_GLOB):
         label = None
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            at = line.find(_KEY)
-            if at < 0:
+            if not line.strip():
                 continue
-            record = json.JSONDecoder().raw_decode(line, at + len(_KEY))[0]
+            record = read_record(line, f"{path.name}:{number}")
             label = label or label_for(path, record.get("model"))
             key = (label, record["condition_id"], str(record["sample_id"]), int(record["variant"]))
             extras[key] = {"answer": record.get("parsed_answer"), "gold": record.get("gold_key"),

@@ -6,8 +6,9 @@ media path is relative, so the folder opens from disk or any static host.
 
     OUT/index.html                     the benchmarks, the budget's choices, the notes
     OUT/<bench>/index.html             accuracy per model and cell (linked to the trials), the report's
-                                       tables and figures
+                                       tables (every number linked to its trials) and figures
     OUT/<bench>/cells/<cell>.html      every trial of a cell: sortable, filterable
+    OUT/<bench>/cells/group-<h>.html   the trials of several cells (a report number over a block, a tier...)
     OUT/<bench>/samples/<sample>.html  one sample across cells and models: media sent, clean media,
                                        text diff, replies, parsed answers, gold, verdicts, judge
     OUT/media/<key>/                   each shown trial's frames (thumbnail + full), audio, waveform
@@ -25,6 +26,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -115,8 +117,11 @@ def media_html(written: Written | None, up: str) -> str:
     return f'<div class="media">{"".join(parts) or "<p class=muted>no images or audio</p>"}</div>'
 
 
-def _js(name: str, value: Any) -> str:
-    return f"window.{name} = {json.dumps(value, default=str, allow_nan=False)};\n"
+def _table_js(table: dict) -> str:
+    """A cell's trial table as a script: appended to ``window.FL_TABLES``, so a page of several
+    cells loads each cell's file (the data are written once per cell)."""
+    return ("(window.FL_TABLES = window.FL_TABLES || []).push(\n"
+            f"{json.dumps(table, default=str, allow_nan=False)}\n);\n")
 
 
 def _clean(value: Any) -> Any:
@@ -124,16 +129,34 @@ def _clean(value: Any) -> Any:
     return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
 
 
-def markdown_table(text: str) -> str:
-    """A report ``.md`` table (bold caption, pipe table) as HTML."""
+def markdown_table(text: str, trials: dict | None = None, href: Callable[[dict], str | None] = lambda _: None) -> str:
+    """A report ``.md`` table (bold caption, pipe table) as HTML; with its ``.trials.json``
+    sidecar (``trials``: per row and column the trials behind the number, see
+    :func:`sceval_plugin.report.tables.with_trials`), each number links to ``href(selector)``; a
+    cell of several numbers joined by `` / `` with a list of selectors links each number."""
     lines = [line for line in text.splitlines() if line.strip()]
     caption = lines[0].strip("* ") if lines and not lines[0].startswith("|") else ""
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if line.startswith("|")]
     rows = [r for r in rows if not all(set(c) <= set("-: ") for c in r)]
     if not rows:
         return ""
+    links = (trials or {}).get("rows") or []
+    if trials and (trials.get("columns") != rows[0] or len(links) != len(rows) - 1):
+        links = []  # the sidecar is not this table's (a hand-edited .md): no links rather than wrong ones
+
+    def cell(value: str, selector) -> str:
+        if isinstance(selector, list):
+            parts = value.split(" / ")
+            if len(parts) == len(selector):
+                return " / ".join(cell(p, sel) for p, sel in zip(parts, selector))
+            selector = None
+        # a cell without a number ("–", "Δs –", "n/a") opens nothing
+        target = href(selector) if selector and any(ch.isdigit() for ch in value) else None
+        return f'<a href="{esc(target)}">{esc(value)}</a>' if target else esc(value)
+
     head = "".join(f"<th>{esc(c)}</th>" for c in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
+    body = "".join("<tr>" + "".join(f"<td>{cell(c, links[i][j] if links and j < len(links[i]) else None)}</td>"
+                                    for j, c in enumerate(r)) + "</tr>" for i, r in enumerate(rows[1:]))
     return f'<table class="report"><caption>{esc(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -242,10 +265,10 @@ class SiteWriter:
     # -- per cell -----------------------------------------------------------------------------------------
     def _cell_page(self, s: Section, cell: str, rows: pd.DataFrame, name: str) -> None:
         columns = [c for c in TABLE_COLUMNS if c in rows] + [c for c in ("judge", "failure_mode") if c in rows]
-        data = {"columns": [s.variant_label if c == "variant" else c for c in columns],
+        data = {"cell": cell, "columns": [s.variant_label if c == "variant" else c for c in columns],
                 "rows": [[_clean(v) for v in values] for values in rows[columns].itertuples(index=False)],
                 "links": [_clean(v) for v in rows["link"]]}
-        (self.out / s.name / "cells" / f"{name}.js").write_text(_js("FL_TABLE", data), encoding="utf-8")
+        (self.out / s.name / "cells" / f"{name}.js").write_text(_table_js(data), encoding="utf-8")
         body = (f"<h1>{esc(s.title)}: {esc(s.cell_label)} {esc(cell)}</h1><p class=muted>{esc(s.renderer.describe(cell))}</p>"
                 f'<p><a href="../index.html">overview</a> · {len(rows)} trial(s); a linked sample id opens the trial '
                 f"with its media. Click a column to sort; filter below (<code>#model=...&amp;verdict=...</code> in the "
@@ -268,7 +291,7 @@ class SiteWriter:
                     continue
                 k, n = map(int, counts.loc[(cell, model)])
                 bad = n - k
-                link = f"cells/{cell_pages[cell]}.html#model={_hash_value(model)}"
+                link = f"cells/{cell_pages[cell]}.html#model={_hash_value('=' + model)}"
                 wrong = f'<a href="{link}&amp;verdict=!correct">{bad} not correct</a>' if bad else "0 not correct"
                 tds.append(f'<td><a href="{link}">{100 * k / n:.1f}</a> <span class="muted">({k}/{n}, {wrong})'
                            f'</span></td>' if n else f'<td><a href="{link}">unscored</a></td>')
@@ -280,14 +303,29 @@ class SiteWriter:
                  f"invalid answers counted as not correct): each number opens its trials</p><table class=matrix>"
                  f"<thead><tr><th>{esc(s.cell_label)}</th>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>"]
         if s.report_dir is not None:
-            parts += self._report_parts(s)
+            parts += self._report_parts(s, cell_pages)
         if notes:
             parts.append("<h2>notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
         (self.out / s.name / "index.html").write_text(page(s.title, "\n".join(parts), 1), encoding="utf-8")
 
-    def _report_parts(self, s: Section) -> list[str]:
-        parts = ["<h2>report tables</h2>"]
-        parts += [markdown_table(md.read_text(encoding="utf-8")) for md in sorted(s.report_dir.glob("*.md"))]
+    def _report_parts(self, s: Section, cell_pages: dict[str, str]) -> list[str]:
+        parts = ["<h2>report tables</h2>", '<p class="muted">Each number links to the trials it was computed '
+                 "from (a number over several conditions or templates to a page of all their trials); see the "
+                 "README for the numbers that are not trial aggregates and stay unlinked.</p>"]
+        groups: dict[tuple, str] = {}
+
+        def href(selector: dict) -> str | None:
+            cells = [c for c in selector.get("cells", ()) if c in cell_pages]
+            if not cells:
+                return None
+            name = cell_pages[cells[0]] if len(cells) == 1 else self._group_page(s, cells, cell_pages, groups)
+            where = "&".join(f"{quote(k, safe='')}={quote(str(v), safe='')}" for k, v in selector.items() if k != "cells")
+            return f"cells/{name}.html" + (f"#{where}" if where else "")
+
+        for md in sorted(s.report_dir.glob("*.md")):
+            side = md.with_name(f"{md.stem}.trials.json")
+            links = json.loads(side.read_text(encoding="utf-8")) if side.is_file() else None
+            parts.append(markdown_table(md.read_text(encoding="utf-8"), links, href))
         figures = sorted(s.report_dir.glob("*.png"))
         if figures:
             parts.append("<h2>report figures</h2>")
@@ -296,6 +334,23 @@ class SiteWriter:
             parts.append(f'<figure class="figure"><a href="figures/{esc(png.name)}"><img src="figures/{esc(png.name)}"'
                          f' alt="{esc(png.stem)}"></a><figcaption>{esc(png.stem)}</figcaption></figure>')
         return parts
+
+    def _group_page(self, s: Section, cells: list[str], cell_pages: dict[str, str], groups: dict[tuple, str]) -> str:
+        """The page of every trial of several cells (written once per set of cells): it loads each
+        cell's table script, so the trials' data are not written again."""
+        key = tuple(sorted(cells, key=lambda c: (c != "clean", c)))
+        if key not in groups:
+            groups[key] = f"group-{hashlib.blake2b('|'.join(key).encode(), digest_size=6).hexdigest()}"
+            listed = ", ".join(f'<a href="{cell_pages[c]}.html">{esc(c)}</a>' for c in key)
+            body = (f"<h1>{esc(s.title)}: {len(key)} {esc(s.cell_label)}s</h1><p>{listed}</p>"
+                    f'<p><a href="../index.html">overview</a> · the trials of these {esc(s.cell_label)}s together; a '
+                    f"linked sample id opens the trial with its media. Click a column to sort; filter below.</p>"
+                    f'<div id="filters"></div><table id="samples" class="samples" data-cell-column="{esc(s.cell_label)}">'
+                    f"</table>")
+            (self.out / s.name / "cells" / f"{groups[key]}.html").write_text(
+                page(f"{s.title}: {len(key)} {s.cell_label}s", body, 2,
+                     scripts=tuple(f"{cell_pages[c]}.js" for c in key)), encoding="utf-8")
+        return groups[key]
 
     def finish(self) -> dict:
         (self.out / "assets").mkdir(parents=True, exist_ok=True)
@@ -316,8 +371,6 @@ class SiteWriter:
 
 
 def _hash_value(text: str) -> str:
-    from urllib.parse import quote
-
     return html.escape(quote(str(text), safe=""))
 
 

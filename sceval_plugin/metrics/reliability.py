@@ -20,8 +20,9 @@ from sceval_plugin.metrics.protocol import INVALID, MODALITIES, ConditionInfo, w
 CONFIDENCE_VALUES = {"low": 1 / 6, "medium": 1 / 2, "high": 5 / 6}
 #: Table 23: "shared-hard" items are failed by at least this share of the models (10 of 15).
 SHARED_HARD_FRACTION = 2 / 3
-_GROUP_OF_BLOCK = {"clean": "clean", "single": "single", "tv": "bimodal", "ta": "bimodal", "va": "bimodal",
-                   "tva": "trimodal"}
+#: Table 16's groups of conditions by block (any other block: "controls").
+GROUP_OF_BLOCK = {"clean": "clean", "single": "single", "tv": "bimodal", "ta": "bimodal", "va": "bimodal",
+                  "tva": "trimodal"}
 
 
 def _per_row(column: pd.Series, of_value) -> np.ndarray:
@@ -207,7 +208,7 @@ def invalid_items(trials: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd
     if trials.empty:
         return pd.DataFrame(columns=columns)
     order = ["clean", "single", "bimodal", "trimodal", "controls"]
-    group = _per_row(trials["condition_id"], lambda c: order.index(_GROUP_OF_BLOCK.get(info[c].block, "controls")
+    group = _per_row(trials["condition_id"], lambda c: order.index(GROUP_OF_BLOCK.get(info[c].block, "controls")
                                                                    if c in info else "controls")).astype(np.int64)
     model, models = codes_of(trials["model"])
     item, items = codes_of(trials["sample_id"])

@@ -151,14 +151,14 @@ def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.Da
          tables.single_baselines_table(numbers)),
         ("below_weakest_single", "Joint cells below the weakest single cell (Δsingle > 0; significant: Holm-adjusted "
                                  "McNemar p<.05), and under the same-severity comparison (C.3)",
-         tables.below_single_table(numbers)),
+         tables.below_single_table(numbers, info)),
         ("panel", "Lightweight panel (Table 8): block means (%), panel fault = mean of the four FS_S (pp), "
-                  "C_asym = Acc(t70/v70) - Acc(t30/v70) (pp)", tables.panel_table(numbers)),
+                  "C_asym = Acc(t70/v70) - Acc(t30/v70) (pp)", tables.panel_table(numbers, info)),
         ("controls", "Missing-modality, shortcut and option-order controls; ‡ the no-text control does not apply "
                      "to items without textual evidence beyond question and options (left out, see notes)",
-         tables.controls_table(numbers)),
+         tables.controls_table(numbers, info)),
         ("diagnostics", "Fault-line scores FS_S over the 12-cell panel (Table 20), drop over every run cell of each "
-                        "block, fragility slopes and shortcut gap", tables.diagnostics_table(numbers)),
+                        "block, fragility slopes and shortcut gap", tables.diagnostics_table(numbers, info)),
     ]:
         if _has_numbers(raw):
             written += tables.write_table(out, name, shown, raw, caption)

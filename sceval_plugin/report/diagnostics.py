@@ -25,11 +25,12 @@ import pandas as pd
 
 from sceval_plugin.conditions import PROMPT_BASES
 from sceval_plugin.metrics.diagnostics import Diagnostic, DiagnosticOptions, appendix_c
-from sceval_plugin.metrics.drops import ALL_MODELS
+from sceval_plugin.metrics.drops import ALL_MODELS, HIGH_REJECTION_OPERATORS
 from sceval_plugin.metrics.humans import HUMAN
-from sceval_plugin.metrics.protocol import TRIAL_COLUMNS, ConditionInfo, per_sample, split_not_applicable
+from sceval_plugin.metrics.protocol import MODALITIES, TRIAL_COLUMNS, ConditionInfo, per_sample, split_not_applicable
+from sceval_plugin.metrics.reliability import GROUP_OF_BLOCK
 from sceval_plugin.report.reader import ReportError, read_runs
-from sceval_plugin.report.tables import drop, pp, signed, write_table
+from sceval_plugin.report.tables import cells_of, drop, pp, signed, trials_in, with_trials, write_table
 
 COMBINATION = {"tv": "T+V", "ta": "T+A", "va": "V+A", "tva": "T+V+A"}
 
@@ -126,21 +127,33 @@ def _number(x: float, digits: int = 3) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
-def _seed_stability(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+def _seed_stability(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
     f = f[f["weakest_for"] != ""]
-    return pd.DataFrame({"model": f["model"], "modality": f["weakest_for"], "weakest cell": f["condition_id"],
-                         "mean acc": f["accuracy"].map(pp), "worst-variant": f["worst_variant_accuracy"].map(pp),
-                         "mean−worst": f["mean_worst_gap"].map(pp), "std": f["std"].map(pp),
-                         "median": f["median"].map(pp), "worst-2 mean": f["worst2_mean"].map(pp),
-                         "n_var": f["n_var"]})
+    shown = pd.DataFrame({"model": f["model"], "modality": f["weakest_for"], "weakest cell": f["condition_id"],
+                          "mean acc": f["accuracy"].map(pp), "worst-variant": f["worst_variant_accuracy"].map(pp),
+                          "mean−worst": f["mean_worst_gap"].map(pp), "std": f["std"].map(pp),
+                          "median": f["median"].map(pp), "worst-2 mean": f["worst2_mean"].map(pp),
+                          "n_var": f["n_var"]})
+    return with_trials(shown, [{c: trials_in([cid], m) for c in shown.columns if c not in ("model", "modality", "n_var")}
+                               for m, cid in zip(f["model"], f["condition_id"])])
 
 
-def _sub_additivity(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
-    return pd.DataFrame({"model": f["model"], "combo": f["block"].map(COMBINATION), "n_cells": f["n_cells"],
-                         "mean actual": f["mean_actual"].map(pp), "mean additive pred.": f["mean_additive"].map(pp),
-                         "mean Δint": f["mean_delta_int"].map(signed),
-                         "% sub-additive": f["share_sub_additive"].map(_share),
-                         "paired bootstrap p": f["p_bootstrap"].map(_pvalue)})
+def _sub_additivity(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+    shown = pd.DataFrame({"model": f["model"], "combo": f["block"].map(COMBINATION), "n_cells": f["n_cells"],
+                          "mean actual": f["mean_actual"].map(pp), "mean additive pred.": f["mean_additive"].map(pp),
+                          "mean Δint": f["mean_delta_int"].map(signed),
+                          "% sub-additive": f["share_sub_additive"].map(_share),
+                          "paired bootstrap p": f["p_bootstrap"].map(_pvalue)})
+    single_of = {c.corruptions[0]: cid for cid, c in info.items() if c.block == "single"}
+    links = []
+    for model, block in zip(f["model"], f["block"]):
+        canonical = [cid for cid, c in info.items() if c.block == block and c.role == "canonical"]
+        # the additive prediction: clean and the single cells of the same operators and severities
+        parts = ["clean", *canonical, *(single_of.get(x) for cid in canonical for x in info[cid].corruptions)]
+        every = trials_in(parts, model)
+        links.append({"mean actual": trials_in(canonical, model), "mean additive pred.": every, "mean Δint": every,
+                      "% sub-additive": every})
+    return with_trials(shown, links)
 
 
 def _label(cid: str, info: dict[str, ConditionInfo]) -> str:
@@ -166,7 +179,7 @@ def _headline_cells(present: set[str], summary: pd.DataFrame, info: dict[str, Co
     return {c: _label(c, info) for c in cells}
 
 
-def _calibration(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+def _calibration(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
     cells = {"clean": "clean", **cells}
     by = f.set_index(["model", "condition_id"])
     rows = []
@@ -175,22 +188,26 @@ def _calibration(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
         for metric, name in (("ece", "ECE"), ("rho_oc", "ρ_oc")):
             row.update({f"{name} {label}": pp(by[metric].get((model, cid), np.nan)) for cid, label in cells.items()})
         rows.append(row)
-    return pd.DataFrame(rows)
+    links = [{f"{name} {label}": trials_in([cid], model) for name in ("ECE", "ρ_oc") for cid, label in cells.items()}
+             for model in sorted(f["model"].unique())]
+    return with_trials(pd.DataFrame(rows), links)
 
 
-def _failure_overlap(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+def _failure_overlap(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
     if cells:
         order = list(cells)
         f = f[f["condition_id"].isin(order)].sort_values("condition_id", key=lambda c: c.map(order.index))
-    return pd.DataFrame({"condition": f["condition_id"].map(lambda c: cells.get(c, c)), "models": f["models"],
+    shown = pd.DataFrame({"condition": f["condition_id"].map(lambda c: cells.get(c, c)), "models": f["models"],
                          "mean Jaccard": f["mean_jaccard"].map(lambda x: _number(x, 2)),
                          "shared-hard": [f"{a}/{n} (≥{t})" for a, n, t in zip(f["shared_hard"], f["items"],
                                                                               f["shared_hard_threshold"])],
                          "idiosyncratic (=1)": [f"{a}/{n}" for a, n in zip(f["idiosyncratic"], f["items"])],
                          "union": [f"{a}/{n}" for a, n in zip(f["union"], f["items"])]})
+    return with_trials(shown, [{c: trials_in([cid]) for c in ("condition", "mean Jaccard", "shared-hard",
+                                                         "idiosyncratic (=1)", "union")} for cid in f["condition_id"]])
 
 
-def _source_breakdown(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+def _source_breakdown(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
     return pd.DataFrame({"model": f["model"], "source": f["source"], "clean": f["clean"].map(pp),
                          "TV (panel)": f["tv_mean"].map(pp), "TVA (panel)": f["tva_mean"].map(pp),
                          "strongest drop": [f"{drop(d)} ({c})" if isinstance(c, str) else "–"
@@ -201,7 +218,7 @@ def _slope(x: float) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{100 * x:+.3f}"
 
 
-def _families(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+def _families(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
     gap = f["family"].str.startswith("gap (")
     return pd.DataFrame({
         "family": f["family"], "n": f["n"].map(lambda n: "–" if not np.isfinite(n) else str(int(n))),
@@ -213,22 +230,30 @@ def _families(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
     })
 
 
-def _steepest(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
-    return pd.DataFrame({"model": f["model"], **{f"S_{m} (pp/sev)": f[f"S_{m}"].map(_slope) for m in "tva"},
-                         "steepest channel": f["steepest"].fillna("–")})
+def _steepest(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+    shown = pd.DataFrame({"model": f["model"], **{f"S_{m} (pp/sev)": f[f"S_{m}"].map(_slope) for m in "tva"},
+                          "steepest channel": f["steepest"].fillna("–")})
+    return with_trials(shown, [{f"S_{letter} (pp/sev)": trials_in(["clean", *cells_of(info, "single", modality=modality)], m)
+                                for letter, modality in MODALITIES.items()} for m in f["model"]])
 
 
-def _operator_groups(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+def _operator_groups(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
     wide = f.pivot_table(index="model", columns="group", values="mean_drop", aggfunc="first", sort=False)
     counts = f.groupby("group")["operators"].max()
     names = {"primary": "primary", "all": "all operators", "stress": "high-rejection stress set"}
     order = [g for g in ("primary", "all", "stress") if g in wide.columns]
     models = [m for m in wide.index if m != ALL_MODELS] + ([ALL_MODELS] if ALL_MODELS in wide.index else [])
-    return pd.DataFrame({"model": models, **{f"{names[g]} ({counts[g]})": [drop(wide.loc[m, g]) for m in models]
-                                              for g in order}})
+    shown = pd.DataFrame({"model": models, **{f"{names[g]} ({counts[g]})": [drop(wide.loc[m, g]) for m in models]
+                                               for g in order}})
+    at70 = {cid: c.corruptions[0][1] for cid, c in info.items() if c.block == "single" and c.corruptions[0][2] == 70}
+    members = {"primary": [cid for cid, op in at70.items() if op not in HIGH_REJECTION_OPERATORS], "all": list(at70),
+               "stress": [cid for cid, op in at70.items() if op in HIGH_REJECTION_OPERATORS]}
+    return with_trials(shown, [{f"{names[g]} ({counts[g]})": trials_in(["clean", *members[g]],
+                                                                        None if m == ALL_MODELS else m)
+                                for g in order} for m in models])
 
 
-def _prompt_shift(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+def _prompt_shift(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
     kinds = [c.removeprefix("accuracy_") for c in f.columns if c.startswith("accuracy_")]
     label = {"json": "Std. JSON", "cot": "CoT", "open": "Open-form"}
     return pd.DataFrame({"model": f["model"], "cells": f["bases"],
@@ -237,20 +262,28 @@ def _prompt_shift(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
                          "invalid shift": f["invalid_shift"].map(drop), "worst prompt": f["worst_prompt"].fillna("–")})
 
 
-def _invalid_items(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
-    return pd.DataFrame({"model": f["model"], "group": f["group"], "API": f["items_api_failure"],
-                         "Parse": f["items_parse_failure"], "Refusal": f["items_refusal"], "Empty": f["items_empty"],
-                         "valid items": [f"{v}/{n}" for v, n in zip(f["valid_items"], f["items"])],
-                         "answered": [f"{v}/{n}" for v, n in zip(f["answered_items"], f["items"])]})
+def _invalid_items(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+    shown = pd.DataFrame({"model": f["model"], "group": f["group"], "API": f["items_api_failure"],
+                          "Parse": f["items_parse_failure"], "Refusal": f["items_refusal"], "Empty": f["items_empty"],
+                          "valid items": [f"{v}/{n}" for v, n in zip(f["valid_items"], f["items"])],
+                          "answered": [f"{v}/{n}" for v, n in zip(f["answered_items"], f["items"])]})
+    links = []
+    for row in f.itertuples(index=False):
+        group = [cid for cid, c in info.items() if GROUP_OF_BLOCK.get(c.block, "controls") == row.group]
+        kinds = {"API": "api_failure", "Parse": "parse_failure", "Refusal": "refusal", "Empty": "empty"}
+        links.append({"valid items": trials_in(group, row.model), "answered": trials_in(group, row.model),
+                      **{c: trials_in(group, row.model, verdict=f"=invalid: {k}") if getattr(row, f"items_{k}") else None
+                         for c, k in kinds.items()}})
+    return with_trials(shown, links)
 
 
-def _human_audit(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+def _human_audit(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
     return pd.DataFrame({"condition": f["condition_id"], "N": f["items"], "human acc.": f["human_accuracy"].map(pp),
                          "annotators / item": f["annotators_per_item"].map(lambda x: _number(x, 1)),
                          "agreement": f["agreement"].map(pp), "items with ≥2 answers": f["agreement_items"]})
 
 
-def _human_excess(f: pd.DataFrame, cells: dict[str, str]) -> pd.DataFrame:
+def _human_excess(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
     return pd.DataFrame({"model": f["model"], "condition": f["condition_id"], "n (G_c)": f["n"],
                          "model drop": f["model_drop"].map(drop), "human drop": f["human_drop"].map(drop),
                          "excess drop": f["excess_drop"].map(signed),
@@ -313,7 +346,7 @@ def write_diagnostics(numbers, trials: pd.DataFrame, info: dict[str, ConditionIn
             d.frame.to_csv(out / f"{name}.csv", index=False)
             written.append(out / f"{name}.csv")
         else:
-            written += write_table(out, name, shown(d.frame, cells), d.frame, caption)
+            written += write_table(out, name, shown(d.frame, cells, info), d.frame, caption)
     report["notes"] = notes
     report["appendix_c"] = {name: {"rows": json_records(d.frame), "notes": d.notes} for name, d in found.items()}
     if options is not None:

@@ -7,7 +7,6 @@ full here, for both scorers' labels (:mod:`sceval_plugin.metrics.no_option` comp
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -15,7 +14,7 @@ import pandas as pd
 
 from sceval_plugin.metrics.no_option import agreement_table, no_option_frame, transfer_table
 from sceval_plugin.report import tables
-from sceval_plugin.report.reader import find_sample_files, model_label, results_for
+from sceval_plugin.report.reader import find_sample_files, model_label, read_record, results_for
 
 SAMPLES_MARK = "_samples_sceval_no_option_"
 
@@ -36,9 +35,9 @@ def read_no_option(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
         if SAMPLES_MARK not in path.name:
             continue
         label = model_label(results_for(path), None)
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
-                record = json.loads(line)["sceval_record"]
+                record = read_record(line, f"{path}:{number}")
                 records.append({**record, "model": label} if label != "unknown" else record)
     return no_option_frame(records)
 

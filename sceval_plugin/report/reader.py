@@ -17,7 +17,10 @@ from tqdm.auto import tqdm
 from sceval_plugin.metrics.protocol import TRIAL_COLUMNS
 
 SAMPLES_GLOB = "*_samples_sceval_*.jsonl"
-_KEY = '"sceval_record": '
+#: The per-sample line's field holding the full trial record (as c3po's reader has it).
+RECORD_KEY = "sceval_record"
+#: How that field starts in a line lmms-eval wrote: the record is decoded from there, not the whole line.
+RECORD_MARKER = f'"{RECORD_KEY}": '
 
 
 class ReportError(ValueError):
@@ -90,6 +93,16 @@ def _signature(record: dict) -> bytes:
                        "k": record.get("cohort") if record.get("cohort") == "stress_only" else None})[1:-1].encode()
 
 
+def read_record(line: str, where: str) -> dict:
+    """The full trial record of one per-sample line (decoded from :data:`RECORD_MARKER` on, so
+    the rest of a long line is not parsed); ``where`` names the line in the error."""
+    at = line.find(RECORD_MARKER)
+    try:
+        return json.JSONDecoder().raw_decode(line, at + len(RECORD_MARKER))[0] if at >= 0 else json.loads(line)[RECORD_KEY]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ReportError(f"{where}: not an SCEval per-sample record ({exc})") from None
+
+
 def _parse_file(path: str) -> tuple[str, dict, tuple]:
     """One per-sample log: its constants (model and :data:`PER_LOG`: one value per task run, from
     the first and last records) and, per line, the sample id and trial fields as raw JSON tokens,
@@ -97,12 +110,7 @@ def _parse_file(path: str) -> tuple[str, dict, tuple]:
     data = Path(path).read_bytes()
 
     def record(line: bytes, where: str) -> dict:
-        text = line.decode("utf-8")
-        at = text.find(_KEY)
-        try:
-            return json.JSONDecoder().raw_decode(text, at + len(_KEY))[0] if at >= 0 else json.loads(text)["sceval_record"]
-        except (json.JSONDecodeError, KeyError) as exc:
-            raise ReportError(f"{path}:{where}: not an SCEval per-sample record ({exc})") from None
+        return read_record(line.decode("utf-8"), f"{path}:{where}")
 
     end = len(data)  # slice out the first and last lines only: the file can be megabytes
     while data[end - 1: end] in (b"\n", b"\r", b" "):

@@ -1,14 +1,17 @@
-"""Tables for a paper: each one as Markdown, CSV and LaTeX."""
+"""Tables for a paper: each one as Markdown, CSV and LaTeX, and beside each the trials behind
+its numbers (``<name>.trials.json``, for the results viewer's links)."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
-from sceval_plugin.metrics.protocol import JOINT_BLOCKS, ConditionInfo, Numbers
+from sceval_plugin.metrics.protocol import ASYMMETRY_CELLS, JOINT_BLOCKS, MODALITIES, ConditionInfo, Numbers
 
 
 def pp(x: float) -> str:
@@ -54,14 +57,77 @@ def _latex(frame: pd.DataFrame, caption: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: ``shown.attrs`` key of a table's trial links (see :func:`with_trials`).
+TRIALS = "trials"
+#: The label columns of a table whose rows stand for one (model, condition) each (see :func:`write_table`).
+ROW_KEYS = ("model", "condition_id")
+
+
+def trials_in(cells: Iterable[str | None], model: str | None = None, **where: str) -> dict | None:
+    """The trials one table number was computed from, as the results viewer selects them: those
+    of the ``cells`` (SCEval condition ids or C3PO template ids; several for a number over a
+    block, a modality or a tier), of ``model`` only when given, and matching ``where`` (the
+    viewer's trial-table columns, e.g. ``failure_mode="audio_dominance"``; a value starting with
+    ``=`` must match whole, otherwise it is found within the column's text, ``!`` excludes it).
+    None when no cell is named: nothing to link."""
+    cells = sorted({str(c) for c in cells if isinstance(c, str) and c})
+    if not cells:
+        return None
+    return {"cells": cells, **({"model": f"={model}"} if model is not None else {}), **where}
+
+
+def with_trials(shown: pd.DataFrame, links: list[dict[str, dict | list | None]]) -> pd.DataFrame:
+    """``shown`` with, per row, ``{column: trials_in(...)}`` for its numbers (columns left out are
+    not linked); a list of selectors for a cell of several numbers joined by `` / ``, one each.
+    :func:`write_table` writes them beside the table."""
+    if len(links) != len(shown):
+        raise ValueError(f"{len(links)} rows of trial links for a table of {len(shown)} rows")
+    shown.attrs[TRIALS] = [[row.get(str(c)) for c in shown.columns] for row in links]
+    return shown
+
+
+def _row_trials(shown: pd.DataFrame, numbers: pd.DataFrame) -> list[list] | None:
+    """For a table whose raw rows are one (model, condition) each and line up with the shown rows:
+    every cell but the labels links to that row's trials."""
+    if len(numbers) != len(shown) or not set(ROW_KEYS) <= set(numbers.columns) or not len(shown):
+        return None
+    labels = {"model", "condition", "condition_id", "family", "probe", "parameter"}
+
+    def linked(column: str) -> bool:  # not a label, nor a test's p-value (not a trial aggregate)
+        return column not in labels and not column.startswith("p ")
+
+    return [[trials_in([cid], model) if linked(str(c)) else None for c in shown.columns]
+            for model, cid in zip(numbers["model"].astype(str), numbers["condition_id"].astype(str))]
+
+
 def write_table(out: Path, name: str, shown: pd.DataFrame, numbers: pd.DataFrame, caption: str) -> list[Path]:
-    """``shown`` (formatted) as Markdown and LaTeX; ``numbers`` (raw) as CSV."""
+    """``shown`` (formatted) as Markdown and LaTeX; ``numbers`` (raw) as CSV; and
+    ``<name>.trials.json``, per shown row and column the trials behind that number (the table's
+    :func:`with_trials` links, or each row's (model, condition) when ``numbers`` has one per shown
+    row), which the results viewer turns into links."""
     out.mkdir(parents=True, exist_ok=True)
     md, tex, csv = out / f"{name}.md", out / f"{name}.tex", out / f"{name}.csv"
     md.write_text(f"**{caption}**\n\n" + _markdown(shown), encoding="utf-8")
     tex.write_text(_latex(shown, caption), encoding="utf-8")
     numbers.to_csv(csv, index=False)
-    return [md, csv, tex]
+    written = [md, csv, tex]
+    links = shown.attrs.get(TRIALS) or _row_trials(shown, numbers)
+    if links and any(any(row) for row in links):
+        side = out / f"{name}.trials.json"
+        side.write_text(json.dumps({"columns": [str(c) for c in shown.columns], "rows": links}), encoding="utf-8")
+        written.append(side)
+    return written
+
+
+def cells_of(info: dict[str, ConditionInfo], block: str | None = None, *, panel: bool = False,
+             modality: str | None = None, severity: int | None = None) -> list[str]:
+    """The catalogue's condition ids of a block (its 12-cell panel part with ``panel``), or its
+    single cells of one modality / severity: the cells a block mean, a fault-line score or a
+    slope averages, for the trial links (the viewer keeps the ones the logs hold)."""
+    return [cid for cid, c in info.items() if (block is None or c.block == block)
+            and (not panel or "panel" in c.suites)
+            and (modality is None or bool(c.corruptions) and c.corruptions[0][0] == modality)
+            and (severity is None or bool(c.corruptions) and c.corruptions[0][2] == severity)]
 
 
 def _acc(numbers: Numbers) -> pd.Series:
@@ -71,22 +137,24 @@ def _acc(numbers: Numbers) -> pd.Series:
 def single_matrix(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]):
     """Models x operators at severity 70: accuracy with its signed drop from clean."""
     s = numbers.summary
-    rows_shown, rows_raw = [], []
+    rows_shown, rows_raw, links = [], [], []
     for model in sorted(s["model"].unique()):
         acc = s[s["model"] == model].set_index("condition_id")
         clean = acc["accuracy"].get("clean", np.nan)
         shown, raw = {"model": model, "clean": pp(clean)}, {"model": model, "clean": clean}
+        link = {"clean": trials_in(["clean"], model)}
         for op in operators:
             cid = next((c for c, i in info.items() if i.block == "single" and i.corruptions[0][1] == op
                         and i.corruptions[0][2] == 70), None)
             a = acc["accuracy"].get(cid, np.nan) if cid else np.nan
             shown[op] = f"{pp(a)} ({drop(clean - a)})" if np.isfinite(a) else "–"
             raw[op], raw[f"{op}_drop"] = a, clean - a
-        rows_shown.append(shown), rows_raw.append(raw)
+            link[op] = trials_in([cid, "clean"], model)  # the accuracy and its drop from clean
+        rows_shown.append(shown), rows_raw.append(raw), links.append(link)
     raw = pd.DataFrame(rows_raw)
     if raw[operators].isna().all().all():  # no severity-70 cell was run
         return pd.DataFrame(), pd.DataFrame()
-    return pd.DataFrame(rows_shown), raw
+    return with_trials(pd.DataFrame(rows_shown), links), raw
 
 
 def _mark(p: float) -> str:
@@ -105,10 +173,12 @@ def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]):
     p_single = cmp[cmp["kind"] == "single_vs_joint"].set_index(["model_b", "condition_b"])["p_holm"]
     order = sorted(joint["condition_id"].unique(), key=lambda c: (JOINT_BLOCKS.index(info[c].block), c))
     models = sorted(joint["model"].unique())
-    rows_shown, raw = [], []
+    rows_shown, raw, links = [], [], []
     for cid in order:
         c = info[cid]
         row = {"condition": cid, "role": c.role or "", "in 29": "yes" if "combined" in c.suites else "no"}
+        link = {"condition": trials_in([cid])}
+        links.append(link)
         for model in models:
             r = joint[(joint["model"] == model) & (joint["condition_id"] == cid)]
             if r.empty:
@@ -119,6 +189,8 @@ def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]):
             partial = "†" if r["single_grid"] == "partial" else ""
             row[model] = (f"{pp(r['accuracy'])} {drop(r['delta_base'])}{_mark(pb)} / "
                           f"Δs {drop(r['delta_single'])}{_mark(ps)}{partial}")
+            # accuracy and Δbase: the cell and clean; Δsingle: the cell and its weakest single cell
+            link[model] = [trials_in([cid, "clean"], model), trials_in([cid, r["weakest_single"]], model)]
             raw.append({"condition": cid, "model": model, "block": c.block, "role": c.role,
                         "total_severity": sum(x[2] for x in c.corruptions), "accuracy": r["accuracy"],
                         "ci_low": r["ci_low"], "ci_high": r["ci_high"], "delta_base": r["delta_base"],
@@ -127,7 +199,7 @@ def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]):
                         "weakest_single_same_severity": r["weakest_single_same_severity"],
                         "p_holm_base": pb, "p_holm_single": ps, "coverage": r["coverage"]})
         rows_shown.append(row)
-    return pd.DataFrame(rows_shown), pd.DataFrame(raw)
+    return with_trials(pd.DataFrame(rows_shown), links), pd.DataFrame(raw)
 
 
 def single_baselines_table(numbers: Numbers):
@@ -141,10 +213,12 @@ def single_baselines_table(numbers: Numbers):
                           "accuracy": w["accuracy"].map(pp),
                           "cells observed": [f"{o} of {c}" + ("" if ok else " (partial)") for o, c, ok in
                                              zip(w["observed_cells"], w["catalogue_cells"], w["complete"])]})
-    return shown, w
+    links = [{"weakest single cell": trials_in([cid], model), "accuracy": trials_in([cid], model)}
+             for model, cid in zip(w["model"], w["condition_id"])]
+    return with_trials(shown, links), w
 
 
-def below_single_table(numbers: Numbers):
+def below_single_table(numbers: Numbers, info: dict[str, ConditionInfo]):
     """C.3: joint cells below the weakest single cell (Δsingle > 0) per model and block."""
     b = numbers.below_weakest_single
     if b.empty:
@@ -155,10 +229,16 @@ def below_single_table(numbers: Numbers):
         "significant": b["significant"], "max Δsingle": b["max_delta_single"].map(signed), "at": b["max_cell"],
         "below (same severity)": [f"{n} of {m}" for n, m in zip(b["below_same_severity"], b["joint_cells"])],
     })
-    return shown, b
+    links = []
+    for model, block, at in zip(b["model"], b["block"].astype(str), b["max_cell"]):
+        joint = [cid for blk in (JOINT_BLOCKS if block == "all" else (block,)) for cid in cells_of(info, blk)]
+        every = trials_in(joint, model)
+        links.append({"below weakest single": every, "significant": every, "below (same severity)": every,
+                      "max Δsingle": trials_in([at], model), "at": trials_in([at], model)})
+    return with_trials(shown, links), b
 
 
-def panel_table(numbers: Numbers):
+def panel_table(numbers: Numbers, info: dict[str, ConditionInfo]):
     """Table 8: clean, panel block means, panel fault, C_asym, strongest cell, coverage."""
     p = numbers.panel
     if p.empty:
@@ -172,14 +252,22 @@ def panel_table(numbers: Numbers):
         "cells": p["cells"],
         "coverage": p["coverage"].map(lambda x: "–" if not np.isfinite(x) else f"{100 * x:.1f}%"),
     })
-    return shown, p
+    panel = cells_of(info, panel=True)
+    links = [{"clean": trials_in(["clean"], m), **{b.upper(): trials_in(cells_of(info, b, panel=True), m) for b in JOINT_BLOCKS},
+              "panel fault": trials_in(["clean", *panel], m), "C_asym": trials_in(ASYMMETRY_CELLS, m),
+              "panel mean": trials_in(panel, m), "panel worst": trials_in(panel, m), "coverage": trials_in(panel, m),
+              "strongest fault line": trials_in([c if isinstance(c, str) else None], m)}
+             for m, c in zip(p["model"], p["strongest_fault_line"])]
+    return with_trials(shown, links), p
 
 
-def controls_table(numbers: Numbers):
+def controls_table(numbers: Numbers, info: dict[str, ConditionInfo]):
+    """Per model: the missing-modality controls, M_m (eq. 7), the shortcut controls, G and option order."""
     d = numbers.diagnostics.set_index("model")
     acc = _acc(numbers)
     void = numbers.not_applicable.set_index(["model", "condition_id"])["items"] if len(numbers.not_applicable) else {}
-    rows_shown, raw = [], []
+    rows_shown, raw, links = [], [], []
+    orders = ["clean", *(cid for cid, c in info.items() if c.block == "option_order" and c.base == "clean")]
     for model in d.index:
         row_raw = {"model": model}
         for cid in ("missing_text", "missing_vision", "missing_audio", "shortcut_question_options",
@@ -211,10 +299,20 @@ def controls_table(numbers: Numbers):
             f"{pp(clean_order['mean_order'].iloc[0])} / {pp(clean_order['worst_order'].iloc[0])}",
             "consistency (clean)": "–" if clean_order.empty else f"{100 * clean_order['consistency'].iloc[0]:.1f}%",
         })
-    return pd.DataFrame(rows_shown), pd.DataFrame(raw)
+        links.append({
+            "no text / vision / audio": [trials_in([f"missing_{m}"], model) for m in MODALITIES.values()],
+            "M_t / M_v / M_a": [trials_in([f"missing_{m}", *cells_of(info, "single", modality=m, severity=70)], model)
+                                for m in MODALITIES.values()],
+            "Q+options": trials_in(["shortcut_question_options"], model),
+            "text only": trials_in(["shortcut_text_only"], model), "G": trials_in(["shortcut_text_only"], model),
+            "V+A generic": trials_in(["shortcut_visual_audio"], model),
+            "options only": trials_in(["shortcut_options_only"], model),
+            "order mean / worst (clean)": [trials_in(orders, model)] * 2, "consistency (clean)": trials_in(orders, model),
+        })
+    return with_trials(pd.DataFrame(rows_shown), links), pd.DataFrame(raw)
 
 
-def diagnostics_table(numbers: Numbers):
+def diagnostics_table(numbers: Numbers, info: dict[str, ConditionInfo]):
     """FS_S over the panel (Table 20), the drop over every run cell of each block, fragility
     slopes (Table 19) and the shortcut gap."""
     d = numbers.diagnostics
@@ -224,4 +322,10 @@ def diagnostics_table(numbers: Numbers):
                           **{f"S_{m} (pp/10 sev)": d[f"S_{m}"].map(lambda x: "–" if not math.isfinite(x) else f"{1000 * x:+.2f}")
                              for m in "tva"},
                           "G": d["G"].map(pp)})
-    return shown, d
+    links = [{"clean": trials_in(["clean"], m),
+              **{f"FS {b}": trials_in(["clean", *cells_of(info, b, panel=True)], m) for b in JOINT_BLOCKS},
+              **{f"drop all {b}": trials_in(["clean", *cells_of(info, b)], m) for b in JOINT_BLOCKS},
+              **{f"S_{letter} (pp/10 sev)": trials_in(["clean", *cells_of(info, "single", modality=modality)], m)
+                 for letter, modality in MODALITIES.items()},
+              "G": trials_in(["shortcut_text_only"], m)} for m in d["model"]]
+    return with_trials(shown, links), d

@@ -1,20 +1,31 @@
-// faultline-eval viewer: the sortable, filterable sample table of a cell page.
-// Data come from window.FL_TABLE = {columns, rows, links} (a <script> file: works from file://).
+// faultline-eval viewer: the sortable, filterable sample table of a cell page (or of a page of
+// several cells). Data come from window.FL_TABLES, one {cell, columns, rows, links} per cell, each
+// pushed by a <script> file (works from file://, where fetch() of local files is blocked).
 (function () {
   "use strict";
-  var data = window.FL_TABLE, table = document.getElementById("samples");
-  if (!data || !table) return;
+  var tables = window.FL_TABLES || [], table = document.getElementById("samples");
+  if (!tables.length || !table) return;
+  // a page of several cells gets a first column naming each trial's cell
+  var cellColumn = table.dataset.cellColumn;
+  var data = {columns: (cellColumn ? [cellColumn] : []).concat(tables[0].columns), rows: [], links: []};
+  tables.forEach(function (t) {
+    t.rows.forEach(function (row, i) {
+      data.rows.push(cellColumn ? [t.cell].concat(row) : row);
+      data.links.push(t.links[i]);
+    });
+  });
   var filters = {}, sortColumn = -1, sortDescending = false;
-  var wanted = {};  // from the address: #model=...&verdict=... (a leading ! negates)
+  var wanted = {};  // from the address: #model=...&verdict=... (a leading ! negates, a leading = matches whole)
   location.hash.replace(/^#/, "").split("&").forEach(function (part) {
-    var kv = part.split("=");
-    if (kv.length === 2) wanted[decodeURIComponent(kv[0])] = decodeURIComponent(kv[1]);
+    var at = part.indexOf("=");
+    if (at > 0) wanted[decodeURIComponent(part.slice(0, at))] = decodeURIComponent(part.slice(at + 1));
   });
 
   function text(v) { return v === null || v === undefined ? "" : String(v); }
   function matches(value, filter) {
     if (!filter) return true;
     if (filter.charAt(0) === "!") return text(value) !== filter.slice(1);
+    if (filter.charAt(0) === "=") return text(value) === filter.slice(1);
     return text(value).toLowerCase().indexOf(filter.toLowerCase()) >= 0;
   }
 
