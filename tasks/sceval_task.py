@@ -92,6 +92,7 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     # whose media do not decode would break the trial it is lent to); the row keeps the choice
     donors = probes.DonorPicker([it for it in source.items if not decode_problem(it, check_media, media_paths)]) \
         if condition.probe is not None else None
+    dataset = f"{source.spec}#{source.fingerprint}"  # hashes every item: once, not per trial
     rows = []
     for item, variant, released in trials:
         reason = manifest.exclusion_reason(item.sample_id, condition, variant, stress_only=stress_only) \
@@ -113,7 +114,7 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
             "variant": variant,
             "released": released,
             "target": shown_gold,
-            "dataset": f"{source.spec}#{source.fingerprint}",
+            "dataset": dataset,
             "item": _item_json(item),
             "donor": _donor_json(donors, item, condition, variant),
             "cohort": manifest.cohort(item.sample_id, condition, variant) if manifest else GOLD_PRESERVED,
