@@ -9,7 +9,8 @@ answers without parsing the body), on ``--items`` demo items replicated as a loc
 (``SCEVAL_SOURCE``; each replica's media are files of their own, so each is decoded once),
 and again on ``--large-items``; ``--tasks`` runs a subset of the panel instead. Peer, in the
 same run and interleaved: the same tasks through lmms-eval's own ``dummy`` model (no request
-building at all), i.e. lmms-eval's per-request overhead plus our task building and scoring. Goals: >= 40 requests/s; the large run >= 0.8x the small one's rate.
+building at all), i.e. lmms-eval's per-request overhead plus our task building and scoring.
+Goals: >= 40 requests/s; the large run >= 0.8x the small one's rate.
 
 (b) ``sceval_gemini`` at ``max_concurrency=8`` against the fake Gemini server answering after
 0.25 s: wall time against the ideal ``latency x requests / concurrency``; goal <= 1.3x.
