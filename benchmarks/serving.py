@@ -1,14 +1,16 @@
 """Client throughput of the serving path, against local fake servers, in one run.
 
     python benchmarks/serving.py [--items 300] [--large-items 3000] [--gemini-items 20] [--repeat 1]
+                                  [--tasks sceval_panel]
 
 (a) ``sceval_panel`` (clean + 12 joint cells x 3 variants = 37 requests per item) through
 ``sceval_openai`` against a zero-latency fake OpenAI-compatible server (its own process, which
 answers without parsing the body), on ``--items`` demo items replicated as a local dataset
-(``SCEVAL_SOURCE``; each replica's media under its own path, so nothing is shared by a path
-cache), and again on ``--large-items``. Peer, in the same run and interleaved: the same task
-through lmms-eval's own ``dummy`` model (no request building at all), i.e. lmms-eval's
-per-request overhead. Goals: >= 40 requests/s; the large run >= 0.8x the small one's rate.
+(``SCEVAL_SOURCE``; each replica's media are files of their own, so each is decoded once),
+and again on ``--large-items``; ``--tasks`` runs a subset of the panel instead. Peer, in the
+same run and interleaved: the same tasks through lmms-eval's own ``dummy`` model (no request
+building at all), i.e. lmms-eval's per-request overhead plus our task building and scoring.
+Goals: >= 40 requests/s; the large run >= 0.8x the small one's rate.
 
 (b) ``sceval_gemini`` at ``max_concurrency=8`` against the fake Gemini server answering after
 0.25 s: wall time against the ideal ``latency x requests / concurrency``; goal <= 1.3x.
@@ -16,8 +18,9 @@ per-request overhead. Goals: >= 40 requests/s; the large run >= 0.8x the small o
 (c) The wire encodings (:mod:`faultline_eval.model_wrappers.media_encoding`) of one 8-frame
 640x360 request, clean and noise-corrupted: bytes and ms.
 
-Every measured run is a fresh process (no warm caches from a previous run); the time is that of
-lmms-eval's ``simple_evaluate`` inside it, so interpreter and import start-up are left out.
+Every measured run is a fresh process (no warm in-memory caches; the decode cache's disk layer
+is shared, as between real runs); the time is that of lmms-eval's ``simple_evaluate`` inside
+it, so interpreter and import start-up are left out.
 """
 
 from __future__ import annotations
@@ -41,8 +44,9 @@ LATENCY, CONCURRENCY = 0.25, 8
 
 
 def replicate_demo(folder: Path, count: int) -> Path:
-    """``count`` items: the demo items over and over, each with its own id and media path (a
-    link to one copy of the demo media inside the dataset root)."""
+    """``count`` items: the demo items over and over, each with its own id and media files
+    (hard links to one copy of the demo media: a symlink would resolve to the shared file, and
+    the decode cache, keyed by resolved path, would decode it once for all replicas)."""
     import shutil
 
     from sceval_plugin.data.sources import DEMO_DIR
@@ -54,7 +58,7 @@ def replicate_demo(folder: Path, count: int) -> Path:
     for i in range(count):
         row = dict(rows[i % len(rows)])
         sid = f"{row['sample_id']}-r{i // len(rows):04d}"
-        (folder / "media" / sid).symlink_to(Path("..") / "demo-media" / row["sample_id"], target_is_directory=True)
+        shutil.copytree(folder / "demo-media" / row["sample_id"], folder / "media" / sid, copy_function=os.link)
         moved = lambda path, old=row["sample_id"]: path.replace(f"/{old}/", f"/{sid}/")  # noqa: E731
         row["visual"] = moved(row["visual"]) if isinstance(row["visual"], str) else list(map(moved, row["visual"]))
         row["audio"] = moved(row["audio"])
@@ -86,7 +90,7 @@ from lmms_eval.evaluator import simple_evaluate
 from lmms_eval.tasks import TaskManager
 manager = TaskManager("ERROR")
 start = time.perf_counter()
-out = simple_evaluate(model=sys.argv[1], model_args=sys.argv[2], tasks=["sceval_panel"], task_manager=manager,
+out = simple_evaluate(model=sys.argv[1], model_args=sys.argv[2], tasks=sys.argv[3].split(","), task_manager=manager,
                       verbosity="ERROR")
 wall = time.perf_counter() - start
 print(json.dumps({"wall": wall, "requests": sum(v["effective"] for v in out["n-samples"].values())}))
@@ -99,8 +103,9 @@ def serve(kind: str, latency: float):
     return server, server.stdout.readline().strip()
 
 
-def timed(model: str, model_args: str, env: dict) -> tuple[float, int]:
-    done = subprocess.run([sys.executable, "-c", RUN, model, model_args], env=env, capture_output=True, text=True)
+def timed(model: str, model_args: str, env: dict, tasks: str = "sceval_panel") -> tuple[float, int]:
+    done = subprocess.run([sys.executable, "-c", RUN, model, model_args, tasks], env=env, capture_output=True,
+                          text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{model} run failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -139,6 +144,8 @@ def main() -> int:
     parser.add_argument("--gemini-items", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--concurrency", type=int, default=16, help="sceval_openai's max_concurrency")
+    parser.add_argument("--tasks", default="sceval_panel",
+                        help="the tasks of part (a), comma-separated (a subset keeps a large run short)")
     args = parser.parse_args()
 
     ok = True
@@ -157,7 +164,7 @@ def main() -> int:
                             ("dummy", "dummy", ""),
                             ("sceval_openai", "sceval_openai",
                              f"base_url={url},model=fake,store=none,audio_canary=off,max_concurrency={args.concurrency}")):
-                        wall, requests = timed(model, model_args, env)
+                        wall, requests = timed(model, model_args, env, args.tasks)
                         rates[(name, n)] = max(rates.get((name, n), 0.0), requests / wall)
                         print(f"  {name:<14} {n:>5} items {requests:>7} requests {wall:>8.1f} s "
                               f"{requests / wall:>8.1f} req/s", flush=True)
@@ -165,7 +172,7 @@ def main() -> int:
             server.stdin.close()
             server.wait()
 
-        print(f"\n(a) sceval_panel through sceval_openai, zero-latency fake server, {os.cpu_count()} cores")
+        print(f"\n(a) {args.tasks} through sceval_openai, zero-latency fake server, {os.cpu_count()} cores")
         for n in sizes:
             ours, peer = rates[("sceval_openai", n)], rates[("dummy", n)]
             print(f"  {n:>5} items: {ours:7.1f} req/s; lmms-eval dummy {peer:7.1f} req/s; "

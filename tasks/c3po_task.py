@@ -62,7 +62,8 @@ def _item_json(item: C3POItem) -> str:
     })
 
 
-@functools.lru_cache(maxsize=4096)
+# sized as sceval_task._item (an LRU smaller than the dataset misses on every call)
+@functools.lru_cache(maxsize=2**16)
 def _item(item_json: str) -> C3POItem:
     row = json.loads(item_json)
     return item_from_row(row, row["root"])

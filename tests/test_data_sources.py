@@ -210,3 +210,18 @@ def test_manifest_excludes_and_names_reasons(tmp_path):
     bad.write_text('{"cells": [{"sample_id": "s"}]}')
     with pytest.raises(ManifestError, match=r"cells\[0\] needs sample_id, operator, severity"):
         parse_manifest(bad)
+
+
+def test_a_task_build_hashes_its_items_once_however_many_trials(monkeypatch):
+    """The dataset fingerprint hashes every item: taken per trial it made a task build
+    O(items x trials), the throughput loss at scale of issue 15."""
+    from faultline_eval.tasks import sceval_task as task
+    from sceval_plugin.data.sources import Source
+
+    computed = []
+    fingerprint = Source.fingerprint.fget
+    monkeypatch.setattr(Source, "fingerprint", property(lambda self: computed.append(1) or fingerprint(self)))
+    rows, _ = task.build_rows(catalogue().get("bi_tv_drop_words_noise_t30_v70"))
+    source = load_source()
+    assert len(rows) == 3 * len(source.items) and len(computed) == 1
+    assert {row["dataset"] for row in rows} == {f"{source.spec}#{fingerprint(source)}"}
