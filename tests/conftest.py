@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
+# The suite runs on two workers (README: pytest -n auto); one OpenMP pool per process, sized to
+# every core, in each worker and each lmms-eval it starts would oversubscribe the cores and slow
+# torch's tiny models by an order of magnitude. Set before any test imports torch.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 import pytest
 from hypothesis import settings
 

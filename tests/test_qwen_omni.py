@@ -255,7 +255,7 @@ def test_a_killed_tiny_qwen2_5_omni_run_resumes_without_generating_finished_requ
     # on CPU: the first run is still generating when it is killed after two stored replies.
     command = [str(BIN / "lmms-eval"), "eval", "--model", "faultline_qwen2_5_omni",
                "--model_args", f"pretrained={tiny_qwen_omni},device=cpu", "--tasks", "sceval_clean",
-               "--limit", "6", "--gen_kwargs", "max_new_tokens=2000", "--log_samples", "--output_path", "out/"]
+               "--limit", "4", "--gen_kwargs", "max_new_tokens=2000", "--log_samples", "--output_path", "out/"]
     env = {**os.environ, **OFFLINE, "SCEVAL_CACHE": str(tmp_path / "cache")}
 
     def stored() -> list[dict]:
@@ -270,7 +270,7 @@ def test_a_killed_tiny_qwen2_5_omni_run_resumes_without_generating_finished_requ
     os.killpg(first.pid, signal.SIGKILL)  # the run and anything it started
     first.wait()
     finished = {row["row_id"] for row in stored()}
-    assert 2 <= len(finished) < 6, f"the run must be killed part-way ({len(finished)} replies stored)"
+    assert 2 <= len(finished) < 4, f"the run must be killed part-way ({len(finished)} replies stored)"
 
     token_log = tmp_path / "rerun_tokens.jsonl"
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=1200,
@@ -282,7 +282,7 @@ def test_a_killed_tiny_qwen2_5_omni_run_resumes_without_generating_finished_requ
     [samples_file] = (tmp_path / "out").rglob("*_samples_sceval_clean.jsonl")
     records = [json.loads(line)["sceval_record"] for line in samples_file.read_text().splitlines()]
     row_ids = {f"clean/{r['sample_id']}/{r['variant']}" for r in records}
-    assert len(records) == 6 and len(row_ids) == 6 and generated == row_ids - finished
+    assert len(records) == 4 and len(row_ids) == 4 and generated == row_ids - finished
     restored = {f"clean/{r['sample_id']}/{r['variant']}" for r in records
                 if r["failure_detail"] == RESTORED_DETAIL}
     assert restored == finished
