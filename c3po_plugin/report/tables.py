@@ -144,12 +144,14 @@ def overall_table(ov: pd.DataFrame, judges: dict[str, list[str]] | None = None,
         for row in ov.to_dict("records"):
             m = row["model"]
             every = _trials_of(groups, metrics.OVERALL, m)
-            counted = {"judge errors": ("judge_errors", "=ungradable: judge error"),
-                       **{f"invalid: {k.replace('_', ' ')}": (f"invalid_{k}", f"=invalid: {k}") for k in metrics.INVALID}}
+            counted = {"judge decisions": ("judge_decisions", {"decided_by": "=judge"}),
+                       "judge errors": ("judge_errors", {"verdict": "=ungradable: judge error"}),
+                       **{f"invalid: {k.replace('_', ' ')}": (f"invalid_{k}", {"verdict": f"=invalid: {k}"})
+                          for k in metrics.INVALID}}
             links.append({**dict.fromkeys(("accuracy [95% CI]", "samples", "ungradable as missing", "exact match only",
                                            "coverage"), every),
                           "IC": _trials_of(groups, "IC", m), "CC": _trials_of(groups, "CC", m),
-                          **{c: _trials_of(groups, metrics.OVERALL, m, verdict=v) for c, (n, v) in counted.items()
+                          **{c: _trials_of(groups, metrics.OVERALL, m, **where) for c, (n, where) in counted.items()
                              if row.get(n) and row[n] == row[n]}})  # a count of 0 (or none) opens nothing
         with_trials(shown, links)
     return shown, ov.assign(graded_by=graded)

@@ -42,6 +42,8 @@ def read_rows(run_dirs, verdicts: str | Path | None = None) -> tuple[pd.DataFram
         # a wrong answer without a mode is "other", as the report counts it (its failure links filter on it)
         "failure_mode": [m if isinstance(m, str) else "other" if v == "wrong" else None
                          for m, v in zip(trials["failure_mode"], verdict)],
+        # how the grade was reached, as the report counts judge decisions
+        "decided_by": ["exact match" if x else "judge" if j else None for x, j in zip(trials["exact"], trials["judged"])],
         "folder": trials["folder"], "run": trials["run"].astype(int),
     })
     return rows, notes

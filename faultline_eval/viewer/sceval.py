@@ -22,14 +22,21 @@ KEY = ["model", "cell", "sample_id", "variant"]
 
 def read_rows(run_dirs) -> tuple[pd.DataFrame, list[str]]:
     """The report's trial table (:func:`sceval_plugin.report.reader.read_runs`) in the viewer's
-    columns: model, cell (the condition), sample_id, variant, verdict, answer, confidence."""
+    columns: model, cell (the condition), sample_id, variant, verdict, answer, confidence, and what
+    report numbers select trials by: the item's ``source`` (Table 11's split) and ``donor_answer``,
+    the item option a mismatch probe's donor gold maps to (empty: the trial is undetermined for T_m)."""
     trials, notes = read_runs(run_dirs, progress=False)
+
+    def optional(column: str) -> pd.Series:
+        values = trials[column] if column in trials else pd.Series(None, index=trials.index)
+        return values.astype(object).where(values.notna(), None)
+
     rows = pd.DataFrame({
         "model": trials["model"].astype(str), "cell": trials["condition_id"].astype(str),
         "sample_id": trials["sample_id"].astype(str), "variant": trials["variant"].astype(int),
         "verdict": [verdict_of(c, i, u) for c, i, u in zip(trials["correct"], trials["invalid"],
                                                              trials["not_applicable"])],
-        "confidence": trials["confidence"].astype(object).where(trials["confidence"].notna(), None),
+        "confidence": optional("confidence"), "source": optional("source"), "donor_answer": optional("follows_donor"),
     })
     return rows, notes
 

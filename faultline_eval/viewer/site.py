@@ -36,12 +36,14 @@ from faultline_eval.viewer.media import MediaWriter, Shown, Written
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 TABLE_COLUMNS = ["model", "sample_id", "variant", "verdict", "answer", "gold", "confidence", "latency_s"]
+#: Columns a benchmark's rows may add, shown when any trial has a value (report links filter on them).
+OPTIONAL_COLUMNS = ["judge", "decided_by", "failure_mode", "source", "donor_answer"]
 
 
 @dataclass
 class Section:
     """One benchmark's part of the site. ``rows`` has columns model, cell, sample_id, variant,
-    verdict and optionally answer, gold, confidence, judge, failure_mode; ``read_records(wanted)``
+    verdict and optionally answer, gold, confidence and :data:`OPTIONAL_COLUMNS`; ``read_records(wanted)``
     returns (extras for every trial, full records of the wanted keys); ``details(record)`` the
     labelled fields of one trial's answer card."""
 
@@ -187,6 +189,7 @@ class SiteWriter:
         links = [f"../samples/{sample_pages[r.sample_id]}#{slug(f'{r.cell}-{r.variant}')}" if on else None
                  for r, on in zip(rows.itertuples(), has_page)]
         rows["link"] = links
+        rows = rows.drop(columns=[c for c in OPTIONAL_COLUMNS if c in rows and rows[c].isna().all()])
         cells = sorted(rows["cell"].unique(), key=lambda c: (c != "clean", c))
         cell_pages = {c: slug(c) for c in cells}
         for cell, group in rows.groupby("cell", sort=False):
@@ -264,7 +267,7 @@ class SiteWriter:
 
     # -- per cell -----------------------------------------------------------------------------------------
     def _cell_page(self, s: Section, cell: str, rows: pd.DataFrame, name: str) -> None:
-        columns = [c for c in TABLE_COLUMNS if c in rows] + [c for c in ("judge", "failure_mode") if c in rows]
+        columns = [c for c in TABLE_COLUMNS if c in rows] + [c for c in OPTIONAL_COLUMNS if c in rows]
         data = {"cell": cell, "columns": [s.variant_label if c == "variant" else c for c in columns],
                 "rows": [[_clean(v) for v in values] for values in rows[columns].itertuples(index=False)],
                 "links": [_clean(v) for v in rows["link"]]}

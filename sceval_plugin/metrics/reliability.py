@@ -156,18 +156,24 @@ def failure_overlap(samples: pd.DataFrame, *, shared_fraction: float = SHARED_HA
 
 # --- Table 10: prompt variants ---------------------------------------------------------------------
 
-def prompt_shift(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd.DataFrame:
-    """Table 10: per model, accuracy and valid-output coverage of the standard JSON prompt and of
-    each prompt variant, each over the prompt-subset base cells run under every prompt the model
-    was run with (so the columns compare the same cells), and the invalid-output shift: JSON
-    coverage minus the worst variant's coverage."""
+def prompt_variants(info: Mapping[str, ConditionInfo]) -> dict[str, tuple[str, str]]:
+    """Each prompt-variant condition -> (its base cell, its prompt); the base cell itself is the
+    standard JSON prompt ("json")."""
     from sceval_plugin.conditions import catalogue
 
     registry = catalogue()
-    variant_of = {cid: (c.base, registry.get(cid).prompt) for cid, c in info.items()
-                  if c.block == "prompt" and cid in registry}
+    return {cid: (c.base, registry.get(cid).prompt) for cid, c in info.items()
+            if c.block == "prompt" and cid in registry}
+
+
+def prompt_shift(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd.DataFrame:
+    """Table 10: per model, accuracy and valid-output coverage of the standard JSON prompt and of
+    each prompt variant, each over the prompt-subset base cells run under every prompt the model
+    was run with (so the columns compare the same cells; ``base_cells`` names them, comma-joined),
+    and the invalid-output shift: JSON coverage minus the worst variant's coverage."""
+    variant_of = prompt_variants(info)
     kinds = list(dict.fromkeys(p for _, p in variant_of.values()))
-    columns = ["model", "bases", *[f"accuracy_{k}" for k in ["json", *kinds]],
+    columns = ["model", "bases", "base_cells", *[f"accuracy_{k}" for k in ["json", *kinds]],
                *[f"coverage_{k}" for k in ["json", *kinds]], "invalid_shift", "worst_prompt"]
     s = summary[summary["condition_id"].isin(list(variant_of))]
     if s.empty:
@@ -182,7 +188,7 @@ def prompt_shift(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd
         run = sorted(set(g["prompt"]), key=["json", *kinds].index)
         common = set.intersection(*(set(g.loc[g["prompt"] == p, "base"]) for p in run))
         g = g[g["base"].isin(common)]
-        row = {"model": model, "bases": len(common)}
+        row = {"model": model, "bases": len(common), "base_cells": ",".join(sorted(common))}
         for p in run:
             cells = g[g["prompt"] == p]
             row[f"accuracy_{p}"] = cells["accuracy"].mean() if len(cells) else np.nan

@@ -28,7 +28,7 @@ from sceval_plugin.metrics.diagnostics import Diagnostic, DiagnosticOptions, app
 from sceval_plugin.metrics.drops import ALL_MODELS, HIGH_REJECTION_OPERATORS
 from sceval_plugin.metrics.humans import HUMAN
 from sceval_plugin.metrics.protocol import MODALITIES, TRIAL_COLUMNS, ConditionInfo, per_sample, split_not_applicable
-from sceval_plugin.metrics.reliability import GROUP_OF_BLOCK
+from sceval_plugin.metrics.reliability import GROUP_OF_BLOCK, prompt_variants
 from sceval_plugin.report.reader import ReportError, read_runs
 from sceval_plugin.report.tables import cells_of, drop, pp, signed, trials_in, with_trials, write_table
 
@@ -208,10 +208,17 @@ def _failure_overlap(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Con
 
 
 def _source_breakdown(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
-    return pd.DataFrame({"model": f["model"], "source": f["source"], "clean": f["clean"].map(pp),
-                         "TV (panel)": f["tv_mean"].map(pp), "TVA (panel)": f["tva_mean"].map(pp),
-                         "strongest drop": [f"{drop(d)} ({c})" if isinstance(c, str) else "–"
-                                            for d, c in zip(f["strongest_drop"], f["strongest_condition"])]})
+    shown = pd.DataFrame({"model": f["model"], "source": f["source"], "clean": f["clean"].map(pp),
+                          "TV (panel)": f["tv_mean"].map(pp), "TVA (panel)": f["tva_mean"].map(pp),
+                          "strongest drop": [f"{drop(d)} ({c})" if isinstance(c, str) else "–"
+                                             for d, c in zip(f["strongest_drop"], f["strongest_condition"])]})
+    # the trials of the model's items of that source (the viewer's source column), per cell set
+    return with_trials(shown, [{"clean": trials_in(["clean"], m, source=f"={src}"),
+                                "TV (panel)": trials_in(cells_of(info, "tv", panel=True), m, source=f"={src}"),
+                                "TVA (panel)": trials_in(cells_of(info, "tva", panel=True), m, source=f"={src}"),
+                                "strongest drop": trials_in(["clean", at], m, source=f"={src}")
+                                if isinstance(at, str) else None}
+                               for m, src, at in zip(f["model"], f["source"], f["strongest_condition"])])
 
 
 def _slope(x: float) -> str:
@@ -256,10 +263,23 @@ def _operator_groups(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Con
 def _prompt_shift(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
     kinds = [c.removeprefix("accuracy_") for c in f.columns if c.startswith("accuracy_")]
     label = {"json": "Std. JSON", "cot": "CoT", "open": "Open-form"}
-    return pd.DataFrame({"model": f["model"], "cells": f["bases"],
-                         **{label.get(k, k): f[f"accuracy_{k}"].map(pp) for k in kinds},
-                         **{f"coverage {label.get(k, k)}": f[f"coverage_{k}"].map(pp) for k in kinds},
-                         "invalid shift": f["invalid_shift"].map(drop), "worst prompt": f["worst_prompt"].fillna("–")})
+    shown = pd.DataFrame({"model": f["model"], "cells": f["bases"],
+                          **{label.get(k, k): f[f"accuracy_{k}"].map(pp) for k in kinds},
+                          **{f"coverage {label.get(k, k)}": f[f"coverage_{k}"].map(pp) for k in kinds},
+                          "invalid shift": f["invalid_shift"].map(drop), "worst prompt": f["worst_prompt"].fillna("–")})
+    variant_of = prompt_variants(info)
+    links = []
+    for model, bases, worst in zip(f["model"], f["base_cells"], f["worst_prompt"]):
+        bases = set(str(bases).split(",")) if isinstance(bases, str) and bases else set()
+        # each prompt's cells: the common bases themselves (json) or their variants under that prompt
+        under = {k: sorted(bases) if k == "json" else sorted(c for c, (b, p) in variant_of.items() if p == k and b in bases)
+                 for k in kinds}
+        link = {label.get(k, k): trials_in(under[k], model) for k in kinds}
+        link.update({f"coverage {label.get(k, k)}": trials_in(under[k], model) for k in kinds})
+        if isinstance(worst, str) and worst in under:
+            link["invalid shift"] = trials_in([*under.get("json", []), *under[worst]], model)
+        links.append(link)
+    return with_trials(shown, links)
 
 
 def _invalid_items(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:

@@ -21,7 +21,7 @@ from sceval_plugin.metrics.probes import (
 from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES
 from sceval_plugin.probes import HEADLINE_BUDGET, PROBE_FAMILIES
 from sceval_plugin.report import plots
-from sceval_plugin.report.tables import drop, pp, write_table
+from sceval_plugin.report.tables import drop, pp, trials_in, with_trials, write_table
 
 FAMILY_TITLES = {
     "mismatch": "Cross-modal mismatch (G.9): one modality's evidence from a donor item (random, category- or "
@@ -85,14 +85,61 @@ def summary_table(metrics: pd.DataFrame, trust: pd.DataFrame, ece: pd.DataFrame)
     return shown, raw
 
 
-def trust_table(trust: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame({
+#: The trials T_m counts (G.9): valid answers to an applicable mismatch probe ...
+VALID = {"verdict": "=correct|=wrong"}
+
+
+def _counted(reading: str, determinable: bool = True) -> dict[str, str]:
+    """... whose donor answer maps onto an option (the viewer's ``donor_answer``; empty when it does
+    not). That column is the donor's gold: under the ``donor_clean_answer`` reading only the valid
+    trials are selected (a superset of the determinable ones)."""
+    if reading != "donor_gold":
+        return VALID
+    return {**VALID, "donor_answer": "!" if determinable else "="}
+
+
+def _mismatch_cells(info: dict, modality: str, tier: str = "all") -> list[str]:
+    """The mismatch probe cells replacing ``modality`` with a donor of ``tier`` ("all": any tier)."""
+    return [cid for cid, c in info.items() if c.probe is not None and c.probe[0] == "mismatch"
+            and c.probe[1] == f"mismatch_{modality}" and tier in ("all", c.probe[2])]
+
+
+def summary_links(table: pd.DataFrame, ece: pd.DataFrame, info: dict, reading: str) -> list[dict]:
+    """Per model of :func:`summary_table`: the trials behind each number, the probe cells the
+    model ran of that family (with clean for a drop from clean)."""
+    links = []
+    for model in sorted(table["model"].unique()):
+        ran = table[table["model"] == model]
+
+        def family(name: str, *extra: str) -> dict | None:
+            return trials_in([*extra, *ran.loc[ran["family"] == name, "condition_id"]], model)
+
+        ece_cells = ece.loc[(ece["model"] == model) & (ece["family"] != "clean"), "condition_id"] if len(ece) else []
+        links.append({**{f"T_{m[0]} %": trials_in(_mismatch_cells(info, m), model, **_counted(reading))
+                         for m in ("text", "vision", "audio")},
+                      "temporal drop (pp)": family("temporal", "clean"), "budget gap (pp)": family("frame_budget"),
+                      "position gap (pp)": family("key_frame"), "distractor effect (pp)": family("distractor", "clean"),
+                      "desync slope (pp/s)": family("desync", "clean"), "ECE (probes)": trials_in(ece_cells, model)})
+    return links
+
+
+def trust_table(trust: pd.DataFrame, info: dict) -> pd.DataFrame:
+    """The trust-bias rows as printed, each number linked to the trials it counts."""
+    links = []
+    for r in trust.to_dict("records"):
+        cells, model, reading = _mismatch_cells(info, r["modality"], r["tier"]), r["model"], r["reading"]
+        counted = trials_in(cells, model, **_counted(reading))
+        links.append({**dict.fromkeys(("T_m % [95% CI]", "follows item %", "neither %"), counted),
+                      "determinable": counted if r["determinable"] and reading == "donor_gold" else None,
+                      "undetermined": trials_in(cells, model, **_counted(reading, determinable=False))
+                      if r["undetermined"] and reading == "donor_gold" else None})
+    return with_trials(pd.DataFrame({
         "model": trust["model"], "replaced": trust["modality"], "donor tier": trust["tier"],
         "T_m % [95% CI]": [f"{pp(r['trust_bias'])} [{pp(r['ci_low'])}, {pp(r['ci_high'])}]"
                            for _, r in trust.iterrows()],
         "follows item %": trust["follows_item"].map(pp), "neither %": trust["follows_neither"].map(pp),
         "determinable": trust["determinable"], "undetermined": trust["undetermined"],
-    })
+    }), links)
 
 
 def calibration_table(ece: pd.DataFrame) -> pd.DataFrame:
@@ -199,12 +246,13 @@ def write_probes(numbers, trials: pd.DataFrame, info: dict, out: Path, notes: li
     trust = trust_bias(trials, info, reading=trust_reading, b=b, seed=seed)
     ece = probe_calibration(trials, info, values=confidence_values)
     shown, raw = summary_table(metrics, trust, ece)
+    with_trials(shown, summary_links(table, ece, info, trust_reading))
     written += write_table(out, "probes_summary", shown, raw,
                            "Mechanism probes (Table 17): trust bias T_m over all donor tiers, temporal drop, desync "
                            "slope of accuracy on |shift|, budget gap (largest loss vs 8 frames), position gap "
                            "(max − min), mean ECE over the probe conditions, distractor effect (mean)")
     if len(trust):
-        written += write_table(out, "probes_trust_bias", trust_table(trust), trust,
+        written += write_table(out, "probes_trust_bias", trust_table(trust, info), trust,
                                f"Trust bias T_m (G.9; reading {trust_reading}): share of determinable mismatch "
                                "trials whose answer follows the replaced modality, 95% bootstrap CI over items")
     elif (table["family"] == "mismatch").any():

@@ -68,7 +68,8 @@ def trials_in(cells: Iterable[str | None], model: str | None = None, **where: st
     of the ``cells`` (SCEval condition ids or C3PO template ids; several for a number over a
     block, a modality or a tier), of ``model`` only when given, and matching ``where`` (the
     viewer's trial-table columns, e.g. ``failure_mode="audio_dominance"``; a value starting with
-    ``=`` must match whole, otherwise it is found within the column's text, ``!`` excludes it).
+    ``=`` must match whole, otherwise it is found within the column's text, ``!`` excludes it;
+    alternatives joined by ``|``, e.g. ``verdict="=correct|=wrong"``, match either).
     None when no cell is named: nothing to link."""
     cells = sorted({str(c) for c in cells if isinstance(c, str) and c})
     if not cells:

@@ -15,7 +15,8 @@
     });
   });
   var filters = {}, sortColumn = -1, sortDescending = false;
-  var wanted = {};  // from the address: #model=...&verdict=... (a leading ! negates, a leading = matches whole)
+  // from the address: #model=...&verdict=... (a leading ! negates, a leading = matches whole; a|b: either)
+  var wanted = {};
   location.hash.replace(/^#/, "").split("&").forEach(function (part) {
     var at = part.indexOf("=");
     if (at > 0) wanted[decodeURIComponent(part.slice(0, at))] = decodeURIComponent(part.slice(at + 1));
@@ -24,6 +25,7 @@
   function text(v) { return v === null || v === undefined ? "" : String(v); }
   function matches(value, filter) {
     if (!filter) return true;
+    if (filter.indexOf("|") >= 0) return filter.split("|").some(function (f) { return matches(value, f); });
     if (filter.charAt(0) === "!") return text(value) !== filter.slice(1);
     if (filter.charAt(0) === "=") return text(value) === filter.slice(1);
     return text(value).toLowerCase().indexOf(filter.toLowerCase()) >= 0;
