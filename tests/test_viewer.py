@@ -343,19 +343,33 @@ def test_c3po_report_numbers_link_their_trials_and_two_folders_stay_two_runs(sit
         for path in [*logs.glob("*_samples_c3po_*.jsonl"), *logs.glob("*_results.json")]:
             shutil.copy(path, tmp_path / folder)
     runs = [tmp_path / "run_a", tmp_path / "run_b"]
-    build_report(runs, tmp_path / "report", b=20)
+    # the judge decided the non-matching answers; a re-grading (in both folders) accepts one and
+    # calls another an exact match: no longer a judge decision
+    answers = [json.loads(line)["c3po_accuracy"] for line in next(logs.glob("*_samples_c3po_*.jsonl")).read_text()
+               .splitlines()]
+    yes, exact, *judged = [a["s"] for a in answers if a["j"]]
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text("".join(json.dumps({"model": "sceval_reference", "sample_id": s, "run": 0, "judge_id": "test",
+                                            "verdict": "YES", "exact_match": s == exact}) + "\n" for s in (yes, exact)))
+    build_report(runs, tmp_path / "report", b=20, verdicts=verdicts)
     done = write_site(runs, tmp_path / "site", benchmarks=("c3po",), c3po_report=tmp_path / "report",
-                      budget=Budget(per_cell=1))
+                      budget=Budget(per_cell=1), verdicts=verdicts)
     assert done["sections"][0]["trials"] == 16  # 8 per folder, none lost to a shared (model, sample, run 0)
     tables = report_links(tmp_path / "site" / "c3po" / "index.html")
-    (text, href), *_ = tables["Overall accuracy (%) as #YES/#Total and with ungradable trials as missing"][
-        "sceval_reference"]
+    overall = tables["Overall accuracy (%) as #YES/#Total and with ungradable trials as missing"]["sceval_reference"]
+    (text, href), *_ = overall
     trials = selected(href)
     assert len(trials) == 16 and {t["run"] for t in trials} == {0, 1} and {t["model"] for t in trials} == {
         "sceval_reference"}
     assert text.split(" [")[0] == f"{100 * sum(t['verdict'] == 'correct' for t in trials) / 16:.1f}"
     wrong = [h for rows in tables.values() for links in rows.values() for t, h in links if "verdict=%3Dwrong" in h]
     assert wrong and all(selected(h) and {t["verdict"] for t in selected(h)} == {"wrong"} for h in wrong)
+    # the judge decisions link the trials the report counted: both folders' judged trials, re-graded
+    [(count, href)] = [(t, h) for t, h in overall if "decided_by" in h]
+    trials = selected(href)
+    assert judged and int(count) == len(trials) == 2 * (1 + len(judged))
+    assert {t["sample_id"] for t in trials} == {yes, *judged}
+    assert {t["verdict"] for t in trials if t["sample_id"] == yes} == {"correct"}
 
 
 def report_links(overview: Path) -> dict[str, dict[str, list[tuple[str, str]]]]:
