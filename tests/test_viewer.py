@@ -309,6 +309,17 @@ def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
         trials = selected(href)
         assert {t["model"] for t in trials} == {model} and len(trials) == 6
         assert text == f"{100 * sum(t['verdict'] == 'correct' for t in trials) / len(trials):.1f}"
+    # the trust bias T_a over every donor tier: the determinable mismatch trials, T_a recomputed from them
+    for model in ("guesser", "sceval_reference"):
+        [(tm, href), _, _, (determinable, _), *undetermined] = tables["Trust bias T_m (G.9; reading donor_gold)"][model]
+        trials = selected(href)
+        assert "probe_mismatch_audio_random" in href and {t["model"] for t in trials} == {model}
+        assert int(determinable) == len(trials) > 0 and all(t["donor_answer"] for t in trials)
+        assert tm.split(" [")[0] == f"{100 * sum(t['answer'] == t['donor_answer'] for t in trials) / len(trials):.1f}"
+        assert all(t["donor_answer"] is None and t["verdict"] in ("correct", "wrong")
+                   for _, h in undetermined for t in selected(h))
+        [(summary, same)] = [(t, h) for t, h in tables["Mechanism probes (Table 17)"][model] if "donor_answer" in h]
+        assert summary == tm.split(" [")[0] and selected(same) == trials
     # a number over several cells (M_a: the missing-audio control against the severity-70 audio cells)
     # opens a page of all their trials; each link of every table selects trials
     assert all(selected(h) for rows in tables.values() for links in rows.values() for _, h in links)
@@ -387,7 +398,8 @@ def report_links(overview: Path) -> dict[str, dict[str, list[tuple[str, str]]]]:
 
 def selected(address: str) -> list[dict]:
     """The trials a viewer address shows, filtered as viewer.js filters them: the rows of every
-    table script of the page, then each ``#column=value`` (``=``: whole, ``!``: not, else within)."""
+    table script of the page, then each ``#column=value`` (``=``: whole, ``!``: not, else within;
+    ``a|b``: either)."""
     path, _, fragment = address.partition("#")
     page = Path(unquote(path))
     rows = []
@@ -397,6 +409,8 @@ def selected(address: str) -> list[dict]:
 
     def keep(value, wanted: str) -> bool:
         value = "" if value is None else str(value)
+        if "|" in wanted:
+            return any(keep(value, alternative) for alternative in wanted.split("|"))
         if wanted[:1] in ("=", "!"):
             return (value == wanted[1:]) == (wanted[0] == "=")
         return wanted.lower() in value.lower()
