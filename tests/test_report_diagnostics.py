@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 from test_report import SCEVAL, write_logs
+from test_viewer import report_links, selected
 
 from faultline_eval.model_wrappers.reference import answer_messages
+from faultline_eval.viewer import write_site
+from faultline_eval.viewer.budget import Budget
 from faultline_eval.tasks import sceval_task as task
 from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES
 
@@ -132,6 +135,29 @@ def test_report_writes_every_diagnostic(runs, tmp_path):
         assert clean["accuracy"] == pytest.approx(split["accuracy"]) and clean["n_samples"] == split["n"]
         assert (out / "by_source" / source / "joint.md").is_file()
         assert (out / "by_source" / source / "seed_stability.csv").is_file()
+
+    # the viewer of this report: Table 11's and Table 10's numbers open the trials they were computed from
+    write_site([root / "reference", root / "guesser"], tmp_path / "site", benchmarks=("sceval",), sceval_report=out,
+               budget=Budget(per_cell=0))
+    tables = report_links(tmp_path / "site" / "sceval" / "index.html")
+    (clean, href), *_ = tables["Per-source breakdown (Table 11)"]["guesser"]  # its last row: source demo-b
+    trials = selected(href)
+    assert {(t["model"], t["source"]) for t in trials} == {("guesser", "demo-b")} and "/clean-" in href
+    assert len(trials) == sum(r["condition_id"] == "clean" and _hash(r["sample_id"]) % 2 for r in guess)
+    assert clean == f"{100 * _accuracy(trials):.1f}"
+    (cot, href), *_ = [(t, h) for t, h in tables["Prompt robustness (Table 10)"]["guesser"] if "prompt_cot_clean" in h]
+    trials = selected(href)
+    assert {t["model"] for t in trials} == {"guesser"} and cot == f"{100 * _accuracy(trials):.1f}"
+    assert cot == f"{100 * shift['guesser']['accuracy_cot']:.1f}"
+
+
+def _accuracy(trials: list[dict]) -> float:
+    """Eq. 3 from the viewer's trials: per sample the mean over its valid variants, then the mean."""
+    scores: dict[str, list[bool]] = {}
+    for t in trials:
+        if t["verdict"] in ("correct", "wrong"):
+            scores.setdefault(t["sample_id"], []).append(t["verdict"] == "correct")
+    return sum(sum(v) / len(v) for v in scores.values()) / len(scores)
 
 
 @pytest.mark.slow
