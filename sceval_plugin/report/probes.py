@@ -85,17 +85,13 @@ def summary_table(metrics: pd.DataFrame, trust: pd.DataFrame, ece: pd.DataFrame)
     return shown, raw
 
 
-#: The trials T_m counts (G.9): valid answers to an applicable mismatch probe ...
-VALID = {"verdict": "=correct|=wrong"}
-
-
 def _counted(reading: str, determinable: bool = True) -> dict[str, str]:
-    """... whose donor answer maps onto an option (the viewer's ``donor_answer``; empty when it does
-    not). That column is the donor's gold: under the ``donor_clean_answer`` reading only the valid
-    trials are selected (a superset of the determinable ones)."""
-    if reading != "donor_gold":
-        return VALID
-    return {**VALID, "donor_answer": "!" if determinable else "="}
+    """The viewer filters of the trials T_m counts (G.9): valid answers to an applicable mismatch
+    probe whose donor answer maps onto an option (the viewer's ``donor_answer``; with
+    ``determinable`` false, those where it does not). That column is the donor's gold: under the
+    ``donor_clean_answer`` reading only the valid trials are selected (a superset)."""
+    valid = {"verdict": "=correct|=wrong"}
+    return {**valid, "donor_answer": "!" if determinable else "="} if reading == "donor_gold" else valid
 
 
 def _mismatch_cells(info: dict, modality: str, tier: str = "all") -> list[str]:
@@ -108,18 +104,18 @@ def summary_links(table: pd.DataFrame, ece: pd.DataFrame, info: dict, reading: s
     """Per model of :func:`summary_table`: the trials behind each number, the probe cells the
     model ran of that family (with clean for a drop from clean)."""
     links = []
-    for model in sorted(table["model"].unique()):
-        ran = table[table["model"] == model]
-
-        def family(name: str, *extra: str) -> dict | None:
-            return trials_in([*extra, *ran.loc[ran["family"] == name, "condition_id"]], model)
-
+    for model, ran in table.groupby("model", sort=True):
+        cells = ran.groupby("family")["condition_id"].agg(list).to_dict()
         ece_cells = ece.loc[(ece["model"] == model) & (ece["family"] != "clean"), "condition_id"] if len(ece) else []
         links.append({**{f"T_{m[0]} %": trials_in(_mismatch_cells(info, m), model, **_counted(reading))
                          for m in ("text", "vision", "audio")},
-                      "temporal drop (pp)": family("temporal", "clean"), "budget gap (pp)": family("frame_budget"),
-                      "position gap (pp)": family("key_frame"), "distractor effect (pp)": family("distractor", "clean"),
-                      "desync slope (pp/s)": family("desync", "clean"), "ECE (probes)": trials_in(ece_cells, model)})
+                      **{column: trials_in([*clean, *cells.get(family, [])], model)
+                         for column, family, clean in (("temporal drop (pp)", "temporal", ["clean"]),
+                                                       ("budget gap (pp)", "frame_budget", []),
+                                                       ("position gap (pp)", "key_frame", []),
+                                                       ("distractor effect (pp)", "distractor", ["clean"]),
+                                                       ("desync slope (pp/s)", "desync", ["clean"]))},
+                      "ECE (probes)": trials_in(ece_cells, model)})
     return links
 
 
