@@ -270,7 +270,7 @@ def _prompt_shift(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Condit
     variant_of = prompt_variants(info)
     links = []
     for model, bases, worst in zip(f["model"], f["base_cells"], f["worst_prompt"]):
-        bases = set(str(bases).split(",")) if isinstance(bases, str) and bases else set()
+        bases = set(bases.split(",")) if isinstance(bases, str) and bases else set()
         # each prompt's cells: the common bases themselves (json) or their variants under that prompt
         under = {k: sorted(bases) if k == "json" else sorted(c for c, (b, p) in variant_of.items() if p == k and b in bases)
                  for k in kinds}
