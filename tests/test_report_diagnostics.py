@@ -149,6 +149,12 @@ def test_report_writes_every_diagnostic(runs, tmp_path):
     trials = selected(href)
     assert {t["model"] for t in trials} == {"guesser"} and cot == f"{100 * _accuracy(trials):.1f}"
     assert cot == f"{100 * shift['guesser']['accuracy_cot']:.1f}"
+    # Table 20: a family's mean clean averages its models' clean trials; a gap row opens both families'
+    family_rows = tables["Model families (Table 20)"]
+    (clean, href), *_ = family_rows["chance"]
+    trials = selected(href)
+    assert {t["model"] for t in trials} == {"guesser"} and clean == f"{100 * _accuracy(trials):.1f}"
+    assert {t["model"] for t in selected(family_rows["gap (oracle − chance)"][0][1])} == {"guesser", "sceval_reference"}
 
 
 def _accuracy(trials: list[dict]) -> float:

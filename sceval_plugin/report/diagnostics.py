@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -227,7 +228,7 @@ def _slope(x: float) -> str:
 
 def _families(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
     gap = f["family"].str.startswith("gap (")
-    return pd.DataFrame({
+    shown = pd.DataFrame({
         "family": f["family"], "n": f["n"].map(lambda n: "–" if not np.isfinite(n) else str(int(n))),
         "mean clean": [signed(x) if g else pp(x) for x, g in zip(f["clean"], gap)],
         **{f"Δ{m}": [signed(x) if g else drop(x) for x, g in zip(f[f"delta_{m}"], gap)]
@@ -235,6 +236,17 @@ def _families(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionI
         **{f"F_{s}": [signed(x) if g else drop(x) for x, g in zip(f[f"FS_{s}"], gap)] for s in COMBINATION},
         "steepest channel": f["steepest"].fillna("–"),
     })
+    # a family's numbers average its models' trials; a gap row compares the two families' models
+    members = dict(zip(f["family"], f["models"].map(lambda m: m.split(", ") if isinstance(m, str) else [])))
+    links = []
+    for family in f["family"]:
+        pair = re.fullmatch(r"gap \((.+) − (.+)\)", family)
+        models = [m for name in (pair.groups() if pair else (family,)) for m in members.get(name, [])]
+        links.append({"mean clean": trials_in(["clean"], models),
+                      **{f"Δ{m}": trials_in(["clean", *cells_of(info, "single", modality=m, severity=70)], models)
+                         for m in ("text", "vision", "audio")},
+                      **{f"F_{b}": trials_in(["clean", *cells_of(info, b, panel=True)], models) for b in COMBINATION}})
+    return with_trials(shown, links)
 
 
 def _steepest(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:

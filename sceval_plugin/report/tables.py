@@ -63,10 +63,11 @@ TRIALS = "trials"
 ROW_KEYS = ("model", "condition_id")
 
 
-def trials_in(cells: Iterable[str | None], model: str | None = None, **where: str) -> dict | None:
+def trials_in(cells: Iterable[str | None], model: str | Iterable[str] | None = None, **where: str) -> dict | None:
     """The trials one table number was computed from, as the results viewer selects them: those
     of the ``cells`` (SCEval condition ids or C3PO template ids; several for a number over a
-    block, a modality or a tier), of ``model`` only when given, and matching ``where`` (the
+    block, a modality or a tier), of ``model`` only when given (a label, or several: a number
+    over a model family), and matching ``where`` (the
     viewer's trial-table columns, e.g. ``failure_mode="audio_dominance"``; a value starting with
     ``=`` must match whole, otherwise it is found within the column's text, ``!`` excludes it;
     alternatives joined by ``|``, e.g. ``verdict="=correct|=wrong"``, match either).
@@ -74,7 +75,8 @@ def trials_in(cells: Iterable[str | None], model: str | None = None, **where: st
     cells = sorted({str(c) for c in cells if isinstance(c, str) and c})
     if not cells:
         return None
-    return {"cells": cells, **({"model": f"={model}"} if model is not None else {}), **where}
+    models = [model] if isinstance(model, str) else list(model or ())
+    return {"cells": cells, **({"model": "|".join(f"={m}" for m in models)} if models else {}), **where}
 
 
 def with_trials(shown: pd.DataFrame, links: list[dict[str, dict | list | None]]) -> pd.DataFrame:
