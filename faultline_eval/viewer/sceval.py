@@ -9,7 +9,6 @@ templates show exactly as they were sent.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
