@@ -362,3 +362,22 @@ def test_author_audit_lists_items_rejected_at_corruption_interpretability(build,
     assert rows[first]["stage"] == "corruption interpretability"
     assert rows[first]["failure_reason"] == "excessive corruption"
     assert len(rows) == 3 and {r["decision"] for r in rows.values()} == {"reject"}
+
+
+def test_published_card_names_the_rows_licence_and_publishing_twice_gives_the_same_bytes(build, tmp_path):
+    """Issue 25: the card names the items' real licence (each row's hidden.license), not a
+    placeholder; issue 24: the published folder is a pure function of the build."""
+    from faultkit import file_digests
+
+    root = tmp_path / "b"
+    shutil.copytree(build, root)
+    assert main(["build", "manifest", str(root)]) == 0
+    done = _sceval("build", "publish", root)
+    assert done.returncode == 0, done.stderr
+    card = (root / "published/README.md").read_text()
+    assert '  sceval-demo: "CC0-1.0"' in card and "- **sceval-demo**: CC0-1.0" in card
+    assert "folder's own" not in card and "check the source's terms" not in card
+    first = file_digests(root / "published")
+    assert main(["build", "publish", str(root)]) == 0
+    assert file_digests(root / "published") == first
+    assert not list(root.glob(".published.partial*"))
