@@ -1,0 +1,52 @@
+"""Runs that travel (issue 24): a run made in one place, copied with its data and logs to
+another (the first place deleted), resumes with nothing re-sent, reports, and is viewed with its
+media regenerated. The real lmms-eval CLI, the real OpenAI client against the local fake server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_openai import FakeOpenAI
+from fixtures import copy_demo
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+
+
+def _env(place: Path) -> dict:
+    return {**os.environ, "SCEVAL_SOURCE": str(place / "data"), "SCEVAL_CACHE": str(place / "cache"),
+            "C3PO_SOURCE": str(place / "c3po"), "OPENAI_API_KEY": "k"}
+
+
+def _run(command: list, place: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run(command, cwd=place, env=_env(place), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def test_a_run_copied_with_its_data_resumes_reports_and_views_elsewhere(tmp_path):
+    here, there = tmp_path / "here", tmp_path / "there"
+    copy_demo(here / "data", 4)
+    with FakeOpenAI() as server:
+        command = [str(BIN / "lmms-eval"), "eval", "--model", "sceval_openai", "--model_args",
+                   f"base_url={server.url},audio_canary=off,max_concurrency=1", "--tasks", "sceval_clean",
+                   "--log_samples", "--output_path", "out/"]
+        _run(command, here)
+        sent = len(server.requests)
+        assert sent == 4
+        shutil.copytree(here, there)
+        shutil.rmtree(here)  # nothing can come from the first place any more
+        _run(command, there)
+        assert len(server.requests) == sent, "the copied run resumes from its reply store: nothing re-sent"
+    logs = sorted(there.rglob("*_samples_sceval_clean.jsonl"))
+    assert len(logs) == 2 and str(here) in logs[0].read_text() and str(there) in logs[1].read_text()
+    _run([str(BIN / "sceval"), "report", "out/", "-o", "report/"], there)  # one dataset, two folders: comparable
+    _run([str(BIN / "faultline"), "view", "out/", "-o", "site/"], there)
+    pages = "".join(p.read_text() for p in (there / "site").rglob("*.html"))
+    assert "not regenerated" not in pages and "<img" in pages
