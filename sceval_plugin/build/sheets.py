@@ -9,7 +9,11 @@ problems of a file at once, so an annotator fixes a sheet in one go.
 from __future__ import annotations
 
 import csv
+import datetime
 import importlib.util
+import os
+import re
+import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,8 +72,32 @@ def _write_xlsx(path: Path, columns: Sequence[Column], rows: list[dict]) -> Path
             check.add(f"{letter}2:{letter}{len(rows) + 1}")
             sheet.add_data_validation(check)
     sheet.freeze_panes = "B2"
+    book.properties.created = _FIXED_TIME
     book.save(path)
+    _without_times(path)
     return path
+
+
+#: The time written into a workbook (its properties and zip entries): a constant, so exporting
+#: a pass twice writes the same bytes.
+_FIXED_TIME = datetime.datetime(2000, 1, 1)
+
+
+def _without_times(path: Path) -> None:
+    """Rewrite the workbook at ``path`` with its "modified" property and every zip entry dated
+    :data:`_FIXED_TIME` (openpyxl and the zip writer stamp the current time on saving)."""
+    stamp = _FIXED_TIME.strftime("%Y-%m-%dT%H:%M:%SZ").encode()
+    with zipfile.ZipFile(path) as source:
+        entries = [(info, source.read(info)) for info in source.infolist()]
+    entries = [(info, re.sub(rb"(<dcterms:modified[^>]*>)[^<]*", rb"\g<1>" + stamp, data)
+                if info.filename == "docProps/core.xml" else data) for info, data in entries]
+    partial = path.with_name(f".{path.name}.partial")
+    with zipfile.ZipFile(partial, "w") as out:
+        for info, data in entries:
+            fixed = zipfile.ZipInfo(info.filename, date_time=_FIXED_TIME.timetuple()[:6])
+            fixed.compress_type, fixed.external_attr = info.compress_type, info.external_attr
+            out.writestr(fixed, data)
+    os.replace(partial, path)
 
 
 def read_sheet(path: Path, columns: Sequence[Column]) -> list[dict]:
