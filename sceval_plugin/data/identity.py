@@ -104,14 +104,15 @@ def matching_source(dataset: str, load: Callable[[str], Any], specs: Sequence[st
     for spec in dict.fromkeys(s for s in specs if s):
         try:
             source = load(spec)
+            fingerprint = source.fingerprint  # hashes the media: a folder deleted since it was loaded fails here
         except Exception as exc:  # noqa: BLE001 - a spec that does not load is one more that does not match
             tried.append(f"{spec}: {type(exc).__name__}: {exc}")
             continue
-        if not logged or source.fingerprint == logged:
+        if not logged or fingerprint == logged:
             return source, None
         if is_legacy(logged) and source.legacy_fingerprint == logged:
             return source, (f"{spec}: the logs name it by its legacy fingerprint {logged} (absolute paths, before "
-                            f"content fingerprints); matched, it is {source.fingerprint} now")
-        tried.append(f"{spec}: holds other items than the run's (fingerprint {source.fingerprint}, logged {logged})")
+                            f"content fingerprints); matched, it is {fingerprint} now")
+        tried.append(f"{spec}: holds other items than the run's (fingerprint {fingerprint}, logged {logged})")
     raise LookupError("no data source holds the run's items: " + "; ".join(tried) + " (give the run's items, moved "
                       "or copied anywhere: the fingerprint is their content)")
