@@ -73,7 +73,7 @@ def test_desync_slope_budget_gap_position_gap_and_distractor_effect():
     rows += cell("probe_distractor_audio", 7) + cell("probe_distractor_text", 10)
     t = frame(rows)
     numbers = compute(t, INFO, b=200, model_pairs=False)
-    table = probe_conditions(numbers.summary, numbers.comparisons, numbers.not_applicable, INFO)
+    table = probe_conditions(numbers.summary, numbers.comparisons, numbers.not_applicable, INFO, t)
     m = family_metrics(table).iloc[0]
     # accuracy on |shift|: (0, 1.0), (1, 0.8), (1, 0.9), (2, 0.6), (2, 0.7)
     x, y = np.array([0, 1, 1, 2, 2]), np.array([1.0, 0.8, 0.9, 0.6, 0.7])

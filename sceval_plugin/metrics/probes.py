@@ -5,7 +5,9 @@ Pure functions of the trial table, the per-condition summary and the paired comp
 Holm-corrected within each probe family: :attr:`ConditionInfo.family` is ``probe_<family>``).
 Accuracies are fractions; drops and gaps are in accuracy points (fractions) too, the tables
 print them in pp. Trials a probe did not apply to are left out (they are counted in the report's
-``not_applicable``).
+``not_applicable``). Invalid answers follow the project's one rule everywhere below: missing
+for every accuracy, drop, gap, slope and T_m (App. G.8: accuracy over the valid outputs), wrong
+for the McNemar tests (App. H).
 
 Definitions (our reading where the paper gives only a name; each says so):
 
@@ -34,9 +36,15 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from sceval_plugin.metrics.protocol import ConditionInfo, grouped_intervals
+from sceval_plugin.metrics.protocol import ConditionInfo, per_sample, split_not_applicable
 from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES, calibration
-from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT, least_squares_slope
+from sceval_plugin.metrics.stats import (
+    B_DEFAULT,
+    SEED_DEFAULT,
+    least_squares_slope,
+    percentile_interval,
+    resample_weights,
+)
 from sceval_plugin.probes import HEADLINE_BUDGET, PROBE_FAMILIES, registry
 
 TRUST_READINGS = ("donor_gold", "donor_clean_answer")
@@ -47,18 +55,29 @@ def probe_info(info: Mapping[str, ConditionInfo]) -> dict[str, ConditionInfo]:
 
 
 def probe_conditions(summary: pd.DataFrame, comparisons: pd.DataFrame, not_applicable: pd.DataFrame,
-                     info: Mapping[str, ConditionInfo]) -> pd.DataFrame:
+                     info: Mapping[str, ConditionInfo], trials: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, probe condition): family, probe, parameter, accuracy with its bootstrap
-    interval, clean accuracy and drop from clean on the items the probe applied to (the paired
-    comparison's), the clean-vs-probe McNemar p (raw and Holm-adjusted within the probe family),
-    and the items the probe did not apply to."""
+    interval, clean accuracy and drop from clean on the items the probe applied to, the
+    clean-vs-probe McNemar p (raw and Holm-adjusted within the probe family), and the items the
+    probe did not apply to.
+
+    The project's one rule for invalid outputs (App. H, "treated as incorrect for significance
+    testing"; F/G.8, accuracy "reported only over" valid items): ``accuracy``, ``clean_accuracy``
+    and ``drop`` count an invalid answer as missing (``clean_accuracy`` is the mean over the
+    applicable items' valid clean scores, so ``drop = clean_accuracy - accuracy`` recomputes from
+    the trials); the McNemar p-values count it as wrong (the paired test of :mod:`.protocol`)."""
     columns = ["model", "family", "probe", "parameter", "condition_id", "accuracy", "ci_low", "ci_high",
                "n_samples", "clean_accuracy", "drop", "p_mcnemar", "p_holm", "significant", "not_applicable"]
     probes = probe_info(info)
     rows = summary[summary["condition_id"].isin(probes)]
     if rows.empty:
         return pd.DataFrame(columns=columns)
-    clean = summary[summary["condition_id"] == "clean"].set_index("model")["accuracy"]
+    scored = per_sample(split_not_applicable(trials)[0])
+    scored = scored.assign(model=scored["model"].astype(str), condition_id=scored["condition_id"].astype(str),
+                           sample_id=scored["sample_id"].astype(str))
+    clean = {m: s.set_index("sample_id")["score"]  # NaN: invalid, so left out of the mean
+             for m, s in scored[scored["condition_id"] == "clean"].groupby("model", sort=False)}
+    applied = scored[scored["condition_id"].isin(probes)].groupby(["model", "condition_id"])["sample_id"].agg(list)
     tests = comparisons[comparisons["kind"] == "clean_vs_condition"].set_index(["model_b", "condition_b"]) \
         if len(comparisons) else pd.DataFrame(columns=["p_mcnemar", "p_holm", "significant"])
     void = not_applicable.groupby(["model", "condition_id"])["items"].sum() if len(not_applicable) else pd.Series(dtype=int)
@@ -67,11 +86,13 @@ def probe_conditions(summary: pd.DataFrame, comparisons: pd.DataFrame, not_appli
         family, name, parameter = probes[r["condition_id"]].probe
         key = (r["model"], r["condition_id"])
         test = tests.loc[key] if key in tests.index else None
-        clean_acc = clean.get(r["model"], np.nan) if test is None else test["mean_a"]
+        baseline = clean.get(r["model"])
+        items = applied.get(key, [])
+        clean_acc = float(baseline.reindex(items).mean()) if baseline is not None and len(items) else np.nan
         out.append({"model": r["model"], "family": family, "probe": name, "parameter": parameter,
                     "condition_id": r["condition_id"], "accuracy": r["accuracy"], "ci_low": r["ci_low"],
                     "ci_high": r["ci_high"], "n_samples": int(r["n_samples"]), "clean_accuracy": clean_acc,
-                    "drop": clean_acc - r["accuracy"] if test is None else test["diff"],
+                    "drop": clean_acc - r["accuracy"],
                     "p_mcnemar": np.nan if test is None else test["p_mcnemar"],
                     "p_holm": np.nan if test is None else test["p_holm"],
                     "significant": bool(test is not None and test["significant"]),
@@ -96,7 +117,10 @@ def _sort_key(parameter) -> tuple:
 
 
 def desync_curve(table: pd.DataFrame) -> pd.DataFrame:
-    """Per model, accuracy at each shift (seconds; clean at 0) with its interval: the desync curve."""
+    """Per model, accuracy at each shift (seconds) with its interval, and clean at 0 s: the desync
+    curve. Every point counts invalid answers as missing, the clean one too (the rows'
+    ``clean_accuracy``, on the items the shifts applied to), so a model the shift does not change
+    draws a flat line (slope 0)."""
     d = table[table["family"] == "desync"]
     columns = ["model", "shift_s", "accuracy", "ci_low", "ci_high"]
     if d.empty:
@@ -147,7 +171,8 @@ def _donor_clean_keys(trials: pd.DataFrame) -> pd.Series:
 def trust_bias(trials: pd.DataFrame, info: Mapping[str, ConditionInfo], *, reading: str = "donor_gold",
                b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> pd.DataFrame:
     """G.9's trust bias T_m per (model, replaced modality, donor tier) and over all tiers
-    (``tier`` = "all"), with 95 % bootstrap intervals over samples; ``reading`` is one of
+    (``tier`` = "all"), with 95 % bootstrap intervals over samples (a sample's trials of every
+    tier resampled together: :func:`sample_cluster_intervals`); ``reading`` is one of
     :data:`TRUST_READINGS` (see the module docstring). Also: ``follows_item`` (answers equal to the
     item's gold), ``follows_neither``, ``determinable`` trials and ``undetermined`` ones (no option
     follows the donor, it is the item's gold, or the donor's clean answer is missing or invalid)."""
@@ -177,7 +202,7 @@ def trust_bias(trials: pd.DataFrame, info: Mapping[str, ConditionInfo], *, readi
     counted = both[both["determinable"]]
     keys = ["model", "modality", "tier"]
     out = both.groupby(keys)[["determinable", "undetermined"]].sum().astype(int)
-    found = grouped_intervals(counted, keys, "follows", b=b, seed=seed).rename(columns={"follows": "trust_bias"})
+    found = sample_cluster_intervals(counted, keys, "follows", b=b, seed=seed).rename(columns={"follows": "trust_bias"})
     out = out.join(found[["trust_bias", "ci_low", "ci_high"]])
     out["follows_item"] = counted.groupby(keys)["correct"].mean().reindex(out.index)
     out["follows_neither"] = 1 - out["trust_bias"] - out["follows_item"]
@@ -185,6 +210,28 @@ def trust_bias(trials: pd.DataFrame, info: Mapping[str, ConditionInfo], *, readi
     order = {"text": 0, "vision": 1, "audio": 2, "random": 0, "category": 1, "answer": 2, "all": 3}
     out = out.assign(_m=out["modality"].map(order), _t=out["tier"].map(order)).sort_values(["model", "_m", "_t"])
     return out[columns].reset_index(drop=True)
+
+
+def sample_cluster_intervals(values: pd.DataFrame, keys: list[str], column: str, *, b: int,
+                             seed: int) -> pd.DataFrame:
+    """Per ``keys`` group, the mean of ``column`` over its rows with a 95 % bootstrap interval that
+    resamples *samples* (cluster bootstrap): a sample with several rows in a group (T_m over all
+    three donor tiers holds up to three trials of one item) is drawn or left out with all of
+    them, so the interval is as wide as the number of items warrants. Each resample's statistic
+    is the ratio sum / count over the drawn samples' rows; with one row per sample this is
+    :func:`sceval_plugin.metrics.protocol.grouped_intervals` (same resample matrix)."""
+    v = values.dropna(subset=[column])
+    per = (v.groupby([*keys, "sample_id"], sort=True, observed=True)[column].agg(["sum", "count"]))
+    rows = {}
+    for key, g in per.groupby(level=list(range(len(keys))), sort=True):
+        sums, counts = g["sum"].to_numpy(float), g["count"].to_numpy(float)
+        weights = resample_weights(len(sums), b=b, seed=seed)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            low, high = percentile_interval((weights @ sums) / (weights @ counts))
+        rows[key if isinstance(key, tuple) else (key,)] = [sums.sum() / counts.sum(), float(low), float(high),
+                                                           len(sums)]
+    index = pd.MultiIndex.from_tuples(list(rows), names=keys) if rows else pd.MultiIndex.from_tuples([], names=keys)
+    return pd.DataFrame(list(rows.values()), index=index, columns=[column, "ci_low", "ci_high", "n"])
 
 
 def _mapped(key_map, donor_key) -> str | None:

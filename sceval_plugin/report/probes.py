@@ -21,7 +21,7 @@ from sceval_plugin.metrics.probes import (
 from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES
 from sceval_plugin.probes import HEADLINE_BUDGET, PROBE_FAMILIES
 from sceval_plugin.report import plots
-from sceval_plugin.report.tables import drop, pp, trials_in, with_trials, write_table
+from sceval_plugin.report.tables import drop, holm_scope, pp, trials_in, with_trials, write_table
 
 FAMILY_TITLES = {
     "mismatch": "Cross-modal mismatch (G.9): one modality's evidence from a donor item (random, category- or "
@@ -228,15 +228,16 @@ def write_probes(numbers, trials: pd.DataFrame, info: dict, out: Path, notes: li
     """Every probe table and figure the logs allow, and ``report["probes"]`` (report.json)."""
     from sceval_plugin.report import json_records
 
-    table = probe_conditions(numbers.summary, numbers.comparisons, numbers.not_applicable, info)
+    table = probe_conditions(numbers.summary, numbers.comparisons, numbers.not_applicable, info, trials)
     if table.empty:
         return []
     written: list[Path] = []
     for family in PROBE_FAMILIES:
         rows = table[table["family"] == family]
         if len(rows):
-            caption = (f"{FAMILY_TITLES[family]}. Accuracy with 95% bootstrap CI; drop from clean with McNemar "
-                       "vs clean, Holm-adjusted within the family (* p<.05, ** p<.01)")
+            caption = (f"{FAMILY_TITLES[family]}. Accuracy with 95% bootstrap CI and drop from clean on the items "
+                       "the probe applied to, invalid answers left out; McNemar vs clean (invalid answers wrong), "
+                       f"Holm-adjusted within the family, {holm_scope(numbers.holm_families)} (* p<.05, ** p<.01)")
             written += write_table(out, f"probes_{family}", family_table(rows), rows, caption)
     metrics = family_metrics(table)
     trust = trust_bias(trials, info, reading=trust_reading, b=b, seed=seed)
