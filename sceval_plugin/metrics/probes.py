@@ -12,15 +12,18 @@ for the McNemar tests (App. H).
 Definitions (our reading where the paper gives only a name; each says so):
 
 - **temporal drop** (G.10): Acc(clean) − Acc(probe), per temporal probe; the family's number is
-  the mean over the temporal probes run.
+  the mean over the temporal probes run (Table 17's kinds; a named option such as
+  ``middle_drop_1`` has its row, not a share of the mean).
 - **desync curve and slope** (G.10): accuracy at each audio shift (clean at 0 s); the slope is the
   least-squares slope of accuracy on |shift| in seconds over the clean point and every shift run
   (both signs); the late (+) and early (−) sides also get a slope each.
 - **budget gap** (G.10): Acc(8 frames) − Acc(budget) per budget (8 is the headline's F.2 budget);
   the family's number is the largest of them (the worst loss against the headline budget).
 - **position gap** (G.10): max − min accuracy over the key-frame positions run.
-- **distractor effect** (G.11): Acc(clean) − Acc(distractor), per distractor modality; the family's
-  number is their mean.
+- **distractor effect** (G.11): Acc(clean) − Acc(distractor) on the items the distractor applies
+  to (those whose evidence does not need the modality inserted), per distractor modality; the
+  family's number is the mean over Table 17's three (the ``appended_*`` options have their own
+  columns).
 - **trust bias** T_m (G.9): among the mismatch trials replacing modality m whose answer is valid and
   where "following the donor" is an answer distinct from the item's gold, the share whose answer
   follows the donor. Reading ``donor_gold`` (default): the donor's gold answer, mapped onto the
@@ -67,7 +70,7 @@ def probe_conditions(summary: pd.DataFrame, comparisons: pd.DataFrame, not_appli
     applicable items' valid clean scores, so ``drop = clean_accuracy - accuracy`` recomputes from
     the trials); the McNemar p-values count it as wrong (the paired test of :mod:`.protocol`)."""
     columns = ["model", "family", "probe", "parameter", "condition_id", "accuracy", "ci_low", "ci_high",
-               "n_samples", "clean_accuracy", "drop", "p_mcnemar", "p_holm", "significant", "not_applicable"]
+               "n_samples", "clean_accuracy", "drop", "p_mcnemar", "p_holm", "significant", "not_applicable", "option"]
     probes = probe_info(info)
     rows = summary[summary["condition_id"].isin(probes)]
     if rows.empty:
@@ -96,7 +99,9 @@ def probe_conditions(summary: pd.DataFrame, comparisons: pd.DataFrame, not_appli
                     "p_mcnemar": np.nan if test is None else test["p_mcnemar"],
                     "p_holm": np.nan if test is None else test["p_holm"],
                     "significant": bool(test is not None and test["significant"]),
-                    "not_applicable": int(void.get(key, 0))})
+                    "not_applicable": int(void.get(key, 0)),
+                    # another reading than Table 17's (probes.OPTIONS): in its family's table, not its number
+                    "option": "probe_option" in probes[r["condition_id"]].suites})
     frame = pd.DataFrame(out, columns=columns)
     families = {f: k for k, f in enumerate(PROBE_FAMILIES)}
     registered = {name: k for k, name in enumerate(registry().names())}  # text, vision, audio
@@ -111,8 +116,9 @@ def _sort_key(parameter) -> tuple:
     """Numbers in order, then words in the order of Table 17's lists."""
     if isinstance(parameter, (int, float)) and not isinstance(parameter, bool):
         return (0, float(parameter), "")
-    words = ("random", "category", "answer", "frame_shuffle", "frame_reverse", "middle_drop", "audio_shuffle",
-             "default", "first", "middle", "last", "audio", "image", "text")
+    words = ("random", "category", "answer", "frame_shuffle", "frame_reverse", "middle_drop", "middle_drop_1",
+             "audio_shuffle", "audio_gaps", "default", "first", "middle", "last", "audio", "image", "text",
+             "appended_audio", "appended_frame", "appended_text")
     return (1, float(words.index(parameter)) if parameter in words else 99.0, str(parameter))
 
 
@@ -133,9 +139,12 @@ def desync_curve(table: pd.DataFrame) -> pd.DataFrame:
 
 def family_metrics(table: pd.DataFrame) -> pd.DataFrame:
     """Per model, Table 17's one number per probe family (see the module docstring), plus the
-    per-parameter budget gaps and distractor effects and the one-sided desync slopes."""
+    per-parameter budget gaps and distractor effects and the one-sided desync slopes. A family's
+    number is over Table 17's conditions only; a named option's condition (``option``) gets its
+    per-parameter column alone."""
     rows = []
-    for model, t in table.groupby("model", sort=True):
+    for model, everything in table.groupby("model", sort=True):
+        t = everything[~everything["option"].astype(bool)] if "option" in everything else everything
         row: dict = {"model": model}
         by = {(r["family"], r["parameter"]): r["accuracy"] for _, r in t.iterrows()}
         temporal = t[t["family"] == "temporal"]
@@ -153,9 +162,9 @@ def family_metrics(table: pd.DataFrame) -> pd.DataFrame:
         row["budget_gap"] = max((g for g in gaps.values() if np.isfinite(g)), default=np.nan)
         positions = [acc for (f, _), acc in by.items() if f == "key_frame" and np.isfinite(acc)]
         row["position_gap"] = max(positions) - min(positions) if len(positions) > 1 else np.nan
-        distractors = t[t["family"] == "distractor"]
-        for _, r in distractors.iterrows():
+        for _, r in everything[everything["family"] == "distractor"].iterrows():
             row[f"distractor_effect_{r['parameter']}"] = r["drop"]
+        distractors = t[t["family"] == "distractor"]
         row["distractor_effect"] = distractors["drop"].mean() if len(distractors) else np.nan
         rows.append(row)
     return pd.DataFrame(rows)

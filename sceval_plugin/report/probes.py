@@ -26,11 +26,14 @@ from sceval_plugin.report.tables import drop, holm_scope, pp, trials_in, with_tr
 FAMILY_TITLES = {
     "mismatch": "Cross-modal mismatch (G.9): one modality's evidence from a donor item (random, category- or "
                 "answer-matched)",
-    "temporal": "Temporal order (G.10): frames shuffled, reversed or the middle one dropped; audio segments shuffled",
+    "temporal": "Temporal order (G.10): frames shuffled, reversed or middle frames dropped; audio segments shuffled "
+                "or silent gaps inserted",
     "desync": "A/V desync (G.10): audio shifted against the frames (+ later, − earlier), same duration",
     "frame_budget": f"Frame budget (G.10): frames sampled at each budget; the headline budget is {HEADLINE_BUDGET}",
     "key_frame": "Key-frame position (G.10): the item's key frame moved first, middle or last",
-    "distractor": "Distractor insertion (G.11): an unrelated item's audio, frame or sentence added",
+    "distractor": "Distractor insertion (G.11): unrelated audio in items whose evidence needs no audio, unrelated "
+                  "frames in items that need no visual, misleading text in items that need no text (appended_*: "
+                  "an unrelated clip, frame or sentence added to an item that keeps all its evidence)",
 }
 
 
@@ -105,7 +108,8 @@ def summary_links(table: pd.DataFrame, ece: pd.DataFrame, info: dict, reading: s
     model ran of that family (with clean for a drop from clean)."""
     links = []
     for model, ran in table.groupby("model", sort=True):
-        cells = ran.groupby("family")["condition_id"].agg(list).to_dict()
+        table17 = ran[~ran["option"].astype(bool)]  # a family's number is over Table 17's conditions
+        cells = table17.groupby("family")["condition_id"].agg(list).to_dict()
         ece_cells = ece.loc[(ece["model"] == model) & (ece["family"] != "clean"), "condition_id"] if len(ece) else []
         links.append({**{f"T_{m[0]} %": trials_in(_mismatch_cells(info, m), model, **_counted(reading))
                          for m in ("text", "vision", "audio")},
