@@ -334,6 +334,13 @@ def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
             return sum(v == "correct" for v in verdicts) / len(verdicts)
 
         assert text == f"{cell} ({drop(valid_accuracy('clean') - valid_accuracy(cell))})"
+        # so does a probe's drop (its table's second link: the probe's trials with clean's)
+        _, (text, href), *_ = tables["Cross-modal mismatch (G.9)"][model]
+        trials = selected(href)
+        assert {t["cell"] for t in trials} == {"probe_mismatch_audio_random", "clean"}
+        applied = {t["sample_id"] for t in trials if t["cell"] != "clean" and t["verdict"] != "not applicable"}
+        trials = [t for t in trials if t["sample_id"] in applied]  # the drop is on the items the probe applied to
+        assert text.rstrip("*") == drop(valid_accuracy("clean") - valid_accuracy("probe_mismatch_audio_random"))
     # a number over several cells (M_a: the missing-audio control against the severity-70 audio cells)
     # opens a page of all their trials; each link of every table selects trials
     assert all(selected(h) for rows in tables.values() for links in rows.values() for _, h in links)

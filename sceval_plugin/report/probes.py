@@ -52,14 +52,18 @@ def _mark(p: float) -> str:
 
 
 def family_table(table: pd.DataFrame) -> pd.DataFrame:
-    """A probe family's rows as printed: accuracy [95 % CI], drop from clean with its Holm mark."""
-    return pd.DataFrame({
+    """A probe family's rows as printed: accuracy [95 % CI], drop from clean with its Holm mark;
+    each number linked to its trials (the drop: the probe's with clean's, to recompute it)."""
+    links = [{"accuracy % [95% CI]": trials_in([cid], model), "drop (pp)": trials_in([cid, "clean"], model),
+              "items": trials_in([cid], model), "not applicable": trials_in([cid], model)}
+             for model, cid in zip(table["model"].astype(str), table["condition_id"].astype(str))]
+    return with_trials(pd.DataFrame({
         "model": table["model"], "probe": table["probe"], "parameter": table["parameter"].map(_parameter),
         "accuracy % [95% CI]": [_interval(r) for _, r in table.iterrows()],
         "drop (pp)": [drop(d) + _mark(p) for d, p in zip(table["drop"], table["p_holm"])],
         "p (Holm)": [f"{p:.3g}" if np.isfinite(p) else "–" for p in table["p_holm"]],
         "items": table["n_samples"], "not applicable": table["not_applicable"],
-    })
+    }), links)
 
 
 def summary_table(metrics: pd.DataFrame, trust: pd.DataFrame, ece: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
