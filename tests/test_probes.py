@@ -155,7 +155,8 @@ def test_distractors_go_into_items_otherwise_sufficient_without_them(tmp_path):
     text = shown("probe_distractor_text")
     wrong = {t for k, t in item.options if k != item.gold_key}
     assert text.not_applicable is None and text.donor_id is None and text.question == item.question
-    assert any(f"“{t}”" in text.context for t in wrong) and "“" + dict(item.options)[item.gold_key] not in text.context
+    assert any(f"“{t}”" in text.context for t in wrong)
+    assert f"“{dict(item.options)[item.gold_key]}”" not in text.context
     # an item whose evidence is text and visual takes an unrelated item's audio in place of its own,
     # one that needs text and audio takes the donor's frames (all of them)
     hidden = {**item.hidden, "evidence_modality": "text+visual"}

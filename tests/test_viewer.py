@@ -419,8 +419,8 @@ def report_links(overview: Path) -> dict[str, dict[str, list[tuple[str, str]]]]:
 
 def selected(address: str) -> list[dict]:
     """The trials a viewer address shows, filtered as viewer.js filters them: the rows of every
-    table script of the page (each with its script's ``cell``), then each ``#column=value`` (``=``: whole, ``!``: not, else within;
-    ``a|b``: either)."""
+    table script of the page (each with its script's ``cell``), then each ``#column=value``
+    (``=``: whole, ``!``: not, else within; ``a|b``: either)."""
     path, _, fragment = address.partition("#")
     page = Path(unquote(path))
     rows = []

@@ -175,7 +175,7 @@ def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.Da
                      "of incorrect (see 'flips' in comparisons.csv)")
     everything = {
         "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "alpha": 0.05,
-                     "runs": [str(r) for r in run_dirs], "invalid_outputs": "missing for accuracy; incorrect for significance",
+                     "runs": [str(r) for r in run_dirs], "invalid_outputs": "missing for accuracy and drops; incorrect for significance",
                      "delta_single_baseline": delta_single, "holm_families": numbers.holm_families,
                      # one scheme (compute refuses a mix); None: logs from before records named it
                      "seed_scheme": next((int(n) for n in trials["seed_scheme"].dropna().unique()), None)
