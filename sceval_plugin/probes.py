@@ -100,11 +100,11 @@ NOT_APPLICABLE = {
     "single_frame": "one frame only, so frame order, budget and position cannot change",
     "too_few_frames": "too few frames to drop middle ones and keep the first and the last",
     "audio_too_short": "audio shorter than two segments (or than its gaps), so it cannot be reordered or gapped",
-    "needs_audio": "the item's evidence needs its audio (hidden.evidence_modality), so it is no text-visual "
+    "needs_audio": "evidence that needs their audio (hidden.evidence_modality), so they are no text-visual "
                    "example an unrelated audio can be inserted into (G.11)",
-    "needs_visual": "the item's evidence needs its visual, so it is no text-audio example unrelated frames can be "
+    "needs_visual": "evidence that needs their visual, so they are no text-audio example unrelated frames can be "
                     "inserted into (G.11)",
-    "needs_text": "the item's evidence needs its text, so it is no visual-audio example misleading text can be "
+    "needs_text": "evidence that needs their text, so they are no visual-audio example misleading text can be "
                   "inserted into (G.11)",
     "no_key_frame": "no key_frame_index in the record",
     "no_donor": "no donor of the probe's tier among the dataset's other items",
