@@ -38,7 +38,9 @@ def tags(condition: Condition) -> list[str]:
     if condition.probe is not None:
         from sceval_plugin import probes
 
-        out += ["sceval_probes", f"sceval_probes_{probes.get(condition.probe.name).family}"]
+        # another reading than Table 17's (probes.OPTIONS): run by name or with the options' tag only
+        out += ["sceval_probe_options"] if "probe_option" in condition.suites else \
+            ["sceval_probes", f"sceval_probes_{probes.get(condition.probe.name).family}"]
     if no_option.in_tag(condition):
         out.append(no_option.TAG)
     return out + ["sceval_all"]

@@ -79,6 +79,11 @@ def trials_in(cells: Iterable[str | None], model: str | Iterable[str] | None = N
     return {"cells": cells, **({"model": "|".join(f"={m}" for m in models)} if models else {}), **where}
 
 
+def holm_scope(holm_families: str) -> str:
+    """How a caption names the Holm family reading (:data:`sceval_plugin.metrics.protocol.HOLM_FAMILIES`)."""
+    return "per model" if holm_families == "model" else "pooled over the reported models"
+
+
 def with_trials(shown: pd.DataFrame, links: list[dict[str, dict | list | None]]) -> pd.DataFrame:
     """``shown`` with, per row, ``{column: trials_in(...)}`` for its numbers (columns left out are
     not linked); a list of selectors for a cell of several numbers joined by `` / ``, one each.
@@ -259,7 +264,8 @@ def panel_table(numbers: Numbers, info: dict[str, ConditionInfo]):
     links = [{"clean": trials_in(["clean"], m), **{b.upper(): trials_in(cells_of(info, b, panel=True), m) for b in JOINT_BLOCKS},
               "panel fault": trials_in(["clean", *panel], m), "C_asym": trials_in(ASYMMETRY_CELLS, m),
               "panel mean": trials_in(panel, m), "panel worst": trials_in(panel, m), "coverage": trials_in(panel, m),
-              "strongest fault line": trials_in([c if isinstance(c, str) else None], m)}
+              # a drop from clean: the cell with clean, so the page recomputes it (as the joint table's drops)
+              "strongest fault line": trials_in([c, "clean"], m) if isinstance(c, str) else None}
              for m, c in zip(p["model"], p["strongest_fault_line"])]
     return with_trials(shown, links), p
 
