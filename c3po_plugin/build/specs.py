@@ -237,8 +237,8 @@ _OURS: dict[str, dict[str, Any]] = {
                      "audio": "Which spot is meant; without it any object could be."},
         skeleton="What is at the described spot?"),
     "IC06": dict(
-        scenario="Audio of a cook listing steps: rinse the lentils, toast the cumin, add the water, then knead the "
-                 "dough; picture of dough being kneaded. Text: 'What came right before this?' Answer: adding water.",
+        scenario="Audio of a baker listing steps: sift the flour, add the water, fold in the salt, then knead; "
+                 "picture of dough being kneaded. Text: 'What came right before this?' Answer: folding in the salt.",
         base=("HowTo100M (audio segments)", "Narrated audio segment listing an ordered sequence of steps or events.",
               {"tags_any": ["procedure", "speech"], "min_duration_s": 4.0},
               "Extract the audio track; clip to the narrated steps.", ["extract_audio", "clip_max:30"]),
@@ -445,10 +445,11 @@ _OURS: dict[str, dict[str, Any]] = {
                            "the query asks what was actually done."),
         skeleton="Which step was actually done differently?"),
     "CC12": dict(
-        scenario="Video: a seller holds up the green one of three jars beside a ruler reading 12 cm. Picture: the "
+        scenario="Video: a seller holds up a green jar beside a ruler reading 12 cm. Picture: the "
                  "shelf tags 'red 15 cm, green 18 cm, blue 20 cm'. Audio: 'Don't go by the ruler in the clip, it's "
                  "just a prop, not to scale.' Text: 'How tall is this jar?' Answer: 18 cm.",
-        base=(VIDEO_SOURCES, "Clip showing one of several similar objects and a measurable property of it.",
+        base=(VIDEO_SOURCES, "Clip of an object beside a visible value of one of its properties (a ruler, a "
+                             "display, a label).",
               {"tags_any": ["objects", "counting"], "min_duration_s": 2.0}, "Mute original audio; clip.",
               ["mute", "clip_max:30"]),
         generated={"image": (T2I, "The record of the asked value for several candidates, the one in the video "
@@ -456,7 +457,8 @@ _OURS: dict[str, dict[str, Any]] = {
                              "Legible values; the candidates named as the video shows them (colour, label)."),
                    "audio": (TTS, "Explicitly disclaim the video's source of the value (illustrative, a prop, not "
                                   "to scale).", "Matter-of-fact tone; no numbers.")},
-        contributes={"video": "Which candidate is meant; without it the image's values fit several.",
+        contributes={"video": "Which candidate is meant (the object shown); without it the image's values fit "
+                              "several.",
                      "image": "The true value of each candidate (the answer).",
                      "audio": "Which source is disclaimed; without it the video's and the image's values "
                               "contradict with nothing to choose between them."},
@@ -466,7 +468,8 @@ _OURS: dict[str, dict[str, Any]] = {
     "CC13": dict(
         scenario="Video: a crate weighed on two scales, S-14 reading 2.1 kg and S-22 reading 2.3 kg. Picture: a "
                  "certificate, 'Port authority scale S-14'. Audio: 'Customs only goes by the port authority's "
-                 "scale; the supplier's note says 2.5 kilos, ignore that.' Answer: 2.1 kg.",
+                 "scale; the supplier's note says 2.5 kilos, ignore that.' Text: 'What is the binding weight?' "
+                 "Answer: 2.1 kg.",
         base=(VIDEO_SOURCES, "Clip showing a measurement taken on two or more instruments with visible marks.",
               {"tags_any": ["counting", "objects"]}, "Mute original audio; clip.", ["mute", "clip_max:30"]),
         generated={"image": (T2I, "A document linking one instrument, by a mark visible in the video, to an "
