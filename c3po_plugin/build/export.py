@@ -35,6 +35,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from c3po_plugin.build import settings as build_settings
 from c3po_plugin.build.assemble import BuiltItem, accepted_items, project_template_id, template_id_of
 from c3po_plugin.build.ledger import Ledger
 
@@ -54,6 +55,8 @@ configs:
 Made by `c3po build` from the base media pool(s) {pools}; {n} items over {templates} templates.
 Media licences: see each row's `hidden.license`. The funnel (`funnel.md`) and the difficulty
 histogram (`difficulty.png`) describe how the items were filtered.
+
+{models}
 """
 
 
@@ -131,7 +134,8 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
     datasets.Dataset.from_list(rows).to_parquet(str(out / "items.parquet"))
     pools = sorted({_pool_name(it) for it in exported})
     (out / "README.md").write_text(CARD.format(pools=", ".join(pools), n=len(rows),
-                                               templates=len({it.template_id for it in exported})), encoding="utf-8")
+                                               templates=len({it.template_id for it in exported}),
+                                               models=build_settings.card_section(build_dir)), encoding="utf-8")
     if figures:
         written += difficulty_histogram(exported, out / "difficulty")
     counts["files"] = [str(p) for p in written]
