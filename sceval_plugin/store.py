@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -361,3 +362,59 @@ class ReplyStore(Journal):
 
     def put(self, key: str, **entry: Any) -> None:
         self.append({"key": key, **entry})
+
+
+# --- whole files ---------------------------------------------------------------------------------
+
+def _temporary_prefix(path: Path) -> str:
+    return f".{path.name}.{slug(os.uname().nodename)}."
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Delete this host's temporary files of ``path`` whose writer process is gone (killed)."""
+    prefix = _temporary_prefix(path)
+    for stale in path.parent.glob(f"{glob.escape(prefix)}*.tmp"):
+        try:
+            os.kill(int(stale.name[len(prefix):].split(".")[0]), 0)
+        except ProcessLookupError:
+            stale.unlink(missing_ok=True)
+        except (ValueError, PermissionError):
+            pass
+
+
+@contextlib.contextmanager
+def replacing(path: str | Path, *, fsync: bool = True) -> Iterator[Path]:
+    """A temporary path next to ``path`` to write its new content to; when the block ends without
+    an exception the temporary file replaces ``path`` atomically (synced first, and its folder
+    after, unless ``fsync=False``: a cache that validates its entries needs no sync). On an
+    exception the temporary file is removed and ``path`` is left as it was::
+
+        with replacing(out / "items.parquet") as temporary:
+            dataset.to_parquet(str(temporary))
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(path)
+    temporary = path.with_name(f"{_temporary_prefix(path)}{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        yield temporary
+        if fsync:
+            descriptor = os.open(temporary, os.O_RDONLY)
+            try:
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    if fsync:
+        _sync_folder(path.parent)
+
+
+def write_atomic(path: str | Path, data: str | bytes, *, fsync: bool = True) -> Path:
+    """Write ``data`` (text is UTF-8) to ``path`` through :func:`replacing`: a kill leaves the old
+    file or the new one. Returns ``path``."""
+    with replacing(path, fsync=fsync) as temporary:
+        temporary.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return Path(path)
