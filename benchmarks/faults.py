@@ -19,7 +19,8 @@ kill actually cut short), ``lost``, ``duplicated``, ``differing_files`` and ``se
 
 **Durability** (printed after the pipelines): appends per second of ``--records`` records of
 ~200 bytes to a fresh file by a plain ``open(path, "a").write`` per record (buffered, one close),
-and by :meth:`ReplyStore.put` with fsync ``never``, ``batch`` (the default) and ``record``; the
+the same with a ``flush`` per record (what the reply store did before: a kill keeps every
+record, but a torn tail was written onto and nothing was checked or locked), and by :meth:`ReplyStore.put` with fsync ``never``, ``batch`` (the default) and ``record``; the
 arms are interleaved round by round (order rotated), the median of ``--rounds`` is printed with
 its ratio to the plain write.
 """
@@ -108,6 +109,13 @@ def _plain(path: Path, lines: list[str]) -> None:
             handle.write(line)
 
 
+def _plain_flushed(path: Path, lines: list[str]) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        for line in lines:
+            handle.write(line)
+            handle.flush()
+
+
 def _store(policy: str) -> Callable[[Path, list[str]], None]:
     def append(path: Path, lines: list[str]) -> None:
         from sceval_plugin.store import ReplyStore
@@ -120,7 +128,7 @@ def _store(policy: str) -> Callable[[Path, list[str]], None]:
 
 PAYLOAD = "x" * 180
 ARMS: dict[str, Callable[[Path, list[str]], None]] = {
-    "plain open(a).write": _plain, "store, fsync never": _store("never"),
+    "plain open(a).write": _plain, "plain write + flush": _plain_flushed, "store, fsync never": _store("never"),
     "store, fsync batch (default)": _store("batch"), "store, fsync per record": _store("record"),
 }
 
