@@ -69,7 +69,7 @@ def store_pipeline(kill_points: int, seed: int, workdir: Path, records: int = ST
                    window_s: tuple[float, float] = (0.2, 1.5), pause_s: float = STORE_PAUSE_S) -> dict:
     """Kill an appending process ``kill_points`` times (see the module docstring); the records
     (up to 2 kB) are paced ``pause_s`` apart so that the kills spread over the whole sequence."""
-    from sceval_plugin.store import Journal
+    from sceval_plugin.store import read_records
 
     workdir = Path(workdir)
     clean, killed = workdir / "clean", workdir / "killed"
@@ -86,8 +86,7 @@ def store_pipeline(kill_points: int, seed: int, workdir: Path, records: int = ST
         raise RuntimeError(f"store pipeline: the final run failed ({log.returncode}):\n{log.final_output}")
     subprocess.run([sys.executable, "-c", STORE_WRITER, str(clean / "store.jsonl"), str(workdir / "clean_acks.txt"),
                     str(records), "0"], check=True, env=_offline_env())
-    with Journal(killed / "store.jsonl", fsync="never") as journal:
-        lines = collections.Counter(record["key"] for record in journal.records())
+    lines = collections.Counter(record["key"] for record in read_records(killed / "store.jsonl"))
     acknowledged = set(KEY.findall(acks.read_text()))
     expected = {f"r{i:06d}" for i in range(records)}
     return {"kill_points": kill_points, "killed": log.killed, "lost": len((acknowledged | expected) - set(lines)),

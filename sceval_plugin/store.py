@@ -180,12 +180,15 @@ class Journal:
     """An append-only file of checksummed JSON records, safe against kills and concurrent writers
     (see the module docstring). :meth:`records` lists every valid record in file order."""
 
-    def __init__(self, path: str | Path, *, fsync: str | None = None) -> None:
+    def __init__(self, path: str | Path, *, fsync: str | None = None, read_only: bool = False) -> None:
         self.path = Path(path)
         self.fsync = _fsync_policy(fsync)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         created = not self.path.exists()
-        self._descriptor = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self._descriptor = os.open(self.path, os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_CREAT,
+                                   0o644)
         self._pending = [False]  # written since the last fdatasync (a list: shared with the finalizer)
         self._finalizer = weakref.finalize(self, _finish, self._descriptor, self._pending)
         self._last_sync = time.monotonic()
@@ -194,10 +197,13 @@ class Journal:
         self._line_number = 0
         self._checksummed = False
         self._records: list[dict] = []
-        if created and self.fsync != "never":
+        if created and self.fsync != "never" and not read_only:
             _sync_folder(self.path.parent)
-        with self._lock, self._file_lock():
-            self._read_new(locked=True)
+        if read_only:  # no repair: a last line without its newline is left alone (and not a record)
+            self._read_new(locked=False)
+        else:
+            with self._lock, self._file_lock():
+                self._read_new(locked=True)
 
     # reading
 
@@ -269,6 +275,8 @@ class Journal:
         """Append ``record``; on return it survives a kill of this process (and, per the fsync
         policy, a power cut). A write that fails (full disk, size limit) raises
         :class:`StoreError` and leaves the journal as it was."""
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only; cannot append")
         line = encode_record(record)
         with self._lock, self._file_lock():
             self._read_new(locked=True)  # other processes' records first, and no torn tail to write onto
@@ -311,12 +319,12 @@ class Journal:
 
 
 def read_records(path: str | Path) -> list[dict]:
-    """Every valid record of the journal at ``path``, damaged lines reported and skipped (opening it
-    cuts off a torn tail, with its warning); a file that does not exist has none."""
+    """Every valid record of the journal at ``path``, read-only: damaged lines reported and
+    skipped, a torn last line left for the next append to cut off; a missing file has none."""
     path = Path(path)
     if not path.exists():
         return []
-    with Journal(path, fsync="never") as journal:
+    with Journal(path, fsync="never", read_only=True) as journal:
         return journal.records()
 
 
