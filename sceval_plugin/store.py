@@ -25,7 +25,9 @@ tail, writes the whole line with one ``write(2)`` (``O_APPEND``) and releases th
 processes (data-parallel ranks, two runs on one output folder) never interleave partial lines.
 Records another process appended are read in when this one looks up a key it does not hold
 (:meth:`ReplyStore.get`), before it lists entries or counts them, and before each of its own
-appends. ``flock`` is advisory and local: it does not coordinate writers on different NFS clients.
+appends. ``flock`` is advisory and local: it does not coordinate writers on different NFS clients;
+and it belongs to the open file, so a process that forks after opening a journal shares the lock
+with its child (open journals after forking). :func:`read_records` reads without repairing.
 
 **Durability** (``fsync=`` argument, else ``$FAULTLINE_STORE_FSYNC``, default ``batch``):
 
