@@ -14,6 +14,7 @@ from typing import Iterable
 
 from sceval_plugin import no_option
 from sceval_plugin.conditions import Condition
+from sceval_plugin.store import write_atomic
 
 MODULE = "faultline_eval.tasks.sceval_task"
 TEMPLATE_NAME = "_sceval_template_yaml"
@@ -132,7 +133,7 @@ def write_files(folder: Path, files: dict[str, str], prefix: str) -> list[Path]:
     for name, text in files.items():
         path = folder / name
         if not path.is_file() or path.read_text() != text:
-            path.write_text(text)
+            write_atomic(path, text)
         written.append(path)
     return written
 

@@ -38,6 +38,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from sceval_plugin.store import write_atomic
+
 #: App. I: the generator's Zero-Hint list ("audio", "video", "image", "narrator", "speaker",
 #: "visual evidence", "discrepancy", "claim", "context") and the auditor's ("visual").
 BANNED_WORDS = ("audio", "video", "image", "narrator", "speaker", "visual", "discrepancy", "claim", "context")
@@ -89,7 +91,7 @@ def resolve(build_dir: str | Path, **given: Any) -> dict[str, Any]:
         raise ValueError(f"fit_threshold must be between 1 and 5, got {merged['fit_threshold']!r}")
     file = path(build_dir)
     file.parent.mkdir(parents=True, exist_ok=True)
-    file.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(file, json.dumps(merged, indent=2, sort_keys=True) + "\n")
     return merged
 
 
@@ -157,5 +159,5 @@ def add_usage(build_dir: str | Path, stage: str, model_id: str, usage: dict[str,
     total["models"] = list(dict.fromkeys([*total.get("models", []), model_id]))  # a resumed run may change it
     total["mean_latency_s"] = round(total["latency_s"] / total["sent"], 3) if total.get("sent") else None
     file.parent.mkdir(parents=True, exist_ok=True)
-    file.write_text(json.dumps(total, indent=2) + "\n", encoding="utf-8")
+    write_atomic(file, json.dumps(total, indent=2) + "\n")
     return total

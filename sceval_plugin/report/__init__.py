@@ -22,6 +22,7 @@ from sceval_plugin.metrics.protocol import ConditionInfo, catalogue_info, comput
 from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
 from sceval_plugin.report import diagnostics, no_option, plots, probes, tables
 from sceval_plugin.report.reader import ReportError, read_runs
+from sceval_plugin.store import write_atomic
 
 __all__ = ["ReportError", "build_report"]
 
@@ -199,5 +200,5 @@ def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.Da
 
 def write_json(out: Path, everything: dict) -> Path:
     """``out/report.json``: the one file with every number of the report."""
-    (out / "report.json").write_text(json.dumps(everything, indent=1, default=str), encoding="utf-8")
+    write_atomic(out / "report.json", json.dumps(everything, indent=1, default=str))
     return out / "report.json"

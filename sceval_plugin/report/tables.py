@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from sceval_plugin.metrics.protocol import ASYMMETRY_CELLS, JOINT_BLOCKS, MODALITIES, ConditionInfo, Numbers
+from sceval_plugin.store import replacing, write_atomic
 
 
 def pp(x: float) -> str:
@@ -115,14 +116,15 @@ def write_table(out: Path, name: str, shown: pd.DataFrame, numbers: pd.DataFrame
     row), which the results viewer turns into links."""
     out.mkdir(parents=True, exist_ok=True)
     md, tex, csv = out / f"{name}.md", out / f"{name}.tex", out / f"{name}.csv"
-    md.write_text(f"**{caption}**\n\n" + _markdown(shown), encoding="utf-8")
-    tex.write_text(_latex(shown, caption), encoding="utf-8")
-    numbers.to_csv(csv, index=False)
+    write_atomic(md, f"**{caption}**\n\n" + _markdown(shown))
+    write_atomic(tex, _latex(shown, caption))
+    with replacing(csv) as temporary:
+        numbers.to_csv(temporary, index=False)
     written = [md, csv, tex]
     links = shown.attrs.get(TRIALS) or _row_trials(shown, numbers)
     if links and any(any(row) for row in links):
         side = out / f"{name}.trials.json"
-        side.write_text(json.dumps({"columns": [str(c) for c in shown.columns], "rows": links}), encoding="utf-8")
+        write_atomic(side, json.dumps({"columns": [str(c) for c in shown.columns], "rows": links}))
         written.append(side)
     return written
 
