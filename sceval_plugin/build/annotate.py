@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 from collections import defaultdict
 from pathlib import Path
@@ -45,6 +44,7 @@ from sceval_plugin.build.sheets import (
     write_sheet,
 )
 from sceval_plugin.data.records import OmniItem
+from sceval_plugin.store import write_atomic
 
 PASSES = ("pilot", "full", "adjudication", "audit", "blind", "reveal")
 #: pass -> its sheets (file stem -> columns)
@@ -347,19 +347,8 @@ def import_pass(build: Path, name: str, *, fmt: str = "csv", notes: list[str] | 
         raise SheetError(f"pass {name!r}: {len(errors)} sheet(s) cannot be imported; nothing was written.\n"
                          + "\n".join(errors))
     out = folder / "labels.jsonl"
-    write_atomically(out, "".join(json.dumps(l) + "\n" for l in labels))
+    write_atomic(out, "".join(json.dumps(l) + "\n" for l in labels))
     return out
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """``path`` holds ``text`` whole or keeps what it held: written beside it, fsynced, renamed
-    over it (a kill never leaves half a file)."""
-    partial = path.with_name(f".{path.name}.partial")
-    with partial.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, path)
 
 
 # --- what the export asked for ------------------------------------------------------------------

@@ -11,12 +11,13 @@ from __future__ import annotations
 import csv
 import datetime
 import importlib.util
-import os
 import re
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from sceval_plugin.store import replacing
 
 
 class SheetError(ValueError):
@@ -91,13 +92,11 @@ def _without_times(path: Path) -> None:
         entries = [(info, source.read(info)) for info in source.infolist()]
     entries = [(info, re.sub(rb"(<dcterms:modified[^>]*>)[^<]*", rb"\g<1>" + stamp, data)
                 if info.filename == "docProps/core.xml" else data) for info, data in entries]
-    partial = path.with_name(f".{path.name}.partial")
-    with zipfile.ZipFile(partial, "w") as out:
+    with replacing(path) as temporary, zipfile.ZipFile(temporary, "w") as out:
         for info, data in entries:
             fixed = zipfile.ZipInfo(info.filename, date_time=_FIXED_TIME.timetuple()[:6])
             fixed.compress_type, fixed.external_attr = info.compress_type, info.external_attr
             out.writestr(fixed, data)
-    os.replace(partial, path)
 
 
 def read_sheet(path: Path, columns: Sequence[Column]) -> list[dict]:

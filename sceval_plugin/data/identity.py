@@ -10,8 +10,8 @@ the spec (where the data was) is only a hint for finding it again.
 
 **Media hashes.** Hashing a clip costs a good part of decoding it, so a file's blake2b is
 computed once and kept by ``(resolved path, size, mtime)`` in memory and under
-``$SCEVAL_CACHE/digests/`` (one small file per medium, written aside and renamed: a kill never
-leaves half an entry; an unreadable entry is recomputed). A copy of a dataset hashes its files
+``$SCEVAL_CACHE/digests/`` (one small file per medium, written atomically: a kill never leaves
+half an entry; an unreadable entry is recomputed). A copy of a dataset hashes its files
 once at the new place. A tool that rewrites a file keeping its size and mtime defeats the cache
 (delete ``$SCEVAL_CACHE/digests/`` then).
 
@@ -30,6 +30,8 @@ import os
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
+
+from sceval_plugin.store import write_atomic
 
 #: Prefix of content fingerprints; a logged fingerprint without it is a legacy (path) one.
 SCHEME = "c1"
@@ -61,10 +63,7 @@ def media_digest(path: str | Path) -> str:
                 h.update(chunk)
         digest = h.hexdigest()
         try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            partial = entry.with_name(f".{entry.name}.{os.getpid()}.{threading.get_ident()}")
-            partial.write_text(digest, encoding="ascii")
-            os.replace(partial, entry)
+            write_atomic(entry, digest, fsync=False)  # a cache whose entries are validated on read
         except OSError:
             pass  # a read-only cache costs a re-hash next time, nothing else
     with _lock:
