@@ -8,7 +8,7 @@ made in one place therefore resumes, reports, re-grades and is viewed in another
 checkout, a moved folder, a colleague's machine, a data-parallel node with another mount point);
 the spec (where the data was) is only a hint for finding it again.
 
-**Media hashes.** Hashing a clip costs a good part of decoding it, so a file's blake2b is
+**Media hashes.** Hashing a clip costs a good part of decoding it, so a file's sha256 is
 computed once and kept by ``(resolved path, size, mtime)`` in memory and under
 ``$SCEVAL_CACHE/digests/`` (one small file per medium, written atomically: a kill never leaves
 half an entry; an unreadable entry is recomputed). A copy of a dataset hashes its files
@@ -41,7 +41,8 @@ _lock = threading.Lock()
 
 
 def media_digest(path: str | Path) -> str:
-    """blake2b (16 bytes, hex) of the file's bytes, cached by (resolved path, size, mtime)."""
+    """sha256 (hex) of the file's bytes, cached by (resolved path, size, mtime). The one content
+    hash of media files: dataset fingerprints and the C3PO verdict cache's keys use it."""
     from sceval_plugin.data.sources import cache_dir
 
     resolved = os.path.realpath(path)
@@ -53,11 +54,11 @@ def media_digest(path: str | Path) -> str:
     entry = cache_dir() / "digests" / hashlib.blake2b(repr(key).encode(), digest_size=16).hexdigest()
     try:
         digest = entry.read_text(encoding="ascii").strip()
-        valid = len(digest) == 32 and all(c in "0123456789abcdef" for c in digest)
+        valid = len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
     except (OSError, UnicodeDecodeError):
         valid = False
     if not valid:
-        h = hashlib.blake2b(digest_size=16)
+        h = hashlib.sha256()
         with open(resolved, "rb") as handle:
             while chunk := handle.read(_CHUNK):
                 h.update(chunk)
