@@ -4,6 +4,7 @@ media regenerated. The real lmms-eval CLI, the real OpenAI client against the lo
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,7 +22,7 @@ BIN = Path(sys.executable).parent
 
 def _env(place: Path) -> dict:
     return {**os.environ, "SCEVAL_SOURCE": str(place / "data"), "SCEVAL_CACHE": str(place / "cache"),
-            "C3PO_SOURCE": str(place / "c3po"), "OPENAI_API_KEY": "k"}
+            "C3PO_SOURCE": str(place / "c3po"), "OPENAI_API_KEY": "k", "GEMINI_API_KEY": "k"}
 
 
 def _run(command: list, place: Path) -> subprocess.CompletedProcess:
@@ -47,6 +48,33 @@ def test_a_run_copied_with_its_data_resumes_reports_and_views_elsewhere(tmp_path
     logs = sorted(there.rglob("*_samples_sceval_clean.jsonl"))
     assert len(logs) == 2 and str(here) in logs[0].read_text() and str(there) in logs[1].read_text()
     _run([str(BIN / "sceval"), "report", "out/", "-o", "report/"], there)  # one dataset, two folders: comparable
+    _run([str(BIN / "faultline"), "view", "out/", "-o", "site/"], there)
+    pages = "".join(p.read_text() for p in (there / "site").rglob("*.html"))
+    assert "not regenerated" not in pages and "<img" in pages
+
+
+def test_a_c3po_run_copied_elsewhere_reports_regrades_with_media_and_views(tmp_path):
+    """The C3PO side: the report's one-dataset check, the judge's reloading of media and the viewer
+    find the items by content in the copy (C3PO_SOURCE), the first place deleted."""
+    from fake_gemini import FakeGemini
+    from test_c3po_judges import fake_judge_reply
+    from test_c3po_lmms import copy_demo as copy_c3po_demo
+    from test_c3po_lmms import demo_rows as c3po_rows
+
+    here, there = tmp_path / "here", tmp_path / "there"
+    copy_c3po_demo(here / "c3po", c3po_rows()[:4])
+    run = [str(BIN / "lmms-eval"), "eval", "--model", "sceval_reference", "--tasks", "c3po_all", "--log_samples",
+           "--output_path", "out/"]
+    subprocess.run(run, cwd=here, env={**_env(here), "C3PO_JUDGE": "exact"}, check=True, capture_output=True,
+                   timeout=300)
+    shutil.copytree(here, there)
+    shutil.rmtree(here)
+    _run([str(BIN / "c3po"), "report", "out/", "-o", "report/"], there)
+    with FakeGemini(reply_text=fake_judge_reply) as server:
+        _run([str(BIN / "c3po"), "judge", "out/", "--judge", f"gemini:gemini-judge,base_url={server.url},max_retries=0",
+              "-o", "regraded.jsonl"], there)
+    verdicts = [json.loads(line) for line in (there / "regraded.jsonl").read_text().splitlines()]
+    assert verdicts and not any((v["error"] or "").startswith("media_unavailable") for v in verdicts)
     _run([str(BIN / "faultline"), "view", "out/", "-o", "site/"], there)
     pages = "".join(p.read_text() for p in (there / "site").rglob("*.html"))
     assert "not regenerated" not in pages and "<img" in pages
