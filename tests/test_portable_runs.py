@@ -58,11 +58,16 @@ def test_a_c3po_run_copied_elsewhere_reports_regrades_with_media_and_views(tmp_p
     find the items by content in the copy (C3PO_SOURCE), the first place deleted."""
     from fake_gemini import FakeGemini
     from test_c3po_judges import fake_judge_reply
+    from test_c3po_lmms import _inline_parts
     from test_c3po_lmms import copy_demo as copy_c3po_demo
     from test_c3po_lmms import demo_rows as c3po_rows
 
     here, there = tmp_path / "here", tmp_path / "there"
-    copy_c3po_demo(here / "c3po", c3po_rows()[:4])
+    rows = c3po_rows()[:4]
+    for row in rows:  # answers the reference never gives exactly: every trial goes to the judge
+        row["answer"] = "something the reference never says"
+        row.pop("human_answer", None)
+    copy_c3po_demo(here / "c3po", rows)
     run = [str(BIN / "lmms-eval"), "eval", "--model", "sceval_reference", "--tasks", "c3po_all", "--log_samples",
            "--output_path", "out/"]
     subprocess.run(run, cwd=here, env={**_env(here), "C3PO_JUDGE": "exact"}, check=True, capture_output=True,
@@ -73,6 +78,8 @@ def test_a_c3po_run_copied_elsewhere_reports_regrades_with_media_and_views(tmp_p
     with FakeGemini(reply_text=fake_judge_reply) as server:
         _run([str(BIN / "c3po"), "judge", "out/", "--judge", f"gemini:gemini-judge,base_url={server.url},max_retries=0",
               "-o", "regraded.jsonl"], there)
+        asked = list(server.requests)
+    assert asked and all(_inline_parts(r) for r in asked), "the judge was shown the items' media"
     verdicts = [json.loads(line) for line in (there / "regraded.jsonl").read_text().splitlines()]
     assert verdicts and not any((v["error"] or "").startswith("media_unavailable") for v in verdicts)
     _run([str(BIN / "faultline"), "view", "out/", "-o", "site/"], there)
