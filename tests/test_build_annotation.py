@@ -301,6 +301,20 @@ def test_import_checks_the_rows_exported_not_todays_operator_plugins(filled_full
     done = _sceval("build", "annotate", "import", filled_full, "--pass", "full")
     assert done.returncode != 0 and "do not match their digest" in done.stderr
 
+    # the other way round: exported with the plugin, imported and decided without it
+    root = tmp_path / "removed"
+    copy_demo(root / "pool", 1)
+    done = _sceval("build", "annotate", "export", root, "--pass", "full", "--annotators", "ann1,ann2",
+                   env={"PYTHONPATH": str(site)})
+    assert done.returncode == 0, done.stderr
+    simulate.simulate(root, "full", seed=1, disagreement=0)
+    done = _sceval("build", "annotate", "import", root, "--pass", "full")
+    assert done.returncode == 0, done.stderr
+    assert "operator plugins differ from the export (removed since: salt_pepper)" in done.stdout
+    assert main(["build", "manifest", str(root)]) == 0
+    retention = {r["operator"]: r for r in csv.DictReader((root / "retention.csv").open())}
+    assert retention["salt_pepper"]["annotated"] == "12"  # its judged cells still count, under vision
+
 
 def test_sheets_that_are_not_utf8_name_file_annotator_and_fix(filled_full):
     """Issue 25: an .xlsx saved as .csv, and a Latin-1 'CSV (Windows)', each named with its

@@ -373,6 +373,17 @@ def _digest(asked: dict) -> str:
     return hashlib.blake2b(json.dumps(asked, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
+def operator_modalities(build: Path) -> dict[str, str]:
+    """Operator -> modality, as the exports of ``build``'s passes recorded them, then today's
+    registry for the rest: an operator plugin removed since an export still has the modality its
+    annotated cells were judged under."""
+    known = {name: operators.get(name).modality for name in operators.names()}
+    for path in sorted((Path(build) / "annotation").glob("*/assignment.json")):
+        for name, spec in json.loads(path.read_text(encoding="utf-8")).get("operators", {}).items():
+            known.setdefault(name, spec["modality"])
+    return known
+
+
 def exported_rows(path: Path, assignment: dict, name: str, notes: list[str]) -> dict[str, dict[str, set[tuple]]]:
     """Annotator -> sheet -> the row keys the export asked for (``assignment.json`` at ``path``).
     A change of operator plugins since the export goes to ``notes``; an assignment written before

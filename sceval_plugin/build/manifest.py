@@ -41,6 +41,7 @@ from sceval_plugin.build import form
 from sceval_plugin.build.annotate import (
     AnnotationError,
     group_labels,
+    operator_modalities,
     pool_items,
     read_labels,
     row_key,
@@ -141,6 +142,7 @@ def build_manifest(build: Path) -> dict:
     cells = _decide(build, "cells")
     blind = blind_outcomes(build)
     stages = item_stages(build, decisions, cells)
+    modality = operator_modalities(build)
     samples, stage_of = [], {}
     for sample in sorted(items):
         d = decisions[sample]
@@ -158,13 +160,13 @@ def build_manifest(build: Path) -> dict:
         preserved = blind.get((sample, (op, severity, variant)), c["gold_preserved"] == "yes") if interpretable else False
         entries.append(_cell(sample, op, severity, variant, interpretable, preserved))
     for (sample, (op, severity, variant)), preserved in sorted(blind.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-        if operators.get(op).modality == "text":
+        if modality[op] == "text":
             entries.append(_cell(sample, op, severity, variant, True, preserved))
     manifest = {"schema": SCHEMAS[-1], "simulated": _simulated(build), "audit": audit_summary(build),
                 "samples": samples, "cells": entries}
     return {"manifest": manifest, "funnel": funnel_rows(build, samples), "retention":
             retention_rows([e for e in entries if stage_of[e["sample_id"]] in (None, STAGES[3])
-                            and operators.get(e["operator"]).modality != "text"]),
+                            and modality[e["operator"]] != "text"], modality),
             "rejected": rejected_rows(build, samples)}
 
 
@@ -212,12 +214,16 @@ def funnel_rows(build: Path, samples: list[dict]) -> list[dict]:
     return rows
 
 
-def retention_rows(cells: list[dict]) -> list[dict]:
-    """Table 24 per audio and vision operator, with Table 25's drop rate by severity."""
+def retention_rows(cells: list[dict], modality_of: dict[str, str] | None = None) -> list[dict]:
+    """Table 24 per audio and vision operator, with Table 25's drop rate by severity: today's
+    operators, then any other the cells judged (a plugin removed since; ``modality_of`` names
+    its modality)."""
+    modality_of = modality_of or {}
     rows = []
     for modality in ("audio", "vision"):
         group = []
-        for op in operators.names(modality):
+        judged = sorted({c["operator"] for c in cells if modality_of.get(c["operator"]) == modality})
+        for op in [*operators.names(modality), *(o for o in judged if o not in operators.names(modality))]:
             mine = [c for c in cells if c["operator"] == op]
             group += mine
             rows.append(_retention(modality, op, mine))
