@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 # --- c3po build all --------------------------------------------------------------------------------
 
 #: The scripted build of the kill test: generator scenario and auditor decision by sample index
-#: (as tests/test_c3po_build_pipeline.py), over the demo pool's AttributeComposition candidates.
+#: (as tests/test_c3po_build_pipeline.py), over the demo pool's first 7 candidates of each template.
 C3PO_GENERATOR = {1: "malformed", 2: "banned-word", 3: "does-not-fit", 4: "malformed-then-good", 5: "sfx"}
 C3PO_AUDITOR = {0: "reject", 6: "accept-unusable-media"}
 
@@ -57,9 +57,9 @@ def _exported_ids(build_dir: Path) -> list[str]:
 
 def c3po_build(kill_points: int, seed: int, workdir: Path, templates: str = "IC01") -> dict:
     """``c3po build all`` over the demo pool against the scripted fake Gemini (tests/build_fakes.py),
-    killed ``kill_points`` times at delays drawn from ``(0.1 T, 0.6 T)`` (T: the uninterrupted
+    killed ``kill_points`` times at delays drawn from ``(0.05 T, 0.45 T)`` (T: the uninterrupted
     build's wall time on this machine, so the kills fall inside the build however loaded the
-    machine is), then run to the end. ``lost``: samples the reference exports that the killed
+    machine is; each rerun resumes, so the kills move through every stage), then run to the end. ``lost``: samples the reference exports that the killed
     build does not, plus candidates the killed build left unsettled; ``duplicated``: exported rows
     beyond one per sample; ``differing_files``: :func:`c3po_build_digests` that differ."""
     from build_fakes import Scripted
@@ -75,7 +75,7 @@ def c3po_build(kill_points: int, seed: int, workdir: Path, templates: str = "IC0
 
         def command(build: Path) -> list[str]:
             return [c3po, "build", "all", str(build), "--pool", "demo", "--generator", spec, "--templates", templates,
-                    "--per-template", "1-250", "--annotators", "1"]
+                    "--per-template", "1-7", "--annotators", "1"]
 
         start = time.perf_counter()
         reference = run_with_kills(command(workdir / "reference"), kill_points=0, seed=seed, window_s=(0, 0),
@@ -84,7 +84,7 @@ def c3po_build(kill_points: int, seed: int, workdir: Path, templates: str = "IC0
             raise RuntimeError(f"the uninterrupted c3po build failed:\n{reference.final_output[-3000:]}")
         wall = time.perf_counter() - start
         log = run_with_kills(command(workdir / "killed"), kill_points=kill_points, seed=seed,
-                             window_s=(0.1 * wall, 0.6 * wall), env=env, cwd=workdir)
+                             window_s=(0.05 * wall, 0.45 * wall), env=env, cwd=workdir)
     if log.returncode != 0:
         raise RuntimeError(f"the c3po build run after the kills failed:\n{log.final_output[-3000:]}")
     wanted, got = _exported_ids(workdir / "reference"), _exported_ids(workdir / "killed")

@@ -146,7 +146,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     build_dir = Path(args.build_dir)
     templates = args.templates.split(",") if getattr(args, "templates", None) else None
     if args.stage == "status":
+        from c3po_plugin.build.ledger import format_reports
+
         print(pipeline.summary(build_dir, templates))
+        print(format_reports(pipeline.stage_reports(build_dir, pipeline.STAGES, templates)))
         return 0
     if args.stage == "import-answers":
         from c3po_plugin.build.sample import import_answers
