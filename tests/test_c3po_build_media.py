@@ -478,7 +478,10 @@ def test_export_runs_through_lmms_eval_c3po_all(tmp_path):
     from test_c3po_lmms import c3po  # the same export through the command line, into another folder
 
     done = c3po("build", "export", str(build), "--out", str(tmp_path / "again"), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1 and "export: 1 of 6 items failed" in done.stdout  # CC08_002, above 0.1
+    done = c3po("build", "export", str(build), "--out", str(tmp_path / "again"), "--max-failure-rate", "0.2",
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "again" / "items.parquet").read_bytes() == (out / "items.parquet").read_bytes()
 
 
