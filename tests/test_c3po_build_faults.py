@@ -25,6 +25,7 @@ from fake_gemini import FakeGemini
 from faultkit import differing_files
 
 from c3po_plugin.build.ledger import Ledger
+from sceval_plugin.store import encode_record
 
 ROOT = Path(__file__).resolve().parents[1]
 C3PO = str(Path(sys.executable).with_name("c3po"))
@@ -91,9 +92,9 @@ def shuffle_ledgers(build: Path, rng: random.Random) -> None:
     for stage in MIDDLE:
         path = build / "ledger" / f"{stage}.jsonl"
         if path.is_file():
-            lines = Ledger(build, stage).snapshot().splitlines(keepends=True)
+            lines = Ledger(build, stage).snapshot().splitlines()
             rng.shuffle(lines)
-            path.write_text("".join(lines), encoding="utf-8")
+            path.write_bytes(b"".join(encode_record(json.loads(line)) for line in lines))
 
 
 @pytest.mark.slow
@@ -132,9 +133,8 @@ def test_a_build_is_the_same_bytes_in_any_stage_order_ledger_order_and_process(t
         exported = sorted(json.loads(line)["key"] for line in Ledger(b, "export").snapshot().splitlines()
                           if json.loads(line)["status"] == "ok")
         lost = exported[0]
-        kept = [line for line in Ledger(b, "generate").snapshot().splitlines(keepends=True)
-                if json.loads(line)["key"] != lost]
-        (b / "ledger" / "generate.jsonl").write_text("".join(kept), encoding="utf-8")
+        kept = [json.loads(line) for line in Ledger(b, "generate").snapshot().splitlines()]
+        (b / "ledger" / "generate.jsonl").write_bytes(b"".join(encode_record(e) for e in kept if e["key"] != lost))
         counts = pipeline.stage_function("export")(b)
         assert counts["unsettled"] == 1 and f"{lost}: no generate entry yet" in counts["note"]
         funnel = json.loads((b / "export" / "funnel.json").read_text())
