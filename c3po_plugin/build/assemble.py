@@ -130,8 +130,9 @@ def sample_fates(build_dir: str | Path, templates: list[str] | None = None) -> d
     """``{sample id: (template id, verdict)}`` for every selected candidate of these templates
     (``select`` ok, numbered as ``generate`` numbers them), whether or not any later stage has
     seen it: the verdict (:class:`~c3po_plugin.build.ledger.Verdict`) is ``ok`` for an exported
-    item, ``rejected`` with the stage that decided, or ``waiting`` at the first stage with no
-    entry or a failed one. Every candidate has exactly one fate, so none can vanish unseen."""
+    item, ``rejected`` with the stage that decided, or ``failed`` / ``missing`` (waiting) at the
+    first stage with a failed entry or none. Every candidate has exactly one fate, so none can
+    vanish unseen."""
     from c3po_plugin.build.generate import sample_ids
     from c3po_plugin.build.ledger import Upstream
     from c3po_plugin.build.specs import resolve

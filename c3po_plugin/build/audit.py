@@ -119,7 +119,7 @@ def run_audit(build_dir: str | Path, *, auditor: str | None = None, concurrency:
             if media_made.status == "rejected":
                 ledger.carry(sample_id, media_made)
                 continue
-            if media_made.status == "waiting":
+            if media_made.waiting:
                 waiting += 1
                 continue
         candidate = candidates.get(item["candidate_id"])

@@ -137,7 +137,7 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
     fates = sample_fates(build_dir, templates)
     funnel = funnel_counts(build_dir, {it.sample_id for it in exported}, fates, wanted)
     written = write_funnel(funnel, out)  # also when nothing was accepted: it shows where items were lost
-    unsettled = {sid: v for sid, (_, v) in fates.items() if v.status == "waiting"}
+    unsettled = {sid: v for sid, (_, v) in fates.items() if v.waiting}
     if unsettled:
         shown = "; ".join(f"{sid}: {v.reason}" for sid, v in list(unsettled.items())[:5])
         counts["unsettled"] = len(unsettled)
@@ -212,7 +212,7 @@ def funnel_counts(build_dir: Path, exported: set[str], fates: dict[str, tuple[st
     for key in sorted(exported):
         bump(generated.get(key) or template_id_of(key), "exported")
     for template, verdict in fates.values():
-        if verdict.status == "waiting":
+        if verdict.waiting:
             bump(template, "unsettled")
     total = dict.fromkeys(FUNNEL + LOSSES, 0)
     for row in table.values():

@@ -12,7 +12,7 @@ A ledger is the project's reply store (:class:`sceval_plugin.store.ReplyStore`) 
   retried, never "run stage X" advice for something stage X cannot change.
 - ``failed``: something outside the content went wrong (API failure, missing file, synthesis
   error); ``reason`` says what. A resumed run tries it again. A later stage does not record a key
-  whose upstream entry is failed or missing: it is *waiting* (:class:`Upstream`), counted as such
+  whose upstream entry is failed or missing is *waiting* (:class:`Upstream`), counted as such
   and done by the run after the upstream stage has settled it.
 
 The last entry written for a key wins, so a retried ``failed`` key that succeeds becomes ``ok``.
@@ -102,13 +102,17 @@ class Ledger:
 @dataclass(frozen=True)
 class Verdict:
     """Where a key stands before a stage runs on it: ``ok`` (go ahead), ``rejected`` (carry the
-    rejection: ``origin`` decided, ``reason`` says why) or ``waiting`` (``stage`` has no entry or a
-    failed one: nothing to record yet)."""
+    rejection: ``origin`` decided, ``reason`` says why), or ``failed`` / ``missing`` at ``stage``
+    (an entry to retry, or none yet): :attr:`waiting`, nothing to record yet."""
 
     status: str
     stage: str | None = None
     reason: str | None = None
     origin: str | None = None
+
+    @property
+    def waiting(self) -> bool:
+        return self.status in ("failed", "missing")
 
 
 def carried_reason(stage: str, entry: dict) -> tuple[str, str]:
@@ -125,18 +129,15 @@ class Upstream:
     def __init__(self, build_dir: str | Path, stages: Iterable[str]) -> None:
         self.ledgers = [Ledger(build_dir, stage) for stage in stages]
 
-    def verdict(self, key: str, stages: Iterable[str] | None = None) -> Verdict:
-        """The first upstream stage (of ``stages``, default all) whose entry for ``key`` is not
-        ``ok`` decides: rejected -> ``rejected`` with its origin; failed or missing -> ``waiting``."""
-        wanted = None if stages is None else set(stages)
+    def verdict(self, key: str) -> Verdict:
+        """The first upstream stage whose entry for ``key`` is not ``ok`` decides: rejected ->
+        ``rejected`` with its origin; failed -> ``failed``; none -> ``missing``."""
         for ledger in self.ledgers:
-            if wanted is not None and ledger.stage not in wanted:
-                continue
             entry = ledger.get(key)
             if entry is None:
-                return Verdict("waiting", ledger.stage, f"no {ledger.stage} entry yet")
+                return Verdict("missing", ledger.stage, f"no {ledger.stage} entry yet")
             if entry["status"] == "failed":
-                return Verdict("waiting", ledger.stage, f"{ledger.stage} failed: {entry['reason']}")
+                return Verdict("failed", ledger.stage, f"{ledger.stage} failed: {entry['reason']}")
             if entry["status"] == "rejected":
                 origin, reason = carried_reason(ledger.stage, entry)
                 return Verdict("rejected", ledger.stage, reason, origin)

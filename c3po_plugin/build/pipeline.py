@@ -96,9 +96,9 @@ def stage_reports(build_dir: str | Path, stages: tuple[str, ...] = STAGES,
         waiting: dict[str, int] = {}
         if stage in SAMPLE_STAGES:
             here = SAMPLE_STAGES.index(stage)
-            for _, verdict in fates.values():
-                if verdict.status == "waiting" and SAMPLE_STAGES.index(verdict.stage) < here \
-                        or verdict.status == "waiting" and verdict.stage == stage and verdict.reason.startswith("no "):
+            for _, verdict in fates.values():  # open upstream, or not reached here (a failed one is counted failed)
+                at = SAMPLE_STAGES.index(verdict.stage) if verdict.waiting else len(SAMPLE_STAGES)
+                if at < here or (at == here and verdict.status == "missing"):
                     waiting[verdict.stage] = waiting.get(verdict.stage, 0) + 1
         reports.append(stage_report(build_dir, stage, in_scope, waiting))
     return reports

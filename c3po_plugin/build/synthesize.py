@@ -152,7 +152,7 @@ def run_synthesize(build_dir: str | Path, *, speech: str = DEFAULTS["speech"], s
                 ledger.carry(sample_id, verdict)
                 counts["rejected"] += 1
                 continue
-            if verdict.status == "waiting":
+            if verdict.waiting:
                 counts["waiting"] += 1
                 continue
         try:
