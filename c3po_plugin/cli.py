@@ -152,7 +152,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         from c3po_plugin.build.ledger import format_reports
 
         print(pipeline.summary(build_dir, templates))
-        print(format_reports(pipeline.stage_reports(build_dir, pipeline.STAGES, templates)))
+        print("\n" + format_reports(pipeline.stage_reports(build_dir, pipeline.STAGES, templates)))
         return 0
     if args.stage == "import-answers":
         from c3po_plugin.build.sample import import_answers

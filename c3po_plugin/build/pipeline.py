@@ -111,7 +111,7 @@ def finish(build_dir: str | Path, stages: tuple[str, ...], templates: list[str] 
     from c3po_plugin.build.ledger import failing_stages, format_reports
 
     reports = stage_reports(build_dir, stages, templates)
-    print(format_reports(reports))
+    print("\n" + format_reports(reports))
     problems = failing_stages(reports, max_failure_rate)
     for why in problems:
         print(f"c3po build: FAILED {why}; rerun the same command to retry the failed items")
