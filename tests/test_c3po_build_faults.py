@@ -104,7 +104,8 @@ def test_a_build_is_the_same_bytes_in_any_stage_order_ledger_order_and_process(t
     upstream work waits), the ledgers' lines shuffled between stages, then ``sample`` and ``export``.
     Every output (media, ledger content, parquet, card, funnel, sheets, figures) must be the same
     bytes. Then a sample whose generate entry is lost (the torn-line accident) is named as
-    unsettled by the export instead of vanishing, and the next run restores the same bytes. ~25 s."""
+    unsettled by the export instead of vanishing, and the next run restores the same bytes. ~12-45 s
+    (idle to loaded 2 cores)."""
     from c3po_plugin.build import pipeline
 
     faults = faults_module()
