@@ -27,6 +27,9 @@ kill actually cut short), ``lost``, ``duplicated``, ``differing_files`` and ``se
   ``differing_files``: the published folder (parquet, card, manifest, funnel, media) and its
   parent (no ``.published.partial`` left behind); ``half_written``: kills after which
   ``published/`` existed but was not the finished folder (a half-written parquet, say).
+- ``c3po_build``: ``c3po build all`` over the demo pool against the scripted fake Gemini
+  (:func:`c3po_build`); ``differing_files``: every output (media, ledgers' content, parquet, card,
+  funnel, sheets, figures) against a build never killed.
 
 **Durability** (printed after the pipelines): appends per second of ``--records`` records of
 ~200 bytes to a fresh file by a plain ``open(path, "a").write`` per record (buffered, one close),
@@ -240,13 +243,89 @@ def sceval_publish_pipeline(kill_points: int, seed: int, workdir: Path) -> dict:
     differing = faultkit.differing_files(faultkit.file_digests(clean), faultkit.file_digests(killed))
     return {"kill_points": kill_points, "killed": log.killed, **counts, "differing_files": differing,
             "half_written": half.count, "seconds": round(time.perf_counter() - start, 1)}
+# --- c3po build all --------------------------------------------------------------------------------
+
+#: The scripted build of the ``c3po_build`` pipeline: generator scenario and auditor decision by
+#: sample index (as tests/test_c3po_build_pipeline.py), over the demo pool's first 7 candidates.
+C3PO_GENERATOR = {1: "malformed", 2: "banned-word", 3: "does-not-fit", 4: "malformed-then-good", 5: "sfx"}
+C3PO_AUDITOR = {0: "reject", 6: "accept-unusable-media"}
+
+
+def c3po_build_digests(build_dir: Path) -> dict[str, str]:
+    """What a build made, by sha256: every file except the logs of how it ran (``replies/``: reply
+    stores and usage with latencies; ``settings.json``: the options given; the raw ledger files,
+    whose lines a kill or a retry changes), plus each ledger's content
+    (:meth:`~c3po_plugin.build.ledger.Ledger.snapshot`) as ``ledger/<stage>.jsonl#content``."""
+    import hashlib
+
+    from c3po_plugin.build.ledger import Ledger
+
+    logs = lambda rel: rel.parts[0] in ("replies", "ledger") or str(rel) == "settings.json"  # noqa: E731
+    digests = faultkit.file_digests(build_dir, ignore=logs)
+    for ledger in sorted((build_dir / "ledger").glob("*.jsonl")):
+        snapshot = Ledger(build_dir, ledger.stem).snapshot()
+        digests[f"ledger/{ledger.name}#content"] = hashlib.sha256(snapshot.encode()).hexdigest()
+    return digests
+
+
+def _exported_ids(build_dir: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    parquet = build_dir / "export" / "items.parquet"
+    return pq.read_table(parquet, columns=["sample_id"]).column("sample_id").to_pylist() if parquet.is_file() else []
+
+
+def c3po_build(kill_points: int, seed: int, workdir: Path, templates: str = "IC01") -> dict:
+    """``c3po build all`` over the demo pool against the scripted fake Gemini (tests/build_fakes.py),
+    killed ``kill_points`` times at delays drawn from ``(0.05 T, 0.45 T)`` (T: the uninterrupted
+    build's wall time on this machine, so the kills fall inside the build however loaded the
+    machine is; each rerun resumes, so the kills move through every stage), then run to the end.
+    ``lost``: samples the uninterrupted build exports that the killed one does not, plus
+    candidates the killed build left unsettled (funnel); ``duplicated``: exported rows beyond one
+    per sample; ``differing_files``: :func:`c3po_build_digests` that differ."""
+    import json
+
+    from build_fakes import Scripted
+    from fake_gemini import FakeGemini
+
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    c3po = str(Path(sys.executable).with_name("c3po"))
+    env = {**_offline_env(), "GEMINI_API_KEY": "faults-key", "SCEVAL_CACHE": str(workdir / "cache"),
+           "TQDM_DISABLE": "1"}
+    began = time.perf_counter()
+    with FakeGemini(script=Scripted(C3PO_GENERATOR, C3PO_AUDITOR)) as server:
+        spec = f"gemini:gemini-test,base_url={server.url},max_retries=1,initial_backoff=0.01,timeout=10"
+
+        def command(build: Path) -> list[str]:
+            return [c3po, "build", "all", str(build), "--pool", "demo", "--generator", spec, "--templates", templates,
+                    "--per-template", "1-7", "--annotators", "1"]
+
+        start = time.perf_counter()
+        reference = faultkit.run_with_kills(command(workdir / "reference"), kill_points=0, seed=seed,
+                                            window_s=(0, 0), env=env, cwd=workdir)
+        if reference.returncode != 0:
+            raise RuntimeError(f"the uninterrupted c3po build failed:\n{reference.final_output[-3000:]}")
+        wall = time.perf_counter() - start
+        log = faultkit.run_with_kills(command(workdir / "killed"), kill_points=kill_points, seed=seed,
+                                      window_s=(0.05 * wall, 0.45 * wall), env=env, cwd=workdir)
+    if log.returncode != 0:
+        raise RuntimeError(f"the c3po build run after the kills failed:\n{log.final_output[-3000:]}")
+    wanted, got = _exported_ids(workdir / "reference"), _exported_ids(workdir / "killed")
+    unsettled = json.loads((workdir / "killed" / "export" / "funnel.json").read_text())["total"]["unsettled"]
+    return {"kill_points": kill_points, "killed": log.killed, "lost": len(set(wanted) - set(got)) + unsettled,
+            "duplicated": len(got) - len(set(got)), "exported": len(got),
+            "differing_files": faultkit.differing_files(c3po_build_digests(workdir / "reference"),
+                                                        c3po_build_digests(workdir / "killed")),
+            "seconds": round(time.perf_counter() - began, 1), "uninterrupted_s": round(wall, 1)}
 
 
 PIPELINES: dict[str, Callable[[int, int, Path], dict]] = {
     "store": store_pipeline,
+    "c3po_build": c3po_build,
+    "sceval_annotate": sceval_annotate_pipeline,
+    "sceval_publish": sceval_publish_pipeline,
 }
-PIPELINES["sceval_annotate"] = sceval_annotate_pipeline
-PIPELINES["sceval_publish"] = sceval_publish_pipeline
 
 
 # --- durability ----------------------------------------------------------------------------------

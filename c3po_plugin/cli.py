@@ -117,7 +117,11 @@ BUILD_HELP = """Build a C3PO benchmark from your own base media (paper §3.1, Ap
 
 Every stage reads the ledgers of the stages before it in BUILD_DIR and appends to its own
 (BUILD_DIR/ledger/<stage>.jsonl: ok / rejected with the reason / failed, retried when run again),
-so each stage resumes after a kill and re-pays no finished model call. Stages in order:
+so each stage resumes after a kill and re-pays no finished model call. A rejection is final and
+carried to later stages as a rejection with its reason; a failure is retried by the next run.
+Every run ends with a summary per stage (items, ok, rejected by reason, failed by category with
+the first error, waiting) and exits 1 when a stage's failed share is above --max-failure-rate.
+Stages in order:
 
   select      pick 100-250 base media candidates per template from a pool, clip / mute / extract audio
   generate    the generator LLM writes each item (App. I prompt, JSON schema, temperature 1.0);
@@ -145,7 +149,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     build_dir = Path(args.build_dir)
     templates = args.templates.split(",") if getattr(args, "templates", None) else None
     if args.stage == "status":
+        from c3po_plugin.build.ledger import format_reports
+
         print(pipeline.summary(build_dir, templates))
+        print("\n" + format_reports(pipeline.stage_reports(build_dir, pipeline.STAGES, templates)))
         return 0
     if args.stage == "import-answers":
         from c3po_plugin.build.sample import import_answers
@@ -155,7 +162,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     options = {k: v for k, v in vars(args).items() if k in BUILD_OPTIONS and v is not None}
     if args.stage == "all":
         pipeline.run_all(build_dir, templates=templates, **options)
-        return 0
+        return pipeline.finish(build_dir, pipeline.STAGES, templates, args.max_failure_rate)
     wants = {"select": ("pool", "per_template", "seed"), "generate": ("generator", "fit_threshold", "concurrency"),
              "classify": ("classifier", "concurrency"), "synthesize": ("speech", "sfx", "image"),
              "audit": ("auditor", "concurrency"), "sample": ("per_bucket", "annotators", "seed"),
@@ -167,11 +174,18 @@ def cmd_build(args: argparse.Namespace) -> int:
     print(f"{args.stage}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     if args.stage in pipeline.LLM_STAGES:
         print(pipeline.summary(build_dir, templates))
-    return 0
+    return pipeline.finish(build_dir, (args.stage,), templates, args.max_failure_rate)
 
 
 BUILD_OPTIONS = ("pool", "per_template", "seed", "generator", "fit_threshold", "concurrency", "classifier",
                  "speech", "sfx", "image", "auditor", "per_bucket", "annotators", "out", "push_to_hub")
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"a failure rate is between 0 and 1, got {text}")
+    return value
 
 
 def _per_template(text: str) -> tuple[int, int]:
@@ -198,6 +212,8 @@ def model_default(role: str) -> str:
 
 
 def add_build_parser(sub) -> None:
+    from c3po_plugin.build.ledger import MAX_FAILURE_RATE
+
     build = sub.add_parser("build", help="build a new C3PO benchmark from base media (c3po build -h)",
                            description=BUILD_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     stages = build.add_subparsers(dest="stage", required=True)
@@ -205,6 +221,10 @@ def add_build_parser(sub) -> None:
     def stage(name: str, help: str, *, templates: bool = True) -> argparse.ArgumentParser:
         parser = stages.add_parser(name, help=help, description=help)
         parser.add_argument("build_dir", help="the build folder (created when missing)")
+        if name not in ("status", "import-answers"):
+            parser.add_argument("--max-failure-rate", type=_rate, default=MAX_FAILURE_RATE, metavar="R",
+                                help="exit 1 when a stage's failed items / its items are above R (default "
+                                     f"{MAX_FAILURE_RATE:g}; 0: any failure), or when all of them failed")
         if templates:
             parser.add_argument("--templates", help="comma-separated template ids, names or paper ids "
                                                     "(IC02, InstructionalGapDetection, D_T1_001); default all")

@@ -183,7 +183,7 @@ def test_audit_sees_the_real_media_and_records_accept_reject_and_difficulty(tmp_
         before = len(server.requests)
         counts = run_audit(tmp_path, templates=["IC01"])
         asked = server.requests[before:]
-    assert counts == {"ok": 1, "rejected": 2, "failed": 0, "skipped": 1}
+    assert counts == {"ok": 1, "rejected": 2, "failed": 0, "skipped": 0, "waiting": 1}
     audit = Ledger(tmp_path, "audit")
     assert audit.get("D_T1_002_000")["data"] == {"decision": "ACCEPT", "failing_pillar": None, "rationale": "scripted",
                                                  "fit_score": 4, "difficulty": 6}

@@ -272,7 +272,7 @@ def test_synthesize_makes_real_media_and_records_what_it_cannot(tmp_path):
     build = hand_made_build(tmp_path)
     counts = run_synthesize(build)
     entries = {e["key"]: e for e in Ledger(build, "synthesize").entries()}
-    assert counts == {"ok": 6, "rejected": 1, "failed": 1, "skipped": 0}
+    assert counts == {"ok": 6, "rejected": 1, "failed": 0, "skipped": 0, "waiting": 1}
 
     speech = entries["CC08_000"]["data"]
     wave, rate = soundfile.read(str(build / speech["audio"]))
@@ -287,13 +287,13 @@ def test_synthesize_makes_real_media_and_records_what_it_cannot(tmp_path):
     assert entries["IC06_000"]["data"]["audio"] is None  # the base is the audio; only the image is made
     assert entries["IC06_000"]["data"]["image"] == "media/items/IC06_000/image.png"
     assert entries["CC12_001"]["status"] == "rejected" and "no caption" in entries["CC12_001"]["reason"]
-    assert entries["CC08_002"]["status"] == "failed" and "classify" in entries["CC08_002"]["reason"]
+    assert "CC08_002" not in entries  # not typed yet: waiting for classify, not a failure of this stage
 
     with pytest.raises(RuntimeError, match="build-gpu"):  # stops before any sample, none marked failed
         run_synthesize(build, sfx="audioldm2")
-    assert Ledger(build, "synthesize").counts() == {"ok": 6, "rejected": 1, "failed": 1}
-    again = run_synthesize(build, templates=["CC08"])  # resumable; the failed one is tried again
-    assert again == {"ok": 0, "rejected": 0, "failed": 1, "skipped": 2}
+    assert Ledger(build, "synthesize").counts() == {"ok": 6, "rejected": 1, "failed": 0}
+    again = run_synthesize(build, templates=["CC08"])  # resumable; the waiting one is looked at again
+    assert again == {"ok": 0, "rejected": 0, "failed": 0, "skipped": 2, "waiting": 1}
 
     from c3po_plugin.build.export import run_export
 
@@ -458,8 +458,11 @@ def test_export_runs_through_lmms_eval_c3po_all(tmp_path):
     assert by_id["CC12_000"].hidden["transcript"] and by_id["CC12_000"].hidden["image_description"]
 
     funnel = json.loads((out / "funnel.json").read_text())
+    # CC08_002 was never typed: waiting, not a synthesis failure; the hand-made ids are not the
+    # candidates' (D_T..._idx), so both CC08 candidates are unsettled as far as the funnel can tell
     assert funnel["CC08"] == {"candidates": 2, "generated": 4, "rule_rejected": 1, "audited": 3, "accepted": 2,
-                              "exported": 1, "generate_failed": 0, "synthesis_failed": 1, "synthesis_rejected": 0}
+                              "exported": 1, "generate_failed": 0, "classify_rejected": 0, "synthesis_failed": 0,
+                              "synthesis_rejected": 0, "unsettled": 2}
     assert funnel["IC01"]["generate_failed"] == 1 and funnel["total"]["exported"] == 5
     assert (out / "funnel.md").read_text().count("| CC08 |") == 1
     assert (out / "difficulty.png").stat().st_size > 10_000 and (out / "difficulty.pdf").is_file()
@@ -475,7 +478,10 @@ def test_export_runs_through_lmms_eval_c3po_all(tmp_path):
     from test_c3po_lmms import c3po  # the same export through the command line, into another folder
 
     done = c3po("build", "export", str(build), "--out", str(tmp_path / "again"), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1 and "export: 1 of 6 items failed" in done.stdout  # CC08_002, above 0.1
+    done = c3po("build", "export", str(build), "--out", str(tmp_path / "again"), "--max-failure-rate", "0.2",
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "again" / "items.parquet").read_bytes() == (out / "items.parquet").read_bytes()
 
 

@@ -119,3 +119,26 @@ def accepted_items(build_dir: str | Path, templates: set[str] | None = None) -> 
             items.append(BuiltItem(sample_id, template.id, template.category, question, answer, found,
                                    int(difficulty), sample, base, synth, verdict))
     return items, problems
+
+
+#: The stages a sample passes after ``select``, in order; its fate is decided by the first one
+#: whose entry is not ``ok`` (:func:`sample_fates`).
+SAMPLE_STAGES = ("generate", "classify", "synthesize", "audit", "export")
+
+
+def sample_fates(build_dir: str | Path, templates: list[str] | None = None) -> dict[str, tuple[str, Any]]:
+    """``{sample id: (template id, verdict)}`` for every selected candidate of these templates
+    (``select`` ok, numbered as ``generate`` numbers them), whether or not any later stage has
+    seen it: the verdict (:class:`~c3po_plugin.build.ledger.Verdict`) is ``ok`` for an exported
+    item, ``rejected`` with the stage that decided, or ``failed`` / ``missing`` (waiting) at the
+    first stage with a failed entry or none. Every candidate has exactly one fate, so none can
+    vanish unseen."""
+    from c3po_plugin.build.generate import sample_ids
+    from c3po_plugin.build.ledger import Upstream
+    from c3po_plugin.build.specs import resolve
+
+    build_dir = Path(build_dir)
+    specs, _ = resolve(templates)
+    chain = Upstream(build_dir, SAMPLE_STAGES)
+    return {sample_id: (spec.template_id, chain.verdict(sample_id))
+            for sample_id, spec, _ in sample_ids(build_dir, specs)}

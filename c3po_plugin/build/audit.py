@@ -21,7 +21,9 @@ reason ``"<pillar>: <rationale>"`` and keeps its data. App. I lets the auditor g
 "too blurry, noisy, unintelligible, or ambiguous to fairly evaluate"; an ACCEPT with -1 is
 therefore recorded as a REJECT on ``Media Verifiability``. A reply without a usable decision or
 difficulty is handled like a malformed one (asked again, then ``rejected``). An item whose
-template generates media that ``synthesize`` has not produced yet is skipped (not audited).
+template generates media that ``synthesize`` rejected (itself, or carried from ``classify``) is
+``rejected`` here with that reason, never sent; one that ``synthesize`` has not produced yet (no
+entry, or a failed one) is ``waiting``, audited by a later run.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 
 from c3po_plugin.build import settings as build_settings
 from c3po_plugin.build.client import Ask, run_stage_asks, stage_counts
-from c3po_plugin.build.ledger import Ledger
+from c3po_plugin.build.ledger import Ledger, Upstream
 from c3po_plugin.build.prompts import AUDITOR, fill
 from c3po_plugin.build.specs import GenerationSpec, resolve
 
@@ -95,23 +97,31 @@ def _media(build_dir: Path, candidate: dict, synthesized: dict | None) -> dict[s
 def run_audit(build_dir: str | Path, *, auditor: str | None = None, concurrency: int | None = None,
               templates: list[str] | None = None, model_instance: Any = None, **options: Any) -> dict:
     """Audit every generated item whose media are ready; returns the counts (``skipped``: settled
-    before, or still waiting for synthesis)."""
+    before; ``waiting``: for synthesis)."""
     build_dir = Path(build_dir)
     config = build_settings.resolve(build_dir, auditor=auditor, concurrency=concurrency, **options)
     specs, _ = resolve(templates)
     by_paper_id = {s.paper_id: s for s in specs}
     candidates = {c["candidate_id"]: c for c in Ledger(build_dir, "select").ok().values()}
     synthesized = Ledger(build_dir, "synthesize").ok()
+    upstream = Upstream(build_dir, ["synthesize"])
     ledger = Ledger(build_dir, STAGE)
-    asks, fits, skipped = [], {}, 0
-    for sample_id, item in Ledger(build_dir, "generate").ok().items():
+    asks, fits, skipped, waiting = [], {}, 0, 0
+    for sample_id, item in Ledger(build_dir, "generate").ok().items():  # sorted by sample id
         spec = by_paper_id.get(sample_id.rsplit("_", 1)[0])
         if spec is None:
             continue
-        generates_media = any(m in spec.generation_spec for m in ("audio", "image") if m != spec.base_modality)
-        if ledger.settled(sample_id) or (generates_media and sample_id not in synthesized):
+        if ledger.settled(sample_id):
             skipped += 1
             continue
+        if any(m in spec.generation_spec for m in ("audio", "image") if m != spec.base_modality):
+            media_made = upstream.verdict(sample_id)
+            if media_made.status == "rejected":
+                ledger.carry(sample_id, media_made)
+                continue
+            if media_made.waiting:
+                waiting += 1
+                continue
         candidate = candidates.get(item["candidate_id"])
         if candidate is None:
             ledger.record(sample_id, "failed", reason=f"candidate {item['candidate_id']!r} is not in the select ledger")
@@ -133,4 +143,4 @@ def run_audit(build_dir: str | Path, *, auditor: str | None = None, concurrency:
 
     run_stage_asks(build_dir, STAGE, build_settings.model_for(config, "auditor"), asks, ledger, config,
                    temperature=config["auditor_temperature"], finish=finish, model_instance=model_instance)
-    return stage_counts(ledger, specs, skipped)
+    return {**stage_counts(ledger, specs, skipped), "waiting": waiting}

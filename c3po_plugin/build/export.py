@@ -20,8 +20,17 @@ licence, fit score, evidence modality, timestamp evidence, synthesis backends.
 ledger entries: ``candidates`` (select ok) -> ``generated`` (generator replies settled:
 generate ok + rejected) -> ``rule_rejected`` (generate rejected: the paper's rules, the fit
 threshold, does-not-fit, and replies still malformed after the re-ask) -> ``audited`` (audit
-ok + rejected) -> ``accepted`` (ACCEPT) -> ``exported``; plus ``generate_failed``,
-``synthesis_failed`` and ``synthesis_rejected`` so every loss is visible.
+ok + rejected by the auditor) -> ``accepted`` (ACCEPT) -> ``exported``; plus ``generate_failed``,
+``classify_rejected``, ``synthesis_failed``, ``synthesis_rejected`` and ``unsettled`` (candidates
+whose fate is not final yet: failed or not reached at some stage,
+:func:`c3po_plugin.build.assemble.sample_fates`), so every loss is visible: in a build every candidate is
+exactly one of exported, rejected at one stage, or unsettled (``candidates = exported +
+rule_rejected + classify_rejected + synthesis_rejected + (audited - accepted) + unsettled``), and
+the export's ``note`` names the unsettled samples and where each stands. A rejection carried
+from an earlier stage is counted where it was decided.
+
+Rows are written in sample-id order and every file is a pure function of the ledgers'
+content: two builds from the same inputs export the same bytes, however they were run.
 
 **Difficulty histogram** (``difficulty.png`` / ``.pdf``, the paper's Fig. 7): accepted items per
 difficulty score 1-10, stacked by category.
@@ -33,16 +42,16 @@ import csv
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from c3po_plugin.build import settings as build_settings
-from c3po_plugin.build.assemble import BuiltItem, accepted_items, project_template_id, template_id_of
+from c3po_plugin.build.assemble import BuiltItem, accepted_items, project_template_id, sample_fates, template_id_of
 from c3po_plugin.build.ledger import Ledger
 from sceval_plugin.store import replacing, write_atomic
 
 STAGE = "export"
 FUNNEL = ("candidates", "generated", "rule_rejected", "audited", "accepted", "exported")
-LOSSES = ("generate_failed", "synthesis_failed", "synthesis_rejected")
+LOSSES = ("generate_failed", "classify_rejected", "synthesis_failed", "synthesis_rejected", "unsettled")
 CARD = """---
 license: other
 configs:
@@ -125,12 +134,21 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
         rows.append(row)
         exported.append(item)
         counts["ok"] += 1
-    funnel = funnel_counts(build_dir, {it.sample_id for it in exported}, wanted)
+    fates = sample_fates(build_dir, templates)
+    funnel = funnel_counts(build_dir, {it.sample_id for it in exported}, fates, wanted)
     written = write_funnel(funnel, out)  # also when nothing was accepted: it shows where items were lost
+    unsettled = {sid: v for sid, (_, v) in fates.items() if v.waiting}
+    if unsettled:
+        shown = "; ".join(f"{sid}: {v.reason}" for sid, v in list(unsettled.items())[:5])
+        counts["unsettled"] = len(unsettled)
+        counts["note"] = (f"{len(unsettled)} candidate(s) not settled yet, rerun the build to finish them: {shown}"
+                          + (" ..." if len(unsettled) > 5 else ""))
     if not rows:
         (out / "items.parquet").unlink(missing_ok=True)
+        (out / "README.md").unlink(missing_ok=True)
         counts.update(files=[str(p) for p in written], out=None,
-                      note="no accepted item to export: no dataset written (see funnel.md and ledger/export.jsonl)")
+                      note=counts.get("note", "") + ("; " if counts.get("note") else "")
+                      + "no accepted item to export: no dataset written (see funnel.md and ledger/export.jsonl)")
         return counts
     with replacing(out / "items.parquet") as temporary:
         datasets.Dataset.from_list(rows).to_parquet(str(temporary))
@@ -149,8 +167,12 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
 
 # --- funnel -------------------------------------------------------------------------------------------
 
-def funnel_counts(build_dir: Path, exported: set[str], templates: set[str] | None = None) -> dict[str, dict[str, int]]:
-    """``{template id: {stage count: n}}`` (see the module docstring), plus ``"total"``."""
+def funnel_counts(build_dir: Path, exported: set[str], fates: dict[str, tuple[str, Any]],
+                  templates: set[str] | None = None) -> dict[str, dict[str, int]]:
+    """``{template id: {column: n}}`` (see the module docstring), plus ``"total"``; ``exported``:
+    the sample ids this export wrote; ``fates`` (:func:`~c3po_plugin.build.assemble.sample_fates`)
+    give ``unsettled``.
+    A rejection a stage carried from an earlier one is counted once, where it was decided."""
     table: dict[str, dict[str, int]] = {}
 
     def bump(template_id: str, column: str) -> None:
@@ -170,21 +192,28 @@ def funnel_counts(build_dir: Path, exported: set[str], templates: set[str] | Non
             if entry["status"] == "rejected":
                 bump(template, "rule_rejected")
 
-    def template_of(key: str, data: Any) -> str:
-        return generated.get(key) or template_id_of(key, data)
+    def own(stage: str) -> Iterator[tuple[str, dict]]:
+        """``stage``'s entries with their template, without the rejections it carried from upstream."""
+        for entry in Ledger(build_dir, stage).entries():
+            if not entry.get("origin"):
+                yield generated.get(entry["key"]) or template_id_of(entry["key"], entry.get("data")), entry
 
-    for entry in Ledger(build_dir, "synthesize").entries():
+    for template, entry in own("classify"):
+        if entry["status"] == "rejected":
+            bump(template, "classify_rejected")
+    for template, entry in own("synthesize"):
         if entry["status"] != "ok":
-            bump(template_of(entry["key"], entry.get("data")), f"synthesis_{entry['status']}")
-    for entry in Ledger(build_dir, "audit").entries():
-        template = template_of(entry["key"], entry.get("data"))
+            bump(template, f"synthesis_{entry['status']}")
+    for template, entry in own("audit"):
         if entry["status"] in ("ok", "rejected"):
             bump(template, "audited")
-        data = entry.get("data") or {}
-        if entry["status"] == "ok" and str(data.get("decision", "")).upper() == "ACCEPT":
+        if entry["status"] == "ok" and str((entry.get("data") or {}).get("decision", "")).upper() == "ACCEPT":
             bump(template, "accepted")
-    for key in exported:
+    for key in sorted(exported):
         bump(generated.get(key) or template_id_of(key), "exported")
+    for template, verdict in fates.values():
+        if verdict.waiting:
+            bump(template, "unsettled")
     total = dict.fromkeys(FUNNEL + LOSSES, 0)
     for row in table.values():
         for column, n in row.items():
@@ -203,7 +232,8 @@ def write_funnel(funnel: dict[str, dict[str, int]], out: Path) -> list[Path]:
             writer.writerow((template,) + tuple(row[c] for c in columns))
     lines = ["# C3PO build funnel", "",
              "candidates (select) -> generated (settled generator replies) -> rule_rejected (rules, fit threshold, "
-             "malformed) -> audited -> accepted -> exported; the last columns are losses outside that chain.", "",
+             "malformed) -> audited -> accepted -> exported; the last columns are losses outside that chain "
+             "(unsettled: failed or not yet reached at some stage; a rerun finishes them).", "",
              "| template | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for template, row in funnel.items():
         name = f"**{template}**" if template == "total" else template

@@ -161,29 +161,35 @@ def base_file(candidate: dict) -> str:
     return media.get(candidate["base_modality"]) or next(iter(media.values()), "")
 
 
-def _asks(build_dir: Path, specs: list[GenerationSpec], ledger: Ledger) -> tuple[list[Ask], dict, int]:
-    """(asks to send, {sample id: (spec, candidate)}, candidates already settled)."""
+def sample_ids(build_dir: Path, specs: list[GenerationSpec]) -> list[tuple[str, GenerationSpec, dict]]:
+    """``(sample id, spec, candidate)`` of every ``ok`` candidate of these templates, in template
+    then idx order: the samples a build is made of (generated or not yet)."""
     # idx = the candidate's place among every select entry of its template, failed ones too, so a
     # candidate that becomes ok on a later select run does not shift the ids already given out
     by_template: dict[str, list[dict | None]] = {}
     for entry in Ledger(build_dir, "select").entries():
         template = entry["key"].split("/", 1)[0]
         by_template.setdefault(template, []).append(entry["data"] if entry["status"] == "ok" else None)
+    return [(f"{spec.paper_id}_{idx:03d}", spec, candidate) for spec in specs
+            for idx, candidate in enumerate(by_template.get(spec.template_id, [])) if candidate is not None]
+
+
+def _asks(build_dir: Path, specs: list[GenerationSpec], ledger: Ledger) -> tuple[list[Ask], dict, int]:
+    """(asks to send, {sample id: (spec, candidate)}, candidates already settled)."""
     asks, context, settled = [], {}, 0
-    for spec in specs:
-        shown = json.dumps(spec.prompt_json(), indent=2, ensure_ascii=False)
-        for idx, candidate in enumerate(by_template.get(spec.template_id, [])):
-            if candidate is None:
-                continue
-            sample_id = f"{spec.paper_id}_{idx:03d}"
-            if ledger.settled(sample_id):
-                settled += 1
-                continue
-            text = fill(GENERATOR_TASK, TEMPLATE=shown, BASE_MODALITY_INPUT=spec.base_modality,
-                        BASE_MODALITY_FILE=base_file(candidate), TEMPLATE_ID=spec.paper_id, idx=f"{idx:03d}")
-            media = {k: str(build_dir / v) for k, v in candidate.get("media", {}).items()}
-            asks.append(Ask(sample_id, spec.template_id, GENERATOR_SYSTEM, text, media, SCHEMA))
-            context[sample_id] = (spec, candidate)
+    shown_of: dict[str, str] = {}
+    for sample_id, spec, candidate in sample_ids(build_dir, specs):
+        if ledger.settled(sample_id):
+            settled += 1
+            continue
+        if spec.template_id not in shown_of:
+            shown_of[spec.template_id] = json.dumps(spec.prompt_json(), indent=2, ensure_ascii=False)
+        text = fill(GENERATOR_TASK, TEMPLATE=shown_of[spec.template_id], BASE_MODALITY_INPUT=spec.base_modality,
+                    BASE_MODALITY_FILE=base_file(candidate), TEMPLATE_ID=spec.paper_id,
+                    idx=sample_id.rsplit("_", 1)[1])
+        media = {k: str(build_dir / v) for k, v in candidate.get("media", {}).items()}
+        asks.append(Ask(sample_id, spec.template_id, GENERATOR_SYSTEM, text, media, SCHEMA))
+        context[sample_id] = (spec, candidate)
     return asks, context, settled
 
 

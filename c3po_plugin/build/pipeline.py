@@ -72,6 +72,52 @@ def run_all(build_dir: str | Path, *, pool: str | Path | None = None, templates:
     return results
 
 
+def stage_reports(build_dir: str | Path, stages: tuple[str, ...] = STAGES,
+                  templates: list[str] | None = None) -> list:
+    """A :class:`~c3po_plugin.build.ledger.StageReport` per stage that has a ledger, over these
+    templates' entries; ``waiting`` counts the samples whose fate (:func:`~c3po_plugin.build.assemble.sample_fates`)
+    is open at an earlier stage (keyed by that stage) or that have no entry here yet (keyed by this stage)."""
+    from c3po_plugin.build.assemble import SAMPLE_STAGES, sample_fates, template_id_of
+    from c3po_plugin.build.ledger import stage_report
+
+    build_dir = Path(build_dir)
+    wanted = None if templates is None else {s.template_id for s in resolve(templates)[0]}
+
+    def in_scope(entry: dict) -> bool:
+        key = entry["key"]
+        template = key.split("/", 1)[0] if "/" in key else template_id_of(key, entry.get("data"))
+        return wanted is None or template in wanted
+
+    fates = sample_fates(build_dir, templates) if (build_dir / "ledger" / "select.jsonl").is_file() else {}
+    reports = []
+    for stage in stages:
+        if not (build_dir / "ledger" / f"{stage}.jsonl").is_file():
+            continue
+        waiting: dict[str, int] = {}
+        if stage in SAMPLE_STAGES:
+            here = SAMPLE_STAGES.index(stage)
+            for _, verdict in fates.values():  # open upstream, or not reached here (a failed one is counted failed)
+                at = SAMPLE_STAGES.index(verdict.stage) if verdict.waiting else len(SAMPLE_STAGES)
+                if at < here or (at == here and verdict.status == "missing"):
+                    waiting[verdict.stage] = waiting.get(verdict.stage, 0) + 1
+        reports.append(stage_report(build_dir, stage, in_scope, waiting))
+    return reports
+
+
+def finish(build_dir: str | Path, stages: tuple[str, ...], templates: list[str] | None,
+           max_failure_rate: float) -> int:
+    """Print the one-screen summary of ``stages`` and return the exit status: 1 when a stage's
+    items all failed or its failure rate is above ``max_failure_rate`` (each reason printed)."""
+    from c3po_plugin.build.ledger import failing_stages, format_reports
+
+    reports = stage_reports(build_dir, stages, templates)
+    print("\n" + format_reports(reports))
+    problems = failing_stages(reports, max_failure_rate)
+    for why in problems:
+        print(f"c3po build: FAILED {why}; rerun the same command to retry the failed items")
+    return 1 if problems else 0
+
+
 def _table(rows: list[tuple]) -> str:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in

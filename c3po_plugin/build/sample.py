@@ -94,7 +94,9 @@ def stratified_round_robin(items: list, per_bucket: int, seed: int = 0) -> dict[
 def run_sample(build_dir: str | Path, *, per_bucket: int = 25, annotators: int = 3, seed: int = 0,
                templates: list[str] | None = None) -> dict:
     """Draw the sample, record it, write the annotators' sheets; a build that already has a
-    sample keeps it (rewriting the sheets) so answers never end up on a changed sheet."""
+    sample keeps it (rewriting the sheets) so answers never end up on a changed sheet. The draw
+    counts as made once ``sample/drawn.json`` is written after its last entry: a draw a kill cut
+    short is drawn again (the same draw, a pure function of the items and the seed) and completed."""
     if annotators < 1 or per_bucket < 1:
         raise ValueError(f"annotators and per_bucket must be >= 1 (got {annotators}, {per_bucket})")
     build_dir = Path(build_dir)
@@ -102,18 +104,22 @@ def run_sample(build_dir: str | Path, *, per_bucket: int = 25, annotators: int =
     items, problems = accepted_items(build_dir, None if templates is None else {project_template_id(t) for t in templates})
     by_id = {it.sample_id: it for it in items}
     existing = ledger.ok()
-    counts = {"ok": 0, "rejected": 0, "failed": 0, "skipped": 0}
-    if existing:
-        counts["skipped"] = len(existing)
-    else:
+    counts = {"ok": 0, "rejected": 0, "failed": 0, "skipped": len(existing)}
+    drawn_marker = build_dir / "sample" / "drawn.json"
+    if not drawn_marker.is_file():  # no draw yet, or one a kill cut short: (re)draw, record what is missing
         strata = stratified_round_robin(items, per_bucket, seed)
         drawn = [(stratum, it) for stratum, chosen in strata.items() for it in chosen]
         for index, ((category, bucket), it) in enumerate(drawn):
+            if it.sample_id in existing:
+                continue
             annotator = index % annotators + 1
             ledger.record(it.sample_id, "ok", {"template_id": it.template_id, "category": category,
                                                "difficulty": it.difficulty, "bucket": bucket,
                                                "annotator": annotator, "sheet": f"annotator_{annotator}.csv"})
             counts["ok"] += 1
+        drawn_marker.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(drawn_marker, json.dumps({"drawn": len(drawn), "per_bucket": per_bucket, "annotators": annotators,
+                                               "seed": seed}, sort_keys=True) + "\n")
         existing = ledger.ok()
     sheets = _write_sheets(build_dir, existing, by_id)
     strata_counts: dict[str, int] = {f"{c}/{b[0]}": 0 for c in CATEGORIES for b in BUCKETS}

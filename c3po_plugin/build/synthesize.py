@@ -28,9 +28,14 @@ Ledger entry (key = sample id)::
     {"audio": rel | None, "audio_kind": "tts" | "sfx" | None, "audio_duration_s": float | None,
      "image": rel | None, "backends": {"speech": name, "sfx": name, "image": name}}
 
-A backend error, or a sample whose classify entry is missing, is ``failed`` (retried on
-resume); a sample whose template needs audio or an image the generator did not describe is
-``rejected`` with that reason. Neither becomes an item.
+Samples are synthesised in sample-id order, and every backend is a pure function of its inputs
+(text, prompt, caption, sample id), so the files do not depend on the order replies came in, on
+a kill and resume, or on the process. A backend error is ``failed`` (retried on resume); a
+sample whose template needs audio or an image the generator did not describe is ``rejected``
+with that reason; a sample whose audio typing ``classify`` rejected is ``rejected`` here too,
+``"audio typing rejected at classify: <reason>"`` (final: :mod:`c3po_plugin.build.ledger`); one
+that ``classify`` has not typed yet (no entry, or a failed one) is left for a later run and
+counted ``waiting``. None of these becomes an item.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from c3po_plugin.build.assemble import nested, project_template_id, template_id_of
-from c3po_plugin.build.ledger import Ledger
+from c3po_plugin.build.ledger import Ledger, Upstream
 from c3po_plugin.hookspecs import hookimpl
 
 STAGE = "synthesize"
@@ -126,6 +131,7 @@ def run_synthesize(build_dir: str | Path, *, speech: str = DEFAULTS["speech"], s
     build_dir = Path(build_dir)
     generated = Ledger(build_dir, "generate").ok()
     typed = Ledger(build_dir, "classify").ok()
+    upstream = Upstream(build_dir, ["classify"])
     ledger = Ledger(build_dir, STAGE)
     names = {"speech": speech, "sfx": sfx, "image": image}
     # Made before any sample, so an unknown name or a missing extra stops the stage with its error
@@ -133,13 +139,22 @@ def run_synthesize(build_dir: str | Path, *, speech: str = DEFAULTS["speech"], s
     backends = {kind: registry().make(kind, name) for kind, name in names.items()}
 
     wanted = _template_filter(templates)
-    counts = {"ok": 0, "rejected": 0, "failed": 0, "skipped": 0}
-    for sample_id, sample in tqdm(generated.items(), desc="synthesize", unit="sample"):
+    counts = {"ok": 0, "rejected": 0, "failed": 0, "skipped": 0, "waiting": 0}
+    for sample_id, sample in tqdm(generated.items(), desc="synthesize", unit="sample"):  # sorted by id
         if wanted is not None and template_id_of(sample_id, sample) not in wanted:
             continue
         if ledger.settled(sample_id):
             counts["skipped"] += 1
             continue
+        if needs(template_id_of(sample_id, sample))[0]:  # the audio's kind comes from classify
+            verdict = upstream.verdict(sample_id)
+            if verdict.status == "rejected":
+                ledger.carry(sample_id, verdict)
+                counts["rejected"] += 1
+                continue
+            if verdict.waiting:
+                counts["waiting"] += 1
+                continue
         try:
             data = _synthesize_one(build_dir, sample_id, sample, typed.get(sample_id), backends, names)
         except Rejected as exc:
@@ -173,9 +188,7 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
     data: dict[str, Any] = {"audio": None, "audio_kind": None, "audio_duration_s": None, "image": None,
                             "backends": dict(names)}
     if wants_audio:
-        if typed is None:
-            raise RuntimeError("no classify entry for this sample yet (run `c3po build classify`)")
-        kind = typed.get("kind")
+        kind = typed.get("kind")  # typed is ok here: run_synthesize checked the classify entry
         if kind == "tts":
             text = typed.get("transcript") or nested(sample, "generated_components", "audio", "transcript")
             style = typed.get("voice_style_prompt") or nested(sample, "generated_components", "audio", "voice_style_prompt")

@@ -55,7 +55,9 @@ def save(fig, stem: Path) -> list[Path]:
     # One layout pass for both files: "tight" would measure the figure again in each savefig.
     bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
     for path in paths:
-        fig.savefig(path, dpi=DPI, bbox_inches=bbox, **({"pil_kwargs": {"compress_level": 3}} if path.suffix == ".png" else {}))
+        # no creation date in the PDF: the same figure gives the same bytes (builds are compared by digest)
+        fig.savefig(path, dpi=DPI, bbox_inches=bbox, **({"pil_kwargs": {"compress_level": 3}} if path.suffix == ".png"
+                                                        else {"metadata": {"CreationDate": None}}))
     plt.close(fig)
     return paths
 
