@@ -1,7 +1,7 @@
 """Fault injection: kill -9 pipelines at seeded random points, rerun them, count what was lost;
 and what the store's durability costs.
 
-    python benchmarks/faults.py [--pipelines store,...] [--kill-points 50] [--seed 0]
+    python benchmarks/faults.py [--pipelines store,sceval_annotate,sceval_publish,...] [--kill-points 50] [--seed 0]
                                 [--records 2000] [--rounds 3] [--no-durability]
 
 **Pipelines** (:data:`PIPELINES`, name -> ``(kill_points, seed, workdir) -> dict``): each runs a
@@ -16,6 +16,17 @@ kill actually cut short), ``lost``, ``duplicated``, ``differing_files`` and ``se
   ``lost``: acknowledged keys, or keys of the finished run, missing from the store; ``duplicated``:
   keys with more than one valid line; ``differing_files``: the store's bytes against the
   uninterrupted run's (torn tails are cut off, so they must be identical).
+- ``sceval_annotate``: ``sceval build annotate import`` of a filled full pass (3 demo items, 2
+  simulated annotators) killed; then, uninterrupted, adjudication, ``manifest`` and
+  ``agreement``. ``lost`` / ``duplicated``: label rows of the uninterrupted import missing from, or
+  repeated in, ``labels.jsonl``; ``differing_files``: the whole build folder against the
+  uninterrupted one's (labels, manifest, funnel, retention, rejected list, agreement);
+  ``half_written``: kills after which ``labels.jsonl`` existed but was not whole.
+- ``sceval_publish``: ``sceval build publish`` of that build killed. ``lost`` / ``duplicated``:
+  items of the uninterrupted parquet missing from, or repeated in, the published one;
+  ``differing_files``: the published folder (parquet, card, manifest, funnel, media) and its
+  parent (no ``.published.partial`` left behind); ``half_written``: kills after which
+  ``published/`` existed but was not the finished folder (a half-written parquet, say).
 - ``c3po_build``: ``c3po build all`` over the demo pool against the scripted fake Gemini
   (:func:`c3po_build`); ``differing_files``: every output (media, ledgers' content, parquet, card,
   funnel, sheets, figures) against a build never killed.
@@ -32,8 +43,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
+import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -98,6 +112,137 @@ def store_pipeline(kill_points: int, seed: int, workdir: Path, records: int = ST
             "seconds": round(seconds, 1), "acknowledged": len(acknowledged), "records": records}
 
 
+# --- SCEval build stages (sceval build annotate import, publish) -------------------------------
+
+SCEVAL = str(Path(sys.executable).with_name("sceval"))
+
+
+def _setup(*args) -> None:
+    """A preparation step (``sceval ARGS``), in this process: no interpreter start per step."""
+    import contextlib
+    import io
+
+    from sceval_plugin.cli import main as sceval_main
+
+    with contextlib.redirect_stdout(io.StringIO()):  # the table stays readable
+        status = sceval_main([str(a) for a in args])
+    if status != 0:
+        raise RuntimeError(f"sceval {' '.join(map(str, args))} failed")
+
+
+def _sceval(*args, env: dict) -> float:
+    """Run ``sceval ARGS`` to the end in a process of its own (it must succeed); returns its wall time."""
+    start = time.perf_counter()
+    done = subprocess.run([SCEVAL, *map(str, args)], env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"sceval {' '.join(map(str, args))}: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return time.perf_counter() - start
+
+
+def _filled_build(root: Path) -> Path:
+    """A build folder whose full pass is exported and filled (3 demo items, 2 SIMULATED annotators)."""
+    from fixtures import copy_demo
+
+    copy_demo(root / "pool", 3)
+    (root / "pool" / "funnel.json").write_text(json.dumps({"seed": 0, "budget": 3, "excluded": [], "sources": {
+        "sceval-demo": {"examples": 3, "converted": 3, "eligible": 3, "pooled": 3}}}), encoding="utf-8")
+    _setup("build", "annotate", "export", root, "--pass", "full", "--annotators", "ann1,ann2")
+    _setup("build", "annotate", "simulate", root, "--pass", "full", "--seed", "3")
+    return root
+
+
+def _finish_annotation(build: Path) -> None:
+    """Adjudication (simulated), manifest and agreement after the full pass is imported."""
+    _setup("build", "annotate", "export", build, "--pass", "adjudication", "--annotators", "senior")
+    _setup("build", "annotate", "simulate", build, "--pass", "adjudication", "--seed", "3")
+    _setup("build", "annotate", "import", build, "--pass", "adjudication")
+    _setup("build", "manifest", build)
+    _setup("build", "agreement", build)
+
+
+def _label_keys(build: Path) -> list[tuple]:
+    path = build / "annotation" / "full" / "labels.jsonl"
+    if not path.is_file():
+        return []
+    return [(r["annotator"], r["sheet"], r["sample_id"], r["operator"], r["severity"], r["variant"])
+            for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())]
+
+
+def _counted(expected: list, got: list) -> dict:
+    have = collections.Counter(got)
+    return {"lost": len(set(expected) - set(have)), "duplicated": sum(n - 1 for n in have.values() if n > 1)}
+
+
+def sceval_annotate_pipeline(kill_points: int, seed: int, workdir: Path) -> dict:
+    """Kill ``sceval build annotate import`` ``kill_points`` times (see the module docstring)."""
+    workdir, env = Path(workdir), {**_offline_env(), "SCEVAL_CACHE": str(Path(workdir) / "cache")}
+    template = _filled_build(workdir / "template")
+    clean, killed = workdir / "clean", workdir / "killed"
+    shutil.copytree(template, clean)
+    shutil.copytree(template, killed)
+    start = time.perf_counter()
+    _sceval("build", "annotate", "import", clean, "--pass", "full", env=env)  # the first run warms caches:
+    took = _sceval("build", "annotate", "import", clean, "--pass", "full", env=env)  # kills land within a warm one
+    labels = "annotation/full/labels.jsonl"
+    half = _half_written(clean / labels, killed / labels)
+    log = faultkit.run_with_kills([SCEVAL, "build", "annotate", "import", str(killed), "--pass", "full"],
+                                  kill_points=kill_points, seed=seed, window_s=(0.05, took), env=env,
+                                  between=half)
+    if log.returncode != 0:
+        raise RuntimeError(f"the last import failed: {log.final_output[-2000:]}")
+    counts = _counted(_label_keys(clean), _label_keys(killed))
+    for build in (clean, killed):
+        _finish_annotation(build)
+    differing = faultkit.differing_files(faultkit.file_digests(clean), faultkit.file_digests(killed))
+    return {"kill_points": kill_points, "killed": log.killed, **counts, "differing_files": differing,
+            "half_written": half.count, "seconds": round(time.perf_counter() - start, 1)}
+
+
+class _half_written:
+    """Called after each kill: counts the kills that left ``output`` (a file or folder) present
+    but not whole (not the bytes of the uninterrupted run's ``reference``)."""
+
+    def __init__(self, reference: Path, output: Path):
+        self.reference, self.output, self.count = reference, output, 0
+        self.expected = self._digests(reference)
+
+    @staticmethod
+    def _digests(path: Path) -> dict:
+        return faultkit.file_digests(path) if path.is_dir() else {"": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+    def __call__(self, index: int) -> None:
+        if self.output.exists() and self._digests(self.output) != self.expected:
+            self.count += 1
+
+
+def _published_ids(folder: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    path = folder / "items.parquet"
+    return pq.read_table(path, columns=["sample_id"]).column("sample_id").to_pylist() if path.is_file() else []
+
+
+def sceval_publish_pipeline(kill_points: int, seed: int, workdir: Path) -> dict:
+    """Kill ``sceval build publish`` ``kill_points`` times (see the module docstring)."""
+    workdir, env = Path(workdir), {**_offline_env(), "SCEVAL_CACHE": str(Path(workdir) / "cache")}
+    template = _filled_build(workdir / "template")
+    _setup("build", "annotate", "import", template, "--pass", "full")
+    _finish_annotation(template)
+    clean, killed = workdir / "clean", workdir / "killed"
+    shutil.copytree(template, clean)
+    shutil.copytree(template, killed)
+    start = time.perf_counter()
+    _sceval("build", "publish", clean, env=env)  # the first run warms caches: kills land within a warm one
+    took = _sceval("build", "publish", clean, env=env)
+    half = _half_written(clean / "published", killed / "published")
+    log = faultkit.run_with_kills([SCEVAL, "build", "publish", str(killed)], kill_points=kill_points, seed=seed,
+                                  window_s=(0.05, took), env=env, between=half)
+    if log.returncode != 0:
+        raise RuntimeError(f"the last publish failed: {log.final_output[-2000:]}")
+    counts = _counted(_published_ids(clean / "published"), _published_ids(killed / "published"))
+    differing = faultkit.differing_files(faultkit.file_digests(clean), faultkit.file_digests(killed))
+    return {"kill_points": kill_points, "killed": log.killed, **counts, "differing_files": differing,
+            "half_written": half.count, "seconds": round(time.perf_counter() - start, 1)}
 # --- c3po build all --------------------------------------------------------------------------------
 
 #: The scripted build of the ``c3po_build`` pipeline: generator scenario and auditor decision by
@@ -178,6 +323,8 @@ def c3po_build(kill_points: int, seed: int, workdir: Path, templates: str = "IC0
 PIPELINES: dict[str, Callable[[int, int, Path], dict]] = {
     "store": store_pipeline,
     "c3po_build": c3po_build,
+    "sceval_annotate": sceval_annotate_pipeline,
+    "sceval_publish": sceval_publish_pipeline,
 }
 
 
@@ -252,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{'seconds':>9}")
         for name in chosen:
             result = PIPELINES[name](args.kill_points, args.seed, root / name)
-            failed |= bool(result["lost"] or result["duplicated"] or result["differing_files"])
+            failed |= bool(result["lost"] or result["duplicated"] or result["differing_files"]
+                           or result.get("half_written"))
             print(f"{name:<16}{result['kill_points']:>12}{result['killed']:>8}{result['lost']:>6}"
                   f"{result['duplicated']:>11}{len(result['differing_files']):>10}{result['seconds']:>9}")
             for path in result["differing_files"][:10]:

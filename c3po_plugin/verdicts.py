@@ -32,24 +32,23 @@ JOIN = ["model", "sample_id", "run", "folder"]
 def logged_items(trials) -> dict[tuple[str, str], "C3POItem"]:
     """The items behind the logs, for a judge that is shown their media: each logged dataset
     (``spec#fingerprint``) is loaded again and used only if its fingerprint still matches, so a
-    judge never sees media other than those the model saw. Items not found are left out; their
+    judge never sees media other than those the model saw (the fingerprint is the items' content:
+    a copy in another folder, named by ``C3PO_SOURCE``, serves as well). Items not found are left out; their
     requests become ``media_unavailable`` judge errors."""
     from loguru import logger
 
-    from c3po_plugin.data.sources import load_source
+    from c3po_plugin.data.sources import current_spec, load_source
+    from sceval_plugin.data.identity import matching_source
 
     found = {}
     for dataset in trials["dataset"].dropna().unique():
-        spec, _, fingerprint = str(dataset).rpartition("#")
-        try:
-            source = load_source(spec)
-        except Exception as exc:  # noqa: BLE001 - any loader failure means: no media for these trials
-            logger.error(f"c3po judge: cannot load {spec!r} for the judge's media: {exc}")
+        try:  # the logged spec, else C3PO_SOURCE: the run's items moved or copied elsewhere
+            source, note = matching_source(dataset, load_source, [str(dataset).rpartition("#")[0], current_spec()])
+        except LookupError as exc:
+            logger.error(f"c3po judge: {exc}; its trials are judged without media: media_unavailable")
             continue
-        if source.fingerprint != fingerprint:
-            logger.error(f"c3po judge: {spec!r} changed since the run (fingerprint {source.fingerprint} != "
-                         f"{fingerprint}); its trials are judged without media: media_unavailable")
-            continue
+        if note:
+            logger.warning(f"c3po judge: {note}")
         found.update({(dataset, item.sample_id): item for item in source.items})
     return found
 

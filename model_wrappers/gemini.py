@@ -54,6 +54,7 @@ class GeminiChat(RemoteChat):
                                         "those requests are not sent again")
 
     def _build(self, request: Any) -> dict:
+        from sceval_plugin.data.identity import fingerprint_of
         from sceval_plugin.store import request_key
 
         doc = self.doc(request)
@@ -63,7 +64,7 @@ class GeminiChat(RemoteChat):
         key = None
         if self._client.store is not None:
             text = "\n".join(p.text or "" for p in contents[0].parts if getattr(p, "text", None))
-            key = request_key(self.model_version, doc["dataset"], doc["row_id"], system, text, wants_json, *keyed)
+            key = request_key(self.model_version, fingerprint_of(doc["dataset"]), doc["row_id"], system, text, wants_json, *keyed)
         return {"row_id": doc["row_id"], "contents": contents, "system": system, "json": wants_json, "key": key,
                 "temperature": temperature, "max_tokens": budget}
 

@@ -216,6 +216,7 @@ def store_key(wrapper: Any, name: str, doc: Any, messages: list[dict], gen_kwarg
     fresh draw (repeated runs are how sampling variance is measured), so such requests are always
     generated. Docs without ``dataset`` and ``row_id`` (lmms-eval's own tasks) are not keyed either.
     """
+    from sceval_plugin.data.identity import fingerprint_of
     from sceval_plugin.store import request_key
 
     settings = decoding(wrapper, gen_kwargs)
@@ -226,7 +227,7 @@ def store_key(wrapper: Any, name: str, doc: Any, messages: list[dict], gen_kwarg
     text = "\n".join(f"{message.get('role')}: {part.get('text', '')}"
                      for message in with_system_turn(messages, getattr(wrapper, "system_prompt", None))
                      for part in message.get("content", []) if part.get("type") == "text")
-    return request_key(name, getattr(wrapper, "pretrained", None), doc["dataset"], doc["row_id"],
+    return request_key(name, getattr(wrapper, "pretrained", None), fingerprint_of(doc["dataset"]), doc["row_id"],
                        "simple" if wrapper.is_simple else "chat", text, settings["max_new_tokens"],
                        settings["temperature"], settings["do_sample"], settings["num_beams"])
 

@@ -96,6 +96,7 @@ class OpenAIChat(RemoteChat):
                              audio_part=self.audio_part)
 
     def _build(self, request: Any) -> dict:
+        from sceval_plugin.data.identity import fingerprint_of
         from sceval_plugin.store import request_key
 
         doc = self.doc(request)
@@ -106,7 +107,7 @@ class OpenAIChat(RemoteChat):
         if self._client.store is not None:
             text = "\n".join(f"{m.get('role')}: {p.get('text', '')}" for m in messages for p in m.get("content", [])
                              if p.get("type") == "text")
-            key = request_key("openai", self.model_name, doc["dataset"], doc["row_id"], text, wants_json,
+            key = request_key("openai", self.model_name, fingerprint_of(doc["dataset"]), doc["row_id"], text, wants_json,
                               self.max_tokens, self.frames_as, self.extra, *keyed)
         return {"row_id": doc["row_id"], "messages": self._wire(messages), "json": wants_json, "key": key,
                 "temperature": temperature, "max_tokens": budget}

@@ -19,10 +19,13 @@ def tone(seconds: float, rate: int = SAMPLE_RATE, channels: int = 1, hz: float =
 
 
 def clip(path: Path, seconds: int, fps: int = 2, audio: bool = True) -> Path:
-    """An H.264 MP4 of ``seconds`` at ``fps`` (each frame a different grey), with a tone track or none."""
+    """An H.264 MP4 of ``seconds`` at ``fps`` (each frame a different grey with a white block that
+    moves: visual evidence, where a flat frame is none), with a tone track or none."""
     from c3po_plugin.build.processing import write_clip
 
     frames = [np.full((24, 32, 3), (37 * i) % 256, np.uint8) for i in range(seconds * fps)]
+    for i, frame in enumerate(frames):
+        frame[8:16, (2 * i) % 24:(2 * i) % 24 + 8] = 255
     return write_clip(path, frames, Fraction(fps), tone(seconds) if audio else None)
 
 

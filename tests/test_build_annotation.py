@@ -256,3 +256,142 @@ def test_stress_only_trials_are_run_unless_excluded(build, monkeypatch):
     monkeypatch.setenv("SCEVAL_STRESS_ONLY", "sometimes")
     with pytest.raises(ManifestError, match="SCEVAL_STRESS_ONLY"):
         task.build_rows(noise)
+
+
+SCEVAL = BIN / "sceval"
+
+
+def _sceval(*args, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(SCEVAL), *map(str, args)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def filled_full(tmp_path) -> Path:
+    """One pool item exported to two annotators, their sheets filled by the simulator."""
+    root = tmp_path / "b"
+    copy_demo(root / "pool", 1)
+    annotate.export(root, "full", ["ann1", "ann2"], per_item=2)
+    simulate.simulate(root, "full", seed=1)
+    return root
+
+
+def test_import_checks_the_rows_exported_not_todays_operator_plugins(filled_full, tmp_path):
+    """Issue 24: an operator plugin installed between export and import is a note, not 72 missing rows."""
+    from test_plugins import SALT_PEPPER
+
+    site = tmp_path / "site"  # an installed distribution as pip lays it out: module, dist-info, entry point
+    (site / "sceval_salt_pepper-0.1.dist-info").mkdir(parents=True)
+    (site / "sceval_salt_pepper.py").write_text(SALT_PEPPER)
+    (site / "sceval_salt_pepper-0.1.dist-info/METADATA").write_text("Metadata-Version: 2.1\nName: sceval-salt-pepper\n"
+                                                                    "Version: 0.1\n")
+    (site / "sceval_salt_pepper-0.1.dist-info/entry_points.txt").write_text(
+        "[sceval]\nsceval_salt_pepper = sceval_salt_pepper\n")
+    done = _sceval("build", "annotate", "import", filled_full, "--pass", "full", env={"PYTHONPATH": str(site)})
+    assert done.returncode == 0, done.stderr
+    assert "note: pass 'full': operator plugins differ from the export (installed since: salt_pepper)" in done.stdout
+    labels = annotate.read_labels(filled_full, "full")
+    assert len(labels) == 2 * (1 + 72) and not any(l["operator"] == "salt_pepper" for l in labels)
+    assignment = json.loads((filled_full / "annotation/full/assignment.json").read_text())
+    assert {"asked", "asked_digest", "operators", "severities"} <= set(assignment)
+    assert "salt_pepper" not in assignment["operators"]
+
+    assignment["asked"]["ann1"]["cells"].pop()  # a hand-edited assignment is refused, not trusted
+    (filled_full / "annotation/full/assignment.json").write_text(json.dumps(assignment))
+    done = _sceval("build", "annotate", "import", filled_full, "--pass", "full")
+    assert done.returncode != 0 and "do not match their digest" in done.stderr
+
+    # the other way round: exported with the plugin, imported and decided without it
+    root = tmp_path / "removed"
+    copy_demo(root / "pool", 1)
+    done = _sceval("build", "annotate", "export", root, "--pass", "full", "--annotators", "ann1,ann2",
+                   env={"PYTHONPATH": str(site)})
+    assert done.returncode == 0, done.stderr
+    simulate.simulate(root, "full", seed=1, disagreement=0)
+    done = _sceval("build", "annotate", "import", root, "--pass", "full")
+    assert done.returncode == 0, done.stderr
+    assert "operator plugins differ from the export (removed since: salt_pepper)" in done.stdout
+    assert main(["build", "manifest", str(root)]) == 0
+    retention = {r["operator"]: r for r in csv.DictReader((root / "retention.csv").open())}
+    assert retention["salt_pepper"]["annotated"] == "12"  # its judged cells still count, under vision
+
+
+def test_sheets_that_are_not_utf8_name_file_annotator_and_fix(filled_full):
+    """Issue 25: an .xlsx saved as .csv, and a Latin-1 'CSV (Windows)', each named with its
+    annotator and the way out; --format xlsx then imports the workbooks."""
+    folder = filled_full / "annotation/full"
+    shutil.copyfile(folder / "ann1/items.xlsx", folder / "ann1/items.csv")
+    text = (folder / "ann2/cells.csv").read_text(encoding="utf-8").replace(",yes,", ",yes,", 1)
+    lines = text.splitlines(keepends=True)
+    lines[1] = lines[1].rstrip("\r\n") + "café\r\n"  # the note column: a byte 0xe9 in Latin-1
+    (folder / "ann2/cells.csv").write_bytes("".join(lines).encode("latin-1"))
+    done = _sceval("build", "annotate", "import", filled_full, "--pass", "full")
+    assert done.returncode != 0
+    assert "utf-8' codec" not in done.stderr
+    assert f"annotator 'ann1', {folder / 'ann1/items.csv'}: this is an Excel workbook (.xlsx), not a CSV sheet" \
+        in done.stderr and "--format xlsx" in done.stderr
+    assert f"annotator 'ann2', {folder / 'ann2/cells.csv'}: not UTF-8 text" in done.stderr
+    assert "Save it again as 'CSV UTF-8 (comma delimited)'" in done.stderr
+
+
+def test_import_lists_every_problem_of_every_sheet(filled_full):
+    """Issue 25: a bad label does not hide the duplicate, the unknown id and the other sheets' problems."""
+    folder = filled_full / "annotation/full"
+    sheet = folder / "ann1/items.csv"
+    rows = list(csv.DictReader(sheet.open()))
+    rows[0]["valid"] = "maybe"
+    rows.append(dict(rows[0], valid="yes"))  # row 3 duplicates row 2
+    rows.append({**rows[0], "sample_id": "demo-nope", "valid": "yes"})
+    with sheet.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    _fill(folder / "ann2/cells.csv", lambda row: row.update(interpretable="perhaps"))
+    done = _sceval("build", "annotate", "import", filled_full, "--pass", "full")
+    assert done.returncode != 0
+    for expected in ("row 2, column 'valid': 'maybe' is not one of", "row 3: duplicate of row 2",
+                     "row 4, column 'sample_id': unknown sample id 'demo-nope'",
+                     f"annotator 'ann2', {folder / 'ann2/cells.csv'}: 72 problem(s)",
+                     "pass 'full': 2 sheet(s) cannot be imported; nothing was written"):
+        assert expected in done.stderr, expected
+    assert not (folder / "labels.jsonl").exists()
+
+
+def test_author_audit_lists_items_rejected_at_corruption_interpretability(build, tmp_path):
+    """Issue 25 (App. D pass iii): the full list of rejected examples includes those the
+    interpretability filter rejected, with the stage and reason."""
+    root = tmp_path / "b"
+    shutil.copytree(build, root)
+    full = root / "annotation/full/labels.jsonl"
+    labels = [json.loads(line) for line in full.read_text().splitlines()]
+    first = sorted({l["sample_id"] for l in labels})[0]
+    for label in labels:  # no interpretable variant of noise for the first item, by both annotators
+        if label["sample_id"] == first and label["operator"] == "noise":
+            label.update(interpretable="no", gold_preserved="", stress_test="")
+    full.write_text("".join(json.dumps(l) + "\n" for l in labels))
+    assert main(["build", "annotate", "export", str(root), "--pass", "audit", "--annotators", "author",
+                 "--fraction", "0"]) == 0
+    rows = {r["sample_id"]: r for r in csv.DictReader((root / "annotation/audit/author/audit.csv").open())}
+    assert rows[first]["decision"] == "reject"
+    assert rows[first]["stage"] == "corruption interpretability"
+    assert rows[first]["failure_reason"] == "excessive corruption"
+    assert len(rows) == 3 and {r["decision"] for r in rows.values()} == {"reject"}
+
+
+def test_published_card_names_the_rows_licence_and_publishing_twice_gives_the_same_bytes(build, tmp_path):
+    """Issue 25: the card names the items' real licence (each row's hidden.license), not a
+    placeholder; issue 24: the published folder is a pure function of the build."""
+    from faultkit import file_digests
+
+    root = tmp_path / "b"
+    shutil.copytree(build, root)
+    assert main(["build", "manifest", str(root)]) == 0
+    done = _sceval("build", "publish", root)
+    assert done.returncode == 0, done.stderr
+    card = (root / "published/README.md").read_text()
+    assert '  sceval-demo: "CC0-1.0"' in card and "- **sceval-demo**: CC0-1.0" in card
+    assert "folder's own" not in card and "check the source's terms" not in card
+    first = file_digests(root / "published")
+    assert main(["build", "publish", str(root)]) == 0
+    assert file_digests(root / "published") == first
+    assert not list(root.glob(".published.partial*"))

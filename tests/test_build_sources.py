@@ -251,3 +251,24 @@ def test_publish_is_a_datasets_folder_the_tasks_run_on(build, tmp_path, monkeypa
     summary, samples = results(tmp_path / "out")
     assert len(samples["sceval_clean"]) == len(kept_expected)
     assert summary["results"]["sceval_clean"]["sceval_valid_trials,none"] == len(kept_expected)
+
+
+def test_a_flat_picture_of_one_colour_is_no_visual_evidence(tmp_path):
+    """Issue 25: a flat red frame varies across channels but not over its pixels; only a frame
+    that varies spatially in some channel is visual evidence."""
+    from PIL import Image
+
+    first, flat = (r["sample_id"] for r in demo_rows(2))
+
+    def mutate(row):
+        if row["sample_id"] == flat:
+            row.update(visual="media/flat_red.png", key_frame_index=None)
+    folder = copy_demo(tmp_path / "unified", 2, mutate=mutate)
+    Image.new("RGB", (64, 48), (255, 0, 0)).save(folder / "media/flat_red.png")
+    done = subprocess.run([SCEVAL, "build", "convert", tmp_path / "b", f"items={folder}"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows, _ = converted(tmp_path / "b", "items")
+    assert rows[f"items-{flat}"]["hidden"]["modalities"]["visual"] is False
+    assert rows[f"items-{first}"]["hidden"]["modalities"]["visual"] is True
+    assert convert.has_visual_evidence(np.zeros((2, 4, 4, 3), np.uint8) + np.array([0, 0, 200], np.uint8)) is False

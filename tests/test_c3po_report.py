@@ -309,3 +309,17 @@ def test_a_group_without_human_answers_gets_no_bar_and_a_note(report):
     assert bars["Human"] == [100.0, 0.0, 100.0]  # IC T1, CC T1 (a real 0), CC T2; nothing for IC T2
     assert len(bars[ALPHA]) == len(bars[BETA_M]) == 4
     assert notes == ["Human: no human answers for IC T2 (no bar drawn)"]
+
+
+def test_one_dataset_found_in_two_folders_is_one_dataset():
+    """Issue 24: the check compares the items' content fingerprint, not the folder in the spec."""
+    import pandas as pd
+
+    from c3po_plugin.report.reader import check_fingerprints
+
+    trials = pd.DataFrame({"model": ["m", "m"], "prompt_id": ["p", "p"], "folder": ["a", "b"],
+                           "dataset": ["/mnt/a/c3po#c1-0123456789abcdef", "/home/b/c3po#c1-0123456789abcdef"]})
+    check_fingerprints(trials)
+    trials.loc[1, "dataset"] = "/home/b/c3po#c1-fedcba9876543210"
+    with pytest.raises(ReportError, match="mix fingerprint values"):
+        check_fingerprints(trials)

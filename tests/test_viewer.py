@@ -291,6 +291,28 @@ def test_a_changed_source_is_refused_not_shown(tmp_path, monkeypatch):
         Renderer().trial(record)
 
 
+def test_a_moved_source_is_found_by_content_and_legacy_logs_are_read_with_a_note(tmp_path, monkeypatch):
+    """Issue 24: the fingerprint is the items' content. A record whose logged folder is gone is
+    shown from the copy SCEVAL_SOURCE names; a record with the legacy (absolute-path)
+    fingerprint is shown from the source it names, with a note."""
+    from sceval_plugin.data.sources import load_source
+
+    here = copy_demo(tmp_path / "here", 2)
+    monkeypatch.setenv("SCEVAL_SOURCE", str(here))
+    record = task.process_results(task.build_rows(catalogue().get("clean"))[0][0], ['{"answer": "A"}'])["sceval_record"]
+    legacy = {**record, "dataset": f"{here}#{load_source(str(here)).legacy_fingerprint}"}
+    notes = []
+    assert Renderer(notes=notes).trial(legacy).images
+    assert len(notes) == 1 and "legacy fingerprint" in notes[0]
+
+    there = tmp_path / "there"
+    shutil.copytree(here, there)
+    shutil.rmtree(here)
+    assert load_source(str(there)).fingerprint == record["dataset"].rpartition("#")[2]
+    monkeypatch.setenv("SCEVAL_SOURCE", str(there))
+    assert Renderer().trial(record).images
+
+
 @pytest.mark.slow
 def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
     _, _, root = site

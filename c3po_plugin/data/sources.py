@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 from c3po_plugin.data.records import MEDIA_FIELDS, C3POItem, check_media, item_from_row
+from sceval_plugin.data.identity import content_fingerprint, media_digest
 from sceval_plugin.data.intake import (Problem, Row, SourceError, bad_input_policy, collect, decoding_problems,
                                        numbered, read_rows, refuse)
 
@@ -39,7 +40,16 @@ class Source:
 
     @property
     def fingerprint(self) -> str:
-        """Changes whenever the items change (ids, templates, questions, answers, media)."""
+        """The items' content (:mod:`sceval_plugin.data.identity`): ids, templates, questions,
+        answers, context, media paths relative to the dataset root and media content hashes."""
+        return content_fingerprint(
+            (it.sample_id, it.template_id, it.question, it.answer, it.context,
+             sorted((kind, rel, media_digest(Path(it.root) / rel)) for kind, rel in it.relative_media().items()))
+            for it in self.items)
+
+    @property
+    def legacy_fingerprint(self) -> str:
+        """The fingerprint logs carried before :attr:`fingerprint` (no media content)."""
         h = hashlib.blake2b(digest_size=8)
         for it in self.items:
             h.update(repr((it.sample_id, it.template_id, it.question, it.answer, it.context,

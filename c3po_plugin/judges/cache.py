@@ -12,10 +12,8 @@ Failed verdicts (judge errors) are never stored, so they are retried.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from c3po_plugin.grading import normalize
@@ -23,25 +21,17 @@ from c3po_plugin.judges.base import Judge, JudgeRequest, Verdict
 from sceval_plugin.store import ReplyStore
 
 
-@functools.lru_cache(maxsize=4096)
-def _file_digest(path: str, size: int, mtime_ns: int) -> str:  # size and mtime: a changed file is hashed again
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def media_fingerprints(request: JudgeRequest) -> dict[str, str]:
-    """``{kind: sha256}`` of the sample's media files (empty when the request carries no item)."""
+    """``{kind: sha256}`` of the sample's media files (empty when the request carries no item),
+    cached as the dataset fingerprints' (:func:`sceval_plugin.data.identity.media_digest`)."""
     from c3po_plugin.data.records import MEDIA_FIELDS
+    from sceval_plugin.data.identity import media_digest
 
     out = {}
     for kind in MEDIA_FIELDS:
         path = request.item.media_path(kind) if request.item is not None else None
         if path:
-            stat = os.stat(path)
-            out[kind] = _file_digest(path, stat.st_size, stat.st_mtime_ns)
+            out[kind] = media_digest(path)
     return out
 
 

@@ -73,7 +73,7 @@ def write_site(run_dirs: Sequence[str | Path], out: str | Path, *, budget=None,
         rows, notes = sceval.read_rows(run_dirs)
         writer.write_section(Section("sceval", "SCEval", "condition", "variant", rows,
                                      lambda wanted: sceval.read_records(run_dirs, wanted),
-                                     sceval.Renderer(sceval_source), _sceval_details, notes,
+                                     sceval.Renderer(sceval_source, notes), _sceval_details, notes,
                                      Path(sceval_report) if sceval_report else None))
     if "c3po" in benchmarks and _has_logs(run_dirs, C3PO_GLOB):
         from faultline_eval.viewer import c3po
@@ -81,7 +81,7 @@ def write_site(run_dirs: Sequence[str | Path], out: str | Path, *, budget=None,
         rows, notes = c3po.read_rows(run_dirs, verdicts)
         writer.write_section(Section("c3po", "C3PO", "template", "run", rows,
                                      lambda wanted: c3po.read_records(run_dirs, rows, wanted, verdicts),
-                                     c3po.Renderer(c3po_source), _c3po_details, notes,
+                                     c3po.Renderer(c3po_source, notes), _c3po_details, notes,
                                      Path(c3po_report) if c3po_report else None))
     if not writer.summaries:
         raise ReportError(f"{', '.join(map(str, run_dirs))}: no {' or '.join(benchmarks)} per-sample logs to show; "

@@ -91,12 +91,12 @@ def read_records(run_dirs, rows: pd.DataFrame, wanted: set[tuple], verdicts: str
 class Renderer:
     """The media a C3PO trial was sent, from the logged data source."""
 
-    def __init__(self, source: str | None = None):
+    def __init__(self, source: str | None = None, notes: list[str] | None = None):
         from c3po_plugin import prompts
-        from c3po_plugin.data.sources import load_source
+        from c3po_plugin.data.sources import current_spec, load_source
 
         self.prompts = prompts
-        self.sources = SourceCache(load_source, source)
+        self.sources = SourceCache(load_source, source, current_spec, notes)
 
     def trial(self, record: dict) -> Shown:
         source = self.sources.get(record["dataset"])

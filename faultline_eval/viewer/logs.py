@@ -48,21 +48,43 @@ def without_paths(text: str) -> str:
 
 
 class SourceCache:
-    """The data source of each logged ``dataset`` (``spec#fingerprint``), loaded once. A source
-    whose items changed since the run (another fingerprint) is refused, so the viewer never
-    shows media the model did not receive; ``override`` names the source to use instead (the
-    same items moved to another folder or machine)."""
+    """The data source of each logged ``dataset`` (``spec#fingerprint``), loaded once. The items
+    must be the run's (the same content fingerprint, :mod:`sceval_plugin.data.identity`), so the
+    viewer never shows media the model did not receive; where they lie does not matter. Tried in
+    order: ``override`` (the source option), else the logged spec and then ``current()`` (the
+    benchmark's source setting), so a run copied with its data to another folder or machine is
+    viewed there. ``notes`` collects what the user should know (a legacy fingerprint matched)."""
 
-    def __init__(self, load, override: str | None = None):
-        self.load, self.override, self.loaded = load, override, {}
+    def __init__(self, load, override: str | None = None, current=None, notes: list[str] | None = None):
+        self.load, self.override, self.current, self.loaded = load, override, current, {}
+        self.notes = [] if notes is None else notes
 
     def get(self, dataset: str):
-        spec, _, fingerprint = str(dataset).rpartition("#")
-        spec = self.override or spec
-        if spec not in self.loaded:
-            self.loaded[spec] = self.load(spec)
-        source = self.loaded[spec]
-        if fingerprint and source.fingerprint != fingerprint:
-            raise LookupError(f"the data source {public_spec(spec)} holds other items than the run's "
-                              f"(fingerprint {source.fingerprint}, logged {fingerprint}); give the run's items")
-        return source
+        from sceval_plugin.data.identity import matching_source
+
+        if dataset not in self.loaded:
+            spec = str(dataset).rpartition("#")[0]
+            specs = [self.override] if self.override else [spec, self.current() if self.current else None]
+            try:
+                source, note = matching_source(dataset, self._load, specs)
+            except LookupError as exc:
+                self.loaded[dataset] = LookupError(without_paths(str(exc)))
+            else:
+                self.loaded[dataset] = source
+                if note:
+                    self.notes.append(without_paths(note))
+        found = self.loaded[dataset]
+        if isinstance(found, LookupError):
+            raise found
+        return found
+
+    def _load(self, spec: str):
+        key = ("spec", spec)
+        if key not in self.loaded:
+            try:
+                self.loaded[key] = self.load(spec)
+            except Exception as exc:  # noqa: BLE001 - remembered: one failed load per spec
+                self.loaded[key] = exc
+        if isinstance(self.loaded[key], Exception):
+            raise self.loaded[key]
+        return self.loaded[key]

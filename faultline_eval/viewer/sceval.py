@@ -62,12 +62,12 @@ def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[
 class Renderer:
     """Regenerates what a trial showed from its record; one per site (sources are cached)."""
 
-    def __init__(self, source: str | None = None):
+    def __init__(self, source: str | None = None, notes: list[str] | None = None):
         from faultline_eval.tasks import sceval_task
-        from sceval_plugin.data.sources import load_source
+        from sceval_plugin.data.sources import current_spec, load_source
 
         self.task = sceval_task
-        self.sources = SourceCache(load_source, source)
+        self.sources = SourceCache(load_source, source, current_spec, notes)
         self.by_id: dict[int, dict] = {}  # id(source) -> sample id -> item
 
     def _items(self, record: dict):

@@ -12,7 +12,8 @@ back and writes ``BUILD/annotation/<P>/labels.jsonl``. The passes, in order:
 - ``adjudication``: what the full pass disagreed on, to one senior annotator (the rows show
   the labels given); after it every item and cell has one decision;
 - ``audit``: the authors' spot-check of a seeded random ``--fraction`` (default 10 %) of the
-  accept/reject decisions plus every rejected item;
+  accept/reject decisions plus every rejected item, at whichever filter (clean validity /
+  answerability, leakage, corruption interpretability), each row naming the stage and reason;
 - ``blind``: the answer-first answer-preservation audit: severity-``--severity`` cells (default
   70, variant 0, every operator, text included) whose corrupted media are written as files; each annotator
   answers from the corrupted input with no gold on the sheet, and sees at most one version of a
@@ -28,6 +29,7 @@ their own folder; what goes to them should be that folder and the media it names
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections import defaultdict
@@ -37,11 +39,12 @@ from sceval_plugin import operators
 from sceval_plugin.build import form
 from sceval_plugin.build.sheets import (
     SheetError,
-    read_sheet,
+    read_sheet_rows,
     sheet_problems,
     write_sheet,
 )
 from sceval_plugin.data.records import OmniItem
+from sceval_plugin.store import write_atomic
 
 PASSES = ("pilot", "full", "adjudication", "audit", "blind", "reveal")
 #: pass -> its sheets (file stem -> columns)
@@ -170,13 +173,15 @@ def _disagreements(build: Path) -> list[dict]:
 
 
 def _audit_rows(build: Path, seed: int, fraction: float) -> list[dict]:
-    from sceval_plugin.build.manifest import item_decisions
+    """Pass iii: a seeded ``fraction`` of the decisions plus every rejected item, whichever
+    filter rejected it (corruption interpretability included)."""
+    from sceval_plugin.build.manifest import item_stages
 
-    decisions = item_decisions(build)
+    stages = item_stages(build)
     if not 0 <= fraction <= 1:
         raise AnnotationError(f"--fraction {fraction}: a share between 0 and 1")
-    spot = set(_shuffled(decisions, seed, "audit")[:round(fraction * len(decisions))])
-    rejected = {s for s, d in decisions.items() if d["rejected"]}
+    spot = set(_shuffled(stages, seed, "audit")[:round(fraction * len(stages))])
+    rejected = {s for s, (stage, _, _) in stages.items() if stage}
     return [{"sample_id": s} for s in sorted(spot | rejected)]
 
 
@@ -206,11 +211,11 @@ def export(build: Path, name: str, annotators: list[str], *, seed: int = 0, per_
     plan = assign(name, items, annotators, seed=seed, per_item=per_item, pilot_items=pilot_items,
                   fraction=fraction, severity=severity, build=build)
     written = []
-    decisions = None
+    stages = None
     if name == "audit":
-        from sceval_plugin.build.manifest import item_decisions
+        from sceval_plugin.build.manifest import item_stages
 
-        decisions = item_decisions(build)
+        stages = item_stages(build)
     locked = {(l["annotator"], row_key(l)): l for l in read_labels(build, "blind")} if name == "reveal" else {}
     for annotator, rows in plan.items():
         sheets: dict[str, list[dict]] = defaultdict(list)
@@ -226,10 +231,10 @@ def export(build: Path, name: str, annotators: list[str], *, seed: int = 0, per_
                     cell = cell_key(row)
                     sheets["cells"].append({**_cell_row(build, item, cell, previews), "labels": row["labels"]})
             elif name == "audit":
-                d = decisions[item.sample_id]
+                stage, reason, _ = stages[item.sample_id]
                 sheets["audit"].append({"sample_id": item.sample_id, "source": item.source,
-                                        "decision": "reject" if d["rejected"] else "accept",
-                                        "failure_reason": d["failure_reason"] or ""})
+                                        "decision": "reject" if stage else "accept", "stage": stage or "",
+                                        "failure_reason": (reason or "") if stage else ""})
             else:
                 blind = _blind_row(build, item, cell_key(row))
                 if name == "blind":
@@ -242,7 +247,7 @@ def export(build: Path, name: str, annotators: list[str], *, seed: int = 0, per_
             written += write_sheet(folder / annotator / f"{sheet}.csv", columns, sheets.get(sheet, []))
     (folder / "assignment.json").write_text(json.dumps(
         {"pass": name, "seed": seed, "per_item": per_item, "severity": severity, "annotators": annotators,
-         "rows": plan}, indent=1) + "\n", encoding="utf-8")
+         "rows": plan, **_asked_manifest(name, plan)}, indent=1) + "\n", encoding="utf-8")
     return [folder / "assignment.json", *written]
 
 
@@ -296,33 +301,38 @@ def _blind_row(build: Path, item: OmniItem, cell: tuple) -> dict:
 
 # --- import -------------------------------------------------------------------------------------
 
-def import_pass(build: Path, name: str, *, fmt: str = "csv") -> Path:
-    """Read every annotator's filled sheets of pass ``name``, validate, write ``labels.jsonl``.
-    All problems of all sheets are reported together (:class:`SheetError`)."""
+def import_pass(build: Path, name: str, *, fmt: str = "csv", notes: list[str] | None = None) -> Path:
+    """Read every annotator's filled sheets of pass ``name``, validate them against the rows the
+    export asked for (``assignment.json``'s ``asked``, not today's operators), write
+    ``labels.jsonl``. All problems of all sheets are reported together (:class:`SheetError`);
+    ``notes`` receives what the user should know but does not stop the import (operator plugins
+    installed or removed since the export)."""
     build = Path(build)
+    notes = [] if notes is None else notes
     folder = pass_dir(build, name)
     assignment_path = folder / "assignment.json"
     if not assignment_path.is_file():
         raise AnnotationError(f"{assignment_path}: pass {name!r} was not exported")
     assignment = json.loads(assignment_path.read_text(encoding="utf-8"))
+    asked = exported_rows(assignment_path, assignment, name, notes)
     items = pool_items(build)
     labels, errors = [], []
-    for annotator, planned in assignment["rows"].items():
+    for annotator in assignment["rows"]:
         for sheet, columns in SHEETS[name].items():
             path = folder / annotator / f"{sheet}.{fmt}"
-            wanted = _expected_rows(name, sheet, planned)
+            wanted = asked[annotator][sheet]
             if not path.is_file():
                 if wanted:
                     errors.append(f"{path}: missing sheet of annotator {annotator!r} ({len(wanted)} row(s) assigned)")
                 continue
             try:
-                rows = read_sheet(path, columns)
+                rows, problems = read_sheet_rows(path, columns)
             except SheetError as exc:
-                errors.append(str(exc))
+                errors.append(f"annotator {annotator!r}, {exc}")
                 continue
-            problems = _check_rows(name, sheet, rows, wanted, items)
+            problems += _check_rows(name, sheet, rows, wanted, items)
             if problems:
-                errors.append(sheet_problems(path, problems))
+                errors.append(f"annotator {annotator!r}, {sheet_problems(path, problems)}")
                 continue
             for row in rows:
                 entry = {"pass": name, "sheet": sheet, "annotator": annotator,
@@ -334,10 +344,68 @@ def import_pass(build: Path, name: str, *, fmt: str = "csv") -> Path:
                 entry["note"] = row.get("note", "")
                 labels.append(entry)
     if errors:
-        raise SheetError("\n".join(errors))
+        raise SheetError(f"pass {name!r}: {len(errors)} sheet(s) cannot be imported; nothing was written.\n"
+                         + "\n".join(errors))
     out = folder / "labels.jsonl"
-    out.write_text("".join(json.dumps(l) + "\n" for l in labels), encoding="utf-8")
+    write_atomic(out, "".join(json.dumps(l) + "\n" for l in labels))
     return out
+
+
+# --- what the export asked for ------------------------------------------------------------------
+
+def _asked_manifest(name: str, plan: dict[str, list[dict]]) -> dict:
+    """The rows each annotator's sheets hold, as the export wrote them, with the operators,
+    severities and variants they were drawn from and a digest of the rows. Import checks the
+    filled sheets against this, so installing or removing an operator plugin after the export
+    changes nothing about what the annotators were asked."""
+    asked = {a: {sheet: sorted(([s] if cell is None else [s, *cell]) for s, cell in
+                               _expected_rows(name, sheet, planned))
+                 for sheet in SHEETS[name]} for a, planned in plan.items()}
+    return {"asked": asked, "asked_digest": _digest(asked), "operators": _operator_table(),
+            "severities": list(operators.CORRUPTING_SEVERITIES)}
+
+
+def _operator_table() -> dict[str, dict]:
+    return {n: {"modality": operators.get(n).modality, "variants": operators.get(n).variants} for n in operators.names()}
+
+
+def _digest(asked: dict) -> str:
+    return hashlib.blake2b(json.dumps(asked, sort_keys=True).encode(), digest_size=16).hexdigest()
+
+
+def operator_modalities(build: Path) -> dict[str, str]:
+    """Operator -> modality, as the exports of ``build``'s passes recorded them, then today's
+    registry for the rest: an operator plugin removed since an export still has the modality its
+    annotated cells were judged under."""
+    known = {name: operators.get(name).modality for name in operators.names()}
+    for path in sorted((Path(build) / "annotation").glob("*/assignment.json")):
+        for name, spec in json.loads(path.read_text(encoding="utf-8")).get("operators", {}).items():
+            known.setdefault(name, spec["modality"])
+    return known
+
+
+def exported_rows(path: Path, assignment: dict, name: str, notes: list[str]) -> dict[str, dict[str, set[tuple]]]:
+    """Annotator -> sheet -> the row keys the export asked for (``assignment.json`` at ``path``).
+    A change of operator plugins since the export goes to ``notes``; an assignment written before
+    the export kept its rows is read with today's operators (and a note saying so)."""
+    if "asked" not in assignment:
+        notes.append(f"{path}: written before exports recorded their rows; the rows are derived from today's "
+                     "operator plugins (install the same plugins as at export time, or re-export)")
+        return {a: {sheet: _expected_rows(name, sheet, planned) for sheet in SHEETS[name]}
+                for a, planned in assignment["rows"].items()}
+    if _digest(assignment["asked"]) != assignment.get("asked_digest"):
+        raise AnnotationError(f"{path}: its 'asked' rows do not match their digest (edited by hand?); re-export the "
+                              "pass or restore the file")
+    then, now = assignment.get("operators", {}), _operator_table()
+    added, removed = sorted(set(now) - set(then)), sorted(set(then) - set(now))
+    changed = sorted(n for n in set(now) & set(then) if now[n] != then[n])
+    if added or removed or changed:
+        parts = [f"{label}: {', '.join(names)}" for label, names in
+                 (("installed since", added), ("removed since", removed), ("changed since", changed)) if names]
+        notes.append(f"pass {name!r}: operator plugins differ from the export ({'; '.join(parts)}); the sheets are "
+                     "checked against the rows exported, not today's operators")
+    return {a: {sheet: {(r[0], None if len(r) == 1 else (r[1], int(r[2]), int(r[3]))) for r in rows}
+                for sheet, rows in sheets.items()} for a, sheets in assignment["asked"].items()}
 
 
 def _expected_rows(name: str, sheet: str, planned: list[dict]) -> set[tuple]:
@@ -437,7 +505,10 @@ def _cmd_export(args) -> int:
 
 
 def _cmd_import(args) -> int:
-    out = import_pass(args.build, args.pass_name, fmt=args.format)
+    notes: list[str] = []
+    out = import_pass(args.build, args.pass_name, fmt=args.format, notes=notes)
+    for note in notes:
+        print(f"note: {note}")
     n = sum(1 for _ in out.open(encoding="utf-8"))
     print(f"{args.pass_name}: {n} label row(s) imported -> {out}")
     return 0

@@ -18,7 +18,8 @@ row's ``hidden`` (never shown to a model) carries ``source_ref`` (the back-point
 split and example id), ``visual_kind`` (``image``: one picture; ``video``: a clip or a frame
 sequence), ``modalities`` (availability
 flags, measured here on the decoded media: ``text`` = a non-empty question, ``visual`` = the
-frames are not one flat colour, ``audio`` = the waveform is not silent, peak above
+frames are not flat: some frame varies over its pixels in some channel, standard deviation above
+:data:`FLAT_FRAME_STD`, so a frame of one colour, grey or red alike, is no evidence), ``audio`` = the waveform is not silent, peak above
 :data:`SILENCE_PEAK`), ``evidence_modality`` (what the source says the question needs, else
 ``unknown``), ``source_meta`` (the rest of the source example) and ``license``.
 
@@ -51,6 +52,9 @@ from sceval_plugin.store import write_atomic
 
 #: Peak amplitude (full scale 1.0) at or under which an audio track counts as absent (-80 dBFS).
 SILENCE_PEAK = 1e-4
+#: Per-channel standard deviation over a frame's pixels (0-255 scale) at or under which the frame
+#: counts as flat: one colour, up to the noise a codec adds to it.
+FLAT_FRAME_STD = 1.0
 EVIDENCE_MODALITIES = ("text", "visual", "audio", "audio+visual", "text+visual", "text+audio",
                        "text+audio+visual", "unknown")
 
@@ -139,8 +143,14 @@ def registry() -> ConverterRegistry:
 def availability(item: OmniItem) -> dict[str, bool]:
     """The modality availability flags of a decoded item (see the module docstring)."""
     frames, wave = item.frames(), item.waveform()
-    return {"text": bool(item.question.strip()), "visual": bool(np.ptp(frames) > 0),
+    return {"text": bool(item.question.strip()), "visual": has_visual_evidence(frames),
             "audio": bool(wave.size and np.abs(wave).max() > SILENCE_PEAK)}
+
+
+def has_visual_evidence(frames: np.ndarray) -> bool:
+    """Whether some frame of ``(N, H, W, C)`` varies spatially in some channel. Flat frames of
+    different colours (a blinking screen) carry no visual evidence either."""
+    return any(bool((frame.reshape(-1, frame.shape[-1]).std(axis=0) > FLAT_FRAME_STD).any()) for frame in frames)
 
 
 def _finished_row(row: Mapping[str, Any], converter: Converter, out: Path) -> dict:

@@ -52,7 +52,7 @@ BLIND_COLUMNS = (*(Column(n, given=True) for n in _BLIND_GIVEN),
                  Column("answerable", YES_NO, required=True), Column("answer"), Column("note"))
 REVEAL_COLUMNS = (*(Column(n, given=True) for n in (*_BLIND_GIVEN, "locked_answer", "gold")),
                   Column("gold_valid", YES_NO, required=True), Column("note"))
-AUDIT_COLUMNS = (*(Column(n, given=True) for n in ("sample_id", "source", "decision", "failure_reason")),
+AUDIT_COLUMNS = (*(Column(n, given=True) for n in ("sample_id", "source", "decision", "stage", "failure_reason")),
                  Column("audit", ("agree", "disagree"), required=True), Column("note"))
 
 
@@ -69,19 +69,20 @@ def item_rejected(labels: dict) -> bool:
 
 
 def row_problems(kind: str, row: dict, option_keys: tuple[str, ...] = ()) -> list[str]:
-    """The rules that tie one row's fields together (beyond each column's allowed values)."""
-    where = f"row {row['_row']}"
+    """Every rule that ties one row's fields together (beyond each column's allowed values)."""
+    where, problems = f"row {row['_row']}", []
     if kind in ("items", "adjudication_items"):
         if item_rejected(row) and not row["failure_reason"]:
-            return [f"{where}, column 'failure_reason': a rejected item needs exactly one failure reason"]
+            problems.append(f"{where}, column 'failure_reason': a rejected item needs exactly one failure reason")
         if not item_rejected(row) and row["failure_reason"]:
-            return [f"{where}, column 'failure_reason': given for an accepted item (valid, answerable, availability ok)"]
+            problems.append(f"{where}, column 'failure_reason': given for an accepted item (valid, answerable, "
+                            "availability ok)")
     if kind in ("cells", "adjudication_cells") and row["interpretable"] == "yes":
         if not row["gold_preserved"]:
-            return [f"{where}, column 'gold_preserved': empty for an interpretable cell"]
+            problems.append(f"{where}, column 'gold_preserved': empty for an interpretable cell")
         if row["gold_preserved"] == "no" and row["stress_test"] != "yes":
-            return [(f"{where}, column 'stress_test': a cell that does not preserve gold must be labelled a "
-                     "stress test (yes)")]
+            problems.append(f"{where}, column 'stress_test': a cell that does not preserve gold must be labelled a "
+                            "stress test (yes)")
     if kind == "blind" and row["answerable"] == "yes" and row["answer"] not in option_keys:
-        return [f"{where}, column 'answer': {row['answer']!r} is not an option key ({', '.join(option_keys)})"]
-    return []
+        problems.append(f"{where}, column 'answer': {row['answer']!r} is not an option key ({', '.join(option_keys)})")
+    return problems

@@ -41,6 +41,7 @@ from sceval_plugin.build import form
 from sceval_plugin.build.annotate import (
     AnnotationError,
     group_labels,
+    operator_modalities,
     pool_items,
     read_labels,
     row_key,
@@ -81,11 +82,10 @@ def _decide(build: Path, sheet: str) -> dict[tuple, dict]:
 
 
 def item_decisions(build: Path) -> dict[str, dict]:
-    """Sample id -> the decided item fields, whether adjudicated, notes, and ``rejected``."""
-    out = {}
-    for (sample, _), d in _decide(build, "items").items():
-        out[sample] = {**d, "rejected": form.item_rejected(d), "failure_reason": d["failure_reason"] or None}
-    return out
+    """Sample id -> the decided item fields, whether adjudicated, and notes (which filter rejects
+    an item is :func:`item_stages`' business: it needs the cells too)."""
+    return {sample: {**d, "failure_reason": d["failure_reason"] or None}
+            for (sample, _), d in _decide(build, "items").items()}
 
 
 def blind_outcomes(build: Path) -> dict[tuple, bool]:
@@ -101,6 +101,36 @@ def blind_outcomes(build: Path) -> dict[tuple, bool]:
     return {key: sum(v) * 2 > len(v) for key, v in votes.items()}
 
 
+def item_stages(build: Path, decisions: dict[str, dict] | None = None,
+                cells: dict[tuple, dict] | None = None) -> dict[str, tuple[str | None, str | None, str]]:
+    """Sample id -> (the stage that rejected it or None, its failure reason, its notes), through
+    the paper's three filters in order: clean validity / answerability, modality leakage,
+    corruption interpretability (no interpretable variant of some audio or vision operator the
+    annotators judged; "excessive corruption" unless they gave a reason)."""
+    decisions = item_decisions(build) if decisions is None else decisions
+    cells = _decide(build, "cells") if cells is None else cells
+    # the operators the full pass asked about, not today's plugins: a plugin installed since has no cells
+    judged = sorted({cell[0] for _, cell in cells})  # full-pass cells are audio and vision ones only
+    alive = defaultdict(set)  # sample -> operators with an interpretable variant
+    for (s, cell), c in cells.items():
+        if c["interpretable"] == "yes":
+            alive[s].add(cell[0])
+    out = {}
+    for sample, d in decisions.items():
+        stage, reason, notes = None, d["failure_reason"], d["notes"]
+        if d["valid"] == "no" or d["answerable"] == "no":
+            stage = STAGES[1]
+        elif d["availability"] != "ok":
+            stage = STAGES[2]
+        else:
+            dead = [op for op in judged if op not in alive[sample]]
+            if dead:
+                stage, reason = STAGES[3], reason or "excessive corruption"
+                notes = "; ".join(filter(None, [notes, f"no interpretable variant of {', '.join(dead)}"]))
+        out[sample] = (stage, reason, notes)
+    return out
+
+
 def build_manifest(build: Path) -> dict:
     """The manifest, the funnel rows, the retention rows and the rejected list of ``build``."""
     build = Path(build)
@@ -111,31 +141,18 @@ def build_manifest(build: Path) -> dict:
         raise AnnotationError(f"{len(missing)} pool item(s) have no full-pass labels (first: {missing[0]})")
     cells = _decide(build, "cells")
     blind = blind_outcomes(build)
-    media_ops = operators.names("vision") + operators.names("audio")
-
-    alive = defaultdict(set)  # sample -> operators with an interpretable variant
-    for (s, cell), c in cells.items():
-        if c["interpretable"] == "yes":
-            alive[s].add(cell[0])
+    stages = item_stages(build, decisions, cells)
+    modality = operator_modalities(build)
     samples, stage_of = [], {}
     for sample in sorted(items):
         d = decisions[sample]
-        stage, reason = None, d["failure_reason"]
-        if d["valid"] == "no" or d["answerable"] == "no":
-            stage = STAGES[1]
-        elif d["availability"] != "ok":
-            stage = STAGES[2]
-        else:
-            dead = [op for op in media_ops if op not in alive[sample]]
-            if dead:
-                stage, reason = STAGES[3], reason or "excessive corruption"
-                d["notes"] = "; ".join(filter(None, [d["notes"], f"no interpretable variant of {', '.join(dead)}"]))
+        stage, reason, notes = stages[sample]
         stage_of[sample] = stage
         samples.append({"sample_id": sample, "source": items[sample].source, "valid": d["valid"] == "yes",
                         "answerable": d["answerable"] == "yes" and stage is None,
                         "availability": d["availability"], "rejected_at": stage,
                         "failure_reason": reason if stage else None,
-                        "adjudication_note": (d["notes"] or None) if stage or d["adjudicated"] else None,
+                        "adjudication_note": (notes or None) if stage or d["adjudicated"] else None,
                         "adjudicated": d["adjudicated"]})
     entries = []
     for (sample, (op, severity, variant)), c in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1])):
@@ -143,13 +160,13 @@ def build_manifest(build: Path) -> dict:
         preserved = blind.get((sample, (op, severity, variant)), c["gold_preserved"] == "yes") if interpretable else False
         entries.append(_cell(sample, op, severity, variant, interpretable, preserved))
     for (sample, (op, severity, variant)), preserved in sorted(blind.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-        if operators.get(op).modality == "text":
+        if modality[op] == "text":
             entries.append(_cell(sample, op, severity, variant, True, preserved))
     manifest = {"schema": SCHEMAS[-1], "simulated": _simulated(build), "audit": audit_summary(build),
                 "samples": samples, "cells": entries}
     return {"manifest": manifest, "funnel": funnel_rows(build, samples), "retention":
             retention_rows([e for e in entries if stage_of[e["sample_id"]] in (None, STAGES[3])
-                            and operators.get(e["operator"]).modality != "text"]),
+                            and modality[e["operator"]] != "text"], modality),
             "rejected": rejected_rows(build, samples)}
 
 
@@ -197,12 +214,16 @@ def funnel_rows(build: Path, samples: list[dict]) -> list[dict]:
     return rows
 
 
-def retention_rows(cells: list[dict]) -> list[dict]:
-    """Table 24 per audio and vision operator, with Table 25's drop rate by severity."""
+def retention_rows(cells: list[dict], modality_of: dict[str, str] | None = None) -> list[dict]:
+    """Table 24 per audio and vision operator, with Table 25's drop rate by severity: today's
+    operators, then any other the cells judged (a plugin removed since; ``modality_of`` names
+    its modality)."""
+    modality_of = modality_of or {}
     rows = []
     for modality in ("audio", "vision"):
         group = []
-        for op in operators.names(modality):
+        judged = sorted({c["operator"] for c in cells if modality_of.get(c["operator"]) == modality})
+        for op in [*operators.names(modality), *(o for o in judged if o not in operators.names(modality))]:
             mine = [c for c in cells if c["operator"] == op]
             group += mine
             rows.append(_retention(modality, op, mine))

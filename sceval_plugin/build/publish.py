@@ -25,11 +25,11 @@ set it stops with an error instead of trying.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 from sceval_plugin.build.convert import BuildError, read_jsonl, registry
-from sceval_plugin.store import replacing, write_atomic
 
 CARD = """---
 license: other
@@ -134,35 +134,42 @@ def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub
     if push_to_hub:
         offline_guard()
     out = Path(out) if out is not None else build_dir / "published"
-    if out.exists():
-        shutil.rmtree(out)
-    (out / "media").mkdir(parents=True)
+    # written whole in a sibling folder, checked, then renamed into place: a kill leaves the old
+    # folder or none, never a half-written parquet (the next run clears the partial folder)
+    partial = out.with_name(f".{out.name}.partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    (partial / "media").mkdir(parents=True)
     rows = read_jsonl(pool / "items.jsonl")
     funnel = json.loads((pool / "funnel.json").read_text(encoding="utf-8"))
     manifest = build_dir / "manifest.json"
     kept, excluded = _kept(rows, manifest) if manifest.is_file() else (rows, [])
     if not kept:
+        shutil.rmtree(partial)
         raise BuildError(f"{build_dir}: no item left to publish ({len(excluded)} excluded by {manifest})")
     for row in kept:
         for rel in [*(row["visual"] if isinstance(row["visual"], list) else [row["visual"]]), row["audio"]]:
-            (out / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(pool / rel, out / rel)
-    with replacing(out / "items.parquet") as temporary:
-        datasets.Dataset.from_list([_table_row(r) for r in kept]).to_parquet(str(temporary))
+            (partial / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(pool / rel, partial / rel)
+    datasets.Dataset.from_list([_table_row(r) for r in kept]).to_parquet(str(partial / "items.parquet"))
     if manifest.is_file():
-        shutil.copyfile(manifest, out / "manifest.json")
+        shutil.copyfile(manifest, partial / "manifest.json")
     funnel["excluded"] = [*funnel["excluded"], *excluded]
     published = {}
     for row in kept:
         published[row["source"]] = published.get(row["source"], 0) + 1
     for name, counts in funnel["sources"].items():
         counts["published"] = published.get(name, 0)
-    write_atomic(out / "funnel.json", json.dumps(funnel, indent=2, sort_keys=True) + "\n")
-    write_atomic(out / "README.md", _card(funnel, len(kept), manifest.is_file()))
+    (partial / "funnel.json").write_text(json.dumps(funnel, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (partial / "README.md").write_text(_card(funnel, kept, manifest.is_file()), encoding="utf-8")
     # read back as the tasks will read it (SCEVAL_SOURCE=<out>): every row valid, every file probed
-    items, problems = collect(read_rows(out / "items.parquet"), lambda row: item_from_row(row, out), media_paths)
+    items, problems = collect(read_rows(partial / "items.parquet"), lambda row: item_from_row(row, partial),
+                              media_paths)
     if problems or len(items) != len(kept):
         raise BuildError(f"{out}: the published folder does not load cleanly: {'; '.join(map(str, problems[:5]))}")
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(partial, out)
     result = {"out": str(out), "published": len(kept), "excluded": len(funnel["excluded"]),
               "manifest": manifest.is_file(), "hub": None}
     if push_to_hub:
@@ -172,10 +179,24 @@ def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub
     return result
 
 
-def _card(funnel: dict, n: int, verified: bool) -> str:
+def source_licences(funnel: dict, kept: list[dict]) -> dict[str, str]:
+    """Source -> the licence(s) of its published rows (each row's ``hidden.license``, set by the
+    converter: the source's licence, or the row's own for a unified-schema folder), else its
+    converter's licence for a source with no row published."""
     known = {c.name: c.license for c in registry()}
-    names = sorted(funnel["sources"])
-    licences = {name: known.get(name, "unknown: check the source's terms") for name in names}
+    found: dict[str, set[str]] = {}
+    for row in kept:
+        licence = (row.get("hidden") or {}).get("license")
+        if licence:
+            found.setdefault(row["source"], set()).add(str(licence))
+    return {name: "; ".join(sorted(found[name])) if name in found else
+            known.get(name, "unknown: check the source's terms") for name in sorted(funnel["sources"])}
+
+
+def _card(funnel: dict, kept: list[dict], verified: bool) -> str:
+    n = len(kept)
+    licences = source_licences(funnel, kept)
+    names = sorted(licences)
     rows = "\n".join(f"| {name} | {c['examples']} | {c['converted']} | {c['eligible']} | {c['pooled']} | "
                      f"{c['published']} |" for name, c in sorted(funnel["sources"].items()))
     by_stage: dict[str, list[str]] = {}

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from sceval_plugin.data.identity import content_fingerprint, relative_media
 from sceval_plugin.data.intake import Problem, Row, SourceError, collect, numbered, read_rows
 from sceval_plugin.data.records import OmniItem, RecordError, item_from_row
 
@@ -60,7 +61,20 @@ class Source:
 
     @property
     def fingerprint(self) -> str:
-        """Changes whenever the items change (ids, questions, options, gold keys, media paths)."""
+        """The items' content (:mod:`.identity`): ids, questions, options, gold keys, context,
+        category, key frame, media paths relative to the dataset root and media content hashes
+        (released pre-corrupted rows too). Not where the dataset lies."""
+        def record(item: OmniItem, *extra) -> tuple:
+            return (item.sample_id, item.question, item.options, item.gold_key, item.context, item.category,
+                    item.key_frame_index, relative_media(item.root, [*item.visual, item.audio]), *extra)
+
+        return content_fingerprint([*(record(it) for it in self.items),
+                                    *(record(r.item, r.condition_id, r.variant) for r in self.released or ())])
+
+    @property
+    def legacy_fingerprint(self) -> str:
+        """The fingerprint logs carried before :attr:`fingerprint` (absolute media paths), for
+        reading them (:func:`.identity.matching_source`)."""
         h = hashlib.blake2b(digest_size=8)
         for item in self.items:
             h.update(repr((item.sample_id, item.question, item.options, item.gold_key, item.visual, item.audio)).encode())

@@ -18,6 +18,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from sceval_plugin.data.identity import SCHEME, fingerprint_of, is_legacy
 from sceval_plugin.metrics.stats import (
     B_DEFAULT,
     SEED_DEFAULT,
@@ -504,10 +505,12 @@ def check_comparable(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> No
     if len(prompts) > 1:
         detail = "; ".join(f"{p}: {', '.join(map(str, ms))}" for p, ms in prompts.items())
         raise ValueError(f"runs use different prompt templates ({detail}); report one prompt id at a time")
-    datasets = trials.groupby("dataset", observed=True)["model"].unique()
-    if len(datasets) > 1:
+    datasets = trials.groupby(trials["dataset"].map(fingerprint_of, na_action="ignore"), observed=True)["model"].unique()
+    if len(datasets) > 1:  # by content: the same items in another folder or on another machine are one dataset
         detail = "; ".join(f"{d}: {', '.join(map(str, ms))}" for d, ms in datasets.items())
-        raise ValueError(f"runs use different dataset versions ({detail}); compare runs on the same data")
+        legacy = f" (a fingerprint without the '{SCHEME}-' prefix is a legacy one, from before content fingerprints: " \
+                 "rerun those logs to compare them)" if len({is_legacy(d) for d in datasets.index}) > 1 else ""
+        raise ValueError(f"runs use different dataset versions ({detail}){legacy}; compare runs on the same data")
     if "seed_scheme" in trials:  # logs that predate the field have none, and are not checked
         schemes = trials.groupby("seed_scheme", observed=True)["model"].unique()
         if len(schemes) > 1:
