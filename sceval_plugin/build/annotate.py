@@ -245,9 +245,9 @@ def export(build: Path, name: str, annotators: list[str], *, seed: int = 0, per_
                                              "gold": item.gold_key})
         for sheet, columns in SHEETS[name].items():
             written += write_sheet(folder / annotator / f"{sheet}.csv", columns, sheets.get(sheet, []))
-    (folder / "assignment.json").write_text(json.dumps(
+    write_atomic(folder / "assignment.json", json.dumps(
         {"pass": name, "seed": seed, "per_item": per_item, "severity": severity, "annotators": annotators,
-         "rows": plan, **_asked_manifest(name, plan)}, indent=1) + "\n", encoding="utf-8")
+         "rows": plan, **_asked_manifest(name, plan)}, indent=1) + "\n")
     return [folder / "assignment.json", *written]
 
 

@@ -44,7 +44,7 @@ def write_sheet(path: Path, columns: Sequence[Column], rows: Iterable[dict]) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     names = [c.name for c in columns]
     rows = [{n: row.get(n, "") for n in names} for row in rows]
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with replacing(path) as temporary, temporary.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=names)
         writer.writeheader()
         writer.writerows(rows)
