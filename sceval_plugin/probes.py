@@ -74,6 +74,13 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
     "temporal": ("middle_drop_1",),
     "distractor": ("appended_audio", "appended_frame", "appended_text"),
 }
+#: The version of the probes' readings, recorded in every probe trial (``probe_readings``): 1 (logs
+#: without the field) appended distractors to every item and dropped one middle frame; 2 is the
+#: paper's G.10/G.11 readings. :data:`REREAD_IN_2` kept their ids and changed meaning, so the report
+#: refuses logs of them made under reading 1 rather than pool two experiments under one name.
+READINGS = 2
+REREAD_IN_2 = ("probe_temporal_middle_drop", "probe_distractor_audio", "probe_distractor_image",
+               "probe_distractor_text")
 #: Length of the audio segments the temporal probe shuffles (seconds).
 AUDIO_SEGMENT_S = 1.0
 #: G.10 "drop middle frames" leaves the number open: ``middle_drop`` drops this share of the frames

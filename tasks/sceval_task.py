@@ -274,6 +274,7 @@ def process_results(doc: dict, results: list) -> dict:
         "cohort": doc.get("cohort", GOLD_PRESERVED),
         "released_variant": bool(doc["released"]),
         "seed_scheme": seed_scheme(),  # how the variant's random draws were made
+        "probe_readings": probes.READINGS if condition.probe is not None else None,
         "media": {"root": item.root, "visual": [str(Path(p).relative_to(item.root)) for p in item.visual],
                   "audio": str(Path(item.audio).relative_to(item.root))},
         # the times of the frames sent (None: not stated, e.g. a frame list or an added distractor frame)

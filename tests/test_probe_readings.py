@@ -137,3 +137,26 @@ def test_a_frame_budget_record_states_the_times_of_the_frames_sent(tmp_path):
     assert "taken at 0, 4, 8, 12 s" in task.doc_to_text(doc)  # what the prompt states
     clean = task.process_results({**doc, "condition_id": "clean", "row_id": "clean/v1/0"}, ['{"answer": "A"}'])
     assert clean["sceval_record"]["frame_times_s"] == pytest.approx([0, 2, 4, 6, 8, 10, 12, 14])
+
+
+@pytest.mark.slow
+def test_logs_of_a_reread_probe_made_under_the_earlier_reading_are_refused_by_name(tmp_path):
+    """~5 s: `probe_distractor_text` kept its id when it took the paper's G.11 reading; a log of it
+    without ``probe_readings`` (made before) is refused by name, not pooled with today's."""
+    write_logs(tmp_path / "new", "reference", unaffected, ["clean", "probe_distractor_text"])
+    report(tmp_path, [tmp_path / "new"], "fresh")  # today's logs report
+    old = tmp_path / "old"
+    old.mkdir()
+    for path in (tmp_path / "new").iterdir():
+        text = path.read_text()
+        if "samples_sceval_probe_distractor_text" in path.name:
+            lines = [json.loads(line) for line in text.splitlines()]
+            for line in lines:
+                assert line["sceval_record"].pop("probe_readings") == 2
+            text = "\n".join(map(json.dumps, lines)) + "\n"
+        (old / path.name).write_text(text)
+    done = subprocess.run([str(BIN / "sceval"), "report", str(old), "-o", str(tmp_path / "stale"), "--quiet",
+                           "--no-figures"], capture_output=True, text=True,
+                          env={**os.environ, "SCEVAL_CACHE": str(tmp_path / "cache")}, timeout=300)
+    assert done.returncode != 0
+    assert "probe_distractor_text: reference" in done.stderr and "earlier reading" in done.stderr

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sceval_plugin.data.identity import SCHEME, fingerprint_of, is_legacy
+from sceval_plugin.probes import READINGS, REREAD_IN_2
 from sceval_plugin.metrics.stats import (
     B_DEFAULT,
     SEED_DEFAULT,
@@ -517,6 +518,15 @@ def check_comparable(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> No
             detail = "; ".join(f"scheme {n}: {', '.join(map(str, ms))}" for n, ms in schemes.items())
             raise ValueError(f"runs use different seed schemes ({detail}), so their noise variants differ; rerun "
                              "with SCEVAL_SEED_SCHEME set to one of them")
+    reread = trials[trials["condition_id"].isin(REREAD_IN_2)] if "probe_readings" in trials else trials.iloc[:0]
+    old = reread[reread["probe_readings"].isna() | (reread["probe_readings"].astype(float) < READINGS)]
+    if len(old):  # a log without the field predates it (read_runs gives every log the column)
+        detail = "; ".join(f"{c}: {', '.join(map(str, ms))}" for c, ms in
+                           old.groupby("condition_id", observed=True)["model"].unique().items())
+        raise ValueError(f"logs of probes whose meaning changed with the paper's G.10/G.11 readings were made "
+                         f"under the earlier reading ({detail}): they appended distractors to every item and "
+                         f"dropped one middle frame; rerun those tasks (the earlier readings are the "
+                         f"sceval_probe_options tasks *_appended_* and probe_temporal_middle_drop_1)")
 
 
 #: Why a control does not apply to an item (the trial's ``not_applicable``), in words.

@@ -60,9 +60,10 @@ _STRING = rb'"(?:[^"\\]|\\.)*"'
 _TRIAL = re.compile(rb'(' + _STRING + rb'), ("v": \d+, "c": (?:null|0|1), "i": (?:null|"[a-z_]+"), '
                     rb'"a": (?:null|' + _STRING + rb'), "n": \d+(?:, "[a-z]": (?:null|' + _STRING + rb'))*)\}')
 #: Record fields with one value per log (one task run), read from its first and last lines.
-PER_LOG = ("condition_id", "prompt_id", "dataset", "seed_scheme")
+PER_LOG = ("condition_id", "prompt_id", "dataset", "seed_scheme", "probe_readings")
 #: Trial-table columns beyond TRIAL_COLUMNS, read when the logs carry them (missing in older logs).
-EXTRA_COLUMNS = ("confidence", "source", "donor", "follows_donor", "donor_key_map", "seed_scheme", "cohort")
+EXTRA_COLUMNS = ("confidence", "source", "donor", "follows_donor", "donor_key_map", "seed_scheme", "cohort",
+                 "probe_readings")
 
 
 def _trial_tokens(data: bytes) -> tuple[list, list] | None:
