@@ -42,6 +42,8 @@ class TaskOutcome:
     failures: collections.Counter = field(default_factory=collections.Counter)  # category -> count
     failed: int = 0  # requests with no reply at all (counted in ``failures`` too)
     first_error: str = ""
+    unit: str = "requests"  # what the summary calls requests and answers ("examples", "converted")
+    done: str = "answered"
 
     @classmethod
     def from_records(cls, name: str, records: Iterable[dict]) -> "TaskOutcome":
@@ -61,13 +63,13 @@ class TaskOutcome:
     def failure_rate(self) -> float:
         return self.failed / self.requests if self.requests else 0.0
 
-    def problem(self, max_failure_rate: float) -> str | None:
-        """Why this task makes the run fail, or None."""
+    def problem(self, max_failure_rate: float | None) -> str | None:
+        """Why this task makes the run fail, or None (``max_failure_rate=None``: coverage only)."""
         if self.requests == 0:
             return "no requests"
         if self.answered == 0:
             return "coverage 0"
-        if self.failure_rate > max_failure_rate:
+        if max_failure_rate is not None and self.failure_rate > max_failure_rate:
             return f"failure rate {self.failure_rate:.1%} > {max_failure_rate:.1%}"
         return None
 
@@ -86,12 +88,12 @@ def add_failure_rate_argument(parser: argparse.ArgumentParser) -> None:
                         f"(0-1, default {DEFAULT_MAX_FAILURE_RATE}); a task with coverage 0 always exits 1")
 
 
-def summary_lines(outcomes: Iterable[TaskOutcome], max_failure_rate: float) -> list[str]:
+def summary_lines(outcomes: Iterable[TaskOutcome], max_failure_rate: float | None) -> list[str]:
     lines = []
     for o in outcomes:
         failures = ", ".join(f"{c} {n}" for c, n in sorted(o.failures.items())) or "no failures"
         problem = o.problem(max_failure_rate)
-        lines.append(f"  {o.name}: {o.requests} requests, {o.answered} answered ({o.coverage:.0%}); {failures}"
+        lines.append(f"  {o.name}: {o.requests} {o.unit}, {o.answered} {o.done} ({o.coverage:.0%}); {failures}"
                      f" -> {'FAILED: ' + problem if problem else 'ok'}")
         if o.first_error:
             error = " ".join(str(o.first_error).split())
@@ -99,13 +101,15 @@ def summary_lines(outcomes: Iterable[TaskOutcome], max_failure_rate: float) -> l
     return lines
 
 
-def report(outcomes: Iterable[TaskOutcome], max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE,
+def report(outcomes: Iterable[TaskOutcome], max_failure_rate: float | None = DEFAULT_MAX_FAILURE_RATE,
            who: str = "faultline-eval", out: TextIO | None = None) -> int:
-    """Print the run's summary and return its exit status (0: every task fine, 1: see the module)."""
+    """Print the run's summary and return its exit status (0: every task fine, 1: see the module).
+    ``max_failure_rate=None`` for a stage whose outcomes have no failures, only coverage."""
     outcomes = list(outcomes)
     out = out or sys.stdout
     failing = [o.name for o in outcomes if o.problem(max_failure_rate)]
-    print(f"{who}: summary (exit 1 on coverage 0 or a failure rate above {max_failure_rate:.0%}):", file=out)
+    rule = "" if max_failure_rate is None else f" or a failure rate above {max_failure_rate:.0%}"
+    print(f"{who}: summary (exit 1 on coverage 0{rule}):", file=out)
     for line in summary_lines(outcomes, max_failure_rate):
         print(line, file=out)
     if failing:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import importlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -153,3 +154,34 @@ def test_the_failure_rate_threshold_is_checked_before_anything_runs(tmp_path):
     bad = run("faultline-eval", "--max-failure-rate", "5", "--model", "sceval_reference", "--tasks", "sceval_clean",
               cwd=tmp_path, timeout=120)
     assert bad.returncode == 2 and "--max-failure-rate must be between 0 and 1, got 5" in bad.stderr
+
+
+def test_sceval_build_convert_with_nothing_converted_exits_1_with_the_summary(tmp_path):
+    """A Social-IQ 2.0 copy whose videos are all missing: every example rejected, exit 1."""
+    base = tmp_path / "copy" / "siq2"
+    for folder in ("qa", "video", "audio/wav"):
+        (base / folder).mkdir(parents=True)
+    rows = [{"qid": f"vidZ_q{i}_0", "q": "What does he say?", "vid_name": "vidZ", "ts": "0.00-4.00", "a0": "Hello",
+             "a1": "Bye", "a2": "Stop", "a3": "Run", "answer_idx": 1} for i in (1, 2)]
+    (base / "qa" / "qa_val.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (base / "qa" / "qa_test.json").write_text("")
+    done = run("sceval", "build", "convert", str(tmp_path / "b"), f"social_iq2={tmp_path / 'copy'}", cwd=tmp_path,
+               timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "  social_iq2: 2 examples, 0 converted (0%); missing_video 2 -> FAILED: coverage 0" in done.stdout
+    assert "      first error: " in done.stdout
+
+
+def test_faultline_probe_status_counts_errors_and_sets_aside_docs_with_no_reference(tmp_path, capsys):
+    from c3po_plugin.mechanistic.cli import probe_status
+
+    lines = [{"status": "ok"}] * 3 + [{"status": "error", "detail": "RuntimeError: out of memory"}]
+    (tmp_path / "e1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"status": "o')  # torn tail
+    (tmp_path / "e2.jsonl").write_text(json.dumps({"status": "no_reference"}) + "\n")
+    (tmp_path / "e3.jsonl").write_text(json.dumps({"status": "error", "detail": "ValueError: bad audio"}) + "\n")
+    assert probe_status(str(tmp_path), ["e1", "e2"], max_failure_rate=0.25) == 0
+    assert "  probe e1: 4 requests, 3 answered (75%); error 1 -> ok" in capsys.readouterr().out
+    assert probe_status(str(tmp_path), ["e1", "e3"], max_failure_rate=0.25) == 1
+    out = capsys.readouterr().out
+    assert "  probe e3: 1 requests, 0 answered (0%); error 1 -> FAILED: coverage 0" in out
+    assert "first error: ValueError: bad audio" in out
