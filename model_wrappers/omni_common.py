@@ -522,7 +522,8 @@ class MiniCPMOAdapter:
         apply_placement(self, where)
         if dtype == "auto":  # the checkpoint's bf16 on GPUs; CPUs run float32 far better
             dtype = "float32" if where["device"].type == "cpu" else "bfloat16"
-        self.init_vision, self.init_audio, self.init_tts = flag(init_vision, "init_vision"), flag(init_audio, "init_audio"), flag(init_tts, "init_tts")
+        self.init_vision, self.init_audio = flag(init_vision, "init_vision"), flag(init_audio, "init_audio")
+        self.init_tts = flag(init_tts, "init_tts")
         self._model = AutoModel.from_pretrained(
             pretrained, trust_remote_code=True, attn_implementation=attn_implementation,
             torch_dtype=getattr(torch, dtype), device_map=where["device_map"],
