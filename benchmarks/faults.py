@@ -65,6 +65,15 @@ def _run_outputs(out: Path) -> tuple[dict, dict[str, list[dict]], int]:
     return summary, samples, stale
 
 
+def _differences(a, b, path: str = "") -> list[str]:
+    """The JSON paths where ``a`` and ``b`` differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(a.keys() | b.keys()) for d in _differences(a.get(k), b.get(k), f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{path}[{i}]")]
+    return [] if a == b else [path]
+
+
 def _stored_requests(store: Path) -> set[str]:
     """The request digests whose replies the reply store holds (a torn last line does not count,
     as the store does not read it)."""
@@ -149,7 +158,7 @@ def lmms_run(kill_points: int, seed: int, workdir: Path, *, tasks: str = "sceval
     want_summary, want_samples, _ = _run_outputs(reference / "out")
     got_summary, got_samples, stale = _run_outputs(killed_dir / "out")
     lost = duplicated = 0
-    differing = [] if got_summary == want_summary else ["results.json"]
+    differing = [f"results.json{d}" for d in _differences(want_summary, got_summary)][:10]
     for task, lines in want_samples.items():
         got = got_samples.get(task, [])
         ids = collections.Counter(line["doc_id"] for line in got)
