@@ -1,8 +1,9 @@
 """Did the run work? A per-task outcome, a one-screen summary and the exit status that follows.
 
-A run where every request failed must not look like a finished evaluation. Every command that
-sends requests (``faultline-eval``, ``sceval build`` stages, ``faultline probe``, ``c3po build``)
-describes each task or stage as a :class:`TaskOutcome` and ends with :func:`report`, which prints
+A run where every request failed must not look like a finished evaluation. The commands that
+send requests or process inputs (``faultline-eval``, ``faultline probe``, ``sceval build
+convert``; ``c3po build`` is meant to) describe each task, probe or source as a
+:class:`TaskOutcome` and end with :func:`report`, which prints
 one line per task (requests, usable answers, each failure category with its count, the first
 error text) and returns the exit status:
 
@@ -14,7 +15,9 @@ The failure rate is the share of requests that got no reply at all (``failed``: 
 ``api_failure``, i.e. still failing after the client's retries; for a build stage, ``failed``).
 Refusals, empty and unparseable replies are the model's answers, measured by the benchmark; they
 are listed and count against coverage, not against the failure rate. Default threshold:
-:data:`DEFAULT_MAX_FAILURE_RATE` (5 %); ``--max-failure-rate 1`` keeps only the coverage rule.
+:data:`DEFAULT_MAX_FAILURE_RATE` (5 %); ``--max-failure-rate 1`` keeps only the coverage rule,
+as ``report(..., max_failure_rate=None)`` does for a stage with nothing that can fail (a
+rejected source example in ``sceval build convert`` is the source's filtering, not a failure).
 """
 
 from __future__ import annotations
@@ -82,8 +85,9 @@ def failure_rate_type(text: str) -> float:
 
 
 def add_failure_rate_argument(parser: argparse.ArgumentParser) -> None:
-    """The ``--max-failure-rate`` option, the same in every command."""
-    parser.add_argument("--max-failure-rate", type=failure_rate_type, default=DEFAULT_MAX_FAILURE_RATE,
+    """The ``--max-failure-rate`` option, the same in every command (``--max_failure_rate`` too,
+    spelt like lmms-eval's flags)."""
+    parser.add_argument("--max-failure-rate", "--max_failure_rate", type=failure_rate_type, default=DEFAULT_MAX_FAILURE_RATE,
                         metavar="RATE", help="exit 1 when more than this share of a task's requests got no reply "
                         f"(0-1, default {DEFAULT_MAX_FAILURE_RATE}); a task with coverage 0 always exits 1")
 
