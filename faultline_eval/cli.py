@@ -35,15 +35,15 @@ def root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
-def requested_tasks(argv: Sequence[str]) -> list[str]:
-    """The names given to ``--tasks`` (``--tasks a,b`` or ``--tasks=a,b``)."""
-    names: list[str] = []
+def option_values(argv: Sequence[str], option: str) -> list[str]:
+    """The comma-separated values given to ``option`` (``--tasks a,b`` or ``--tasks=a,b``)."""
+    values: list[str] = []
     for i, arg in enumerate(argv):
-        if arg == "--tasks" and i + 1 < len(argv):
-            names += argv[i + 1].split(",")
-        elif arg.startswith("--tasks="):
-            names += arg.split("=", 1)[1].split(",")
-    return [n.strip() for n in names if n.strip()]
+        if arg == option and i + 1 < len(argv):
+            values += argv[i + 1].split(",")
+        elif arg.startswith(f"{option}="):
+            values += arg.split("=", 1)[1].split(",")
+    return [v.strip() for v in values if v.strip()]
 
 
 @contextlib.contextmanager
@@ -77,10 +77,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_failure_rate_argument(own)
     options, argv = own.parse_known_args(argv)
 
-    from faultline_eval.model_wrappers.lmms_plugin import UnknownTaskError, check_task_names
+    from faultline_eval.model_wrappers.lmms_plugin import (UnknownTaskError, check_task_names, our_task_dirs,
+                                                           our_task_names)
 
     try:  # our names are checked in a second; lmms-eval's import and index take far longer
-        check_task_names(requested_tasks(argv))
+        tasks = option_values(argv, "--tasks")
+        if tasks:
+            folders = [*our_task_dirs(), *option_values(argv, "--include_path")]
+            check_task_names(tasks, our_task_names(folders))
     except UnknownTaskError as exc:
         print(f"faultline-eval: error: {exc}", file=sys.stderr)
         return 1

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from fake_openai import FakeOpenAI
 
-from faultline_eval.model_wrappers.lmms_plugin import UnknownTaskError, check_task_names, manifests
+from faultline_eval.model_wrappers.lmms_plugin import (UnknownTaskError, check_task_names, manifests, our_task_dirs,
+                                                       our_task_names)
 from faultline_eval.model_wrappers.model_args import UnknownModelArgError, check_model_args, flag
 from faultline_eval.model_wrappers.reference import ReferenceChat
 from sceval_plugin.run_status import TaskOutcome, report
@@ -96,6 +97,10 @@ def test_task_names_outside_our_namespaces_wildcards_and_files_are_left_to_lmms_
     task_file = tmp_path / "sceval_mine.yaml"
     task_file.write_text("task: x\n")
     check_task_names(["mme", "sceval_*", str(task_file), "c3po_all", "sceval_panel", "c3po_cc"])
+    with pytest.raises(UnknownTaskError, match="sceval_mine"):
+        check_task_names(["sceval_mine"])
+    task_file.write_text("task: sceval_mine\ninclude: _sceval_template_yaml\n")  # in an --include_path folder
+    check_task_names(["sceval_mine"], our_task_names([*our_task_dirs(), tmp_path]))
     with pytest.raises(UnknownTaskError, match=r"c3po_al \(did you mean c3po_all\?\)"):
         check_task_names(["c3po_al"])
     with pytest.raises(UnknownTaskError, match=r"mmmu_vall \(did you mean mmmu_val\?\)"):  # lmms-eval's, with all names
