@@ -115,7 +115,8 @@ def lmms_run(kill_points: int, seed: int, workdir: Path, *, tasks: str = "sceval
         model_args = (f"base_url={fake.url},store=replies.jsonl,audio_canary=off,max_concurrency={concurrency},"
                       "max_retries=0")
         faultline = [str(BIN / "faultline-eval"), "eval", "--model", "sceval_openai", "--model_args", model_args,
-                     "--tasks", tasks, "--log_samples", "--output_path", "out/", *(["--limit", str(limit)] if limit else [])]
+                     "--tasks", tasks, "--log_samples", "--output_path", "out/",
+                     *(["--limit", str(limit)] if limit else [])]
         # the output to a file: a pipe nobody reads while waiting to kill would stall the run
         command = ["sh", "-c", 'exec "$@" > run.log 2>&1', "sh", *faultline]
 
@@ -151,7 +152,8 @@ def lmms_run(kill_points: int, seed: int, workdir: Path, *, tasks: str = "sceval
             snapshots.append((_stored_requests(killed_dir / "replies.jsonl"), collections.Counter(fake.answered)))
             baseline[0] = answered()
 
-        log = run_with_kills(command, kill_points=kill_points, seed=seed, window_s=(0.0, 1.5 * request_s / max(1, kill_points)), env=env,
+        window_s = (0.0, 1.5 * request_s / max(1, kill_points))
+        log = run_with_kills(command, kill_points=kill_points, seed=seed, window_s=window_s, env=env,
                              cwd=killed_dir, between=between, started=lambda: answered() > baseline[0])
         final = collections.Counter(fake.answered)
 

@@ -87,8 +87,9 @@ def failure_rate_type(text: str) -> float:
 def add_failure_rate_argument(parser: argparse.ArgumentParser) -> None:
     """The ``--max-failure-rate`` option, the same in every command (``--max_failure_rate`` too,
     spelt like lmms-eval's flags)."""
-    parser.add_argument("--max-failure-rate", "--max_failure_rate", type=failure_rate_type, default=DEFAULT_MAX_FAILURE_RATE,
-                        metavar="RATE", help="exit 1 when more than this share of a task's requests got no reply "
+    parser.add_argument("--max-failure-rate", "--max_failure_rate", type=failure_rate_type,
+                        default=DEFAULT_MAX_FAILURE_RATE, metavar="RATE",
+                        help="exit 1 when more than this share of a task's requests got no reply "
                         f"(0-1, default {DEFAULT_MAX_FAILURE_RATE}); a task with coverage 0 always exits 1")
 
 
