@@ -24,6 +24,8 @@ from typing import Any
 
 #: What lmms-eval itself passes to every model constructor (evaluator.simple_evaluate).
 LMMS_EVAL_ARGS = ("batch_size", "max_batch_size", "device")
+#: lmms-eval options that are easily put among the model arguments by mistake (named in the hint).
+LMMS_EVAL_OPTIONS = ("seed", "limit", "gen_kwargs", "num_fewshot", "output_path", "log_samples", "verbosity")
 #: The opt-out model argument.
 ALLOW_UNKNOWN = "allow_unknown_args"
 #: The package whose classes' ``__init__`` parameters are the arguments our models take.
@@ -78,7 +80,10 @@ def check_model_args(model: str, cls: type, leftover: dict[str, Any]) -> None:
     parts = []
     for name in unknown:
         close = difflib.get_close_matches(name, known, n=3)
-        parts.append(f"{name!r}" + (f" (did you mean {', '.join(map(repr, close))}?)" if close else ""))
+        option = difflib.get_close_matches(name, LMMS_EVAL_OPTIONS, n=1)
+        hint = (f"did you mean {', '.join(map(repr, close))}?" if close else
+                f"did you mean lmms-eval's --{option[0]} option? it is not a model argument" if option else "")
+        parts.append(f"{name!r}" + (f" ({hint})" if hint else ""))
     ours = [k for k in known if k not in LMMS_EVAL_ARGS and k != ALLOW_UNKNOWN]
     raise UnknownModelArgError(
         f"{model}: unknown model argument{'s' if len(parts) > 1 else ''} {', '.join(parts)}; "
