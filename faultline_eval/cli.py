@@ -7,16 +7,25 @@ evaluator (``lmms_eval.__main__.cli_evaluate``); when a run raises, it prints on
 the error instead of the traceback and exits 1. ``FAULTLINE_DEBUG=1`` (or
 ``--verbosity DEBUG``) lets the exception through with its traceback.
 
+A run that finished is checked too: it ends with a one-screen summary per task of ours
+(:mod:`sceval_plugin.run_status`: requests, usable answers, each failure category, the first
+error text) and exits 1 when a task's coverage is 0 or more than ``--max-failure-rate`` (an
+option of ``faultline-eval`` only, default 0.05) of its requests got no reply. An unknown
+``sceval_*``/``c3po_*`` task name is refused with its close matches before lmms-eval is imported.
+
     faultline-eval --model sceval_reference --tasks sceval_clean,c3po_all --output_path out/
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import sys
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from sceval_plugin import use_offline_defaults
 from sceval_plugin.plugins import DEBUG_ENV, env_flag
+from sceval_plugin.run_status import TaskOutcome, add_failure_rate_argument, records_of, report
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -26,13 +35,62 @@ def root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
+def option_values(argv: Sequence[str], option: str) -> list[str]:
+    """The comma-separated values given to ``option`` (``--tasks a,b`` or ``--tasks=a,b``)."""
+    values: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == option and i + 1 < len(argv):
+            values += argv[i + 1].split(",")
+        elif arg.startswith(f"{option}="):
+            values += arg.split("=", 1)[1].split(",")
+    return [v.strip() for v in values if v.strip()]
+
+
+@contextlib.contextmanager
+def collecting_outcomes() -> Iterator[list[TaskOutcome]]:
+    """Collect each task's :class:`TaskOutcome` from its per-sample records, as lmms-eval
+    aggregates them (on rank 0, after the gather; with or without ``--log_samples``)."""
+    from lmms_eval.evaluator_utils import TaskOutput
+
+    outcomes: list[TaskOutcome] = []
+    original = TaskOutput.calculate_aggregate_metric
+
+    def calculate_aggregate_metric(self: Any, *args: Any, **kwargs: Any) -> Any:
+        records = records_of(self.sample_metrics)
+        if records:
+            outcomes.append(TaskOutcome.from_records(self.task_name, records))
+        return original(self, *args, **kwargs)
+
+    TaskOutput.calculate_aggregate_metric = calculate_aggregate_metric
+    try:
+        yield outcomes
+    finally:
+        TaskOutput.calculate_aggregate_metric = original
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     use_offline_defaults()
-    import lmms_eval.__main__ as lmms_main
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["eval"]:
         argv = argv[1:]
+    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    add_failure_rate_argument(own)
+    options, argv = own.parse_known_args(argv)
+
+    from faultline_eval.model_wrappers.lmms_plugin import (UnknownTaskError, check_task_names, our_task_dirs,
+                                                           our_task_names)
+
+    try:  # our names are checked in a second; lmms-eval's import and index take far longer
+        tasks = option_values(argv, "--tasks")
+        if tasks:
+            folders = [*our_task_dirs(), *option_values(argv, "--include_path")]
+            check_task_names(tasks, our_task_names(folders))
+    except UnknownTaskError as exc:
+        print(f"faultline-eval: error: {exc}", file=sys.stderr)
+        return 1
+
+    import lmms_eval.__main__ as lmms_main
+
     failures: list[str] = []
     evaluate_one = lmms_main.cli_evaluate_single
 
@@ -49,13 +107,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     saved_argv, sys.argv = sys.argv, ["faultline-eval", *argv]
     lmms_main.cli_evaluate_single = recording
     try:
-        lmms_main.cli_evaluate()
+        with collecting_outcomes() as outcomes:
+            lmms_main.cli_evaluate()
     finally:
         lmms_main.cli_evaluate_single = evaluate_one
         sys.argv = saved_argv
+    status = report(outcomes, options.max_failure_rate) if outcomes else 0
     for failure in failures:
         print(f"faultline-eval: error: the run failed, nothing was evaluated: {failure}", file=sys.stderr)
-    return 1 if failures else 0
+    return 1 if failures else status
 
 
 if __name__ == "__main__":

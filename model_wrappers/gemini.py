@@ -25,6 +25,7 @@ from typing import Any
 from faultline_eval.model_wrappers.gemini_client import (DEFAULT_IMAGE_ENCODING, IMAGE_ENCODINGS, GeminiClient,
                                                          message_parts)
 from faultline_eval.model_wrappers.media_encoding import check_image_encoding
+from faultline_eval.model_wrappers.model_args import check_model_args
 from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json, flag, record
 
 
@@ -40,12 +41,13 @@ class GeminiChat(RemoteChat):
         if "api_key" in kwargs:
             raise ValueError("sceval_gemini: pass the API key in the environment (GEMINI_API_KEY), not in "
                              "--model_args, which lmms-eval writes into its results")
+        check_model_args(self.name, type(self), kwargs)
         from sceval_plugin.store import open_store
 
         self.model_version = str(model_version)
         self.set_pipeline(max_concurrency, build_workers, lookahead)
         self.max_output_tokens = int(max_output_tokens)
-        self.json_mode = flag(json_mode)
+        self.json_mode = flag(json_mode, "json_mode")
         self.image_encoding = check_image_encoding(image_encoding, "sceval_gemini", IMAGE_ENCODINGS)
         # Finished replies persist (default $SCEVAL_CACHE/replies/gemini-<model>.jsonl; store=none: off).
         self._client = GeminiClient(self.model_version, base_url=base_url, max_retries=max_retries, timeout=timeout,

@@ -7,11 +7,21 @@ entry point and its ``LMMS_EVAL_PLUGINS`` task path is applied too late in the C
 ``lmms-eval --model <any> --tasks sceval_...`` works right after ``pip install``, with no
 ``--include_path``. (``lmms-eval tasks list`` never imports the model registry, so it does not
 show our tasks; ``sceval conditions`` does.)
+
+Unknown task names: lmms-eval only says "Tasks not found". :func:`check_task_names` names the
+close matches; ``faultline-eval`` calls it on our namespaces (``sceval_*``, ``c3po_*``) before
+lmms-eval is even imported (a second, not the minutes it takes to import lmms-eval and index
+its ~2,000 built-in tasks), and the wrapped ``TaskManager.match_tasks`` calls it on every name
+once lmms-eval has indexed its tasks, so plain ``lmms-eval`` gets the close matches too.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
+import os
+from pathlib import Path
+from typing import Iterable
 
 PACKAGE = "faultline_eval.model_wrappers"
 
@@ -61,28 +71,96 @@ def install_task_path() -> None:
 
     @functools.wraps(original)
     def initialize_tasks(self, include_path=None, include_defaults=True):
-        from loguru import logger
-
-        from c3po_plugin.taskgen import task_dirs as c3po_task_dirs
-        from faultline_eval.tasks import TASKS_DIR
         from sceval_plugin import telemetry
-        from sceval_plugin.plugins import PluginError
-        from sceval_plugin.taskgen import task_dirs as sceval_task_dirs
 
-        ours = []
-        for protocol, task_dirs in (("sceval", sceval_task_dirs), ("c3po", c3po_task_dirs)):
-            try:
-                ours += task_dirs()
-            except PluginError:  # only raised when strict mode (<PROJECT>_STRICT_PLUGINS) asks for it
-                raise
-            except Exception as exc:  # a broken third-party plugin must not break lmms-eval itself
-                logger.error(f"faultline-eval: {protocol} plugin tasks unavailable ({type(exc).__name__}: {exc}); "
-                             f"only the built-in {protocol} tasks are indexed")
-                ours.append(TASKS_DIR / protocol)
         paths = [include_path] if isinstance(include_path, str) else list(include_path or [])
-        paths += [str(d) for d in ours if str(d) not in paths]
+        paths += [str(d) for d in our_task_dirs() if str(d) not in paths]
         telemetry.RUN_CONTEXT["model"] = getattr(self, "model_name", None)
         return original(self, include_path=paths, include_defaults=include_defaults)
 
+    original_match = TaskManager.match_tasks
+
+    @functools.wraps(original_match)
+    def match_tasks(self, task_list):
+        check_task_names(task_list, self.all_tasks, namespaces=("",))
+        return original_match(self, task_list)
+
     initialize_tasks._faultline = True  # type: ignore[attr-defined]
     TaskManager.initialize_tasks = initialize_tasks
+    TaskManager.match_tasks = match_tasks
+
+
+def our_task_dirs() -> list[Path]:
+    """The SCEval and C3PO task folders (plugin conditions included)."""
+    from loguru import logger
+
+    from c3po_plugin.taskgen import task_dirs as c3po_task_dirs
+    from faultline_eval.tasks import TASKS_DIR
+    from sceval_plugin.plugins import PluginError
+    from sceval_plugin.taskgen import task_dirs as sceval_task_dirs
+
+    ours: list[Path] = []
+    for protocol, task_dirs in (("sceval", sceval_task_dirs), ("c3po", c3po_task_dirs)):
+        try:
+            ours += task_dirs()
+        except PluginError:  # only raised when strict mode (<PROJECT>_STRICT_PLUGINS) asks for it
+            raise
+        except Exception as exc:  # a broken third-party plugin must not break lmms-eval itself
+            logger.error(f"faultline-eval: {protocol} plugin tasks unavailable ({type(exc).__name__}: {exc}); "
+                         f"only the built-in {protocol} tasks are indexed")
+            ours.append(TASKS_DIR / protocol)
+    return ours
+
+
+#: Our task names' namespaces: a requested name in one of them must be one of our tasks.
+NAMESPACES = ("sceval_", "c3po_")
+
+
+class UnknownTaskError(ValueError):
+    """A requested task, group or tag name that no task folder defines."""
+
+
+def our_task_names(dirs: Iterable[Path] | None = None) -> set[str]:
+    """The task, group and tag names our task folders define, as lmms-eval's indexer reads them
+    (``task:`` a name: a task, a list: a group named ``group:``; every ``tag:``), without importing
+    lmms-eval: ``!function`` references are not resolved."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    names: set[str] = set()
+    for folder in our_task_dirs() if dirs is None else dirs:
+        for path in Path(folder).rglob("*.yaml"):
+            config = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader) or {}
+            task = config.get("task")
+            if isinstance(task, str):
+                names.add(task)
+                for key in ("tag", "group"):
+                    value = config.get(key) or []
+                    names.update([value] if isinstance(value, str) else value)
+            elif isinstance(task, list) and config.get("group"):
+                names.add(config["group"])
+    return names
+
+
+def check_task_names(requested: Iterable[str], known: Iterable[str] | None = None,
+                     namespaces: tuple[str, ...] = NAMESPACES) -> None:
+    """Raise :class:`UnknownTaskError` naming each requested name in ``namespaces`` that is not in
+    ``known`` (default: :func:`our_task_names`), with its close matches. Wildcards and YAML paths
+    (which lmms-eval also accepts) are left to lmms-eval."""
+    candidates = [n for n in requested if n and "*" not in n and n.startswith(namespaces) and not os.path.exists(n)]
+    if not candidates:
+        return
+    known = set(our_task_names() if known is None else known)
+    missing = [n for n in candidates if n not in known]
+    if not missing:
+        return
+    parts = []
+    for name in missing:
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.8)
+        parts.append(f"{name}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+    raise UnknownTaskError(f"unknown task name{'s' if len(parts) > 1 else ''}: {'; '.join(parts)}. "
+                           "`sceval conditions` lists the SCEval tasks; `lmms-eval --tasks list` (with --model) lists "
+                           "all.")

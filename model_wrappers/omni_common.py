@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from faultline_eval.model_wrappers.model_args import check_model_args, flag
+
 SAMPLE_RATE = 16_000
 MEDIA_TOKEN_LOG_ENV = "FAULTLINE_MEDIA_TOKEN_LOG"
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm")
@@ -188,10 +190,6 @@ class MediaTokenCounter:
 
 # --- the reply store -----------------------------------------------------------------------------
 
-def _flag(value: Any) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
-
-
 def open_reply_store(name: str, pretrained: str, store: str | None):
     """The reply store of one adapter and checkpoint: ``store=<file.jsonl>``, by default
     ``$SCEVAL_CACHE/replies/<adapter>-<pretrained, sanitised>.jsonl``; ``store=none`` turns it off."""
@@ -204,7 +202,7 @@ def decoding(wrapper: Any, gen_kwargs: dict) -> dict:
     """The generation settings that change a reply, as the adapters read them."""
     return {"max_new_tokens": int(gen_kwargs.get("max_new_tokens") or getattr(wrapper, "default_max_new_tokens", 0)),
             "temperature": float(gen_kwargs.get("temperature") or 0),
-            "do_sample": _flag(gen_kwargs.get("do_sample", False)),
+            "do_sample": flag(gen_kwargs.get("do_sample", False), "do_sample"),
             "num_beams": int(gen_kwargs.get("num_beams") or 1)}
 
 
@@ -378,15 +376,6 @@ def answer_requests(wrapper: Any, requests: list, answer: Callable[[list[dict], 
     return replies
 
 
-def _unknown_args(name: str, kwargs: dict) -> None:
-    # lmms-eval's own wrappers assert there are none; a typo should warn, not end the run.
-    kwargs.pop("max_batch_size", None)
-    if kwargs:
-        from loguru import logger
-
-        logger.warning(f"{name}: ignoring unknown model_args {sorted(kwargs)}")
-
-
 def _init_lmms(wrapper: Any) -> None:
     """The lmms base initialiser only: lmms-eval's Qwen/MiniCPM ``__init__`` hard-code the hub
     processor id, CUDA placement and an assert on extra arguments."""
@@ -426,7 +415,7 @@ class QwenOmniAdapter:
         import transformers
 
         _init_lmms(self)
-        _unknown_args(self.model_id, kwargs)
+        check_model_args(self.model_id, type(self), kwargs)
         where = placement(device, device_map)
         apply_placement(self, where)
         model_class = getattr(transformers, self.model_class_name)
@@ -445,7 +434,7 @@ class QwenOmniAdapter:
         self._config = self._model.config
         self.batch_size_per_gpu = int(batch_size)
         self._tokenizer.padding_side = "left"  # batched prompts end together, where generation starts
-        self.use_cache = str(use_cache).lower() not in ("false", "0", "no")
+        self.use_cache = flag(use_cache, "use_cache")
         self.system_prompt = system_prompt or None
         self.default_max_new_tokens = int(max_new_tokens)
         self.max_num_frames = self.video_kwargs["max_frames"]
@@ -541,13 +530,13 @@ class MiniCPMOAdapter:
         from transformers import AutoModel, AutoTokenizer
 
         _init_lmms(self)
-        _unknown_args(self.model_id, kwargs)
-        flag = lambda value: str(value).lower() not in ("false", "0", "no")  # noqa: E731
+        check_model_args(self.model_id, type(self), kwargs)
         where = placement(device, device_map)
         apply_placement(self, where)
         if dtype == "auto":  # the checkpoint's bf16 on GPUs; CPUs run float32 far better
             dtype = "float32" if where["device"].type == "cpu" else "bfloat16"
-        self.init_vision, self.init_audio, self.init_tts = flag(init_vision), flag(init_audio), flag(init_tts)
+        self.init_vision, self.init_audio = flag(init_vision, "init_vision"), flag(init_audio, "init_audio")
+        self.init_tts = flag(init_tts, "init_tts")
         self._model = AutoModel.from_pretrained(
             pretrained, trust_remote_code=True, attn_implementation=attn_implementation,
             torch_dtype=getattr(torch, dtype), device_map=where["device_map"],

@@ -38,6 +38,7 @@ from typing import Any
 
 from faultline_eval.model_wrappers.audio_canary import AudioCanaryError, audio_clip, run_canary
 from faultline_eval.model_wrappers.media_encoding import check_image_encoding
+from faultline_eval.model_wrappers.model_args import check_model_args
 from faultline_eval.model_wrappers.openai_client import (AUDIO_PARTS, DEFAULT_IMAGE_ENCODING, FRAMES_AS,
                                                          OpenAIChatClient, chat_messages)
 from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json, flag, record
@@ -66,11 +67,12 @@ class OpenAIChat(RemoteChat):
         if "api_key" in kwargs:
             raise ValueError("sceval_openai: pass the API key in the environment (SCEVAL_OPENAI_API_KEY or "
                              "OPENAI_API_KEY), not in --model_args, which lmms-eval writes into its results")
+        check_model_args(self.name, type(self), kwargs)
         from sceval_plugin.store import open_store, slug
 
         self.set_pipeline(max_concurrency, build_workers, lookahead)
         self.max_tokens = int(max_tokens)
-        self.json_mode = flag(json_mode)
+        self.json_mode = flag(json_mode, "json_mode")
         self.image_encoding = check_image_encoding(image_encoding, "sceval_openai")
         self.frames_as = _choice(frames_as, FRAMES_AS, "frames_as")
         self.audio_part = _choice(audio_part, AUDIO_PARTS, "audio_part")

@@ -271,7 +271,12 @@ def _lmms_base():
 
 
 class _Reference(_lmms_base()):  # type: ignore[misc]
+    model_id = "sceval_reference"
+
     def __init__(self, **kwargs: Any) -> None:
+        from faultline_eval.model_wrappers.model_args import check_model_args
+
+        check_model_args(self.model_id, type(self), kwargs)
         super().__init__()
 
     def loglikelihood(self, requests):

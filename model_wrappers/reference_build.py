@@ -213,6 +213,7 @@ class BuildReferenceChat(_Reference):
     """Chat interface: reads the build stage's messages (system prompt, media, text)."""
 
     is_simple = False
+    model_id = "c3po_build_reference"
 
     def _answer(self, args: tuple, doc: dict) -> str:
         ctx, doc_to_messages, *_ = args

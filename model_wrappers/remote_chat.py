@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from faultline_eval.model_wrappers.model_args import flag  # noqa: F401  (the models' boolean parser)
 from faultline_eval.model_wrappers.reference import _lmms_base
 from faultline_eval.model_wrappers.request_loop import Reply
 from faultline_eval.model_wrappers.request_pipeline import pipelined
-
-
-def flag(value: Any) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
 def expects_json(doc: dict) -> bool:

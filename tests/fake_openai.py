@@ -8,7 +8,10 @@ path does: the reply depends on the text and images only.
 The scenario of a request is named in its text as ``[[scenario]]``: ok, 429-then-ok, 500,
 refusal, empty, slow. ``latency`` seconds are slept before every reply. ``/v1/models`` lists
 ``served``. ``parse=False`` (benchmarks) skips decoding the body and answers every request
-with the same reply.
+with the same reply. ``fail_status`` (e.g. 400, as vLLM answers a request it cannot take)
+answers every chat request with that HTTP error. ``tag_replies`` adds the request's digest
+(``request_digest``: sha256 of its JSON body) to each "ok" reply's reasoning, so a stored reply
+names the request it answers; ``answered`` counts the "ok" replies per request digest.
 """
 
 from __future__ import annotations
@@ -49,12 +52,18 @@ def _media(content) -> tuple[list[str], list[str], list[str]]:
     return texts, images, audio
 
 
+def request_digest(body: dict) -> str:
+    """A request's identity: sha256 (16 hex digits) of its JSON body, keys sorted."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+
 class FakeOpenAI(LocalServer):
     def __init__(self, mode: str = "hears", latency: float = 0.0, served: str = "fake-omni",
-                 parse: bool = True) -> None:
+                 parse: bool = True, fail_status: int | None = None, tag_replies: bool = False) -> None:
         assert mode in ("hears", "drops_audio")
         self.requests: list[dict] = []
         self.attempts: Counter = Counter()
+        self.answered: Counter = Counter()
         server = self
         lock = threading.Lock()
         fixed = json.dumps(_completion('{"answer": "A", "confidence": "high", "reasoning": "fixed"}')).encode()
@@ -79,6 +88,12 @@ class FakeOpenAI(LocalServer):
                     with lock:
                         server.requests.append({"bytes": len(raw)})
                     return self._reply(200, fixed)
+                if fail_status is not None:
+                    with lock:
+                        server.requests.append({"bytes": len(raw), "status": fail_status})
+                    return self._reply(fail_status, {"error": {"message": f"fake error {fail_status}: this server "
+                                                               "takes no request", "type": "BadRequestError",
+                                                               "code": fail_status}})
                 body = json.loads(raw)
                 texts, images, audio = [], [], []
                 for message in body.get("messages", []):
@@ -108,7 +123,13 @@ class FakeOpenAI(LocalServer):
                 seen_digest = hashlib.sha256("\x1f".join(texts + images).encode()).hexdigest()
                 audio_digest = hashlib.sha256("\x1f".join(heard).encode()).hexdigest()[:12] if heard else "nothing"
                 letter = "ABCD"[int(hashlib.sha256((seen_digest + audio_digest).encode()).hexdigest(), 16) % 4]
+                reasoning = f"heard {audio_digest}"
+                if tag_replies:
+                    digest = request_digest(body)
+                    reasoning += f"; request {digest}"
+                    with lock:
+                        server.answered[digest] += 1
                 return self._reply(200, _completion(json.dumps(
-                    {"answer": letter, "confidence": "high", "reasoning": f"heard {audio_digest}"})))
+                    {"answer": letter, "confidence": "high", "reasoning": reasoning})))
 
         self._listen(Handler, "/v1")

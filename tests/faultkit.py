@@ -13,6 +13,7 @@ import os
 import random
 import signal
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -44,11 +45,15 @@ def _kill_group(process: subprocess.Popen) -> None:
 
 def run_with_kills(command: Sequence[str], *, kill_points: int, seed: int, window_s: tuple[float, float],
                    env: dict | None = None, cwd: str | Path | None = None, timeout_s: float = 600,
-                   between: Callable[[int], None] | None = None) -> KillLog:
+                   between: Callable[[int], None] | None = None,
+                   started: Callable[[], bool] | None = None) -> KillLog:
     """Run ``command`` ``kill_points`` times, each killed with SIGKILL after a delay drawn uniformly
     from ``window_s`` by ``random.Random(seed)``, then once more to completion.
 
-    ``between(i)``, if given, runs after the i-th kill (to damage a file, say). The last run's
+    ``between(i)``, if given, runs after the i-th kill (to damage a file, say). ``started()``, if
+    given, is polled after each start and the delay counts from when it first returns true (say,
+    when a fake server has answered this run's first request), so kills land in the work rather
+    than in a start-up of varying length; a run that ends first is not killed. The last run's
     exit status and output are in the returned :class:`KillLog`.
     """
     rng = random.Random(seed)
@@ -57,6 +62,8 @@ def run_with_kills(command: Sequence[str], *, kill_points: int, seed: int, windo
         delay = rng.uniform(*window_s)
         log.delays.append(delay)
         process = _start(command, env, cwd)
+        while started is not None and not started() and process.poll() is None:
+            time.sleep(0.01)
         try:
             process.wait(timeout=delay)
         except subprocess.TimeoutExpired:

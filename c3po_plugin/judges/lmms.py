@@ -34,7 +34,6 @@ from c3po_plugin.judges.prompt import PROMPT_VERSION, parse_reply, system_prompt
 TASK, SPLIT = "c3po_judge", "test"
 DEFAULT_MAX_NEW_TOKENS = 4096
 ID_ARGS = ("pretrained", "model_version", "model", "model_name")
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def _c3po_task():
@@ -56,10 +55,9 @@ def doc_to_visual(doc: dict) -> list:
 
 
 def _flag(name: str, value: Any) -> bool:
-    text = str(value).strip().lower()
-    if text not in _TRUE + _FALSE:
-        raise ValueError(f"judge setting {name}={value!r}: use true or false")
-    return text in _TRUE
+    from faultline_eval.model_wrappers.model_args import flag
+
+    return flag(value, f"judge setting {name}")
 
 
 def split_judge_settings(model_args: str) -> tuple[str, dict[str, str]]:

@@ -35,7 +35,37 @@ def _probe(args: argparse.Namespace) -> int:
         print(f"{args.model}: E1/E2 blocked: {summary['blocked']}")
     for probe, counts in summary["counts"].items():
         print(f"{probe}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    return 0
+    return probe_status(args.output_path, summary["counts"], args.max_failure_rate)
+
+
+def probe_status(output_path: str, probes, max_failure_rate: float) -> int:
+    """The run's summary and exit status (sceval_plugin.run_status) over each probe's records so
+    far (resumed runs included): ``ok`` is an answer, ``error`` a failure; a ``no_reference``
+    record (nothing to score against) is listed, not counted, and a probe with only those is
+    left out of the exit status."""
+    from collections import Counter
+    from pathlib import Path
+
+    from sceval_plugin.run_status import TaskOutcome, report
+
+    outcomes = []
+    for probe in probes:
+        path = Path(output_path) / f"{probe}.jsonl"
+        records = []
+        for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:  # a line cut short by a kill: the next run redoes that doc
+                continue
+        failures = Counter(r["status"] for r in records if r["status"] != "ok")
+        applicable = len(records) - failures["no_reference"]
+        if applicable == 0:
+            print(f"faultline probe: {probe}: {failures['no_reference']} doc(s) with no reference to score against")
+            continue
+        outcomes.append(TaskOutcome(f"probe {probe}", applicable, applicable - failures["error"], failures,
+                                    failures["error"],
+                                    next((r.get("detail", "") for r in records if r["status"] == "error"), "")))
+    return report(outcomes, max_failure_rate, who="faultline probe")
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -51,6 +81,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS
     from c3po_plugin.mechanistic.lemmas import LEMMATIZERS
     from c3po_plugin.mechanistic.runner import PROMPTS
+    from sceval_plugin.run_status import add_failure_rate_argument
 
     parser = sub.add_parser("probe", help="mechanistic probes on open models: E1 attention, E2 logit lens, "
                             "E3 caption fidelity (C3PO App. F)")
@@ -76,6 +107,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--prompt", choices=PROMPTS, default="describe",
                        help="E1/E2 input: the AUDIO/IMAGE description prompt (the paper's E1) or the task's question")
         p.add_argument("--include_defaults", action="store_true", help="also index lmms-eval's own tasks")
+        add_failure_rate_argument(p)
         p.set_defaults(func=_probe)
     report = probes.add_parser("report", help="the paper's probe tables from one or more probe folders")
     report.add_argument("runs", nargs="+", help="probe output folders (one per model)")

@@ -259,14 +259,23 @@ def cmd_convert(args) -> int:
         raise SystemExit(f"sceval build convert: give BUILD_DIR before SOURCE=PATH (got {args.build_dir})")
     if not args.sources:
         raise SystemExit("sceval build convert: give SOURCE=PATH (sceval build convert --list shows the converters)")
-    status = 0
+    from collections import Counter
+
+    from sceval_plugin.run_status import TaskOutcome, report
+
+    outcomes = []
     for name, path in args.sources:
         summary = convert_source(name, path, args.build_dir)
         where = Path(args.build_dir) / "converted" / name
         print(f"{name}: {summary['examples']} example(s), {summary['converted']} converted, "
               f"{summary['rejected']} problem(s) -> {where}" + (f" (see {where / 'problems.jsonl'})" if summary["rejected"] else ""))
-        status |= summary["converted"] == 0
-    return int(status)
+        problems = read_jsonl(where / "problems.jsonl")
+        # a rejected example is the source's filtering, listed but not a failure: only coverage 0 fails
+        outcomes.append(TaskOutcome(name, summary["examples"], summary["converted"],
+                                    Counter(p["reason"] for p in problems), unit="examples", done="converted",
+                                    first_error=next((f"{p['source_ref']}: {p['detail'] or p['reason']}"
+                                                      for p in problems), "")))
+    return report(outcomes, None, who="sceval build convert")
 
 
 def add_parser(stages) -> None:

@@ -1,0 +1,34 @@
+"""kill -9 during an lmms-eval run, resume, nothing lost (issue 24, fault injection (a)).
+
+The test runs ``benchmarks/faults.py``'s ``lmms_run`` pipeline at CI size: ``faultline-eval``
+(lmms-eval, ``--log_samples``) with ``sceval_openai`` against the local fake OpenAI server, 12
+requests, killed 3 times at seeded points among its requests, resumed from the reply store, then
+run to the end. Each lmms-eval start costs ~10 s on an idle core (imports, task index), so 3
+kill points keep the test at ~60 s idle (5 starts); the benchmark runs 50 on a larger task.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "faults.py"
+
+
+def load_faults():
+    spec = importlib.util.spec_from_file_location("faults_benchmark", BENCHMARK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_a_killed_lmms_eval_run_resumes_with_nothing_lost_duplicated_or_sent_again(tmp_path):
+    row = load_faults().PIPELINES["lmms_run"](3, 0, tmp_path, tasks="sceval_clean", limit=12, latency_s=0.2)
+    assert row["returncode"] == 0, row["final_output"]
+    assert row["killed"] >= 2  # the kills land in the work, not after it
+    assert (row["lost"], row["duplicated"], row["differing_files"]) == (0, 0, [])
+    assert row["resent_after_stored"] == 0 and row["unanswered"] == 0 and row["requests"] == 12
+    assert "sceval_clean: 12 requests, 12 answered (100%); no failures -> ok" in row["final_output"]
