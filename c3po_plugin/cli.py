@@ -181,13 +181,6 @@ BUILD_OPTIONS = ("pool", "per_template", "seed", "generator", "fit_threshold", "
                  "speech", "sfx", "image", "auditor", "per_bucket", "annotators", "out", "push_to_hub")
 
 
-def _rate(text: str) -> float:
-    value = float(text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"a failure rate is between 0 and 1, got {text}")
-    return value
-
-
 def _per_template(text: str) -> tuple[int, int]:
     """``MIN-MAX`` or ``MIN:MAX`` (or one number, both bounds) candidates per template."""
     match = re.fullmatch(r"\s*(\d+)\s*(?:[-:]\s*(\d+)\s*)?", text)
@@ -212,7 +205,7 @@ def model_default(role: str) -> str:
 
 
 def add_build_parser(sub) -> None:
-    from c3po_plugin.build.ledger import MAX_FAILURE_RATE
+    from sceval_plugin.run_status import add_failure_rate_argument
 
     build = sub.add_parser("build", help="build a new C3PO benchmark from base media (c3po build -h)",
                            description=BUILD_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -222,9 +215,7 @@ def add_build_parser(sub) -> None:
         parser = stages.add_parser(name, help=help, description=help)
         parser.add_argument("build_dir", help="the build folder (created when missing)")
         if name not in ("status", "import-answers"):
-            parser.add_argument("--max-failure-rate", type=_rate, default=MAX_FAILURE_RATE, metavar="R",
-                                help="exit 1 when a stage's failed items / its items are above R (default "
-                                     f"{MAX_FAILURE_RATE:g}; 0: any failure), or when all of them failed")
+            add_failure_rate_argument(parser)
         if templates:
             parser.add_argument("--templates", help="comma-separated template ids, names or paper ids "
                                                     "(IC02, InstructionalGapDetection, D_T1_001); default all")

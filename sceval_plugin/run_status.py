@@ -2,8 +2,8 @@
 
 A run where every request failed must not look like a finished evaluation. The commands that
 send requests or process inputs (``faultline-eval``, ``faultline probe``, ``sceval build
-convert``; ``c3po build`` is meant to) describe each task, probe or source as a
-:class:`TaskOutcome` and end with :func:`report`, which prints
+convert``) describe each task, probe or source as a :class:`TaskOutcome` and end with
+:func:`report`, which prints
 one line per task (requests, usable answers, each failure category with its count, the first
 error text) and returns the exit status:
 
@@ -89,8 +89,8 @@ def add_failure_rate_argument(parser: argparse.ArgumentParser) -> None:
     spelt like lmms-eval's flags)."""
     parser.add_argument("--max-failure-rate", "--max_failure_rate", type=failure_rate_type,
                         default=DEFAULT_MAX_FAILURE_RATE, metavar="RATE",
-                        help="exit 1 when more than this share of a task's requests got no reply "
-                        f"(0-1, default {DEFAULT_MAX_FAILURE_RATE}); a task with coverage 0 always exits 1")
+                        help="exit 1 when more than this share of a task's requests (a build stage's items) "
+                        f"failed (0-1, default {DEFAULT_MAX_FAILURE_RATE}); a task with coverage 0 always exits 1")
 
 
 def summary_lines(outcomes: Iterable[TaskOutcome], max_failure_rate: float | None) -> list[str]:

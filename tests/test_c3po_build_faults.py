@@ -215,7 +215,7 @@ def c3po_main(capsys, *args: str) -> tuple[int, str]:
 def test_exit_status_and_summary_follow_the_failure_rate(tmp_path, capsys, monkeypatch):
     """Every generator request fails (HTTP 500): exit 1 (the real process's status) and a summary
     naming the category and the first error; one of four failing: exit 1 above
-    ``--max-failure-rate`` 0.1, 0 under 0.5; the rerun against a healed server exits 0. ~10 s."""
+    ``--max-failure-rate`` 0.05 (the default), 0 under 0.5; the rerun against a healed server exits 0. ~10 s."""
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     write_candidates(tmp_path / "down", "IC01", 2)
     with FakeGemini(script=lambda request: {"status": 500}) as server:
@@ -238,7 +238,7 @@ def test_exit_status_and_summary_follow_the_failure_rate(tmp_path, capsys, monke
     with FakeGemini(script=Flaky({})) as server:
         generate = ("build", "generate", str(build), "--generator", spec_of(server, retries=0), "--templates", "IC01")
         status, out = c3po_main(capsys, *generate)
-        assert status == 1 and "1 of 4 items failed (25% > --max-failure-rate 0.1)" in out
+        assert status == 1 and "1 of 4 items failed (25% > --max-failure-rate 0.05)" in out
         status, out = c3po_main(capsys, *generate, "--max-failure-rate", "0.5")
         assert status == 0 and "FAILED      1  api_failure" in out  # still in the summary, under the threshold
         healed["down"] = False

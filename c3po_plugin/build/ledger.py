@@ -34,15 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from sceval_plugin.run_status import DEFAULT_MAX_FAILURE_RATE, TaskOutcome
 from sceval_plugin.store import ReplyStore
 
 STATUSES = ("ok", "rejected", "failed")
 #: What each stage decides about, for carried rejection reasons ("audio typing rejected at classify: ...").
 DECIDES = {"select": "selection", "generate": "generation", "classify": "audio typing", "synthesize": "synthesis",
            "audit": "audit", "sample": "sampling", "export": "export"}
-#: Default of ``c3po build --max-failure-rate``: a stage whose failed share of its items is above
-#: this makes the run exit 1 (so does a stage whose items all failed).
-MAX_FAILURE_RATE = 0.1
 
 
 class Ledger:
@@ -186,14 +184,17 @@ class StageReport:
         return self.n_failed / self.items_in if self.items_in else 0.0
 
     def failing(self, max_failure_rate: float) -> str | None:
-        """Why this stage makes the run exit 1, or None: every item failed (coverage 0), or the
-        failure rate ``failed / items in`` is above ``max_failure_rate``."""
-        if self.items_in and self.n_failed == self.items_in:
+        """Why this stage makes the run exit 1, or None, by the rule of every command
+        (:mod:`sceval_plugin.run_status`): coverage 0 (every item failed; a rejection is settled,
+        not a failure), or a failure rate ``failed / items in`` above ``max_failure_rate``. A stage
+        with no items yet is waiting, not failing."""
+        outcome = TaskOutcome(self.stage, self.items_in, self.ok + self.n_rejected, failed=self.n_failed)
+        if not self.items_in or outcome.problem(max_failure_rate) is None:
+            return None
+        if outcome.coverage == 0:
             return f"{self.stage}: all {self.items_in} items failed"
-        if self.failure_rate > max_failure_rate:
-            return (f"{self.stage}: {self.n_failed} of {self.items_in} items failed ({self.failure_rate:.0%} > "
-                    f"--max-failure-rate {max_failure_rate:g})")
-        return None
+        return (f"{self.stage}: {self.n_failed} of {self.items_in} items failed ({self.failure_rate:.0%} > "
+                f"--max-failure-rate {max_failure_rate:g})")
 
 
 def stage_report(build_dir: str | Path, stage: str, in_scope: Callable[[dict], bool] = lambda entry: True,
@@ -231,8 +232,6 @@ def format_reports(reports: list[StageReport], width: int = 100) -> str:
     return "\n".join(lines)
 
 
-def failing_stages(reports: list[StageReport], max_failure_rate: float = MAX_FAILURE_RATE) -> list[str]:
+def failing_stages(reports: list[StageReport], max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE) -> list[str]:
     """The reasons the run must exit 1 (empty: exit 0)."""
-    if not 0 <= max_failure_rate <= 1:
-        raise ValueError(f"--max-failure-rate must be between 0 and 1, got {max_failure_rate}")
     return [why for why in (r.failing(max_failure_rate) for r in reports) if why]
