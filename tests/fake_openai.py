@@ -7,7 +7,14 @@ path does: the reply depends on the text and images only.
 
 The scenario of a request is named in its text as ``[[scenario]]``: ok, 429-then-ok, 500,
 refusal, empty, slow. ``latency`` seconds are slept before every reply. ``/v1/models`` lists
-``served``. ``parse=False`` (benchmarks) skips decoding the body and answers every request
+``served``.
+
+As vLLM does, the server answers HTTP 400 to a request with more media items of a modality than
+``limits`` allows (``--limit-mm-per-prompt``; a modality it does not name allows 999,
+``vllm/config/multimodal.py``), and to a ``data:video/jpeg`` video whose timing in
+``media_io_kwargs.video`` does not fit its frames (``frames_indices`` a list of integers, one per
+frame, ``total_num_frames`` no fewer than the frames, as ``VideoMediaIO.load_base64`` checks).
+Each request records its ``counts`` per modality and its videos' frame counts. ``parse=False`` (benchmarks) skips decoding the body and answers every request
 with the same reply.
 """
 
@@ -31,6 +38,43 @@ def _completion(text: str = "", finish: str = "stop", refusal: str | None = None
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
 
 
+def _modality(kind: str) -> str | None:
+    return {"image_url": "image", "video_url": "video", "input_audio": "audio", "audio_url": "audio"}.get(kind)
+
+
+def _parts(body: dict) -> list[dict]:
+    return [p for m in body.get("messages", []) if isinstance(m.get("content"), list) for p in m["content"]]
+
+
+def _counts(parts: list[dict]) -> Counter:
+    return Counter(_modality(p.get("type")) for p in parts if _modality(p.get("type")))
+
+
+def _frames(video_part: dict) -> int:
+    return len(video_part["video_url"]["url"].split(",", 1)[1].split(","))
+
+
+def _rejection(body: dict, limits: dict) -> str | None:
+    """Why vLLM would refuse this request (None: it would not)."""
+    parts = _parts(body)
+    for modality, count in _counts(parts).items():
+        if count > limits.get(modality, 999):
+            return f"At most {limits.get(modality, 999)} {modality}(s) may be provided in one prompt."
+    timing = (body.get("media_io_kwargs") or {}).get("video") or {}
+    for part in parts:
+        if part.get("type") == "video_url" and part["video_url"]["url"].startswith("data:video/jpeg;base64,"):
+            frames = _frames(part)
+            indices = timing.get("frames_indices")
+            if indices is not None and (not isinstance(indices, list) or not all(isinstance(i, int) for i in indices)):
+                return "frames_indices must be a list of integers"
+            if indices is not None and len(indices) != frames:
+                return f"frames_indices length ({len(indices)}) must match number of frames sent ({frames})"
+            total = timing.get("total_num_frames", frames)
+            if not isinstance(total, int) or total < frames:
+                return f"total_num_frames ({total}) must be >= number of frames sent ({frames})"
+    return None
+
+
 def _media(content) -> tuple[list[str], list[str], list[str]]:
     """(texts, images/videos, audio) payloads of one message's content."""
     if isinstance(content, str):
@@ -51,7 +95,7 @@ def _media(content) -> tuple[list[str], list[str], list[str]]:
 
 class FakeOpenAI(LocalServer):
     def __init__(self, mode: str = "hears", latency: float = 0.0, served: str = "fake-omni",
-                 parse: bool = True) -> None:
+                 parse: bool = True, limits: dict | None = None) -> None:
         assert mode in ("hears", "drops_audio")
         self.requests: list[dict] = []
         self.attempts: Counter = Counter()
@@ -87,13 +131,21 @@ class FakeOpenAI(LocalServer):
                     images += i
                     audio += a
                 scenario = next((m.group(1) for t in texts for m in [re.search(r"\[\[([a-z0-9-]+)\]\]", t)] if m), "ok")
+                parts = _parts(body)
+                counts = _counts(parts)
+                video_frames = [_frames(p) for p in parts if p.get("type") == "video_url"]
                 with lock:
                     server.requests.append({"body": body, "texts": texts, "images": images, "audio": audio,
-                                            "scenario": scenario, "bytes": len(raw),
+                                            "scenario": scenario, "bytes": len(raw), "counts": dict(counts),
+                                            "video_frames": video_frames,
                                             "headers": {k.lower(): v for k, v in self.headers.items()}})
                     seen = scenario + "|" + texts[-1][:200]
                     server.attempts[seen] += 1
                     attempt = server.attempts[seen]
+                refused = _rejection(body, limits or {})
+                if refused:
+                    return self._reply(400, {"object": "error", "message": refused, "type": "BadRequestError",
+                                             "code": 400})
                 if scenario == "429-then-ok" and attempt == 1:
                     return self._reply(429, {"error": {"message": "rate limited", "type": "rate_limit", "code": 429}})
                 if scenario == "500":
