@@ -204,18 +204,24 @@ def _stated_times(request: dict) -> list[float]:
     return [float(t) for t in said.group(1).split(", ")]
 
 
-def test_a_long_clip_tells_vllm_when_its_frames_were_taken(tmp_path):
-    # ~20 s: a 12 s clip (F.2: 8 frames 1.5 s apart; vLLM's JPEG-sequence default would say 1 s),
-    # its 16-frame budget (0.75 s apart) and its middle frame dropped (a gap on the same grid)
+def _video_source(data: Path) -> Path:
+    """Two demo items whose visual evidence is a 12 s clip of 24 frames at 2 fps (F.2 takes 8
+    frames 1.5 s apart; a 16-frame budget gets 16 of its decoded frames)."""
     from c3po_fixtures import write_mp4
-    from test_lmms_cli import lmms_eval
 
     def as_video(row):
         write_mp4(data / "media" / row["sample_id"] / "clip.mp4", frames=24, fps=2)
         row["visual"] = f"media/{row['sample_id']}/clip.mp4"
 
-    data = tmp_path / "data"
-    copy_demo(data, 2, mutate=as_video)
+    return copy_demo(data, 2, mutate=as_video)
+
+
+def test_a_long_clip_tells_vllm_when_its_frames_were_taken(tmp_path):
+    # ~45 s: a 12 s clip (8 frames 1.5 s apart; vLLM's JPEG-sequence default would say 1 s),
+    # its 16-frame budget and its middle frame dropped (a gap on the same grid)
+    from test_lmms_cli import lmms_eval
+
+    data = _video_source(tmp_path / "data")
     env = {"SCEVAL_SOURCE": str(data), "SCEVAL_CACHE": str(tmp_path / "cache")}
     tasks = ["sceval_clean", "sceval_probe_frame_budget_16", "sceval_probe_temporal_middle_drop"]
     with FakeOpenAI(limits=VLLM_LIMITS) as server:
@@ -245,3 +251,27 @@ def test_video_timing_refuses_frames_off_one_grid():
         video_timing([0.0, 1.0, 2.5])
     with pytest.raises(ValueError, match="not increasing"):
         video_timing([0.0, 2.0, 1.0])
+
+
+def test_serve_limits_counts_what_each_task_sends(capsys, monkeypatch, tmp_path):
+    # ~45 s: the README's old sizing ("image": 8) is too small for a 16-frame budget and for a C3PO
+    # item's frames plus its picture; with frames_as=video a video is one item, a picture an image
+    from sceval_plugin.cli import main
+
+    monkeypatch.setenv("SCEVAL_SOURCE", str(_video_source(tmp_path / "data")))
+    monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("C3PO_JUDGE", "exact")
+    tasks = "sceval_clean,sceval_probe_frame_budget_16,sceval_probe_distractor_image,c3po_cc_t3"
+    assert main(["serve-limits", "--tasks", tasks]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert dict(line.split(None, 1) for line in lines[:-1]) == {
+        "sceval_clean": "image 8  video 0  audio 1", "sceval_probe_frame_budget_16": "image 16  video 0  audio 1",
+        "sceval_probe_distractor_image": "image 9  video 0  audio 1",
+        "c3po_cc_t3": "image 6  video 0  audio 1"}  # the demo's 5 frames and its picture
+    assert lines[-1] == """--limit-mm-per-prompt '{"image": 16, "video": 0, "audio": 1}'"""
+    assert main(["serve-limits", "--tasks", tasks, "--model_args", "base_url=http://x:8000/v1,frames_as=video"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == """--limit-mm-per-prompt '{"image": 1, "video": 1, "audio": 1}'"""
+    found = dict(line.split(None, 1) for line in lines[:-1])
+    assert found["sceval_clean"] == found["sceval_probe_frame_budget_16"] == "image 0  video 1  audio 1"
+    assert found["c3po_cc_t3"] == "image 1  video 1  audio 1"
