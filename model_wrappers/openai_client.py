@@ -11,7 +11,8 @@ share the load: every attempt goes to the endpoint with the fewest requests in f
 broken round-robin, so a retry may land on another replica.
 
 What is sent (:func:`chat_request`), in the task's order, as vLLM's chat parser reads it
-(``vllm/renderers/chat_utils/``, formerly ``vllm/entrypoints/chat_utils.py``):
+(``vllm/renderers/chat_utils.py`` in vLLM 0.32, since split into the package
+``vllm/renderers/chat_utils/``; ``vllm/entrypoints/chat_utils.py`` before):
 
 - the system turn as a plain string;
 - each frame, and a C3PO picture, as an ``image_url`` part holding a data URL of a lossless
