@@ -138,8 +138,9 @@ def chat_request(messages: list[dict], *, image_encoding: str = DEFAULT_IMAGE_EN
         content: list[dict] = []
         for kind, item in wire_items(parts, frames_as):
             if kind == "video":
-                frames = [base64.b64encode(encode_image(p["url"], image_encoding)[0]).decode("ascii") for p in item]
-                content.append({"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + ",".join(frames)}})
+                frames = ",".join(base64.b64encode(encode_image(p["url"], image_encoding)[0]).decode("ascii")
+                                  for p in item)
+                content.append({"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + frames}})
                 timings.append(video_timing([p[FRAME_TIME_KEY] for p in item]))
             elif kind == "image":
                 data, mime = encode_image(item["url"], image_encoding)

@@ -7,15 +7,15 @@ path does: the reply depends on the text and images only.
 
 The scenario of a request is named in its text as ``[[scenario]]``: ok, 429-then-ok, 500,
 refusal, empty, slow. ``latency`` seconds are slept before every reply. ``/v1/models`` lists
-``served``.
+``served``. ``parse=False`` (benchmarks) skips decoding the body and answers every request
+with the same reply.
 
 As vLLM does, the server answers HTTP 400 to a request with more media items of a modality than
 ``limits`` allows (``--limit-mm-per-prompt``; a modality it does not name allows 999,
 ``vllm/config/multimodal.py``), and to a ``data:video/jpeg`` video whose timing in
 ``media_io_kwargs.video`` does not fit its frames (``frames_indices`` a list of integers, one per
 frame, ``total_num_frames`` no fewer than the frames, as ``VideoMediaIO.load_base64`` checks).
-Each request records its ``counts`` per modality and its videos' frame counts. ``parse=False`` (benchmarks) skips decoding the body and answers every request
-with the same reply.
+Each request records its ``counts`` per modality and its videos' frame counts.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _rejection(body: dict, limits: dict) -> str | None:
         if part.get("type") == "video_url" and part["video_url"]["url"].startswith("data:video/jpeg;base64,"):
             frames = _frames(part)
             indices = timing.get("frames_indices")
-            if indices is not None and (not isinstance(indices, list) or not all(isinstance(i, int) for i in indices)):
+            if indices is not None and not (isinstance(indices, list) and all(isinstance(i, int) for i in indices)):
                 return "frames_indices must be a list of integers"
             if indices is not None and len(indices) != frames:
                 return f"frames_indices length ({len(indices)}) must match number of frames sent ({frames})"

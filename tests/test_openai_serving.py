@@ -172,7 +172,7 @@ VLLM_LIMITS = {"video": 1, "audio": 1}  # the README's frames_as=video server, i
 
 
 def test_a_c3po_picture_goes_as_an_image_beside_one_timed_video(tmp_path):
-    # ~15 s: lmms-eval on c3po_cc_t3 (frames, a picture, audio) through a server allowing one video
+    # ~40 s on 2 shared cores: lmms-eval on c3po_cc_t3 (frames, a picture, audio) through a server allowing one video
     from test_lmms_cli import lmms_eval, results
 
     env = {"SCEVAL_CACHE": str(tmp_path / "cache"), "C3PO_JUDGE": "exact"}
@@ -217,7 +217,7 @@ def _video_source(data: Path) -> Path:
 
 
 def test_a_long_clip_tells_vllm_when_its_frames_were_taken(tmp_path):
-    # ~45 s: a 12 s clip (8 frames 1.5 s apart; vLLM's JPEG-sequence default would say 1 s),
+    # ~40 s on 2 shared cores: a 12 s clip (8 frames 1.5 s apart; vLLM's JPEG-sequence default would say 1 s),
     # its 16-frame budget and its middle frame dropped (a gap on the same grid)
     from test_lmms_cli import lmms_eval
 
@@ -254,7 +254,7 @@ def test_video_timing_refuses_frames_off_one_grid():
 
 
 def test_serve_limits_counts_what_each_task_sends(capsys, monkeypatch, tmp_path):
-    # ~45 s: the README's old sizing ("image": 8) is too small for a 16-frame budget and for a C3PO
+    # ~20-45 s on 2 shared cores: the README's old sizing ("image": 8) is too small for a 16-frame budget and for a C3PO
     # item's frames plus its picture; with frames_as=video a video is one item, a picture an image
     from sceval_plugin.cli import main
 
