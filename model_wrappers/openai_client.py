@@ -21,7 +21,7 @@ What is sent (:func:`chat_request`), in the task's order, as vLLM's chat parser 
   the ``data:video/jpeg;base64,<frame>,<frame>,...`` form vLLM's video loader splits into
   frames (it opens each with Pillow, so the frames stay lossless whatever the MIME type says),
   with the frames' timing in the request's ``media_io_kwargs`` and ``mm_processor_kwargs``
-  (:func:`video_timing`); a picture stays an ``image_url`` (it is an image, and a second video
+  (:func:`video_timing`; the server needs ``--trust-request-mm-kwargs``); a picture stays an ``image_url`` (it is an image, and a second video
   would break ``--limit-mm-per-prompt '{"video": 1, ...}'``);
 - the audio as an ``input_audio`` part (``{"data": <base64 WAV>, "format": "wav"}``, OpenAI's
   own part type, which vLLM turns into the same audio input as an ``audio_url`` data URL); with
@@ -50,6 +50,14 @@ KEY_ENV = ("SCEVAL_OPENAI_API_KEY", "OPENAI_API_KEY")
 FRAMES_AS = ("images", "video")
 AUDIO_PARTS = ("input_audio", "audio_url")
 DEFAULT_IMAGE_ENCODING = "bmp"
+#: vLLM (0.32) refuses per-request ``media_io_kwargs`` / ``mm_processor_kwargs`` without it
+#: (``validate_request_mm_kwargs``, ``vllm/entrypoints/generate/base/protocol.py``)
+TRUST_FLAG = "--trust-request-mm-kwargs"
+
+
+class TimingRefused(RuntimeError):
+    """The server does not take the video timing of ``frames_as=video``: every video request
+    would fail the same way, so the run stops (not one ``api_failure`` per request)."""
 
 
 def api_key() -> str:
@@ -95,15 +103,25 @@ def video_timing(times: list[float | None]) -> dict:
     vLLM's loader of the ``data:video/jpeg;base64,<frame>,...`` form (``VideoMediaIO.load_base64``
     in ``vllm/multimodal/media/video.py``) knows nothing of the clip: it reads the video's ``fps``,
     ``frames_indices``, ``total_num_frames`` and ``duration`` from its media-IO kwargs (the
-    server's ``--media-io-kwargs`` merged with the request's ``media_io_kwargs``) and defaults
-    to 1 fps. Our frames lie on a grid (``i / fps``, or ``i * duration / 8`` on longer clips;
-    a probe may drop some), so the grid step is the smallest gap, each frame's index its time
-    over the step (a frame-budget probe's frames are decoded frames: the step is then the clip's
-    own frame interval). The HF processor gets the frames' mean rate (``mm_processor_kwargs.fps``:
-    frames less one over their span), from which Qwen2.5-Omni's processor derives the seconds per
-    temporal patch of its time-aligned positions, which are evenly spaced: the span is right, a
-    gap (a dropped frame) is spread evenly. Frames of unknown times (an item given as a frame list) send nothing, so the
-    server's default applies. One video per request (vLLM's kwargs are per modality)."""
+    server's ``--media-io-kwargs`` merged with the request's ``media_io_kwargs``), defaulting to
+    1 fps; models whose processor reads that metadata place the frames by it. Our frames lie on
+    a grid (``i / fps``, or ``i * duration / 8`` on longer clips; a probe may drop some), so the
+    grid step is the smallest gap and each frame's index its time over the step (a frame-budget
+    probe's frames are decoded frames: the step is then the clip's own frame interval).
+
+    Qwen2.5-Omni's processor ignores that metadata: it spaces a video's temporal patches by the
+    ``fps`` of its own kwargs (``processing_qwen2_5_omni.py``, default 2 fps, i.e. frames 0.5 s
+    apart), which the request sets through ``mm_processor_kwargs.fps``: the frames' mean rate
+    (frames less one over their span; its positions are evenly spaced, so the span is right and
+    a dropped frame's gap is spread). Measured on vLLM 0.32 with a tiny random Qwen2.5-Omni on
+    CPU: ``mm_processor_kwargs.fps`` changes the reply's log-probabilities, ``media_io_kwargs``
+    alone does not, and sending neither equals ``fps=2``.
+
+    Frames of unknown times (an item given as a frame list) send nothing: the server's defaults
+    apply. One video per request (vLLM's kwargs are per modality). vLLM 0.32 takes per-request
+    ``media_io_kwargs`` / ``mm_processor_kwargs`` only from a server started with
+    ``--trust-request-mm-kwargs`` and refuses them otherwise (HTTP 400: :class:`TimingRefused`
+    stops the run)."""
     if not times or any(t is None for t in times):
         return {}
     gaps = [b - a for a, b in zip(times, times[1:])]
@@ -234,6 +252,11 @@ class OpenAIChatClient(RequestLoop):
                 completion = self._clients[index].chat.completions.create(model=self.model, messages=messages,
                                                                           **options)
             except openai.APIStatusError as exc:
+                if exc.status_code == 400 and TRUST_FLAG in str(exc.message or ""):
+                    raise TimingRefused(
+                        f"sceval_openai: {self.base_urls[index]} refuses the per-request video timing that "
+                        f"frames_as=video sends ({str(exc.message)[:160]}). Start vLLM with {TRUST_FLAG}, or run "
+                        "with frames_as=images (each frame an image, its time stated in the prompt)") from exc
                 detail = f"HTTP {exc.status_code} from {self.base_urls[index]}: {str(exc.message or '')[:200]}"
                 raise (RetryableError if exc.status_code in RETRYABLE_STATUS else FatalError)(detail) from exc
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:

@@ -14,7 +14,9 @@ As vLLM does, the server answers HTTP 400 to a request with more media items of 
 ``limits`` allows (``--limit-mm-per-prompt``; a modality it does not name allows 999,
 ``vllm/config/multimodal.py``), and to a ``data:video/jpeg`` video whose timing in
 ``media_io_kwargs.video`` does not fit its frames (``frames_indices`` a list of integers, one per
-frame, ``total_num_frames`` no fewer than the frames, as ``VideoMediaIO.load_base64`` checks).
+frame, ``total_num_frames`` no fewer than the frames, as ``VideoMediaIO.load_base64`` checks);
+per-request ``media_io_kwargs`` / ``mm_processor_kwargs`` only with ``trust_mm_kwargs`` (vLLM's
+``--trust-request-mm-kwargs``, off by default).
 Each request records its ``counts`` per modality and its videos' frame counts.
 """
 
@@ -54,8 +56,13 @@ def _frames(video_part: dict) -> int:
     return len(video_part["video_url"]["url"].split(",", 1)[1].split(","))
 
 
-def _rejection(body: dict, limits: dict) -> str | None:
+def _rejection(body: dict, limits: dict, trust_mm_kwargs: bool) -> str | None:
     """Why vLLM would refuse this request (None: it would not)."""
+    for field in ("mm_processor_kwargs", "media_io_kwargs"):
+        if body.get(field) and not trust_mm_kwargs:
+            return (f"Per-request {field} are disabled by default because they can change multimodal "
+                    "preprocessing resource usage. Start the server with --trust-request-mm-kwargs only when "
+                    "clients are trusted.")
     parts = _parts(body)
     for modality, count in _counts(parts).items():
         if count > limits.get(modality, 999):
@@ -95,7 +102,7 @@ def _media(content) -> tuple[list[str], list[str], list[str]]:
 
 class FakeOpenAI(LocalServer):
     def __init__(self, mode: str = "hears", latency: float = 0.0, served: str = "fake-omni",
-                 parse: bool = True, limits: dict | None = None) -> None:
+                 parse: bool = True, limits: dict | None = None, trust_mm_kwargs: bool = False) -> None:
         assert mode in ("hears", "drops_audio")
         self.requests: list[dict] = []
         self.attempts: Counter = Counter()
@@ -142,7 +149,7 @@ class FakeOpenAI(LocalServer):
                     seen = scenario + "|" + texts[-1][:200]
                     server.attempts[seen] += 1
                     attempt = server.attempts[seen]
-                refused = _rejection(body, limits or {})
+                refused = _rejection(body, limits or {}, trust_mm_kwargs)
                 if refused:
                     return self._reply(400, {"object": "error", "message": refused, "type": "BadRequestError",
                                              "code": 400})

@@ -176,7 +176,7 @@ def test_a_c3po_picture_goes_as_an_image_beside_one_timed_video(tmp_path):
     from test_lmms_cli import lmms_eval, results
 
     env = {"SCEVAL_CACHE": str(tmp_path / "cache"), "C3PO_JUDGE": "exact"}
-    with FakeOpenAI(limits=VLLM_LIMITS) as server:
+    with FakeOpenAI(limits=VLLM_LIMITS, trust_mm_kwargs=True) as server:
         lmms_eval("--model", "sceval_openai", "--model_args",
                   f"base_url={server.url},frames_as=video,store=none,audio_canary=off,max_retries=0",
                   "--tasks", "c3po_cc_t3", "--log_samples", "--output_path", "out/", cwd=tmp_path, env=env)
@@ -224,7 +224,7 @@ def test_a_long_clip_tells_vllm_when_its_frames_were_taken(tmp_path):
     data = _video_source(tmp_path / "data")
     env = {"SCEVAL_SOURCE": str(data), "SCEVAL_CACHE": str(tmp_path / "cache")}
     tasks = ["sceval_clean", "sceval_probe_frame_budget_16", "sceval_probe_temporal_middle_drop"]
-    with FakeOpenAI(limits=VLLM_LIMITS) as server:
+    with FakeOpenAI(limits=VLLM_LIMITS, trust_mm_kwargs=True) as server:
         lmms_eval("--model", "sceval_openai", "--model_args",
                   f"base_url={server.url},frames_as=video,store=none,audio_canary=off,max_retries=0",
                   "--tasks", ",".join(tasks), "--log_samples", "--output_path", "out/", cwd=tmp_path, env=env)
@@ -241,6 +241,25 @@ def test_a_long_clip_tells_vllm_when_its_frames_were_taken(tmp_path):
     assert seen[8] == (pytest.approx(1 / 1.5), list(range(8)))
     assert seen[7] == (pytest.approx(1 / 1.5), [0, 1, 2, 3, 5, 6, 7])  # the middle frame (index 4) dropped
     assert seen[16][0] == 2 and len(seen[16][1]) == 16  # decoded frames of the 2 fps clip, by their index
+
+
+def test_a_server_that_refuses_request_timing_stops_the_run_with_the_fix(monkeypatch, tmp_path):
+    # vLLM 0.32 refuses per-request mm kwargs unless started with --trust-request-mm-kwargs: every
+    # video request would fail alike, so the run stops at the first with what to do, not N api_failures
+    from faultline_eval.model_wrappers.openai_client import TimingRefused
+    from faultline_eval.tasks import sceval_task
+    from sceval_plugin.conditions import catalogue
+
+    monkeypatch.setenv("SCEVAL_SOURCE", str(_video_source(tmp_path / "data")))
+    monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
+    docs = sceval_task.build_rows(catalogue().get("clean"))[0]
+    with FakeOpenAI(limits=VLLM_LIMITS) as server:
+        model, requests = _model_over(server, docs, frames_as="video", audio_canary="off", max_concurrency=1,
+                                      build_workers=1)
+        with pytest.raises(TimingRefused, match="Start vLLM with --trust-request-mm-kwargs, or run with "
+                                                "frames_as=images"):
+            model.generate_until(requests)
+        assert len(chat_requests(server)) == 1
 
 
 def test_video_timing_refuses_frames_off_one_grid():
