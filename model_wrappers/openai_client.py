@@ -21,8 +21,9 @@ What is sent (:func:`chat_request`), in the task's order, as vLLM's chat parser 
   the ``data:video/jpeg;base64,<frame>,<frame>,...`` form vLLM's video loader splits into
   frames (it opens each with Pillow, so the frames stay lossless whatever the MIME type says),
   with the frames' timing in the request's ``media_io_kwargs`` and ``mm_processor_kwargs``
-  (:func:`video_timing`; the server needs ``--trust-request-mm-kwargs``); a picture stays an ``image_url`` (it is an image, and a second video
-  would break ``--limit-mm-per-prompt '{"video": 1, ...}'``);
+  (:func:`video_timing`; the server needs ``--trust-request-mm-kwargs``); a picture stays an
+  ``image_url`` (it is an image, and a second video would break
+  ``--limit-mm-per-prompt '{"video": 1, ...}'``);
 - the audio as an ``input_audio`` part (``{"data": <base64 WAV>, "format": "wav"}``, OpenAI's
   own part type, which vLLM turns into the same audio input as an ``audio_url`` data URL); with
   ``audio_part=audio_url`` as an ``audio_url`` data URL instead;
