@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -131,8 +132,10 @@ so each stage resumes after a kill and re-pays no finished model call. Stages in
 
 Model specs (--generator, --classifier, --auditor): gemini:<model>[,base_url=...] (key from
 GEMINI_API_KEY) or lmms:<model>,<model_args> (any lmms-eval model, e.g.
-lmms:faultline_qwen3_omni,pretrained=Qwen/Qwen3-Omni-30B-A3B-Thinking). Settings a stage ran with
-are kept in BUILD_DIR/settings.json and reused by later runs.
+lmms:faultline_qwen3_omni,pretrained=Qwen/Qwen3-Omni-30B-A3B-Thinking). The auditor and audio
+typer default to $C3PO_BUILD_AUDITOR / $C3PO_BUILD_CLASSIFIER, else the generator's model; an
+auditor that is the generator's model is warned about (App. C audits with another model).
+Settings a stage ran with are kept in BUILD_DIR/settings.json and reused by later runs.
 """
 
 
@@ -172,8 +175,26 @@ BUILD_OPTIONS = ("pool", "per_template", "seed", "generator", "fit_threshold", "
 
 
 def _per_template(text: str) -> tuple[int, int]:
-    low, _, high = text.partition("-")
-    return int(low), int(high or low)
+    """``MIN-MAX`` or ``MIN:MAX`` (or one number, both bounds) candidates per template."""
+    match = re.fullmatch(r"\s*(\d+)\s*(?:[-:]\s*(\d+)\s*)?", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: use MIN-MAX or MIN:MAX, e.g. 100-250")
+    low, high = int(match.group(1)), int(match.group(2) or match.group(1))
+    if not 1 <= low <= high:
+        raise argparse.ArgumentTypeError(f"{text!r}: need 1 <= MIN <= MAX")
+    return low, high
+
+
+def model_default(role: str) -> str:
+    """What a build's ``--generator`` / ``--classifier`` / ``--auditor`` defaults to."""
+    from c3po_plugin.build.settings import DEFAULTS, PAPER_AUDITOR, PAPER_MODELS, ROLE_ENV
+
+    if role == "generator":
+        return f"default: settings.json, else {DEFAULTS['generator']}"
+    text = f"default: settings.json, else ${ROLE_ENV[role]}, else the generator's"
+    if role == "auditor":
+        return text + f" with a warning; the paper's: {PAPER_AUDITOR}"
+    return text + f"; the paper used {PAPER_MODELS[role]}"
 
 
 def add_build_parser(sub) -> None:
@@ -193,14 +214,12 @@ def add_build_parser(sub) -> None:
     def pool(parser, required: bool) -> None:
         parser.add_argument("--pool", required=required, help="base media pool: a folder or a datasets dataset")
         parser.add_argument("--per-template", type=_per_template, metavar="MIN-MAX",
-                            help="candidates per template (default 100-250, App. B)")
+                            help="candidates per template, MIN-MAX or MIN:MAX (default 100-250, App. B)")
         parser.add_argument("--seed", type=int, help="selection / sampling seed (default 0)")
 
     def model(parser, flag: str, what: str) -> None:
         parser.add_argument(f"--{flag}", help=f"{what} model spec: gemini:<model>[,base_url=...] or "
-                                              "lmms:<model>,<model_args> (default: settings.json, else "
-                                              + ("gemini:gemini-3-pro-preview" if flag == "generator"
-                                                 else "the generator's") + ")")
+                                              f"lmms:<model>,<model_args> ({model_default(flag)})")
         parser.add_argument("--concurrency", type=int, help="requests in flight (default 4)")
 
     def generate_options(parser) -> None:
@@ -239,8 +258,8 @@ def add_build_parser(sub) -> None:
     everything = stage("all", "run every stage in order (resumes a killed build)")
     pool(everything, False)
     generate_options(everything)
-    everything.add_argument("--classifier", help="audio-typing model spec (default: the generator's)")
-    everything.add_argument("--auditor", help="auditor model spec (default: the generator's)")
+    everything.add_argument("--classifier", help=f"audio-typing model spec ({model_default('classifier')})")
+    everything.add_argument("--auditor", help=f"auditor model spec ({model_default('auditor')})")
     synth(everything)
     sampling(everything)
     export(everything)

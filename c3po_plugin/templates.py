@@ -172,8 +172,9 @@ BUILTIN = (
        "The image shows a scene whose state has an invisible cause; the audio carries the sound of an event "
        "outside the frame; the question asks what caused the visible state."),
     _t("IC04", "QuantitativeVerification", 1, "image", 185,
-       "The image shows a countable or measurable quantity; the audio states a required or expected amount; "
-       "the question asks for the relation between them (difference, shortfall, whether it suffices)."),
+       "The image shows several groups of countable items, each with its own count and a visible identity; the "
+       "audio states the amount that is required; the question asks which group holds exactly that amount, "
+       "verified by counting rather than arithmetic."),
     _t("IC05", "SpatialConfiguration", 1, "image", 48,
        "The image shows an arrangement of objects; the audio describes a location relative to a landmark; "
        "the question asks what is at that location."),
@@ -190,8 +191,9 @@ BUILTIN = (
        "The video shows several possible sources; the audio contains a sound event at one moment; the question "
        "asks which source produced it, found by aligning the sound with the visible action."),
     _t("IC10", "SilentOutcomeInference", 2, "video", 312,
-       "The video shows an action but cuts before its result; the audio carries the sound of the outcome; the "
-       "question asks what the outcome was."),
+       "The video shows an action with two or more visibly different possible outcomes but cuts before its "
+       "result; the audio carries the sound of the outcome that happened, not the one the motion makes most "
+       "likely; the question asks for the outcome by what only the video shows (which one, by colour or place)."),
     _t("IC11", "ReferenceObjectAppearance", 3, "video", 47,
        "The image shows a reference object; the video shows several objects over time; the audio adds the "
        "selector (which appearance, what to report); the question asks about the reference object's "
@@ -231,15 +233,16 @@ BUILTIN = (
        "The audio recites the proper procedure; the video shows it being done differently (a step skipped, "
        "swapped or changed); the question asks what was actually done."),
     _t("CC12", "DisclaimedEvidence", 3, "video", 172,
-       "One source of evidence is explicitly disclaimed (said to be illustrative, outdated or not to scale); "
-       "the others agree on the true value; the question asks for that value."),
+       "The video shows which object is meant and a value from a source the audio explicitly disclaims "
+       "(illustrative, a prop, not to scale); the image records a different, true value for it among other "
+       "objects; the question asks for the true value."),
     _t("CC13", "MeasurementAuthorityChain", 3, "video", 120,
        "Video, image and audio report different measurements; a chain of authority (calibration, certification, "
        "recency) makes one of them binding; the question asks for the binding measurement."),
     _t("CC14", "ComplianceReportingBias", 4, "video", 163,
        "A stated rule or precondition (text), the posted policy (image) and the observed behaviour (video) are "
        "set against a biased spoken report claiming compliance (audio); the question asks what was actually "
-       "done or whether the rule was met."),
+       "done (which requirement went unmet)."),
 )
 
 

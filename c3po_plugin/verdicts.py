@@ -21,6 +21,7 @@ from c3po_plugin.metrics import HUMAN
 from c3po_plugin.report.reader import read_runs
 from c3po_plugin.report.verdicts import read_verdicts
 from c3po_plugin.templates import registry
+from sceval_plugin.store import replacing
 
 if TYPE_CHECKING:  # pragma: no cover
     from c3po_plugin.data.records import C3POItem
@@ -74,7 +75,7 @@ def regrade(run_dirs: Sequence[str | Path], judge: Judge, out: str | Path, *, ba
                            "exact_match": exact, "judge_id": judge.judge_id, "verdict": verdict, "error": error}) + "\n"
 
     items = logged_items(trials) if getattr(judge, "sees_media", False) else {}
-    with out.open("w") as f:
+    with replacing(out) as temporary, temporary.open("w") as f:  # a killed regrade leaves the old file
         for row in trials[trials["invalid"].notna()].itertuples():
             f.write(line(row, None, False, f"no answer: {row.invalid}"))
         # The items' human answers are graded by the same judge, once per item (model "Human").

@@ -2,7 +2,8 @@
 
 Frames go inline as lossless PNG images in order (``image_encoding``: ``png-fast`` by default;
 ``png``, ``png-stored``), the audio inline as WAV, the question as text; JSON response mode
-when the task's prompt asks for JSON; temperature 0. Requests are built ahead of the network
+when the task's prompt asks for JSON; temperature 0 and ``max_output_tokens`` (a C3PO build stage's or
+judge's request: its own temperature and token budget, :func:`.remote_chat.decoding`). Requests are built ahead of the network
 in a worker pool (:mod:`.request_pipeline`; ``build_workers``, ``lookahead``) and sent with
 bounded concurrency through the project's one request loop (:mod:`.request_loop`): 429, 5xx
 and timeouts are retried with exponential backoff up to ``max_retries``. Each request hands
@@ -24,7 +25,7 @@ from typing import Any
 from faultline_eval.model_wrappers.gemini_client import (DEFAULT_IMAGE_ENCODING, IMAGE_ENCODINGS, GeminiClient,
                                                          message_parts)
 from faultline_eval.model_wrappers.media_encoding import check_image_encoding
-from faultline_eval.model_wrappers.remote_chat import RemoteChat, expects_json, flag, record
+from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json, flag, record
 
 
 class GeminiChat(RemoteChat):
@@ -58,15 +59,17 @@ class GeminiChat(RemoteChat):
         doc = self.doc(request)
         contents, system = message_parts(request.args[1](doc), self.image_encoding)
         wants_json = self.json_mode and expects_json(doc)
+        temperature, budget, keyed = decoding(request, doc, self.max_output_tokens)
         key = None
         if self._client.store is not None:
             text = "\n".join(p.text or "" for p in contents[0].parts if getattr(p, "text", None))
-            key = request_key(self.model_version, doc["dataset"], doc["row_id"], system, text, wants_json)
-        return {"row_id": doc["row_id"], "contents": contents, "system": system, "json": wants_json, "key": key}
+            key = request_key(self.model_version, doc["dataset"], doc["row_id"], system, text, wants_json, *keyed)
+        return {"row_id": doc["row_id"], "contents": contents, "system": system, "json": wants_json, "key": key,
+                "temperature": temperature, "max_tokens": budget}
 
     def _send(self, built: dict) -> str:
-        reply = self._client.generate(built["contents"], system=built["system"], temperature=0.0,
-                                      max_output_tokens=self.max_output_tokens, json_mode=built["json"],
+        reply = self._client.generate(built["contents"], system=built["system"], temperature=built["temperature"],
+                                      max_output_tokens=built["max_tokens"], json_mode=built["json"],
                                       store_key=built["key"])
         record(built["row_id"], reply)
         return reply.text

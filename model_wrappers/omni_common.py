@@ -15,7 +15,8 @@ the steps that go wrong; this module holds the pieces they have in common:
 * device placement that honours ``device=cpu`` and data-parallel ranks;
 * an optional per-request log of how many image/audio/video tokens reached the model
   (``FAULTLINE_MEDIA_TOKEN_LOG=<file.jsonl>``), counted from the ``input_ids`` of the model's
-  first forward call; requests answered from the reply store are not in it;
+  first forward call, appended through the project's journal (:mod:`sceval_plugin.store`);
+  requests answered from the reply store are not in it;
 * the reply store (:mod:`sceval_plugin.store`, model arg ``store``) that lets a killed run
   resume without generating again the greedy replies it had already finished.
 
@@ -36,6 +37,18 @@ SAMPLE_RATE = 16_000
 MEDIA_TOKEN_LOG_ENV = "FAULTLINE_MEDIA_TOKEN_LOG"
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm")
 _log_lock = threading.Lock()
+_token_logs: dict[str, Any] = {}
+
+
+def token_log(path: str):
+    """The media token log at ``path``: one :class:`sceval_plugin.store.Journal` per process, so
+    threads and data-parallel ranks appending to one file never interleave partial lines."""
+    from sceval_plugin.store import Journal
+
+    with _log_lock:
+        if path not in _token_logs:
+            _token_logs[path] = Journal(path)
+        return _token_logs[path]
 
 
 # --- media ---------------------------------------------------------------------------------------
@@ -284,8 +297,7 @@ def answer_requests(wrapper: Any, requests: list, answer: Callable[[list[dict], 
         if log_path:
             line = {"model": name, "task": job.task, "doc_id": job.doc_id, "row_id": _row_id(job.doc),
                     **{f"n_{k}s": v for k, v in job.media.items()}, **tokens, "failure": failure}
-            with _log_lock, open(log_path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(line) + "\n")
+            token_log(log_path).append(line)
         wrapper.cache_hook.add_partial("generate_until", (job.context, job.gen_kwargs), reply)
         replies[job.index] = reply
 

@@ -3,7 +3,8 @@
 For Qwen2.5-Omni, Qwen3-Omni, MiniCPM-o or any omni model ``vllm serve`` runs: frames, picture
 and audio go explicitly as content parts (:mod:`.openai_client`: ``image_url`` / ``video_url``
 data URLs of a lossless encoding, the audio as ``input_audio`` WAV), the system prompt as the
-system turn, temperature 0. Requests are built ahead of the network in a worker pool
+system turn, temperature 0 and ``max_tokens`` (a C3PO build stage's or judge's request: its own
+temperature and token budget, :func:`.remote_chat.decoding`). Requests are built ahead of the network in a worker pool
 (:mod:`.request_pipeline`) and sent with bounded concurrency through the project's one request
 loop (:mod:`.request_loop`): retries with backoff, the failure categories ``api_failure`` /
 ``refusal`` / ``empty`` and latency handed to the task per request, and the reply store
@@ -40,7 +41,7 @@ from faultline_eval.model_wrappers.audio_canary import AudioCanaryError, audio_c
 from faultline_eval.model_wrappers.media_encoding import check_image_encoding
 from faultline_eval.model_wrappers.openai_client import (AUDIO_PARTS, DEFAULT_IMAGE_ENCODING, FRAMES_AS,
                                                          OpenAIChatClient, chat_request)
-from faultline_eval.model_wrappers.remote_chat import RemoteChat, expects_json, flag, record
+from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json, flag, record
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 VIDEO_WIRE = 2  # what frames_as=video sends (in the reply-store key): 2 = timing sent, picture as an image
@@ -102,6 +103,7 @@ class OpenAIChat(RemoteChat):
         doc = self.doc(request)
         messages = request.args[1](doc)
         wants_json = self.json_mode and expects_json(doc)
+        temperature, budget, keyed = decoding(request, doc, self.max_tokens)
         key = None
         if self._client.store is not None:
             text = "\n".join(f"{m.get('role')}: {p.get('text', '')}" for m in messages for p in m.get("content", [])
@@ -109,16 +111,18 @@ class OpenAIChat(RemoteChat):
             # video requests carry their frame timing and the picture as an image since wire 2
             wire = (self.frames_as, VIDEO_WIRE) if self.frames_as == "video" else self.frames_as
             key = request_key("openai", self.model_name, doc["dataset"], doc["row_id"], text, wants_json,
-                              self.max_tokens, wire, self.extra)
+                              self.max_tokens, wire, self.extra, *keyed)
         try:
             wire_messages, body = self._wire(messages)
         except ValueError as exc:
             raise ValueError(f"sceval_openai: {doc['row_id']}: {exc}") from exc
-        return {"row_id": doc["row_id"], "messages": wire_messages, "body": body, "json": wants_json, "key": key}
+        return {"row_id": doc["row_id"], "messages": wire_messages, "body": body, "json": wants_json, "key": key,
+                "temperature": temperature, "max_tokens": budget}
 
     def _send(self, built: dict) -> str:
-        reply = self._client.chat(built["messages"], max_tokens=self.max_tokens, json_mode=built["json"],
-                                  extra=self.extra, body=built["body"], store_key=built["key"])
+        reply = self._client.chat(built["messages"], temperature=built["temperature"], max_tokens=built["max_tokens"],
+                                  json_mode=built["json"], extra=self.extra, body=built["body"],
+                                  store_key=built["key"])
         record(built["row_id"], reply)
         return reply.text
 

@@ -31,6 +31,23 @@ def expects_json(doc: dict) -> bool:
     return bool(doc.get("expects_json", False))
 
 
+def decoding(request: Any, doc: dict, max_tokens: int) -> tuple[float, int, tuple]:
+    """(temperature, token budget, extra reply-store key parts) of one request.
+
+    Task docs get the wrapper's own decoding, as documented: temperature 0 and its
+    ``max_output_tokens`` / ``max_tokens`` argument, whatever the task's generation_kwargs say
+    (no key parts: stored replies of evaluation runs keep their keys). A doc that says its
+    request's gen_kwargs bind (``binding_gen_kwargs``: the C3PO build stages and judges,
+    :func:`c3po_plugin.judges.lmms.generate`) gets their ``temperature`` and
+    ``max_new_tokens``, which then are part of the key."""
+    if not doc.get("binding_gen_kwargs"):
+        return 0.0, max_tokens, ()
+    gen_kwargs = request.args[2]  # a chat request: (context, doc_to_messages, gen_kwargs, doc_id, task, split)
+    temperature = float(gen_kwargs.get("temperature") or 0)
+    budget = int(gen_kwargs.get("max_new_tokens") or max_tokens)
+    return temperature, budget, (temperature, budget)
+
+
 def record(row_id: str, reply: Reply) -> None:
     """Tell the task what this request cost and how it failed (a restored reply: as stored)."""
     from sceval_plugin import telemetry

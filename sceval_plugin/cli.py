@@ -220,7 +220,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         families=read_families(args.families) if args.families else None,
         human_trials=read_humans(args.humans, catalogue_info()) if args.humans else None,
         shared_fraction=args.shared_hard, variant_ddof=0 if args.variant_std == "population" else 1,
-        by_source=args.by_source, trust_reading=args.trust_reading,
+        by_source=args.by_source, trust_reading=args.trust_reading, holm_families=args.holm_families,
         **({"confidence_values": args.confidence_values} if args.confidence_values else {}))
     done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed, delta_single=args.delta_single,
                         model_pairs=not args.no_model_pairs, progress=not args.quiet, options=options,
@@ -366,6 +366,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--trust-reading", choices=("donor_gold", "donor_clean_answer"), default="donor_gold",
                         help="trust bias T_m (G.9): the answer follows the replaced modality when it is the donor's "
                         "gold answer (default) or the model's own clean answer to the donor item")
+    report.add_argument("--holm-families", choices=("model", "pooled"), default="model",
+                        help="Holm correction family (§2.4 'inside one experimental block'): each model's comparisons "
+                        "of a block (default; a model's p does not depend on the others reported) or every model's "
+                        "pooled")
     report.set_defaults(func=cmd_report)
 
     subset = sub.add_parser("prompt-subset", help="choose the prompt-robustness cells (G.6) from one model's own "

@@ -6,14 +6,17 @@ A probe changes what one trial shows so as to ask *why* a fault line appears:
 family         probe (parameter)                        what the model is shown
 ============== ======================================== ==============================================
 mismatch       ``mismatch_text|vision|audio`` (tier)    that modality's evidence from a donor item
-temporal       ``temporal`` (kind)                      frames shuffled / reversed / middle frame
-                                                        dropped; audio 1 s segments shuffled
+temporal       ``temporal`` (kind)                      frames shuffled / reversed / middle frames
+                                                        dropped; audio 1 s segments shuffled or
+                                                        silent gaps inserted
 desync         ``desync`` (seconds)                     audio shifted against the frames (+ = later),
                                                         padded with silence, same duration
 frame_budget   ``frame_budget`` (frames or "default")   the clip sampled at another frame count
 key_frame      ``key_frame`` (first/middle/last)        the item's key frame moved to that position
-distractor     ``distractor`` (audio/image/text)        an unrelated donor clip, frame or sentence
-                                                        added next to the real evidence
+distractor     ``distractor`` (audio/image/text)        G.11: an unrelated donor's audio in a
+                                                        text-visual item, its frames in a
+                                                        text-audio item, misleading text in a
+                                                        visual-audio item
 ============== ======================================== ==============================================
 
 The defaults of every parameter are in :data:`PARAMETERS` (Table 17), next to the maths below;
@@ -24,6 +27,10 @@ conditions through ``sceval_register_conditions``, like a third party's (this mo
 plugin). A probe is a pure function of (evidence, parameter, rng, donor); its rng comes from
 (sample id, probe call, variant), and a donor from the run's :class:`DonorPicker`.
 
+Besides Table 17's defaults, :data:`OPTIONS` registers other readings as conditions of their
+own (tagged ``sceval_probe_options``, not in ``sceval_probes``): the one-frame middle drop and
+the distractors appended to an item that keeps all its evidence.
+
 Items that lack what a probe needs (one frame where order is probed, no ``key_frame_index``, no
 donor of the tier) are rendered unchanged and recorded as not applicable with a reason
 (:data:`NOT_APPLICABLE`): counted in the report, never scored, never dropped silently.
@@ -33,13 +40,14 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from sceval_plugin.conditions import Condition, ConditionRegistry
-from sceval_plugin.data.records import OmniItem
+from sceval_plugin.data.records import OmniItem, field_error
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.operators import SAMPLE_RATE, variant_rng, variant_seed
 
@@ -52,14 +60,35 @@ PARAMETERS: dict[str, tuple[Any, ...]] = {
     "mismatch_text": ("random", "category", "answer"),
     "mismatch_vision": ("random", "category", "answer"),
     "mismatch_audio": ("random", "category", "answer"),
-    "temporal": ("frame_shuffle", "frame_reverse", "middle_drop", "audio_shuffle"),
+    "temporal": ("frame_shuffle", "frame_reverse", "middle_drop", "audio_shuffle", "audio_gaps"),
     "desync": (-8.0, -4.0, -2.0, -1.0, -0.5, 0.5, 1.0, 2.0, 4.0, 8.0),
     "frame_budget": (1, 4, 8, 16, "default"),
     "key_frame": ("first", "middle", "last"),
     "distractor": ("audio", "image", "text"),
 }
+#: Other readings of a probe, registered as conditions too (suite ``probe_option``, tag
+#: ``sceval_probe_options``): today's one-frame middle drop, and distractors appended to an item
+#: that keeps all its own evidence (an unrelated clip after its audio, one donor frame after its
+#: frames, an unrelated sentence after its context).
+OPTIONS: dict[str, tuple[Any, ...]] = {
+    "temporal": ("middle_drop_1",),
+    "distractor": ("appended_audio", "appended_frame", "appended_text"),
+}
 #: Length of the audio segments the temporal probe shuffles (seconds).
 AUDIO_SEGMENT_S = 1.0
+#: G.10 "drop middle frames" leaves the number open: ``middle_drop`` drops this share of the frames
+#: (rounded, at least one), centred, first and last kept; ``middle_drop_<k>`` drops k.
+MIDDLE_DROP_FRACTION = 1 / 3
+#: G.10 "insert local gaps" leaves count and length open: ``audio_gaps`` inserts this many silent
+#: gaps of this length (seconds); ``audio_gaps_<count>x<seconds>s`` (e.g. ``audio_gaps_2x1s``) others.
+AUDIO_GAPS = (3, 0.5)
+#: What an item's evidence is taken to need when ``hidden.evidence_modality`` does not say (absent
+#: or "unknown"): SCEval's sources are all audio-visual QA (Social-IQ, OmniBench, VALOR; their
+#: converters record "audio+visual"), and so is the demo.
+ASSUMED_EVIDENCE = "audio+visual"
+#: The misleading sentence G.11's text distractor puts in a visual-audio item's text, naming one of
+#: the item's wrong options (chosen per sample and variant).
+MISLEADING_TEXT = "A note on this clip says the answer is “{option}”."
 #: Silence between the real audio and an audio distractor (seconds).
 DISTRACTOR_GAP_S = 0.5
 #: The frame budget of the headline runs (App. F.2: at most eight frames); the budget gap is measured
@@ -69,8 +98,14 @@ HEADLINE_BUDGET = 8
 #: Why a probe did not apply to an item (the trial's ``not_applicable``), in words.
 NOT_APPLICABLE = {
     "single_frame": "one frame only, so frame order, budget and position cannot change",
-    "too_few_frames": "fewer than three frames, so there is no middle frame to drop",
-    "audio_too_short": "audio shorter than two segments, so its segments cannot be shuffled",
+    "too_few_frames": "too few frames to drop middle ones and keep the first and the last",
+    "audio_too_short": "audio shorter than two segments (or than its gaps), so it cannot be reordered or gapped",
+    "needs_audio": "evidence that needs their audio (hidden.evidence_modality), so they are no text-visual "
+                   "example an unrelated audio can be inserted into (G.11)",
+    "needs_visual": "evidence that needs their visual, so they are no text-audio example unrelated frames can be "
+                    "inserted into (G.11)",
+    "needs_text": "evidence that needs their text, so they are no visual-audio example misleading text can be "
+                  "inserted into (G.11)",
     "no_key_frame": "no key_frame_index in the record",
     "no_donor": "no donor of the probe's tier among the dataset's other items",
 }
@@ -356,13 +391,64 @@ mismatch_text, mismatch_vision, mismatch_audio = (
     for m in ("text", "vision", "audio"))
 
 
-@probe("temporal", family="temporal", parameters=PARAMETERS["temporal"], check=_one_of(PARAMETERS["temporal"]),
-       describe=lambda kind: {"frame_shuffle": "frames in a random order", "frame_reverse": "frames reversed",
-                              "middle_drop": "the middle frame dropped",
-                              "audio_shuffle": f"audio cut in {AUDIO_SEGMENT_S:g} s segments, shuffled"}[kind] + " (G.10)")
+_MIDDLE_DROP = re.compile(r"middle_drop_([1-9][0-9]*)")
+_AUDIO_GAPS = re.compile(r"audio_gaps_([1-9][0-9]*)x([0-9]+(?:p[0-9]+)?)s")
+
+
+def _temporal_kind(p: Any) -> str:
+    """A temporal kind: one of Table 17's, or ``middle_drop_<k>`` / ``audio_gaps_<n>x<s>s``."""
+    if p in PARAMETERS["temporal"] or isinstance(p, str) and (_MIDDLE_DROP.fullmatch(p) or _gaps(p)):
+        return p
+    raise ValueError(f"temporal kind must be one of {PARAMETERS['temporal']}, middle_drop_<frames> or "
+                     f"audio_gaps_<count>x<seconds>s (e.g. audio_gaps_2x0p25s), got {p!r}")
+
+
+def _gaps(kind: str) -> tuple[int, float] | None:
+    """(count, seconds) of an ``audio_gaps`` kind; None for another kind."""
+    if kind == "audio_gaps":
+        return AUDIO_GAPS
+    m = _AUDIO_GAPS.fullmatch(kind)
+    return (int(m.group(1)), float(m.group(2).replace("p", "."))) if m and float(m.group(2).replace("p", ".")) > 0 \
+        else None
+
+
+def _describe_temporal(kind: str) -> str:
+    gaps = _gaps(kind)
+    if gaps:
+        return f"{gaps[0]} silent gap(s) of {gaps[1]:g} s inserted in the audio (G.10)"
+    if kind.startswith("middle_drop"):
+        k = _MIDDLE_DROP.fullmatch(kind)
+        return (f"the middle {k.group(1)} frame(s) dropped" if k else
+                f"the middle {MIDDLE_DROP_FRACTION:.0%} of the frames dropped") + " (G.10)"
+    return {"frame_shuffle": "frames in a random order", "frame_reverse": "frames reversed",
+            "audio_shuffle": f"audio cut in {AUDIO_SEGMENT_S:g} s segments, shuffled"}[kind] + " (G.10)"
+
+
+@probe("temporal", family="temporal", parameters=PARAMETERS["temporal"], check=_temporal_kind,
+       describe=_describe_temporal)
 def temporal(ev: Evidence, kind: str, rng: np.random.Generator, donor: None) -> Evidence:
-    """G.10's temporal probes. Frame times (stated for video frames) stay in clip order: they say
-    where the frames were, not where the shuffled ones came from; a dropped frame takes its time."""
+    """G.10's temporal probes ("shuffle frames, reverse frame order, and drop middle frames ...
+    shuffle audio segments or insert local gaps"). Frame times (stated for video frames) stay in
+    clip order: they say where the frames were, not where the shuffled ones came from; dropped
+    frames take their times along.
+
+    ``middle_drop``: the paper does not say how many frames; we drop the middle
+    :data:`MIDDLE_DROP_FRACTION` of them (rounded, at least one), centred, keeping the first and
+    the last (8 frames: the 3rd-5th; 5 frames: the 2nd-3rd); ``middle_drop_<k>`` drops k (k = 1:
+    the single middle frame ``N // 2``, this project's earlier reading). ``audio_gaps``: the paper
+    does not say how many or how long; we insert :data:`AUDIO_GAPS` (3 gaps of 0.5 s) of silence at
+    distinct random points of the clip, which grows by their length: what follows a gap comes
+    later (silencing stretches in place would be the ``mute`` corruption instead);
+    ``audio_gaps_<n>x<s>s`` inserts n gaps of s seconds."""
+    gaps = _gaps(kind)
+    if gaps:
+        count, seconds = gaps
+        if ev.audio is None or len(ev.audio) <= count:
+            raise NotApplicable("audio_too_short")
+        at = np.sort(rng.choice(np.arange(1, len(ev.audio)), size=count, replace=False))
+        silence = np.zeros(int(round(seconds * SAMPLE_RATE)), ev.audio.dtype)
+        parts = np.split(ev.audio, at)
+        return replace(ev, audio=np.concatenate([x for part in parts[:-1] for x in (part, silence)] + [parts[-1]]))
     if kind == "audio_shuffle":
         seg = int(round(AUDIO_SEGMENT_S * SAMPLE_RATE))
         count = 0 if ev.audio is None else math.ceil(len(ev.audio) / seg)
@@ -370,9 +456,14 @@ def temporal(ev: Evidence, kind: str, rng: np.random.Generator, donor: None) -> 
             raise NotApplicable("audio_too_short")
         parts = [ev.audio[i * seg:(i + 1) * seg] for i in range(count)]
         return replace(ev, audio=np.concatenate([parts[i] for i in _derangement(rng, count)]))
-    if kind == "middle_drop":
-        n = _frame_count(ev, 3, "too_few_frames")
-        keep = [i for i in range(n) if i != n // 2]
+    if kind.startswith("middle_drop"):
+        n = 0 if ev.frames is None else len(ev.frames)
+        fixed = _MIDDLE_DROP.fullmatch(kind)
+        k = int(fixed.group(1)) if fixed else max(1, round(n * MIDDLE_DROP_FRACTION))
+        if n - k < 2:
+            raise NotApplicable("too_few_frames")
+        start = n // 2 if k == 1 else (n - k) // 2
+        keep = [i for i in range(n) if not start <= i < start + k]
         times = None if ev.frame_times is None else tuple(ev.frame_times[i] for i in keep)
         return replace(ev, frames=ev.frames[keep], frame_times=times)
     n = _frame_count(ev, 2, "single_frame")
@@ -443,18 +534,70 @@ def _fitted(frame: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.asarray(Image.fromarray(frame).resize((shape[1], shape[0]), Image.Resampling.BILINEAR))
 
 
+def evidence_needs(item: OmniItem) -> set[str]:
+    """The modalities an item's question needs, from ``hidden.evidence_modality`` (App. D's
+    normalised record), :data:`ASSUMED_EVIDENCE` when it does not say: {"text", "visual", "audio"}."""
+    stated = item.hidden.get("evidence_modality")
+    needs = set((stated if stated and stated != "unknown" else ASSUMED_EVIDENCE).split("+"))
+    if not needs <= {"text", "visual", "audio"}:
+        raise field_error(item.sample_id, "hidden.evidence_modality",
+                          f"{stated!r} is not 'unknown' or text, visual, audio joined by '+'")
+    return needs
+
+
+def _distractor_donor(kind: str) -> str | None:
+    return None if kind == "text" else "unrelated"
+
+
+def _describe_distractor(kind: str) -> str:
+    return {"audio": "an unrelated item's audio in place of the audio of an item that needs none",
+            "image": "an unrelated item's frames in place of the visual of an item that needs none",
+            "text": "misleading text (a wrong option named) as the textual evidence of an item that needs none",
+            "appended_audio": "an unrelated item's audio appended after the item's own",
+            "appended_frame": "an unrelated item's middle frame appended after the item's frames",
+            "appended_text": "an unrelated item's context (else question) appended to the item's context"}[kind] \
+        + " (G.11)"
+
+
 @probe("distractor", family="distractor", parameters=PARAMETERS["distractor"],
-       check=_one_of(PARAMETERS["distractor"]), donor="unrelated",
-       describe=lambda m: f"an unrelated item's {m} added next to the real evidence (G.11)")
-def distractor(ev: Evidence, modality: str, rng: np.random.Generator, donor: OmniItem) -> Evidence:
-    """G.11: an unrelated donor's evidence added, the item's own kept: its audio after the clip
-    (with :data:`DISTRACTOR_GAP_S` of silence between), its middle frame after the frames (resized
-    to theirs; the frame times are then not stated), or its context (else its question) as a
-    sentence after the item's context."""
-    if modality == "audio":
+       check=_one_of(PARAMETERS["distractor"] + OPTIONS["distractor"]), donor=_distractor_donor,
+       describe=_describe_distractor)
+def distractor(ev: Evidence, kind: str, rng: np.random.Generator, donor: OmniItem | None) -> Evidence:
+    """G.11: "insert an unrelated but structurally clean modality into otherwise sufficient inputs:
+    unrelated audio into text-visual examples, unrelated frames into text-audio examples, or
+    misleading text into visual-audio examples". A SCEval item carries all three channels, so a
+    "text-visual example" is an item whose evidence (:func:`evidence_needs`) does not need its
+    audio: ``audio`` shows it with an unrelated donor's audio in place of its own; ``image`` an
+    item that does not need its visual, with the donor's frames (all of them, at the donor's times)
+    in place of its own; ``text`` an item that does not need its text beyond question and options,
+    with :data:`MISLEADING_TEXT` naming one of its wrong options (drawn per sample and variant) as
+    its context. An item whose evidence needs that modality is not an otherwise sufficient input:
+    not applicable (``needs_audio`` / ``needs_visual`` / ``needs_text``).
+
+    Named options (:data:`OPTIONS`), the project's earlier reading, add to an item that keeps all
+    its evidence: ``appended_audio`` the donor's audio after the clip (with
+    :data:`DISTRACTOR_GAP_S` of silence between), ``appended_frame`` the donor's middle frame after
+    the frames (resized to theirs; frame times then not stated), ``appended_text`` the donor's
+    context (else its question) as a sentence after the item's context."""
+    needs = evidence_needs(ev.item)
+    if kind == "audio":
+        if "audio" in needs:
+            raise NotApplicable("needs_audio")
+        return replace(ev, audio=donor.waveform())
+    if kind == "image":
+        if "visual" in needs:
+            raise NotApplicable("needs_visual")
+        return replace(ev, frames=donor.frames(), frame_times=donor.frame_times(),
+                       visual_kind="image" if donor.visual_kind == "image" else "video frames")
+    if kind == "text":
+        if "text" in needs:
+            raise NotApplicable("needs_text")
+        wrong = [text for key, text in ev.item.options if key != ev.item.gold_key]
+        return replace(ev, context=MISLEADING_TEXT.format(option=wrong[int(rng.integers(len(wrong)))].strip()))
+    if kind == "appended_audio":
         gap = np.zeros(int(DISTRACTOR_GAP_S * SAMPLE_RATE), np.float32)
         return ev if ev.audio is None else replace(ev, audio=np.concatenate([ev.audio, gap, donor.waveform()]))
-    if modality == "image":
+    if kind == "appended_frame":
         if ev.frames is None:
             return ev
         extra = donor.frames()[len(donor.frames()) // 2]
@@ -470,10 +613,12 @@ BUILTIN_PROBES = (mismatch_text, mismatch_vision, mismatch_audio, temporal, desy
                   distractor)
 
 
-def probe_condition(name: str, parameter: Any) -> Condition:
-    """The condition running probe ``name`` at ``parameter`` (id ``probe_<name>_<parameter>``)."""
+def probe_condition(name: str, parameter: Any, *, suites: tuple[str, ...] = ()) -> Condition:
+    """The condition running probe ``name`` at ``parameter`` (id ``probe_<name>_<parameter>``);
+    ``suites=("probe_option",)`` for another reading than Table 17's (:data:`OPTIONS`)."""
     call = check_call(ProbeCall(name, parameter))
-    return Condition(f"probe_{call.id}", "probe", probe=call, description=get(name).describe(call.parameter))
+    return Condition(f"probe_{call.id}", "probe", probe=call, suites=suites,
+                     description=get(name).describe(call.parameter))
 
 
 @hookimpl
@@ -487,3 +632,5 @@ def sceval_register_conditions(registry: ConditionRegistry) -> None:
     for func in BUILTIN_PROBES:
         for parameter in func.sceval_probe.parameters:  # PARAMETERS, checked
             registry.add(probe_condition(func.sceval_probe.name, parameter))
+        for parameter in OPTIONS.get(func.sceval_probe.name, ()):
+            registry.add(probe_condition(func.sceval_probe.name, parameter, suites=("probe_option",)))

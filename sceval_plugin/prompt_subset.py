@@ -31,6 +31,7 @@ from typing import Iterable, Mapping, Sequence
 
 from sceval_plugin.conditions import PROMPT_ROBUSTNESS_VARIANTS, ConditionRegistry, prompt_variant
 from sceval_plugin.hookspecs import hookimpl
+from sceval_plugin.store import write_atomic
 
 #: The role of each chosen cell, in the order G.6 lists them.
 ROLES = ("clean", "worst_text", "worst_vision", "worst_audio", "strongest_tv", "strongest_tva")
@@ -88,8 +89,7 @@ def model_accuracy(trials, model: str) -> dict[str, float]:
 def write_subset(model: str, chosen: Mapping[str, str], prompts: Sequence[str], runs: Sequence[str],
                  accuracy: Mapping[str, float]) -> Path:
     path = subset_dir() / f"{group_name(model)}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"model": model, "group": group_name(model), "cells": dict(chosen),
+    write_atomic(path, json.dumps({"model": model, "group": group_name(model), "cells": dict(chosen),
                                 "accuracy": {cid: accuracy[cid] for cid in chosen.values()},
                                 "prompts": list(prompts), "runs": [str(r) for r in runs]}, indent=1) + "\n")
     return path

@@ -14,6 +14,7 @@ from typing import Iterable
 
 from sceval_plugin import no_option
 from sceval_plugin.conditions import Condition
+from sceval_plugin.store import write_atomic
 
 MODULE = "faultline_eval.tasks.sceval_task"
 TEMPLATE_NAME = "_sceval_template_yaml"
@@ -38,7 +39,9 @@ def tags(condition: Condition) -> list[str]:
     if condition.probe is not None:
         from sceval_plugin import probes
 
-        out += ["sceval_probes", f"sceval_probes_{probes.get(condition.probe.name).family}"]
+        # another reading than Table 17's (probes.OPTIONS): run by name or with the options' tag only
+        out += ["sceval_probe_options"] if "probe_option" in condition.suites else \
+            ["sceval_probes", f"sceval_probes_{probes.get(condition.probe.name).family}"]
     if no_option.in_tag(condition):
         out.append(no_option.TAG)
     return out + ["sceval_all"]
@@ -130,7 +133,7 @@ def write_files(folder: Path, files: dict[str, str], prefix: str) -> list[Path]:
     for name, text in files.items():
         path = folder / name
         if not path.is_file() or path.read_text() != text:
-            path.write_text(text)
+            write_atomic(path, text)
         written.append(path)
     return written
 

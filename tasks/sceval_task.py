@@ -258,6 +258,8 @@ def process_results(doc: dict, results: list) -> dict:
     invalid = failure or parsed.invalid
     answer = None if invalid else parsed.answer
     correct = free["correct"] if free is not None else None if answer is None else int(answer == gold)
+    # a probe changes what is shown (frame budget: other frames at other times): render it to record that
+    probed = trial_for(doc, with_media=False)[1] if condition.probe is not None else None
     record = {
         "model": telemetry.RUN_CONTEXT.get("model"),
         "prompt_id": condition.prompt_id,
@@ -277,7 +279,8 @@ def process_results(doc: dict, results: list) -> dict:
         "seed_scheme": seed_scheme(),  # how the variant's random draws were made
         "media": {"root": item.root, "visual": [str(Path(p).relative_to(item.root)) for p in item.visual],
                   "audio": str(Path(item.audio).relative_to(item.root))},
-        "frame_times_s": item.frame_times(),
+        # the times of the frames sent (None: not stated, e.g. a frame list or an added distractor frame)
+        "frame_times_s": item.frame_times() if probed is None else probed.frame_times,
         "media_notes": item.media_notes(),
         "raw_response": reply,
         "parsed_answer": answer,
@@ -304,7 +307,7 @@ def process_results(doc: dict, results: list) -> dict:
     if record["cohort"] == STRESS_ONLY:
         trial["k"] = STRESS_ONLY
     if condition.probe is not None:
-        record["probe"] = probe_record(doc, condition, item)
+        record["probe"] = probe_record(doc, condition, item, probed)
         trial.update(probe_trial_fields(record["probe"]))
     out = {name: trial for name in ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage",
                                     "sceval_valid_trials", "sceval_stress_only_trials")}
@@ -314,14 +317,13 @@ def process_results(doc: dict, results: list) -> dict:
     return out
 
 
-def probe_record(doc: dict, condition: Condition, item: OmniItem) -> dict:
+def probe_record(doc: dict, condition: Condition, item: OmniItem, trial: Trial) -> dict:
     """The probe part of a record: family, probe and parameter; why it did not apply (if so);
     and, with a donor, what the report needs to tell whether the answer followed it (G.9): the
     item's option key whose text is the donor's gold answer, and, per donor option in key order,
     the item's key with the same text. Both leave out (None, "-") what no option matches and the
     item's own gold key: an answer there cannot tell following the donor from following the item."""
-    _, trial = trial_for(doc, with_media=False)  # renders the probe: its applicability may depend on the media
-    call = condition.probe
+    call = condition.probe  # ``trial``: the rendered probe (its applicability may depend on the media)
     out = {"family": probes.get(call.name).family, "name": call.name, "parameter": call.parameter,
            "not_applicable": trial.not_applicable, "donor": trial.donor_id}
     if trial.donor_id is not None:

@@ -71,9 +71,10 @@ def test_desync_slope_budget_gap_position_gap_and_distractor_effect():
     rows += cell("probe_frame_budget_1", 4) + cell("probe_frame_budget_8", 9) + cell("probe_frame_budget_16", 10)
     rows += cell("probe_key_frame_first", 9) + cell("probe_key_frame_last", 5)
     rows += cell("probe_distractor_audio", 7) + cell("probe_distractor_text", 10)
+    rows += cell("probe_distractor_appended_audio", 0)  # a named option: its own column, not in the mean
     t = frame(rows)
     numbers = compute(t, INFO, b=200, model_pairs=False)
-    table = probe_conditions(numbers.summary, numbers.comparisons, numbers.not_applicable, INFO)
+    table = probe_conditions(numbers.summary, numbers.comparisons, numbers.not_applicable, INFO, t)
     m = family_metrics(table).iloc[0]
     # accuracy on |shift|: (0, 1.0), (1, 0.8), (1, 0.9), (2, 0.6), (2, 0.7)
     x, y = np.array([0, 1, 1, 2, 2]), np.array([1.0, 0.8, 0.9, 0.6, 0.7])
@@ -82,7 +83,7 @@ def test_desync_slope_budget_gap_position_gap_and_distractor_effect():
     assert m["budget_gap_1"] == pytest.approx(0.5) and m["budget_gap_16"] == pytest.approx(-0.1)
     assert m["budget_gap"] == pytest.approx(0.5)
     assert m["position_gap"] == pytest.approx(0.4)
-    assert m["distractor_effect"] == pytest.approx((0.3 + 0.0) / 2)
+    assert m["distractor_effect"] == pytest.approx((0.3 + 0.0) / 2) and m["distractor_effect_appended_audio"] == 1.0
     # every probe family is its own Holm family in the clean-vs-condition tests
     families = set(numbers.comparisons.loc[numbers.comparisons["condition_b"].str.startswith("probe_"), "family"])
     assert families == {"probe_desync", "probe_frame_budget", "probe_key_frame", "probe_distractor"}

@@ -3,6 +3,7 @@ frame, and how the offline reference model reacts to them through the real task 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -37,9 +38,14 @@ def shown(cid, sample_id="demo-count-03"):
 # --- the catalogue ----------------------------------------------------------------------------
 
 def test_every_table_17_condition_is_in_the_catalogue_with_its_tags():
-    ids = {c.id for c in catalogue() if c.block == "probe"}
+    ids = {c.id for c in catalogue() if c.block == "probe" and "probe_option" not in c.suites}
     expected = {f"probe_{probes.ProbeCall(n, p).id}" for n, ps in probes.PARAMETERS.items() for p in ps}
-    assert ids == expected and len(ids) == 34
+    assert ids == expected and len(ids) == 35
+    # the other readings are conditions too, run by name or by their own tag, never in sceval_probes
+    options = {c.id: tags(c) for c in catalogue() if "probe_option" in c.suites}
+    assert set(options) == {"probe_temporal_middle_drop_1", "probe_distractor_appended_audio",
+                            "probe_distractor_appended_frame", "probe_distractor_appended_text"}
+    assert all(t == ["sceval_probe_options", "sceval_all"] for t in options.values())
     assert "probe_desync_minus0p5s" in ids and "probe_frame_budget_default" in ids
     c = cond("probe_mismatch_vision_answer")
     assert c.plugin.startswith("'sceval_plugin.probes'") and "sceval_probes_mismatch" in tags(c)
@@ -77,13 +83,31 @@ def test_temporal_probes_reorder_or_drop_frames_and_shuffle_audio_segments():
     assert not np.array_equal(shuffled, frames)
     assert sorted(f.tobytes() for f in shuffled) == sorted(f.tobytes() for f in frames)
     assert np.array_equal(shown("probe_temporal_frame_reverse").frames, frames[::-1])
-    assert np.array_equal(shown("probe_temporal_middle_drop").frames, frames[[0, 1, 3, 4]])
+    # "drop middle frames" (G.10): the middle third, centred (5 frames: 2 dropped), first and last kept;
+    # middle_drop_1 is the single middle frame
+    assert np.array_equal(shown("probe_temporal_middle_drop").frames, frames[[0, 3, 4]])
+    assert np.array_equal(shown("probe_temporal_middle_drop_1").frames, frames[[0, 1, 3, 4]])
     # audio: the same 1 s segments in another order (a two-tone item, whose segments differ)
     audio, wave = shown("probe_temporal_audio_shuffle", "demo-order-02").audio, BY_ID["demo-order-02"].waveform()
     segments = lambda w: sorted(w[i:i + SAMPLE_RATE].tobytes() for i in range(0, len(w), SAMPLE_RATE))  # noqa: E731
     assert not np.array_equal(audio, wave) and segments(audio) == segments(wave)
     # the same trial in another process would draw the same order: a pure function of the sample id
     assert np.array_equal(shown("probe_temporal_frame_shuffle").frames, shuffled)
+
+
+def test_audio_gaps_insert_silence_at_seeded_points_and_keep_every_sample_in_order():
+    wave = BY_ID["demo-order-02"].waveform()
+    gapped = shown("probe_temporal_audio_gaps", "demo-order-02").audio
+    count, seconds = probes.AUDIO_GAPS
+    gap = int(seconds * SAMPLE_RATE)
+    assert len(gapped) == len(wave) + count * gap
+    # the clip's own sounds, in order, once the silences are taken out
+    assert np.array_equal(gapped[gapped != 0], wave[wave != 0]) and not np.array_equal(gapped[:len(wave)], wave)
+    assert np.array_equal(shown("probe_temporal_audio_gaps", "demo-order-02").audio, gapped)  # deterministic
+    other = render(BY_ID["demo-order-02"], probes.probe_condition("temporal", "audio_gaps_2x1s"), 0).audio
+    assert len(other) == len(wave) + 2 * SAMPLE_RATE
+    with pytest.raises(ValueError, match="audio_gaps_<count>x<seconds>s"):
+        probes.probe_condition("temporal", "audio_gaps_2x0s")
 
 
 def test_probes_that_need_frames_do_not_apply_to_a_single_image_and_say_why():
@@ -122,16 +146,43 @@ def test_frame_budget_samples_a_frame_list_and_redecodes_a_video(tmp_path):
     assert len(video.frames_at_budget(16).frames) == 12  # every decoded frame once the budget exceeds them
 
 
-def test_distractors_add_a_donor_clip_frame_or_sentence_next_to_the_real_evidence():
+def test_distractors_go_into_items_otherwise_sufficient_without_them(tmp_path):
+    """G.11: unrelated audio into text-visual items, unrelated frames into text-audio items,
+    misleading text into visual-audio items. The demo's items need audio and visual."""
     item = BY_ID["demo-count-03"]
-    audio = shown("probe_distractor_audio")
+    assert shown("probe_distractor_audio").not_applicable == "needs_audio"
+    assert shown("probe_distractor_image").not_applicable == "needs_visual"
+    text = shown("probe_distractor_text")
+    wrong = {t for k, t in item.options if k != item.gold_key}
+    assert text.not_applicable is None and text.donor_id is None and text.question == item.question
+    assert any(f"“{t}”" in text.context for t in wrong)
+    assert f"“{dict(item.options)[item.gold_key]}”" not in text.context
+    # an item whose evidence is text and visual takes an unrelated item's audio in place of its own,
+    # one that needs text and audio takes the donor's frames (all of them)
+    hidden = {**item.hidden, "evidence_modality": "text+visual"}
+    tv = dataclasses.replace(item, hidden=hidden)
+    picker = probes.DonorPicker([tv, *[it for it in ITEMS if it.sample_id != tv.sample_id]])
+    audio = render(tv, cond("probe_distractor_audio"), 0, donors=picker)
+    donor = BY_ID[audio.donor_id]
+    assert (donor.source, donor.category) != (item.source, item.category)  # "unrelated"
+    assert np.array_equal(audio.audio, donor.waveform()) and np.array_equal(audio.frames, item.frames())
+    assert render(tv, cond("probe_distractor_image"), 0, donors=picker).not_applicable == "needs_visual"
+    assert render(tv, cond("probe_distractor_text"), 0, donors=picker).not_applicable == "needs_text"
+    ta = dataclasses.replace(item, hidden={**item.hidden, "evidence_modality": "text+audio"})
+    image = render(ta, cond("probe_distractor_image"), 0, donors=probes.DonorPicker([ta, *ITEMS[1:]]))
+    assert np.array_equal(image.frames, BY_ID[image.donor_id].frames()) and np.array_equal(image.audio, item.waveform())
+
+
+def test_appended_distractors_add_a_donor_clip_frame_or_sentence_next_to_the_real_evidence():
+    item = BY_ID["demo-count-03"]
+    audio = shown("probe_distractor_appended_audio")
     donor = BY_ID[audio.donor_id]
     assert (donor.source, donor.category) != (item.source, item.category)  # "unrelated"
     n = len(item.waveform())
     assert np.array_equal(audio.audio[:n], item.waveform()) and len(audio.audio) > n
-    image = shown("probe_distractor_image")
+    image = shown("probe_distractor_appended_frame")
     assert np.array_equal(image.frames[:-1], item.frames()) and len(image.frames) == len(item.frames()) + 1
-    text = shown("probe_distractor_text")
+    text = shown("probe_distractor_appended_text")
     assert text.question == item.question and BY_ID[text.donor_id].question.strip() in text.context
 
 
@@ -284,9 +335,10 @@ def test_the_reference_breaks_with_desync_where_it_matches_frame_to_tone():
 
 
 def test_the_reference_ignores_an_extra_frame_and_text_but_counts_a_distractors_beeps():
-    assert reference_accuracy("probe_distractor_image") == 1.0
-    assert reference_accuracy("probe_distractor_text") == 1.0  # it reads the question, not the context
-    assert reference_accuracy("probe_distractor_audio", "count") <= 0.5
+    assert reference_accuracy("probe_distractor_appended_frame") == 1.0
+    assert reference_accuracy("probe_distractor_appended_text") == 1.0  # it reads the question, not the context
+    assert reference_accuracy("probe_distractor_text") == 1.0  # misleading text too
+    assert reference_accuracy("probe_distractor_appended_audio", "count") <= 0.5
     assert reference_accuracy("probe_frame_budget_1", "count") <= 0.5
     assert reference_accuracy("probe_frame_budget_16") == 1.0
 

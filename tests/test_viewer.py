@@ -29,6 +29,7 @@ from faultline_eval.viewer.site import word_diff
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import load_source
 from sceval_plugin.render import render
+from sceval_plugin.report.tables import drop
 
 BIN = Path(sys.executable).parent
 CONDITIONS = ["clean", "single_drop_words_t70", "bi_ta_drop_words_mute_t70_a50", "missing_audio",
@@ -320,6 +321,26 @@ def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
                    for _, h in undetermined for t in selected(h))
         [(summary, same)] = [(t, h) for t, h in tables["Mechanism probes (Table 17)"][model] if "donor_answer" in h]
         assert summary == tm.split(" [")[0] and selected(same) == trials
+    # Table 8's strongest fault line is a drop from clean: its link selects the cell and clean, and the
+    # drop recomputes from those trials (valid answers only, as every accuracy)
+    for model in ("guesser", "sceval_reference"):
+        [(text, href)] = [(t, h) for t, h in tables["Lightweight panel (Table 8)"][model] if t.startswith("bi_")]
+        trials = selected(href)
+        cell = text.split(" (")[0]
+        assert {t["cell"] for t in trials} == {cell, "clean"} and {t["model"] for t in trials} == {model}
+
+        def valid_accuracy(cid):
+            verdicts = [t["verdict"] for t in trials if t["cell"] == cid and t["verdict"] in ("correct", "wrong")]
+            return sum(v == "correct" for v in verdicts) / len(verdicts)
+
+        assert text == f"{cell} ({drop(valid_accuracy('clean') - valid_accuracy(cell))})"
+        # so does a probe's drop (its table's second link: the probe's trials with clean's)
+        _, (text, href), *_ = tables["Cross-modal mismatch (G.9)"][model]
+        trials = selected(href)
+        assert {t["cell"] for t in trials} == {"probe_mismatch_audio_random", "clean"}
+        applied = {t["sample_id"] for t in trials if t["cell"] != "clean" and t["verdict"] != "not applicable"}
+        trials = [t for t in trials if t["sample_id"] in applied]  # the drop is on the items the probe applied to
+        assert text.rstrip("*") == drop(valid_accuracy("clean") - valid_accuracy("probe_mismatch_audio_random"))
     # a number over several cells (M_a: the missing-audio control against the severity-70 audio cells)
     # opens a page of all their trials; each link of every table selects trials
     assert all(selected(h) for rows in tables.values() for links in rows.values() for _, h in links)
@@ -398,14 +419,14 @@ def report_links(overview: Path) -> dict[str, dict[str, list[tuple[str, str]]]]:
 
 def selected(address: str) -> list[dict]:
     """The trials a viewer address shows, filtered as viewer.js filters them: the rows of every
-    table script of the page, then each ``#column=value`` (``=``: whole, ``!``: not, else within;
-    ``a|b``: either)."""
+    table script of the page (each with its script's ``cell``), then each ``#column=value``
+    (``=``: whole, ``!``: not, else within; ``a|b``: either)."""
     path, _, fragment = address.partition("#")
     page = Path(unquote(path))
     rows = []
     for src in re.findall(r'<script src="([^"/]+\.js)"', page.read_text()):
         table = json.loads((page.parent / src).read_text().splitlines()[1])
-        rows += [dict(zip(table["columns"], r)) for r in table["rows"]]
+        rows += [{"cell": table.get("cell"), **dict(zip(table["columns"], r))} for r in table["rows"]]
 
     def keep(value, wanted: str) -> bool:
         value = "" if value is None else str(value)

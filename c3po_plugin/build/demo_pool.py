@@ -31,6 +31,7 @@ import numpy as np
 from c3po_plugin.build.processing import write_clip
 from c3po_plugin.data import make_demo as demo
 from sceval_plugin import media
+from sceval_plugin.store import write_atomic
 
 SEED = 4113
 LICENSE = "CC0-1.0"
@@ -137,7 +138,6 @@ def make_demo_pool(out: str | Path) -> Path:
                     write_clip(out / rel, frames, Fraction(demo.VIDEO_FPS), _tones(rng))
             rows.append({"id": base_id, "path": rel, "modality": kind.split("+")[0], "tags": list(tags),
                          "license": LICENSE, "description": facts})
-    tmp = annotations.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(annotations)  # written last: its presence means the pool is complete
+    # written last, atomically: its presence means the pool is complete
+    write_atomic(annotations, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
     return out

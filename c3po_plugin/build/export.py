@@ -35,8 +35,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from c3po_plugin.build import settings as build_settings
 from c3po_plugin.build.assemble import BuiltItem, accepted_items, project_template_id, template_id_of
 from c3po_plugin.build.ledger import Ledger
+from sceval_plugin.store import replacing, write_atomic
 
 STAGE = "export"
 FUNNEL = ("candidates", "generated", "rule_rejected", "audited", "accepted", "exported")
@@ -54,6 +56,8 @@ configs:
 Made by `c3po build` from the base media pool(s) {pools}; {n} items over {templates} templates.
 Media licences: see each row's `hidden.license`. The funnel (`funnel.md`) and the difficulty
 histogram (`difficulty.png`) describe how the items were filtered.
+
+{models}
 """
 
 
@@ -128,10 +132,12 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
         counts.update(files=[str(p) for p in written], out=None,
                       note="no accepted item to export: no dataset written (see funnel.md and ledger/export.jsonl)")
         return counts
-    datasets.Dataset.from_list(rows).to_parquet(str(out / "items.parquet"))
+    with replacing(out / "items.parquet") as temporary:
+        datasets.Dataset.from_list(rows).to_parquet(str(temporary))
     pools = sorted({_pool_name(it) for it in exported})
-    (out / "README.md").write_text(CARD.format(pools=", ".join(pools), n=len(rows),
-                                               templates=len({it.template_id for it in exported})), encoding="utf-8")
+    write_atomic(out / "README.md", CARD.format(pools=", ".join(pools), n=len(rows),
+                                                templates=len({it.template_id for it in exported}),
+                                                models=build_settings.card_section(build_dir)))
     if figures:
         written += difficulty_histogram(exported, out / "difficulty")
     counts["files"] = [str(p) for p in written]
@@ -189,8 +195,8 @@ def funnel_counts(build_dir: Path, exported: set[str], templates: set[str] | Non
 def write_funnel(funnel: dict[str, dict[str, int]], out: Path) -> list[Path]:
     columns = FUNNEL + LOSSES
     paths = [out / "funnel.json", out / "funnel.csv", out / "funnel.md"]
-    paths[0].write_text(json.dumps(funnel, indent=2) + "\n", encoding="utf-8")
-    with paths[1].open("w", newline="", encoding="utf-8") as handle:
+    write_atomic(paths[0], json.dumps(funnel, indent=2) + "\n")
+    with replacing(paths[1]) as temporary, temporary.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(("template",) + columns)
         for template, row in funnel.items():
@@ -202,7 +208,7 @@ def write_funnel(funnel: dict[str, dict[str, int]], out: Path) -> list[Path]:
     for template, row in funnel.items():
         name = f"**{template}**" if template == "total" else template
         lines.append(f"| {name} | " + " | ".join(str(row[c]) for c in columns) + " |")
-    paths[2].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_atomic(paths[2], "\n".join(lines) + "\n")
     return paths
 
 

@@ -98,8 +98,9 @@ def template_counts(build_dir: str | Path, templates: list[str] | None = None) -
 
 
 def summary(build_dir: str | Path, templates: list[str] | None = None) -> str:
-    """The per-template counts (candidates, then ok/rejected/failed per stage) and the cost of
-    each LLM stage (requests sent and restored, retries, tokens, mean latency)."""
+    """The per-template counts (candidates, then ok/rejected/failed per stage), the cost of
+    each LLM stage (requests sent and restored, retries, tokens, mean latency) and the warnings
+    about its models (:func:`~c3po_plugin.build.settings.model_warnings`)."""
     import json
 
     rows = [r for r in template_counts(build_dir, templates) if any(v for k, v in r.items() if k not in
@@ -118,4 +119,4 @@ def summary(build_dir: str | Path, templates: list[str] | None = None) -> str:
                          "" if u.get("mean_latency_s") is None else f"{u['mean_latency_s']:.3f}"))
     if len(cost) > 1:
         text.append(_table(cost))
-    return "\n\n".join(text)
+    return "\n\n".join(text + build_settings.model_warnings(build_dir))

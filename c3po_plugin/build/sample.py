@@ -32,6 +32,7 @@ from pathlib import Path
 
 from c3po_plugin.build.assemble import accepted_items, project_template_id
 from c3po_plugin.build.ledger import Ledger
+from sceval_plugin.store import replacing, write_atomic
 
 STAGE = "sample"
 CATEGORIES = ("ic", "cc")
@@ -126,8 +127,7 @@ def run_sample(build_dir: str | Path, *, per_bucket: int = 25, annotators: int =
 def _write_sheets(build_dir: Path, sampled: dict[str, dict], items: dict) -> list[Path]:
     folder = build_dir / "sample"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "instructions.md").write_text("# Instructions for the human evaluators (C3PO App. E)\n\n" + INSTRUCTIONS,
-                                            encoding="utf-8")
+    write_atomic(folder / "instructions.md", "# Instructions for the human evaluators (C3PO App. E)\n\n" + INSTRUCTIONS)
     rows: dict[str, list[dict]] = {}
     for sample_id, data in sampled.items():
         it = items.get(sample_id)
@@ -139,7 +139,7 @@ def _write_sheets(build_dir: Path, sampled: dict[str, dict], items: dict) -> lis
     paths = []
     for sheet, sheet_rows in sorted(rows.items()):
         path = folder / sheet
-        with path.open("w", newline="", encoding="utf-8") as handle:
+        with replacing(path) as temporary, temporary.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, fieldnames=SHEET_COLUMNS)
             writer.writeheader()
             writer.writerows(sheet_rows)

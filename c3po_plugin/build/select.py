@@ -61,6 +61,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from c3po_plugin.build import processing
 from c3po_plugin.build.ledger import Ledger
 from sceval_plugin import media
+from sceval_plugin.store import write_atomic
 
 STAGE = "select"
 MATCH_KEYS = ("tags_any", "tags_all", "min_duration_s", "max_duration_s", "has_audio", "min_side_px")
@@ -208,8 +209,7 @@ def _materialise(value: Mapping[str, Any], build_dir: Path, base_id: str, modali
         return source
     suffix = Path(source or "").suffix.lower() or _DEFAULT_SUFFIX[modality]
     target = Path("pool_files") / f"{_file_safe(base_id)}{suffix}"
-    (build_dir / target).parent.mkdir(parents=True, exist_ok=True)
-    (build_dir / target).write_bytes(value["bytes"])
+    write_atomic(build_dir / target, value["bytes"])
     return target.as_posix()
 
 

@@ -4,8 +4,9 @@ sample description (template logic, text evidence), for a judge that sees media 
 each media file and, on the graded scale, the scale and its prompt version. Re-running a task or re-grading a run never asks twice, and two
 requests that differ in any of these never share a verdict.
 
-It is SCEval's reply store (:class:`sceval_plugin.store.ReplyStore`: append-only JSONL,
-flushed per entry, a line cut short by a killed process skipped on load) holding verdicts.
+It is the project's reply store (:class:`sceval_plugin.store.ReplyStore`: append-only JSONL,
+checksummed lines, a torn last line cut off before the next append, a file lock per append)
+holding verdicts.
 Failed verdicts (judge errors) are never stored, so they are retried.
 """
 

@@ -33,7 +33,7 @@ from c3po_plugin.judges.prompt import PROMPT_VERSION, parse_reply, system_prompt
 
 TASK, SPLIT = "c3po_judge", "test"
 DEFAULT_MAX_NEW_TOKENS = 4096
-_ID_ARGS = ("pretrained", "model_version", "model", "model_name")
+ID_ARGS = ("pretrained", "model_version", "model", "model_name")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
@@ -92,11 +92,15 @@ def generate(model: Any, docs: list[dict], gen_kwargs: dict, task: str = TASK) -
     "expects_json"}``; chat models get :func:`doc_to_messages`, simple ones the system text, the
     attachment legend and the text with :func:`doc_to_visual`. The error is the failure the model
     reported through telemetry (``"<category>: <detail>"``), or ``api_failure: ...`` with no
-    text when the whole batch raised."""
+    text when the whole batch raised. ``gen_kwargs`` (temperature, ``max_new_tokens``) bind
+    every model, the remote ``sceval_gemini`` / ``sceval_openai`` too, which otherwise decode
+    at their own settings (:func:`faultline_eval.model_wrappers.remote_chat.decoding`)."""
     from lmms_eval.api.instance import Instance
 
     from sceval_plugin import telemetry
 
+    for doc in docs:  # our remote wrappers follow these gen_kwargs only when the doc says so
+        doc["binding_gen_kwargs"] = True
     model.task_dict = {task: {SPLIT: docs}}
     simple = bool(getattr(model, "is_simple", True))
     instances = []
@@ -125,7 +129,7 @@ class LmmsJudge:
         from lmms_eval.utils import simple_parse_args_string
 
         args = simple_parse_args_string(model_args) if model_args else {}
-        named = next((str(args[k]) for k in _ID_ARGS if args.get(k)), "")
+        named = next((str(args[k]) for k in ID_ARGS if args.get(k)), "")
         self.judge_id = f"lmms:{model}" + (f":{named}" if named else "")
         self.sees_media = bool(media)
         self.prompt_version = f"{PROMPT_VERSION}+{'media' if media else 'text'}"

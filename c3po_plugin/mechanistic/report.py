@@ -36,6 +36,7 @@ import pandas as pd
 from c3po_plugin.mechanistic import profiles
 from c3po_plugin.mechanistic.runner import PROBES, RUN_FILE
 from sceval_plugin.metrics.stats import SEED_DEFAULT, bootstrap_means, percentile_interval, resample_weights
+from sceval_plugin.store import read_records, write_atomic
 
 
 def _ci(values: np.ndarray, seed: int = SEED_DEFAULT) -> np.ndarray:
@@ -75,8 +76,7 @@ def read_probe_runs(folders: Sequence[str | Path]) -> tuple[list[dict], pd.DataF
         for probe in PROBES:
             path = folder / f"{probe}.jsonl"
             if path.exists():
-                records += [{**json.loads(line), "label": label}
-                            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+                records += [{**record, "label": label} for record in read_records(path)]
     return runs, pd.DataFrame(records)
 
 
@@ -309,13 +309,13 @@ def write_report(folders: Sequence[str | Path], output: str | Path, *, verdicts:
     if "entropy_correctness" not in tables:
         sections.append("_Tables 10 and 11 need judge verdicts: pass `--verdicts` with the lmms-eval output of the same "
                         "models on C3PO._\n")
-    (out / "report.md").write_text("\n".join(sections), encoding="utf-8")
+    write_atomic(out / "report.md", "\n".join(sections))
     files += [str(out / "report.md"), *budget_figure(tables["attention_budget"], out)]
     if "entropy_correctness" in tables:
         files += gap_figure(tables["entropy_correctness"], out)
     summary = {"runs": [{k: r.get(k) for k in ("label", "model", "pretrained", "family", "blocked", "counts")}
                         for r in runs],
                "tables": {name: json.loads(t.to_json(orient="records")) for name, t in tables.items()}}
-    (out / "report.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_atomic(out / "report.json", json.dumps(summary, indent=2) + "\n")
     files.append(str(out / "report.json"))
     return {"files": files, "tables": tables}

@@ -3,8 +3,9 @@
 Tasks are built by name through lmms-eval's ``TaskManager`` (C3PO and SCEval tasks; lmms-eval's
 own with ``include_defaults``), each doc's ``doc_to_messages`` gives what the model sees, and
 the model is one of our adapters loaded through lmms-eval's registry with the usual
-``--model_args``. ``OUT/<probe>.jsonl`` is appended to as each record finishes, and a second
-run with the same ``OUT`` skips the (task, doc) pairs already there: a killed run resumes.
+``--model_args``. ``OUT/<probe>.jsonl`` (a :class:`sceval_plugin.store.Journal`: checksummed
+lines, a torn last line cut off) is appended to as each record finishes, and a second run with the
+same ``OUT`` skips the (task, doc) pairs already there: a killed run resumes.
 
 Every record has a ``status``: ``ok``; ``error`` (the probe raised on this doc; ``detail`` says
 what); ``no_reference`` (E2 without a transcript or image description, E3 without a transcript
@@ -24,6 +25,7 @@ from c3po_plugin.mechanistic import spans
 from c3po_plugin.mechanistic.attention import MID_LAYERS_DEFAULT, NotEager, probe_attention, require_eager
 from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS, describe_messages, probe_fidelity
 from c3po_plugin.mechanistic.logit_lens import probe_logit_lens
+from sceval_plugin.store import Journal, write_atomic
 
 PROBES = ("e1", "e2", "e3")
 #: What E1 and E2 ask: the description prompt of E3, as the paper's E1 does (App. F.1), or the task's question.
@@ -103,16 +105,9 @@ def read_references(path: str | Path | None) -> dict[str, dict]:
     return out
 
 
-def _done(path: Path) -> set[tuple[str, int]]:
-    """(task, doc id) of the records already written; a line cut short by a kill is not one."""
-    done = set()
-    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        done.add((record["task"], record["doc_id"]))
-    return done
+def _done(journal: Journal) -> set[tuple[str, int]]:
+    """(task, doc id) of the records already written (a damaged line is reported and is not one)."""
+    return {(record["task"], record["doc_id"]) for record in journal.records()}
 
 
 def check_settings(out: Path, model: str, model_args: str, prompt: str, lemmatizer: str, mask: Sequence[str]) -> None:
@@ -197,8 +192,9 @@ def run_probes(probes: Sequence[str], model: str, model_args: str, tasks: Sequen
     runnable = [p for p in probes if family is not None or p == "e3"]
     if "e1" in runnable:  # refused before any doc, not once per doc
         require_eager(family.language_model(adapter), model)
-    (out / RUN_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")  # a killed run has one too
-    done = {p: _done(out / f"{p}.jsonl") for p in runnable}
+    write_atomic(out / RUN_FILE, json.dumps(summary, indent=2) + "\n")  # a killed run has one too
+    journals = {p: Journal(out / f"{p}.jsonl") for p in runnable}
+    done = {p: _done(journals[p]) for p in runnable}
     counts = {p: {"ok": 0, "error": 0, "no_reference": 0, "skipped": 0} for p in runnable}
     for task, doc_id, doc, messages in iter_docs(tasks, limit, include_defaults):
         info = doc_info(doc)
@@ -222,9 +218,8 @@ def run_probes(probes: Sequence[str], model: str, model_args: str, tasks: Sequen
                                                                 "tier")},
                       "latency_s": time.perf_counter() - start, "peak_memory_bytes": peak(), **result}
             counts[probe][record["status"]] += 1
-            with (out / f"{probe}.jsonl").open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(record) + "\n")
+            journals[probe].append(record)
     summary["counts"] = counts
     summary["not_run"] = {p: summary["blocked"] for p in probes if p not in runnable}
-    (out / RUN_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_atomic(out / RUN_FILE, json.dumps(summary, indent=2) + "\n")
     return summary

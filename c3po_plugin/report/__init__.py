@@ -31,6 +31,7 @@ from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
 from sceval_plugin.report import json_records
 from sceval_plugin.report.reader import ReportError
 from sceval_plugin.report.tables import pp, write_table
+from sceval_plugin.store import write_atomic
 
 __all__ = ["ReportError", "build_report", "compute"]
 
@@ -144,7 +145,7 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
         "tier_table": json_records(numbers["tier"].reset_index(names="model")),
         **{name: json_records(numbers[name]) for name in ("accuracy", "overall", "coverage", "failure_modes")},
     }
-    (out / "report.json").write_text(json.dumps(everything, indent=1, default=str), encoding="utf-8")
+    write_atomic(out / "report.json", json.dumps(everything, indent=1, default=str))
     written.append(out / "report.json")
     return {"written": [str(p) for p in written], "notes": notes, "trials": len(trials), "models": models,
             "seconds": time.perf_counter() - start, "summary": summary_text(numbers, out, notes)}

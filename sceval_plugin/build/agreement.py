@@ -25,6 +25,7 @@ from pathlib import Path
 from c3po_plugin.judges.agreement import fleiss_kappa, label_kappa
 from sceval_plugin.build.annotate import group_labels, read_labels
 from sceval_plugin.build.manifest import _simulated, write_table
+from sceval_plugin.store import write_atomic
 
 #: (pass, sheet, field, scale, which items: all / all-rejected / all-interpretable)
 FIELDS = (
@@ -116,8 +117,7 @@ def _cmd_agreement(args) -> int:
         if simulated else ""
     out = Path(args.build) / ("agreement" if args.pass_name == "full" else f"agreement_{args.pass_name}")
     write_table(out, rows, f"Inter-annotator agreement, {args.pass_name} pass (Table 27)", warning)
-    out.with_suffix(".json").write_text(json.dumps({"simulated": simulated, "rows": rows}, indent=1) + "\n",
-                                        encoding="utf-8")
+    write_atomic(out.with_suffix(".json"), json.dumps({"simulated": simulated, "rows": rows}, indent=1) + "\n")
     for r in rows:
         if r["source"] == "all" and r["n_items"]:
             kappa = r["cohen_kappa"] if r["cohen_kappa"] is not None else r["fleiss_kappa"]

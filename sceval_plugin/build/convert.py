@@ -47,6 +47,7 @@ import numpy as np
 
 from sceval_plugin.data.intake import media_reason
 from sceval_plugin.data.records import OmniItem, RecordError, check_media, item_from_row
+from sceval_plugin.store import write_atomic
 
 #: Peak amplitude (full scale 1.0) at or under which an audio track counts as absent (-80 dBFS).
 SILENCE_PEAK = 1e-4
@@ -201,7 +202,7 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
     """One sorted-key JSON object per line (UTF-8): the same rows give the same bytes."""
-    path.write_text("".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    write_atomic(path, "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows))
     return path
 
 
@@ -226,7 +227,7 @@ def convert_source(name: str, root: str | Path, build_dir: str | Path) -> dict:
     write_jsonl(out / "problems.jsonl", problems)
     summary = {"source": name, "converter": converter.plugin, "license": converter.license,
                "examples": len(rows) + len(problems), "converted": len(rows), "rejected": len(problems)}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 
 

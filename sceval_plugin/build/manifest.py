@@ -47,6 +47,7 @@ from sceval_plugin.build.annotate import (
 )
 from sceval_plugin.data.manifest import SCHEMAS
 from sceval_plugin.operators import CORRUPTING_SEVERITIES
+from sceval_plugin.store import replacing, write_atomic
 
 STAGES = ("pool", "clean validity / answerability", "modality leakage", "corruption interpretability")
 
@@ -243,11 +244,11 @@ def markdown_table(rows: list[dict]) -> str:
 def write_table(path: Path, rows: list[dict], title: str, notes: str = "") -> list[Path]:
     """``path`` as .csv and .md (title, optional notes, the table)."""
     csv_path, md_path = path.with_suffix(".csv"), path.with_suffix(".md")
-    with csv_path.open("w", newline="", encoding="utf-8") as handle:
+    with replacing(csv_path) as temporary, temporary.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["empty"])
         writer.writeheader()
         writer.writerows(rows)
-    md_path.write_text(f"# {title}\n\n{notes}{markdown_table(rows)}", encoding="utf-8")
+    write_atomic(md_path, f"# {title}\n\n{notes}{markdown_table(rows)}")
     return [csv_path, md_path]
 
 
@@ -255,7 +256,7 @@ def write_outputs(build: Path) -> dict:
     build = Path(build)
     done = build_manifest(build)
     manifest = done["manifest"]
-    (build / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    write_atomic(build / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     warning = (f"**SIMULATED annotation** in pass(es) {', '.join(manifest['simulated'])}: not human judgements.\n\n"
                if manifest["simulated"] else "")
     audit = manifest["audit"]
@@ -265,7 +266,7 @@ def write_outputs(build: Path) -> dict:
     write_table(build / "funnel", done["funnel"], "Filtering funnel (Appendix D)", warning + audit_note)
     write_table(build / "retention", done["retention"],
                 "Per-operator interpretability retention (Tables 24, 25)", warning)
-    with (build / "rejected.csv").open("w", newline="", encoding="utf-8") as handle:
+    with replacing(build / "rejected.csv") as temporary, temporary.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=["sample_id", "source", "stage", "failure_reason",
                                                     "adjudication_note"])
         writer.writeheader()

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from sceval_plugin.build.convert import BuildError, read_jsonl, write_jsonl
+from sceval_plugin.store import write_atomic
 
 DEFAULT_BUDGET = 100
 DEFAULT_SEED = 0
@@ -133,7 +134,7 @@ def build_pool(build_dir: str | Path, *, budget: int = DEFAULT_BUDGET, seed: int
                                    "tri_modal_eligible": sum(bool(c) for c in cues.values()),
                                    "tri_modal_pooled": sum(bool(cues[r["sample_id"]]) for r in drawn)}
     write_jsonl(pool / "items.jsonl", pooled_rows)
-    (pool / "funnel.json").write_text(json.dumps(funnel, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(pool / "funnel.json", json.dumps(funnel, indent=2, sort_keys=True) + "\n")
     return funnel
 
 

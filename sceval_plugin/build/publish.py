@@ -29,6 +29,7 @@ import shutil
 from pathlib import Path
 
 from sceval_plugin.build.convert import BuildError, read_jsonl, registry
+from sceval_plugin.store import replacing, write_atomic
 
 CARD = """---
 license: other
@@ -146,7 +147,8 @@ def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub
         for rel in [*(row["visual"] if isinstance(row["visual"], list) else [row["visual"]]), row["audio"]]:
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(pool / rel, out / rel)
-    datasets.Dataset.from_list([_table_row(r) for r in kept]).to_parquet(str(out / "items.parquet"))
+    with replacing(out / "items.parquet") as temporary:
+        datasets.Dataset.from_list([_table_row(r) for r in kept]).to_parquet(str(temporary))
     if manifest.is_file():
         shutil.copyfile(manifest, out / "manifest.json")
     funnel["excluded"] = [*funnel["excluded"], *excluded]
@@ -155,8 +157,8 @@ def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub
         published[row["source"]] = published.get(row["source"], 0) + 1
     for name, counts in funnel["sources"].items():
         counts["published"] = published.get(name, 0)
-    (out / "funnel.json").write_text(json.dumps(funnel, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (out / "README.md").write_text(_card(funnel, len(kept), manifest.is_file()), encoding="utf-8")
+    write_atomic(out / "funnel.json", json.dumps(funnel, indent=2, sort_keys=True) + "\n")
+    write_atomic(out / "README.md", _card(funnel, len(kept), manifest.is_file()))
     # read back as the tasks will read it (SCEVAL_SOURCE=<out>): every row valid, every file probed
     items, problems = collect(read_rows(out / "items.parquet"), lambda row: item_from_row(row, out), media_paths)
     if problems or len(items) != len(kept):

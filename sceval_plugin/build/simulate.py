@@ -25,6 +25,7 @@ from pathlib import Path
 
 from sceval_plugin.build import form
 from sceval_plugin.build.annotate import SHEETS, pass_dir, pool_items
+from sceval_plugin.store import replacing
 
 MARKER = "SIMULATED"
 DROP_RATE = {10: 0.044, 30: 0.129, 50: 0.247, 70: 0.361}  # Table 25, pooled audio + vision
@@ -107,7 +108,7 @@ def simulate(build: Path, name: str, *, seed: int = 0, disagreement: float = 0.0
                     row["gold_valid"] = "yes" if keep else "no"
             filled += 1
         columns = [c.name for c in SHEETS[name][sheet]]
-        with sheet_path.open("w", newline="", encoding="utf-8") as handle:
+        with replacing(sheet_path) as temporary, temporary.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             writer.writerows({c: row.get(c, "") for c in columns} for row in rows)

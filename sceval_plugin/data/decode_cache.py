@@ -22,11 +22,16 @@ with questions and options, which do not change pixels, while two datasets that 
 file share its decode. The sample id is not in the key either; errors still name it, because
 the callers wrap them.
 
-**Concurrency.** An entry is written to a temporary file in the same folder and renamed into
-place (atomic on POSIX), so a reader sees a whole file or none; several data-parallel ranks
-writing the same entry at once each rename a complete copy. A file that does not parse (a full
-disk, a foreign file) is a miss: the medium is decoded again and the entry rewritten. Within a
-process, threads asking for the same medium wait for one decode.
+**Concurrency and damage.** An entry is written through :func:`sceval_plugin.store.replacing`
+(a temporary file in the same folder renamed into place, atomic on POSIX), so a reader sees a
+whole file or none; several data-parallel ranks writing the same entry at once each rename a
+complete copy. Its header carries a CRC-32 of the header fields and the array bytes, checked when
+a process first reads the entry from disk (the memory layer serves it afterwards; the check costs
+about a millisecond per megabyte). An entry that does not check out (a bit flip, a file cut short
+by a full disk or a power cut — entries are not fsynced, the checksum stands in for it — a foreign
+file) is never served: a warning names the file and why, the medium is decoded again and the
+entry rewritten. Within a process, threads asking for the same medium wait for one decode.
+Format 2 added the checksum; format 1 entries are no longer looked up (other keys) and age out.
 
 **Failures** are never cached: a broken file raises on every request, with the caller's error
 naming the sample and file, exactly as a fresh decode would.
@@ -42,6 +47,7 @@ import hashlib
 import json
 import os
 import threading
+import zlib
 from collections import OrderedDict
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -49,12 +55,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MEMORY_ENV = "SCEVAL_DECODE_CACHE_MEMORY_MB"
 DISK_ENV = "SCEVAL_DECODE_CACHE_GB"
 DEFAULT_MEMORY_MB = 1024
 DEFAULT_DISK_GB = 20.0
-_MAGIC = b"SCEVDEC1"
+_MAGIC = b"SCEVDEC2"
 _ALIGN = 64
 
 
@@ -196,46 +202,62 @@ def _data_offset(header_size: int) -> int:
     return -(-(len(_MAGIC) + 8 + header_size) // _ALIGN) * _ALIGN
 
 
+def _checksum(fields: dict, data) -> int:
+    return zlib.crc32(data, zlib.crc32(json.dumps(fields, sort_keys=True).encode()))
+
+
 def _read(key: str) -> Decoded | None:
-    """The entry, memory-mapped, or None when absent, disabled or not a whole entry."""
+    """The entry, memory-mapped, or None when absent, disabled or damaged (with a warning)."""
     if setting(DISK_ENV, DEFAULT_DISK_GB) == 0:
         return None
     path = _path(key)
     try:
         with open(path, "rb") as handle:
             if handle.read(len(_MAGIC)) != _MAGIC:
-                return None
+                return _damaged(path, "not a decode-cache entry of this format")
             header_size = int.from_bytes(handle.read(8), "little")
             header = json.loads(handle.read(header_size))
+        checksum = header.pop("crc32")
         dtype, shape, offset = np.dtype(header["dtype"]), tuple(header["shape"]), _data_offset(header_size)
-        if path.stat().st_size != offset + dtype.itemsize * int(np.prod(shape)):
-            return None
+        size, expected = path.stat().st_size, offset + dtype.itemsize * int(np.prod(shape))
+        if size != expected:
+            return _damaged(path, f"{size} bytes where the header announces {expected} (cut short)")
         array = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape).view(np.ndarray)
-    except (OSError, ValueError, KeyError, TypeError):
+        if _checksum(header, memoryview(array).cast("B") if array.size else b"") != checksum:
+            return _damaged(path, "checksum mismatch")
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return _damaged(path, f"unreadable header ({type(exc).__name__}: {exc})")
     return Decoded(array, tuple(header["times"]), tuple(header["notes"]))
 
 
+def _damaged(path: Path, why: str) -> None:
+    from loguru import logger
+
+    logger.warning(f"decode cache: {path}: {why}; not used, decoded again and rewritten")
+    return None
+
+
 def _write(key: str, decoded: Decoded) -> None:
-    """Write the entry atomically (temp file + rename); a failure to write only costs the cache."""
+    """Write the entry atomically, not synced (see the module docstring); a failure to write only costs the cache."""
     global _disk_bytes
     limit = setting(DISK_ENV, DEFAULT_DISK_GB) * 1e9
     if limit == 0:
         return
+    from sceval_plugin.store import replacing
+
     array = np.ascontiguousarray(decoded.array)
-    header = json.dumps({"dtype": array.dtype.str, "shape": list(array.shape), "times": list(decoded.times),
-                         "notes": list(decoded.notes)}).encode()
+    fields = {"dtype": array.dtype.str, "shape": list(array.shape), "times": list(decoded.times),
+              "notes": list(decoded.notes)}
+    data = memoryview(array).cast("B") if array.size else b""
+    header = json.dumps({**fields, "crc32": _checksum(fields, data)}).encode()
     prefix = _MAGIC + len(header).to_bytes(8, "little") + header
-    path = _path(key)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temporary, "wb") as handle:
+        with replacing(_path(key), fsync=False) as temporary, open(temporary, "wb") as handle:
             handle.write(prefix.ljust(_data_offset(len(header)), b" "))
-            handle.write(memoryview(array).cast("B"))
-        os.replace(temporary, path)
+            handle.write(data)
     except OSError:
-        temporary.unlink(missing_ok=True)
         return
     with _lock:
         if _disk_bytes is None:

@@ -232,6 +232,8 @@ def _omni_bench_row(index: int, doc: Mapping[str, Any], out: Path) -> dict:
     import soundfile
     from PIL import Image
 
+    from sceval_plugin.store import replacing
+
     sample_id = f"omni_bench-{index:05d}"
     folder = out / sample_id
     image_path, audio_path = folder / "image.png", folder / "audio.wav"
@@ -241,9 +243,12 @@ def _omni_bench_row(index: int, doc: Mapping[str, Any], out: Path) -> dict:
         if not image.get("bytes") or not audio.get("bytes"):
             raise RecordError(f"sample {sample_id!r}: omni_bench doc lacks image or audio bytes")
         try:
-            Image.open(io.BytesIO(image["bytes"])).convert("RGB").save(image_path)
+            # atomically: a file cut short by a kill must not pass the is_file() check above
+            with replacing(image_path) as temporary:
+                Image.open(io.BytesIO(image["bytes"])).convert("RGB").save(temporary, format="PNG")
             wave, rate = soundfile.read(io.BytesIO(audio["bytes"]), dtype="float32", always_2d=True)
-            soundfile.write(audio_path, wave, rate, subtype="FLOAT")
+            with replacing(audio_path) as temporary:
+                soundfile.write(temporary, wave, rate, subtype="FLOAT", format="WAV")
         except Exception as exc:
             raise RecordError(f"sample {sample_id!r}: unreadable omni_bench media: {exc}") from exc
     options = list(doc["options"])

@@ -64,6 +64,7 @@ class DiagnosticOptions:
     variant_ddof: int = 1
     by_source: bool = False  # also write the whole report once per item source
     trust_reading: str = "donor_gold"  # what "follows the replaced modality" means (metrics.probes.TRUST_READINGS)
+    holm_families: str = "model"  # one Holm family per model's block, or pooled over models (protocol.HOLM_FAMILIES)
 
 
 def appendix_c(trials: pd.DataFrame, samples: pd.DataFrame, summary: pd.DataFrame,

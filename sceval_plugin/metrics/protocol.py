@@ -392,12 +392,27 @@ def option_order_summary(trials: pd.DataFrame, summary: pd.DataFrame, info: dict
 
 # --- paired comparisons -------------------------------------------------------------------------
 
+#: Readings of §2.4's Holm family, "the family of comparisons inside one experimental block"
+#: (see :func:`comparisons`).
+HOLM_FAMILIES = ("model", "pooled")
+
+
 def comparisons(samples: pd.DataFrame, summary: pd.DataFrame, info: dict[str, ConditionInfo], *,
-                b: int = B_DEFAULT, seed: int = SEED_DEFAULT, model_pairs: bool = True) -> pd.DataFrame:
+                b: int = B_DEFAULT, seed: int = SEED_DEFAULT, model_pairs: bool = True,
+                holm_families: str = "model") -> pd.DataFrame:
     """Clean vs each condition, weakest single vs each joint cell, and model vs model on each
     condition: paired bootstrap of the per-sample difference and exact McNemar, Holm-adjusted
-    within each (kind, family). Computed with invalid outputs as incorrect (the headline) and as
-    missing; ``flips`` marks comparisons whose significance differs between the two."""
+    within each family. Computed with invalid outputs as incorrect (the headline) and as
+    missing; ``flips`` marks comparisons whose significance differs between the two.
+
+    §2.4 corrects "across the family of comparisons inside one experimental block". Reading
+    ``holm_families="model"`` (default): one model's block, so a within-model comparison (clean
+    vs condition, single vs joint) is corrected within (kind, family, model) and its adjusted p
+    does not change with which other models the report holds. ``"pooled"``: every model's
+    comparisons of a (kind, family) together (stricter with more models). Model-vs-model
+    comparisons span models: always corrected within (kind, family)."""
+    if holm_families not in HOLM_FAMILIES:
+        raise ValueError(f"holm_families must be one of {HOLM_FAMILIES}, got {holm_families!r}")
     strict = samples.pivot_table(index=["model", "condition_id"], columns="sample_id", values="strict", aggfunc="first")
     # aligned with strict: a condition whose every output is invalid has no score row of its own
     score = (samples.pivot_table(index=["model", "condition_id"], columns="sample_id", values="score", aggfunc="first")
@@ -428,7 +443,9 @@ def comparisons(samples: pd.DataFrame, summary: pd.DataFrame, info: dict[str, Co
     frame = pd.DataFrame(results)
     frame["p_holm"] = np.nan
     frame["p_holm_missing"] = np.nan
-    for _, idx in frame.groupby(["kind", "family"]).groups.items():
+    per_model = (frame["kind"] != "model_vs_model") & (holm_families == "model")
+    frame["_block"] = frame["model_b"].where(per_model, "")
+    for _, idx in frame.groupby(["kind", "family", "_block"]).groups.items():
         frame.loc[idx, "p_holm"] = holm(frame.loc[idx, "p_mcnemar"].to_numpy())
         frame.loc[idx, "p_holm_missing"] = holm(frame.loc[idx, "p_mcnemar_missing"].to_numpy())
     frame["significant"] = frame["p_holm"] < ALPHA
@@ -596,13 +613,16 @@ class Numbers:
     below_weakest_single: pd.DataFrame
     not_applicable: pd.DataFrame
     notes: list[str]
+    holm_families: str = "model"  # the Holm family reading of the comparisons (HOLM_FAMILIES)
 
 
 def compute(trials: pd.DataFrame, info: dict[str, ConditionInfo] | None = None, *, b: int = B_DEFAULT,
-            seed: int = SEED_DEFAULT, model_pairs: bool = True, delta_single: str = "modality") -> Numbers:
+            seed: int = SEED_DEFAULT, model_pairs: bool = True, delta_single: str = "modality",
+            holm_families: str = "model") -> Numbers:
     """Every number of the protocol for the trials of one or many models, on any subset of the
     catalogue (``notes`` says what the subset does not allow). ``delta_single`` picks the
-    reading of eq. 6's baseline (:data:`DELTA_SINGLE_BASELINES`, see :func:`add_drops`)."""
+    reading of eq. 6's baseline (:data:`DELTA_SINGLE_BASELINES`, see :func:`add_drops`);
+    ``holm_families`` that of the Holm family (:data:`HOLM_FAMILIES`, see :func:`comparisons`)."""
     info = info if info is not None else catalogue_info()
     check_comparable(trials, info)
     trials, not_applicable = split_not_applicable(trials)
@@ -611,7 +631,7 @@ def compute(trials: pd.DataFrame, info: dict[str, ConditionInfo] | None = None, 
     # the items a partly applicable control was scored on (M_m compares on those alone)
     restricted = {(m, cid): set(samples.loc[(samples["model"] == m) & (samples["condition_id"] == cid), "sample_id"])
                   for m, cid in zip(not_applicable["model"], not_applicable["condition_id"])}
-    tests = comparisons(samples, summary, info, b=b, seed=seed, model_pairs=model_pairs)
+    tests = comparisons(samples, summary, info, b=b, seed=seed, model_pairs=model_pairs, holm_families=holm_families)
     return Numbers(
         summary=summary,
         diagnostics=model_diagnostics(summary, trials, info, samples=samples, control_samples=restricted),
@@ -623,6 +643,7 @@ def compute(trials: pd.DataFrame, info: dict[str, ConditionInfo] | None = None, 
         below_weakest_single=below_weakest_single(summary, tests, info),
         not_applicable=not_applicable,
         notes=coverage_notes(summary, info, not_applicable, model_pairs=model_pairs),
+        holm_families=holm_families,
     )
 
 

@@ -22,6 +22,7 @@ from sceval_plugin.metrics.protocol import ConditionInfo, catalogue_info, comput
 from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
 from sceval_plugin.report import diagnostics, no_option, plots, probes, tables
 from sceval_plugin.report.reader import ReportError, read_runs
+from sceval_plugin.store import write_atomic
 
 __all__ = ["ReportError", "build_report"]
 
@@ -99,7 +100,8 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
         raise ReportError("the logs hold only no-option trials; Table 35 compares them with the multiple-choice "
                           "runs of the same conditions: run --tasks sceval_no_option, which includes both")
     try:
-        numbers = compute(trials, info, b=b, seed=seed, model_pairs=model_pairs, delta_single=delta_single)
+        numbers = compute(trials, info, b=b, seed=seed, model_pairs=model_pairs, delta_single=delta_single,
+                          holm_families=(options or DiagnosticOptions()).holm_families)
     except ValueError as exc:
         raise ReportError(str(exc)) from exc
     notes += numbers.notes
@@ -145,7 +147,8 @@ def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.Da
          tables.single_matrix(numbers, info, ops)),
         ("joint", "Joint corruption: accuracy (%), drop from clean, and Δs = Δsingle (eq. 6), the drop below the "
                   f"weakest observed single cell of the cell's {'modalities' if delta_single == 'modality' else 'operators'}"
-                  "; * p<.05, ** p<.01 (McNemar, Holm within block); † from a partial single-modality grid",
+                  f"; * p<.05, ** p<.01 (McNemar, Holm within block, {tables.holm_scope(numbers.holm_families)})"
+                  "; † from a partial single-modality grid",
          tables.joint_table(numbers, info)),
         ("single_baselines", "Δsingle baselines: the weakest observed single-modality cell and the grid observed",
          tables.single_baselines_table(numbers)),
@@ -173,8 +176,8 @@ def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.Da
                      "of incorrect (see 'flips' in comparisons.csv)")
     everything = {
         "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "alpha": 0.05,
-                     "runs": [str(r) for r in run_dirs], "invalid_outputs": "missing for accuracy; incorrect for significance",
-                     "delta_single_baseline": delta_single,
+                     "runs": [str(r) for r in run_dirs], "invalid_outputs": "missing for accuracy and drops; incorrect for significance",
+                     "delta_single_baseline": delta_single, "holm_families": numbers.holm_families,
                      # one scheme (compute refuses a mix); None: logs from before records named it
                      "seed_scheme": next((int(n) for n in trials["seed_scheme"].dropna().unique()), None)
                      if "seed_scheme" in trials else None},
@@ -197,5 +200,5 @@ def _write_tables(numbers, info, ops, out: Path, notes: list[str], trials: pd.Da
 
 def write_json(out: Path, everything: dict) -> Path:
     """``out/report.json``: the one file with every number of the report."""
-    (out / "report.json").write_text(json.dumps(everything, indent=1, default=str), encoding="utf-8")
+    write_atomic(out / "report.json", json.dumps(everything, indent=1, default=str))
     return out / "report.json"

@@ -412,7 +412,8 @@ def write_by_source(trials: pd.DataFrame, info: dict[str, ConditionInfo], out: P
         folder = out / "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in source)
         folder.mkdir(parents=True, exist_ok=True)
         local_notes = [f"items of source {source!r} only; figures are drawn for the full report only"]
-        numbers = compute(subset, info, b=b, seed=seed, model_pairs=False, delta_single=delta_single)
+        numbers = compute(subset, info, b=b, seed=seed, model_pairs=False, delta_single=delta_single,
+                          holm_families=options.holm_families)
         tables, report = _write_tables(numbers, info, ops, folder, local_notes, subset, [], b, seed, delta_single, {})
         written += tables + write_diagnostics(numbers, subset, info, folder, local_notes,
                                               replace(options, by_source=False), report, b=b, seed=seed,

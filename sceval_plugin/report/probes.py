@@ -21,16 +21,19 @@ from sceval_plugin.metrics.probes import (
 from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES
 from sceval_plugin.probes import HEADLINE_BUDGET, PROBE_FAMILIES
 from sceval_plugin.report import plots
-from sceval_plugin.report.tables import drop, pp, trials_in, with_trials, write_table
+from sceval_plugin.report.tables import drop, holm_scope, pp, trials_in, with_trials, write_table
 
 FAMILY_TITLES = {
     "mismatch": "Cross-modal mismatch (G.9): one modality's evidence from a donor item (random, category- or "
                 "answer-matched)",
-    "temporal": "Temporal order (G.10): frames shuffled, reversed or the middle one dropped; audio segments shuffled",
+    "temporal": "Temporal order (G.10): frames shuffled, reversed or middle frames dropped; audio segments shuffled "
+                "or silent gaps inserted",
     "desync": "A/V desync (G.10): audio shifted against the frames (+ later, − earlier), same duration",
     "frame_budget": f"Frame budget (G.10): frames sampled at each budget; the headline budget is {HEADLINE_BUDGET}",
     "key_frame": "Key-frame position (G.10): the item's key frame moved first, middle or last",
-    "distractor": "Distractor insertion (G.11): an unrelated item's audio, frame or sentence added",
+    "distractor": "Distractor insertion (G.11): unrelated audio in items whose evidence needs no audio, unrelated "
+                  "frames in items that need no visual, misleading text in items that need no text (appended_*: "
+                  "an unrelated clip, frame or sentence added to an item that keeps all its evidence)",
 }
 
 
@@ -49,14 +52,18 @@ def _mark(p: float) -> str:
 
 
 def family_table(table: pd.DataFrame) -> pd.DataFrame:
-    """A probe family's rows as printed: accuracy [95 % CI], drop from clean with its Holm mark."""
-    return pd.DataFrame({
+    """A probe family's rows as printed: accuracy [95 % CI], drop from clean with its Holm mark;
+    each number linked to its trials (the drop: the probe's with clean's, to recompute it)."""
+    links = [{"accuracy % [95% CI]": trials_in([cid], model), "drop (pp)": trials_in([cid, "clean"], model),
+              "items": trials_in([cid], model), "not applicable": trials_in([cid], model)}
+             for model, cid in zip(table["model"].astype(str), table["condition_id"].astype(str))]
+    return with_trials(pd.DataFrame({
         "model": table["model"], "probe": table["probe"], "parameter": table["parameter"].map(_parameter),
         "accuracy % [95% CI]": [_interval(r) for _, r in table.iterrows()],
         "drop (pp)": [drop(d) + _mark(p) for d, p in zip(table["drop"], table["p_holm"])],
         "p (Holm)": [f"{p:.3g}" if np.isfinite(p) else "–" for p in table["p_holm"]],
         "items": table["n_samples"], "not applicable": table["not_applicable"],
-    })
+    }), links)
 
 
 def summary_table(metrics: pd.DataFrame, trust: pd.DataFrame, ece: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -105,7 +112,8 @@ def summary_links(table: pd.DataFrame, ece: pd.DataFrame, info: dict, reading: s
     model ran of that family (with clean for a drop from clean)."""
     links = []
     for model, ran in table.groupby("model", sort=True):
-        cells = ran.groupby("family")["condition_id"].agg(list).to_dict()
+        table17 = ran[~ran["option"].astype(bool)]  # a family's number is over Table 17's conditions
+        cells = table17.groupby("family")["condition_id"].agg(list).to_dict()
         ece_cells = ece.loc[(ece["model"] == model) & (ece["family"] != "clean"), "condition_id"] if len(ece) else []
         links.append({**{f"T_{m[0]} %": trials_in(_mismatch_cells(info, m), model, **_counted(reading))
                          for m in ("text", "vision", "audio")},
@@ -228,15 +236,16 @@ def write_probes(numbers, trials: pd.DataFrame, info: dict, out: Path, notes: li
     """Every probe table and figure the logs allow, and ``report["probes"]`` (report.json)."""
     from sceval_plugin.report import json_records
 
-    table = probe_conditions(numbers.summary, numbers.comparisons, numbers.not_applicable, info)
+    table = probe_conditions(numbers.summary, numbers.comparisons, numbers.not_applicable, info, trials)
     if table.empty:
         return []
     written: list[Path] = []
     for family in PROBE_FAMILIES:
         rows = table[table["family"] == family]
         if len(rows):
-            caption = (f"{FAMILY_TITLES[family]}. Accuracy with 95% bootstrap CI; drop from clean with McNemar "
-                       "vs clean, Holm-adjusted within the family (* p<.05, ** p<.01)")
+            caption = (f"{FAMILY_TITLES[family]}. Accuracy with 95% bootstrap CI and drop from clean on the items "
+                       "the probe applied to, invalid answers left out; McNemar vs clean (invalid answers wrong), "
+                       f"Holm-adjusted within the family, {holm_scope(numbers.holm_families)} (* p<.05, ** p<.01)")
             written += write_table(out, f"probes_{family}", family_table(rows), rows, caption)
     metrics = family_metrics(table)
     trust = trust_bias(trials, info, reading=trust_reading, b=b, seed=seed)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from sceval_plugin.metrics.protocol import ASYMMETRY_CELLS, JOINT_BLOCKS, MODALITIES, ConditionInfo, Numbers
+from sceval_plugin.store import replacing, write_atomic
 
 
 def pp(x: float) -> str:
@@ -79,6 +80,11 @@ def trials_in(cells: Iterable[str | None], model: str | Iterable[str] | None = N
     return {"cells": cells, **({"model": "|".join(f"={m}" for m in models)} if models else {}), **where}
 
 
+def holm_scope(holm_families: str) -> str:
+    """How a caption names the Holm family reading (:data:`sceval_plugin.metrics.protocol.HOLM_FAMILIES`)."""
+    return "per model" if holm_families == "model" else "pooled over the reported models"
+
+
 def with_trials(shown: pd.DataFrame, links: list[dict[str, dict | list | None]]) -> pd.DataFrame:
     """``shown`` with, per row, ``{column: trials_in(...)}`` for its numbers (columns left out are
     not linked); a list of selectors for a cell of several numbers joined by `` / ``, one each.
@@ -110,14 +116,15 @@ def write_table(out: Path, name: str, shown: pd.DataFrame, numbers: pd.DataFrame
     row), which the results viewer turns into links."""
     out.mkdir(parents=True, exist_ok=True)
     md, tex, csv = out / f"{name}.md", out / f"{name}.tex", out / f"{name}.csv"
-    md.write_text(f"**{caption}**\n\n" + _markdown(shown), encoding="utf-8")
-    tex.write_text(_latex(shown, caption), encoding="utf-8")
-    numbers.to_csv(csv, index=False)
+    write_atomic(md, f"**{caption}**\n\n" + _markdown(shown))
+    write_atomic(tex, _latex(shown, caption))
+    with replacing(csv) as temporary:
+        numbers.to_csv(temporary, index=False)
     written = [md, csv, tex]
     links = shown.attrs.get(TRIALS) or _row_trials(shown, numbers)
     if links and any(any(row) for row in links):
         side = out / f"{name}.trials.json"
-        side.write_text(json.dumps({"columns": [str(c) for c in shown.columns], "rows": links}), encoding="utf-8")
+        write_atomic(side, json.dumps({"columns": [str(c) for c in shown.columns], "rows": links}))
         written.append(side)
     return written
 
@@ -259,7 +266,8 @@ def panel_table(numbers: Numbers, info: dict[str, ConditionInfo]):
     links = [{"clean": trials_in(["clean"], m), **{b.upper(): trials_in(cells_of(info, b, panel=True), m) for b in JOINT_BLOCKS},
               "panel fault": trials_in(["clean", *panel], m), "C_asym": trials_in(ASYMMETRY_CELLS, m),
               "panel mean": trials_in(panel, m), "panel worst": trials_in(panel, m), "coverage": trials_in(panel, m),
-              "strongest fault line": trials_in([c if isinstance(c, str) else None], m)}
+              # a drop from clean: the cell with clean, so the page recomputes it (as the joint table's drops)
+              "strongest fault line": trials_in([c, "clean"], m) if isinstance(c, str) else None}
              for m, c in zip(p["model"], p["strongest_fault_line"])]
     return with_trials(shown, links), p
 
