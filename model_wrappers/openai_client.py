@@ -114,7 +114,7 @@ def video_timing(times: list[float | None]) -> dict:
     ``fps`` of its own kwargs (``processing_qwen2_5_omni.py``, default 2 fps, i.e. frames 0.5 s
     apart), which the request sets through ``mm_processor_kwargs.fps``: the frames' mean rate
     (frames less one over their span; its positions are evenly spaced, so the span is right and
-    a dropped frame's gap is spread). Measured on vLLM 0.32 with a tiny random Qwen2.5-Omni on
+    the gap of dropped frames is spread). Measured on vLLM 0.32 with a tiny random Qwen2.5-Omni on
     CPU: ``mm_processor_kwargs.fps`` changes the reply's log-probabilities, ``media_io_kwargs``
     alone does not, and sending neither equals ``fps=2``.
 

@@ -4,7 +4,7 @@ vLLM refuses (HTTP 400) a request with more images, videos or audio clips than t
 ``--limit-mm-per-prompt`` allows (a modality it does not name allows 999,
 ``vllm/config/multimodal.py``), and sizes its profiling run by those limits. How many of each a
 request carries depends on the task and the item: 8 frames and one clip on SCEval's clean
-items, 16 on a video under ``probe_frame_budget_16``, one more frame under the image
+items, 16 on a video under ``probe_frame_budget_16``, one more frame under the appended-frame
 distractor, a C3PO tier-3/4 item's frames plus its picture; with ``frames_as=video`` the frames
 of a video are one video and pictures stay images. So the limits are counted, not guessed:
 every request of the tasks is built as lmms-eval builds it (the task's ``doc_to_messages`` on

@@ -218,7 +218,7 @@ def _video_source(data: Path) -> Path:
 
 def test_a_long_clip_tells_vllm_when_its_frames_were_taken(tmp_path):
     # ~40 s on 2 shared cores: a 12 s clip (8 frames 1.5 s apart; vLLM's JPEG-sequence default would say 1 s),
-    # its 16-frame budget and its middle frame dropped (a gap on the same grid)
+    # its 16-frame budget and its middle frames dropped (a gap on the same grid)
     from test_lmms_cli import lmms_eval
 
     data = _video_source(tmp_path / "data")
@@ -239,7 +239,7 @@ def test_a_long_clip_tells_vllm_when_its_frames_were_taken(tmp_path):
         assert request["body"]["mm_processor_kwargs"]["fps"] == pytest.approx(mean_rate, rel=0.01)
         seen[len(times)] = (timing["fps"], timing["frames_indices"])
     assert seen[8] == (pytest.approx(1 / 1.5), list(range(8)))
-    assert seen[7] == (pytest.approx(1 / 1.5), [0, 1, 2, 3, 5, 6, 7])  # the middle frame (index 4) dropped
+    assert seen[5] == (pytest.approx(1 / 1.5), [0, 1, 5, 6, 7])  # the middle third (indices 2-4) dropped
     assert seen[16][0] == 2 and len(seen[16][1]) == 16  # decoded frames of the 2 fps clip, by their index
 
 
@@ -280,12 +280,12 @@ def test_serve_limits_counts_what_each_task_sends(capsys, monkeypatch, tmp_path)
     monkeypatch.setenv("SCEVAL_SOURCE", str(_video_source(tmp_path / "data")))
     monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("C3PO_JUDGE", "exact")
-    tasks = "sceval_clean,sceval_probe_frame_budget_16,sceval_probe_distractor_image,c3po_cc_t3"
+    tasks = "sceval_clean,sceval_probe_frame_budget_16,sceval_probe_distractor_appended_frame,c3po_cc_t3"
     assert main(["serve-limits", "--tasks", tasks]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert dict(line.split(None, 1) for line in lines[:-1]) == {
         "sceval_clean": "image 8  video 0  audio 1", "sceval_probe_frame_budget_16": "image 16  video 0  audio 1",
-        "sceval_probe_distractor_image": "image 9  video 0  audio 1",
+        "sceval_probe_distractor_appended_frame": "image 9  video 0  audio 1",
         "c3po_cc_t3": "image 6  video 0  audio 1"}  # the demo's 5 frames and its picture
     assert lines[-1] == """--limit-mm-per-prompt '{"image": 16, "video": 0, "audio": 1}'"""
     assert main(["serve-limits", "--tasks", tasks, "--model_args", "base_url=http://x:8000/v1,frames_as=video"]) == 0
