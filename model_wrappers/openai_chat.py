@@ -21,7 +21,8 @@ serves), ``max_concurrency`` (requests in flight, over all endpoints), ``max_ret
 ``timeout``, ``initial_backoff``, ``max_backoff``, ``max_tokens``, ``json_mode`` (off by
 default: open models answer the prompt's own JSON instruction, as on the HF path),
 ``image_encoding`` (``bmp``, ``png-stored``, ``png-fast``, ``png``), ``frames_as``
-(``images`` or ``video``), ``audio_part`` (``input_audio`` or ``audio_url``), ``modalities``
+(``images``, or ``video``: a video's frames as one ``video_url`` with their timing, pictures
+still as images; :mod:`.openai_client`), ``audio_part`` (``input_audio`` or ``audio_url``), ``modalities``
 (e.g. ``text``: asks vLLM-Omni for text output only), ``build_workers``, ``lookahead``,
 ``store``, ``audio_canary``, ``canary_items``. The key comes only from the environment
 (``SCEVAL_OPENAI_API_KEY`` or ``OPENAI_API_KEY``).
@@ -40,10 +41,11 @@ from faultline_eval.model_wrappers.audio_canary import AudioCanaryError, audio_c
 from faultline_eval.model_wrappers.media_encoding import check_image_encoding
 from faultline_eval.model_wrappers.model_args import check_model_args
 from faultline_eval.model_wrappers.openai_client import (AUDIO_PARTS, DEFAULT_IMAGE_ENCODING, FRAMES_AS,
-                                                         OpenAIChatClient, chat_messages)
+                                                         OpenAIChatClient, chat_request)
 from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json, flag, record
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+VIDEO_WIRE = 2  # what frames_as=video sends (in the reply-store key): 2 = timing sent, picture as an image
 
 
 def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
@@ -93,9 +95,9 @@ class OpenAIChat(RemoteChat):
 
     # --- one request: built in the pool, then sent ----------------------------------------------
 
-    def _wire(self, messages: list[dict]) -> list[dict]:
-        return chat_messages(messages, image_encoding=self.image_encoding, frames_as=self.frames_as,
-                             audio_part=self.audio_part)
+    def _wire(self, messages: list[dict]) -> tuple[list[dict], dict]:
+        return chat_request(messages, image_encoding=self.image_encoding, frames_as=self.frames_as,
+                            audio_part=self.audio_part)
 
     def _build(self, request: Any) -> dict:
         from sceval_plugin.data.identity import fingerprint_of
@@ -109,14 +111,21 @@ class OpenAIChat(RemoteChat):
         if self._client.store is not None:
             text = "\n".join(f"{m.get('role')}: {p.get('text', '')}" for m in messages for p in m.get("content", [])
                              if p.get("type") == "text")
-            key = request_key("openai", self.model_name, fingerprint_of(doc["dataset"]), doc["row_id"], text, wants_json,
-                              self.max_tokens, self.frames_as, self.extra, *keyed)
-        return {"row_id": doc["row_id"], "messages": self._wire(messages), "json": wants_json, "key": key,
+            # video requests carry their frame timing and the picture as an image since wire 2
+            wire = (self.frames_as, VIDEO_WIRE) if self.frames_as == "video" else self.frames_as
+            key = request_key("openai", self.model_name, fingerprint_of(doc["dataset"]), doc["row_id"], text,
+                              wants_json, self.max_tokens, wire, self.extra, *keyed)
+        try:
+            wire_messages, body = self._wire(messages)
+        except ValueError as exc:
+            raise ValueError(f"sceval_openai: {doc['row_id']}: {exc}") from exc
+        return {"row_id": doc["row_id"], "messages": wire_messages, "body": body, "json": wants_json, "key": key,
                 "temperature": temperature, "max_tokens": budget}
 
     def _send(self, built: dict) -> str:
         reply = self._client.chat(built["messages"], temperature=built["temperature"], max_tokens=built["max_tokens"],
-                                  json_mode=built["json"], extra=self.extra, store_key=built["key"])
+                                  json_mode=built["json"], extra=self.extra, body=built["body"],
+                                  store_key=built["key"])
         record(built["row_id"], reply)
         return reply.text
 
@@ -138,9 +147,11 @@ class OpenAIChat(RemoteChat):
         if len(chosen) < 2:
             logger.info("sceval_openai: the run has fewer than two items with audio; audio canary skipped")
             return
-        result = run_canary(chosen, lambda m: self._client.chat(self._wire(m), max_tokens=self.max_tokens,
-                                                                extra=self.extra),
-                            concurrency=self.max_concurrency)
+        def ask(messages: list[dict]):
+            wire_messages, body = self._wire(messages)
+            return self._client.chat(wire_messages, max_tokens=self.max_tokens, extra=self.extra, body=body)
+
+        result = run_canary(chosen, ask, concurrency=self.max_concurrency)
         if not result.passed:
             raise AudioCanaryError(
                 f"sceval_openai: the audio canary failed on {self._client.base_urls} ({self.model_name}): "

@@ -10,15 +10,20 @@ Several endpoints (data-parallel replicas, ``base_url=http://a:8000/v1|http://b:
 share the load: every attempt goes to the endpoint with the fewest requests in flight, ties
 broken round-robin, so a retry may land on another replica.
 
-What is sent (:func:`chat_messages`), in the task's order, as vLLM's chat parser reads it
-(``vllm/entrypoints/chat_utils.py``):
+What is sent (:func:`chat_request`), in the task's order, as vLLM's chat parser reads it
+(``vllm/renderers/chat_utils.py`` in vLLM 0.32, since split into the package
+``vllm/renderers/chat_utils/``; ``vllm/entrypoints/chat_utils.py`` before):
 
 - the system turn as a plain string;
-- each frame (and a C3PO picture) as an ``image_url`` part holding a data URL of a lossless
+- each frame, and a C3PO picture, as an ``image_url`` part holding a data URL of a lossless
   encoding (:mod:`.media_encoding`; ``bmp`` by default, which vLLM decodes with Pillow); with
-  ``frames_as=video`` each run of consecutive frames is instead one ``video_url`` part, the
-  ``data:video/jpeg;base64,<frame>,<frame>,...`` form vLLM's video loader splits into frames
-  (it opens each with Pillow, so the frames stay lossless whatever the MIME type says);
+  ``frames_as=video`` each run of consecutive video frames is instead one ``video_url`` part,
+  the ``data:video/jpeg;base64,<frame>,<frame>,...`` form vLLM's video loader splits into
+  frames (it opens each with Pillow, so the frames stay lossless whatever the MIME type says),
+  with the frames' timing in the request's ``media_io_kwargs`` and ``mm_processor_kwargs``
+  (:func:`video_timing`; the server needs ``--trust-request-mm-kwargs``); a picture stays an
+  ``image_url`` (it is an image, and a second video would break
+  ``--limit-mm-per-prompt '{"video": 1, ...}'``);
 - the audio as an ``input_audio`` part (``{"data": <base64 WAV>, "format": "wav"}``, OpenAI's
   own part type, which vLLM turns into the same audio input as an ``audio_url`` data URL); with
   ``audio_part=audio_url`` as an ``audio_url`` data URL instead;
@@ -32,6 +37,7 @@ accepts.
 from __future__ import annotations
 
 import base64
+import collections
 import itertools
 import os
 import threading
@@ -45,6 +51,14 @@ KEY_ENV = ("SCEVAL_OPENAI_API_KEY", "OPENAI_API_KEY")
 FRAMES_AS = ("images", "video")
 AUDIO_PARTS = ("input_audio", "audio_url")
 DEFAULT_IMAGE_ENCODING = "bmp"
+#: vLLM (0.32) refuses per-request ``media_io_kwargs`` / ``mm_processor_kwargs`` without it
+#: (``validate_request_mm_kwargs``, ``vllm/entrypoints/generate/base/protocol.py``)
+TRUST_FLAG = "--trust-request-mm-kwargs"
+
+
+class TimingRefused(RuntimeError):
+    """The server does not take the video timing of ``frames_as=video``: every video request
+    would fail the same way, so the run stops (not one ``api_failure`` per request)."""
 
 
 def api_key() -> str:
@@ -55,48 +69,113 @@ def _data_url(mime: str, data: bytes) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def chat_messages(messages: list[dict], *, image_encoding: str = DEFAULT_IMAGE_ENCODING,
-                  frames_as: str = "images", audio_part: str = "input_audio") -> list[dict]:
+def wire_items(parts: list[dict], frames_as: str = "images") -> list[tuple[str, Any]]:
+    """The parts of one turn as the items they go out as, in order: ``("text" | "image" |
+    "audio", part)``, and with ``frames_as=video`` ``("video", [frame parts])`` for each run of
+    consecutive video frames (parts with :data:`~faultline_eval.tasks.FRAME_TIME_KEY`). A
+    picture (a C3PO item's image, a single image) is an image under either setting."""
+    from faultline_eval.tasks import FRAME_TIME_KEY
+
+    items: list[tuple[str, Any]] = []
+    for part in parts:
+        kind = part.get("type")
+        if kind not in ("text", "image", "audio"):
+            raise ValueError(f"unsupported message part type {kind!r}")
+        if kind == "image" and frames_as == "video" and FRAME_TIME_KEY in part:
+            if items and items[-1][0] == "video":
+                items[-1][1].append(part)
+            else:
+                items.append(("video", [part]))
+            continue
+        items.append((kind, part))
+    return items
+
+
+def mm_counts(messages: list[dict], frames_as: str = "images") -> collections.Counter:
+    """How many ``image`` / ``video`` / ``audio`` items a request of ``messages`` sends: what
+    vLLM's ``--limit-mm-per-prompt`` must allow (``sceval serve-limits``)."""
+    return collections.Counter(kind for message in messages if message.get("role", "user") != "system"
+                               for kind, _ in wire_items(message.get("content", []), frames_as) if kind != "text")
+
+
+def video_timing(times: list[float | None]) -> dict:
+    """The request fields that tell vLLM when a JPEG-sequence video's frames were taken.
+
+    vLLM's loader of the ``data:video/jpeg;base64,<frame>,...`` form (``VideoMediaIO.load_base64``
+    in ``vllm/multimodal/media/video.py``) knows nothing of the clip: it reads the video's ``fps``,
+    ``frames_indices``, ``total_num_frames`` and ``duration`` from its media-IO kwargs (the
+    server's ``--media-io-kwargs`` merged with the request's ``media_io_kwargs``), defaulting to
+    1 fps; models whose processor reads that metadata place the frames by it. Our frames lie on
+    a grid (``i / fps``, or ``i * duration / 8`` on longer clips; a probe may drop some), so the
+    grid step is the smallest gap and each frame's index its time over the step (a frame-budget
+    probe's frames are decoded frames: the step is then the clip's own frame interval).
+
+    Qwen2.5-Omni's processor ignores that metadata: it spaces a video's temporal patches by the
+    ``fps`` of its own kwargs (``processing_qwen2_5_omni.py``, default 2 fps, i.e. frames 0.5 s
+    apart), which the request sets through ``mm_processor_kwargs.fps``: the frames' mean rate
+    (frames less one over their span; its positions are evenly spaced, so the span is right and
+    the gap of dropped frames is spread). Measured on vLLM 0.32 with a tiny random Qwen2.5-Omni on
+    CPU: ``mm_processor_kwargs.fps`` changes the reply's log-probabilities, ``media_io_kwargs``
+    alone does not, and sending neither equals ``fps=2``.
+
+    Frames of unknown times (an item given as a frame list) send nothing: the server's defaults
+    apply. One video per request (vLLM's kwargs are per modality). vLLM 0.32 takes per-request
+    ``media_io_kwargs`` / ``mm_processor_kwargs`` only from a server started with
+    ``--trust-request-mm-kwargs`` and refuses them otherwise (HTTP 400: :class:`TimingRefused`
+    stops the run)."""
+    if not times or any(t is None for t in times):
+        return {}
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    if any(gap <= 0 for gap in gaps):
+        raise ValueError(f"video frame times {list(times)} s are not increasing")
+    step = min(gaps) if gaps else 1.0
+    positions = [t / step for t in times] if gaps else [0.0]
+    if any(abs(p - round(p)) > 1e-3 for p in positions):
+        raise ValueError(f"video frame times {list(times)} s are not on one grid, which vLLM's frames_indices "
+                         "need; send them with frames_as=images")
+    indices = [int(round(p)) for p in positions]
+    mean_rate = (len(times) - 1) / (times[-1] - times[0]) if gaps else 1.0 / step
+    return {"media_io_kwargs": {"video": {"fps": 1.0 / step, "frames_indices": indices,
+                                          "total_num_frames": indices[-1] + 1,
+                                          "duration": (indices[-1] + 1) * step}},
+            "mm_processor_kwargs": {"fps": mean_rate}}
+
+
+def chat_request(messages: list[dict], *, image_encoding: str = DEFAULT_IMAGE_ENCODING,
+                 frames_as: str = "images", audio_part: str = "input_audio") -> tuple[list[dict], dict]:
     """lmms-eval chat messages (text, PIL images, ``{"array", "sampling_rate"}`` audio) as
-    chat-completions messages with the part types described in the module doc."""
-    out = []
+    chat-completions messages with the part types described in the module doc, and the extra
+    body fields of the request (:func:`video_timing` of its video; ``{}`` without one)."""
+    from faultline_eval.tasks import FRAME_TIME_KEY
+
+    out, timings = [], []
     for message in messages:
         role, parts = message.get("role", "user"), message.get("content", [])
         if role == "system":
             out.append({"role": "system", "content": "\n".join(p["text"] for p in parts if p.get("type") == "text")})
             continue
         content: list[dict] = []
-        frames: list[str] = []
-
-        def flush_frames() -> None:
-            if frames:
-                url = "data:video/jpeg;base64," + ",".join(frames)
-                content.append({"type": "video_url", "video_url": {"url": url}})
-                frames.clear()
-
-        for part in parts:
-            kind = part.get("type")
-            if kind == "image":
-                data, mime = encode_image(part["url"], image_encoding)
-                if frames_as == "video":
-                    frames.append(base64.b64encode(data).decode("ascii"))
-                    continue
+        for kind, item in wire_items(parts, frames_as):
+            if kind == "video":
+                frames = ",".join(base64.b64encode(encode_image(p["url"], image_encoding)[0]).decode("ascii")
+                                  for p in item)
+                content.append({"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + frames}})
+                timings.append(video_timing([p[FRAME_TIME_KEY] for p in item]))
+            elif kind == "image":
+                data, mime = encode_image(item["url"], image_encoding)
                 content.append({"type": "image_url", "image_url": {"url": _data_url(mime, data)}})
-                continue
-            flush_frames()
-            if kind == "audio":
-                wav = encode_wav(part["url"])
+            elif kind == "audio":
+                wav = encode_wav(item["url"])
                 content.append({"type": "input_audio", "input_audio": {"data": base64.b64encode(wav).decode("ascii"),
                                                                        "format": "wav"}}
                                if audio_part == "input_audio" else
                                {"type": "audio_url", "audio_url": {"url": _data_url("audio/wav", wav)}})
-            elif kind == "text":
-                content.append({"type": "text", "text": part["text"]})
             else:
-                raise ValueError(f"unsupported message part type {kind!r}")
-        flush_frames()
+                content.append({"type": "text", "text": item["text"]})
         out.append({"role": role, "content": content})
-    return out
+    if len(timings) > 1:
+        raise ValueError(f"{len(timings)} videos in one request: vLLM takes one timing per request")
+    return out, (timings[0] if timings else {})
 
 
 def parse_completion(completion: Any) -> Answer:
@@ -156,11 +235,15 @@ class OpenAIChatClient(RequestLoop):
             return index
 
     def chat(self, messages: list[dict], *, temperature: float = 0.0, max_tokens: int = 1024,
-             json_mode: bool = False, extra: dict | None = None, store_key: str | None = None) -> Reply:
-        """One chat completion of already-encoded ``messages`` (:func:`chat_messages`)."""
+             json_mode: bool = False, extra: dict | None = None, body: dict | None = None,
+             store_key: str | None = None) -> Reply:
+        """One chat completion of already-encoded ``messages`` and the extra body fields the
+        ``openai`` client has no parameter for (both from :func:`chat_request`)."""
         import openai
 
         options: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, **(extra or {})}
+        if body:
+            options["extra_body"] = body
         if json_mode:
             options["response_format"] = {"type": "json_object"}
 
@@ -170,6 +253,11 @@ class OpenAIChatClient(RequestLoop):
                 completion = self._clients[index].chat.completions.create(model=self.model, messages=messages,
                                                                           **options)
             except openai.APIStatusError as exc:
+                if exc.status_code == 400 and TRUST_FLAG in str(exc.message or ""):
+                    raise TimingRefused(
+                        f"sceval_openai: {self.base_urls[index]} refuses the per-request video timing that "
+                        f"frames_as=video sends ({str(exc.message)[:160]}). Start vLLM with {TRUST_FLAG}, or run "
+                        "with frames_as=images (each frame an image, its time stated in the prompt)") from exc
                 detail = f"HTTP {exc.status_code} from {self.base_urls[index]}: {str(exc.message or '')[:200]}"
                 raise (RetryableError if exc.status_code in RETRYABLE_STATUS else FatalError)(detail) from exc
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:

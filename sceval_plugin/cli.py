@@ -249,6 +249,20 @@ def cmd_prompt_subset(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve_limits(args: argparse.Namespace) -> int:
+    from lmms_eval.utils import simple_parse_args_string
+
+    from sceval_plugin.serve_limits import MODALITIES, limit_flag, needed_limits
+
+    frames_as = str(simple_parse_args_string(args.model_args).get("frames_as", "images")).strip().lower()
+    found = needed_limits([t for t in args.tasks.split(",") if t], frames_as=frames_as, limit=args.limit)
+    width = max(len(name) for name in found)
+    for name, most in found.items():
+        print(f"{name:<{width}}  " + "  ".join(f"{m} {most[m]}" for m in MODALITIES))
+    print(limit_flag(found))
+    return 0
+
+
 def cmd_smoke(args: argparse.Namespace) -> int:
     from sceval_plugin.smoke import run_smoke, verdict
 
@@ -370,6 +384,15 @@ def build_parser() -> argparse.ArgumentParser:
     smoke.add_argument("--model_args", default="", help="as for lmms-eval, e.g. pretrained=...")
     smoke.add_argument("--limit", type=int, default=10)
     smoke.set_defaults(func=cmd_smoke)
+
+    limits = sub.add_parser("serve-limits", help="the --limit-mm-per-prompt a vLLM server needs for these tasks "
+                            "(the most images, videos, audio clips one request sends)")
+    limits.add_argument("--tasks", required=True, help="lmms-eval tasks or groups, comma-separated, as for the run")
+    limits.add_argument("--model_args", default="", help="sceval_openai's model args; frames_as=video counts a "
+                        "video's frames as one video")
+    limits.add_argument("--limit", type=int, default=None, help="count only the first N requests of each task "
+                        "(default: all, as the run sends them)")
+    limits.set_defaults(func=cmd_serve_limits)
 
     cache = sub.add_parser("cache", help="size of (info) or empty (clear) the decoded-media cache under $SCEVAL_CACHE")
     cache.add_argument("action", choices=("info", "clear"), nargs="?", default="info")

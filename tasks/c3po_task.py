@@ -30,6 +30,7 @@ from c3po_plugin.judges.base import JudgeRequest
 from c3po_plugin.judges.prompt import describe_sample
 from c3po_plugin.metrics import INVALID
 from c3po_plugin.templates import CATEGORIES, Template
+from faultline_eval.tasks import video_frame_parts
 from faultline_eval.tasks.sceval_task import (coverage, excluded_trials, functions_by_name, invalid_count,
                                               mean_variant_accuracy, record_exclusions, valid_trials,
                                               worst_variant_accuracy)
@@ -132,7 +133,7 @@ def media_content(item: C3POItem) -> list[dict]:
     content: list[dict] = []
     if frames:
         content.append({"type": "text", "text": prompts.video_label(item.frame_times())})
-        content += [{"type": "image", "url": frame} for frame in frames]
+        content += video_frame_parts(frames, item.frame_times(), item.sample_id)
     if picture is not None:
         content += [{"type": "text", "text": prompts.IMAGE_LABEL}, {"type": "image", "url": picture}]
     if audio is not None:

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from faultline_eval.tasks import video_frame_parts
 from sceval_plugin import no_option, probes, telemetry
 from sceval_plugin.conditions import Condition, catalogue
 from sceval_plugin.data.intake import bad_input_policy, decode_problem, refuse
@@ -211,7 +212,9 @@ def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) ->
     """System prompt; then the frames in order, the audio clip and the question with options."""
     condition, trial = trial_for(doc)
     system, user = _prompt(condition, trial)
-    content: list[dict] = [{"type": "image", "url": image} for image in _images(trial)]
+    images = _images(trial)
+    content: list[dict] = [{"type": "image", "url": image} for image in images] if trial.visual_kind == "image" \
+        else video_frame_parts(images, trial.frame_times, doc["sample_id"])
     audio = _audio(trial)
     if audio is not None:
         content.append({"type": "audio", "url": audio})

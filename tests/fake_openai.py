@@ -12,6 +12,15 @@ with the same reply. ``fail_status`` (e.g. 400, as vLLM answers a request it can
 answers every chat request with that HTTP error. ``tag_replies`` adds the request's digest
 (``request_digest``: sha256 of its JSON body) to each "ok" reply's reasoning, so a stored reply
 names the request it answers; ``answered`` counts the "ok" replies per request digest.
+
+As vLLM does, the server answers HTTP 400 to a request with more media items of a modality than
+``limits`` allows (``--limit-mm-per-prompt``; a modality it does not name allows 999,
+``vllm/config/multimodal.py``), and to a ``data:video/jpeg`` video whose timing in
+``media_io_kwargs.video`` does not fit its frames (``frames_indices`` a list of integers, one per
+frame, ``total_num_frames`` no fewer than the frames, as ``VideoMediaIO.load_base64`` checks);
+per-request ``media_io_kwargs`` / ``mm_processor_kwargs`` only with ``trust_mm_kwargs`` (vLLM's
+``--trust-request-mm-kwargs``, off by default).
+Each request records its ``counts`` per modality and its videos' frame counts.
 """
 
 from __future__ import annotations
@@ -32,6 +41,48 @@ def _completion(text: str = "", finish: str = "stop", refusal: str | None = None
             "choices": [{"index": 0, "finish_reason": finish,
                          "message": {"role": "assistant", "content": text or None, "refusal": refusal}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+
+def _modality(kind: str) -> str | None:
+    return {"image_url": "image", "video_url": "video", "input_audio": "audio", "audio_url": "audio"}.get(kind)
+
+
+def _parts(body: dict) -> list[dict]:
+    return [p for m in body.get("messages", []) if isinstance(m.get("content"), list) for p in m["content"]]
+
+
+def _counts(parts: list[dict]) -> Counter:
+    return Counter(_modality(p.get("type")) for p in parts if _modality(p.get("type")))
+
+
+def _frames(video_part: dict) -> int:
+    return len(video_part["video_url"]["url"].split(",", 1)[1].split(","))
+
+
+def _rejection(body: dict, limits: dict, trust_mm_kwargs: bool) -> str | None:
+    """Why vLLM would refuse this request (None: it would not)."""
+    for field in ("mm_processor_kwargs", "media_io_kwargs"):
+        if body.get(field) and not trust_mm_kwargs:
+            return (f"Per-request {field} are disabled by default because they can change multimodal "
+                    "preprocessing resource usage. Start the server with --trust-request-mm-kwargs only when "
+                    "clients are trusted.")
+    parts = _parts(body)
+    for modality, count in _counts(parts).items():
+        if count > limits.get(modality, 999):
+            return f"At most {limits.get(modality, 999)} {modality}(s) may be provided in one prompt."
+    timing = (body.get("media_io_kwargs") or {}).get("video") or {}
+    for part in parts:
+        if part.get("type") == "video_url" and part["video_url"]["url"].startswith("data:video/jpeg;base64,"):
+            frames = _frames(part)
+            indices = timing.get("frames_indices")
+            if indices is not None and not (isinstance(indices, list) and all(isinstance(i, int) for i in indices)):
+                return "frames_indices must be a list of integers"
+            if indices is not None and len(indices) != frames:
+                return f"frames_indices length ({len(indices)}) must match number of frames sent ({frames})"
+            total = timing.get("total_num_frames", frames)
+            if not isinstance(total, int) or total < frames:
+                return f"total_num_frames ({total}) must be >= number of frames sent ({frames})"
+    return None
 
 
 def _media(content) -> tuple[list[str], list[str], list[str]]:
@@ -59,7 +110,8 @@ def request_digest(body: dict) -> str:
 
 class FakeOpenAI(LocalServer):
     def __init__(self, mode: str = "hears", latency: float = 0.0, served: str = "fake-omni",
-                 parse: bool = True, fail_status: int | None = None, tag_replies: bool = False) -> None:
+                 parse: bool = True, fail_status: int | None = None, tag_replies: bool = False,
+                 limits: dict | None = None, trust_mm_kwargs: bool = False) -> None:
         assert mode in ("hears", "drops_audio")
         self.requests: list[dict] = []
         self.attempts: Counter = Counter()
@@ -102,13 +154,21 @@ class FakeOpenAI(LocalServer):
                     images += i
                     audio += a
                 scenario = next((m.group(1) for t in texts for m in [re.search(r"\[\[([a-z0-9-]+)\]\]", t)] if m), "ok")
+                parts = _parts(body)
+                counts = _counts(parts)
+                video_frames = [_frames(p) for p in parts if p.get("type") == "video_url"]
                 with lock:
                     server.requests.append({"body": body, "texts": texts, "images": images, "audio": audio,
-                                            "scenario": scenario, "bytes": len(raw),
+                                            "scenario": scenario, "bytes": len(raw), "counts": dict(counts),
+                                            "video_frames": video_frames,
                                             "headers": {k.lower(): v for k, v in self.headers.items()}})
                     seen = scenario + "|" + texts[-1][:200]
                     server.attempts[seen] += 1
                     attempt = server.attempts[seen]
+                refused = _rejection(body, limits or {}, trust_mm_kwargs)
+                if refused:
+                    return self._reply(400, {"object": "error", "message": refused, "type": "BadRequestError",
+                                             "code": 400})
                 if scenario == "429-then-ok" and attempt == 1:
                     return self._reply(429, {"error": {"message": "rate limited", "type": "rate_limit", "code": 429}})
                 if scenario == "500":

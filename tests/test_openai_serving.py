@@ -164,3 +164,133 @@ def test_every_wire_encoding_is_lossless():
         data, mime = encode_image(Image.fromarray(pixels), name)
         decoded = Image.open(io.BytesIO(data))
         assert decoded.format.lower() == mime.split("/")[1] and np.array_equal(np.asarray(decoded), pixels), name
+
+
+# --- frames_as=video under vLLM's own limits (the fake answers 400 where vLLM does) --------------
+
+VLLM_LIMITS = {"video": 1, "audio": 1}  # the README's frames_as=video server, images left at vLLM's default
+
+
+def test_a_c3po_picture_goes_as_an_image_beside_one_timed_video(tmp_path):
+    # ~40 s on 2 shared cores: lmms-eval on c3po_cc_t3 (frames, a picture, audio) through a server allowing one video
+    from test_lmms_cli import lmms_eval, results
+
+    env = {"SCEVAL_CACHE": str(tmp_path / "cache"), "C3PO_JUDGE": "exact"}
+    with FakeOpenAI(limits=VLLM_LIMITS, trust_mm_kwargs=True) as server:
+        lmms_eval("--model", "sceval_openai", "--model_args",
+                  f"base_url={server.url},frames_as=video,store=none,audio_canary=off,max_retries=0",
+                  "--tasks", "c3po_cc_t3", "--log_samples", "--output_path", "out/", cwd=tmp_path, env=env)
+        sent = chat_requests(server)
+    records = [s["c3po_record"] for s in results(tmp_path / "out")[1]["c3po_cc_t3"]]
+    assert len(sent) == len(records) > 0
+    assert not [r["failure_detail"] for r in records if r["invalid"] == "api_failure"]
+    for request, record in zip(sent, records):
+        assert request["counts"] == {"video": 1, "image": 1, "audio": 1}
+        kinds = [p["type"] for p in request["body"]["messages"][1]["content"]]
+        assert kinds[:5] == ["text", "video_url", "text", "image_url", "text"]  # Video: ..., Image:, Audio:
+        times = record["frame_times_s"]
+        step = times[1] - times[0]
+        assert request["video_frames"] == [len(times)]
+        assert request["body"]["media_io_kwargs"] == {"video": {
+            "fps": pytest.approx(1 / step), "frames_indices": list(range(len(times))),
+            "total_num_frames": len(times), "duration": pytest.approx(len(times) * step)}}
+        assert request["body"]["mm_processor_kwargs"] == {"fps": pytest.approx(1 / step)}
+
+
+def _stated_times(request: dict) -> list[float]:
+    import re
+
+    said = re.search(r"taken at ([0-9., ]+) s into the clip", " ".join(request["texts"]))
+    return [float(t) for t in said.group(1).split(", ")]
+
+
+def _video_source(data: Path) -> Path:
+    """Two demo items whose visual evidence is a 12 s clip of 24 frames at 2 fps (F.2 takes 8
+    frames 1.5 s apart; a 16-frame budget gets 16 of its decoded frames)."""
+    from c3po_fixtures import write_mp4
+
+    def as_video(row):
+        write_mp4(data / "media" / row["sample_id"] / "clip.mp4", frames=24, fps=2)
+        row["visual"] = f"media/{row['sample_id']}/clip.mp4"
+
+    return copy_demo(data, 2, mutate=as_video)
+
+
+def test_a_long_clip_tells_vllm_when_its_frames_were_taken(tmp_path):
+    # ~40 s on 2 shared cores: a 12 s clip (8 frames 1.5 s apart; vLLM's JPEG-sequence default would say 1 s),
+    # its 16-frame budget and its middle frames dropped (a gap on the same grid)
+    from test_lmms_cli import lmms_eval
+
+    data = _video_source(tmp_path / "data")
+    env = {"SCEVAL_SOURCE": str(data), "SCEVAL_CACHE": str(tmp_path / "cache")}
+    tasks = ["sceval_clean", "sceval_probe_frame_budget_16", "sceval_probe_temporal_middle_drop"]
+    with FakeOpenAI(limits=VLLM_LIMITS, trust_mm_kwargs=True) as server:
+        lmms_eval("--model", "sceval_openai", "--model_args",
+                  f"base_url={server.url},frames_as=video,store=none,audio_canary=off,max_retries=0",
+                  "--tasks", ",".join(tasks), "--log_samples", "--output_path", "out/", cwd=tmp_path, env=env)
+        sent = chat_requests(server)
+    seen = {}
+    for request in sent:
+        times = _stated_times(request)
+        timing = request["body"]["media_io_kwargs"]["video"]
+        assert request["video_frames"] == [len(times)] and request["counts"] == {"video": 1, "audio": 1}
+        assert [i / timing["fps"] for i in timing["frames_indices"]] == pytest.approx(times, abs=0.006)
+        mean_rate = (len(times) - 1) / (times[-1] - times[0])  # what Qwen's evenly spaced positions take
+        assert request["body"]["mm_processor_kwargs"]["fps"] == pytest.approx(mean_rate, rel=0.01)
+        seen[len(times)] = (timing["fps"], timing["frames_indices"])
+    assert seen[8] == (pytest.approx(1 / 1.5), list(range(8)))
+    assert seen[5] == (pytest.approx(1 / 1.5), [0, 1, 5, 6, 7])  # the middle third (indices 2-4) dropped
+    assert seen[16][0] == 2 and len(seen[16][1]) == 16  # decoded frames of the 2 fps clip, by their index
+
+
+def test_a_server_that_refuses_request_timing_stops_the_run_with_the_fix(monkeypatch, tmp_path):
+    # vLLM 0.32 refuses per-request mm kwargs unless started with --trust-request-mm-kwargs: every
+    # video request would fail alike, so the run stops at the first with what to do, not N api_failures
+    from faultline_eval.model_wrappers.openai_client import TimingRefused
+    from faultline_eval.tasks import sceval_task
+    from sceval_plugin.conditions import catalogue
+
+    monkeypatch.setenv("SCEVAL_SOURCE", str(_video_source(tmp_path / "data")))
+    monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
+    docs = sceval_task.build_rows(catalogue().get("clean"))[0]
+    with FakeOpenAI(limits=VLLM_LIMITS) as server:
+        model, requests = _model_over(server, docs, frames_as="video", audio_canary="off", max_concurrency=1,
+                                      build_workers=1)
+        with pytest.raises(TimingRefused, match="Start vLLM with --trust-request-mm-kwargs, or run with "
+                                                "frames_as=images"):
+            model.generate_until(requests)
+        assert len(chat_requests(server)) == 1
+
+
+def test_video_timing_refuses_frames_off_one_grid():
+    from faultline_eval.model_wrappers.openai_client import video_timing
+
+    assert video_timing([None, None]) == {}  # a frame list: times unknown, the server's default applies
+    with pytest.raises(ValueError, match="not on one grid"):
+        video_timing([0.0, 1.0, 2.5])
+    with pytest.raises(ValueError, match="not increasing"):
+        video_timing([0.0, 2.0, 1.0])
+
+
+def test_serve_limits_counts_what_each_task_sends(capsys, monkeypatch, tmp_path):
+    # ~20-45 s on 2 shared cores: the README's old sizing ("image": 8) is too small for a 16-frame budget and for a C3PO
+    # item's frames plus its picture; with frames_as=video a video is one item, a picture an image
+    from sceval_plugin.cli import main
+
+    monkeypatch.setenv("SCEVAL_SOURCE", str(_video_source(tmp_path / "data")))
+    monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("C3PO_JUDGE", "exact")
+    tasks = "sceval_clean,sceval_probe_frame_budget_16,sceval_probe_distractor_appended_frame,c3po_cc_t3"
+    assert main(["serve-limits", "--tasks", tasks]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert dict(line.split(None, 1) for line in lines[:-1]) == {
+        "sceval_clean": "image 8  video 0  audio 1", "sceval_probe_frame_budget_16": "image 16  video 0  audio 1",
+        "sceval_probe_distractor_appended_frame": "image 9  video 0  audio 1",
+        "c3po_cc_t3": "image 6  video 0  audio 1"}  # the demo's 5 frames and its picture
+    assert lines[-1] == """--limit-mm-per-prompt '{"image": 16, "video": 0, "audio": 1}'"""
+    assert main(["serve-limits", "--tasks", tasks, "--model_args", "base_url=http://x:8000/v1,frames_as=video"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == """--limit-mm-per-prompt '{"image": 1, "video": 1, "audio": 1}'"""
+    found = dict(line.split(None, 1) for line in lines[:-1])
+    assert found["sceval_clean"] == found["sceval_probe_frame_budget_16"] == "image 0  video 1  audio 1"
+    assert found["c3po_cc_t3"] == "image 1  video 1  audio 1"
