@@ -256,7 +256,7 @@ class OpenAIChatClient(RequestLoop):
                 if exc.status_code == 400 and TRUST_FLAG in str(exc.message or ""):
                     raise TimingRefused(
                         f"sceval_openai: {self.base_urls[index]} refuses the per-request video timing that "
-                        f"frames_as=video sends ({str(exc.message)[:160]}). Start vLLM with {TRUST_FLAG}, or run "
+                        f"frames_as=video sends ({str(exc.message)[:400]}). Start vLLM with {TRUST_FLAG}, or run "
                         "with frames_as=images (each frame an image, its time stated in the prompt)") from exc
                 detail = f"HTTP {exc.status_code} from {self.base_urls[index]}: {str(exc.message or '')[:200]}"
                 raise (RetryableError if exc.status_code in RETRYABLE_STATUS else FatalError)(detail) from exc
