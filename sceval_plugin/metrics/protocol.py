@@ -518,9 +518,11 @@ def check_comparable(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> No
             detail = "; ".join(f"scheme {n}: {', '.join(map(str, ms))}" for n, ms in schemes.items())
             raise ValueError(f"runs use different seed schemes ({detail}), so their noise variants differ; rerun "
                              "with SCEVAL_SEED_SCHEME set to one of them")
-    reread = trials[trials["condition_id"].isin(REREAD_IN_2)] if "probe_readings" in trials else trials.iloc[:0]
+    if "probe_readings" not in trials:  # not read from logs (read_runs gives every log the column)
+        return
+    reread = trials[trials["condition_id"].isin(REREAD_IN_2)]
     old = reread[reread["probe_readings"].isna() | (reread["probe_readings"].astype(float) < READINGS)]
-    if len(old):  # a log without the field predates it (read_runs gives every log the column)
+    if len(old):  # a log without the field predates it
         detail = "; ".join(f"{c}: {', '.join(map(str, ms))}" for c, ms in
                            old.groupby("condition_id", observed=True)["model"].unique().items())
         raise ValueError(f"logs of probes whose meaning changed with the paper's G.10/G.11 readings were made "
