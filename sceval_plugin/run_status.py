@@ -93,9 +93,22 @@ def add_failure_rate_argument(parser: argparse.ArgumentParser) -> None:
                         f"failed (0-1, default {DEFAULT_MAX_FAILURE_RATE}); a task with coverage 0 always exits 1")
 
 
+#: Up to this many tasks the summary has a line each; beyond, tasks without a failure share one line.
+SCREEN_TASKS = 20
+
+
 def summary_lines(outcomes: Iterable[TaskOutcome], max_failure_rate: float | None) -> list[str]:
+    """A line per task (sorted by name) with its failures and verdict; on a run of more than
+    :data:`SCREEN_TASKS` tasks, those that answered every request share one line, so the
+    summary stays one screen and every task with a failure is still named."""
+    outcomes = sorted(outcomes, key=lambda o: o.name)
+    clean = [o for o in outcomes if not o.failures and not o.problem(max_failure_rate)]
+    shown = [o for o in outcomes if o not in clean] if len(outcomes) > SCREEN_TASKS else outcomes
     lines = []
-    for o in outcomes:
+    if len(shown) < len(outcomes):
+        lines.append(f"  {len(clean)} task(s) with no failures: {sum(o.requests for o in clean)} "
+                     f"{clean[0].unit}, all {clean[0].done} -> ok")
+    for o in shown:
         failures = ", ".join(f"{c} {n}" for c, n in sorted(o.failures.items())) or "no failures"
         problem = o.problem(max_failure_rate)
         lines.append(f"  {o.name}: {o.requests} {o.unit}, {o.answered} {o.done} ({o.coverage:.0%}); {failures}"

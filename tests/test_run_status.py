@@ -24,7 +24,7 @@ from faultline_eval.model_wrappers.lmms_plugin import (UnknownTaskError, check_t
                                                        our_task_names)
 from faultline_eval.model_wrappers.model_args import UnknownModelArgError, check_model_args, flag
 from faultline_eval.model_wrappers.reference import ReferenceChat
-from sceval_plugin.run_status import TaskOutcome, report
+from sceval_plugin.run_status import SCREEN_TASKS, TaskOutcome, report
 
 BIN = Path(sys.executable).parent
 
@@ -136,6 +136,21 @@ def test_summary_lists_each_task_and_the_exit_status_follows_coverage_and_the_fa
     assert "FAILED: failure rate 10.0% > 5.0%" in out.getvalue()
     refused = TaskOutcome.from_records("c3po_cc", [{"invalid": "refusal", "correct": None}])
     assert refused.problem(1.0) == "coverage 0" and TaskOutcome("x", 0, 0).problem(1.0) == "no requests"
+
+
+def test_a_run_of_many_tasks_keeps_its_summary_to_one_screen_and_names_every_failing_task():
+    clean = [TaskOutcome(f"sceval_single_{i:02d}", 30, 30) for i in range(SCREEN_TASKS)]
+    flaky = TaskOutcome.from_records("sceval_clean", [{"invalid": None, "correct": 1}] * 29
+                                     + [{"invalid": "refusal", "correct": None}])
+    out = io.StringIO()
+    assert report([*clean, flaky], out=out) == 0
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 4  # the rule, one line for the 20 clean tasks, the task with a refusal and its first
+    assert f"  {SCREEN_TASKS} task(s) with no failures: {30 * SCREEN_TASKS} requests, all answered -> ok" in lines
+    assert "  sceval_clean: 30 requests, 29 answered (97%); refusal 1 -> ok" in lines
+    out = io.StringIO()
+    report(clean[:3], out=out)  # a small run: a line each, by name
+    assert [line.split(":")[0].strip() for line in out.getvalue().splitlines()[1:]] == [o.name for o in clean[:3]]
 
 
 @pytest.mark.slow
