@@ -395,3 +395,17 @@ def test_published_card_names_the_rows_licence_and_publishing_twice_gives_the_sa
     assert main(["build", "publish", str(root)]) == 0
     assert file_digests(root / "published") == first
     assert not list(root.glob(".published.partial*"))
+
+
+def test_publish_a_pool_copied_by_hand_as_the_readme_demo_does(tmp_path):
+    """The README's demo flow copies the demo into ``BUILD/pool`` (no ``sceval build pool``, so no
+    ``funnel.json``): publish counts the pool as given at every earlier stage instead of failing
+    with a bare "No such file or directory"."""
+    root = tmp_path / "b"
+    copy_demo(root / "pool", 3)
+    done = _sceval("build", "publish", root)
+    assert done.returncode == 0, done.stderr
+    funnel = json.loads((root / "published/funnel.json").read_text())
+    assert funnel["sources"] == {"sceval-demo": {"examples": 3, "converted": 3, "eligible": 3, "pooled": 3,
+                                                 "published": 3}}
+    assert "| sceval-demo | 3 | 3 | 3 | 3 | 3 |" in (root / "published/README.md").read_text()

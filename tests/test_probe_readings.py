@@ -101,6 +101,22 @@ def test_holm_families_are_per_model_unless_pooled_by_name(tmp_path):
     assert settings["holm_families"] == "pooled"
 
 
+@pytest.mark.slow
+def test_running_a_named_option_does_not_change_table_17_conditions_adjusted_p(tmp_path):
+    """~10 s: a named option (``probe_temporal_middle_drop_1``, sceval_probe_options) is another
+    reading, not one more of Table 17's comparisons: logging it beside the temporal probes leaves
+    their Holm-adjusted p as it was (the option is corrected among the family's options)."""
+    temporal = [c.id for c in catalogue() if c.id.startswith("probe_temporal_") and c.id != "probe_temporal_middle_drop_1"]
+    write_logs(tmp_path / "paper", "sceval_reference", reference, ["clean", *temporal])
+    write_logs(tmp_path / "option", "sceval_reference", reference, ["probe_temporal_middle_drop_1"])
+    alone = pd.read_csv(report(tmp_path, [tmp_path / "paper"], "alone") / "probes_temporal.csv")
+    both = pd.read_csv(report(tmp_path, [tmp_path / "paper", tmp_path / "option"], "both") / "probes_temporal.csv")
+    assert len(alone) == 5 and len(both) == 6
+    assert (alone["p_mcnemar"] < 0.05).any()  # the reference model breaks with shuffled frames
+    kept = both[~both["option"].astype(bool)].set_index("condition_id")["p_holm"]
+    assert np.allclose(kept.loc[alone["condition_id"]], alone["p_holm"])
+
+
 def test_trust_bias_over_all_tiers_resamples_items_not_trials():
     """An item answered alike under the three donor tiers is one item: the all-tier interval is
     the one-tier interval, not a narrower one from three times as many trials."""

@@ -84,9 +84,10 @@ def test_desync_slope_budget_gap_position_gap_and_distractor_effect():
     assert m["budget_gap"] == pytest.approx(0.5)
     assert m["position_gap"] == pytest.approx(0.4)
     assert m["distractor_effect"] == pytest.approx((0.3 + 0.0) / 2) and m["distractor_effect_appended_audio"] == 1.0
-    # every probe family is its own Holm family in the clean-vs-condition tests
+    # every probe family is its own Holm family in the clean-vs-condition tests, its named options another
     families = set(numbers.comparisons.loc[numbers.comparisons["condition_b"].str.startswith("probe_"), "family"])
-    assert families == {"probe_desync", "probe_frame_budget", "probe_key_frame", "probe_distractor"}
+    assert families == {"probe_desync", "probe_frame_budget", "probe_key_frame", "probe_distractor",
+                        "probe_distractor_options"}
     row = table.set_index("condition_id").loc["probe_frame_budget_1"]
     assert row["drop"] == pytest.approx(0.6) and row["p_holm"] >= row["p_mcnemar"]
 

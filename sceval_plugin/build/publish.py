@@ -141,7 +141,7 @@ def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub
         shutil.rmtree(partial)
     (partial / "media").mkdir(parents=True)
     rows = read_jsonl(pool / "items.jsonl")
-    funnel = json.loads((pool / "funnel.json").read_text(encoding="utf-8"))
+    funnel = _pool_funnel(pool, rows)
     manifest = build_dir / "manifest.json"
     kept, excluded = _kept(rows, manifest) if manifest.is_file() else (rows, [])
     if not kept:
@@ -177,6 +177,21 @@ def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub
 
         result["hub"] = push(out, push_to_hub)
     return result
+
+
+def _pool_funnel(pool: Path, rows: list[dict]) -> dict:
+    """The pool's funnel from ``sceval build pool`` (``pool/funnel.json``); for a pool put there by
+    hand (the README's demo flow copies a folder) one that counts its items, as given, at every
+    earlier stage."""
+    written = pool / "funnel.json"
+    if written.is_file():
+        return json.loads(written.read_text(encoding="utf-8"))
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["source"]] = counts.get(row["source"], 0) + 1
+    return {"seed": None, "budget": max(counts.values(), default=0), "excluded": [],
+            "sources": {name: dict.fromkeys(("examples", "converted", "eligible", "pooled"), n)
+                        for name, n in counts.items()}}
 
 
 def source_licences(funnel: dict, kept: list[dict]) -> dict[str, str]:

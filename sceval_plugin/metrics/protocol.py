@@ -57,9 +57,11 @@ class ConditionInfo:
 
     @property
     def family(self) -> str:
-        """The significance family (one Holm correction each): a probe's is its probe family."""
+        """The significance family (one Holm correction each): a probe's is its probe family; a
+        named option's (another reading, ``sceval_probe_options``) is its family's options, so
+        running one leaves Table 17's adjusted p as they were."""
         if self.probe is not None:
-            return f"probe_{self.probe[0]}"
+            return f"probe_{self.probe[0]}" + ("_options" if "probe_option" in self.suites else "")
         return "controls" if self.block in ("missing", "shortcut", "option_order", "prompt") else (
             "single" if self.block == "single" else self.block)
 

@@ -245,7 +245,8 @@ def write_probes(numbers, trials: pd.DataFrame, info: dict, out: Path, notes: li
         if len(rows):
             caption = (f"{FAMILY_TITLES[family]}. Accuracy with 95% bootstrap CI and drop from clean on the items "
                        "the probe applied to, invalid answers left out; McNemar vs clean (invalid answers wrong), "
-                       f"Holm-adjusted within the family, {holm_scope(numbers.holm_families)} (* p<.05, ** p<.01)")
+                       f"Holm-adjusted within the family (a named option's within its family's options), "
+                       f"{holm_scope(numbers.holm_families)} (* p<.05, ** p<.01)")
             written += write_table(out, f"probes_{family}", family_table(rows), rows, caption)
     metrics = family_metrics(table)
     trust = trust_bias(trials, info, reading=trust_reading, b=b, seed=seed)
