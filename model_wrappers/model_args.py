@@ -63,6 +63,20 @@ def accepted_args(cls: type) -> list[str]:
     return sorted(names)
 
 
+def named_with_close_matches(unknown: list[str], known: list[str] | tuple[str, ...],
+                             options: tuple[str, ...] = LMMS_EVAL_OPTIONS) -> list[str]:
+    """Each unknown argument quoted, with its close matches among ``known`` (else the lmms-eval
+    option among ``options`` it resembles): ``'pretrianed' (did you mean 'pretrained'?)``."""
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=3)
+        option = difflib.get_close_matches(name, options, n=1)
+        hint = (f"did you mean {', '.join(map(repr, close))}?" if close else
+                f"did you mean lmms-eval's --{option[0]} option? it is not a model argument" if option else "")
+        parts.append(f"{name!r}" + (f" ({hint})" if hint else ""))
+    return parts
+
+
 def check_model_args(model: str, cls: type, leftover: dict[str, Any]) -> None:
     """Refuse the model arguments in ``leftover`` (a constructor's ``**kwargs``) that ``model``
     (class ``cls``) does not take, naming the close matches; lmms-eval's own arguments and the
@@ -77,13 +91,7 @@ def check_model_args(model: str, cls: type, leftover: dict[str, Any]) -> None:
 
         logger.warning(f"{model}: ignoring unknown model_args {unknown} ({ALLOW_UNKNOWN}=true)")
         return
-    parts = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, known, n=3)
-        option = difflib.get_close_matches(name, LMMS_EVAL_OPTIONS, n=1)
-        hint = (f"did you mean {', '.join(map(repr, close))}?" if close else
-                f"did you mean lmms-eval's --{option[0]} option? it is not a model argument" if option else "")
-        parts.append(f"{name!r}" + (f" ({hint})" if hint else ""))
+    parts = named_with_close_matches(unknown, known)
     ours = [k for k in known if k not in LMMS_EVAL_ARGS and k != ALLOW_UNKNOWN]
     raise UnknownModelArgError(
         f"{model}: unknown model argument{'s' if len(parts) > 1 else ''} {', '.join(parts)}; "

@@ -152,6 +152,11 @@ class OpenAIChat(RemoteChat):
             return self._client.chat(wire_messages, max_tokens=self.max_tokens, extra=self.extra, body=body)
 
         result = run_canary(chosen, ask, concurrency=self.max_concurrency)
+        if not result.answered:  # the server refused the requests: nothing is known about the audio
+            raise AudioCanaryError(
+                f"sceval_openai: the audio canary could not run on {self._client.base_urls} ({self.model_name}): "
+                f"{result.detail}. Nothing of the run was sent; fix what the error names (README, 'Serving with "
+                "vLLM'), or pass audio_canary=off to run anyway.")
         if not result.passed:
             raise AudioCanaryError(
                 f"sceval_openai: the audio canary failed on {self._client.base_urls} ({self.model_name}): "

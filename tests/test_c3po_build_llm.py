@@ -258,6 +258,17 @@ def test_a_video_base_goes_as_labelled_frames_and_model_specs_parse(tmp_path, ge
         parse_spec("openai:gpt")
 
 
+def test_a_misspelt_gemini_spec_argument_names_the_close_match(tmp_path, gemini_key):
+    """Issue 24: a misspelt argument is refused with the close match, as every model's is."""
+    from c3po_plugin.build.client import make_client
+
+    with pytest.raises(ValueError) as refused:
+        make_client("gemini:gemini-test,base_ur=http://127.0.0.1:9,max_retrys=1", tmp_path, "generate",
+                    temperature=0.0)
+    assert "'base_ur' (did you mean 'base_url'?)" in str(refused.value)
+    assert "'max_retrys' (did you mean 'max_retries'?)" in str(refused.value)
+
+
 # --- the command line, killed and resumed -------------------------------------------------------------
 
 @pytest.mark.slow

@@ -134,6 +134,24 @@ def test_the_audio_canary_passes_a_hearing_backend_and_refuses_one_that_drops_au
         assert len(model.generate_until(requests)) == len(docs) == len(chat_requests(server))
 
 
+def test_a_canary_the_server_refused_blames_the_server_not_the_audio():
+    """Issue 24: a server that answers HTTP 400 to every request has not shown that it drops the
+    audio; the refusal names the server's error, not the chat template."""
+    from faultline_eval.model_wrappers.audio_canary import AudioCanaryError
+    from faultline_eval.tasks import sceval_task
+    from sceval_plugin.conditions import catalogue
+
+    docs = sceval_task.build_rows(catalogue().get("clean"))[0][:2]
+    with FakeOpenAI(fail_status=400) as server:
+        model, requests = _model_over(server, docs, canary_items=2, max_retries=0)
+        with pytest.raises(AudioCanaryError) as refused:
+            model.generate_until(requests)
+    message = str(refused.value)
+    assert "the audio canary could not run" in message and "2 item(s) unanswered: HTTP 400" in message
+    assert "fake error 400" in message
+    assert "does not hear the audio" not in message and "chat template" not in message
+
+
 def test_sceval_smoke_on_a_served_model_catches_dropped_audio(capsys, monkeypatch, tmp_path):
     # (a hearing model's IFACE OK, swapped-audio check included, is tests/test_smoke.py's reference run)
     from sceval_plugin.cli import main

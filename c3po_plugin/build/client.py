@@ -123,11 +123,13 @@ class BuildClient:
 class GeminiBuildClient(BuildClient):
     def __init__(self, args: dict[str, str], build_dir: Path, stage: str, **settings: Any) -> None:
         from faultline_eval.model_wrappers.gemini_client import GeminiClient
+        from faultline_eval.model_wrappers.model_args import named_with_close_matches
 
         super().__init__(build_dir, stage, **settings)
         unknown = sorted(set(args) - set(GEMINI_ARGS))
         if unknown:
-            raise ValueError(f"gemini model spec: unknown argument(s) {unknown}; use {GEMINI_ARGS}")
+            named = ", ".join(named_with_close_matches(unknown, GEMINI_ARGS, options=()))  # no lmms-eval here
+            raise ValueError(f"gemini model spec: unknown argument(s) {named}; use {', '.join(GEMINI_ARGS)}")
         model = args.pop("model_version")
         numbers = {k: float(v) for k, v in args.items() if k != "base_url"}
         self.model_id = f"gemini:{model}"
