@@ -376,17 +376,11 @@ def _differences(a, b, path: str = "") -> list[str]:
 
 
 def _stored_requests(store: Path) -> set[str]:
-    """The request digests whose replies the reply store holds (a torn last line does not count,
-    as the store does not read it)."""
-    stored: set[str] = set()
-    if store.exists():
-        for line in store.read_text(errors="replace").splitlines():
-            try:
-                json.loads(line)
-            except ValueError:
-                continue
-            stored.update(_STORED_REQUEST.findall(line))
-    return stored
+    """The request digests whose replies the reply store holds, as the store reads them (a torn
+    last line or a damaged one does not count)."""
+    from sceval_plugin.store import read_records
+
+    return {digest for record in read_records(store) for digest in _STORED_REQUEST.findall(json.dumps(record))}
 
 
 def lmms_run(kill_points: int, seed: int, workdir: Path, *, tasks: str = "sceval_clean,sceval_t30_v70",

@@ -47,16 +47,12 @@ def probe_status(output_path: str, probes, max_failure_rate: float) -> int:
     from pathlib import Path
 
     from sceval_plugin.run_status import TaskOutcome, report
+    from sceval_plugin.store import read_records
 
     outcomes = []
     for probe in probes:
-        path = Path(output_path) / f"{probe}.jsonl"
-        records = []
-        for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut short by a kill: the next run redoes that doc
-                continue
+        # the store's reader: damaged lines named and skipped, a torn tail left for the next run
+        records = read_records(Path(output_path) / f"{probe}.jsonl")
         failures = Counter(r["status"] for r in records if r["status"] != "ok")
         applicable = len(records) - failures["no_reference"]
         if applicable == 0:
