@@ -42,7 +42,7 @@ class GeminiChat(RemoteChat):
             raise ValueError("sceval_gemini: pass the API key in the environment (GEMINI_API_KEY), not in "
                              "--model_args, which lmms-eval writes into its results")
         check_model_args(self.name, type(self), kwargs)
-        from sceval_plugin.store import open_store
+        from faultline_eval.core.store import open_store
 
         self.model_version = str(model_version)
         self.set_pipeline(max_concurrency, build_workers, lookahead)
@@ -56,8 +56,8 @@ class GeminiChat(RemoteChat):
                                         "those requests are not sent again")
 
     def _build(self, request: Any) -> dict:
-        from sceval_plugin.data.identity import fingerprint_of
-        from sceval_plugin.store import request_key
+        from faultline_eval.core.identity import fingerprint_of
+        from faultline_eval.core.store import request_key
 
         doc = self.doc(request)
         contents, system = message_parts(request.args[1](doc), self.image_encoding)

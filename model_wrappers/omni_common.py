@@ -8,16 +8,16 @@ the steps that go wrong; this module holds the pieces they have in common:
 * one request loop for the chat and the simple path that answers each doc on its own or, at
   ``batch_size`` > 1 (Qwen), several per ``generate`` call; it hands each request's task the
   latency (and, when generation raised, ``api_failure`` with the error) through
-  :mod:`sceval_plugin.telemetry`, and logs the error with the task and doc id instead of
+  :mod:`faultline_eval.core.telemetry`, and logs the error with the task and doc id instead of
   stopping the run;
 * conversion of every media form our tasks (and lmms-eval's audio tasks) produce into the forms
   the model code consumes: PIL images, mono float32 16 kHz arrays;
 * device placement that honours ``device=cpu`` and data-parallel ranks;
 * an optional per-request log of how many image/audio/video tokens reached the model
   (``FAULTLINE_MEDIA_TOKEN_LOG=<file.jsonl>``), counted from the ``input_ids`` of the model's
-  first forward call, appended through the project's journal (:mod:`sceval_plugin.store`);
+  first forward call, appended through the project's journal (:mod:`faultline_eval.core.store`);
   requests answered from the reply store are not in it;
-* the reply store (:mod:`sceval_plugin.store`, model arg ``store``) that lets a killed run
+* the reply store (:mod:`faultline_eval.core.store`, model arg ``store``) that lets a killed run
   resume without generating again the greedy replies it had already finished.
 
 Nothing heavy is imported at module level: lmms-eval imports a model's module only when that
@@ -43,9 +43,9 @@ _token_logs: dict[str, Any] = {}
 
 
 def token_log(path: str):
-    """The media token log at ``path``: one :class:`sceval_plugin.store.Journal` per process, so
+    """The media token log at ``path``: one :class:`faultline_eval.core.store.Journal` per process, so
     threads and data-parallel ranks appending to one file never interleave partial lines."""
-    from sceval_plugin.store import Journal
+    from faultline_eval.core.store import Journal
 
     with _log_lock:
         if path not in _token_logs:
@@ -193,7 +193,7 @@ class MediaTokenCounter:
 def open_reply_store(name: str, pretrained: str, store: str | None):
     """The reply store of one adapter and checkpoint: ``store=<file.jsonl>``, by default
     ``$SCEVAL_CACHE/replies/<adapter>-<pretrained, sanitised>.jsonl``; ``store=none`` turns it off."""
-    from sceval_plugin.store import open_store, slug
+    from faultline_eval.core.store import open_store, slug
 
     return open_store(store, f"{name}-{slug(pretrained)}", name, "greedy requests among them are not generated again")
 
@@ -214,8 +214,8 @@ def store_key(wrapper: Any, name: str, doc: Any, messages: list[dict], gen_kwarg
     fresh draw (repeated runs are how sampling variance is measured), so such requests are always
     generated. Docs without ``dataset`` and ``row_id`` (lmms-eval's own tasks) are not keyed either.
     """
-    from sceval_plugin.data.identity import fingerprint_of
-    from sceval_plugin.store import request_key
+    from faultline_eval.core.identity import fingerprint_of
+    from faultline_eval.core.store import request_key
 
     settings = decoding(wrapper, gen_kwargs)
     if settings["temperature"] > 0 or settings["do_sample"]:
@@ -275,8 +275,8 @@ def answer_requests(wrapper: Any, requests: list, answer: Callable[[list[dict], 
     from loguru import logger
     from tqdm import tqdm
 
-    from sceval_plugin import telemetry
-    from sceval_plugin.store import restored_call
+    from faultline_eval.core import telemetry
+    from faultline_eval.core.store import restored_call
 
     log_path = os.environ.get(MEDIA_TOKEN_LOG_ENV)
     counter: MediaTokenCounter | None = getattr(wrapper, "media_token_counter", None)

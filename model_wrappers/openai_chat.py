@@ -70,7 +70,7 @@ class OpenAIChat(RemoteChat):
             raise ValueError("sceval_openai: pass the API key in the environment (SCEVAL_OPENAI_API_KEY or "
                              "OPENAI_API_KEY), not in --model_args, which lmms-eval writes into its results")
         check_model_args(self.name, type(self), kwargs)
-        from sceval_plugin.store import open_store, slug
+        from faultline_eval.core.store import open_store, slug
 
         self.set_pipeline(max_concurrency, build_workers, lookahead)
         self.max_tokens = int(max_tokens)
@@ -100,8 +100,8 @@ class OpenAIChat(RemoteChat):
                             audio_part=self.audio_part)
 
     def _build(self, request: Any) -> dict:
-        from sceval_plugin.data.identity import fingerprint_of
-        from sceval_plugin.store import request_key
+        from faultline_eval.core.identity import fingerprint_of
+        from faultline_eval.core.store import request_key
 
         doc = self.doc(request)
         messages = request.args[1](doc)

@@ -194,7 +194,7 @@ def answer_freely(question: str, frames: list[np.ndarray], wave: np.ndarray | No
 
 def _reply(text: str, frames: list[np.ndarray], wave: np.ndarray | None) -> str:
     """The SCEval reply to a prompt: a free-form answer when the prompt says no options are given."""
-    from sceval_plugin.prompts import NO_OPTION, NO_OPTION_CUE
+    from sceval_plugin.eval_prompts import NO_OPTION, NO_OPTION_CUE
 
     question, options = read_prompt(text)
     if NO_OPTION_CUE in text:  # no options: the answer format follows the question
@@ -218,7 +218,7 @@ def _audio_array(audio: Any) -> np.ndarray | None:
 
 def _is_c3po(texts: list[str]) -> bool:
     """C3PO prompts ask for a free-form answer (``prompts.ANSWER_CUE``); SCEval's for a choice."""
-    from c3po_plugin.prompts import ANSWER_CUE
+    from c3po_plugin.eval_prompt import ANSWER_CUE
 
     return any(ANSWER_CUE in t for t in texts)
 
@@ -291,7 +291,7 @@ class _Reference(_lmms_base()):  # type: ignore[misc]
     def generate_until(self, requests: List[Any]) -> List[str]:
         from tqdm import tqdm
 
-        from sceval_plugin import telemetry
+        from faultline_eval.core import telemetry
 
         replies = []
         for request in tqdm(requests, disable=self.rank != 0, desc="sceval_reference"):

@@ -27,7 +27,7 @@ with the style prompt as its prompt, anything else TTS.
    pixels vary, audio whose RMS exceeds :data:`SILENT_RMS`), and a sample with generated audio
    or a generated picture has it attached.
 2. Query Sanitization: the query has at most 12 words and none of App. I's banned words
-   (the generate stage's own checks, :mod:`c3po_plugin.build.generate`).
+   (the generate stage's own checks, :mod:`c3po_plugin.construction.generate`).
 3. Coherence and Naturalness: a non-empty ground-truth answer.
 
 (Template alignment it cannot judge: it passes.)
@@ -93,7 +93,7 @@ def _target(images: list[np.ndarray], sample_id: str):
 
 def generate_item(text: str, images: list[np.ndarray], wave: np.ndarray | None) -> dict:
     """App. I's output fields for the generator prompt ``text`` and the base media it came with."""
-    from c3po_plugin.build.generate import DOES_NOT_FIT
+    from c3po_plugin.construction.generate import DOES_NOT_FIT
 
     template = json.loads(_between(text, "<template>", "</template>"))
     sample_id = re.search(r'"sample_id": "([^"]+)"', text).group(1)
@@ -139,7 +139,7 @@ def generate_item(text: str, images: list[np.ndarray], wave: np.ndarray | None) 
 
 def type_audio(text: str) -> dict:
     """App. I's audio-typing answer for the ``{"transcript", "voice_style_prompt"}`` JSON ``text``."""
-    from c3po_plugin.build.classify import PLACEHOLDER
+    from c3po_plugin.construction.classify import PLACEHOLDER
 
     audio = json.loads(text)
     if PLACEHOLDER.match(audio.get("transcript") or ""):
@@ -151,8 +151,8 @@ def type_audio(text: str) -> dict:
 # --- auditor ----------------------------------------------------------------------------------
 
 def _failure(item: dict, images: list[np.ndarray], wave: np.ndarray | None) -> tuple[str, str] | None:
-    from c3po_plugin.build.generate import banned_word, query_words
-    from c3po_plugin.build.settings import DEFAULTS
+    from c3po_plugin.construction.generate import banned_word, query_words
+    from c3po_plugin.construction.settings import DEFAULTS
 
     components = item.get("generated_components") or {}
     if any(float(np.std(image)) < 1.0 for image in images):
@@ -193,7 +193,7 @@ def audit_item(text: str, images: list[np.ndarray], wave: np.ndarray | None, mod
 
 def reply(messages: list[dict]) -> str:
     """The JSON reply to one of App. I's build prompts (chat messages from the build client)."""
-    from c3po_plugin.prompts import IMAGE_LABEL
+    from c3po_plugin.eval_prompt import IMAGE_LABEL
 
     from .reference_c3po import _VIDEO_LABEL
 

@@ -65,7 +65,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from c3po_plugin import prompts
+from c3po_plugin import eval_prompt as prompts
 
 from .reference import HIGH_PITCH_HZ, Shape, Tone, _as_array, _audio_array, find_shapes, find_tones, split_visuals
 

@@ -4,7 +4,7 @@ A subclass says how to build one request (``_build``: the doc's messages, encode
 wire, and its reply-store key) and how to send it (``_send``, through its client's
 :class:`~.request_loop.RequestLoop`); this class runs them through the client pipeline
 (:mod:`.request_pipeline`), hands the task each request's latency, retries and failure category
-(:mod:`sceval_plugin.telemetry`), and reads whether a doc's prompt asks for JSON.
+(:mod:`faultline_eval.core.telemetry`), and reads whether a doc's prompt asks for JSON.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def expects_json(doc: dict) -> bool:
     """SCEval's prompt says whether it wants JSON; other docs (C3PO items, judge requests) may
     say so themselves."""
     from sceval_plugin.conditions import catalogue
-    from sceval_plugin.prompts import prompt_template
+    from sceval_plugin.eval_prompts import prompt_template
 
     if "condition_id" in doc:
         return prompt_template(catalogue().get(doc["condition_id"]).prompt).expects_json
@@ -35,7 +35,7 @@ def decoding(request: Any, doc: dict, max_tokens: int) -> tuple[float, int, tupl
     ``max_output_tokens`` / ``max_tokens`` argument, whatever the task's generation_kwargs say
     (no key parts: stored replies of evaluation runs keep their keys). A doc that says its
     request's gen_kwargs bind (``binding_gen_kwargs``: the C3PO build stages and judges,
-    :func:`c3po_plugin.judges.lmms.generate`) gets their ``temperature`` and
+    :func:`faultline_eval.model_wrappers.lmms_judge.generate`) gets their ``temperature`` and
     ``max_new_tokens``, which then are part of the key."""
     if not doc.get("binding_gen_kwargs"):
         return 0.0, max_tokens, ()
@@ -47,8 +47,8 @@ def decoding(request: Any, doc: dict, max_tokens: int) -> tuple[float, int, tupl
 
 def record(row_id: str, reply: Reply) -> None:
     """Tell the task what this request cost and how it failed (a restored reply: as stored)."""
-    from sceval_plugin import telemetry
-    from sceval_plugin.store import restored_call
+    from faultline_eval.core import telemetry
+    from faultline_eval.core.store import restored_call
 
     telemetry.record(row_id, restored_call(reply.stored()) if reply.restored else telemetry.Call(
         latency_s=reply.latency_s, retries=reply.retries, failure=reply.failure, detail=reply.detail))

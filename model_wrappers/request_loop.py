@@ -8,7 +8,7 @@ as vLLM) supplies one *attempt*: send the request once and return an :class:`Ans
 - retries with exponential backoff (``initial_backoff`` doubling, capped at ``max_backoff``) up
   to ``max_retries``; after the last one the reply's ``failure`` is ``api_failure``;
 - latency covering every attempt, and the retry count, in the :class:`Reply`;
-- with a reply store (:class:`sceval_plugin.store.ReplyStore`) and a ``store_key``, a finished
+- with a reply store (:class:`faultline_eval.core.store.ReplyStore`) and a ``store_key``, a finished
   reply (anything but ``api_failure``) is written as soon as it arrives, and the same key is
   answered from the store afterwards, so a run killed with ``kill -9`` resumes without paying
   twice;
