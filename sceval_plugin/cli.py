@@ -21,6 +21,7 @@ from faultline_eval.core.offline import use_offline_defaults
 from sceval_plugin import operators
 from faultline_eval.core import media
 from sceval_plugin.operators import SEVERITIES
+from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.run_status import run_command
 
 
@@ -383,15 +384,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     smoke = sub.add_parser("smoke", help="10-example interface check of a model (frames, audio, parser)")
     smoke.add_argument("--model", required=True, help="an lmms-eval model id, e.g. sceval_reference or qwen2_5_omni")
-    smoke.add_argument("--model_args", default="", help="as for lmms-eval, e.g. pretrained=...")
+    add_argument(smoke, "--model-args", old=["--model_args"], default="", help="as for lmms-eval, e.g. pretrained=...")
     smoke.add_argument("--limit", type=int, default=10)
     smoke.set_defaults(func=cmd_smoke)
 
     limits = sub.add_parser("serve-limits", help="the --limit-mm-per-prompt a vLLM server needs for these tasks "
                             "(the most images, videos, audio clips one request sends)")
     limits.add_argument("--tasks", required=True, help="lmms-eval tasks or groups, comma-separated, as for the run")
-    limits.add_argument("--model_args", default="", help="sceval_openai's model args; frames_as=video counts a "
-                        "video's frames as one video")
+    add_argument(limits, "--model-args", old=["--model_args"], default="",
+                 help="sceval_openai's model args; frames_as=video counts a video's frames as one video")
     limits.add_argument("--limit", type=int, default=None, help="count only the first N requests of each task "
                         "(default: all, as the run sends them)")
     limits.set_defaults(func=cmd_serve_limits)

@@ -1,15 +1,29 @@
 """``faultline probe e1|e2|e3|all ...`` and ``faultline probe report OUT... -o REPORT``.
 
     faultline probe all --model faultline_qwen2_5_omni \\
-        --model_args pretrained=Qwen/Qwen2.5-Omni-3B,attn_implementation=eager --tasks c3po_all \\
-        --output_path probes/qwen3b [--limit N] [--references refs.jsonl]
+        --model-args pretrained=Qwen/Qwen2.5-Omni-3B,attn_implementation=eager --tasks c3po_all \\
+        --output-path probes/qwen3b [--limit N] [--references refs.jsonl]
     faultline probe report probes/qwen3b probes/minicpm -o probes/report [--verdicts eval_out/]
+
+The flags were once snake_case (``--output_path``, ...); those spellings still work, with a
+deprecation note (:mod:`faultline_eval.core.flag_spellings`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
+from pathlib import Path
+
+from c3po_plugin.mechanistic.attention import MID_LAYERS_DEFAULT
+from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS
+from c3po_plugin.mechanistic.lemmas import LEMMATIZERS
+from c3po_plugin.mechanistic.report import write_report
+from c3po_plugin.mechanistic.runner import PROBES, PROMPTS, run_probes
+from faultline_eval.core.flag_spellings import add_argument
+from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, report
+from faultline_eval.core.store import read_records
 
 
 def _mid_layers(text: str) -> tuple[float, float]:
@@ -23,8 +37,6 @@ def _mid_layers(text: str) -> tuple[float, float]:
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from c3po_plugin.mechanistic.runner import PROBES, run_probes
-
     probes = PROBES if args.probe == "all" else (args.probe,)
     summary = run_probes(probes, args.model, args.model_args, args.tasks.split(","), args.output_path,
                          limit=args.limit, references=args.references, max_new_tokens=args.max_new_tokens,
@@ -43,12 +55,6 @@ def probe_status(output_path: str, probes, max_failure_rate: float) -> int:
     far (resumed runs included): ``ok`` is an answer, ``error`` a failure; a ``no_reference``
     record (nothing to score against) is listed, not counted, and a probe with only those is
     left out of the exit status."""
-    from collections import Counter
-    from pathlib import Path
-
-    from faultline_eval.core.run_status import TaskOutcome, report
-    from faultline_eval.core.store import read_records
-
     outcomes = []
     for probe in probes:
         # the store's reader: damaged lines named and skipped, a torn tail left for the next run
@@ -65,20 +71,12 @@ def probe_status(output_path: str, probes, max_failure_rate: float) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from c3po_plugin.mechanistic.report import write_report
-
     written = write_report(args.runs, args.output, verdicts=args.verdicts)
     print(json.dumps(written["files"], indent=2))
     return 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from c3po_plugin.mechanistic.attention import MID_LAYERS_DEFAULT
-    from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS
-    from c3po_plugin.mechanistic.lemmas import LEMMATIZERS
-    from c3po_plugin.mechanistic.runner import PROMPTS
-    from faultline_eval.core.run_status import add_failure_rate_argument
-
     parser = sub.add_parser("probe", help="mechanistic probes on open models: E1 attention, E2 logit lens, "
                             "E3 caption fidelity (C3PO App. F)")
     probes = parser.add_subparsers(dest="probe", required=True, metavar="PROBE")
@@ -88,26 +86,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                             ("all", "E1, E2 and E3")):
         p = probes.add_parser(name, help=help_text)
         p.add_argument("--model", required=True, help="our lmms-eval adapter id, e.g. faultline_qwen2_5_omni")
-        p.add_argument("--model_args", default="", help="as for lmms-eval (E1 needs attn_implementation=eager)")
+        add_argument(p, "--model-args", old=["--model_args"], default="",
+                     help="as for lmms-eval (E1 needs attn_implementation=eager)")
         p.add_argument("--tasks", required=True, help="comma-separated C3PO or SCEval task names")
-        p.add_argument("--output_path", required=True, help="folder for <probe>.jsonl and run.json (resumable)")
+        add_argument(p, "--output-path", old=["--output_path"], required=True,
+                     help="folder for <probe>.jsonl and run.json (resumable)")
         p.add_argument("--limit", type=int, default=None, help="first N docs of each task")
         p.add_argument("--references", default=None,
                        help="JSONL of {sample_id, transcript, image_description} for E2/E3")
-        p.add_argument("--max_new_tokens", type=int, default=MAX_NEW_TOKENS, help="E1/E3 generation cap (128)")
-        p.add_argument("--mid_layers", type=_mid_layers, default=MID_LAYERS_DEFAULT,
-                       help="E1 middle-layer range as relative depths LOW:HIGH (default 0.33:0.67)")
+        add_argument(p, "--max-new-tokens", old=["--max_new_tokens"], type=int, default=MAX_NEW_TOKENS,
+                     help="E1/E3 generation cap (128)")
+        add_argument(p, "--mid-layers", old=["--mid_layers"], type=_mid_layers, default=MID_LAYERS_DEFAULT,
+                     help="E1 middle-layer range as relative depths LOW:HIGH (default 0.33:0.67)")
         p.add_argument("--lemmatizer", choices=LEMMATIZERS, default="simplemma")
         p.add_argument("--mask", default="", help="E1 ablation: modalities no query may attend to, e.g. audio")
-        p.add_argument("--lens_video", action="store_true", help="E2 also at video positions (masked by default)")
+        add_argument(p, "--lens-video", old=["--lens_video"], action="store_true",
+                     help="E2 also at video positions (masked by default)")
         p.add_argument("--prompt", choices=PROMPTS, default="describe",
                        help="E1/E2 input: the AUDIO/IMAGE description prompt (the paper's E1) or the task's question")
-        p.add_argument("--include_defaults", action="store_true", help="also index lmms-eval's own tasks")
+        add_argument(p, "--include-defaults", old=["--include_defaults"], action="store_true",
+                     help="also index lmms-eval's own tasks")
         add_failure_rate_argument(p)
         p.set_defaults(func=_probe)
-    report = probes.add_parser("report", help="the paper's probe tables from one or more probe folders")
-    report.add_argument("runs", nargs="+", help="probe output folders (one per model)")
-    report.add_argument("-o", "--output", required=True, help="report folder")
-    report.add_argument("--verdicts", nargs="*", default=None,
-                        help="lmms-eval C3PO output folders: judge correctness for the entropy-correctness tables")
-    report.set_defaults(func=_report)
+    report_parser = probes.add_parser("report", help="the paper's probe tables from one or more probe folders")
+    report_parser.add_argument("runs", nargs="+", help="probe output folders (one per model)")
+    report_parser.add_argument("-o", "--output", required=True, help="report folder")
+    report_parser.add_argument("--verdicts", nargs="*", default=None,
+                               help="lmms-eval C3PO output folders: judge correctness for the entropy-correctness tables")
+    report_parser.set_defaults(func=_report)

@@ -26,6 +26,9 @@ from c3po_plugin.mechanistic.attention import MID_LAYERS_DEFAULT, NotEager, prob
 from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS, describe_messages, probe_fidelity
 from c3po_plugin.mechanistic.logit_lens import probe_logit_lens
 from faultline_eval.core.store import Journal, write_atomic
+from c3po_plugin.templates import registry
+from c3po_plugin.mechanistic.lemmas import content_lemmas, LEMMATIZERS
+from c3po_plugin.mechanistic.spans import MODALITY_NAMES
 
 PROBES = ("e1", "e2", "e3")
 #: What E1 and E2 ask: the description prompt of E3, as the paper's E1 does (App. F.1), or the task's question.
@@ -76,8 +79,6 @@ def doc_info(doc: dict) -> dict:
                             "template_id": doc.get("template_id"), "category": None, "tier": None,
                             "transcript": None, "image_description": None}
     if info["template_id"]:
-        from c3po_plugin.templates import registry
-
         if info["template_id"] in registry():
             template = registry().get(info["template_id"])
             info["category"], info["tier"] = template.category, template.tier
@@ -113,9 +114,6 @@ def _done(journal: Journal) -> set[tuple[str, int]]:
 def check_settings(out: Path, model: str, model_args: str, prompt: str, lemmatizer: str, mask: Sequence[str]) -> None:
     """Refuse, before the model loads, settings no doc could run with and an output folder that
     holds another model's records (a resumed run must be the same run)."""
-    from c3po_plugin.mechanistic.lemmas import LEMMATIZERS, content_lemmas
-    from c3po_plugin.mechanistic.spans import MODALITY_NAMES
-
     if prompt not in PROMPTS:
         raise ProbeError(f"--prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
     if lemmatizer not in LEMMATIZERS:

@@ -29,6 +29,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, TextIO
 
+from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.plugin_host import DEBUG_ENV, env_flag
 
 #: Share of a task's requests that may fail (no reply after retries) before the exit status is 1.
@@ -88,12 +89,12 @@ def failure_rate_type(text: str) -> float:
 
 
 def add_failure_rate_argument(parser: argparse.ArgumentParser) -> None:
-    """The ``--max-failure-rate`` option, the same in every command (``--max_failure_rate`` too,
-    spelt like lmms-eval's flags)."""
-    parser.add_argument("--max-failure-rate", "--max_failure_rate", type=failure_rate_type,
-                        default=DEFAULT_MAX_FAILURE_RATE, metavar="RATE",
-                        help="exit 1 when more than this share of a task's requests (a build stage's items) "
-                        f"failed (0-1, default {DEFAULT_MAX_FAILURE_RATE}); a task with coverage 0 always exits 1")
+    """The ``--max-failure-rate`` option, the same in every command (the old spelling
+    ``--max_failure_rate`` still parses, with a deprecation note)."""
+    add_argument(parser, "--max-failure-rate", old=["--max_failure_rate"], type=failure_rate_type,
+                 default=DEFAULT_MAX_FAILURE_RATE, metavar="RATE",
+                 help="exit 1 when more than this share of a task's requests (a build stage's items) "
+                 f"failed (0-1, default {DEFAULT_MAX_FAILURE_RATE}); a task with coverage 0 always exits 1")
 
 
 #: Up to this many tasks the summary has a line each; beyond, tasks without a failure share one line.
