@@ -67,7 +67,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 def cmd_judge(args: argparse.Namespace) -> int:
     from faultline_eval.judges import make_judge
-    from c3po_plugin.verdicts import regrade
+    from c3po_plugin.report.verdict_files import regrade
 
     judge = make_judge(args.judge)
     counts = regrade(args.runs, judge, args.output)
@@ -78,7 +78,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
-    from c3po_plugin.verdicts import agreement
+    from c3po_plugin.report.verdict_files import agreement
 
     result = agreement(args.a, args.b, include_exact=args.include_exact)
     if args.json:

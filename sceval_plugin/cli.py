@@ -8,11 +8,14 @@
     sceval corrupt --probes temporal --sample demo-count-03 -o probes.png   mechanism probes on one item
     sceval demo -o demo_out/                 contact sheets for a built-in synthetic sample
     sceval prompt-subset RUN_DIR --model M   the G.6 prompt-robustness cells from M's own results
+    sceval serve-limits --tasks T            the --limit-mm-per-prompt a vLLM server needs for tasks T
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,6 +26,7 @@ from faultline_eval.core import media
 from sceval_plugin.operators import SEVERITIES
 from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.run_status import run_command
+from faultline_eval.model_wrappers.openai_client import FRAMES_AS, mm_counts
 
 
 def _load(args: argparse.Namespace) -> tuple[str, Any, str, list[str]]:
@@ -240,7 +244,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt_subset(args: argparse.Namespace) -> int:
-    from sceval_plugin.prompt_subset import subset_from_runs
+    from sceval_plugin.report.prompt_subset_choice import subset_from_runs
 
     done = subset_from_runs(args.runs, args.model, [p.strip() for p in args.prompts.split(",") if p.strip()])
     for note in done["notes"]:
@@ -252,10 +256,54 @@ def cmd_prompt_subset(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_serve_limits(args: argparse.Namespace) -> int:
-    from lmms_eval.utils import simple_parse_args_string
+#: What ``sceval serve-limits`` counts per request.
+MODALITIES = ("image", "video", "audio")
 
-    from sceval_plugin.serve_limits import MODALITIES, limit_flag, needed_limits
+
+def needed_limits(tasks: list[str], *, frames_as: str = "images", limit: int | None = None
+                  ) -> dict[str, collections.Counter]:
+    """Per task (groups expanded), the most images, videos and audio clips one request sends;
+    ``limit`` counts only the first ``limit`` requests of each task.
+
+    vLLM refuses (HTTP 400) a request with more images, videos or audio clips than the server's
+    ``--limit-mm-per-prompt`` allows (a modality it does not name allows 999,
+    ``vllm/config/multimodal.py``), and sizes its profiling run by those limits. How many of each a
+    request carries depends on the task and the item: 8 frames and one clip on SCEval's clean
+    items, 16 on a video under ``probe_frame_budget_16``, one more frame under the appended-frame
+    distractor, a C3PO tier-3/4 item's frames plus its picture; with ``frames_as=video`` the frames
+    of a video are one video and pictures stay images. So the limits are counted, not guessed:
+    every request of the tasks is built as lmms-eval builds it (the task's ``doc_to_messages`` on
+    the configured source) and counted as ``sceval_openai`` sends it (:func:`mm_counts`)."""
+    # heavy: lmms-eval's task index takes seconds to import; only this command needs it
+    from lmms_eval.evaluator_utils import get_task_list
+    from lmms_eval.tasks import TaskManager, get_task_dict
+
+    import lmms_eval.models  # noqa: F401  (loads our entry point, which adds the SCEval and C3PO tasks)
+
+    if frames_as not in FRAMES_AS:
+        raise ValueError(f"frames_as={frames_as!r} is not one of {', '.join(FRAMES_AS)}")
+    found = {}
+    for output in get_task_list(get_task_dict(tasks, TaskManager("ERROR"), task_type="chat")):
+        most: collections.Counter = collections.Counter({m: 0 for m in MODALITIES})
+        for index, doc in enumerate(output.task.eval_docs):
+            if limit is not None and index >= limit:
+                break
+            for modality, count in mm_counts(output.task.doc_to_messages(doc), frames_as).items():
+                most[modality] = max(most[modality], count)
+        found[output.task_name] = most
+    return found
+
+
+def limit_flag(found: dict[str, collections.Counter]) -> str:
+    """The ``--limit-mm-per-prompt`` argument allowing every request: each modality's maximum
+    (0 for one no request sends, so vLLM reserves nothing for it)."""
+    most = {m: max((c[m] for c in found.values()), default=0) for m in MODALITIES}
+    return f"--limit-mm-per-prompt '{json.dumps(most)}'"
+
+
+def cmd_serve_limits(args: argparse.Namespace) -> int:
+    """``sceval serve-limits``: the ``--limit-mm-per-prompt`` a vLLM server needs for a run's tasks."""
+    from lmms_eval.utils import simple_parse_args_string  # heavy: imports lmms-eval
 
     frames_as = str(simple_parse_args_string(args.model_args).get("frames_as", "images")).strip().lower()
     found = needed_limits([t for t in args.tasks.split(",") if t], frames_as=frames_as, limit=args.limit)

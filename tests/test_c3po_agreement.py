@@ -8,7 +8,7 @@ import json
 import pytest
 
 from c3po_plugin.cli import main
-from c3po_plugin.verdicts import agreement
+from c3po_plugin.report.verdict_files import agreement
 
 # (model, sample, verdict A, verdict B, exact match)
 LINES = (

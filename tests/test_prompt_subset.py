@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from sceval_plugin import prompt_subset
+from sceval_plugin.report.prompt_subset_choice import subset_from_runs
 from sceval_plugin.conditions import PROMPT_BASES, catalogue
 from sceval_plugin.metrics.protocol import catalogue_info
 from sceval_plugin.plugins import PluginError
@@ -71,7 +72,7 @@ def test_prompt_subset_from_a_run_generates_registered_conditions_and_an_lmms_ev
                                     "single_noise_v70": 0.5, "single_mute_a30": 0.75, "single_remove_a50": 0.5,
                                     "bi_tv_drop_words_noise_t70_v70": 0.25, "bi_tv_drop_words_noise_t30_v70": 0.5,
                                     "tri_drop_words_noise_mute_t70_v70_a50": 0.0})
-    done = prompt_subset.subset_from_runs([run])
+    done = subset_from_runs([run])
     assert done["model"] == "tiny-model" and done["group"] == "sceval_prompt_subset_tiny_model"
     assert list(done["cells"].values()) == ["clean", "single_word_shuffle_t70", "single_noise_v70", "single_remove_a50",
                                             "bi_tv_drop_words_noise_t70_v70", "tri_drop_words_noise_mute_t70_v70_a50"]
@@ -92,9 +93,9 @@ def test_prompt_subset_errors_name_the_problem(cache, tmp_path):
     run = tmp_path / "run"
     _write_logs(run, "a", {"clean": 1.0, "single_noise_v70": 0.5})
     with pytest.raises(prompt_subset.SubsetError, match="no trials of model 'b'"):
-        prompt_subset.subset_from_runs([run], "b")
+        subset_from_runs([run], "b")
     with pytest.raises(prompt_subset.SubsetError, match="choose among cot, open"):
-        prompt_subset.subset_from_runs([run], "a", ["json"])
+        subset_from_runs([run], "a", ["json"])
     broken = cache / "prompt_subsets" / "sceval_prompt_subset_x.json"
     broken.parent.mkdir(parents=True)
     broken.write_text("{not json")
