@@ -30,13 +30,10 @@ import re
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from sceval_plugin.conditions import PROMPT_ROBUSTNESS_VARIANTS, ConditionRegistry, catalogue, prompt_variant
-from sceval_plugin.eval_prompts import PROMPT_VARIANTS
-from sceval_plugin.metrics.protocol import catalogue_info
+from sceval_plugin.conditions import ConditionRegistry, catalogue, prompt_variant
 from sceval_plugin.hookspecs import hookimpl
 from faultline_eval.core.store import write_atomic
 from faultline_eval.core.paths import cache_dir
-from sceval_plugin.metrics.protocol import per_sample
 
 #: The role of each chosen cell, in the order G.6 lists them.
 ROLES = ("clean", "worst_text", "worst_vision", "worst_audio", "strongest_tv", "strongest_tva")
@@ -78,13 +75,6 @@ def choose_bases(accuracy: Mapping[str, float], info: Mapping) -> tuple[dict[str
         else:
             chosen[role] = found
     return chosen, notes
-
-
-def model_accuracy(trials, model: str) -> dict[str, float]:
-    """Condition id -> accuracy (eq. 3: mean over samples of each one's mean over valid variants)."""
-    mine = trials[trials["model"].astype(str) == model]
-    samples = per_sample(mine)
-    return samples.groupby(samples["condition_id"].astype(str))["score"].mean().to_dict()
 
 
 def write_subset(model: str, chosen: Mapping[str, str], prompts: Sequence[str], runs: Sequence[str],
@@ -140,31 +130,3 @@ def group_files() -> dict[str, str]:
         lines += [f"  - {name}" for name in task_names(subset, catalogue())]
         files[f"{subset['group']}.yaml"] = "\n".join(lines) + "\n"
     return files
-
-
-def subset_from_trials(trials, run_dirs: Sequence[str | Path], model: str | None = None,
-                       prompts: Sequence[str] = PROMPT_ROBUSTNESS_VARIANTS) -> dict:
-    """Choose ``model``'s subset from ``trials`` (the trial table of the logs under ``run_dirs``,
-    which reading them gives: :func:`sceval_plugin.report.prompt_subset_choice.subset_from_runs`;
-    the only model there when None) and write its file; returns the model, chosen cells, their
-    accuracy, notes, the file and the group's task names."""
-    unknown = [p for p in prompts if p not in PROMPT_VARIANTS or p in ("json", "no_option")]
-    if unknown or not prompts:
-        raise SubsetError(f"prompt variants {unknown or list(prompts)}: choose among cot, open")
-    models = sorted(set(map(str, trials["model"])))
-    if model is None and len(models) != 1:
-        raise SubsetError(f"the logs hold {len(models)} models ({', '.join(models)}); name one with --model")
-    model = model or models[0]
-    if model not in models:
-        raise SubsetError(f"no trials of model {model!r} in the logs; they hold {', '.join(models)}")
-    info = catalogue_info()
-    standard = {cid: c for cid, c in info.items() if catalogue().get(cid).prompt == "json"}
-    accuracy = model_accuracy(trials, model)
-    chosen, notes = choose_bases(accuracy, standard)
-    if set(chosen) <= {"clean"}:
-        raise SubsetError(f"model {model!r}: the logs hold no single-modality or joint cell to choose from")
-    path = write_subset(model, chosen, prompts, run_dirs, accuracy)
-    catalogue.cache_clear()  # the new file adds conditions
-    subset = next(s for s in read_subsets() if s["path"] == path)
-    return {"model": model, "cells": chosen, "accuracy": {cid: accuracy[cid] for cid in chosen.values()},
-            "notes": notes, "path": path, "group": group_name(model), "tasks": task_names(subset, catalogue())}
