@@ -20,14 +20,23 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from c3po_plugin.construction import pipeline
+from c3po_plugin.construction.ledger import format_reports
+from c3po_plugin.construction.sample import import_answers
+from c3po_plugin.construction.settings import DEFAULTS, PAPER_AUDITOR, PAPER_MODELS, ROLE_ENV
+from c3po_plugin.construction.specs import registry as specs
+from c3po_plugin.data.records import check_media
+from c3po_plugin.data.sources import load_source, media_paths
+from c3po_plugin.templates import registry
+from faultline_eval.core.intake import check_command
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.run_status import add_failure_rate_argument, run_command
+from faultline_eval.judges import make_judge
+from faultline_eval.tasks.c3po_configs import out_of_date, write_task_files
+from faultline_eval.viewer import add_html_arguments, check_html_arguments, write_report_site
 
 
 def cmd_templates(args: argparse.Namespace) -> int:
-    from c3po_plugin.construction.specs import registry as specs
-    from c3po_plugin.templates import registry
-
     rows = [("id", "paper id", "name", "category", "tier", "base", "modalities", "paper n", "task")]
     for t in registry():
         spec = specs().find(t.id)
@@ -44,17 +53,10 @@ def cmd_templates(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from c3po_plugin.data.records import check_media
-    from c3po_plugin.data.sources import load_source, media_paths
-    from faultline_eval.core.intake import check_command
-
     return check_command(load_source(args.source), check_media, media_paths)
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
-    from faultline_eval.tasks.c3po_configs import out_of_date, write_task_files
-    from c3po_plugin.templates import registry
-
     folder = Path(args.folder)
     if args.write:
         print(f"wrote {len(write_task_files(folder, registry()))} files to {folder}")
@@ -66,7 +68,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    from faultline_eval.judges import make_judge
+    # heavy: pandas and scipy (the trial tables); `c3po --help` and the light commands start without them
     from c3po_plugin.report.verdict_files import regrade
 
     judge = make_judge(args.judge)
@@ -78,6 +80,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
+    # heavy: pandas and scipy (the trial tables); `c3po --help` and the light commands start without them
     from c3po_plugin.report.verdict_files import agreement
 
     result = agreement(args.a, args.b, include_exact=args.include_exact)
@@ -103,13 +106,12 @@ def cmd_agreement(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    # heavy: pandas and scipy (the trial tables); `c3po --help` and the light commands start without them
     from c3po_plugin.report import build_report
 
     done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed, verdicts=args.verdicts)
     print(done["summary"])
     if args.html:
-        from faultline_eval.viewer import write_report_site
-
         write_report_site(args, "c3po")
     return 0
 
@@ -145,19 +147,13 @@ Settings a stage ran with are kept in BUILD_DIR/settings.json and reused by late
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from c3po_plugin.construction import pipeline
-
     build_dir = Path(args.build_dir)
     templates = args.templates.split(",") if getattr(args, "templates", None) else None
     if args.stage == "status":
-        from c3po_plugin.construction.ledger import format_reports
-
         print(pipeline.summary(build_dir, templates))
         print("\n" + format_reports(pipeline.stage_reports(build_dir, pipeline.STAGES, templates)))
         return 0
     if args.stage == "import-answers":
-        from c3po_plugin.construction.sample import import_answers
-
         print(import_answers(build_dir, args.sheet))
         return 0
     options = {k: v for k, v in vars(args).items() if k in BUILD_OPTIONS and v is not None}
@@ -195,8 +191,6 @@ def _per_template(text: str) -> tuple[int, int]:
 
 def model_default(role: str) -> str:
     """What a build's ``--generator`` / ``--classifier`` / ``--auditor`` defaults to."""
-    from c3po_plugin.construction.settings import DEFAULTS, PAPER_AUDITOR, PAPER_MODELS, ROLE_ENV
-
     if role == "generator":
         return f"default: settings.json, else {DEFAULTS['generator']}"
     text = f"default: settings.json, else ${ROLE_ENV[role]}, else the generator's"
@@ -314,7 +308,6 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--verdicts", help="grade with this verdict file (from `c3po judge`) instead")
     report.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     report.add_argument("--seed", type=int, default=20261129)
-    from faultline_eval.viewer import add_html_arguments
 
     add_html_arguments(report, ("c3po",), switch=True)
     report.set_defaults(func=cmd_report)
@@ -325,7 +318,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
 
     use_offline_defaults()
-    from faultline_eval.viewer import check_html_arguments
 
     parser = build_parser()
     args = parser.parse_args(argv)

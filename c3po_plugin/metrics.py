@@ -31,6 +31,7 @@ import pandas as pd
 from c3po_plugin.failure_modes import DOMINANCE, MODES
 from c3po_plugin.templates import CATEGORIES, TIERS
 from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT, grouped_intervals
+from c3po_plugin.templates import registry
 
 TRIAL_COLUMNS = ("model", "sample_id", "template_id", "category", "tier", "run", "correct", "invalid", "exact",
                  "judged", "judge_error", "failure_mode", "human_correct", "difficulty")
@@ -177,8 +178,6 @@ def failure_modes(trials: pd.DataFrame, *, pooled: str | None = COHORT) -> pd.Da
 def group_rank(group: str) -> tuple:
     """Sort key of a group name: template ids in the registry's order (IC by tier, then CC),
     then Table 3's cells, then ``IC``, ``CC``, ``Overall``; unknown names last, alphabetically."""
-    from c3po_plugin.templates import registry
-
     names = [t.id for t in registry()] + cell_order() + [c.upper() for c in CATEGORIES] + [OVERALL]
     order = {name: k for k, name in enumerate(names)}
     return (order.get(group, len(order)), group)

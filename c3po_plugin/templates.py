@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from c3po_plugin.hookspecs import hookimpl
+from faultline_eval.core.plugin_host import PluginError
+from c3po_plugin.plugins import HOST
 
 CATEGORIES = {"ic": "Information Composition", "cc": "Counterfactual Conflict"}
 MODALITIES = ("video", "audio", "image", "text")
@@ -101,8 +103,6 @@ class TemplateRegistry:
     def add(self, template: Template) -> Template:
         from dataclasses import replace
 
-        from faultline_eval.core.plugin_host import PluginError
-
         template = replace(template, plugin=self._plugin)
         if re.fullmatch(r"all|ic|cc|(ic|cc)_t\d+", template.snake_name):
             raise PluginError(f"template name {template.name!r} ({template.plugin}) would shadow the task "
@@ -150,8 +150,6 @@ class TemplateRegistry:
 @functools.lru_cache(maxsize=1)
 def registry() -> TemplateRegistry:
     """Every registered template (built-ins and plugins), built once per process."""
-    from c3po_plugin.plugins import HOST
-
     return HOST.fill_registry("c3po_register_templates", TemplateRegistry(), "templates")
 
 

@@ -24,8 +24,9 @@ import sys
 from typing import Any, Iterator, Sequence
 
 from faultline_eval.core.offline import use_offline_defaults
-from sceval_plugin.plugins import DEBUG_ENV, env_flag
 from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, records_of, report
+from faultline_eval.model_wrappers.lmms_plugin import UnknownTaskError, check_task_names, our_task_dirs, our_task_names
+from sceval_plugin.plugins import DEBUG_ENV, env_flag
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -76,9 +77,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     add_failure_rate_argument(own)
     options, argv = own.parse_known_args(argv)
-
-    from faultline_eval.model_wrappers.lmms_plugin import (UnknownTaskError, check_task_names, our_task_dirs,
-                                                           our_task_names)
 
     try:  # our names are checked in a second; lmms-eval's import and index take far longer
         tasks = option_values(argv, "--tasks")

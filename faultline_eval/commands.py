@@ -12,6 +12,9 @@ import argparse
 import importlib
 import sys
 from typing import Sequence
+
+from faultline_eval.cli import main as evaluate
+from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.run_status import run_command
 
 # subcommand -> module with add_parser(sub); `eval` is forwarded whole to faultline-eval.
@@ -30,12 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from faultline_eval.core.offline import use_offline_defaults
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["eval"]:
-        from faultline_eval.cli import main as evaluate
-
         return evaluate(argv[1:])
     use_offline_defaults()
     return run_command("faultline", build_parser().parse_args(argv))

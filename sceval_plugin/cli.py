@@ -20,13 +20,24 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from faultline_eval.core.offline import use_offline_defaults
-from sceval_plugin import operators
-from faultline_eval.core import media
-from sceval_plugin.operators import SEVERITIES
+from faultline_eval.core import decode_cache, media
 from faultline_eval.core.flag_spellings import add_argument
+from faultline_eval.core.intake import check_command, read_text
+from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.run_status import run_command
 from faultline_eval.model_wrappers.openai_client import FRAMES_AS, mm_counts
+from faultline_eval.tasks.sceval_configs import is_builtin, out_of_date, write_task_files
+from faultline_eval.viewer import add_html_arguments, check_html_arguments, write_report_site
+from sceval_plugin import operators
+from sceval_plugin import probe_conditions as probes
+from sceval_plugin.conditions import catalogue
+from sceval_plugin.construction.cli import add_build_parser
+from sceval_plugin.contact_sheet import grid, probe_sheet
+from sceval_plugin.data.records import check_media
+from sceval_plugin.data.sources import load_source, media_paths
+from sceval_plugin.demo_sample import make_demo_sample
+from sceval_plugin.operators import SEVERITIES
+from sceval_plugin.smoke import run_smoke, verdict
 
 
 def _load(args: argparse.Namespace) -> tuple[str, Any, str, list[str]]:
@@ -49,8 +60,6 @@ def _load(args: argparse.Namespace) -> tuple[str, Any, str, list[str]]:
         wave, _, notes = media.read_audio(path)
         return "audio", wave, path.stem, notes
     if suffix == ".txt":
-        from faultline_eval.core.intake import read_text
-
         return "text", read_text(path).strip(), path.stem, []
     kinds = media.IMAGE_SUFFIXES + media.VIDEO_SUFFIXES + media.AUDIO_SUFFIXES + (".txt",)
     raise media.MediaError(f"{path}: unsupported file type {suffix!r}; supported: {' '.join(kinds)}")
@@ -71,11 +80,6 @@ def _write(modality: str, data: Any, out: Path, *, is_clip: bool) -> str:
 
 def cmd_probe_sheet(args: argparse.Namespace) -> int:
     """``sceval corrupt --probes FAMILY|all --sample ID``: the probe contact sheet of one item."""
-    from sceval_plugin import probe_conditions as probes
-    from sceval_plugin.conditions import catalogue
-    from sceval_plugin.contact_sheet import probe_sheet
-    from sceval_plugin.data.sources import load_source
-
     source = load_source(args.source)
     items = {it.sample_id: it for it in source.items}
     sample = args.sample or next(iter(items))
@@ -103,8 +107,6 @@ def cmd_corrupt(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     key = args.key or (Path(args.input).name if args.input else "text")
     if args.grid:
-        from sceval_plugin.contact_sheet import grid
-
         names = args.ops.split(",") if args.ops else None
         sheet = grid(data, modality, names=names, variant=args.variant, key=key, title=f"{stem}  (key={key})")
         out = Path(args.output or f"{stem}.grid.png")
@@ -143,9 +145,6 @@ def cmd_operators(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from sceval_plugin.contact_sheet import grid
-    from sceval_plugin.demo_sample import make_demo_sample
-
     sample = make_demo_sample()
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -161,16 +160,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from faultline_eval.core.intake import check_command
-    from sceval_plugin.data.records import check_media
-    from sceval_plugin.data.sources import load_source, media_paths
-
     return check_command(load_source(args.source), check_media, media_paths)
 
 
 def cmd_conditions(args: argparse.Namespace) -> int:
-    from sceval_plugin.conditions import catalogue
-
     rows = [c for c in catalogue() if args.block in (None, c.block)]
     table = [("condition id", "task", "block", "operators@severity / control / probe", "variants", "notes")]
     for c in rows:
@@ -188,9 +181,6 @@ def cmd_conditions(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
-    from sceval_plugin.conditions import catalogue
-    from faultline_eval.tasks.sceval_configs import is_builtin, out_of_date, write_task_files
-
     conditions = [c for c in catalogue() if is_builtin(c)]
     folder = Path(args.folder)
     if args.write:
@@ -218,6 +208,7 @@ def _confidence_values(text: str) -> dict[str, float]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    # heavy: pandas and scipy (the trial tables); `sceval --help` and the light commands start without them
     from sceval_plugin.metrics.diagnostics import DiagnosticOptions
     from sceval_plugin.metrics.protocol import catalogue_info
     from sceval_plugin.report import build_report
@@ -237,13 +228,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"{done['trials']} trials of {len(done['models'])} model(s) in {done['seconds']:.1f} s; wrote "
           f"{len(done['written'])} files to {args.output}")
     if args.html:
-        from faultline_eval.viewer import write_report_site
-
         write_report_site(args, "sceval")
     return 0
 
 
 def cmd_prompt_subset(args: argparse.Namespace) -> int:
+    # heavy: pandas and scipy (the trial tables); `sceval --help` and the light commands start without them
     from sceval_plugin.report.prompt_subset_choice import subset_from_runs
 
     done = subset_from_runs(args.runs, args.model, [p.strip() for p in args.prompts.split(",") if p.strip()])
@@ -275,10 +265,9 @@ def needed_limits(tasks: list[str], *, frames_as: str = "images", limit: int | N
     every request of the tasks is built as lmms-eval builds it (the task's ``doc_to_messages`` on
     the configured source) and counted as ``sceval_openai`` sends it (:func:`mm_counts`)."""
     # heavy: lmms-eval's task index takes seconds to import; only this command needs it
+    import lmms_eval.models  # noqa: F401  (loads our entry point, which adds the SCEval and C3PO tasks)
     from lmms_eval.evaluator_utils import get_task_list
     from lmms_eval.tasks import TaskManager, get_task_dict
-
-    import lmms_eval.models  # noqa: F401  (loads our entry point, which adds the SCEval and C3PO tasks)
 
     if frames_as not in FRAMES_AS:
         raise ValueError(f"frames_as={frames_as!r} is not one of {', '.join(FRAMES_AS)}")
@@ -315,8 +304,6 @@ def cmd_serve_limits(args: argparse.Namespace) -> int:
 
 
 def cmd_smoke(args: argparse.Namespace) -> int:
-    from sceval_plugin.smoke import run_smoke, verdict
-
     checks = run_smoke(args.model, args.model_args, limit=args.limit)
     width = max(len(c.name) for c in checks)
     for c in checks:
@@ -327,8 +314,6 @@ def cmd_smoke(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from faultline_eval.core import decode_cache
-
     where = decode_cache.folder()
     if args.action == "clear":
         print(f"freed {decode_cache.clear() / 1e6:.1f} MB of decoded media in {where}")
@@ -396,7 +381,6 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--no-figures", action="store_true",
                         help="write tables and report.json only (a quick recompute; the notes list the figures skipped)")
     report.add_argument("--quiet", action="store_true", help="no progress bar")
-    from faultline_eval.viewer import add_html_arguments
 
     add_html_arguments(report, ("sceval",), switch=True)
     report.add_argument("--families", metavar="FILE", help="model -> family (CSV model,family or JSON object): "
@@ -453,15 +437,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("-o", "--output", default="sceval-demo")
     demo.set_defaults(func=cmd_demo)
 
-    from sceval_plugin.construction.cli import add_build_parser
-
     add_build_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     use_offline_defaults()
-    from faultline_eval.viewer import check_html_arguments
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 from sceval_plugin import operators
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.eval_prompts import PROMPT_VARIANTS, prompt_template
+from sceval_plugin.plugins import fill_registry, PluginError
 
 MODALITY_LETTER = {"text": "t", "vision": "v", "audio": "a"}
 LETTER_MODALITY = {v: k for k, v in MODALITY_LETTER.items()}
@@ -121,8 +122,6 @@ class ConditionRegistry:
         self._plugin = "<direct>"
 
     def add(self, condition: Condition) -> Condition:
-        from sceval_plugin.plugins import PluginError
-
         if not isinstance(condition, Condition):
             raise PluginError(f"plugin {self._plugin} registered {condition!r}, not a sceval Condition")
         previous = self._conditions.get(condition.id)
@@ -136,10 +135,8 @@ class ConditionRegistry:
         if (condition.block == "probe") != (condition.probe is not None):
             raise PluginError(f"condition {condition.id!r}: a probe condition has block 'probe' and a ProbeCall")
         if condition.probe is not None:
-            from sceval_plugin import probe_conditions as probes
-
             try:
-                condition = _replace(condition, probe=probes.check_call(condition.probe))
+                condition = _replace(condition, probe=condition.probe.checked())
             except (KeyError, ValueError, TypeError) as exc:
                 raise PluginError(f"condition {condition.id!r}: {exc}") from None
         if condition.prompt not in PROMPT_VARIANTS:
@@ -199,8 +196,6 @@ def _replace(condition: Condition, **changes) -> Condition:
 @functools.lru_cache(maxsize=None)
 def catalogue() -> ConditionRegistry:
     """Every registered condition (built-ins first, then plugins), built once per process."""
-    from sceval_plugin.plugins import fill_registry
-
     return fill_registry("sceval_register_conditions", ConditionRegistry(), "conditions")
 
 

@@ -15,7 +15,9 @@ from PIL import Image, ImageDraw, ImageFont
 from tqdm.auto import tqdm
 
 from sceval_plugin import operators
+from sceval_plugin.conditions import catalogue
 from sceval_plugin.operators import SEVERITIES
+from sceval_plugin.render import render
 
 FRAME_HEIGHT = 120
 AUDIO_SIZE = (360, 90)
@@ -176,9 +178,6 @@ def probe_sheet(item, conditions: Sequence, donors, *, title: str = "") -> Image
     """One row per probe condition (clean first) for one dataset item: every frame shown, the audio
     on the clean clip's time scale, the question and context, and the donor or the reason the
     probe does not apply. ``donors`` is the run's :class:`sceval_plugin.probe_conditions.DonorPicker`."""
-    from sceval_plugin.conditions import catalogue
-    from sceval_plugin.render import render
-
     rows = [(c, render(item, c, 0, donors=donors)) for c in [catalogue().get("clean"), *conditions]]
     reference = len(item.waveform())
     cells = [(render_all_frames(t.frames), render_waveform(t.audio, reference),

@@ -37,6 +37,8 @@ import os
 import threading
 from typing import TYPE_CHECKING
 
+from faultline_eval.judges import grade, make_judge, open_cache
+from faultline_eval.judges.base import CORRECT
 from sceval_plugin.conditions import Condition, ConditionRegistry, _replace
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.parsing import _FENCE, _json_objects
@@ -100,8 +102,6 @@ def parse_reply(reply: object) -> tuple[str | None, str | None, str | None]:
 def scorer_request(item: "OmniItem", answer: str) -> "JudgeRequest":
     """What a scorer is shown: built from the clean item and the answer alone, so it cannot
     know the condition (this function is never given one)."""
-    from faultline_eval.judges.base import JudgeRequest
-
     return JudgeRequest(item.sample_id, item.question, dict(item.options)[item.gold_key], answer,
                         context=item.context, scale=SCALE)
 
@@ -112,8 +112,6 @@ def scorer_specs() -> tuple[str, str]:
 
 @functools.lru_cache(maxsize=4)
 def _scorers(specs: tuple[str, ...]):
-    from faultline_eval.judges import make_judge, open_cache
-
     built = []
     for env, spec in zip(SCORER_ENVS, specs):
         judge = make_judge(spec)
@@ -136,8 +134,6 @@ _lock = threading.Lock()
 def grade_answer(item: "OmniItem", answer: str) -> list[dict]:
     """Both scorers' grades of ``answer``: spec, judge id, label (None on a scorer failure),
     whether exact match decided, the judge's raw reply and error category."""
-    from faultline_eval.judges import grade
-
     request = scorer_request(item, answer)
     out = []
     with _lock:  # lmms-eval scores in a thread pool; the judges and caches are shared
@@ -153,8 +149,6 @@ def grade_answer(item: "OmniItem", answer: str) -> list[dict]:
 def score(item: "OmniItem", reply: object, failure: str | None = None) -> dict:
     """The record's ``no_option`` entry for one reply (``failure``: the model layer's category,
     e.g. ``api_failure``), with ``correct`` (1/0, None when invalid) and ``invalid``."""
-    from faultline_eval.judges.base import CORRECT
-
     answer, evidence, invalid = parse_reply(reply)
     invalid = failure or invalid
     grades = grade_answer(item, answer) if invalid is None else []

@@ -50,6 +50,7 @@ from sceval_plugin.conditions import Condition, ConditionRegistry
 from sceval_plugin.data.records import OmniItem, field_error
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.operators import SAMPLE_RATE, variant_rng, variant_seed
+from sceval_plugin.plugins import fill_registry, PluginError
 
 PROBE_FAMILIES = ("mismatch", "temporal", "desync", "frame_budget", "key_frame", "distractor")
 #: Donor tiers (G.9; G.11's "unrelated"): see :meth:`DonorPicker.candidates`.
@@ -151,6 +152,12 @@ class ProbeCall:
     def id(self) -> str:
         return f"{self.name}_{self.label}"
 
+    def checked(self) -> ProbeCall:
+        """This call with its parameter normalised by its probe's ``check``; an unknown probe or
+        an invalid parameter raises. The condition catalogue checks every probe condition with
+        it, so the catalogue needs no import of this module (which imports the catalogue)."""
+        return ProbeCall(self.name, get(self.name).check(self.parameter))
+
 
 def default_label(parameter: Any) -> str:
     """A parameter as an id part: ``0.5`` -> ``0p5``, ``-2`` -> ``minus2``, words as they are."""
@@ -207,8 +214,6 @@ class ProbeRegistry:
         self._plugin = "<direct>"
 
     def add(self, func: Callable[..., Any] | ProbeSpec) -> ProbeSpec:
-        from sceval_plugin.plugins import PluginError
-
         spec = func if isinstance(func, ProbeSpec) else getattr(func, "sceval_probe", None)
         if not isinstance(spec, ProbeSpec):
             raise PluginError(f"plugin {self._plugin} tried to register {func!r}, which is not decorated with "
@@ -238,18 +243,11 @@ class ProbeRegistry:
 @functools.lru_cache(maxsize=None)
 def registry() -> ProbeRegistry:
     """Every installed plugin's probes (built once per process)."""
-    from sceval_plugin.plugins import fill_registry
-
     return fill_registry("sceval_register_probes", ProbeRegistry(), "probes")
 
 
 def get(name: str) -> ProbeSpec:
     return registry().get(name)
-
-
-def check_call(call: ProbeCall) -> ProbeCall:
-    """``call`` with its parameter normalised; unknown probes and invalid parameters raise."""
-    return ProbeCall(call.name, get(call.name).check(call.parameter))
 
 
 # --- donors -------------------------------------------------------------------------------------
@@ -623,7 +621,7 @@ BUILTIN_PROBES = (mismatch_text, mismatch_vision, mismatch_audio, temporal, desy
 def probe_condition(name: str, parameter: Any, *, suites: tuple[str, ...] = ()) -> Condition:
     """The condition running probe ``name`` at ``parameter`` (id ``probe_<name>_<parameter>``);
     ``suites=("probe_option",)`` for another reading than Table 17's (:data:`OPTIONS`)."""
-    call = check_call(ProbeCall(name, parameter))
+    call = ProbeCall(name, parameter).checked()
     return Condition(f"probe_{call.id}", "probe", probe=call, suites=suites,
                      description=get(name).describe(call.parameter))
 

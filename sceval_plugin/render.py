@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sceval_plugin import operators
+from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition
 from sceval_plugin.data.records import OmniItem
 from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION
@@ -101,8 +102,6 @@ def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media
     times = None if no_media else item.frame_times()
     not_applicable, donor_id = control_not_applicable(item, condition), None
     if condition.probe is not None:
-        from sceval_plugin import probe_conditions as probes
-
         shown, donor_id, not_applicable = probes.apply(
             condition.probe, probes.Evidence(item, question, context, frames, audio, times, kind), variant=variant,
             donors=donors)

@@ -13,7 +13,10 @@ import hashlib
 from pathlib import Path
 from typing import Iterable
 
-from c3po_plugin.templates import CATEGORIES, Template, TemplateRegistry
+from c3po_plugin.plugins import BUILTIN_PLUGINS, HOST
+from c3po_plugin.templates import CATEGORIES, Template, TemplateRegistry, registry
+from faultline_eval.core.paths import cache_dir
+from faultline_eval.tasks import TASKS_DIR
 from faultline_eval.tasks.sceval_configs import files_out_of_date, template_text, write_files
 
 MODULE = "faultline_eval.tasks.c3po_task"
@@ -54,6 +57,7 @@ def render_task_files(templates: Iterable[Template], known_cells: Iterable[tuple
     """File name -> content of a task folder for ``templates``. The built-in folder (no
     ``known_cells``) also holds the whole-benchmark and category tasks; a plugin folder holds
     only its templates' tasks and the tier tasks of cells the built-ins do not have."""
+    # heavy: the task module loads the metrics (pandas, scipy); `c3po --help` starts without them
     from faultline_eval.tasks.c3po_task import METRICS
 
     templates = list(templates)
@@ -75,8 +79,6 @@ def render_task_files(templates: Iterable[Template], known_cells: Iterable[tuple
 
 def split_builtin(templates: TemplateRegistry) -> tuple[list[Template], list[Template]]:
     """(built-in templates, third-party templates)."""
-    from c3po_plugin.plugins import BUILTIN_PLUGINS, HOST
-
     builtin = {HOST.describe(p) for p in BUILTIN_PLUGINS}
     ours = [t for t in templates if t.plugin in builtin]
     return ours, [t for t in templates if t.plugin not in builtin]
@@ -93,10 +95,6 @@ def write_task_files(folder: Path, templates: TemplateRegistry) -> list[Path]:
 
 def task_dirs() -> list[Path]:
     """The committed built-in task folder, plus a cache folder for third-party templates."""
-    from c3po_plugin.templates import registry
-    from faultline_eval.tasks import TASKS_DIR
-    from faultline_eval.core.paths import cache_dir
-
     ours, extra = split_builtin(registry())
     dirs = [TASKS_DIR / "c3po"]
     if extra:

@@ -12,9 +12,16 @@ import hashlib
 from pathlib import Path
 from typing import Iterable
 
-from sceval_plugin import no_option_control as no_option
-from sceval_plugin.conditions import Condition
+from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.store import write_atomic
+from faultline_eval.tasks import TASKS_DIR
+from faultline_eval.tasks.sceval_task import METRICS
+from sceval_plugin import no_option_control as no_option
+from sceval_plugin import operators
+from sceval_plugin import probe_conditions as probes
+from sceval_plugin.conditions import Condition, catalogue
+from sceval_plugin.plugins import BUILTIN_PLUGINS, GENERATED_PLUGINS, describe
+from sceval_plugin.prompt_subset import group_files
 
 MODULE = "faultline_eval.tasks.sceval_task"
 TEMPLATE_NAME = "_sceval_template_yaml"
@@ -37,8 +44,6 @@ def tags(condition: Condition) -> list[str]:
     if condition.block == "prompt":
         out.append("sceval_prompts")
     if condition.probe is not None:
-        from sceval_plugin import probe_conditions as probes
-
         # another reading than Table 17's (probes.OPTIONS): run by name or with the options' tag only
         out += ["sceval_probe_options"] if "probe_option" in condition.suites else \
             ["sceval_probes", f"sceval_probes_{probes.get(condition.probe.name).family}"]
@@ -90,8 +95,6 @@ def task_yaml(condition: Condition, task_name: str | None = None) -> str:
 
 def render_task_files(conditions: Iterable[Condition]) -> dict[str, str]:
     """File name -> content for a task folder holding ``conditions``."""
-    from faultline_eval.tasks.sceval_task import METRICS
-
     higher = {"sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage", "sceval_valid_trials"}
     files = {
         TEMPLATE_NAME: template_text(
@@ -141,10 +144,6 @@ def write_files(folder: Path, files: dict[str, str], prefix: str) -> list[Path]:
 def is_builtin(condition: Condition) -> bool:
     """Registered by SCEval itself and using only SCEval's own operators (so its task file is
     committed under tasks/sceval)."""
-    from sceval_plugin import operators
-    from sceval_plugin import probe_conditions as probes
-    from sceval_plugin.plugins import BUILTIN_PLUGINS, GENERATED_PLUGINS, describe
-
     builtin = {describe(p) for p in BUILTIN_PLUGINS if p not in GENERATED_PLUGINS}
     return (condition.plugin in builtin and all(operators.get(c.operator).plugin in builtin for c in condition.corruptions)
             and (condition.probe is None or probes.get(condition.probe.name).plugin in builtin))
@@ -154,11 +153,6 @@ def task_dirs() -> list[Path]:
     """Folders lmms-eval should index: the committed built-in tasks, plus (when third-party
     plugins add operators or conditions, or ``sceval prompt-subset`` chose per-model subsets) a
     generated folder in the cache, with the subsets' groups."""
-    from faultline_eval.tasks import TASKS_DIR
-    from sceval_plugin.conditions import catalogue
-    from faultline_eval.core.paths import cache_dir
-    from sceval_plugin.prompt_subset import group_files
-
     dirs = [TASKS_DIR / "sceval"]
     extra = [c for c in catalogue() if not is_builtin(c)]
     groups = group_files()

@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from c3po_plugin.construction.ledger import Ledger
+from c3po_plugin.construction.generate import sample_ids
+from c3po_plugin.construction.ledger import Ledger, Upstream
+from c3po_plugin.construction.specs import resolve, template_id
+from c3po_plugin.templates import registry
 
 MEDIA = ("video", "image", "audio")
 
@@ -36,13 +39,7 @@ class BuiltItem:
 
 def project_template_id(key: str) -> str:
     """The project's template id for an id, a name or a paper id (``D_T1_001``, through the spec
-    registry when it is installed); an unknown key comes back as it is."""
-    from c3po_plugin.templates import registry
-
-    try:
-        from c3po_plugin.construction.specs import template_id
-    except ImportError:
-        return registry().get(key).id if key in registry() else key
+    registry); an unknown key comes back as it is."""
     try:
         return template_id(key)
     except KeyError:
@@ -70,8 +67,6 @@ def _text(data: Any, *keys: str) -> str:
 
 def accepted_items(build_dir: str | Path, templates: set[str] | None = None) -> tuple[list[BuiltItem], list[tuple[str, str]]]:
     """(items, ``(sample id, reason)`` of accepted samples that cannot be items), in audit order."""
-    from c3po_plugin.templates import registry
-
     build_dir = Path(build_dir)
     generated = Ledger(build_dir, "generate").ok()
     synthesized = Ledger(build_dir, "synthesize").ok()
@@ -133,10 +128,6 @@ def sample_fates(build_dir: str | Path, templates: list[str] | None = None) -> d
     item, ``rejected`` with the stage that decided, or ``failed`` / ``missing`` (waiting) at the
     first stage with a failed entry or none. Every candidate has exactly one fate, so none can
     vanish unseen."""
-    from c3po_plugin.construction.generate import sample_ids
-    from c3po_plugin.construction.ledger import Upstream
-    from c3po_plugin.construction.specs import resolve
-
     build_dir = Path(build_dir)
     specs, _ = resolve(templates)
     chain = Upstream(build_dir, SAMPLE_STAGES)

@@ -31,6 +31,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from c3po_plugin.construction import settings as build_settings
+from c3po_plugin.construction.model_specs import parse_spec, spec_arguments
+from c3po_plugin.construction.stage_prompts import PROMPT_VERSION
+from c3po_plugin.data.records import C3POItem, check_media
+from faultline_eval.core.store import ReplyStore, request_key
+from faultline_eval.model_wrappers.gemini_client import GeminiClient, message_parts
+from faultline_eval.model_wrappers.lmms_judge import generate, load_model
+from faultline_eval.model_wrappers.model_args import named_with_close_matches
 from faultline_eval.model_wrappers.request_loop import Reply, Usage
 
 #: Reply failures a resumed run asks again (recorded ``failed``); others are the content's fault.
@@ -75,13 +83,12 @@ def parse_json_reply(text: str) -> tuple[dict | None, str | None]:
 def media_item(ask: Ask, build_dir: Path):
     """A :class:`~c3po_plugin.data.records.C3POItem` carrying only the ask's media, so stage
     requests load and label media exactly as the C3PO tasks and the judge do."""
-    from c3po_plugin.data.records import C3POItem
-
     return C3POItem(sample_id=ask.key, template_id=ask.template_id, question="", answer="", root=str(build_dir),
                     video=ask.media.get("video"), image=ask.media.get("image"), audio=ask.media.get("audio"))
 
 
 def _messages(ask: Ask, build_dir: Path) -> list[dict]:
+    # heavy: the C3PO task module loads the metrics (pandas, scipy); `c3po --help` and the build CLI start without them
     from faultline_eval.tasks.c3po_task import media_content
 
     media = media_content(media_item(ask, build_dir)) if ask.media else []
@@ -96,9 +103,6 @@ class BuildClient:
 
     def __init__(self, build_dir: Path, stage: str, *, temperature: float, max_output_tokens: int,
                  concurrency: int) -> None:
-        from c3po_plugin.construction.stage_prompts import PROMPT_VERSION
-        from faultline_eval.core.store import ReplyStore
-
         self.build_dir = Path(build_dir)
         self.stage = stage
         self.temperature = float(temperature)
@@ -109,8 +113,6 @@ class BuildClient:
         self._version = PROMPT_VERSION
 
     def store_key(self, ask: Ask) -> str:
-        from faultline_eval.core.store import request_key
-
         media = sorted((k, str(Path(v).relative_to(self.build_dir)) if Path(v).is_relative_to(self.build_dir) else v)
                        for k, v in ask.media.items())
         return request_key(self.model_id, self._version, self.stage, ask.key, ask.attempt, ask.system, ask.text,
@@ -122,9 +124,6 @@ class BuildClient:
 
 class GeminiBuildClient(BuildClient):
     def __init__(self, args: dict[str, str], build_dir: Path, stage: str, **settings: Any) -> None:
-        from faultline_eval.model_wrappers.gemini_client import GeminiClient
-        from faultline_eval.model_wrappers.model_args import named_with_close_matches
-
         super().__init__(build_dir, stage, **settings)
         unknown = sorted(set(args) - set(GEMINI_ARGS))
         if unknown:
@@ -138,8 +137,6 @@ class GeminiBuildClient(BuildClient):
         self._client.usage = self.usage
 
     def _ask(self, ask: Ask) -> Reply:
-        from faultline_eval.model_wrappers.gemini_client import message_parts
-
         key = self.store_key(ask)
         if self.store.get(key) is not None:  # restored without decoding any media
             return self._client.generate([], store_key=key)
@@ -161,17 +158,12 @@ class GeminiBuildClient(BuildClient):
 class LmmsBuildClient(BuildClient):
     def __init__(self, model: str, model_args: str, build_dir: Path, stage: str, model_instance: Any = None,
                  **settings: Any) -> None:
-        from faultline_eval.model_wrappers.lmms_judge import load_model
-
         super().__init__(build_dir, stage, **settings)
         self.model_id = f"lmms:{model}" + (f",{model_args}" if model_args else "")
         self.model = model_instance or load_model(model, model_args)
         self._counter = 0
 
     def ask_many(self, asks: list[Ask]) -> Iterator[tuple[Ask, Reply]]:
-        from c3po_plugin.data.records import check_media
-        from faultline_eval.model_wrappers.lmms_judge import generate
-
         pending = []
         for ask in asks:
             done = self.store.get(self.store_key(ask))
@@ -206,62 +198,6 @@ class LmmsBuildClient(BuildClient):
                 if failure != "api_failure":
                     self.store.put(self.store_key(ask), **reply.stored())
                 yield ask, reply
-
-
-def parse_spec(spec: str) -> tuple[str, str, str]:
-    """``(backend, model, model_args)`` of ``gemini:<model>[,args]`` or ``lmms:<model>[,|:args]``."""
-    backend, _, rest = spec.strip().partition(":")
-    if backend not in ("gemini", "lmms") or not rest:
-        raise ValueError(f"model spec {spec!r}: use gemini:<model>[,base_url=...] or lmms:<model>,<model_args>")
-    cut = min((i for i in (rest.find(","), rest.find(":")) if i >= 0), default=len(rest))
-    return backend, rest[:cut], rest[cut + 1:]
-
-
-def _named_model(spec: str) -> tuple[str, str, str]:
-    """(backend, model, the checkpoint an ``lmms:`` spec loads or "") of a spec."""
-    from faultline_eval.model_wrappers.lmms_judge import ID_ARGS
-
-    backend, model, args = parse_spec(spec)
-    named = {}
-    for part in args.split(","):  # leniently: an lmms argument may hold JSON with commas
-        key, equals, value = part.partition("=")
-        if equals and value.strip():
-            named[key.strip()] = value.strip()
-    return backend, model, next((named[k] for k in ID_ARGS if k in named), "") if backend == "lmms" else ""
-
-
-def model_label(spec: str) -> str:
-    """A spec without its connection arguments, for tables and dataset cards:
-    ``gemini:<model>``, or ``lmms:<model>`` with the checkpoint it loads
-    (``lmms:faultline_qwen3_omni (Qwen/Qwen3-Omni-30B-A3B-Thinking)``)."""
-    if spec == "rules":
-        return spec
-    backend, model, checkpoint = _named_model(spec)
-    return f"{backend}:{model}" + (f" ({checkpoint})" if checkpoint else "")
-
-
-def model_identity(spec: str) -> str:
-    """The model a spec names, to tell whether two stages ask the same one: the checkpoint of an
-    ``lmms:`` spec (``pretrained``, ``model_version``, ...), else its model name; the last part
-    of a path, lower case. So ``gemini:gemini-3-pro-preview`` and
-    ``lmms:sceval_gemini,model_version=gemini-3-pro-preview`` are one model, and so are
-    ``Qwen/Qwen3-Omni-30B-A3B-Thinking`` and a local copy of it."""
-    if spec == "rules":
-        return spec
-    _, model, checkpoint = _named_model(spec)
-    return (checkpoint or model).rstrip("/").rsplit("/", 1)[-1].lower()
-
-
-def spec_arguments(spec: str, args: str) -> dict[str, str]:
-    """``key=value,...`` of a model spec as strings. Parsed here rather than by lmms-eval's
-    parser so that a ``gemini:`` stage never imports lmms-eval (seconds of start-up)."""
-    parsed = {}
-    for part in filter(None, (p.strip() for p in args.split(","))):
-        key, equals, value = part.partition("=")
-        if not equals or not key.strip():
-            raise ValueError(f"model spec {spec!r}: argument {part!r} is not key=value")
-        parsed[key.strip()] = value.strip()
-    return parsed
 
 
 def make_client(spec: str, build_dir: str | Path, stage: str, *, temperature: float, max_output_tokens: int = 8192,
@@ -328,8 +264,6 @@ def run_stage_asks(build_dir: str | Path, stage: str, model: str, asks: list[Ask
     """Ask ``model`` every ask of a stage, settle each reply into ``ledger`` (:func:`settle_reply`;
     ``finish(ask, parsed JSON)`` writes the entry or says why the answer is unusable) and add the
     run's cost to the stage's usage file."""
-    from c3po_plugin.construction import settings as build_settings
-
     if not asks:
         return
     client = make_client(model, build_dir, stage, temperature=temperature, concurrency=config["concurrency"],

@@ -45,10 +45,20 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from c3po_plugin.construction import settings as build_settings
-from c3po_plugin.construction.assemble import BuiltItem, accepted_items, project_template_id, sample_fates, template_id_of
+from c3po_plugin.construction.assemble import (
+    BuiltItem,
+    accepted_items,
+    project_template_id,
+    sample_fates,
+    template_id_of,
+)
 from c3po_plugin.construction.ledger import Ledger
-from faultline_eval.core.store import replacing, write_atomic
+from c3po_plugin.data.records import item_from_row
+from c3po_plugin.templates import CATEGORIES
+from faultline_eval.core import media
 from faultline_eval.core.hub import push
+from faultline_eval.core.store import replacing, write_atomic
+from sceval_plugin.report.plots import pyplot, save
 
 STAGE = "export"
 FUNNEL = ("candidates", "generated", "rule_rejected", "audited", "accepted", "exported")
@@ -103,9 +113,6 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
                templates: list[str] | None = None, figures: bool = True) -> dict:
     """Write the dataset, the funnel and the histogram; returns the counts and the paths."""
     import datasets
-
-    from c3po_plugin.data.records import item_from_row
-    from faultline_eval.core import media
 
     build_dir = Path(build_dir)
     out = Path(out) if out is not None else build_dir / "export"
@@ -248,9 +255,6 @@ def write_funnel(funnel: dict[str, dict[str, int]], out: Path) -> list[Path]:
 def difficulty_histogram(items: list[BuiltItem], stem: Path) -> list[Path]:
     """The paper's Fig. 7: items per difficulty score (1-10), stacked by category."""
     import numpy as np
-
-    from c3po_plugin.templates import CATEGORIES
-    from sceval_plugin.report.plots import pyplot, save
 
     plt = pyplot()
     scores = np.arange(1, 11)

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from c3po_plugin.construction import settings as build_settings
-from c3po_plugin.construction.ledger import Ledger
+from c3po_plugin.construction.assemble import SAMPLE_STAGES, sample_fates, template_id_of
+from c3po_plugin.construction.ledger import Ledger, failing_stages, format_reports, stage_report
 from c3po_plugin.construction.specs import resolve
 
 STAGES = ("select", "generate", "classify", "synthesize", "audit", "sample", "export")
@@ -77,9 +78,6 @@ def stage_reports(build_dir: str | Path, stages: tuple[str, ...] = STAGES,
     """A :class:`~c3po_plugin.construction.ledger.StageReport` per stage that has a ledger, over these
     templates' entries; ``waiting`` counts the samples whose fate (:func:`~c3po_plugin.construction.assemble.sample_fates`)
     is open at an earlier stage (keyed by that stage) or that have no entry here yet (keyed by this stage)."""
-    from c3po_plugin.construction.assemble import SAMPLE_STAGES, sample_fates, template_id_of
-    from c3po_plugin.construction.ledger import stage_report
-
     build_dir = Path(build_dir)
     wanted = None if templates is None else {s.template_id for s in resolve(templates)[0]}
 
@@ -108,8 +106,6 @@ def finish(build_dir: str | Path, stages: tuple[str, ...], templates: list[str] 
            max_failure_rate: float) -> int:
     """Print the one-screen summary of ``stages`` and return the exit status: 1 when a stage's
     items all failed or its failure rate is above ``max_failure_rate`` (each reason printed)."""
-    from c3po_plugin.construction.ledger import failing_stages, format_reports
-
     reports = stage_reports(build_dir, stages, templates)
     print("\n" + format_reports(reports))
     problems = failing_stages(reports, max_failure_rate)

@@ -58,13 +58,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from faultline_eval.core import media_processing as processing
+from c3po_plugin.construction import specs as spec_registry
+from c3po_plugin.construction.demo_pool import make_demo_pool
 from c3po_plugin.construction.ledger import Ledger
+from c3po_plugin.construction.selection_filter import actions_for, base_filter, check_spec
 from faultline_eval.core import media
+from faultline_eval.core import media_processing as processing
+from faultline_eval.core.intake import Problem, read_rows
 from faultline_eval.core.store import write_atomic
 
 STAGE = "select"
-MATCH_KEYS = ("tags_any", "tags_all", "min_duration_s", "max_duration_s", "has_audio", "min_side_px")
 MODALITIES = ("video", "image", "audio")
 DEFAULT_PER_TEMPLATE = (100, 250)  # App. B: "between 100-250 candidate base media files"
 _SUFFIX_MODALITY = {**dict.fromkeys(media.VIDEO_SUFFIXES, "video"), **dict.fromkeys(media.IMAGE_SUFFIXES, "image"),
@@ -128,8 +131,6 @@ def load_pool(pool: str | Path | Any, build_dir: Path) -> Pool:
         return _from_dataset(pool, "dataset", build_dir)
     spec = str(pool)
     if spec == "demo":
-        from c3po_plugin.construction.demo_pool import make_demo_pool
-
         return _from_folder(make_demo_pool(build_dir / "demo_pool"), "demo")
     if spec.startswith("hf:"):
         import datasets
@@ -151,8 +152,6 @@ def load_pool(pool: str | Path | Any, build_dir: Path) -> Pool:
 
 
 def _from_folder(folder: Path, name: str) -> Pool:
-    from faultline_eval.core.intake import Problem, read_rows
-
     if (folder / "annotations.jsonl").is_file():
         path = folder / "annotations.jsonl"
         rows = []
@@ -262,12 +261,6 @@ def probe_header(path: Path, modality: str) -> Header:
         return Header(media._video_duration(container, stream), bool(container.streams.audio), side)
 
 
-def check_match(match: Mapping[str, Any], where: str) -> None:
-    unknown = sorted(set(match) - set(MATCH_KEYS))
-    if unknown:
-        raise ValueError(f"{where}: unknown selection_filter.match key(s) {unknown}; known: {', '.join(MATCH_KEYS)}")
-
-
 def tags_match(match: Mapping[str, Any], item: BaseMedia) -> bool:
     any_of = {t.lower() for t in match.get("tags_any") or ()}
     all_of = {t.lower() for t in match.get("tags_all") or ()}
@@ -288,25 +281,6 @@ def header_match(match: Mapping[str, Any], header: Header) -> bool:
 def rank(seed: int, template_id: str, base_id: str) -> str:
     """The candidate order: a digest of (seed, template, base id)."""
     return hashlib.blake2b(json.dumps([seed, template_id, base_id]).encode(), digest_size=8).hexdigest()
-
-
-def base_filter(spec: Any) -> tuple[dict, list[str]]:
-    """(``match``, ``actions``) of a spec's base modality; errors name the template."""
-    where = f"template {spec.template_id}"
-    entry = (spec.generation_spec or {}).get(spec.base_modality)
-    if not isinstance(entry, Mapping):
-        raise ValueError(f"{where}: generation_spec has no {spec.base_modality!r} entry (its base modality)")
-    match = dict((entry.get("selection_filter") or {}).get("match") or {})
-    check_match(match, where)
-    return match, list(entry.get("actions") or ["keep"])
-
-
-def check_spec(spec: Any) -> None:
-    """``ValueError`` naming the template for an unknown ``match`` key or an action that is
-    unknown or does not apply to the base file (a video, too, when its audio is extracted)."""
-    _, actions = base_filter(spec)
-    for modality in {spec.base_modality, "video"} if "extract_audio" in actions else {spec.base_modality}:
-        processing.parse_actions(_actions_for(actions, modality), modality, f"template {spec.template_id}")
 
 
 def _compatible(item: BaseMedia, base_modality: str, actions: list[str]) -> bool:
@@ -347,7 +321,6 @@ def resolve_specs(templates: list[str] | None, specs: Iterable[Any] | None = Non
             wanted = set(templates)
             chosen = [s for s in chosen if s.template_id in wanted or wanted & set(getattr(s, "aliases", ()))]
         return chosen
-    from c3po_plugin.construction import specs as spec_registry
 
     found, skipped = spec_registry.resolve(templates)
     for template_id in skipped:
@@ -406,17 +379,12 @@ def run_select(build_dir: str | Path, *, pool: str | Path | Any, templates: list
     return counts
 
 
-def _actions_for(actions: list[str], modality: str) -> list[str]:
-    """``extract_audio`` of an audio file is the file itself."""
-    return [a for a in actions if not (modality == "audio" and a == "extract_audio")]
-
-
 def _select_one(build_dir: Path, spec: Any, item: BaseMedia, actions: list[str], pool_name: str) -> dict:
     cid = candidate_id(spec.template_id, item.base_id)
     out_dir = build_dir / "media" / "base" / cid
     if out_dir.exists():  # a half-written attempt before a kill
         shutil.rmtree(out_dir)
-    plan = processing.parse_actions(_actions_for(actions, item.modality), item.modality, f"template {spec.template_id}")
+    plan = processing.parse_actions(actions_for(actions, item.modality), item.modality, f"template {spec.template_id}")
     done = processing.process(item.path, item.modality, spec.base_modality, plan, out_dir)
     data: dict[str, Any] = {
         "candidate_id": cid, "template_id": spec.template_id, "base_id": item.base_id,

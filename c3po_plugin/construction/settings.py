@@ -27,7 +27,7 @@ The auditor and the audio typer are *configured* when the caller (``--auditor``,
 that order; the environment's choice is written into ``settings.json`` at the build's first stage,
 so the build keeps it. Unconfigured, they fall back to the generator's model. App. C chose a
 different auditor "to avoid propagating the biases from the generator model", so an auditor that
-is the generator's model (:func:`c3po_plugin.construction.client.model_identity`) is warned about in the
+is the generator's model (:func:`c3po_plugin.construction.model_specs.model_identity`) is warned about in the
 build's summary and its exported dataset card (:func:`model_warnings`).
 """
 
@@ -38,6 +38,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from c3po_plugin.construction.model_specs import model_identity, model_label
 from faultline_eval.core.store import write_atomic
 
 #: App. I: the generator's Zero-Hint list ("audio", "video", "image", "narrator", "speaker",
@@ -119,8 +120,6 @@ def role_models(build_dir: str | Path) -> dict[str, list[str]]:
 
 def model_warnings(build_dir: str | Path) -> list[str]:
     """The build's warnings about its models: an auditor that is the generator's model (App. C)."""
-    from c3po_plugin.construction.client import model_identity, model_label
-
     models = role_models(build_dir)
     generators = {model_identity(m) for m in models["generator"]}
     same = [model_label(m) for m in models["auditor"] if model_identity(m) in generators]
@@ -134,8 +133,6 @@ def model_warnings(build_dir: str | Path) -> list[str]:
 
 def card_section(build_dir: str | Path) -> str:
     """The dataset card's paragraph on the models that built the items, and the warnings."""
-    from c3po_plugin.construction.client import model_label
-
     models = role_models(build_dir)
     used = "; ".join(f"{role} {', '.join(f'`{model_label(m)}`' for m in models[role])}" for role in ROLE_STAGE)
     paper = ", ".join(f"{role} {name}" for role, name in PAPER_MODELS.items())

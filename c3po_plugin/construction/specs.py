@@ -46,6 +46,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from c3po_plugin.hookspecs import hookimpl
+from c3po_plugin.construction.selection_filter import check_spec
+from faultline_eval.core.plugin_host import PluginError
+from c3po_plugin.plugins import HOST
+from c3po_plugin.templates import BUILTIN, registry as template_registry, registry as templates
 
 #: Base-item tags the built-in specs filter on (``selection_filter.match``).
 TAGS = ("procedure", "kitchen", "objects", "counting", "text", "sign", "container", "clock", "outdoor",
@@ -69,7 +73,6 @@ class GenerationSpec:
         where = f"generation spec of {self.template_id} ({self.template_name})"
         if not isinstance(base, dict) or not isinstance(base.get("selection_filter"), dict):
             raise ValueError(f"{where}: generation_spec[{self.base_modality!r}] needs a selection_filter")
-        from c3po_plugin.construction.select import check_spec  # the one vocabulary: select's matcher, processing's actions
 
         check_spec(self)
         if "query_skeleton" not in self.generation_spec.get("text", {}):
@@ -103,8 +106,6 @@ class SpecRegistry:
     def add(self, spec: GenerationSpec) -> GenerationSpec:
         from dataclasses import replace
 
-        from faultline_eval.core.plugin_host import PluginError
-
         spec = replace(spec, plugin=self._plugin)
         for key in (spec.template_id, *spec.aliases):
             if key in self._by_id:
@@ -123,15 +124,11 @@ class SpecRegistry:
 
 @functools.lru_cache(maxsize=1)
 def registry() -> SpecRegistry:
-    from c3po_plugin.plugins import HOST
-
     return HOST.fill_registry("c3po_register_generation_specs", SpecRegistry(), "generation specs")
 
 
 def template_id(key: str) -> str:
     """The project's template id for an id, a name or a paper id (``D_T1_001``)."""
-    from c3po_plugin.templates import registry as templates
-
     spec = registry().find(key)
     if spec is not None:
         return spec.template_id
@@ -154,8 +151,6 @@ def all_specs() -> list[GenerationSpec]:
 def resolve(templates: Iterable[str] | None) -> tuple[list[GenerationSpec], list[str]]:
     """(specs to build, template ids skipped because they have no spec) for a stage's
     ``templates`` argument; None means every registered template."""
-    from c3po_plugin.templates import registry as template_registry
-
     keys = [t.id for t in template_registry()] if templates is None else [template_id(k) for k in templates]
     found, skipped = [], []
     for key in dict.fromkeys(keys):
@@ -559,8 +554,6 @@ def _state_roles(spec: dict[str, Any], contributes: dict[str, str], conflict: tu
 
 
 def builtin_specs() -> list[GenerationSpec]:
-    from c3po_plugin.templates import BUILTIN
-
     specs = []
     for t in BUILTIN:
         common = dict(template_id=t.id, template_name=t.name, category=_category(t), base_modality=t.base_modality,

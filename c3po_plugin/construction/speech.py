@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from c3po_plugin.construction.gpu_backends import require
 from faultline_eval.core.media import SAMPLE_RATE
 
 _AUDIO_OUTPUT_SYNCHRONOUS = 2
@@ -96,8 +97,6 @@ def _private_library() -> str:
         import tempfile
         from pathlib import Path
 
-        from c3po_plugin.construction.gpu_backends import require
-
         source = Path(require("espeakng_loader", "espeak", extra="build").get_library_path())
         folder = Path(tempfile.mkdtemp(prefix="faultline-espeak-"))
         atexit.register(shutil.rmtree, folder, True)
@@ -119,8 +118,6 @@ def synthesise(text: str, voice: Voice) -> tuple[np.ndarray, int]:
     """(int16 pcm, sample rate) of ``text`` in ``voice``, from a freshly loaded library
     (:func:`_private_library`) with the noise seed :data:`NOISE_SEED`: a pure function of its
     arguments, whatever was spoken before, in this process or another."""
-    from c3po_plugin.construction.gpu_backends import require
-
     data_path = require("espeakng_loader", "espeak", extra="build").get_data_path()
     chunks: list[np.ndarray] = []
 
@@ -171,8 +168,6 @@ class EspeakSpeech:
     name = "espeak"
 
     def __init__(self, model: str | None = None) -> None:
-        from c3po_plugin.construction.gpu_backends import require
-
         if model:
             raise ValueError(f"backend {self.name!r} takes no model (got {model!r})")
         require("espeakng_loader", self.name, extra="build")  # now, so a missing extra stops the stage once

@@ -47,6 +47,11 @@ from typing import Any, Callable
 from c3po_plugin.construction.assemble import nested, project_template_id, template_id_of
 from c3po_plugin.construction.ledger import Ledger, Upstream
 from c3po_plugin.hookspecs import hookimpl
+from faultline_eval.core.plugin_host import PluginError
+from c3po_plugin.plugins import HOST
+from c3po_plugin.templates import registry as templates
+from faultline_eval.core import media
+from faultline_eval.core.media import SAMPLE_RATE
 
 STAGE = "synthesize"
 KINDS = ("speech", "sfx", "image")
@@ -61,8 +66,6 @@ class SynthesisRegistry:
         self._plugin = "<direct>"
 
     def add(self, kind: str, name: str, factory: Callable[..., Any]) -> None:
-        from faultline_eval.core.plugin_host import PluginError
-
         if kind not in KINDS:
             raise PluginError(f"synthesis backend {name!r} ({self._plugin}): kind {kind!r} is not one of {KINDS}")
         if (kind, name) in self._factories:
@@ -83,8 +86,6 @@ class SynthesisRegistry:
 
 @functools.lru_cache(maxsize=1)
 def registry() -> SynthesisRegistry:
-    from c3po_plugin.plugins import HOST
-
     return HOST.fill_registry("c3po_register_synthesis_backends", SynthesisRegistry(), "synthesis backends")
 
 
@@ -116,8 +117,6 @@ class Rejected(ValueError):
 def needs(template_id: str) -> tuple[bool, bool]:
     """(needs synthesised audio, needs a synthesised image) for a template: the modalities its
     items take (:mod:`c3po_plugin.templates`) other than its base modality."""
-    from c3po_plugin.templates import registry as templates
-
     template = templates().get(template_id)
     base = template.base_modality
     return ("audio" in template.modalities and base != "audio", "image" in template.modalities and base != "image")
@@ -178,9 +177,6 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
                     backends: dict[str, Any], names: dict[str, str]) -> dict:
     import numpy as np
     import soxr
-
-    from faultline_eval.core import media
-    from faultline_eval.core.media import SAMPLE_RATE
 
     template_id = template_id_of(sample_id, sample)
     wants_audio, wants_image = needs(template_id)

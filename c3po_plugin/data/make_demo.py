@@ -31,6 +31,7 @@ from typing import Callable
 import numpy as np
 import soundfile
 
+from c3po_plugin.templates import registry
 from faultline_eval.core import media
 from faultline_eval.core.demo_media import BEEP_HZ, COLOURS, HIGH_HZ, LOW_HZ, tone_events
 from faultline_eval.core.media import SAMPLE_RATE
@@ -531,8 +532,6 @@ ITEMS: list[tuple[str, str, Callable]] = [
 
 def generate(out: Path) -> Path:
     """Write the demo set under ``out`` and return the path of its ``items.jsonl``."""
-    from c3po_plugin.templates import registry
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []

@@ -26,7 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from c3po_plugin.mechanistic.spans import AUDIO, IMAGE, MODALITY_NAMES, TEXT, InputCapture, decoder_parts
+from c3po_plugin.mechanistic.spans import (
+    AUDIO,
+    IMAGE,
+    MODALITY_NAMES,
+    TEXT,
+    InputCapture,
+    attention_implementation,
+    decoder_parts,
+)
 
 MID_LAYERS_DEFAULT = (1 / 3, 2 / 3)
 _CODES = (TEXT, AUDIO, IMAGE)
@@ -38,8 +46,6 @@ class NotEager(RuntimeError):
 
 def require_eager(language_model: Any, model: str) -> None:
     """Refuse SDPA and FlashAttention (they never materialise the weights E1 reads)."""
-    from c3po_plugin.mechanistic.spans import attention_implementation
-
     implementation = attention_implementation(language_model)
     if implementation != "eager":
         raise NotEager(f"E1 needs eager attention; {model} runs {implementation!r} (SDPA and FlashAttention do not "

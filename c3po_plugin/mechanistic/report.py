@@ -35,6 +35,7 @@ import pandas as pd
 
 from c3po_plugin.mechanistic import profiles
 from c3po_plugin.mechanistic.runner import PROBES, RUN_FILE
+from c3po_plugin.report.reader import read_runs as read_c3po
 from faultline_eval.core.stats import SEED_DEFAULT, bootstrap_means, percentile_interval, resample_weights
 from faultline_eval.core.store import read_records, write_atomic
 
@@ -96,7 +97,6 @@ def _alpha_columns(e1: pd.DataFrame) -> pd.DataFrame:
 def _correctness(verdicts: Sequence[str] | None) -> pd.DataFrame | None:
     if not verdicts:
         return None
-    from c3po_plugin.report.reader import read_runs as read_c3po
 
     trials, _ = read_c3po(verdicts)
     graded = trials.dropna(subset=["correct"])

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from c3po_plugin.eval_prompt import VIDEO_LABEL
+
 TEXT, AUDIO, IMAGE, VIDEO = 0, 1, 2, 3
 MODALITY_NAMES = ("text", "audio", "image", "video")
 
@@ -54,8 +56,6 @@ class Family:
 def image_part_roles(messages: list[dict]) -> list[str]:
     """``"video"`` or ``"image"`` for each image part of ``messages``, in order: an image part
     belongs to a video when the last text part before it is C3PO's video label."""
-    from c3po_plugin.eval_prompt import VIDEO_LABEL
-
     video_prefix = VIDEO_LABEL.split("{", 1)[0]
     roles, in_video = [], False
     for message in messages:

@@ -13,15 +13,17 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from faultline_eval.judges import grade, open_cache
-from faultline_eval.core.agreement import agreement_rate, cohen_kappa
-from faultline_eval.judges.base import YES, Judge, JudgeRequest
-from faultline_eval.judges.judge_prompt import describe_sample
+from c3po_plugin.data.sources import current_spec, load_source
 from c3po_plugin.metrics import HUMAN
 from c3po_plugin.report.reader import read_runs
 from c3po_plugin.report.verdicts import read_verdicts
 from c3po_plugin.templates import registry
+from faultline_eval.core.agreement import agreement_rate, cohen_kappa
+from faultline_eval.core.identity import matching_source
 from faultline_eval.core.store import replacing
+from faultline_eval.judges import grade, open_cache
+from faultline_eval.judges.base import YES, Judge, JudgeRequest
+from faultline_eval.judges.judge_prompt import describe_sample
 
 if TYPE_CHECKING:  # pragma: no cover
     from c3po_plugin.data.records import C3POItem
@@ -36,9 +38,6 @@ def logged_items(trials) -> dict[tuple[str, str], "C3POItem"]:
     a copy in another folder, named by ``C3PO_SOURCE``, serves as well). Items not found are left out; their
     requests become ``media_unavailable`` judge errors."""
     from loguru import logger
-
-    from c3po_plugin.data.sources import current_spec, load_source
-    from faultline_eval.core.identity import matching_source
 
     found = {}
     for dataset in trials["dataset"].dropna().unique():

@@ -55,6 +55,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from faultline_eval.core import media
+from faultline_eval.core.paths import cache_dir
+from faultline_eval.core.store import replacing
+
 FORMAT_VERSION = 2
 MEMORY_ENV = "SCEVAL_DECODE_CACHE_MEMORY_MB"
 DISK_ENV = "SCEVAL_DECODE_CACHE_GB"
@@ -92,8 +96,6 @@ _disk_bytes: int | None = None  # this process's estimate of the disk layer's si
 
 
 def folder() -> Path:
-    from faultline_eval.core.paths import cache_dir
-
     return cache_dir() / "decoded"
 
 
@@ -111,8 +113,6 @@ def setting(env: str, default: float) -> float:
 def key_of(kind: str, paths: Sequence[str], **params: object) -> str | None:
     """The cache key of one medium, or None when a file cannot be stat'ed (the decode then
     raises its own error naming it)."""
-    from faultline_eval.core import media
-
     try:
         files = [(str(p), st.st_size, st.st_mtime_ns) for p in paths for st in [os.stat(p)]]
     except (OSError, TypeError, ValueError):
@@ -245,7 +245,6 @@ def _write(key: str, decoded: Decoded) -> None:
     limit = setting(DISK_ENV, DEFAULT_DISK_GB) * 1e9
     if limit == 0:
         return
-    from faultline_eval.core.store import replacing
 
     array = np.ascontiguousarray(decoded.array)
     fields = {"dtype": array.dtype.str, "shape": list(array.shape), "times": list(decoded.times),

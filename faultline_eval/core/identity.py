@@ -31,6 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.store import write_atomic
 
 #: Prefix of content fingerprints; a logged fingerprint without it is a legacy (path) one.
@@ -43,8 +44,6 @@ _lock = threading.Lock()
 def media_digest(path: str | Path) -> str:
     """sha256 (hex) of the file's bytes, cached by (resolved path, size, mtime). The one content
     hash of media files: dataset fingerprints and the C3PO verdict cache's keys use it."""
-    from faultline_eval.core.paths import cache_dir
-
     resolved = os.path.realpath(path)
     st = os.stat(resolved)
     key = (resolved, st.st_size, st.st_mtime_ns)

@@ -65,6 +65,9 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
+from faultline_eval.core.paths import cache_dir
+from faultline_eval.core.telemetry import Call
+
 #: ``store=`` values that turn a model's reply store off.
 OFF = ("none", "off", "false", "")
 #: The failure detail of a record whose reply came from the store, not from the model.
@@ -95,8 +98,6 @@ def open_store(setting: str | None, default_name: str, who: str, resumed: str) -
     finished replies a resumed run found, and what happens to them (``resumed``)."""
     from loguru import logger
 
-    from faultline_eval.core.paths import cache_dir
-
     if setting is not None and str(setting).strip().lower() in OFF:
         return None
     path = setting or cache_dir() / "replies" / f"{default_name}.jsonl"
@@ -109,8 +110,6 @@ def open_store(setting: str | None, default_name: str, who: str, resumed: str) -
 def restored_call(entry: dict):
     """What the task is told about a request answered from the store: the stored latency, retry
     count and failure category, marked :data:`RESTORED_DETAIL`."""
-    from faultline_eval.core.telemetry import Call
-
     return Call(latency_s=entry.get("latency_s"), retries=entry.get("retries", 0), failure=entry.get("failure"),
                 detail=RESTORED_DETAIL)
 

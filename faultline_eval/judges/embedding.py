@@ -61,8 +61,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from faultline_eval.judges.matching import normalize
+from faultline_eval.judges import graded_rule
 from faultline_eval.judges.base import CORRECT, INCORRECT, NO, UNANSWERABLE, YES, JudgeRequest, Verdict
+from faultline_eval.judges.matching import normalize
 
 if TYPE_CHECKING:  # importing sentence-transformers costs seconds; do it on first use only
     from sentence_transformers import SentenceTransformer
@@ -253,8 +254,6 @@ class EmbeddingJudge:
     def judge(self, requests: Sequence[JudgeRequest]) -> list[Verdict]:
         """One verdict per request, in order; never raises (a model failure yields value None).
         Guards run first, so the model is loaded only when some pair reaches the embedding."""
-        from faultline_eval.judges import graded_rule
-
         verdicts: dict[int, Verdict] = {}
         todo: list[int] = []
         for i, r in enumerate(requests):

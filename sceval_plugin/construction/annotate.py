@@ -35,70 +35,33 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
+from faultline_eval.core import media
+from faultline_eval.core.store import write_atomic
 from sceval_plugin import operators
-from sceval_plugin.construction import form
+from sceval_plugin.conditions import catalogue, single_id
+from sceval_plugin.construction import form, simulate
+from sceval_plugin.construction.annotation_files import (
+    FIELDS,
+    PASSES,
+    SHEETS,
+    AnnotationError,
+    cell_key,
+    group_labels,
+    pass_dir,
+    pool_items,
+    read_labels,
+    row_key,
+)
+from sceval_plugin.construction.manifest import item_stages
 from sceval_plugin.construction.sheets import (
     SheetError,
     read_sheet_rows,
     sheet_problems,
     write_sheet,
 )
+from sceval_plugin.contact_sheet import grid
 from sceval_plugin.data.records import OmniItem
-from faultline_eval.core.store import write_atomic
-
-PASSES = ("pilot", "full", "adjudication", "audit", "blind", "reveal")
-#: pass -> its sheets (file stem -> columns)
-SHEETS = {
-    "pilot": {"items": form.ITEM_COLUMNS, "cells": form.CELL_COLUMNS},
-    "full": {"items": form.ITEM_COLUMNS, "cells": form.CELL_COLUMNS},
-    "adjudication": {"items": (*form.ITEM_COLUMNS, form.Column("labels", given=True)),
-                     "cells": (*form.CELL_COLUMNS, form.Column("labels", given=True))},
-    "audit": {"audit": form.AUDIT_COLUMNS},
-    "blind": {"blind": form.BLIND_COLUMNS},
-    "reveal": {"reveal": form.REVEAL_COLUMNS},
-}
-#: sheet -> the fields it carries into labels.jsonl
-FIELDS = {"items": form.ITEM_FIELDS, "cells": form.CELL_FIELDS, "audit": ("audit",), "blind": form.BLIND_FIELDS,
-          "reveal": form.REVEAL_FIELDS}
-
-
-class AnnotationError(ValueError):
-    pass
-
-
-# --- the round folder ---------------------------------------------------------------------------
-
-def pass_dir(build: Path, name: str) -> Path:
-    return Path(build) / "annotation" / name
-
-
-def pool_items(build: Path) -> dict[str, OmniItem]:
-    from sceval_plugin.data.sources import load_source
-
-    pool = Path(build) / "pool"
-    if not (pool / "items.jsonl").is_file():
-        raise AnnotationError(f"{pool}/items.jsonl: no candidate pool (sceval build pool {build} ...)")
-    return {item.sample_id: item for item in load_source(str(pool.resolve())).items}
-
-
-def read_labels(build: Path, name: str, *, required: bool = True) -> list[dict]:
-    path = pass_dir(build, name) / "labels.jsonl"
-    if not path.is_file():
-        if required:
-            raise AnnotationError(f"{path}: the {name} pass is not imported yet (sceval build annotate import "
-                                  f"{build} --pass {name})")
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def cell_key(row: dict) -> tuple | None:
-    return None if row.get("operator") in (None, "") else (row["operator"], int(row["severity"]), int(row["variant"]))
-
-
-def row_key(row: dict) -> tuple:
-    """(sample id, cell or None): what one row of any sheet judges."""
-    return row["sample_id"], cell_key(row)
-
+from sceval_plugin.render import render
 
 # --- assignments --------------------------------------------------------------------------------
 
@@ -175,8 +138,6 @@ def _disagreements(build: Path) -> list[dict]:
 def _audit_rows(build: Path, seed: int, fraction: float) -> list[dict]:
     """Pass iii: a seeded ``fraction`` of the decisions plus every rejected item, whichever
     filter rejected it (corruption interpretability included)."""
-    from sceval_plugin.construction.manifest import item_stages
-
     stages = item_stages(build)
     if not 0 <= fraction <= 1:
         raise AnnotationError(f"--fraction {fraction}: a share between 0 and 1")
@@ -213,8 +174,6 @@ def export(build: Path, name: str, annotators: list[str], *, seed: int = 0, per_
     written = []
     stages = None
     if name == "audit":
-        from sceval_plugin.construction.manifest import item_stages
-
         stages = item_stages(build)
     locked = {(l["annotator"], row_key(l)): l for l in read_labels(build, "blind")} if name == "reveal" else {}
     for annotator, rows in plan.items():
@@ -269,8 +228,6 @@ def _cell_row(build: Path, item: OmniItem, cell: tuple, previews: bool) -> dict:
 def _preview(build: Path, item: OmniItem, modality: str, variant: int) -> Path:
     """Contact sheet of ``item``: the ``modality`` operators having variant ``variant``, at every
     severity (written once, reused by every annotator's sheet)."""
-    from sceval_plugin.contact_sheet import grid
-
     path = build / "annotation" / "previews" / item.sample_id / f"{modality}_v{variant}.png"
     if not path.is_file():
         names = [n for n in operators.names(modality) if operators.get(n).variants > variant]
@@ -284,10 +241,6 @@ def _preview(build: Path, item: OmniItem, modality: str, variant: int) -> Path:
 def _blind_row(build: Path, item: OmniItem, cell: tuple) -> dict:
     """The corrupted input of one cell, as the model gets it (the project's renderer), written
     under ``annotation/blind/media``; the row holds no gold."""
-    from faultline_eval.core import media
-    from sceval_plugin.conditions import catalogue, single_id
-    from sceval_plugin.render import render
-
     op, severity, variant = cell
     trial = render(item, catalogue().get(single_id(op, severity)), variant)
     folder = build / "annotation" / "blind" / "media" / item.sample_id / f"{op}@{severity}#{variant}"
@@ -373,17 +326,6 @@ def _digest(asked: dict) -> str:
     return hashlib.blake2b(json.dumps(asked, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
-def operator_modalities(build: Path) -> dict[str, str]:
-    """Operator -> modality, as the exports of ``build``'s passes recorded them, then today's
-    registry for the rest: an operator plugin removed since an export still has the modality its
-    annotated cells were judged under."""
-    known = {name: operators.get(name).modality for name in operators.names()}
-    for path in sorted((Path(build) / "annotation").glob("*/assignment.json")):
-        for name, spec in json.loads(path.read_text(encoding="utf-8")).get("operators", {}).items():
-            known.setdefault(name, spec["modality"])
-    return known
-
-
 def exported_rows(path: Path, assignment: dict, name: str, notes: list[str]) -> dict[str, dict[str, set[tuple]]]:
     """Annotator -> sheet -> the row keys the export asked for (``assignment.json`` at ``path``).
     A change of operator plugins since the export goes to ``notes``; an assignment written before
@@ -453,14 +395,6 @@ def _show(key: tuple) -> str:
     return sample if cell is None else f"{sample} {cell[0]}@{cell[1]} variant {cell[2]}"
 
 
-def group_labels(labels: list[dict]) -> dict[tuple, dict[str, dict]]:
-    """(sheet, (sample id, cell)) -> annotator -> that annotator's labels."""
-    grouped: dict[tuple, dict[str, dict]] = defaultdict(dict)
-    for label in labels:
-        grouped[(label["sheet"], row_key(label))][label["annotator"]] = label
-    return grouped
-
-
 # --- command line -------------------------------------------------------------------------------
 
 def add_parser(stages) -> None:
@@ -485,7 +419,6 @@ def add_parser(stages) -> None:
     back.add_argument("--pass", dest="pass_name", required=True, choices=PASSES)
     back.add_argument("--format", choices=("csv", "xlsx"), default="csv", help="which of the two sheets was filled")
     back.set_defaults(func=_cmd_import)
-    from sceval_plugin.construction import simulate
 
     simulate.add_parser(actions)
 

@@ -23,9 +23,9 @@ import json
 from pathlib import Path
 
 from faultline_eval.core.agreement import fleiss_kappa, label_kappa
-from sceval_plugin.construction.annotate import group_labels, read_labels
-from sceval_plugin.construction.manifest import _simulated, write_table
 from faultline_eval.core.store import write_atomic
+from sceval_plugin.construction.annotation_files import group_labels, read_labels
+from sceval_plugin.construction.manifest import _simulated, write_table
 
 #: (pass, sheet, field, scale, which items: all / all-rejected / all-interpretable)
 FIELDS = (

@@ -49,6 +49,9 @@ import numpy as np
 from faultline_eval.core.intake import media_reason
 from sceval_plugin.data.records import OmniItem, RecordError, check_media, item_from_row
 from faultline_eval.core.store import write_atomic
+from sceval_plugin.plugins import fill_registry, PluginError
+from faultline_eval.core.intake import read_text
+from faultline_eval.core.run_status import report, TaskOutcome
 
 #: Peak amplitude (full scale 1.0) at or under which an audio track counts as absent (-80 dBFS).
 SILENCE_PEAK = 1e-4
@@ -100,8 +103,6 @@ class ConverterRegistry:
         self._plugin = "<direct>"
 
     def add(self, converter: Converter) -> Converter:
-        from sceval_plugin.plugins import PluginError
-
         if not isinstance(converter, Converter):
             raise PluginError(f"plugin {self._plugin} tried to register {converter!r}, which is not a "
                               "sceval_plugin.construction.convert.Converter")
@@ -133,8 +134,6 @@ class ConverterRegistry:
 @functools.lru_cache(maxsize=None)
 def registry() -> ConverterRegistry:
     """Every installed plugin's converters (built once per process)."""
-    from sceval_plugin.plugins import fill_registry
-
     return fill_registry("sceval_register_converters", ConverterRegistry(), "converters")
 
 
@@ -205,8 +204,6 @@ def _converted(converter: Converter, root: Path, out: Path) -> Iterator[dict | R
 
 def read_jsonl(path: Path) -> list[dict]:
     """The objects of a JSON-lines file this package wrote ([] when it does not exist)."""
-    from faultline_eval.core.intake import read_text
-
     return [json.loads(line) for line in read_text(path).splitlines() if line.strip()] if path.is_file() else []
 
 
@@ -260,8 +257,6 @@ def cmd_convert(args) -> int:
     if not args.sources:
         raise SystemExit("sceval build convert: give SOURCE=PATH (sceval build convert --list shows the converters)")
     from collections import Counter
-
-    from faultline_eval.core.run_status import TaskOutcome, report
 
     outcomes = []
     for name, path in args.sources:

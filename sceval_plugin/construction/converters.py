@@ -41,13 +41,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from sceval_plugin import hookimpl
 from faultline_eval.core import media
+from faultline_eval.core.intake import Problem, read_rows
+from faultline_eval.core.media_processing import Plan, process, video_duration
+from faultline_eval.core.record_fields import resolve_inside
+from sceval_plugin import hookimpl
 from sceval_plugin.construction.convert import Converter, Rejected
 from sceval_plugin.construction.pool import order_key
-from faultline_eval.core.intake import Problem, read_rows
 from sceval_plugin.data.records import OPTION_KEYS, RecordError
-from sceval_plugin.data.sources import DEMO_DIR
+from sceval_plugin.data.sources import DEMO_DIR, _omni_bench_row, undecoded_media
 
 #: Why a source example is not converted (besides the tasks' own: record, media_unreadable, ...).
 REASONS = ("missing_field", "missing_answer", "bad_answer_index", "missing_video", "missing_image",
@@ -84,8 +86,6 @@ class ClipWriter:
         """``{"visual": ..., "audio": ...}`` paths relative to the output folder: the clip (copied
         when ``window`` is None or covers it, cut otherwise) and its audio as 16 kHz mono WAV over
         the same span (App. F.2). Raises :class:`~faultline_eval.core.media.MediaError`."""
-        from faultline_eval.core.media_processing import Plan, process, video_duration
-
         duration = video_duration(video)
         start, end = window or (0.0, None)
         whole = start <= WINDOW_SLACK_S and (end is None or duration is None or end >= duration - WINDOW_SLACK_S)
@@ -191,8 +191,6 @@ def _social_iq2_item(row: Mapping[str, Any], split: str, where: str, base: Path,
 
 def convert_omni_bench(root: Path, out: Path) -> Iterator[dict | Rejected]:
     import datasets
-
-    from sceval_plugin.data.sources import _omni_bench_row, undecoded_media
 
     files = sorted(root.rglob("*.parquet"))
     if not files:
@@ -312,8 +310,6 @@ def convert_items(root: Path, out: Path) -> Iterator[dict | Rejected]:
     """A folder already in the unified schema (``items.jsonl`` or ``items.parquet``; ``items=demo``:
     the embedded demo set): rows kept as they are, media copied, ids prefixed ``items-``."""
     import shutil
-
-    from faultline_eval.core.record_fields import resolve_inside
 
     table = next((root / n for n in ("items.jsonl", "items.parquet") if (root / n).is_file()), None)
     if table is None:

@@ -36,9 +36,10 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from faultline_eval.core.store import replacing, write_atomic
 from sceval_plugin import operators
 from sceval_plugin.construction import form
-from sceval_plugin.construction.annotate import (
+from sceval_plugin.construction.annotation_files import (
     AnnotationError,
     group_labels,
     operator_modalities,
@@ -46,9 +47,9 @@ from sceval_plugin.construction.annotate import (
     read_labels,
     row_key,
 )
+from sceval_plugin.construction.simulate import MARKER
 from sceval_plugin.data.manifest import SCHEMAS
 from sceval_plugin.operators import CORRUPTING_SEVERITIES
-from faultline_eval.core.store import replacing, write_atomic
 
 STAGES = ("pool", "clean validity / answerability", "modality leakage", "corruption interpretability")
 
@@ -189,8 +190,6 @@ def _cell(sample, op, severity, variant, interpretable, preserved) -> dict:
 
 def _simulated(build: Path) -> list[str]:
     """The passes whose labels came from the simulator (never mistaken for human annotation)."""
-    from sceval_plugin.construction.simulate import MARKER
-
     return sorted(p.parent.name for p in (build / "annotation").glob(f"*/{MARKER}"))
 
 

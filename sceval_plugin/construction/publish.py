@@ -29,8 +29,13 @@ import os
 import shutil
 from pathlib import Path
 
-from sceval_plugin.construction.convert import BuildError, read_jsonl, registry
 from faultline_eval.core.hub import push
+from faultline_eval.core.intake import collect, read_rows
+from sceval_plugin.construction.convert import BuildError, read_jsonl, registry
+from sceval_plugin.data.manifest import parse_manifest
+from sceval_plugin.data.records import item_from_row
+from sceval_plugin.data.sources import media_paths
+from sceval_plugin.plugins import env_flag
 
 CARD = """---
 license: other
@@ -93,8 +98,6 @@ def _table_row(row: dict) -> dict:
 
 def _kept(rows: list[dict], manifest_path: Path) -> tuple[list[dict], list[dict]]:
     """(kept rows, exclusions) by the manifest's per-sample validity and answerability."""
-    from sceval_plugin.data.manifest import parse_manifest
-
     samples = parse_manifest(manifest_path).samples
     kept, excluded = [], []
     for row in rows:
@@ -113,8 +116,6 @@ def _kept(rows: list[dict], manifest_path: Path) -> tuple[list[dict], list[dict]
 
 def offline_guard() -> None:
     """Refuse to reach the Hub when the offline setting is on (clear error, nothing attempted)."""
-    from sceval_plugin.plugins import env_flag
-
     if env_flag("HF_HUB_OFFLINE"):
         raise BuildError("--push-to-hub needs the network, but HF_HUB_OFFLINE=1 is set: unset it (and log in, "
                          "`huggingface-cli login` or HF_TOKEN) to upload")
@@ -123,10 +124,6 @@ def offline_guard() -> None:
 def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub: str | None = None) -> dict:
     """Write the published folder; returns ``{"out", "published", "excluded", "manifest", "hub"}``."""
     import datasets
-
-    from faultline_eval.core.intake import collect, read_rows
-    from sceval_plugin.data.records import item_from_row
-    from sceval_plugin.data.sources import media_paths
 
     build_dir = Path(build_dir)
     pool = build_dir / "pool"

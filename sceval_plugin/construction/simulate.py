@@ -23,9 +23,9 @@ import csv
 import random
 from pathlib import Path
 
-from sceval_plugin.construction import form
-from sceval_plugin.construction.annotate import SHEETS, pass_dir, pool_items
 from faultline_eval.core.store import replacing
+from sceval_plugin.construction import form
+from sceval_plugin.construction.annotation_files import SHEETS, pass_dir, pool_items
 
 MARKER = "SIMULATED"
 DROP_RATE = {10: 0.044, 30: 0.129, 50: 0.247, 70: 0.361}  # Table 25, pooled audio + vision

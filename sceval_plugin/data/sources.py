@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from faultline_eval.core.identity import content_fingerprint, relative_media
-from faultline_eval.core.paths import CACHE_ENV, cache_dir  # noqa: F401  (part of this module's API)
 from faultline_eval.core.intake import Problem, Row, SourceError, collect, numbered, read_rows
+from faultline_eval.core.paths import CACHE_ENV, cache_dir  # noqa: F401  (part of this module's API)
+from faultline_eval.core.store import replacing
+from sceval_plugin.conditions import joint_id, single_id
 from sceval_plugin.data.records import OmniItem, RecordError, item_from_row
 
 SOURCE_ENV = "SCEVAL_SOURCE"
@@ -176,8 +178,6 @@ def _release_row(row: Mapping[str, Any], root: Path) -> dict:
 
 def _release_condition(row: Mapping[str, Any]) -> tuple[str, int]:
     """Our condition id and variant index for a released pre-corrupted row."""
-    from sceval_plugin.conditions import joint_id, single_id
-
     ops = _split_field(row.get("corruption_type"))
     raw = row.get("severity_base")
     severities = [int(v) for v in re.findall(r"\d+", " ".join(map(str, raw)) if isinstance(raw, (list, tuple)) else str(raw))]
@@ -241,8 +241,6 @@ def _omni_bench_row(index: int, doc: Mapping[str, Any], out: Path) -> dict:
 
     import soundfile
     from PIL import Image
-
-    from faultline_eval.core.store import replacing
 
     sample_id = f"omni_bench-{index:05d}"
     folder = out / sample_id

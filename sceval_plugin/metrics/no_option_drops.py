@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from faultline_eval.core.agreement import label_kappa
 from faultline_eval.core.stats import (
     B_DEFAULT,
     SEED_DEFAULT,
@@ -45,6 +46,8 @@ from faultline_eval.core.stats import (
     percentile_interval,
     resample_weights,
 )
+from sceval_plugin.conditions import catalogue
+from sceval_plugin.no_option_control import NO_OPTION_BASES, condition_id
 
 LABELS = ("CORRECT", "PARTIAL", "INCORRECT", "UNANSWERABLE")
 NO_OPTION_COLUMNS = ("model", "condition_id", "sample_id", "variant", "label_1", "label_2", "exact_match",
@@ -94,7 +97,6 @@ def gold_preserved(frame: pd.DataFrame, manifest) -> pd.DataFrame:
     for runs made before the manifest was set."""
     if manifest is None or frame.empty:
         return frame
-    from sceval_plugin.conditions import catalogue
 
     registry = catalogue()
     keep = [cid not in registry or manifest.exclusion_reason(str(sample), registry.get(cid), int(variant)) is None
@@ -108,8 +110,6 @@ def transfer_table(trials: pd.DataFrame, no_option: pd.DataFrame, info: dict, *,
     (:data:`~sceval_plugin.metrics.protocol.TRIAL_COLUMNS`); ``no_option``: :func:`no_option_frame`;
     ``info``: condition id -> ConditionInfo; ``manifest``: an annotation manifest applied again
     (:func:`gold_preserved`). Rows whose four runs share no sample are left out."""
-    from sceval_plugin.no_option_control import NO_OPTION_BASES, condition_id
-
     trials, no_option = gold_preserved(trials, manifest), gold_preserved(no_option, manifest)
     mc = _sample_scores(trials, trials["correct"].fillna(0.0).to_numpy(float))
     no = {k: _sample_scores(no_option, _credit(no_option[f"label_{k}"].where(no_option["invalid"].isna()),
@@ -159,8 +159,6 @@ def agreement_table(no_option: pd.DataFrame) -> pd.DataFrame:
     """Per model and no-option condition (and ``(all)`` per model): trials graded by both scorers,
     the share they label alike and κ (over all graded trials, and over those exact match did not
     decide), trials left ungraded (invalid or a scorer failed), and the grading scorer's label counts."""
-    from faultline_eval.core.agreement import label_kappa
-
     def kappa(f: pd.DataFrame) -> float:
         return label_kappa(list(f["label_1"]), list(f["label_2"])) if len(f) else np.nan
 

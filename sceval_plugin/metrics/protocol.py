@@ -30,6 +30,9 @@ from faultline_eval.core.stats import (
     paired_comparisons,
     resample_weights,
 )
+from sceval_plugin import probe_conditions as probes
+from sceval_plugin.conditions import catalogue
+from sceval_plugin.probe_conditions import NOT_APPLICABLE as PROBE_NOT_APPLICABLE
 
 TRIAL_COLUMNS = ("model", "condition_id", "sample_id", "variant", "correct", "invalid", "n_options",
                  "prompt_id", "dataset", "answer", "not_applicable")
@@ -66,9 +69,6 @@ class ConditionInfo:
 
 
 def catalogue_info() -> dict[str, ConditionInfo]:
-    from sceval_plugin import probe_conditions as probes
-    from sceval_plugin.conditions import catalogue
-
     return {c.id: ConditionInfo(c.id, c.block, tuple((x.modality, x.operator, x.severity) for x in c.corruptions),
                                 c.control, c.option_order, c.base, c.suites, c.role,
                                 c.probe and (probes.get(c.probe.name).family, c.probe.name, c.probe.parameter))
@@ -541,8 +541,6 @@ def coverage_notes(summary: pd.DataFrame, info: dict[str, ConditionInfo], not_ap
                    model_pairs: bool) -> list[str]:
     """What the logs do not allow computing, in words (each subset of the catalogue gives a report
     with what it can compute; these notes say what is missing and why)."""
-    from sceval_plugin.probe_conditions import NOT_APPLICABLE as PROBE_NOT_APPLICABLE
-
     notes = []
     for _, r in not_applicable.iterrows():
         control = info.get(r["condition_id"]) is None or info[r["condition_id"]].probe is None

@@ -11,6 +11,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from sceval_plugin.conditions import catalogue
 from sceval_plugin.metrics.drops import codes_of, item_matrix
 from sceval_plugin.metrics.protocol import INVALID, MODALITIES, ConditionInfo, weakest_singles
 
@@ -159,8 +160,6 @@ def failure_overlap(samples: pd.DataFrame, *, shared_fraction: float = SHARED_HA
 def prompt_variants(info: Mapping[str, ConditionInfo]) -> dict[str, tuple[str, str]]:
     """Each prompt-variant condition -> (its base cell, its prompt); the base cell itself is the
     standard JSON prompt ("json")."""
-    from sceval_plugin.conditions import catalogue
-
     registry = catalogue()
     return {cid: (c.base, registry.get(cid).prompt) for cid, c in info.items()
             if c.block == "prompt" and cid in registry}
