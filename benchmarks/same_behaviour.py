@@ -427,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     for folder in (args.before, args.after):
         if not folder.is_dir():
             parser.error(f"{folder}: not a folder")
+    if bool(args.before_repo) != bool(args.after_repo):
+        parser.error("give both --before-repo and --after-repo, or neither (detected)")
 
     def outputs(folder: Path) -> dict[str, str]:
         found = {str(folder.resolve()): "<OUTPUT>", str(folder): "<OUTPUT>"}
