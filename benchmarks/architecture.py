@@ -60,12 +60,35 @@ IMPORT_LINTER_CONFIG = ".importlinter"
 # Layers of LAYOUT26, highest first: (rank, name, module prefixes). A module takes the layer of its longest
 # matching prefix; old names (before phase A) and new names are both listed.
 LAYERS = [
-    (5, "5 CLIs", ["sceval_plugin.cli", "c3po_plugin.cli", "faultline_eval.cli", "faultline_eval.commands",
-                   "sceval_plugin.construction.cli", "c3po_plugin.construction.cli", "c3po_plugin.mechanistic.cli",
-                   "sceval_plugin.build.cli", "c3po_plugin.build.cli"]),
-    (4, "4 outputs", ["sceval_plugin.report", "c3po_plugin.report", "faultline_eval.viewer",
-                      "sceval_plugin.construction", "c3po_plugin.construction", "c3po_plugin.mechanistic",
-                      "sceval_plugin.build", "c3po_plugin.build"]),
+    (
+        5,
+        "5 CLIs",
+        [
+            "sceval_plugin.cli",
+            "c3po_plugin.cli",
+            "faultline_eval.cli",
+            "faultline_eval.commands",
+            "sceval_plugin.construction.cli",
+            "c3po_plugin.construction.cli",
+            "c3po_plugin.mechanistic.cli",
+            "sceval_plugin.build.cli",
+            "c3po_plugin.build.cli",
+        ],
+    ),
+    (
+        4,
+        "4 outputs",
+        [
+            "sceval_plugin.report",
+            "c3po_plugin.report",
+            "faultline_eval.viewer",
+            "sceval_plugin.construction",
+            "c3po_plugin.construction",
+            "c3po_plugin.mechanistic",
+            "sceval_plugin.build",
+            "c3po_plugin.build",
+        ],
+    ),
     (3, "3 harness", ["faultline_eval.tasks", "faultline_eval.model_wrappers"]),
     (2, "2 library", ["sceval_plugin", "c3po_plugin"]),
     (1.5, "1b judges", ["faultline_eval.judges"]),
@@ -77,9 +100,15 @@ UNASSIGNED = "? unassigned"
 RANK_C_MAX = 20  # radon: A 1-5, B 6-10, C 11-20, D 21-30, E 31-40, F 41+
 # The modules LAYOUT26 moves into faultline_eval/core unchanged: the "core" of a checkout from before phase A.
 PRE_MOVE_CORE = [
-    "sceval_plugin/store.py", "sceval_plugin/media.py", "sceval_plugin/telemetry.py", "sceval_plugin/run_status.py",
-    "sceval_plugin/metrics/stats.py", "sceval_plugin/data/decode_cache.py", "sceval_plugin/data/identity.py",
-    "sceval_plugin/data/intake.py", "c3po_plugin/judges/agreement.py",
+    "sceval_plugin/store.py",
+    "sceval_plugin/media.py",
+    "sceval_plugin/telemetry.py",
+    "sceval_plugin/run_status.py",
+    "sceval_plugin/metrics/stats.py",
+    "sceval_plugin/data/decode_cache.py",
+    "sceval_plugin/data/identity.py",
+    "sceval_plugin/data/intake.py",
+    "c3po_plugin/judges/agreement.py",
 ]
 # Packages the contracts name that a checkout from before phase A lacks (see stage_installed_tree).
 PLACEHOLDER_PACKAGES = ("faultline_eval.core", "faultline_eval.judges")
@@ -105,21 +134,28 @@ def family(module: str) -> str | None:
 
 # --- the product's files and modules -------------------------------------------------------------------------------
 
+
 def product_files(root: Path, suffixes: tuple[str, ...] = (".py",)) -> list[str]:
     """Repository-relative paths of the product's source files: what git tracks or would track (not ignored)."""
     tops = set(PACKAGES) | set(FOLDER_PACKAGES)
     try:
-        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=root,
-                                capture_output=True, text=True, check=True).stdout.splitlines()
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
         listed = [path for path in listed if (root / path).is_file()]
     except (OSError, subprocess.CalledProcessError):  # not a git checkout
         listed = [str(path.relative_to(root)) for path in root.rglob("*") if path.is_file()]
-    return sorted(path for path in listed
-                  if path.split("/")[0] in tops and path.endswith(suffixes) and "__pycache__" not in path)
+    return sorted(
+        path for path in listed if path.split("/")[0] in tops and path.endswith(suffixes) and "__pycache__" not in path
+    )
 
 
 def module_name(path: str) -> str:
-    parts = path[:-len(".py")].split("/")
+    parts = path[: -len(".py")].split("/")
     if parts[0] in FOLDER_PACKAGES:
         parts[:1] = FOLDER_PACKAGES[parts[0]].split(".")
     if parts[-1] == "__init__":
@@ -139,7 +175,8 @@ class ImportStatement:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def project_imports(module: str, is_package: bool, source: str, modules: set[str]) -> list[ImportStatement]:
@@ -155,10 +192,11 @@ def project_imports(module: str, is_package: bool, source: str, modules: set[str
         return name or None
 
     def justified(node: ast.stmt) -> bool:
-        span = lines[node.lineno - 1:node.end_lineno]
+        span = lines[node.lineno - 1 : node.end_lineno]
         above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
         return any(JUSTIFICATION.search(line) for line in span) or (
-            above.startswith("#") and JUSTIFICATION.search(above) is not None)
+            above.startswith("#") and JUSTIFICATION.search(above) is not None
+        )
 
     def visit(node: ast.AST, in_function: bool, type_checking: bool) -> None:
         for child in ast.iter_child_nodes(node):
@@ -170,24 +208,25 @@ def project_imports(module: str, is_package: bool, source: str, modules: set[str
                     base = child.module or ""
                     if child.level:
                         anchor = package.split(".")
-                        anchor = anchor[:len(anchor) - (child.level - 1)]
+                        anchor = anchor[: len(anchor) - (child.level - 1)]
                         base = ".".join(anchor + ([base] if base else []))
-                    names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
-                             for alias in child.names]
+                    names = [
+                        f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in child.names
+                    ]
                 for name in names:
                     if name.split(".")[0] in PACKAGES and (target := resolve(name)) and target not in targets:
                         targets.append(target)
                 if targets:
-                    found.append(ImportStatement(module, targets, child.lineno, in_function, type_checking,
-                                                 justified(child)))
+                    found.append(
+                        ImportStatement(module, targets, child.lineno, in_function, type_checking, justified(child))
+                    )
             elif isinstance(child, ast.If) and _is_type_checking(child.test):
                 for statement in child.body:
                     visit(ast.Module(body=[statement], type_ignores=[]), in_function, True)
                 for statement in child.orelse:
                     visit(ast.Module(body=[statement], type_ignores=[]), in_function, type_checking)
             else:
-                visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)),
-                      type_checking)
+                visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)), type_checking)
 
     visit(ast.parse(source), False, False)
     return found
@@ -238,12 +277,14 @@ def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
 
 # --- the measures --------------------------------------------------------------------------------------------------
 
+
 def measure_imports(root: Path, files: list[str]) -> dict:
     modules = {module_name(path): path for path in files}
     statements: list[ImportStatement] = []
     for path in files:
-        statements += project_imports(module_name(path), path.endswith("__init__.py"),
-                                      (root / path).read_text(encoding="utf-8"), set(modules))
+        statements += project_imports(
+            module_name(path), path.endswith("__init__.py"), (root / path).read_text(encoding="utf-8"), set(modules)
+        )
     module_level: dict[str, set[str]] = defaultdict(set)
     every_level: dict[str, set[str]] = defaultdict(set)
     violations: dict[tuple[str, str], dict] = {}
@@ -255,17 +296,26 @@ def measure_imports(root: Path, files: list[str]) -> dict:
                 every_level[statement.importer].add(target)
                 if not statement.in_function:
                     module_level[statement.importer].add(target)
-            (importer_rank, importer_layer), (target_rank, target_layer) = layer_of(statement.importer), \
-                layer_of(target)
+            (importer_rank, importer_layer), (target_rank, target_layer) = (
+                layer_of(statement.importer),
+                layer_of(target),
+            )
             kinds = []
             if importer_rank is not None and target_rank is not None and target_rank > importer_rank:
                 kinds.append("up")
             if family(statement.importer) and family(target) and family(statement.importer) != family(target):
                 kinds.append("across")
             if kinds:
-                entry = violations.setdefault((statement.importer, target), {
-                    "importer": statement.importer, "imported": target, "kinds": kinds,
-                    "layers": f"{importer_layer} -> {target_layer}", "lines": []})
+                entry = violations.setdefault(
+                    (statement.importer, target),
+                    {
+                        "importer": statement.importer,
+                        "imported": target,
+                        "kinds": kinds,
+                        "layers": f"{importer_layer} -> {target_layer}",
+                        "lines": [],
+                    },
+                )
                 entry["lines"].append(f"{modules[statement.importer]}:{statement.line}")
     in_functions = [statement for statement in statements if statement.in_function and not statement.type_checking]
     cycles_module_level = strongly_connected(module_level)
@@ -280,7 +330,8 @@ def measure_imports(root: Path, files: list[str]) -> dict:
         "function_level_imports": len(in_functions),
         "function_level_imports_justified": sum(statement.justified for statement in in_functions),
         "function_level_imports_unjustified_list": [
-            f"{modules[s.importer]}:{s.line} {', '.join(s.targets)}" for s in in_functions if not s.justified],
+            f"{modules[s.importer]}:{s.line} {', '.join(s.targets)}" for s in in_functions if not s.justified
+        ],
         "layer_violations": len(ordered),
         "layer_violations_up": sum("up" in entry["kinds"] for entry in ordered),
         "layer_violations_across": sum("across" in entry["kinds"] for entry in ordered),
@@ -299,9 +350,11 @@ def measure_lines(root: Path, files: list[str]) -> dict:
         if layer == UNASSIGNED:
             members[layer].append(path)
     order = [name for _, name, _ in LAYERS] + [UNASSIGNED]
-    return {"lines_per_layer": {name: {"files": counts[name], "lines": lines[name]} for name in order
-                                if counts[name]},
-            "product_lines": sum(lines.values()), "unassigned_files": members[UNASSIGNED]}
+    return {
+        "lines_per_layer": {name: {"files": counts[name], "lines": lines[name]} for name in order if counts[name]},
+        "product_lines": sum(lines.values()),
+        "unassigned_files": members[UNASSIGNED],
+    }
 
 
 def core_files(files: list[str]) -> tuple[list[str], bool]:
@@ -323,25 +376,38 @@ def measure_complexity(root: Path, files: list[str]) -> dict:
             if hasattr(block, "methods"):  # a class: its methods (and nested classes) are what radon lists
                 pending += list(block.methods) + list(getattr(block, "inner_classes", []))
                 continue
-            functions.append({"where": f"{path}:{block.lineno}", "name": block.fullname,
-                              "lines": block.endline - block.lineno + 1, "complexity": block.complexity,
-                              "rank": _rank(block.complexity)})
+            functions.append(
+                {
+                    "where": f"{path}:{block.lineno}",
+                    "name": block.fullname,
+                    "lines": block.endline - block.lineno + 1,
+                    "complexity": block.complexity,
+                    "rank": _rank(block.complexity),
+                }
+            )
 
     def summary(selected: list[dict]) -> dict:
         if not selected:
             return {"functions": 0}
         longest = max(selected, key=lambda item: (item["lines"], item["complexity"]))
         most_complex = max(selected, key=lambda item: (item["complexity"], item["lines"]))
-        above_c = sorted((item for item in selected if item["complexity"] > RANK_C_MAX),
-                         key=lambda item: -item["complexity"])
-        return {"functions": len(selected), "longest": longest, "most_complex": most_complex,
-                "above_C": len(above_c), "above_C_list": [f"{i['rank']}{i['complexity']} {i['where']} {i['name']}"
-                                                          for i in above_c]}
+        above_c = sorted(
+            (item for item in selected if item["complexity"] > RANK_C_MAX), key=lambda item: -item["complexity"]
+        )
+        return {
+            "functions": len(selected),
+            "longest": longest,
+            "most_complex": most_complex,
+            "above_C": len(above_c),
+            "above_C_list": [f"{i['rank']}{i['complexity']} {i['where']} {i['name']}" for i in above_c],
+        }
 
     core, pre_move = core_files(files)
-    return {"product": summary(functions),
-            "core": summary([item for item in functions if item["where"].rsplit(":", 1)[0] in core]),
-            "core_is_pre_move": pre_move}
+    return {
+        "product": summary(functions),
+        "core": summary([item for item in functions if item["where"].rsplit(":", 1)[0] in core]),
+        "core_is_pre_move": pre_move,
+    }
 
 
 def _rank(complexity: int) -> str:
@@ -358,14 +424,22 @@ def measure_duplicates(root: Path) -> dict:
         for path in product_files(root, SOURCE_SUFFIXES):
             (Path(copy) / path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(root / path, Path(copy) / path)
-        output = subprocess.run(["duplicates", "--repo", copy, "--most", "200", "--seconds", "120"],
-                                capture_output=True, text=True, cwd=copy).stdout
+        output = subprocess.run(
+            ["duplicates", "--repo", copy, "--most", "200", "--seconds", "120"],
+            capture_output=True,
+            text=True,
+            cwd=copy,
+        ).stdout
     first = output.splitlines()[0] if output else ""
     pairs = re.match(r"(\d+) pairs?", first)
     rows = [line for line in output.splitlines() if re.match(r"D\d+ ", line)]
     notes = [line for line in output.splitlines() if line.startswith(("incomplete:", "left out:"))]
-    return {"duplicate_pairs": int(pairs.group(1)) if pairs else 0 if "no duplicates" in first else None,
-            "duplicates_summary": first, "duplicates_list": rows, "duplicates_notes": notes}
+    return {
+        "duplicate_pairs": int(pairs.group(1)) if pairs else 0 if "no duplicates" in first else None,
+        "duplicates_summary": first,
+        "duplicates_list": rows,
+        "duplicates_notes": notes,
+    }
 
 
 def measure_mypy(root: Path, files: list[str]) -> dict:
@@ -373,14 +447,23 @@ def measure_mypy(root: Path, files: list[str]) -> dict:
     if not core:
         return {"mypy_core_errors": None, "mypy_note": "no core modules"}
     targets = [str(root / "faultline_eval" / "core")] if not pre_move else [str(root / path) for path in core]
-    result = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
-                             "--no-error-summary", *targets], capture_output=True, text=True, cwd=root)
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-error-summary", *targets],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
-    by_code = Counter(re.search(r"\[([\w-]+)\]$", line).group(1) if re.search(r"\[([\w-]+)\]$", line) else "?"
-                      for line in errors)
-    return {"mypy_core_errors": len(errors), "mypy_core_files": len(core), "mypy_core_is_pre_move": pre_move,
-            "mypy_core_errors_by_code": dict(by_code.most_common()),
-            "mypy_note": result.stderr.strip()[-500:] if result.returncode not in (0, 1) else ""}
+    by_code = Counter(
+        re.search(r"\[([\w-]+)\]$", line).group(1) if re.search(r"\[([\w-]+)\]$", line) else "?" for line in errors
+    )
+    return {
+        "mypy_core_errors": len(errors),
+        "mypy_core_files": len(core),
+        "mypy_core_is_pre_move": pre_move,
+        "mypy_core_errors_by_code": dict(by_code.most_common()),
+        "mypy_note": result.stderr.strip()[-500:] if result.returncode not in (0, 1) else "",
+    }
 
 
 def stage_installed_tree(root: Path, into: Path, placeholders: bool = False) -> list[str]:
@@ -408,15 +491,22 @@ def lint_imports(root: Path, arguments: list[str], placeholders: bool = False) -
     executable = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
     if executable is None:
         # import-linter's console script lives beside the interpreter that has it installed
-        command = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command as c; "
-                   "sys.exit(c())"]
+        command = [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports_command as c; sys.exit(c())",
+        ]
     else:
         command = [executable]
     with tempfile.TemporaryDirectory(prefix="architecture-lint-") as staged:
         added = stage_installed_tree(root, Path(staged), placeholders)
-        result = subprocess.run([*command, str(root / IMPORT_LINTER_CONFIG), "--no-cache", *arguments],
-                                cwd=staged, capture_output=True, text=True,
-                                env={**os.environ, "COLUMNS": "250"})  # no wrapped lines in the report
+        result = subprocess.run(
+            [*command, str(root / IMPORT_LINTER_CONFIG), "--no-cache", *arguments],
+            cwd=staged,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "250"},
+        )  # no wrapped lines in the report
         result.placeholders = added  # type: ignore[attr-defined]
         return result
 
@@ -437,12 +527,14 @@ def measure_contracts(root: Path) -> dict:
         elif line.startswith("- ") and broken_counts:
             broken_counts[list(broken_counts)[-1]] += 1
         title = line
-    return {"contracts": {name: verdict for name, verdict in verdicts},
-            "contracts_kept": int(summary.group(1)) if summary else None,
-            "contracts_broken": int(summary.group(2)) if summary else None,
-            "contract_violations": broken_counts,
-            "contracts_placeholders": result.placeholders,
-            "contracts_error": "" if summary else (result.stdout + result.stderr).strip()[-1500:]}
+    return {
+        "contracts": {name: verdict for name, verdict in verdicts},
+        "contracts_kept": int(summary.group(1)) if summary else None,
+        "contracts_broken": int(summary.group(2)) if summary else None,
+        "contract_violations": broken_counts,
+        "contracts_placeholders": result.placeholders,
+        "contracts_error": "" if summary else (result.stdout + result.stderr).strip()[-1500:],
+    }
 
 
 def measure(root: Path = ROOT, slow: bool = True) -> dict:
@@ -460,50 +552,67 @@ def measure(root: Path = ROOT, slow: bool = True) -> dict:
 
 def _commit(root: Path) -> str:
     try:
-        return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "?"
 
 
 # --- the table -----------------------------------------------------------------------------------------------------
 
+
 def table(numbers: dict) -> str:
-    rows: list[tuple[str, str]] = [("checkout", f"{numbers['checkout']} @ {numbers['commit']}"),
-                                   ("product lines (files)", f"{numbers['product_lines']} ({numbers['modules']})")]
+    rows: list[tuple[str, str]] = [
+        ("checkout", f"{numbers['checkout']} @ {numbers['commit']}"),
+        ("product lines (files)", f"{numbers['product_lines']} ({numbers['modules']})"),
+    ]
     for layer, count in numbers["lines_per_layer"].items():
         rows.append((f"  lines in layer {layer}", f"{count['lines']} ({count['files']} files)"))
     rows += [
         ("import cycles, module level (SCCs > 1)", str(numbers["cycles_module_level"])),
         ("import cycles, module + function level", str(numbers["cycles_with_function_level"])),
-        ("function-level imports of own modules", f"{numbers['function_level_imports']} "
-                                                  f"({numbers['function_level_imports_justified']} justified)"),
-        ("layer violations (pairs)", f"{numbers['layer_violations']} ({numbers['layer_violations_up']} up a layer, "
-                                     f"{numbers['layer_violations_across']} across sceval<->c3po)"),
+        (
+            "function-level imports of own modules",
+            f"{numbers['function_level_imports']} ({numbers['function_level_imports_justified']} justified)",
+        ),
+        (
+            "layer violations (pairs)",
+            f"{numbers['layer_violations']} ({numbers['layer_violations_up']} up a layer, "
+            f"{numbers['layer_violations_across']} across sceval<->c3po)",
+        ),
     ]
     complexity = numbers["complexity"]
     for scope in ("product", "core"):
         summary = complexity[scope]
-        label = scope + (" (pre-move: modules phase A moves to core)" if scope == "core" and
-                         complexity["core_is_pre_move"] else "")
+        label = scope + (
+            " (pre-move: modules phase A moves to core)" if scope == "core" and complexity["core_is_pre_move"] else ""
+        )
         if not summary["functions"]:
             rows.append((f"{label}: functions", "0"))
             continue
         longest, most = summary["longest"], summary["most_complex"]
-        rows += [(f"{label}: functions", str(summary["functions"])),
-                 (f"{label}: longest function",
-                  f"{longest['lines']} lines, {longest['rank']}{longest['complexity']}: {longest['name']} "
-                  f"({longest['where']})"),
-                 (f"{label}: most complex function",
-                  f"{most['rank']}{most['complexity']}, {most['lines']} lines: {most['name']} ({most['where']})"),
-                 (f"{label}: functions above C (cc > {RANK_C_MAX})", str(summary["above_C"]))]
+        rows += [
+            (f"{label}: functions", str(summary["functions"])),
+            (
+                f"{label}: longest function",
+                f"{longest['lines']} lines, {longest['rank']}{longest['complexity']}: {longest['name']} "
+                f"({longest['where']})",
+            ),
+            (
+                f"{label}: most complex function",
+                f"{most['rank']}{most['complexity']}, {most['lines']} lines: {most['name']} ({most['where']})",
+            ),
+            (f"{label}: functions above C (cc > {RANK_C_MAX})", str(summary["above_C"])),
+        ]
     rows.append(("duplicate pairs (product)", str(numbers.get("duplicate_pairs"))))
     if "mypy_core_errors" in numbers:
         pre = " (pre-move core files)" if numbers.get("mypy_core_is_pre_move") else ""
         rows.append((f"mypy --strict errors on the core{pre}", str(numbers["mypy_core_errors"])))
     if numbers.get("contracts") is not None:
-        rows.append(("lint-imports contracts", f"{numbers['contracts_kept']} kept, {numbers['contracts_broken']} "
-                                               f"broken"))
+        rows.append(
+            ("lint-imports contracts", f"{numbers['contracts_kept']} kept, {numbers['contracts_broken']} broken")
+        )
         for name, count in numbers["contract_violations"].items():
             rows.append((f"  broken: {name}", f"{count} violations"))
     width = max(len(label) for label, _ in rows)
@@ -516,8 +625,13 @@ def table(numbers: dict) -> str:
 
     listing("module-level cycles", [" <-> ".join(c) for c in numbers["cycles_module_level_list"]])
     listing("cycles with function-level imports", [" <-> ".join(c) for c in numbers["cycles_with_function_level_list"]])
-    listing("layer violations", [f"{v['importer']} -> {v['imported']}  [{'+'.join(v['kinds'])}: {v['layers']}]  "
-                                 f"{', '.join(v['lines'])}" for v in numbers["layer_violations_list"]])
+    listing(
+        "layer violations",
+        [
+            f"{v['importer']} -> {v['imported']}  [{'+'.join(v['kinds'])}: {v['layers']}]  {', '.join(v['lines'])}"
+            for v in numbers["layer_violations_list"]
+        ],
+    )
     listing("functions above C, product", complexity["product"].get("above_C_list", []))
     if numbers["unassigned_files"]:
         listing("files with no layer", numbers["unassigned_files"])
@@ -525,12 +639,17 @@ def table(numbers: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     parser.add_argument("--fast", action="store_true", help="skip mypy and lint-imports (the slow parts)")
-    parser.add_argument("--lint-imports", nargs=argparse.REMAINDER, metavar="ARGS",
-                        help="run lint-imports on the installed layout of this checkout and exit with its status")
+    parser.add_argument(
+        "--lint-imports",
+        nargs=argparse.REMAINDER,
+        metavar="ARGS",
+        help="run lint-imports on the installed layout of this checkout and exit with its status",
+    )
     arguments = parser.parse_args(argv)
     if arguments.lint_imports is not None:
         result = lint_imports(ROOT, arguments.lint_imports)
