@@ -27,6 +27,8 @@ repository folders ``tasks/`` and ``model_wrappers/``, which install as ``faultl
   core exists, on the modules phase A moves there (marked ``pre-move``).
 - **layer violations**: project imports (any place, ``TYPE_CHECKING`` included, as import-linter sees them) that
   go up a layer, or across ``sceval_plugin`` <-> ``c3po_plugin``.
+- **ruff**: findings of ``ruff check`` and files ``ruff format --check`` would change (pyproject.toml's settings,
+  whole checkout).
 - **lint-imports**: the contracts in ``.importlinter``, kept and broken.
 
 ``--lint-imports``: grimp (under import-linter) finds a package's modules by walking its folder, so it never sees
@@ -328,6 +330,7 @@ def measure_imports(root: Path, files: list[str]) -> dict:
         "cycles_with_function_level": len(cycles_all),
         "cycles_with_function_level_list": cycles_all,
         "function_level_imports": len(in_functions),
+        "function_level_import_pairs": len({(s.importer, target) for s in in_functions for target in s.targets}),
         "function_level_imports_justified": sum(statement.justified for statement in in_functions),
         "function_level_imports_unjustified_list": [
             f"{modules[s.importer]}:{s.line} {', '.join(s.targets)}" for s in in_functions if not s.justified
@@ -466,6 +469,29 @@ def measure_mypy(root: Path, files: list[str]) -> dict:
     }
 
 
+def measure_ruff(root: Path) -> dict:
+    """Findings of ``ruff check`` and files ``ruff format`` would change, with pyproject.toml's settings, over the
+    whole checkout (product, tests and benchmarks: all of it is linted)."""
+    check = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--statistics", "--output-format", "concise", "--exit-zero", "."],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    if check.returncode != 0:
+        return {"ruff_findings": None, "ruff_note": (check.stdout + check.stderr).strip()[-300:]}
+    by_rule = {match[1]: int(match[0]) for match in re.findall(r"^\s*(\d+)\s+(\S+)", check.stdout, re.MULTILINE)}
+    formatting = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "."], cwd=root, capture_output=True, text=True
+    )
+    reformat = re.search(r"(\d+) files? would be reformatted", formatting.stdout)
+    return {
+        "ruff_findings": sum(by_rule.values()),
+        "ruff_findings_by_rule": by_rule,
+        "ruff_format_files_changed": int(reformat.group(1)) if reformat else 0,
+    }
+
+
 def stage_installed_tree(root: Path, into: Path, placeholders: bool = False) -> list[str]:
     """Copy the product's Python files into ``into`` laid out as installed (``tasks/`` as
     ``faultline_eval/tasks/``), so that grimp, which walks package folders, sees every module.
@@ -544,6 +570,7 @@ def measure(root: Path = ROOT, slow: bool = True) -> dict:
     numbers |= measure_imports(root, files)
     numbers["complexity"] = measure_complexity(root, files)
     numbers |= measure_duplicates(root)
+    numbers |= measure_ruff(root)
     if slow:
         numbers |= measure_mypy(root, files)
         numbers |= measure_contracts(root)
@@ -573,8 +600,9 @@ def table(numbers: dict) -> str:
         ("import cycles, module level (SCCs > 1)", str(numbers["cycles_module_level"])),
         ("import cycles, module + function level", str(numbers["cycles_with_function_level"])),
         (
-            "function-level imports of own modules",
-            f"{numbers['function_level_imports']} ({numbers['function_level_imports_justified']} justified)",
+            "function-level imports of own modules (statements)",
+            f"{numbers['function_level_imports']} ({numbers['function_level_imports_justified']} justified; "
+            f"{numbers['function_level_import_pairs']} importer->imported pairs)",
         ),
         (
             "layer violations (pairs)",
@@ -606,6 +634,12 @@ def table(numbers: dict) -> str:
             (f"{label}: functions above C (cc > {RANK_C_MAX})", str(summary["above_C"])),
         ]
     rows.append(("duplicate pairs (product)", str(numbers.get("duplicate_pairs"))))
+    if numbers.get("ruff_findings") is not None:
+        top = ", ".join(f"{rule} {count}" for rule, count in list(numbers["ruff_findings_by_rule"].items())[:6])
+        rows += [
+            ("ruff check findings (whole checkout)", f"{numbers['ruff_findings']} ({top}, ...)"),
+            ("files ruff format would change", str(numbers["ruff_format_files_changed"])),
+        ]
     if "mypy_core_errors" in numbers:
         pre = " (pre-move core files)" if numbers.get("mypy_core_is_pre_move") else ""
         rows.append((f"mypy --strict errors on the core{pre}", str(numbers["mypy_core_errors"])))
