@@ -210,9 +210,9 @@ def _confidence_values(text: str) -> dict[str, float]:
 def cmd_report(args: argparse.Namespace) -> int:
     # heavy: pandas and scipy (the trial tables); `sceval --help` and the light commands start without them
     from sceval_plugin.metrics.diagnostics import DiagnosticOptions
-    from sceval_plugin.metrics.protocol import catalogue_info
-    from sceval_plugin.report import build_report
-    from sceval_plugin.report.diagnostics_section import read_families, read_humans
+    from sceval_plugin.metrics.protocol import catalogue_info  # heavy: as above
+    from sceval_plugin.report import build_report  # heavy: as above
+    from sceval_plugin.report.diagnostics_section import read_families, read_humans  # heavy: as above
 
     options = DiagnosticOptions(
         families=read_families(args.families) if args.families else None,
