@@ -30,15 +30,40 @@ def test_every_flag_of_every_command_is_kebab_case(build):
 
 def test_an_old_spelling_parses_as_the_new_one_hidden_and_noted(capsys):
     probe = next(p for p in parsers(faultline_parser()) if p.prog == "faultline probe e3")
-    old = probe.parse_args(["--model", "m", "--tasks", "c3po_all", "--output_path", "out", "--max_new_tokens", "7",
-                            "--lens_video", "--max_failure_rate=0.5"])
+    old = probe.parse_args(
+        [
+            "--model",
+            "m",
+            "--tasks",
+            "c3po_all",
+            "--output_path",
+            "out",
+            "--max_new_tokens",
+            "7",
+            "--lens_video",
+            "--max_failure_rate=0.5",
+        ]
+    )
     assert capsys.readouterr().err.splitlines() == [
         "faultline probe e3: --output_path is deprecated; use --output-path",
         "faultline probe e3: --max_new_tokens is deprecated; use --max-new-tokens",
         "faultline probe e3: --lens_video is deprecated; use --lens-video",
-        "faultline probe e3: --max_failure_rate is deprecated; use --max-failure-rate"]
-    new = probe.parse_args(["--model", "m", "--tasks", "c3po_all", "--output-path", "out", "--max-new-tokens", "7",
-                            "--lens-video", "--max-failure-rate=0.5"])
+        "faultline probe e3: --max_failure_rate is deprecated; use --max-failure-rate",
+    ]
+    new = probe.parse_args(
+        [
+            "--model",
+            "m",
+            "--tasks",
+            "c3po_all",
+            "--output-path",
+            "out",
+            "--max-new-tokens",
+            "7",
+            "--lens-video",
+            "--max-failure-rate=0.5",
+        ]
+    )
     assert capsys.readouterr().err == ""
     assert vars(old) == vars(new)
     assert (new.output_path, new.max_new_tokens, new.lens_video, new.max_failure_rate) == ("out", 7, True, 0.5)

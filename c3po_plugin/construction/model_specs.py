@@ -16,7 +16,7 @@ def parse_spec(spec: str) -> tuple[str, str, str]:
     if backend not in ("gemini", "lmms") or not rest:
         raise ValueError(f"model spec {spec!r}: use gemini:<model>[,base_url=...] or lmms:<model>,<model_args>")
     cut = min((i for i in (rest.find(","), rest.find(":")) if i >= 0), default=len(rest))
-    return backend, rest[:cut], rest[cut + 1:]
+    return backend, rest[:cut], rest[cut + 1 :]
 
 
 def _named_model(spec: str) -> tuple[str, str, str]:

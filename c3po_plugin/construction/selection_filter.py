@@ -8,7 +8,8 @@ for it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from faultline_eval.core import media_processing as processing
 

@@ -15,25 +15,35 @@ and never shows in the help.
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["add_argument", "accept_old_spelling"]
 
 
-@functools.cache
+_NOTING: dict[type[argparse.Action], type[argparse.Action]] = {}
+
+
 def _noting_old_spellings(action_class: type[argparse.Action]) -> type[argparse.Action]:
     """``action_class`` that prints the deprecation note when called through an old spelling."""
 
-    def __call__(self: Any, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
+    def __call__(
+        self: Any,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
         if option_string in self.old_spellings:
-            print(f"{parser.prog}: {option_string} is deprecated; use {self.old_spellings[option_string]}",
-                  file=sys.stderr)
+            print(
+                f"{parser.prog}: {option_string} is deprecated; use {self.old_spellings[option_string]}",
+                file=sys.stderr,
+            )
         action_class.__call__(self, parser, namespace, values, option_string)
 
-    return type(action_class.__name__, (action_class,), {"__call__": __call__})
+    noting: type[argparse.Action] = type(action_class.__name__, (action_class,), {"__call__": __call__})
+    return noting
 
 
 def accept_old_spelling(parser: argparse.ArgumentParser, action: argparse.Action, old: str) -> None:
@@ -43,14 +53,18 @@ def accept_old_spelling(parser: argparse.ArgumentParser, action: argparse.Action
         raise ValueError(f"{old} is already an option of {parser.prog}")
     new = next(s for s in action.option_strings if s.startswith("--"))
     if not hasattr(action, "old_spellings"):
-        action.__class__ = _noting_old_spellings(type(action))
+        action_class = type(action)
+        if action_class not in _NOTING:  # one subclass per action class
+            _NOTING[action_class] = _noting_old_spellings(action_class)
+        action.__class__ = _NOTING[action_class]
         action.old_spellings = {}  # type: ignore[attr-defined]
     action.old_spellings[old] = new  # type: ignore[attr-defined]
     parser._option_string_actions[old] = action
 
 
-def add_argument(parser: argparse.ArgumentParser, *names: str, old: Sequence[str] = (),
-                 **options: Any) -> argparse.Action:
+def add_argument(
+    parser: argparse.ArgumentParser, *names: str, old: Sequence[str] = (), **options: Any
+) -> argparse.Action:
     """``parser.add_argument(*names, **options)``, also accepting the ``old`` spellings
     (:func:`accept_old_spelling`)."""
     action = parser.add_argument(*names, **options)

@@ -22,15 +22,22 @@ PASSES = ("pilot", "full", "adjudication", "audit", "blind", "reveal")
 SHEETS = {
     "pilot": {"items": form.ITEM_COLUMNS, "cells": form.CELL_COLUMNS},
     "full": {"items": form.ITEM_COLUMNS, "cells": form.CELL_COLUMNS},
-    "adjudication": {"items": (*form.ITEM_COLUMNS, form.Column("labels", given=True)),
-                     "cells": (*form.CELL_COLUMNS, form.Column("labels", given=True))},
+    "adjudication": {
+        "items": (*form.ITEM_COLUMNS, form.Column("labels", given=True)),
+        "cells": (*form.CELL_COLUMNS, form.Column("labels", given=True)),
+    },
     "audit": {"audit": form.AUDIT_COLUMNS},
     "blind": {"blind": form.BLIND_COLUMNS},
     "reveal": {"reveal": form.REVEAL_COLUMNS},
 }
 #: sheet -> the fields it carries into labels.jsonl
-FIELDS = {"items": form.ITEM_FIELDS, "cells": form.CELL_FIELDS, "audit": ("audit",), "blind": form.BLIND_FIELDS,
-          "reveal": form.REVEAL_FIELDS}
+FIELDS = {
+    "items": form.ITEM_FIELDS,
+    "cells": form.CELL_FIELDS,
+    "audit": ("audit",),
+    "blind": form.BLIND_FIELDS,
+    "reveal": form.REVEAL_FIELDS,
+}
 
 
 class AnnotationError(ValueError):
@@ -38,6 +45,7 @@ class AnnotationError(ValueError):
 
 
 # --- the round folder ---------------------------------------------------------------------------
+
 
 def pass_dir(build: Path, name: str) -> Path:
     return Path(build) / "annotation" / name
@@ -54,8 +62,9 @@ def read_labels(build: Path, name: str, *, required: bool = True) -> list[dict]:
     path = pass_dir(build, name) / "labels.jsonl"
     if not path.is_file():
         if required:
-            raise AnnotationError(f"{path}: the {name} pass is not imported yet (sceval build annotate import "
-                                  f"{build} --pass {name})")
+            raise AnnotationError(
+                f"{path}: the {name} pass is not imported yet (sceval build annotate import {build} --pass {name})"
+            )
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 

@@ -8,14 +8,13 @@ loads at start-up, so it stays free of the trial table).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from sceval_plugin.conditions import PROMPT_ROBUSTNESS_VARIANTS, catalogue
 from sceval_plugin.eval_prompts import PROMPT_VARIANTS
 from sceval_plugin.metrics.protocol import catalogue_info, per_sample
-from sceval_plugin.prompt_subset import (SubsetError, choose_bases, group_name, read_subsets, task_names,
-                                         write_subset)
+from sceval_plugin.prompt_subset import SubsetError, choose_bases, group_name, read_subsets, task_names, write_subset
 from sceval_plugin.report.reader import read_runs
 
 __all__ = ["model_accuracy", "subset_from_runs"]
@@ -28,8 +27,9 @@ def model_accuracy(trials, model: str) -> dict[str, float]:
     return samples.groupby(samples["condition_id"].astype(str))["score"].mean().to_dict()
 
 
-def subset_from_runs(run_dirs: Sequence[str | Path], model: str | None = None,
-                     prompts: Sequence[str] = PROMPT_ROBUSTNESS_VARIANTS) -> dict:
+def subset_from_runs(
+    run_dirs: Sequence[str | Path], model: str | None = None, prompts: Sequence[str] = PROMPT_ROBUSTNESS_VARIANTS
+) -> dict:
     """Choose ``model``'s subset from the logs under ``run_dirs`` (the only model there when
     None) and write its file; returns the model, chosen cells, their accuracy, notes, the file
     and the group's task names."""
@@ -52,5 +52,12 @@ def subset_from_runs(run_dirs: Sequence[str | Path], model: str | None = None,
     path = write_subset(model, chosen, prompts, run_dirs, accuracy)
     catalogue.cache_clear()  # the new file adds conditions
     subset = next(s for s in read_subsets() if s["path"] == path)
-    return {"model": model, "cells": chosen, "accuracy": {cid: accuracy[cid] for cid in chosen.values()},
-            "notes": notes, "path": path, "group": group_name(model), "tasks": task_names(subset, catalogue())}
+    return {
+        "model": model,
+        "cells": chosen,
+        "accuracy": {cid: accuracy[cid] for cid in chosen.values()},
+        "notes": notes,
+        "path": path,
+        "group": group_name(model),
+        "tasks": task_names(subset, catalogue()),
+    }
