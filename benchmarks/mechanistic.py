@@ -1,7 +1,7 @@
 """Cost of the mechanistic probes per sample against a plain greedy generate on the same model.
 
     python benchmarks/mechanistic.py [--checkpoint DIR] [--model faultline_qwen2_5_omni] [--repeat 3]
-        [--max_new_tokens 8] [--device cpu]
+        [--max-new-tokens 8] [--device cpu]
 
 Without ``--checkpoint`` the tiny random Qwen2.5-Omni of the tests is built in a temporary folder.
 Each round times, on the same C3PO demo docs and interleaved (so machine drift hits all alike):
@@ -20,13 +20,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from faultline_eval.core.flag_spellings import add_argument
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", default=None)
     parser.add_argument("--model", default="faultline_qwen2_5_omni")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--max_new_tokens", type=int, default=8)
+    add_argument(parser, "--max-new-tokens", old=["--max_new_tokens"], type=int, default=8)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--docs", type=int, default=2)
     args = parser.parse_args()
