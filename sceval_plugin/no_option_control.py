@@ -38,13 +38,12 @@ import threading
 from typing import TYPE_CHECKING
 
 from faultline_eval.judges import grade, make_judge, open_cache
-from faultline_eval.judges.base import CORRECT
+from faultline_eval.judges.base import CORRECT, JudgeRequest
 from sceval_plugin.conditions import Condition, ConditionRegistry, _replace
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.parsing import _FENCE, _json_objects
 
 if TYPE_CHECKING:  # pragma: no cover
-    from faultline_eval.judges.base import JudgeRequest
     from sceval_plugin.data.records import OmniItem
 
 BLOCK = "no_option"  # one of sceval_plugin.conditions.BLOCKS
