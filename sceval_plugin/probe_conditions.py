@@ -42,14 +42,16 @@ import functools
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from faultline_eval.core.registry import PluginError, Registry
 from sceval_plugin.conditions import Condition, ConditionRegistry
 from sceval_plugin.data.records import OmniItem, field_error
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.operators import SAMPLE_RATE, variant_rng, variant_seed
+from sceval_plugin.plugins import fill_registry
 
 PROBE_FAMILIES = ("mismatch", "temporal", "desync", "frame_budget", "key_frame", "distractor")
 #: Donor tiers (G.9; G.11's "unrelated"): see :meth:`DonorPicker.candidates`.
@@ -151,6 +153,11 @@ class ProbeCall:
     def id(self) -> str:
         return f"{self.name}_{self.label}"
 
+    def checked(self) -> ProbeCall:
+        """This call with its parameter normalised; an unknown probe or an invalid parameter
+        raises (what :class:`~sceval_plugin.conditions.ConditionRegistry` asks of a probe)."""
+        return ProbeCall(self.name, get(self.name).check(self.parameter))
+
 
 def default_label(parameter: Any) -> str:
     """A parameter as an id part: ``0.5`` -> ``0p5``, ``-2`` -> ``minus2``, words as they are."""
@@ -199,57 +206,32 @@ def probe(name: str, *, family: str, parameters: Sequence[Any], check: Callable[
     return decorate
 
 
-class ProbeRegistry:
+class ProbeRegistry(Registry[ProbeSpec]):
     """Name -> :class:`ProbeSpec`, filled by ``sceval_register_probes`` hooks."""
 
     def __init__(self) -> None:
-        self._specs: dict[str, ProbeSpec] = {}
-        self._plugin = "<direct>"
+        super().__init__("probe")
 
     def add(self, func: Callable[..., Any] | ProbeSpec) -> ProbeSpec:
-        from sceval_plugin.plugins import PluginError
-
+        """Register a function decorated with :func:`probe` (or a ready spec); a clash or an
+        unknown family raises PluginError."""
         spec = func if isinstance(func, ProbeSpec) else getattr(func, "sceval_probe", None)
         if not isinstance(spec, ProbeSpec):
-            raise PluginError(f"plugin {self._plugin} tried to register {func!r}, which is not decorated with "
+            raise PluginError(f"plugin {self.plugin} tried to register {func!r}, which is not decorated with "
                               "@sceval_plugin.probe_conditions.probe(...)")
-        if spec.name in self._specs:
-            raise PluginError(f"probe {spec.name!r} is registered by two plugins: {self._specs[spec.name].plugin} "
-                              f"and {self._plugin}")
         if spec.family not in PROBE_FAMILIES:
             raise PluginError(f"probe {spec.name!r}: family must be one of {PROBE_FAMILIES}, got {spec.family!r}")
-        spec = replace(spec, plugin=self._plugin)
-        self._specs[spec.name] = spec
-        return spec
-
-    def get(self, name: str) -> ProbeSpec:
-        try:
-            return self._specs[name]
-        except KeyError:
-            raise KeyError(f"unknown probe {name!r} (registered: {', '.join(sorted(self._specs))})") from None
-
-    def names(self) -> list[str]:
-        return list(self._specs)
-
-    def __iter__(self) -> Iterator[ProbeSpec]:
-        return iter(self._specs.values())
+        return self.register(spec.name, replace(spec, plugin=self.plugin))
 
 
 @functools.lru_cache(maxsize=None)
 def registry() -> ProbeRegistry:
     """Every installed plugin's probes (built once per process)."""
-    from sceval_plugin.plugins import fill_registry
-
     return fill_registry("sceval_register_probes", ProbeRegistry(), "probes")
 
 
 def get(name: str) -> ProbeSpec:
     return registry().get(name)
-
-
-def check_call(call: ProbeCall) -> ProbeCall:
-    """``call`` with its parameter normalised; unknown probes and invalid parameters raise."""
-    return ProbeCall(call.name, get(call.name).check(call.parameter))
 
 
 # --- donors -------------------------------------------------------------------------------------
@@ -623,7 +605,7 @@ BUILTIN_PROBES = (mismatch_text, mismatch_vision, mismatch_audio, temporal, desy
 def probe_condition(name: str, parameter: Any, *, suites: tuple[str, ...] = ()) -> Condition:
     """The condition running probe ``name`` at ``parameter`` (id ``probe_<name>_<parameter>``);
     ``suites=("probe_option",)`` for another reading than Table 17's (:data:`OPTIONS`)."""
-    call = check_call(ProbeCall(name, parameter))
+    call = ProbeCall(name, parameter).checked()
     return Condition(f"probe_{call.id}", "probe", probe=call, suites=suites,
                      description=get(name).describe(call.parameter))
 

@@ -41,12 +41,21 @@ counted ``waiting``. None of these becomes an item.
 from __future__ import annotations
 
 import functools
+import importlib
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+import numpy as np
 
 from c3po_plugin.construction.assemble import nested, project_template_id, template_id_of
 from c3po_plugin.construction.ledger import Ledger, Upstream
 from c3po_plugin.hookspecs import hookimpl
+from c3po_plugin.plugins import HOST
+from c3po_plugin.templates import registry as template_registry
+from faultline_eval.core import media
+from faultline_eval.core.media import SAMPLE_RATE
+from faultline_eval.core.registry import PluginError, Registry
 
 STAGE = "synthesize"
 KINDS = ("speech", "sfx", "image")
@@ -54,45 +63,49 @@ DEFAULTS = {"speech": "espeak", "sfx": "procedural", "image": "caption-card"}
 
 
 class SynthesisRegistry:
-    """Backend factories by kind and name; filled by the ``c3po_register_synthesis_backends`` hook."""
+    """Backend factories by kind and name: one :class:`Registry` per kind (``speech``, ``sfx``,
+    ``image``), filled together by the ``c3po_register_synthesis_backends`` hook."""
 
     def __init__(self) -> None:
-        self._factories: dict[tuple[str, str], tuple[Callable[..., Any], str]] = {}
-        self._plugin = "<direct>"
+        self.kinds = {kind: Registry[Callable[..., Any]](f"{kind} backend") for kind in KINDS}
 
     def add(self, kind: str, name: str, factory: Callable[..., Any]) -> None:
-        from faultline_eval.core.plugin_host import PluginError
+        """Register ``factory(model=None)`` as the ``kind`` backend ``name``; an unknown kind or a
+        taken name raises PluginError."""
+        if kind not in self.kinds:
+            raise PluginError(f"synthesis backend {name!r} ({self.plugin}): kind {kind!r} is not one of {KINDS}")
+        self.kinds[kind].register(name, factory)
 
-        if kind not in KINDS:
-            raise PluginError(f"synthesis backend {name!r} ({self._plugin}): kind {kind!r} is not one of {KINDS}")
-        if (kind, name) in self._factories:
-            raise PluginError(f"{kind} backend {name!r} is registered by two plugins: "
-                              f"{self._factories[kind, name][1]} and {self._plugin}")
-        self._factories[kind, name] = (factory, self._plugin)
+    @property
+    def plugin(self) -> str:
+        """The plugin adding now."""
+        return self.kinds[KINDS[0]].plugin
+
+    @contextmanager
+    def adding_for(self, plugin: str) -> Iterator[None]:
+        """What one plugin adds, to every kind; undone in all of them if it fails."""
+        with ExitStack() as stack:
+            for backends in self.kinds.values():
+                stack.enter_context(backends.adding_for(plugin))
+            yield
 
     def names(self, kind: str) -> list[str]:
-        return sorted(name for k, name in self._factories if k == kind)
+        return sorted(self.kinds[kind].names())
 
     def make(self, kind: str, spec: str) -> Any:
         """The backend object for ``name`` or ``name:<model>``."""
         name, _, model = spec.partition(":")
-        if (kind, name) not in self._factories:
-            raise KeyError(f"unknown {kind} backend {name!r}; known: {', '.join(self.names(kind))}")
-        return self._factories[kind, name][0](model=model or None)
+        return self.kinds[kind].get(name)(model=model or None)
 
 
 @functools.lru_cache(maxsize=1)
 def registry() -> SynthesisRegistry:
-    from c3po_plugin.plugins import HOST
-
     return HOST.fill_registry("c3po_register_synthesis_backends", SynthesisRegistry(), "synthesis backends")
 
 
 def _lazy(module: str, cls: str) -> Callable[..., Any]:
     """A factory that imports its module only when a build asks for the backend."""
     def make(model: str | None = None) -> Any:
-        import importlib
-
         return getattr(importlib.import_module(module), cls)(model)
     return make
 
@@ -116,9 +129,7 @@ class Rejected(ValueError):
 def needs(template_id: str) -> tuple[bool, bool]:
     """(needs synthesised audio, needs a synthesised image) for a template: the modalities its
     items take (:mod:`c3po_plugin.templates`) other than its base modality."""
-    from c3po_plugin.templates import registry as templates
-
-    template = templates().get(template_id)
+    template = template_registry().get(template_id)
     base = template.base_modality
     return ("audio" in template.modalities and base != "audio", "image" in template.modalities and base != "image")
 
@@ -176,11 +187,7 @@ def _template_filter(templates: list[str] | None) -> set[str] | None:
 
 def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict | None,
                     backends: dict[str, Any], names: dict[str, str]) -> dict:
-    import numpy as np
     import soxr
-
-    from faultline_eval.core import media
-    from faultline_eval.core.media import SAMPLE_RATE
 
     template_id = template_id_of(sample_id, sample)
     wants_audio, wants_image = needs(template_id)
