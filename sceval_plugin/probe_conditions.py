@@ -431,33 +431,47 @@ def temporal(ev: Evidence, kind: str, rng: np.random.Generator, donor: None) -> 
     ``audio_gaps_<n>x<s>s`` inserts n gaps of s seconds."""
     gaps = _gaps(kind)
     if gaps:
-        count, seconds = gaps
-        if ev.audio is None or len(ev.audio) <= count:
-            raise NotApplicable("audio_too_short")
-        at = np.sort(rng.choice(np.arange(1, len(ev.audio)), size=count, replace=False))
-        silence = np.zeros(int(round(seconds * SAMPLE_RATE)), ev.audio.dtype)
-        parts = np.split(ev.audio, at)
-        return replace(ev, audio=np.concatenate([x for part in parts[:-1] for x in (part, silence)] + [parts[-1]]))
+        return _insert_gaps(ev, *gaps, rng)
     if kind == "audio_shuffle":
-        seg = int(round(AUDIO_SEGMENT_S * SAMPLE_RATE))
-        count = 0 if ev.audio is None else math.ceil(len(ev.audio) / seg)
-        if count < 2:
-            raise NotApplicable("audio_too_short")
-        parts = [ev.audio[i * seg:(i + 1) * seg] for i in range(count)]
-        return replace(ev, audio=np.concatenate([parts[i] for i in _derangement(rng, count)]))
+        return _shuffle_audio(ev, rng)
     if kind.startswith("middle_drop"):
-        n = 0 if ev.frames is None else len(ev.frames)
-        fixed = _MIDDLE_DROP.fullmatch(kind)
-        k = int(fixed.group(1)) if fixed else max(1, round(n * MIDDLE_DROP_FRACTION))
-        if n - k < 2:
-            raise NotApplicable("too_few_frames")
-        start = n // 2 if k == 1 else (n - k) // 2
-        keep = [i for i in range(n) if not start <= i < start + k]
-        times = None if ev.frame_times is None else tuple(ev.frame_times[i] for i in keep)
-        return replace(ev, frames=ev.frames[keep], frame_times=times)
+        return _drop_middle_frames(ev, kind)
     n = _frame_count(ev, 2, "single_frame")
     order = _derangement(rng, n) if kind == "frame_shuffle" else np.arange(n)[::-1]
     return replace(ev, frames=ev.frames[order])
+
+
+def _insert_gaps(ev: Evidence, count: int, seconds: float, rng: np.random.Generator) -> Evidence:
+    """``count`` gaps of ``seconds`` of silence inserted at distinct random points of the audio."""
+    if ev.audio is None or len(ev.audio) <= count:
+        raise NotApplicable("audio_too_short")
+    at = np.sort(rng.choice(np.arange(1, len(ev.audio)), size=count, replace=False))
+    silence = np.zeros(int(round(seconds * SAMPLE_RATE)), ev.audio.dtype)
+    parts = np.split(ev.audio, at)
+    return replace(ev, audio=np.concatenate([x for part in parts[:-1] for x in (part, silence)] + [parts[-1]]))
+
+
+def _shuffle_audio(ev: Evidence, rng: np.random.Generator) -> Evidence:
+    """The audio cut in :data:`AUDIO_SEGMENT_S` segments, put in a deranged order."""
+    seg = int(round(AUDIO_SEGMENT_S * SAMPLE_RATE))
+    count = 0 if ev.audio is None else math.ceil(len(ev.audio) / seg)
+    if count < 2:
+        raise NotApplicable("audio_too_short")
+    parts = [ev.audio[i * seg:(i + 1) * seg] for i in range(count)]
+    return replace(ev, audio=np.concatenate([parts[i] for i in _derangement(rng, count)]))
+
+
+def _drop_middle_frames(ev: Evidence, kind: str) -> Evidence:
+    """``middle_drop`` / ``middle_drop_<k>`` (see :func:`temporal`); frame times go with their frames."""
+    n = 0 if ev.frames is None else len(ev.frames)
+    fixed = _MIDDLE_DROP.fullmatch(kind)
+    k = int(fixed.group(1)) if fixed else max(1, round(n * MIDDLE_DROP_FRACTION))
+    if n - k < 2:
+        raise NotApplicable("too_few_frames")
+    start = n // 2 if k == 1 else (n - k) // 2
+    keep = [i for i in range(n) if not start <= i < start + k]
+    times = None if ev.frame_times is None else tuple(ev.frame_times[i] for i in keep)
+    return replace(ev, frames=ev.frames[keep], frame_times=times)
 
 
 @probe("desync", family="desync", parameters=PARAMETERS["desync"], check=_seconds,

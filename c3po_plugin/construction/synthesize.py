@@ -187,47 +187,60 @@ def _template_filter(templates: list[str] | None) -> set[str] | None:
 
 def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict | None,
                     backends: dict[str, Any], names: dict[str, str]) -> dict:
-    import soxr
-
     template_id = template_id_of(sample_id, sample)
     wants_audio, wants_image = needs(template_id)
     out = build_dir / "media" / "items" / sample_id
     data: dict[str, Any] = {"audio": None, "audio_kind": None, "audio_duration_s": None, "image": None,
                             "backends": dict(names)}
-    if wants_audio:
-        kind = typed.get("kind")  # typed is ok here: run_synthesize checked the classify entry
-        if kind == "tts":
-            text = typed.get("transcript") or nested(sample, "generated_components", "audio", "transcript")
-            style = typed.get("voice_style_prompt") or nested(sample, "generated_components", "audio", "voice_style_prompt")
-            if not text or not str(text).strip():
-                raise Rejected("audio typed as speech (tts) but the transcript is empty")
-            wave, rate = backends["speech"].speak(str(text), style, key=sample_id)
-            data["transcript"] = str(text)  # the reference of the mechanistic probes (E2, E3)
-        elif kind == "sfx":
-            prompt, duration = typed.get("sfx_prompt"), typed.get("duration_s")
-            if not prompt or not duration:
-                raise Rejected(f"audio typed as sfx without a prompt or duration (prompt {prompt!r}, "
-                               f"duration {duration!r})")
-            wave, rate = backends["sfx"].sound(str(prompt), float(duration), key=sample_id)
-        else:
-            raise Rejected(f"template {template_id} needs audio but the audio was typed {kind!r}")
-        wave = np.asarray(wave, dtype=np.float32).reshape(-1)
-        if rate != SAMPLE_RATE:
-            wave = soxr.resample(wave, rate, SAMPLE_RATE).astype(np.float32)
-        if not len(wave) or not np.any(wave):
-            raise RuntimeError(f"{names['speech' if kind == 'tts' else 'sfx']} produced silence")
-        path = media.write_audio(out / "audio.wav", np.clip(wave, -1, 1))
-        data.update(audio=str(path.relative_to(build_dir)), audio_kind=kind,
-                    audio_duration_s=round(len(wave) / SAMPLE_RATE, 3))
+    if wants_audio:  # typed is set here: run_synthesize checked the classify entry
+        data.update(_synthesize_audio(build_dir, out, sample_id, sample, typed, template_id, backends, names))
     if wants_image:
-        caption = nested(sample, "generated_components", "image")
-        if isinstance(caption, dict):  # a generator that nests it: {"caption": ...}
-            caption = caption.get("caption") or caption.get("description")
-        if not caption or not str(caption).strip() or str(caption).strip().lower() == "null":
-            raise Rejected(f"template {template_id} needs an image but the generator gave no caption")
-        picture = np.asarray(backends["image"].draw(str(caption), key=sample_id), dtype=np.uint8)
-        data["image_description"] = str(caption)
-        if picture.ndim != 3 or picture.shape[2] != 3:
-            raise RuntimeError(f"image backend {names['image']} returned shape {picture.shape}, not (H, W, 3)")
-        data["image"] = str(media.write_image(out / "image.png", picture).relative_to(build_dir))
+        data.update(_synthesize_image(build_dir, out, sample_id, sample, template_id, backends, names))
     return data
+
+
+def _synthesize_audio(build_dir: Path, out: Path, sample_id: str, sample: dict, typed: dict, template_id: str,
+                      backends: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """The sample's speech or sound effect, as classify typed it, written at 16 kHz."""
+    import soxr
+
+    data: dict[str, Any] = {}
+    kind = typed.get("kind")
+    if kind == "tts":
+        text = typed.get("transcript") or nested(sample, "generated_components", "audio", "transcript")
+        style = typed.get("voice_style_prompt") or nested(sample, "generated_components", "audio", "voice_style_prompt")
+        if not text or not str(text).strip():
+            raise Rejected("audio typed as speech (tts) but the transcript is empty")
+        wave, rate = backends["speech"].speak(str(text), style, key=sample_id)
+        data["transcript"] = str(text)  # the reference of the mechanistic probes (E2, E3)
+    elif kind == "sfx":
+        prompt, duration = typed.get("sfx_prompt"), typed.get("duration_s")
+        if not prompt or not duration:
+            raise Rejected(f"audio typed as sfx without a prompt or duration (prompt {prompt!r}, "
+                           f"duration {duration!r})")
+        wave, rate = backends["sfx"].sound(str(prompt), float(duration), key=sample_id)
+    else:
+        raise Rejected(f"template {template_id} needs audio but the audio was typed {kind!r}")
+    wave = np.asarray(wave, dtype=np.float32).reshape(-1)
+    if rate != SAMPLE_RATE:
+        wave = soxr.resample(wave, rate, SAMPLE_RATE).astype(np.float32)
+    if not len(wave) or not np.any(wave):
+        raise RuntimeError(f"{names['speech' if kind == 'tts' else 'sfx']} produced silence")
+    path = media.write_audio(out / "audio.wav", np.clip(wave, -1, 1))
+    return {**data, "audio": str(path.relative_to(build_dir)), "audio_kind": kind,
+            "audio_duration_s": round(len(wave) / SAMPLE_RATE, 3)}
+
+
+def _synthesize_image(build_dir: Path, out: Path, sample_id: str, sample: dict, template_id: str,
+                      backends: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """The sample's picture, drawn from the generator's caption."""
+    caption = nested(sample, "generated_components", "image")
+    if isinstance(caption, dict):  # a generator that nests it: {"caption": ...}
+        caption = caption.get("caption") or caption.get("description")
+    if not caption or not str(caption).strip() or str(caption).strip().lower() == "null":
+        raise Rejected(f"template {template_id} needs an image but the generator gave no caption")
+    picture = np.asarray(backends["image"].draw(str(caption), key=sample_id), dtype=np.uint8)
+    if picture.ndim != 3 or picture.shape[2] != 3:
+        raise RuntimeError(f"image backend {names['image']} returned shape {picture.shape}, not (H, W, 3)")
+    return {"image_description": str(caption),
+            "image": str(media.write_image(out / "image.png", picture).relative_to(build_dir))}
