@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import difflib
 from contextlib import contextmanager
-from typing import AbstractSet, ContextManager, Generic, Iterable, Iterator, Mapping, Protocol, TypeVar
+from typing import ContextManager, Generic, Iterable, Iterator, Mapping, Protocol, TypeVar
 
 __all__ = ["DIRECT", "Fillable", "PluginError", "PluginRegistry", "Registry", "UnknownNameError", "close_matches",
            "did_you_mean"]
@@ -154,10 +154,6 @@ class Registry(Generic[Item]):
     def names(self) -> list[str]:
         """Primary names, in registration order."""
         return list(self._items)
-
-    def keys(self) -> AbstractSet[str]:
-        """Every name and alias."""
-        return self._names.keys()
 
     @contextmanager
     def adding_for(self, plugin: str) -> Iterator[None]:
