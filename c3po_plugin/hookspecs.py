@@ -16,7 +16,8 @@ is a :class:`faultline_eval.core.registry.Registry`; a hook needs only its ``add
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import pluggy
 

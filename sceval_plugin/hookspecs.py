@@ -18,7 +18,8 @@ without breaking existing plugins. Each ``registry`` is a :class:`faultline_eval
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pluggy
 

@@ -33,8 +33,11 @@ def test_a_taken_name_or_alias_names_both_plugins_and_adds_nothing():
         assert tools.add(Tool("hammer")).plugin == "'first' (distribution a 1)"
     assert tools.plugin == DIRECT and tools.owner("HAMMER") == "'first' (distribution a 1)"
     with tools.adding_for("'second' (distribution b 2)"):
-        with pytest.raises(PluginError, match=r"^tool 'hammer' is registered by two plugins: 'first' \(distribution "
-                                              r"a 1\) and 'second' \(distribution b 2\); rename one$"):
+        with pytest.raises(
+            PluginError,
+            match=r"^tool 'hammer' is registered by two plugins: 'first' \(distribution "
+            r"a 1\) and 'second' \(distribution b 2\); rename one$",
+        ):
             tools.add(Tool("hammer"))
         tools.add(Tool("saw"))
         with pytest.raises(PluginError, match="tool alias 'SAW' is registered by two plugins"):
@@ -69,7 +72,9 @@ def test_an_unknown_name_lists_close_matches_and_is_the_callers_error():
         tools.register(name, Tool(name))
     with pytest.raises(UnknownToolError) as raised:
         tools.get("hamer")
-    assert str(raised.value) == "unknown workshop tool 'hamer'; did you mean 'hammer'? (registered: hammer, hatchet, saw)"
+    assert str(raised.value) == (
+        "unknown workshop tool 'hamer'; did you mean 'hammer'? (registered: hammer, hatchet, saw)"
+    )
     assert isinstance(raised.value, KeyError) and isinstance(raised.value, KnownError)
     with pytest.raises(KeyError, match=r"^unknown workshop tool 'drill' \(registered: hammer, hatchet, saw\)$"):
         tools.get("drill")
@@ -88,8 +93,12 @@ def test_the_plugin_host_rolls_back_a_failing_plugin_and_names_the_clash(monkeyp
 
     specs.regtest_register_tools = regtest_register_tools
     plugins = {}
-    for name, adds, fails in (("regtest_builtin", ["hammer"], False), ("regtest_half", ["saw", "drill"], True),
-                              ("regtest_clash", ["chisel", "hammer"], False), ("regtest_fine", ["saw"], False)):
+    for name, adds, fails in (
+        ("regtest_builtin", ["hammer"], False),
+        ("regtest_half", ["saw", "drill"], True),
+        ("regtest_clash", ["chisel", "hammer"], False),
+        ("regtest_fine", ["saw"], False),
+    ):
         module = types.ModuleType(name)
 
         def register(registry, adds=adds, fails=fails):
@@ -108,7 +117,11 @@ def test_the_plugin_host_rolls_back_a_failing_plugin_and_names_the_clash(monkeyp
     assert tools.names() == ["hammer", "saw"]  # the half-done and the clashing plugin left nothing
     assert tools.get("saw").plugin == "'regtest_fine'" and tools.get("hammer").plugin == "'regtest_builtin' (built in)"
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[0].startswith("warning: regtest plugin 'regtest_half' skipped: failed while registering tools: "
-                             "ValueError: broken after adding")
-    assert err[1] == ("warning: regtest plugin 'regtest_clash' skipped: tool 'hammer' is registered by two plugins: "
-                      "'regtest_builtin' (built in) and 'regtest_clash'; rename one")
+    assert err[0].startswith(
+        "warning: regtest plugin 'regtest_half' skipped: failed while registering tools: "
+        "ValueError: broken after adding"
+    )
+    assert err[1] == (
+        "warning: regtest plugin 'regtest_clash' skipped: tool 'hammer' is registered by two plugins: "
+        "'regtest_builtin' (built in) and 'regtest_clash'; rename one"
+    )

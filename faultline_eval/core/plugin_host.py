@@ -21,10 +21,11 @@ import importlib
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from types import ModuleType
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import pluggy
 

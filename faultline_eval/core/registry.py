@@ -34,11 +34,20 @@ A table made of several registries (one per kind of backend, say) fills the same
 from __future__ import annotations
 
 import difflib
-from contextlib import contextmanager
-from typing import ContextManager, Generic, Iterable, Iterator, Mapping, Protocol, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from typing import Generic, Protocol, TypeVar
 
-__all__ = ["DIRECT", "Fillable", "PluginError", "PluginRegistry", "Registry", "UnknownNameError", "close_matches",
-           "did_you_mean"]
+__all__ = [
+    "DIRECT",
+    "Fillable",
+    "PluginError",
+    "PluginRegistry",
+    "Registry",
+    "UnknownNameError",
+    "close_matches",
+    "did_you_mean",
+]
 
 #: Who adds outside any plugin's hook (a test, a script building a registry by hand).
 DIRECT = "<direct>"
@@ -74,8 +83,11 @@ class UnknownNameError(KeyError):
         (aliases)."""
         self.kind, self.name, self.known = kind, name, sorted(known)
         hint = did_you_mean(str(name), [*self.known, *also_known])
-        listed = (", ".join(self.known) if len(self.known) <= LISTED_NAMES else f"{len(self.known)} names") \
-            if self.known else "none"
+        listed = (
+            (", ".join(self.known) if len(self.known) <= LISTED_NAMES else f"{len(self.known)} names")
+            if self.known
+            else "none"
+        )
         super().__init__(f"unknown {kind} {name!r}" + (f"; {hint}" if hint else "") + f" (registered: {listed})")
 
     def __str__(self) -> str:  # KeyError would quote the message like a dict key
@@ -86,7 +98,7 @@ class Fillable(Protocol):
     """What the plugin host needs of a registry: a way to attribute additions to a plugin and
     undo them if its hook fails."""
 
-    def adding_for(self, plugin: str) -> ContextManager[None]: ...
+    def adding_for(self, plugin: str) -> AbstractContextManager[None]: ...
 
 
 class PluginRegistry(Protocol[Added]):
@@ -106,8 +118,14 @@ class Registry(Generic[Item]):
         clash_hint: appended to the duplicate-name message (what the user can do about it).
     """
 
-    def __init__(self, kind: str, *, unknown: str | None = None, error: type[UnknownNameError] = UnknownNameError,
-                 clash_hint: str = "") -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        unknown: str | None = None,
+        error: type[UnknownNameError] = UnknownNameError,
+        clash_hint: str = "",
+    ) -> None:
         self.kind, self.unknown_kind, self.error, self.clash_hint = kind, unknown or kind, error, clash_hint
         #: The plugin adding now (its description), named in clashes and stamped on items.
         self.plugin = DIRECT
@@ -131,8 +149,10 @@ class Registry(Generic[Item]):
         keys = {name: self.kind, **(aliases or {})}
         for key, what in keys.items():
             if key in self._names:
-                raise PluginError(f"{what} {key!r} is registered by two plugins: {self._owners[key]} and "
-                                  f"{self.plugin}{self.clash_hint}")
+                raise PluginError(
+                    f"{what} {key!r} is registered by two plugins: {self._owners[key]} and "
+                    f"{self.plugin}{self.clash_hint}"
+                )
         return keys
 
     def find(self, key: object) -> Item | None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from faultline_eval.core.registry import PluginError, Registry, UnknownNameError
 from sceval_plugin.operators._seed import variant_rng
@@ -98,7 +99,7 @@ class OperatorRegistry(Registry[OperatorSpec]):
         return iter(sorted(super().__iter__(), key=lambda spec: spec.name))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def registry() -> OperatorRegistry:
     """The registry of every installed plugin's operators (built once per process)."""
     return fill_registry("sceval_register_operators", OperatorRegistry(), "operators")
