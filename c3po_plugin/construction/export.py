@@ -44,11 +44,17 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterator
 
+import numpy as np
+
 from c3po_plugin.construction import settings as build_settings
 from c3po_plugin.construction.assemble import BuiltItem, accepted_items, project_template_id, sample_fates, template_id_of
 from c3po_plugin.construction.ledger import Ledger
-from faultline_eval.core.store import replacing, write_atomic
+from c3po_plugin.data.records import item_from_row
+from c3po_plugin.templates import CATEGORIES
+from faultline_eval.core import media
+from faultline_eval.core.figures import pyplot, save
 from faultline_eval.core.hub import push
+from faultline_eval.core.store import replacing, write_atomic
 
 STAGE = "export"
 FUNNEL = ("candidates", "generated", "rule_rejected", "audited", "accepted", "exported")
@@ -102,11 +108,6 @@ def _row(item: BuiltItem, out: Path, human: str | None) -> dict[str, Any]:
 def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub: str | None = None,
                templates: list[str] | None = None, figures: bool = True) -> dict:
     """Write the dataset, the funnel and the histogram; returns the counts and the paths."""
-    import datasets
-
-    from c3po_plugin.data.records import item_from_row
-    from faultline_eval.core import media
-
     build_dir = Path(build_dir)
     out = Path(out) if out is not None else build_dir / "export"
     wanted = None if templates is None else {project_template_id(t) for t in templates}
@@ -114,9 +115,41 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
     if (out / "media").exists():  # an export is rebuilt whole from the ledgers
         shutil.rmtree(out / "media")
     out.mkdir(parents=True, exist_ok=True)
+    rows, exported, counts = _export_items(build_dir, out, items, problems)
+    fates = sample_fates(build_dir, templates)
+    funnel = funnel_counts(build_dir, {it.sample_id for it in exported}, fates, wanted)
+    written = write_funnel(funnel, out)  # also when nothing was accepted: it shows where items were lost
+    unsettled = {sid: v for sid, (_, v) in fates.items() if v.waiting}
+    if unsettled:
+        shown = "; ".join(f"{sid}: {v.reason}" for sid, v in list(unsettled.items())[:5])
+        counts["unsettled"] = len(unsettled)
+        counts["note"] = (f"{len(unsettled)} candidate(s) not settled yet, rerun the build to finish them: {shown}"
+                          + (" ..." if len(unsettled) > 5 else ""))
+    if not rows:
+        (out / "items.parquet").unlink(missing_ok=True)
+        (out / "README.md").unlink(missing_ok=True)
+        counts.update(files=[str(p) for p in written], out=None,
+                      note=counts.get("note", "") + ("; " if counts.get("note") else "")
+                      + "no accepted item to export: no dataset written (see funnel.md and ledger/export.jsonl)")
+        return counts
+    _write_dataset(build_dir, out, rows, exported)
+    if figures:
+        written += difficulty_histogram(exported, out / "difficulty")
+    counts["files"] = [str(p) for p in written]
+    counts["out"] = str(out)
+    if push_to_hub:
+        counts["hub"] = push(out, push_to_hub)
+    return counts
+
+
+def _export_items(build_dir: Path, out: Path, items: list[BuiltItem],
+                  problems: list[tuple[str, str]]) -> tuple[list[dict], list[BuiltItem], dict]:
+    """Each accepted item's row and media under ``out``, checked as the task will read them, and
+    every item's fate (``problems``: the accepted ones that cannot be exported) in the export
+    ledger. Returns the rows, their items and the counts."""
     ledger = Ledger(build_dir, STAGE)
     answers = {k: v.get("human_answer") for k, v in Ledger(build_dir, "sample").ok().items()}
-    counts = {"ok": 0, "rejected": 0, "failed": 0, "skipped": 0}
+    counts: dict[str, Any] = {"ok": 0, "rejected": 0, "failed": 0, "skipped": 0}
     rows, exported = [], []
     for sample_id, reason in problems:
         ledger.record(sample_id, "failed", reason=reason)
@@ -135,35 +168,19 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
         rows.append(row)
         exported.append(item)
         counts["ok"] += 1
-    fates = sample_fates(build_dir, templates)
-    funnel = funnel_counts(build_dir, {it.sample_id for it in exported}, fates, wanted)
-    written = write_funnel(funnel, out)  # also when nothing was accepted: it shows where items were lost
-    unsettled = {sid: v for sid, (_, v) in fates.items() if v.waiting}
-    if unsettled:
-        shown = "; ".join(f"{sid}: {v.reason}" for sid, v in list(unsettled.items())[:5])
-        counts["unsettled"] = len(unsettled)
-        counts["note"] = (f"{len(unsettled)} candidate(s) not settled yet, rerun the build to finish them: {shown}"
-                          + (" ..." if len(unsettled) > 5 else ""))
-    if not rows:
-        (out / "items.parquet").unlink(missing_ok=True)
-        (out / "README.md").unlink(missing_ok=True)
-        counts.update(files=[str(p) for p in written], out=None,
-                      note=counts.get("note", "") + ("; " if counts.get("note") else "")
-                      + "no accepted item to export: no dataset written (see funnel.md and ledger/export.jsonl)")
-        return counts
+    return rows, exported, counts
+
+
+def _write_dataset(build_dir: Path, out: Path, rows: list[dict], exported: list[BuiltItem]) -> None:
+    """``items.parquet`` and the dataset card."""
+    import datasets  # heavy: only an export with items needs it
+
     with replacing(out / "items.parquet") as temporary:
         datasets.Dataset.from_list(rows).to_parquet(str(temporary))
     pools = sorted({_pool_name(it) for it in exported})
     write_atomic(out / "README.md", CARD.format(pools=", ".join(pools), n=len(rows),
                                                 templates=len({it.template_id for it in exported}),
                                                 models=build_settings.card_section(build_dir)))
-    if figures:
-        written += difficulty_histogram(exported, out / "difficulty")
-    counts["files"] = [str(p) for p in written]
-    counts["out"] = str(out)
-    if push_to_hub:
-        counts["hub"] = push(out, push_to_hub)
-    return counts
 
 
 # --- funnel -------------------------------------------------------------------------------------------
@@ -247,11 +264,6 @@ def write_funnel(funnel: dict[str, dict[str, int]], out: Path) -> list[Path]:
 
 def difficulty_histogram(items: list[BuiltItem], stem: Path) -> list[Path]:
     """The paper's Fig. 7: items per difficulty score (1-10), stacked by category."""
-    import numpy as np
-
-    from c3po_plugin.templates import CATEGORIES
-    from sceval_plugin.report.plots import pyplot, save
-
     plt = pyplot()
     scores = np.arange(1, 11)
     fig, ax = plt.subplots(figsize=(5.6, 3.4))

@@ -8,15 +8,14 @@ the reason goes into the report's notes.
 from __future__ import annotations
 
 import functools
-import math
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from faultline_eval.core.figures import grid, pyplot, save
 from sceval_plugin.metrics.protocol import JOINT_BLOCKS, ConditionInfo, Numbers
 
-DPI = 200  # print quality; more pixels only cost render time in large reports
 MODALITY_ORDER = ("text", "vision", "audio")
 SEVERITIES = (0, 10, 30, 50, 70)
 #: The paper's Figure 5 markers: ● T+V, ■ T+A, ▲ V+A, ◆ T+V+A.
@@ -25,41 +24,6 @@ COLOURS = {"tv": "tab:red", "ta": "tab:blue", "va": "tab:green", "tva": "tab:pur
 BLOCK_LABELS = {"tv": "T+V", "ta": "T+A", "va": "V+A", "tva": "T+V+A"}
 
 Draw = Callable[[Numbers, dict, Path], list]
-
-
-def pyplot():
-    """matplotlib's pyplot on the Agg backend (no display needed); imported late, it is slow."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def grid(plt, count: int, width: float = 4.2, height: float = 3.2, **shared):
-    """A figure of ``count`` panels, at most four a row; unused panels hidden."""
-    cols = min(4, count)
-    rows = math.ceil(count / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, **shared)
-    for ax in axes.flat[count:]:
-        ax.axis("off")
-    return fig, list(axes.flat)
-
-
-def save(fig, stem: Path) -> list[Path]:
-    """``stem``.png (at :data:`DPI`) and ``stem``.pdf, cropped to what is drawn (legends outside
-    the axes included)."""
-    plt = pyplot()
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    # One layout pass for both files: "tight" would measure the figure again in each savefig.
-    bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
-    for path in paths:
-        # no creation date in the PDF: the same figure gives the same bytes (builds are compared by digest)
-        fig.savefig(path, dpi=DPI, bbox_inches=bbox, **({"pil_kwargs": {"compress_level": 3}} if path.suffix == ".png"
-                                                        else {"metadata": {"CreationDate": None}}))
-    plt.close(fig)
-    return paths
 
 
 def _single_curves(numbers: Numbers, info: dict[str, ConditionInfo]) -> dict[str, dict[str, dict[str, dict[int, float]]]]:
