@@ -91,6 +91,22 @@ def read_humans(path: str | Path, info: dict[str, ConditionInfo]) -> pd.DataFram
     if path.is_dir():
         trials, _ = read_runs([path], progress=False)
         return trials.assign(model=HUMAN)
+    frame = _human_rows(path, info)
+    first_line = 1 if path.suffix.lower() == ".jsonl" else 2
+    correct = [_human_correct(row, f"{path}:{k + first_line}") for k, row in enumerate(frame.to_dict(orient="records"))]
+    annotator = frame["annotator"].astype(str) if "annotator" in frame else pd.Series("0", index=frame.index)
+    trials = pd.DataFrame({
+        "model": HUMAN, "condition_id": frame["condition_id"].astype(str), "sample_id": frame["sample_id"].astype(str),
+        "variant": pd.factorize(annotator)[0], "correct": correct,
+        "invalid": [None if np.isfinite(c) else "empty" for c in correct], "n_options": 4, "prompt_id": "human",
+        "dataset": "human", "answer": frame["answer"].astype(str).replace("", None) if "answer" in frame else None,
+        "not_applicable": None,
+    })
+    return trials[list(TRIAL_COLUMNS)]
+
+
+def _human_rows(path: Path, info: dict[str, ConditionInfo]) -> pd.DataFrame:
+    """The rows of a human-answers CSV or JSONL file, their columns and conditions checked."""
     if not path.is_file():
         raise ReportError(f"{path}: no such human-answers file or folder")
     try:
@@ -101,7 +117,6 @@ def read_humans(path: str | Path, info: dict[str, ConditionInfo]) -> pd.DataFram
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, ValueError) as exc:
         raise ReportError(f"{path}: cannot read the human answers ({exc})") from None
-    first_line = 1 if path.suffix.lower() == ".jsonl" else 2
     for needed in ("sample_id", "condition_id"):
         if needed not in frame:
             raise ReportError(f"{path}: human answers need a {needed!r} column")
@@ -110,26 +125,19 @@ def read_humans(path: str | Path, info: dict[str, ConditionInfo]) -> pd.DataFram
     unknown = sorted(set(frame["condition_id"].astype(str)) - set(info))
     if unknown:
         raise ReportError(f"{path}: conditions not in the catalogue: {', '.join(unknown[:5])}")
-    correct = []
-    for k, row in enumerate(frame.to_dict(orient="records")):
-        value = row.get("correct")
-        if value is None or str(value).strip() == "" or (isinstance(value, float) and np.isnan(value)):
-            answer, gold = str(row.get("answer") or "").strip(), str(row.get("gold") or "").strip()
-            value = (float(answer == gold) if answer and gold else np.nan)
-        elif str(value).strip() in ("0", "1", "0.0", "1.0", "True", "False", "true", "false"):
-            value = float(str(value).strip().lower() in ("1", "1.0", "true"))
-        else:
-            raise ReportError(f"{path}:{k + first_line}: 'correct' must be 1, 0 or empty, not {value!r}")
-        correct.append(value)
-    annotator = frame["annotator"].astype(str) if "annotator" in frame else pd.Series("0", index=frame.index)
-    trials = pd.DataFrame({
-        "model": HUMAN, "condition_id": frame["condition_id"].astype(str), "sample_id": frame["sample_id"].astype(str),
-        "variant": pd.factorize(annotator)[0], "correct": correct,
-        "invalid": [None if np.isfinite(c) else "empty" for c in correct], "n_options": 4, "prompt_id": "human",
-        "dataset": "human", "answer": frame["answer"].astype(str).replace("", None) if "answer" in frame else None,
-        "not_applicable": None,
-    })
-    return trials[list(TRIAL_COLUMNS)]
+    return frame
+
+
+def _human_correct(row: dict, where: str) -> float:
+    """1.0 / 0.0 from a row's ``correct`` (or, when empty, its ``answer`` against its ``gold``);
+    NaN when there is no usable answer."""
+    value = row.get("correct")
+    if value is None or str(value).strip() == "" or (isinstance(value, float) and np.isnan(value)):
+        answer, gold = str(row.get("answer") or "").strip(), str(row.get("gold") or "").strip()
+        return float(answer == gold) if answer and gold else np.nan
+    if str(value).strip() in ("0", "1", "0.0", "1.0", "True", "False", "true", "false"):
+        return float(str(value).strip().lower() in ("1", "1.0", "true"))
+    raise ReportError(f"{where}: 'correct' must be 1, 0 or empty, not {value!r}")
 
 
 # --- tables -----------------------------------------------------------------------------------------

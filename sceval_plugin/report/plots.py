@@ -84,32 +84,20 @@ def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path
     """One panel per model x modality: accuracy (%) against severity, clean drawn at 0, one line
     per operator; each modality's legend below its column, outside the data."""
     plt = pyplot()
-    from matplotlib.transforms import offset_copy
-
     curves = _single_curves(numbers, info)
     models = sorted(curves)
     modalities = [m for m in MODALITY_ORDER if any(m in curves[model] for model in models)]
     operators = {m: sorted({op for model in models for op in curves[model].get(m, {})}) for m in modalities}
     fig, axes = plt.subplots(len(models), len(modalities), figsize=(3.8 * len(modalities), 1.0 + 2.8 * len(models)),
                              squeeze=False, sharex=True, sharey="row")
-    cmap = plt.get_cmap("tab10")
-    markers = "osD^vP*X"  # lines that coincide stay distinguishable by their markers
     for i, model in enumerate(models):
         values = [v for m in curves[model].values() for curve in m.values() for v in curve.values()]
         low, high = 100 * min(values), 100 * max(values)
         pad = max(2.0, 0.08 * (high - low))
         for j, modality in enumerate(modalities):
             ax = axes[i][j]
-            for k, op in enumerate(operators[modality]):
-                curve = curves[model].get(modality, {}).get(op)
-                if not curve:
-                    continue
-                xs = sorted(curve)
-                ax.plot(xs, [100 * curve[x] for x in xs], marker=markers[k % len(markers)], markersize=4,
-                        markerfacecolor="none", linewidth=1.3, color=cmap(k % 10), label=op)
+            _curve_panel(plt, ax, curves[model].get(modality, {}), operators[modality])
             ax.set_ylim(max(0.0, low - pad), min(102.0, high + pad))  # room for lines at 100 %
-            ax.set_xticks(SEVERITIES)
-            ax.grid(alpha=0.3)
             if i == 0:
                 ax.set_title(modality, fontsize=10)
             if j == 0:
@@ -117,18 +105,40 @@ def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path
             if i == len(models) - 1:
                 ax.set_xlabel("severity (0 = clean)")
     for j, modality in enumerate(modalities):
-        handles, labels = [], []
-        for ax in axes[:, j]:  # the union over models, in operator order
-            for h, label in zip(*ax.get_legend_handles_labels()):
-                if label not in labels:
-                    handles.append(h), labels.append(label)
-        bottom = axes[-1][j]
-        below_label = offset_copy(bottom.transAxes, fig, y=-0.6, units="inches")  # clear of the axis label
-        bottom.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below_label,
-                      ncol=2, fontsize=7, frameon=False, title=f"{modality} operator", title_fontsize=7)
+        _legend_below_column(fig, axes[:, j], f"{modality} operator")
     fig.suptitle("Single-modality severity curves (mean-variant accuracy)", fontsize=11)
     fig.tight_layout()
     return save(fig, stem)
+
+
+def _curve_panel(plt, ax, curves: dict[str, dict[int, float]], operators: list[str]) -> None:
+    """One line per operator (accuracy % against severity), in operator order."""
+    cmap = plt.get_cmap("tab10")
+    markers = "osD^vP*X"  # lines that coincide stay distinguishable by their markers
+    for k, op in enumerate(operators):
+        curve = curves.get(op)
+        if not curve:
+            continue
+        xs = sorted(curve)
+        ax.plot(xs, [100 * curve[x] for x in xs], marker=markers[k % len(markers)], markersize=4,
+                markerfacecolor="none", linewidth=1.3, color=cmap(k % 10), label=op)
+    ax.set_xticks(SEVERITIES)
+    ax.grid(alpha=0.3)
+
+
+def _legend_below_column(fig, column, title: str) -> None:
+    """The union of a column's legend entries (over its panels, in order) below its last panel."""
+    from matplotlib.transforms import offset_copy
+
+    handles, labels = [], []
+    for ax in column:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h), labels.append(label)
+    bottom = column[-1]
+    below_label = offset_copy(bottom.transAxes, fig, y=-0.6, units="inches")  # clear of the axis label
+    bottom.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below_label,
+                  ncol=2, fontsize=7, frameon=False, title=title, title_fontsize=7)
 
 
 def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) -> list[Path]:
