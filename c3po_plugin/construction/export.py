@@ -41,13 +41,20 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from c3po_plugin.construction import settings as build_settings
-from c3po_plugin.construction.assemble import BuiltItem, accepted_items, project_template_id, sample_fates, template_id_of
+from c3po_plugin.construction.assemble import (
+    BuiltItem,
+    accepted_items,
+    project_template_id,
+    sample_fates,
+    template_id_of,
+)
 from c3po_plugin.construction.ledger import Ledger
 from c3po_plugin.data.records import item_from_row
 from c3po_plugin.templates import CATEGORIES
@@ -158,7 +165,7 @@ def _export_items(build_dir: Path, out: Path, items: list[BuiltItem],
         try:
             row = _row(item, out, answers.get(item.sample_id))
             checked = item_from_row(row, out)
-            for kind, path in checked.relative_media().items():
+            for path in checked.relative_media().values():
                 media.probe(out / path)
         except (ValueError, OSError) as exc:  # RecordError and MediaError are ValueErrors
             ledger.record(item.sample_id, "failed", reason=f"{type(exc).__name__}: {exc}")

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faultline_eval.core.figures import grid, pyplot, save
 from c3po_plugin import metrics
 from c3po_plugin.failure_modes import DOMINANCE, LABELS, MODES
 from c3po_plugin.report.tables import MODE_HEADINGS, template_label
 from c3po_plugin.templates import CATEGORIES
+from faultline_eval.core.figures import grid, pyplot, save
 
 MODE_COLOURS = {"audio_dominance": "tab:blue", "visual_dominance": "tab:orange", "text_dominance": "tab:green",
                 "joint_dominance": "tab:purple", "incomplete_fusion": "tab:red", "other": "tab:grey"}

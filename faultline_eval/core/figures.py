@@ -45,8 +45,9 @@ def pyplot() -> ModuleType:
     return plt
 
 
-def grid(plt: ModuleType, count: int, width: float = 4.2, height: float = 3.2,
-         **shared: Any) -> tuple[MplFigure, list[Axes]]:
+def grid(
+    plt: ModuleType, count: int, width: float = 4.2, height: float = 3.2, **shared: Any
+) -> tuple[MplFigure, list[Axes]]:
     """A figure of ``count`` panels, at most four a row; unused panels hidden."""
     cols = min(4, count)
     rows = math.ceil(count / cols)
@@ -65,7 +66,13 @@ def save(fig: MplFigure, stem: Path) -> list[Path]:
     bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)  # type: ignore[attr-defined]
     for path in paths:
         # no creation date in the PDF: the same figure gives the same bytes (builds are compared by digest)
-        fig.savefig(path, dpi=DPI, bbox_inches=bbox, **({"pil_kwargs": {"compress_level": 3}} if path.suffix == ".png"
-                                                        else {"metadata": {"CreationDate": None}}))
+        fig.savefig(
+            path,
+            dpi=DPI,
+            bbox_inches=bbox,
+            **(
+                {"pil_kwargs": {"compress_level": 3}} if path.suffix == ".png" else {"metadata": {"CreationDate": None}}
+            ),
+        )
     plt.close(fig)
     return paths

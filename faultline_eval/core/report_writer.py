@@ -74,8 +74,9 @@ def write_report(out: Path, report: Report, *, figure_workers: int = 0) -> list[
     if figure_workers <= 0 or not any(section.figures for section in report.sections):
         return _write_files(out, report, drawn=True)
     with ProcessPoolExecutor(max_workers=figure_workers) as pool:
-        pending: list[Future[list[Path]]] = [pool.submit(figure.draw, out / figure.name)
-                                             for section in report.sections for figure in section.figures]
+        pending: list[Future[list[Path]]] = [
+            pool.submit(figure.draw, out / figure.name) for section in report.sections for figure in section.figures
+        ]
         written = _write_files(out, report, drawn=False)
         return written + [path for future in pending for path in future.result()]
 

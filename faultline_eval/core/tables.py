@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -40,11 +40,11 @@ __all__ = [
 
 #: The trials behind one number: the condition (or template) ids in ``cells``, optionally a
 #: ``model`` filter and other viewer column filters (see :func:`trials_in`).
-Selector = dict[str, Any]
+Selector: TypeAlias = dict[str, Any]
 #: A shown cell's link: one selector, one per number of a cell joined by `` / ``, or none.
-TrialLink = Union[Selector, list[Union[Selector, None]], None]
+TrialLink: TypeAlias = Selector | list[Selector | None] | None
 #: Per shown row, per shown column (in column order), the cell's link.
-TrialLinks = list[list[TrialLink]]
+TrialLinks: TypeAlias = list[list[TrialLink]]
 
 #: The label columns of a raw table whose rows stand for one (model, condition) each (see
 #: :func:`row_trial_links`).
@@ -70,6 +70,7 @@ def signed(x: float | None) -> str:
 
 def json_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """A frame's rows as JSON-ready dicts: NumPy scalars unwrapped, NaN and infinities as None."""
+
     def clean(v: Any) -> Any:
         if isinstance(v, float) and not math.isfinite(v):
             return None
@@ -115,8 +116,10 @@ def row_trial_links(shown: pd.DataFrame, raw: pd.DataFrame) -> TrialLinks | None
     def linked(column: str) -> bool:
         return column not in labels and not column.startswith("p ")
 
-    return [[trials_in([cid], model) if linked(str(c)) else None for c in shown.columns]
-            for model, cid in zip(raw["model"].astype(str), raw["condition_id"].astype(str))]
+    return [
+        [trials_in([cid], model) if linked(str(c)) else None for c in shown.columns]
+        for model, cid in zip(raw["model"].astype(str), raw["condition_id"].astype(str))
+    ]
 
 
 @dataclass(frozen=True)
@@ -147,9 +150,20 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join([header, rule, *rows]) + "\n"
 
 
-_LATEX_ESCAPE = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "↓": r"$\downarrow$", "↑": r"$\uparrow$",
-                 "±": r"$\pm$", "–": "--", "×": r"$\times$", "Δ": r"$\Delta$", "†": r"$\dagger$",
-                 "‡": r"$\ddagger$"}
+_LATEX_ESCAPE = {
+    "&": r"\&",
+    "%": r"\%",
+    "_": r"\_",
+    "#": r"\#",
+    "↓": r"$\downarrow$",
+    "↑": r"$\uparrow$",
+    "±": r"$\pm$",
+    "–": "--",
+    "×": r"$\times$",
+    "Δ": r"$\Delta$",
+    "†": r"$\dagger$",
+    "‡": r"$\ddagger$",
+}
 
 
 def _latex_cell(value: object) -> str:
@@ -160,8 +174,15 @@ def _latex_cell(value: object) -> str:
 
 
 def _latex(frame: pd.DataFrame, caption: str) -> str:
-    lines = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{l{'r' * (len(frame.columns) - 1)}}}",
-             r"\toprule", " & ".join(_latex_cell(c) for c in frame.columns) + r" \\", r"\midrule"]
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+        rf"\begin{{tabular}}{{l{'r' * (len(frame.columns) - 1)}}}",
+        r"\toprule",
+        " & ".join(_latex_cell(c) for c in frame.columns) + r" \\",
+        r"\midrule",
+    ]
     lines += [" & ".join(_latex_cell(v) for v in row) + r" \\" for row in frame.itertuples(index=False)]
     lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{_latex_cell(caption)}}}", r"\end{table}"]
     return "\n".join(lines) + "\n"

@@ -7,8 +7,8 @@ full here, for both scorers' labels (:mod:`sceval_plugin.metrics.no_option_drops
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 

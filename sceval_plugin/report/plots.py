@@ -8,8 +8,8 @@ the reason goes into the report's notes.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 

@@ -15,7 +15,6 @@ import pandas as pd
 from faultline_eval.core.figures import Figure, pyplot, save
 from faultline_eval.core.report_writer import Section
 from faultline_eval.core.tables import Table, TrialLinks, drop, json_records, pp, trial_links, trials_in
-from sceval_plugin.metrics.protocol import Numbers
 from sceval_plugin.metrics.probe_effects import (
     desync_curve,
     family_metrics,
@@ -23,6 +22,7 @@ from sceval_plugin.metrics.probe_effects import (
     probe_conditions,
     trust_bias,
 )
+from sceval_plugin.metrics.protocol import Numbers
 from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES
 from sceval_plugin.probe_conditions import HEADLINE_BUDGET, PROBE_FAMILIES
 from sceval_plugin.report.tables import holm_scope, significance_mark
@@ -74,7 +74,7 @@ def summary_table(metrics: pd.DataFrame, trust: pd.DataFrame, ece: pd.DataFrame)
     pooled = trust[trust["tier"] == "all"] if len(trust) else trust
     for modality in ("text", "vision", "audio"):
         got = pooled[pooled["modality"] == modality].set_index("model")["trust_bias"] if len(pooled) else {}
-        raw[f"T_{modality[0]}"] = raw["model"].map(lambda m: got.get(m, np.nan))
+        raw[f"T_{modality[0]}"] = raw["model"].map(lambda m, got=got: got.get(m, np.nan))
     probe_ece = ece[ece["family"] != "clean"].groupby("model")["ece"].mean() if len(ece) else pd.Series(dtype=float)
     raw["ece"] = raw["model"].map(lambda m: probe_ece.get(m, np.nan))
     keep = [c for c in ("model", "T_t", "T_v", "T_a", "temporal_drop", "desync_slope", "budget_gap", "position_gap",
