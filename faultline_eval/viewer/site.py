@@ -166,9 +166,10 @@ def markdown_table(text: str, trials: dict | None = None, href: Callable[[dict],
     if trials and (trials.get("columns") != rows[0] or len(links) != len(rows) - 1):
         links = []  # the sidecar is not this table's (a hand-edited .md): no links rather than wrong ones
     head = "".join(f"<th>{esc(c)}</th>" for c in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{_linked_cell(c, links[i][j] if links and j < len(links[i]) else None, href)}</td>"
-                                    for j, c in enumerate(r)) + "</tr>" for i, r in enumerate(rows[1:]))
-    return f'<table class="report"><caption>{esc(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    body = "".join("<tr>" + "".join(f"<td>{_linked_cell(c, links[i][j] if links and j < len(links[i]) else None, href)}"
+                                    "</td>" for j, c in enumerate(r)) + "</tr>" for i, r in enumerate(rows[1:]))
+    return (f'<table class="report"><caption>{esc(caption)}</caption><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>")
 
 
 class SiteWriter:

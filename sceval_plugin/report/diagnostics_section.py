@@ -161,7 +161,8 @@ def _seed_stability(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Cond
                           "mean−worst": f["mean_worst_gap"].map(pp), "std": f["std"].map(pp),
                           "median": f["median"].map(pp), "worst-2 mean": f["worst2_mean"].map(pp),
                           "n_var": f["n_var"]})
-    return shown, trial_links(shown, [{c: trials_in([cid], m) for c in shown.columns if c not in ("model", "modality", "n_var")}
+    labels = ("model", "modality", "n_var")
+    return shown, trial_links(shown, [{c: trials_in([cid], m) for c in shown.columns if c not in labels}
                                for m, cid in zip(f["model"], f["condition_id"])])
 
 
@@ -279,8 +280,9 @@ def _families(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionI
 def _steepest(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     shown = pd.DataFrame({"model": f["model"], **{f"S_{m} (pp/sev)": f[f"S_{m}"].map(_slope) for m in "tva"},
                           "steepest channel": f["steepest"].fillna("–")})
-    return shown, trial_links(shown, [{f"S_{letter} (pp/sev)": trials_in(["clean", *cells_of(info, "single", modality=modality)], m)
-                                for letter, modality in MODALITIES.items()} for m in f["model"]])
+    return shown, trial_links(shown, [{f"S_{letter} (pp/sev)": trials_in(["clean", *cells_of(info, "single",
+                                                                                                modality=modality)], m)
+                                       for letter, modality in MODALITIES.items()} for m in f["model"]])
 
 
 def _operator_groups(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
@@ -346,7 +348,8 @@ def _human_excess(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Condit
     return pd.DataFrame({"model": f["model"], "condition": f["condition_id"], "n (G_c)": f["n"],
                          "model drop": f["model_drop"].map(drop), "human drop": f["human_drop"].map(drop),
                          "excess drop": f["excess_drop"].map(signed),
-                         "95% CI": [f"[{signed(lo)}, {signed(hi)}]" for lo, hi in zip(f["ci_low"], f["ci_high"])]}), None
+                         "95% CI": [f"[{signed(lo)}, {signed(hi)}]"
+                                    for lo, hi in zip(f["ci_low"], f["ci_high"])]}), None
 
 
 #: table name -> (caption, formatter(frame, headline cells, info)); ``None`` writes the CSV only

@@ -34,7 +34,8 @@ def head(numbers: Numbers, trials: pd.DataFrame, run_dirs: Sequence[str | Path],
     """report.json's first entries: the settings the numbers were computed with, and the counts."""
     return {
         "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "alpha": 0.05,
-                     "runs": [str(r) for r in run_dirs], "invalid_outputs": "missing for accuracy and drops; incorrect for significance",
+                     "runs": [str(r) for r in run_dirs],
+                     "invalid_outputs": "missing for accuracy and drops; incorrect for significance",
                      "delta_single_baseline": delta_single, "holm_families": numbers.holm_families,
                      # one scheme (compute refuses a mix); None: logs from before records named it
                      "seed_scheme": next((int(n) for n in trials["seed_scheme"].dropna().unique()), None)
@@ -52,8 +53,8 @@ def figures_section(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[
     if not drawn:
         found = {name: (draw, reason or "figures turned off (--no-figures)") for name, (draw, reason) in found.items()}
     skipped = {name: reason for name, (_, reason) in found.items() if reason}
-    return Section(figures=[Figure(name, functools.partial(draw, numbers, info)) for name, (draw, reason) in found.items()
-                            if not reason],
+    return Section(figures=[Figure(name, functools.partial(draw, numbers, info))
+                            for name, (draw, reason) in found.items() if not reason],
                    notes=[f"figure {name} not drawn: {reason}" for name, reason in skipped.items()],
                    numbers={"figures_skipped": skipped})
 
