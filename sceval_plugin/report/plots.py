@@ -57,12 +57,12 @@ def _heatmap_grid(numbers: Numbers, info: dict[str, ConditionInfo], operators: l
     cell = {c: i.corruptions[0][1] for c, i in info.items() if i.block == "single" and i.corruptions[0][2] == 70}
     s = s[s["condition_id"].isin(list(cell))]
     models = sorted(s["model"].unique())
-    grid = np.full((len(models), len(operators)), np.nan)
+    drops = np.full((len(models), len(operators)), np.nan)
     for model, cid, value in zip(s["model"], s["condition_id"], s["delta_base"]):
         if cell[cid] in operators:
-            grid[models.index(model), operators.index(cell[cid])] = 100 * value
-    keep = [j for j in range(len(operators)) if np.isfinite(grid[:, j]).any()]
-    return models, [operators[j] for j in keep], grid[:, keep]
+            drops[models.index(model), operators.index(cell[cid])] = 100 * value
+    keep = [j for j in range(len(operators)) if np.isfinite(drops[:, j]).any()]
+    return models, [operators[j] for j in keep], drops[:, keep]
 
 
 def figures(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]) -> dict[str, tuple[Draw, str | None]]:
@@ -180,17 +180,17 @@ def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *
     plt = pyplot()
     from matplotlib.colors import TwoSlopeNorm
 
-    models, ops, grid = _heatmap_grid(numbers, info, operators)
+    models, ops, drops = _heatmap_grid(numbers, info, operators)
     modality_of = {c.corruptions[0][1]: c.corruptions[0][0] for c in info.values() if c.block == "single"}
-    limit = max(1.0, float(np.nanmax(np.abs(grid))))
+    limit = max(1.0, float(np.nanmax(np.abs(drops))))
     fig, ax = plt.subplots(figsize=(2.2 + 0.62 * len(ops), 2.4 + 0.42 * len(models)))
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto")
+    image = ax.imshow(np.ma.masked_invalid(drops), cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto")
     ax.set_facecolor("#dddddd")  # cells not run
     ax.set_xticks(range(len(ops)), ops, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(len(models)), models, fontsize=8)
     for i in range(len(models)):
         for j in range(len(ops)):
-            value = grid[i, j]
+            value = drops[i, j]
             ax.text(j, i, "–" if not np.isfinite(value) else f"{value:.1f}", ha="center", va="center", fontsize=7,
                     color="white" if np.isfinite(value) and abs(value) > 0.6 * limit else "black")
     for j in range(1, len(ops)):  # rules between modalities
