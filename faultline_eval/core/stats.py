@@ -15,7 +15,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.special import bdtr  # the binomial CDF; lighter to import than scipy.stats
 
 B_DEFAULT = 1000
 SEED_DEFAULT = 20261129
@@ -63,6 +62,9 @@ def bootstrap_p_value(boot: np.ndarray) -> np.ndarray:
 def mcnemar_exact(b, c):
     """Exact two-sided McNemar p-value from the discordant counts ``b`` and ``c`` (scalars or
     arrays): twice the smaller binomial tail of Bin(b + c, 1/2), capped at 1; 1 when b + c = 0."""
+    # heavy: scipy takes a third of a second to import; every command that loads the reports would pay it
+    from scipy.special import bdtr  # the binomial CDF; lighter to import than scipy.stats
+
     b, c = np.asarray(b), np.asarray(c)
     n = b + c
     p = np.where(n == 0, 1.0, np.minimum(1.0, 2 * bdtr(np.minimum(b, c), np.maximum(n, 1), 0.5)))
