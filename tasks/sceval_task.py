@@ -17,11 +17,13 @@ import functools
 import json
 import math
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
+from loguru import logger
 
 from faultline_eval.tasks import video_frame_parts
 from sceval_plugin import no_option_control as no_option
@@ -77,8 +79,6 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     limit) is found before any model call: the build stops with the whole list, or, with
     ``SCEVAL_ON_BAD_INPUT=exclude``, leaves those trials out and counts them by reason.
     """
-    from loguru import logger
-
     source = load_source()
     policy = bad_input_policy(BAD_INPUT_ENV)
     manifest = current_manifest()
@@ -143,8 +143,6 @@ def _donor_json(donors: probes.DonorPicker | None, item: OmniItem, condition: Co
 
 def process_docs(dataset: Any, condition_id: str) -> Any:
     import datasets
-    from loguru import logger
-
     condition = catalogue().get(condition_id)
     if condition.block == no_option.BLOCK:
         no_option.scorers()  # a misconfigured scorer fails before any model call
@@ -185,8 +183,6 @@ def trial_for(doc: dict, *, with_media: bool = True) -> tuple[Condition, Trial]:
     condition = catalogue().get(doc["condition_id"])
     shown = condition
     if doc["released"]:  # media and question already carry the corruption
-        from dataclasses import replace
-
         shown = replace(condition, corruptions=())
     variant = 0 if doc["released"] else doc["variant"]
     donor = _item(doc["donor"]) if doc.get("donor") else None

@@ -20,6 +20,9 @@ import pandas as pd
 
 from faultline_eval.core.accuracy import mean_of_sample_scores, sample_scores, worst_repeat_accuracy
 from faultline_eval.core.identity import SCHEME, fingerprint_of, is_legacy
+from sceval_plugin import probe_conditions as probes
+from sceval_plugin.conditions import catalogue
+from sceval_plugin.probe_conditions import NOT_APPLICABLE as PROBE_NOT_APPLICABLE
 from sceval_plugin.probe_conditions import READINGS, REREAD_IN_2
 from faultline_eval.core.stats import (
     B_DEFAULT,
@@ -67,9 +70,6 @@ class ConditionInfo:
 
 
 def catalogue_info() -> dict[str, ConditionInfo]:
-    from sceval_plugin import probe_conditions as probes
-    from sceval_plugin.conditions import catalogue
-
     return {c.id: ConditionInfo(c.id, c.block, tuple((x.modality, x.operator, x.severity) for x in c.corruptions),
                                 c.control, c.option_order, c.base, c.suites, c.role,
                                 c.probe and (probes.get(c.probe.name).family, c.probe.name, c.probe.parameter))
@@ -542,8 +542,6 @@ def coverage_notes(summary: pd.DataFrame, info: dict[str, ConditionInfo], not_ap
                    model_pairs: bool) -> list[str]:
     """What the logs do not allow computing, in words (each subset of the catalogue gives a report
     with what it can compute; these notes say what is missing and why)."""
-    from sceval_plugin.probe_conditions import NOT_APPLICABLE as PROBE_NOT_APPLICABLE
-
     notes = []
     for _, r in not_applicable.iterrows():
         control = info.get(r["condition_id"]) is None or info[r["condition_id"]].probe is None
