@@ -62,7 +62,7 @@ def per_sample(trials: pd.DataFrame) -> pd.DataFrame:
     trials), and the item's template, category, tier, difficulty (those the table has).
     The one definition of a sample's score: the report and the task's aggregations use it."""
     t = trials.assign(valid=trials["correct"].notna(), strict=trials["correct"].fillna(0.0).astype(float),
-                      exact_only=trials["exact"].fillna(False).astype(float))
+                      exact_only=trials["exact"].fillna(0).astype(float))
     g = t.groupby(["model", "sample_id"], sort=True, observed=True)
     item = {c: (c, "first") for c in ("template_id", "category", "tier", "difficulty") if c in t}
     out = g.agg(**item, score=("strict", "mean"), score_gradable=("correct", "mean"),

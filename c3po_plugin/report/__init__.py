@@ -29,7 +29,7 @@ from c3po_plugin.report.reader import read_runs
 from c3po_plugin.report.verdicts import apply_verdicts, read_verdicts
 from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
 from sceval_plugin.report import json_records
-from sceval_plugin.report.reader import ReportError
+from faultline_eval.core.run_logs import ReportError
 from sceval_plugin.report.tables import pp, write_table
 from faultline_eval.core.store import write_atomic
 

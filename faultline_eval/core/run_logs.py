@@ -55,7 +55,8 @@ def results_for(samples_file: Path) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def find_sample_files(run_dirs: Sequence[str | Path], *, pattern: str, benchmark: str, tasks: str) -> list[Path]:
+def find_sample_files(run_dirs: Sequence[str | Path], *, pattern: str, benchmark: str = "matching",
+                      tasks: str = "the benchmark's") -> list[Path]:
     """Every per-sample log matching ``pattern`` under each folder (a file is taken as given);
     the error for a folder without one names the ``benchmark`` and its ``tasks``."""
     files: list[Path] = []
