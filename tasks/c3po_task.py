@@ -78,11 +78,11 @@ def build_rows(selector: str) -> tuple[list[dict], collections.Counter]:
     for problem in problems:  # only reached with C3PO_ON_BAD_INPUT=exclude
         excluded[problem.reason] += 1
         logger.error(f"c3po {selector}: excluded, {problem}")
-    dataset = f"{source.spec}#{source.fingerprint}"
+    dataset, runs = f"{source.spec}#{source.fingerprint}", task_settings().runs
     rows = [
         {"row_id": f"{selector}/{item.sample_id}/{run}", "sample_id": item.sample_id, "template_id": item.template_id,
          "run": run, "target": item.answer, "dataset": dataset, "item": _item_json(item)}
-        for item in items if selects(selector, item.template) for run in range(task_settings().runs)
+        for item in items if selects(selector, item.template) for run in range(runs)
     ]
     return rows, excluded
 
