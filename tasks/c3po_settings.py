@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from c3po_plugin.data.sources import SourceError
 from faultline_eval.judges import DEFAULT_JUDGE, JUDGE_ENV

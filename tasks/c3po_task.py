@@ -16,7 +16,8 @@ import collections
 import functools
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -177,7 +178,7 @@ def process_results(doc: dict, results: list) -> dict:
     # The typed trial entry `c3po report` and the aggregations read (lmms-eval writes each metric
     # value into every per-sample line).
     trial = C3POTrial.from_record(record).to_json()
-    out: dict[str, Any] = {name: trial for name in TRIAL_METRICS}
+    out: dict[str, Any] = dict.fromkeys(TRIAL_METRICS, trial)
     out.update({f"c3po_invalid_{c}": record["invalid"] for c in INVALID})
     out["c3po_excluded"] = ledger_key(doc["row_id"].split("/", 1)[0])
     out["c3po_record"] = record

@@ -17,28 +17,29 @@ import functools
 import json
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from loguru import logger
 
+from faultline_eval.core import telemetry
+from faultline_eval.core.accuracy import mean_over_samples, worst_repeat_accuracy
+from faultline_eval.core.intake import bad_input_policy, decode_problem, refuse
+from faultline_eval.core.trial import SCEvalTrial
 from faultline_eval.tasks import video_frame_parts
 from sceval_plugin import no_option_control as no_option
 from sceval_plugin import probe_conditions as probes
-from faultline_eval.core import telemetry
-from faultline_eval.core.accuracy import mean_over_samples, worst_repeat_accuracy
-from faultline_eval.core.trial import SCEvalTrial
 from sceval_plugin.conditions import Condition, catalogue
-from faultline_eval.core.intake import bad_input_policy, decode_problem, refuse
 from sceval_plugin.data.manifest import GOLD_PRESERVED, STRESS_ONLY, current_manifest, stress_only_policy
 from sceval_plugin.data.records import OmniItem, check_media, item_from_row
 from sceval_plugin.data.sources import BAD_INPUT_ENV, SourceError, load_source, media_paths
+from sceval_plugin.eval_prompts import prompt_template
 from sceval_plugin.operators import SAMPLE_RATE, seed_scheme
 from sceval_plugin.parsing import INVALID_CATEGORIES, ParsedAnswer, parse_answer
-from sceval_plugin.eval_prompts import prompt_template
 from sceval_plugin.render import Trial, control_not_applicable, render, reorder_options
 
 # --- docs ---------------------------------------------------------------------------------------
@@ -263,7 +264,7 @@ def process_results(doc: dict, results: list) -> dict:
     # read (invalid category, original answer key, option count, stated confidence, item source,
     # a probe's donor), so the report need not decode the whole record.
     trial = SCEvalTrial.from_record(record).to_json()
-    out = {name: trial for name in TRIAL_METRICS}
+    out = dict.fromkeys(TRIAL_METRICS, trial)
     out.update({f"sceval_invalid_{c}": record["invalid"] for c in INVALID_CATEGORIES})
     out["sceval_excluded_trials"] = condition.id
     out["sceval_record"] = record

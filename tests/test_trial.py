@@ -17,8 +17,16 @@ import pytest
 
 from c3po_plugin.report.reader import read_runs as read_c3po_runs
 from faultline_eval.core import run_logs
-from faultline_eval.core.trial import (SCHEMA_FILE, SCHEMA_VERSION, STRESS_ONLY, C3POTrial, SCEvalTrial,
-                                       TrialEntryError, json_schema, schema_text)
+from faultline_eval.core.trial import (
+    SCHEMA_FILE,
+    SCHEMA_VERSION,
+    STRESS_ONLY,
+    C3POTrial,
+    SCEvalTrial,
+    TrialEntryError,
+    json_schema,
+    schema_text,
+)
 from faultline_eval.tasks import c3po_task, sceval_task
 from sceval_plugin.report.reader import read_runs as read_sceval_runs
 
@@ -75,7 +83,7 @@ def test_schema_1_entries_read_as_the_same_trials():
     lines = _lines(SCHEMA_1_RUN)
     assert all({"s", "v", "c"} <= set(line.get("sceval_accuracy") or line["c3po_accuracy"])
                for group in lines.values() for line in group), "the fixture is schema 1"
-    for name, group in lines.items():
+    for group in lines.values():
         for line in group:
             if "c3po_record" in line:
                 assert C3POTrial.from_json(line["c3po_accuracy"]) == C3POTrial.from_record(line["c3po_record"])

@@ -23,8 +23,14 @@ import pandas as pd
 
 from c3po_plugin.templates import registry
 from faultline_eval.core.identity import fingerprint_of
-from faultline_eval.core.run_logs import ReportError, find_sample_files, model_label, parse_record, results_for, \
-    trial_from_line
+from faultline_eval.core.run_logs import (
+    ReportError,
+    find_sample_files,
+    model_label,
+    parse_record,
+    results_for,
+    trial_from_line,
+)
 from faultline_eval.core.trial import C3POTrial
 
 SAMPLES_GLOB = "*_samples_c3po_*.jsonl"

@@ -72,7 +72,7 @@ def find_sample_files(run_dirs: Sequence[str | Path], *, pattern: str, benchmark
     return files
 
 
-def parse_record(value: Any, key: str, where: str) -> dict:
+def parse_record(value: Any, key: str, where: str) -> dict[str, Any]:
     """A record field's value: a dict already, or the Python repr lmms-eval wrote (read with
     :func:`ast.literal_eval`, never ``eval``)."""
     if isinstance(value, dict):
@@ -86,7 +86,7 @@ def parse_record(value: Any, key: str, where: str) -> dict:
     return record
 
 
-def record_from_line(line: str, key: str, where: str) -> dict:
+def record_from_line(line: str, key: str, where: str) -> dict[str, Any]:
     """The full record (field ``key``) of one per-sample line. A line lmms-eval wrote is decoded
     from the field on, so the rest of a long line is not parsed; ``where`` names the line."""
     marker = f'"{key}": '
@@ -98,11 +98,12 @@ def record_from_line(line: str, key: str, where: str) -> dict:
     return parse_record(value, key, where)
 
 
-def trial_from_line(line: dict, key: str, kind: type[T], where: str) -> T:
+def trial_from_line(line: dict[str, Any], key: str, kind: type[T], where: str) -> T:
     """The trial entry under ``key`` of a decoded per-sample line, as ``kind`` (either schema)."""
-    if not isinstance(line.get(key), dict):
+    entry = line.get(key)
+    if not isinstance(entry, dict):
         raise ReportError(f"{where}: no {key} trial entry; is this a {kind.BENCHMARK} per-sample log?")
     try:
-        return kind.from_json(line.get(key), f"{where}: {key}")
+        return kind.from_json(entry, f"{where}: {key}")
     except TrialEntryError as exc:
         raise ReportError(str(exc)) from None

@@ -31,9 +31,10 @@ import inspect
 import json
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 __all__ = ["SCHEMA_VERSION", "SCHEMA_FILE", "STRESS_ONLY", "TrialEntryError", "Trial", "SCEvalTrial", "C3POTrial",
            "json_schema"]
@@ -237,7 +238,7 @@ def _doc_of(cls: type, name: str) -> str:
             lines = inspect.getsource(klass).splitlines()
             for k, line in enumerate(lines):
                 if line.strip().startswith(f"{name}:"):
-                    notes = []
+                    notes: list[str] = []
                     while k > 0 and lines[k - 1].strip().startswith("#:"):
                         k -= 1
                         notes.insert(0, lines[k].strip()[2:].strip())

@@ -82,7 +82,7 @@ class SourceCache:
         if key not in self.loaded:
             try:
                 self.loaded[key] = self.load(spec)
-            except Exception as exc:  # noqa: BLE001 - remembered: one failed load per spec
+            except Exception as exc:
                 self.loaded[key] = exc
         if isinstance(self.loaded[key], Exception):
             raise self.loaded[key]

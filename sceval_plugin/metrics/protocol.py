@@ -12,18 +12,14 @@ incorrect for significance; a sample's score is its mean over valid variants (eq
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
 from faultline_eval.core.accuracy import mean_of_sample_scores, sample_scores, worst_repeat_accuracy
 from faultline_eval.core.identity import SCHEME, fingerprint_of, is_legacy
-from sceval_plugin import probe_conditions as probes
-from sceval_plugin.conditions import catalogue
-from sceval_plugin.probe_conditions import NOT_APPLICABLE as PROBE_NOT_APPLICABLE
-from sceval_plugin.probe_conditions import READINGS, REREAD_IN_2
 from faultline_eval.core.stats import (
     B_DEFAULT,
     SEED_DEFAULT,
@@ -34,6 +30,10 @@ from faultline_eval.core.stats import (
     paired_comparisons,
     resample_weights,
 )
+from sceval_plugin import probe_conditions as probes
+from sceval_plugin.conditions import catalogue
+from sceval_plugin.probe_conditions import NOT_APPLICABLE as PROBE_NOT_APPLICABLE
+from sceval_plugin.probe_conditions import READINGS, REREAD_IN_2
 
 TRIAL_COLUMNS = ("model", "condition_id", "sample_id", "variant", "correct", "invalid", "n_options",
                  "prompt_id", "dataset", "answer", "not_applicable")
