@@ -19,7 +19,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -217,12 +217,9 @@ def read_video_frames(
     import av
 
     cap = cap or limits()
-    sampling = sampling or cap.frame_sampling
     path = _exists(Path(path))
     if fps <= 0 or max_frames < 1:
         raise ValueError(f"fps must be > 0 and max_frames >= 1, got fps={fps}, max_frames={max_frames}")
-    frames: list[np.ndarray] = []
-    times: list[float] = []
     notes: list[str] = []
     try:
         with av.open(str(path)) as container:
@@ -232,31 +229,41 @@ def read_video_frames(
             duration = _check_clip(path, container, stream, cap)
             if duration is None:
                 notes.append(f"{path.name}: duration unknown; took the first {max_frames} frames at {fps:g} fps")
-            targets = sample_times(duration or max_frames / fps, fps=fps, max_frames=max_frames,
-                                   sampling="head" if duration is None else sampling)
             if exactly is not None:
                 targets = uniform_times(duration or exactly / fps, exactly)
-            start = None
-            for index, frame in enumerate(container.decode(stream)):
-                t = float(frame.time) if frame.time is not None else index / float(stream.average_rate or 1)
-                start = t if start is None else start
-                if t - start > cap.max_clip_s:
-                    raise MediaTooLarge(f"{path}: clip runs past the {cap.max_clip_s:g} s limit "
-                                        f"({LIMIT_ENV['max_clip_s']})")
-                if t - start + 1e-6 < targets[len(frames)]:
-                    continue
-                fitted = fitted_size(frame.width, frame.height, cap.max_side)
-                if fitted != (frame.width, frame.height) and not frames:
-                    notes.append(_downscale_note(path, (frame.width, frame.height), fitted, cap))
-                frames.append(frame.reformat(width=fitted[0], height=fitted[1], format="rgb24").to_ndarray())
-                times.append(round(t - start, 6))
-                if len(frames) == len(targets):
-                    break
+            else:
+                targets = sample_times(duration or max_frames / fps, fps=fps, max_frames=max_frames,
+                                       sampling="head" if duration is None else sampling or cap.frame_sampling)
+            frames, times = _decode_at(path, container.decode(stream), float(stream.average_rate or 1), targets, cap, notes)
     except av.FFmpegError as exc:
         raise MediaError(f"{path}: cannot decode video: {exc}") from exc
     if not frames:
         raise MediaError(f"{path}: video has no decodable frames")
     return Frames(np.stack(frames), tuple(times), tuple(notes))
+
+
+def _decode_at(path: Path, decoded: Any, rate: float, targets: Sequence[float], cap: MediaLimits,
+               notes: list[str]) -> tuple[list[np.ndarray], list[float]]:
+    """One pass over the decoded frames keeping the first at or after each target time (seconds
+    from the first frame), downscaled to the limits; a clip running past the limit raises."""
+    frames: list[np.ndarray] = []
+    times: list[float] = []
+    start = None
+    for index, frame in enumerate(decoded):
+        t = float(frame.time) if frame.time is not None else index / rate
+        start = t if start is None else start
+        if t - start > cap.max_clip_s:
+            raise MediaTooLarge(f"{path}: clip runs past the {cap.max_clip_s:g} s limit ({LIMIT_ENV['max_clip_s']})")
+        if t - start + 1e-6 < targets[len(frames)]:
+            continue
+        fitted = fitted_size(frame.width, frame.height, cap.max_side)
+        if fitted != (frame.width, frame.height) and not frames:
+            notes.append(_downscale_note(path, (frame.width, frame.height), fitted, cap))
+        frames.append(frame.reformat(width=fitted[0], height=fitted[1], format="rgb24").to_ndarray())
+        times.append(round(t - start, 6))
+        if len(frames) == len(targets):
+            break
+    return frames, times
 
 
 def read_audio(path: str | Path, cap: MediaLimits | None = None) -> tuple[np.ndarray, int, list[str]]:
