@@ -84,23 +84,12 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     policy = bad_input_policy(BAD_INPUT_ENV)
     manifest = current_manifest()
     stress_only = stress_only_policy()
-    released_mode = source.released is not None and bool(condition.corruptions)
-    if released_mode:
-        base = condition.base and catalogue().get(condition.base)
-        wanted = (base or condition).id
-        trials = [(r.item, r.variant, True) for r in source.released if r.condition_id == wanted]
-        if not trials:
-            raise SourceError(f"{source.spec}: the release has no pre-corrupted rows for {wanted!r}")
-    else:
-        trials = [(item, v, False) for item in source.items for v in range(condition.variants)]
+    trials, released_mode = _source_trials(source, condition)
     problems = list(source.problems)
     # a record that is not an item would have given one trial per variant (one released row)
     excluded = collections.Counter({reason: n * (1 if released_mode else condition.variants) for reason, n in
                                     collections.Counter(p.reason for p in problems).items()})
-    # a probe that needs a second item gets it from the picker over this dataset's usable items (a donor
-    # whose media do not decode would break the trial it is lent to); the row keeps the choice
-    donors = probes.DonorPicker([it for it in source.items if not decode_problem(it, check_media, media_paths)]) \
-        if condition.probe is not None else None
+    donors = _donor_picker(source, condition)
     dataset = f"{source.spec}#{source.fingerprint}"  # hashes every item: once, not per trial
     rows = []
     for item, variant, released in trials:
@@ -114,25 +103,54 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
         if reason:
             excluded[reason] += 1
             continue
-        _, shown_gold, _ = reorder_options(item.options, item.gold_key, condition.option_order)
-        rows.append({
-            "row_id": f"{condition.id}/{item.sample_id}/{variant}",
-            "condition_id": condition.id,
-            "sample_id": item.sample_id,
-            "source": item.source,
-            "variant": variant,
-            "released": released,
-            "target": shown_gold,
-            "dataset": dataset,
-            "item": _item_json(item),
-            "donor": _donor_json(donors, item, condition, variant),
-            "cohort": manifest.cohort(item.sample_id, condition, variant) if manifest else GOLD_PRESERVED,
-        })
+        cohort = manifest.cohort(item.sample_id, condition, variant) if manifest else GOLD_PRESERVED
+        rows.append(_row(condition, item, variant, released, dataset, _donor_json(donors, item, condition, variant),
+                         cohort))
     if problems and policy == "error":
         raise refuse(source.spec, problems, BAD_INPUT_ENV)
     for problem in problems:
         logger.error(f"sceval {condition.id}: excluded, {problem}")
     return rows, excluded
+
+
+def _source_trials(source: Any, condition: Condition) -> tuple[list[tuple[OmniItem, int, bool]], bool]:
+    """(item, variant, released) per trial of ``condition``, and whether they are a release's
+    pre-corrupted rows (a corrupting condition on a source that ships them)."""
+    if source.released is None or not condition.corruptions:
+        return [(item, v, False) for item in source.items for v in range(condition.variants)], False
+    base = condition.base and catalogue().get(condition.base)
+    wanted = (base or condition).id
+    trials = [(r.item, r.variant, True) for r in source.released if r.condition_id == wanted]
+    if not trials:
+        raise SourceError(f"{source.spec}: the release has no pre-corrupted rows for {wanted!r}")
+    return trials, True
+
+
+def _donor_picker(source: Any, condition: Condition) -> probes.DonorPicker | None:
+    """A probe that needs a second item gets it from the picker over this dataset's usable items
+    (a donor whose media do not decode would break the trial it is lent to); the row keeps the choice."""
+    if condition.probe is None:
+        return None
+    return probes.DonorPicker([it for it in source.items if not decode_problem(it, check_media, media_paths)])
+
+
+def _row(condition: Condition, item: OmniItem, variant: int, released: bool, dataset: str, donor: str,
+         cohort: str) -> dict:
+    """One trial's dataset row (what the task's functions get as ``doc``)."""
+    _, shown_gold, _ = reorder_options(item.options, item.gold_key, condition.option_order)
+    return {
+        "row_id": f"{condition.id}/{item.sample_id}/{variant}",
+        "condition_id": condition.id,
+        "sample_id": item.sample_id,
+        "source": item.source,
+        "variant": variant,
+        "released": released,
+        "target": shown_gold,
+        "dataset": dataset,
+        "item": _item_json(item),
+        "donor": donor,
+        "cohort": cohort,
+    }
 
 
 def _donor_json(donors: probes.DonorPicker | None, item: OmniItem, condition: Condition, variant: int) -> str:
