@@ -13,8 +13,8 @@ the size budget (:mod:`.budget`) picks which trials get media.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from faultline_eval.viewer.budget import Budget
 from faultline_eval.viewer.runs_site import write_site

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from c3po_plugin.report.reader import SAMPLES_GLOB as C3PO_GLOB
+from faultline_eval.core.run_logs import ReportError, find_sample_files
 from faultline_eval.viewer import c3po, sceval
 from faultline_eval.viewer.budget import Budget
 from faultline_eval.viewer.site import Section, SiteWriter
 from sceval_plugin.report.reader import SAMPLES_GLOB as SCEVAL_GLOB
-from sceval_plugin.report.reader import ReportError, find_sample_files
 
 __all__ = ["write_site"]
 
