@@ -27,8 +27,6 @@ from c3po_plugin.construction.settings import DEFAULTS, PAPER_AUDITOR, PAPER_MOD
 from c3po_plugin.construction.specs import registry as specs
 from c3po_plugin.data.records import check_media
 from c3po_plugin.data.sources import load_source, media_paths
-from c3po_plugin.report import build_report
-from c3po_plugin.report.verdict_files import agreement, regrade
 from c3po_plugin.templates import registry
 from faultline_eval.core.intake import check_command
 from faultline_eval.core.offline import use_offline_defaults
@@ -70,6 +68,9 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
+    # heavy: pandas and scipy (the trial tables); `c3po --help` and the light commands start without them
+    from c3po_plugin.report.verdict_files import regrade
+
     judge = make_judge(args.judge)
     counts = regrade(args.runs, judge, args.output)
     print(f"{judge.judge_id}: {counts['trials']} trials ({counts['unanswered']} without an answer) and "
@@ -79,6 +80,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
+    # heavy: pandas and scipy (the trial tables); `c3po --help` and the light commands start without them
+    from c3po_plugin.report.verdict_files import agreement
+
     result = agreement(args.a, args.b, include_exact=args.include_exact)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -102,6 +106,9 @@ def cmd_agreement(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    # heavy: pandas and scipy (the trial tables); `c3po --help` and the light commands start without them
+    from c3po_plugin.report import build_report
+
     done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed, verdicts=args.verdicts)
     print(done["summary"])
     if args.html:

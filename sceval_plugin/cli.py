@@ -36,12 +36,7 @@ from sceval_plugin.contact_sheet import grid, probe_sheet
 from sceval_plugin.data.records import check_media
 from sceval_plugin.data.sources import load_source, media_paths
 from sceval_plugin.demo_sample import make_demo_sample
-from sceval_plugin.metrics.diagnostics import DiagnosticOptions
-from sceval_plugin.metrics.protocol import catalogue_info
 from sceval_plugin.operators import SEVERITIES
-from sceval_plugin.report import build_report
-from sceval_plugin.report.diagnostics_section import read_families, read_humans
-from sceval_plugin.report.prompt_subset_choice import subset_from_runs
 from sceval_plugin.smoke import run_smoke, verdict
 
 
@@ -213,6 +208,12 @@ def _confidence_values(text: str) -> dict[str, float]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    # heavy: pandas and scipy (the trial tables); `sceval --help` and the light commands start without them
+    from sceval_plugin.metrics.diagnostics import DiagnosticOptions
+    from sceval_plugin.metrics.protocol import catalogue_info  # heavy: as above
+    from sceval_plugin.report import build_report  # heavy: as above
+    from sceval_plugin.report.diagnostics_section import read_families, read_humans  # heavy: as above
+
     options = DiagnosticOptions(
         families=read_families(args.families) if args.families else None,
         human_trials=read_humans(args.humans, catalogue_info()) if args.humans else None,
@@ -232,6 +233,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt_subset(args: argparse.Namespace) -> int:
+    # heavy: pandas and scipy (the trial tables); `sceval --help` and the light commands start without them
+    from sceval_plugin.report.prompt_subset_choice import subset_from_runs
+
     done = subset_from_runs(args.runs, args.model, [p.strip() for p in args.prompts.split(",") if p.strip()])
     for note in done["notes"]:
         print(f"note: {note}", file=sys.stderr)

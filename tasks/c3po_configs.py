@@ -17,7 +17,6 @@ from c3po_plugin.plugins import BUILTIN_PLUGINS, HOST
 from c3po_plugin.templates import CATEGORIES, Template, TemplateRegistry, registry
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.tasks import TASKS_DIR
-from faultline_eval.tasks.c3po_task import METRICS
 from faultline_eval.tasks.sceval_configs import files_out_of_date, template_text, write_files
 
 MODULE = "faultline_eval.tasks.c3po_task"
@@ -58,6 +57,9 @@ def render_task_files(templates: Iterable[Template], known_cells: Iterable[tuple
     """File name -> content of a task folder for ``templates``. The built-in folder (no
     ``known_cells``) also holds the whole-benchmark and category tasks; a plugin folder holds
     only its templates' tasks and the tier tasks of cells the built-ins do not have."""
+    # heavy: the task module loads the metrics (pandas, scipy); `c3po --help` starts without them
+    from faultline_eval.tasks.c3po_task import METRICS
+
     templates = list(templates)
     known = set(known_cells)
     files = {

@@ -40,7 +40,6 @@ from faultline_eval.model_wrappers.gemini_client import GeminiClient, message_pa
 from faultline_eval.model_wrappers.lmms_judge import generate, load_model
 from faultline_eval.model_wrappers.model_args import named_with_close_matches
 from faultline_eval.model_wrappers.request_loop import Reply, Usage
-from faultline_eval.tasks.c3po_task import media_content
 
 #: Reply failures a resumed run asks again (recorded ``failed``); others are the content's fault.
 RETRYABLE = ("api_failure", "media_unavailable")
@@ -89,6 +88,9 @@ def media_item(ask: Ask, build_dir: Path):
 
 
 def _messages(ask: Ask, build_dir: Path) -> list[dict]:
+    # heavy: the C3PO task module loads the metrics (pandas, scipy); `c3po --help` and the build CLI start without them
+    from faultline_eval.tasks.c3po_task import media_content
+
     media = media_content(media_item(ask, build_dir)) if ask.media else []
     return [{"role": "system", "content": [{"type": "text", "text": ask.system}]},
             {"role": "user", "content": media + [{"type": "text", "text": ask.text}]}]

@@ -19,7 +19,6 @@ from pathlib import Path
 from c3po_plugin.mechanistic.attention import MID_LAYERS_DEFAULT
 from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS
 from c3po_plugin.mechanistic.lemmas import LEMMATIZERS
-from c3po_plugin.mechanistic.report import write_report
 from c3po_plugin.mechanistic.runner import PROBES, PROMPTS, run_probes
 from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, report
@@ -71,6 +70,9 @@ def probe_status(output_path: str, probes, max_failure_rate: float) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    # heavy: pandas and scipy (the probe tables); `faultline --help` and the probe runs start without them
+    from c3po_plugin.mechanistic.report import write_report
+
     written = write_report(args.runs, args.output, verdicts=args.verdicts)
     print(json.dumps(written["files"], indent=2))
     return 0

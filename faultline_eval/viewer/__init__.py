@@ -17,9 +17,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from faultline_eval.viewer.budget import Budget
-from faultline_eval.viewer.runs_site import write_site
 
+# The commands import this module to build their parsers; writing a site (pandas, scipy) is imported when one is written.
 __all__ = ["write_site", "add_parser", "add_html_arguments", "check_html_arguments"]
+
+
+def write_site(run_dirs: Sequence[str | Path], out: str | Path, **options) -> dict:
+    """:func:`faultline_eval.viewer.runs_site.write_site`: the site for the logs under ``run_dirs``."""
+    # heavy: pandas and scipy (the reports' trial tables); the commands build their parsers without them
+    from faultline_eval.viewer.runs_site import write_site as write
+
+    return write(run_dirs, out, **options)
 
 
 def _budget(text: str):

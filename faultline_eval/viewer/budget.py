@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 #: The verdict every sample table and budget uses for a correct trial.
 CORRECT = "correct"
@@ -69,6 +72,8 @@ def sample_rank(sample_ids) -> np.ndarray:
 def select(rows: pd.DataFrame, budget: Budget) -> pd.Series:
     """A boolean mask over ``rows`` (columns model, cell, sample_id, variant, verdict): the trials
     shown in detail, ``budget.per_cell`` per (model, cell), variant 0 of the first-ranked samples first."""
+    import pandas as pd  # heavy: the CLIs parse --html-budget (Budget) at start-up, before any table exists
+
     eligible = rows["verdict"] != CORRECT if budget.wrong_only else pd.Series(True, index=rows.index)
     ranked = rows.assign(_rank=sample_rank(rows["sample_id"].astype(str)))[eligible]
     ranked = ranked.sort_values(["variant", "_rank", "sample_id"], kind="stable")
