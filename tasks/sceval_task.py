@@ -20,11 +20,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from loguru import logger
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from faultline_eval.core import telemetry
 from faultline_eval.core.accuracy import mean_over_samples, worst_repeat_accuracy
@@ -368,6 +370,8 @@ def _scored(items: list[dict]) -> pd.DataFrame:
     and reported by ``sceval report --cohort``) whose control or probe applied to their item (a
     no-text control on an item without text beyond question and options would only repeat
     clean, so it is not scored)."""
+    import pandas as pd  # heavy: only the metric hooks need it, not `sceval` commands that list tasks
+
     trials = [t for t in map(SCEvalTrial.from_json, items) if t.scored]
     return pd.DataFrame({"sample_id": [t.sample_id for t in trials], "variant": [t.variant for t in trials],
                          "correct": np.array([np.nan if t.correct is None else t.correct for t in trials], float)})

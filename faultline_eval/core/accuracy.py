@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # the functions take and return pandas objects; importing this module needs no pandas
+    import pandas as pd
 
 __all__ = ["sample_scores", "mean_of_sample_scores", "mean_over_samples", "worst_repeat_accuracy"]
 
