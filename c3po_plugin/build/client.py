@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from faultline_eval.model_wrappers.request_loop import Reply, Usage
+from faultline_eval.core.request_lifecycle import Reply, Usage
 
 #: Reply failures a resumed run asks again (recorded ``failed``); others are the content's fault.
 RETRYABLE = ("api_failure", "media_unavailable")
