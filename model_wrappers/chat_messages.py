@@ -34,6 +34,14 @@ def messages_from_visuals(context: str, visuals: list) -> list[dict]:
     return [{"role": "user", "content": content}]
 
 
+def visuals_and_context(messages: list[dict]) -> tuple[list, str]:
+    """The ``doc_to_visual`` items and the context of a simple-path request's messages (the
+    inverse of :func:`messages_from_visuals`), for models that read them as they came."""
+    [message] = messages
+    *media, text = message["content"]
+    return [part["url"] for part in media], text["text"]
+
+
 def with_system_turn(messages: list[dict], system_prompt: str | None) -> list[dict]:
     """The task's messages, with ``system_prompt`` in front only when they carry no system turn
     of their own (lmms-eval's Qwen wrappers always prepend theirs, doubling ours)."""
