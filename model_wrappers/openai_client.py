@@ -45,6 +45,7 @@ import threading
 from typing import Any
 
 from faultline_eval.model_wrappers.media_encoding import encode_image, encode_wav
+from faultline_eval.tasks import FRAME_TIME_KEY
 from faultline_eval.core.request_lifecycle import (RETRYABLE_STATUS, Answer, FatalError, Reply, RequestLifecycle,
                                                   RetryableError)
 
@@ -75,8 +76,6 @@ def wire_items(parts: list[dict], frames_as: str = "images") -> list[tuple[str, 
     "audio", part)``, and with ``frames_as=video`` ``("video", [frame parts])`` for each run of
     consecutive video frames (parts with :data:`~faultline_eval.tasks.FRAME_TIME_KEY`). A
     picture (a C3PO item's image, a single image) is an image under either setting."""
-    from faultline_eval.tasks import FRAME_TIME_KEY
-
     items: list[tuple[str, Any]] = []
     for part in parts:
         kind = part.get("type")
@@ -147,8 +146,6 @@ def chat_request(messages: list[dict], *, image_encoding: str = DEFAULT_IMAGE_EN
     """lmms-eval chat messages (text, PIL images, ``{"array", "sampling_rate"}`` audio) as
     chat-completions messages with the part types described in the module doc, and the extra
     body fields of the request (:func:`video_timing` of its video; ``{}`` without one)."""
-    from faultline_eval.tasks import FRAME_TIME_KEY
-
     out, timings = [], []
     for message in messages:
         role, parts = message.get("role", "user"), message.get("content", [])
