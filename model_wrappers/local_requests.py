@@ -21,7 +21,7 @@ from faultline_eval.model_wrappers.local_reply_store import store_key
 from faultline_eval.model_wrappers.media_token_log import MediaTokenCounter, log_media_tokens
 
 #: ``answer(messages, gen_kwargs)``: one conversation's reply.
-Answer = Callable[[list[dict], dict], str]
+AnswerOne = Callable[[list[dict], dict], str]
 #: ``answer_batch(conversations, gen_kwargs)``: one reply per conversation, from one model call.
 AnswerBatch = Callable[[list[list[dict]], dict], list[str]]
 
@@ -42,7 +42,7 @@ class LmmsRequest(PendingRequest):
 class LocalRequests:
     """One ``generate_until`` call of a local model (see :func:`answer_requests`)."""
 
-    def __init__(self, wrapper: Any, name: str, answer: Answer, answer_batch: AnswerBatch | None = None) -> None:
+    def __init__(self, wrapper: Any, name: str, answer: AnswerOne, answer_batch: AnswerBatch | None = None) -> None:
         self.wrapper, self.name, self.answer, self.answer_batch = wrapper, name, answer, answer_batch
         self.counter: MediaTokenCounter | None = getattr(wrapper, "media_token_counter", None)
         self.lifecycle = RequestLifecycle(store=getattr(wrapper, "reply_store", None))
@@ -111,7 +111,7 @@ class LocalRequests:
         self.replies[request.index] = reply.text
 
 
-def answer_requests(wrapper: Any, requests: list, answer: Answer, name: str,
+def answer_requests(wrapper: Any, requests: list, answer: AnswerOne, name: str,
                     answer_batch: AnswerBatch | None = None) -> list[str]:
     """Answer lmms-eval ``generate_until`` requests, one doc at a time or, with ``answer_batch``
     and ``wrapper.batch_size_per_gpu`` > 1, several per model call.
