@@ -33,10 +33,10 @@ from fake_gemini import FakeGemini  # noqa: E402
 
 def one_build(server: FakeGemini, folder: Path, items: int, concurrency: int) -> tuple[float, int, int]:
     """(seconds, accepted items, requests sent) of generate → classify → audit on a fresh folder."""
-    from c3po_plugin.build.audit import run_audit
-    from c3po_plugin.build.classify import run_classify
-    from c3po_plugin.build.generate import run_generate
-    from c3po_plugin.build.ledger import Ledger
+    from c3po_plugin.construction.audit import run_audit
+    from c3po_plugin.construction.classify import run_classify
+    from c3po_plugin.construction.generate import run_generate
+    from c3po_plugin.construction.ledger import Ledger
     from c3po_plugin.data.make_demo import tone, write_audio
 
     write_candidates(folder, "IC01", items)

@@ -39,7 +39,7 @@ VARIANTS = 3
 def make_items(folder: Path, count: int) -> list:
     import av
 
-    from sceval_plugin import media
+    from faultline_eval.core import media
     from sceval_plugin.data.records import item_from_row
 
     rng = np.random.default_rng(0)
@@ -79,7 +79,7 @@ def touch(array: np.ndarray) -> int:
 
 def run_lru(items: list) -> tuple[float, int]:
     """The replaced mechanism: ``lru_cache(64)`` over the same decoders."""
-    from sceval_plugin.data.records import decode_audio, decode_frames
+    from faultline_eval.core.record_fields import decode_audio, decode_frames
 
     decodes = 0
 
@@ -102,7 +102,7 @@ def run_lru(items: list) -> tuple[float, int]:
 
 
 def run_cache(items: list, *, cold: bool) -> tuple[float, int]:
-    from sceval_plugin.data import decode_cache
+    from faultline_eval.core import decode_cache
 
     if cold:
         decode_cache.clear()

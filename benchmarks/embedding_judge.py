@@ -2,15 +2,15 @@
 
     python benchmarks/embedding_judge.py [--repeat 3]
 
-Data: c3po_plugin/judges/calibration.jsonl, 162 hand-labelled pairs on which normalised exact
+Data: faultline_eval/judges/calibration.jsonl, 162 hand-labelled pairs on which normalised exact
 match fails (81 equivalent, 81 not; 42 of them under long, demo-style questions). Scores swept
 over the YES threshold 0.00..1.00 (step 0.01), keeping the highest Cohen's kappa against the
-labels (ties: farthest from any score, then higher), by c3po_plugin.judges.agreement.best_threshold:
+labels (ties: farthest from any score, then higher), by faultline_eval.core.agreement.best_threshold:
 
 * guards + embedding (the judge): pairs a guard rule decides count as +inf (YES) or -inf (NO),
   so only the cosines of the rest move with the threshold; one row per text form;
 * embedding alone (guards=False), one row per text form;
-* the peer, SQuAD token-F1 (c3po_plugin.grading.token_f1).
+* the peer, SQuAD token-F1 (faultline_eval.judges.matching.token_f1).
 
 Speed: pairs per second through EmbeddingJudge.judge (model already loaded, best of --repeat
 after a warm-up) and through token_f1, on this machine's CPUs. Exit status 1 when the module's
@@ -29,10 +29,10 @@ from collections.abc import Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from c3po_plugin.grading import exact_match, token_f1
-from c3po_plugin.judges import embedding
-from c3po_plugin.judges.agreement import best_threshold
-from c3po_plugin.judges.base import JudgeRequest
+from faultline_eval.judges.matching import exact_match, token_f1
+from faultline_eval.judges import embedding
+from faultline_eval.core.agreement import best_threshold
+from faultline_eval.judges.base import JudgeRequest
 
 
 def best_s(fn: Callable[[], object], repeat: int) -> float:
@@ -104,7 +104,7 @@ def main() -> int:
           f"(embedding is {peer_rate / ours_rate:,.0f}x slower; kappa {kappa:.3f} vs {f1_kappa:.3f})")
     if (abs(t - embedding.THRESHOLD) > 1e-9 or abs(kappa - embedding.CALIBRATION_KAPPA) > 0.0005
             or abs(acc - embedding.CALIBRATION_ACCURACY) > 0.0005):
-        print("the module constants are stale: update THRESHOLD / CALIBRATION_* in c3po_plugin/judges/embedding.py")
+        print("the module constants are stale: update THRESHOLD / CALIBRATION_* in faultline_eval/judges/embedding.py")
         return 1
     return 0
 

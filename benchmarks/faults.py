@@ -11,7 +11,7 @@ with an uninterrupted run. Every pipeline returns at least ``kill_points``, ``ki
 kill actually cut short), ``lost``, ``duplicated``, ``differing_files`` and ``seconds``.
 
 - ``store``: a process appends records ``r000000``, ``r000001``, ... to one reply store
-  (:class:`sceval_plugin.store.ReplyStore`, default fsync policy), skipping those already stored
+  (:class:`faultline_eval.core.store.ReplyStore`, default fsync policy), skipping those already stored
   (a resumed run) and, after each ``put`` returns, noting the key in an acknowledgement file.
   ``lost``: acknowledged keys, or keys of the finished run, missing from the store; ``duplicated``:
   keys with more than one valid line; ``differing_files``: the store's bytes against the
@@ -70,7 +70,7 @@ import faultkit  # noqa: E402  (tests/faultkit.py: shared with the fault-injecti
 #: records, seconds to pause after each (so the kills spread over the whole sequence).
 STORE_WRITER = """
 import os, sys, time
-from sceval_plugin.store import ReplyStore
+from faultline_eval.core.store import ReplyStore
 store, acks = ReplyStore(sys.argv[1]), os.open(sys.argv[2], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 for i in range(int(sys.argv[3])):
     key = f"r{i:06d}"
@@ -94,7 +94,7 @@ def store_pipeline(kill_points: int, seed: int, workdir: Path, records: int = ST
                    window_s: tuple[float, float] = (0.2, 1.5), pause_s: float = STORE_PAUSE_S) -> dict:
     """Kill an appending process ``kill_points`` times (see the module docstring); the records
     (up to 2 kB) are paced ``pause_s`` apart so that the kills spread over the whole sequence."""
-    from sceval_plugin.store import read_records
+    from faultline_eval.core.store import read_records
 
     workdir = Path(workdir)
     clean, killed = workdir / "clean", workdir / "killed"
@@ -263,10 +263,10 @@ def c3po_build_digests(build_dir: Path) -> dict[str, str]:
     """What a build made, by sha256: every file except the logs of how it ran (``replies/``: reply
     stores and usage with latencies; ``settings.json``: the options given; the raw ledger files,
     whose lines a kill or a retry changes), plus each ledger's content
-    (:meth:`~c3po_plugin.build.ledger.Ledger.snapshot`) as ``ledger/<stage>.jsonl#content``."""
+    (:meth:`~c3po_plugin.construction.ledger.Ledger.snapshot`) as ``ledger/<stage>.jsonl#content``."""
     import hashlib
 
-    from c3po_plugin.build.ledger import Ledger
+    from c3po_plugin.construction.ledger import Ledger
 
     logs = lambda rel: rel.parts[0] in ("replies", "ledger") or str(rel) == "settings.json"  # noqa: E731
     digests = faultkit.file_digests(build_dir, ignore=logs)
@@ -378,7 +378,7 @@ def _differences(a, b, path: str = "") -> list[str]:
 def _stored_requests(store: Path) -> set[str]:
     """The request digests whose replies the reply store holds, as the store reads them (a torn
     last line or a damaged one does not count)."""
-    from sceval_plugin.store import read_records
+    from faultline_eval.core.store import read_records
 
     return {digest for record in read_records(store) for digest in _STORED_REQUEST.findall(json.dumps(record))}
 
@@ -498,7 +498,7 @@ def _plain_flushed(path: Path, lines: list[str]) -> None:
 
 def _store(policy: str) -> Callable[[Path, list[str]], None]:
     def append(path: Path, lines: list[str]) -> None:
-        from sceval_plugin.store import ReplyStore
+        from faultline_eval.core.store import ReplyStore
 
         with ReplyStore(path, fsync=policy) as store:
             for index in range(len(lines)):

@@ -75,7 +75,7 @@ def process_results(doc, results):
 def make_items(folder: Path, count: int) -> tuple[Path, Path]:
     import soundfile
 
-    from sceval_plugin import media
+    from faultline_eval.core import media
 
     rng = np.random.default_rng(0)
     rows = []
@@ -142,7 +142,7 @@ def timed_run(task: str, task_manager, repeat: int) -> tuple[float, int]:
 
     best, requests = float("inf"), 0
     for _ in range(repeat):
-        from sceval_plugin.data import decode_cache
+        from faultline_eval.core import decode_cache
 
         decode_cache.clear()  # every run decodes its media afresh (the cache is this run's own)
         model = touching_model()
@@ -157,7 +157,7 @@ def stage_breakdown(items_path: Path) -> dict[str, float]:
     """Our stages on the first item for the heaviest panel cell (noise@70 + drop_words + mute)."""
     from faultline_eval.tasks import sceval_task as task
     from sceval_plugin.conditions import catalogue
-    from sceval_plugin.data import decode_cache
+    from faultline_eval.core import decode_cache
     from sceval_plugin.render import render
 
     condition = catalogue().get("tri_drop_words_noise_mute_t30_v70_a30")

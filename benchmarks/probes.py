@@ -20,7 +20,7 @@ import time
 os.environ.setdefault("SCEVAL_SOURCE", "demo")
 
 from faultline_eval.tasks import sceval_task as task  # noqa: E402
-from sceval_plugin import probes  # noqa: E402
+from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import catalogue  # noqa: E402
 
 

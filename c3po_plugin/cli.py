@@ -20,11 +20,12 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from sceval_plugin import use_offline_defaults
+from faultline_eval.core.offline import use_offline_defaults
+from faultline_eval.core.run_status import add_failure_rate_argument, run_command
 
 
 def cmd_templates(args: argparse.Namespace) -> int:
-    from c3po_plugin.build.specs import registry as specs
+    from c3po_plugin.construction.specs import registry as specs
     from c3po_plugin.templates import registry
 
     rows = [("id", "paper id", "name", "category", "tier", "base", "modalities", "paper n", "task")]
@@ -45,13 +46,13 @@ def cmd_templates(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from c3po_plugin.data.records import check_media
     from c3po_plugin.data.sources import load_source, media_paths
-    from sceval_plugin.data.intake import check_command
+    from faultline_eval.core.intake import check_command
 
     return check_command(load_source(args.source), check_media, media_paths)
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
-    from c3po_plugin.taskgen import out_of_date, write_task_files
+    from faultline_eval.tasks.c3po_configs import out_of_date, write_task_files
     from c3po_plugin.templates import registry
 
     folder = Path(args.folder)
@@ -65,7 +66,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    from c3po_plugin.judges import make_judge
+    from faultline_eval.judges import make_judge
     from c3po_plugin.verdicts import regrade
 
     judge = make_judge(args.judge)
@@ -144,18 +145,18 @@ Settings a stage ran with are kept in BUILD_DIR/settings.json and reused by late
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from c3po_plugin.build import pipeline
+    from c3po_plugin.construction import pipeline
 
     build_dir = Path(args.build_dir)
     templates = args.templates.split(",") if getattr(args, "templates", None) else None
     if args.stage == "status":
-        from c3po_plugin.build.ledger import format_reports
+        from c3po_plugin.construction.ledger import format_reports
 
         print(pipeline.summary(build_dir, templates))
         print("\n" + format_reports(pipeline.stage_reports(build_dir, pipeline.STAGES, templates)))
         return 0
     if args.stage == "import-answers":
-        from c3po_plugin.build.sample import import_answers
+        from c3po_plugin.construction.sample import import_answers
 
         print(import_answers(build_dir, args.sheet))
         return 0
@@ -194,7 +195,7 @@ def _per_template(text: str) -> tuple[int, int]:
 
 def model_default(role: str) -> str:
     """What a build's ``--generator`` / ``--classifier`` / ``--auditor`` defaults to."""
-    from c3po_plugin.build.settings import DEFAULTS, PAPER_AUDITOR, PAPER_MODELS, ROLE_ENV
+    from c3po_plugin.construction.settings import DEFAULTS, PAPER_AUDITOR, PAPER_MODELS, ROLE_ENV
 
     if role == "generator":
         return f"default: settings.json, else {DEFAULTS['generator']}"
@@ -205,8 +206,6 @@ def model_default(role: str) -> str:
 
 
 def add_build_parser(sub) -> None:
-    from sceval_plugin.run_status import add_failure_rate_argument
-
     build = sub.add_parser("build", help="build a new C3PO benchmark from base media (c3po build -h)",
                            description=BUILD_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     stages = build.add_subparsers(dest="stage", required=True)
@@ -324,7 +323,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from sceval_plugin.cli import run_command
 
     use_offline_defaults()
     from faultline_eval.viewer import check_html_arguments

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from c3po_plugin.grading import exact_match, normalize, token_f1
+from faultline_eval.judges.matching import exact_match, normalize, token_f1
 
 MODES = ("audio_dominance", "visual_dominance", "text_dominance", "joint_dominance", "incomplete_fusion", "other")
 DOMINANCE = ("audio_dominance", "visual_dominance", "text_dominance", "joint_dominance")

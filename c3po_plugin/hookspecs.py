@@ -8,8 +8,8 @@ one through an entry point in the ``c3po`` group::
         my_templates = my_package.c3po_templates
 
 The 25 templates of the paper are registered through exactly these hooks, by the modules
-``c3po_plugin.templates``, ``c3po_plugin.build.specs`` (their generation specs) and
-``c3po_plugin.build.synthesize`` (the synthesis backends).
+``c3po_plugin.templates``, ``c3po_plugin.construction.specs`` (their generation specs) and
+``c3po_plugin.construction.synthesize`` (the synthesis backends).
 Implementations may accept a subset of a hook's arguments.
 """
 
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from c3po_plugin.build.specs import SpecRegistry
-    from c3po_plugin.build.synthesize import SynthesisRegistry
+    from c3po_plugin.construction.specs import SpecRegistry
+    from c3po_plugin.construction.synthesize import SynthesisRegistry
     from c3po_plugin.templates import TemplateRegistry
 
 PROJECT = "c3po"
@@ -43,7 +43,7 @@ def c3po_register_templates(registry: TemplateRegistry) -> None:
 @hookspec
 def c3po_register_generation_specs(registry: SpecRegistry) -> None:
     """Add the benchmark-construction spec (paper App. G) of your templates with
-    ``registry.add(GenerationSpec(...))`` (:mod:`c3po_plugin.build.specs`), so ``c3po build`` can
+    ``registry.add(GenerationSpec(...))`` (:mod:`c3po_plugin.construction.specs`), so ``c3po build`` can
     generate items for them. Optional: a template without a spec is listed and skipped by the
     build. ``aliases`` (other ids, e.g. the paper's ``D_T1_001``) are accepted wherever a
     template id is. Return value is ignored.
@@ -63,5 +63,5 @@ def c3po_register_synthesis_backends(registry: SynthesisRegistry) -> None:
     ``key`` is the sample id (seed anything random from it); ``model`` is what follows the
     name in a ``name:model`` spec. The built-ins (``espeak``, ``procedural``, ``caption-card``,
     ``qwen3-tts``, ``audioldm2``, ``diffusers``) register through this hook too
-    (:mod:`c3po_plugin.build.synthesize`).
+    (:mod:`c3po_plugin.construction.synthesize`).
     """

@@ -16,7 +16,7 @@ How accuracy is counted and averaged:
   whatever its number of runs; a template with many items weighs more than a small one
   (Table 3's tier and overall cells are item-weighted, not template-weighted).
 
-Intervals are 95 % percentile bootstraps over samples from :mod:`sceval_plugin.metrics.stats`:
+Intervals are 95 % percentile bootstraps over samples from :mod:`faultline_eval.core.stats`:
 seeded by (seed, sample count) alone, so the same logs give the same intervals anywhere.
 "Human" is a pseudo-model whose trials are the items' human answers (``human_correct``), pooled
 over every model's logs; it exists only for items with a human answer (Appendix E's subset):
@@ -30,8 +30,7 @@ import pandas as pd
 
 from c3po_plugin.failure_modes import DOMINANCE, MODES
 from c3po_plugin.templates import CATEGORIES, TIERS
-from sceval_plugin.metrics.protocol import grouped_intervals
-from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
+from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT, grouped_intervals
 
 TRIAL_COLUMNS = ("model", "sample_id", "template_id", "category", "tier", "run", "correct", "invalid", "exact",
                  "judged", "judge_error", "failure_mode", "human_correct", "difficulty")

@@ -101,7 +101,7 @@ class TemplateRegistry:
     def add(self, template: Template) -> Template:
         from dataclasses import replace
 
-        from sceval_plugin.plugins import PluginError
+        from faultline_eval.core.plugin_host import PluginError
 
         template = replace(template, plugin=self._plugin)
         if re.fullmatch(r"all|ic|cc|(ic|cc)_t\d+", template.snake_name):
@@ -118,10 +118,10 @@ class TemplateRegistry:
 
     def get(self, key: str) -> Template:
         """By id (``IC01``), name (``AttributeComposition``) or a generation spec's alias, such
-        as the paper's id (``D_T1_002``, :mod:`c3po_plugin.build.specs`)."""
+        as the paper's id (``D_T1_002``, :mod:`c3po_plugin.construction.specs`)."""
         found = self._by_id.get(key) or self._by_name.get(key)
         if found is None and self is registry():
-            from c3po_plugin.build.specs import registry as specs
+            from c3po_plugin.construction.specs import registry as specs
 
             spec = specs().find(key)
             found = self._by_id.get(spec.template_id) if spec is not None else None

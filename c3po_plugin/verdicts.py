@@ -13,15 +13,15 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from c3po_plugin.judges import grade, open_cache
-from c3po_plugin.judges.agreement import agreement_rate, cohen_kappa
-from c3po_plugin.judges.base import YES, Judge, JudgeRequest
-from c3po_plugin.judges.prompt import describe_sample
+from faultline_eval.judges import grade, open_cache
+from faultline_eval.core.agreement import agreement_rate, cohen_kappa
+from faultline_eval.judges.base import YES, Judge, JudgeRequest
+from faultline_eval.judges.judge_prompt import describe_sample
 from c3po_plugin.metrics import HUMAN
 from c3po_plugin.report.reader import read_runs
 from c3po_plugin.report.verdicts import read_verdicts
 from c3po_plugin.templates import registry
-from sceval_plugin.store import replacing
+from faultline_eval.core.store import replacing
 
 if TYPE_CHECKING:  # pragma: no cover
     from c3po_plugin.data.records import C3POItem
@@ -38,7 +38,7 @@ def logged_items(trials) -> dict[tuple[str, str], "C3POItem"]:
     from loguru import logger
 
     from c3po_plugin.data.sources import current_spec, load_source
-    from sceval_plugin.data.identity import matching_source
+    from faultline_eval.core.identity import matching_source
 
     found = {}
     for dataset in trials["dataset"].dropna().unique():

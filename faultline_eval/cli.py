@@ -8,7 +8,7 @@ the error instead of the traceback and exits 1. ``FAULTLINE_DEBUG=1`` (or
 ``--verbosity DEBUG``) lets the exception through with its traceback.
 
 A run that finished is checked too: it ends with a one-screen summary per task of ours
-(:mod:`sceval_plugin.run_status`: requests, usable answers, each failure category, the first
+(:mod:`faultline_eval.core.run_status`: requests, usable answers, each failure category, the first
 error text) and exits 1 when a task's coverage is 0 or more than ``--max-failure-rate`` (an
 option of ``faultline-eval`` only, default 0.05) of its requests got no reply. An unknown
 ``sceval_*``/``c3po_*`` task name is refused with its close matches before lmms-eval is imported.
@@ -23,9 +23,9 @@ import contextlib
 import sys
 from typing import Any, Iterator, Sequence
 
-from sceval_plugin import use_offline_defaults
+from faultline_eval.core.offline import use_offline_defaults
 from sceval_plugin.plugins import DEBUG_ENV, env_flag
-from sceval_plugin.run_status import TaskOutcome, add_failure_rate_argument, records_of, report
+from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, records_of, report
 
 
 def root_cause(exc: BaseException) -> BaseException:

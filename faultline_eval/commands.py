@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 from typing import Sequence
+from faultline_eval.core.run_status import run_command
 
 # subcommand -> module with add_parser(sub); `eval` is forwarded whole to faultline-eval.
 COMMANDS: dict[str, str] = {"probe": "c3po_plugin.mechanistic.cli", "view": "faultline_eval.viewer"}
@@ -29,8 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from sceval_plugin import use_offline_defaults
-    from sceval_plugin.cli import run_command
+    from faultline_eval.core.offline import use_offline_defaults
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["eval"]:

@@ -28,8 +28,8 @@ from faultline_eval.model_wrappers.gemini_client import (DEFAULT_IMAGE_ENCODING,
 from faultline_eval.model_wrappers.media_encoding import check_image_encoding
 from faultline_eval.model_wrappers.model_args import check_model_args, flag
 from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json
-from sceval_plugin.data.identity import fingerprint_of
-from sceval_plugin.store import open_store, request_key
+from faultline_eval.core.identity import fingerprint_of
+from faultline_eval.core.store import open_store, request_key
 
 
 class GeminiChat(RemoteChat):

@@ -71,7 +71,7 @@ def install_task_path() -> None:
 
     @functools.wraps(original)
     def initialize_tasks(self, include_path=None, include_defaults=True):
-        from sceval_plugin import telemetry
+        from faultline_eval.core import telemetry
 
         paths = [include_path] if isinstance(include_path, str) else list(include_path or [])
         paths += [str(d) for d in our_task_dirs() if str(d) not in paths]
@@ -94,10 +94,10 @@ def our_task_dirs() -> list[Path]:
     """The SCEval and C3PO task folders (plugin conditions included)."""
     from loguru import logger
 
-    from c3po_plugin.taskgen import task_dirs as c3po_task_dirs
+    from faultline_eval.tasks.c3po_configs import task_dirs as c3po_task_dirs
     from faultline_eval.tasks import TASKS_DIR
     from sceval_plugin.plugins import PluginError
-    from sceval_plugin.taskgen import task_dirs as sceval_task_dirs
+    from faultline_eval.tasks.sceval_configs import task_dirs as sceval_task_dirs
 
     ours: list[Path] = []
     for protocol, task_dirs in (("sceval", sceval_task_dirs), ("c3po", c3po_task_dirs)):

@@ -10,8 +10,8 @@ from typing import Any
 
 from faultline_eval.model_wrappers.chat_messages import role_texts, with_system_turn
 from faultline_eval.model_wrappers.model_args import flag
-from sceval_plugin.data.identity import fingerprint_of
-from sceval_plugin.store import ReplyStore, open_store, request_key, slug
+from faultline_eval.core.identity import fingerprint_of
+from faultline_eval.core.store import ReplyStore, open_store, request_key, slug
 
 
 def open_reply_store(name: str, pretrained: str, store: str | None) -> ReplyStore | None:

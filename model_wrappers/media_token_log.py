@@ -4,7 +4,7 @@ With ``FAULTLINE_MEDIA_TOKEN_LOG=<file.jsonl>`` every request a local model gene
 one line: model, task, doc and row id, the media items it was sent and the placeholder tokens
 the model received (counted by :class:`MediaTokenCounter` in the ``input_ids`` of the model's
 first forward call), and its failure category. Lines are appended through the project's journal
-(:class:`sceval_plugin.store.Journal`). Requests answered from the reply store are not in it.
+(:class:`faultline_eval.core.store.Journal`). Requests answered from the reply store are not in it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 import threading
 from typing import Any
 
-from sceval_plugin.store import Journal
+from faultline_eval.core.store import Journal
 
 MEDIA_TOKEN_LOG_ENV = "FAULTLINE_MEDIA_TOKEN_LOG"
 _log_lock = threading.Lock()

@@ -16,7 +16,7 @@ from typing import Any, Iterable, List
 
 import numpy as np
 
-from c3po_plugin.prompts import ANSWER_CUE
+from c3po_plugin.eval_prompt import ANSWER_CUE
 from faultline_eval.model_wrappers.chat_messages import visuals_and_context
 from faultline_eval.model_wrappers.lmms_base import lmms_base
 from faultline_eval.model_wrappers.local_requests import answer_requests
@@ -24,7 +24,7 @@ from faultline_eval.model_wrappers.model_args import check_model_args
 from faultline_eval.model_wrappers.reference_c3po import answer_c3po_messages, answer_c3po_visuals
 from faultline_eval.model_wrappers.reference_perception import (HIGH_PITCH_HZ, Shape, Tone, audio_wave, find_shapes,
                                                                 find_tones, image_array, split_visuals)
-from sceval_plugin.prompts import NO_OPTION, NO_OPTION_CUE
+from sceval_plugin.eval_prompts import NO_OPTION, NO_OPTION_CUE
 
 
 # --- reading the prompt --------------------------------------------------------------------------

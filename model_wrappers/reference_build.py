@@ -27,7 +27,7 @@ with the style prompt as its prompt, anything else TTS.
    pixels vary, audio whose RMS exceeds :data:`SILENT_RMS`), and a sample with generated audio
    or a generated picture has it attached.
 2. Query Sanitization: the query has at most 12 words and none of App. I's banned words
-   (the generate stage's own checks, :mod:`c3po_plugin.build.generate`).
+   (the generate stage's own checks, :mod:`c3po_plugin.construction.generate`).
 3. Coherence and Naturalness: a non-empty ground-truth answer.
 
 (Template alignment it cannot judge: it passes.)
@@ -44,10 +44,10 @@ import re
 
 import numpy as np
 
-from c3po_plugin.build.classify import PLACEHOLDER
-from c3po_plugin.build.generate import DOES_NOT_FIT, banned_word, query_words
-from c3po_plugin.build.settings import DEFAULTS
-from c3po_plugin.prompts import IMAGE_LABEL
+from c3po_plugin.construction.classify import PLACEHOLDER
+from c3po_plugin.construction.generate import DOES_NOT_FIT, banned_word, query_words
+from c3po_plugin.construction.settings import DEFAULTS
+from c3po_plugin.eval_prompt import IMAGE_LABEL
 from faultline_eval.model_wrappers.reference import _Reference
 from faultline_eval.model_wrappers.reference_c3po import _VIDEO_LABEL
 from faultline_eval.model_wrappers.reference_perception import audio_wave, find_shapes, find_tones, image_array

@@ -65,7 +65,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from c3po_plugin import prompts
+from c3po_plugin import eval_prompt as prompts
 
 from faultline_eval.model_wrappers.reference_perception import (HIGH_PITCH_HZ, Shape, Tone, audio_wave, find_shapes,
                                                                 find_tones, image_array, split_visuals)

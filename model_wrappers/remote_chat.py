@@ -17,7 +17,7 @@ from tqdm import tqdm
 from faultline_eval.model_wrappers.lmms_base import lmms_base
 from faultline_eval.model_wrappers.request_pipeline import pipelined
 from sceval_plugin.conditions import catalogue
-from sceval_plugin.prompts import prompt_template
+from sceval_plugin.eval_prompts import prompt_template
 
 
 def expects_json(doc: dict) -> bool:
@@ -35,7 +35,7 @@ def decoding(request: Any, doc: dict, max_tokens: int) -> tuple[float, int, tupl
     ``max_output_tokens`` / ``max_tokens`` argument, whatever the task's generation_kwargs say
     (no key parts: stored replies of evaluation runs keep their keys). A doc that says its
     request's gen_kwargs bind (``binding_gen_kwargs``: the C3PO build stages and judges,
-    :func:`c3po_plugin.judges.lmms.generate`) gets their ``temperature`` and
+    :func:`faultline_eval.model_wrappers.lmms_judge.generate`) gets their ``temperature`` and
     ``max_new_tokens``, which then are part of the key."""
     if not doc.get("binding_gen_kwargs"):
         return 0.0, max_tokens, ()

@@ -13,13 +13,15 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from sceval_plugin import media, operators, use_offline_defaults
+from faultline_eval.core.offline import use_offline_defaults
+from sceval_plugin import operators
+from faultline_eval.core import media
 from sceval_plugin.operators import SEVERITIES
+from faultline_eval.core.run_status import run_command
 
 
 def _load(args: argparse.Namespace) -> tuple[str, Any, str, list[str]]:
@@ -42,7 +44,7 @@ def _load(args: argparse.Namespace) -> tuple[str, Any, str, list[str]]:
         wave, _, notes = media.read_audio(path)
         return "audio", wave, path.stem, notes
     if suffix == ".txt":
-        from sceval_plugin.data.intake import read_text
+        from faultline_eval.core.intake import read_text
 
         return "text", read_text(path).strip(), path.stem, []
     kinds = media.IMAGE_SUFFIXES + media.VIDEO_SUFFIXES + media.AUDIO_SUFFIXES + (".txt",)
@@ -64,7 +66,7 @@ def _write(modality: str, data: Any, out: Path, *, is_clip: bool) -> str:
 
 def cmd_probe_sheet(args: argparse.Namespace) -> int:
     """``sceval corrupt --probes FAMILY|all --sample ID``: the probe contact sheet of one item."""
-    from sceval_plugin import probes
+    from sceval_plugin import probe_conditions as probes
     from sceval_plugin.conditions import catalogue
     from sceval_plugin.contact_sheet import probe_sheet
     from sceval_plugin.data.sources import load_source
@@ -154,7 +156,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from sceval_plugin.data.intake import check_command
+    from faultline_eval.core.intake import check_command
     from sceval_plugin.data.records import check_media
     from sceval_plugin.data.sources import load_source, media_paths
 
@@ -182,7 +184,7 @@ def cmd_conditions(args: argparse.Namespace) -> int:
 
 def cmd_tasks(args: argparse.Namespace) -> int:
     from sceval_plugin.conditions import catalogue
-    from sceval_plugin.taskgen import is_builtin, out_of_date, write_task_files
+    from faultline_eval.tasks.sceval_configs import is_builtin, out_of_date, write_task_files
 
     conditions = [c for c in catalogue() if is_builtin(c)]
     folder = Path(args.folder)
@@ -214,7 +216,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from sceval_plugin.metrics.diagnostics import DiagnosticOptions
     from sceval_plugin.metrics.protocol import catalogue_info
     from sceval_plugin.report import build_report
-    from sceval_plugin.report.diagnostics import read_families, read_humans
+    from sceval_plugin.report.diagnostics_section import read_families, read_humans
 
     options = DiagnosticOptions(
         families=read_families(args.families) if args.families else None,
@@ -276,7 +278,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from sceval_plugin.data import decode_cache
+    from faultline_eval.core import decode_cache
 
     where = decode_cache.folder()
     if args.action == "clear":
@@ -402,32 +404,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("-o", "--output", default="sceval-demo")
     demo.set_defaults(func=cmd_demo)
 
-    from sceval_plugin.build.cli import add_build_parser
+    from sceval_plugin.construction.cli import add_build_parser
 
     add_build_parser(sub)
     return parser
-
-
-def run_command(prog: str, args: argparse.Namespace) -> int:
-    """Run a subcommand; an error is one line on stderr and exit status 2 (1 is "found
-    problems"), with the traceback only under ``FAULTLINE_DEBUG=1``."""
-    from sceval_plugin.plugins import DEBUG_ENV, env_flag
-
-    try:
-        return args.func(args)
-    except BrokenPipeError:  # the reader went away (`sceval operators | head`): not an error of ours
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit-time flush is quiet too
-        return 0
-    except (ValueError, LookupError, OSError, RuntimeError) as exc:
-        if env_flag(DEBUG_ENV):
-            raise
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # a bug of ours or of a plugin: still one line, with the way to the traceback
-        if env_flag(DEBUG_ENV):
-            raise
-        print(f"{prog}: error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
-        return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 from sceval_plugin import operators
 from sceval_plugin.hookspecs import hookimpl
-from sceval_plugin.prompts import PROMPT_VARIANTS, prompt_template
+from sceval_plugin.eval_prompts import PROMPT_VARIANTS, prompt_template
 
 MODALITY_LETTER = {"text": "t", "vision": "v", "audio": "a"}
 LETTER_MODALITY = {v: k for k, v in MODALITY_LETTER.items()}
@@ -64,7 +64,7 @@ class Condition:
     role: str = ""
     aliases: tuple[str, ...] = ()
     base: str | None = None  # the condition an order/prompt variant is derived from
-    probe: Any = None  # a sceval_plugin.probes.ProbeCall for the "probe" block (mechanism probes)
+    probe: Any = None  # a sceval_plugin.probe_conditions.ProbeCall for the "probe" block (mechanism probes)
     variants: int = 1
     plugin: str = ""
     description: str = ""
@@ -136,7 +136,7 @@ class ConditionRegistry:
         if (condition.block == "probe") != (condition.probe is not None):
             raise PluginError(f"condition {condition.id!r}: a probe condition has block 'probe' and a ProbeCall")
         if condition.probe is not None:
-            from sceval_plugin import probes
+            from sceval_plugin import probe_conditions as probes
 
             try:
                 condition = _replace(condition, probe=probes.check_call(condition.probe))

@@ -175,7 +175,7 @@ def render_all_frames(frames: np.ndarray, height: int = FRAME_HEIGHT // 2) -> Im
 def probe_sheet(item, conditions: Sequence, donors, *, title: str = "") -> Image.Image:
     """One row per probe condition (clean first) for one dataset item: every frame shown, the audio
     on the clean clip's time scale, the question and context, and the donor or the reason the
-    probe does not apply. ``donors`` is the run's :class:`sceval_plugin.probes.DonorPicker`."""
+    probe does not apply. ``donors`` is the run's :class:`sceval_plugin.probe_conditions.DonorPicker`."""
     from sceval_plugin.conditions import catalogue
     from sceval_plugin.render import render
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sceval_plugin.operators import SAMPLE_RATE
+from faultline_eval.core.media import SAMPLE_RATE
 
 
 @dataclass(frozen=True)

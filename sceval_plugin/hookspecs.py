@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sceval_plugin.build.convert import ConverterRegistry
+    from sceval_plugin.construction.convert import ConverterRegistry
     from sceval_plugin.conditions import ConditionRegistry
     from sceval_plugin.operators import OperatorRegistry
-    from sceval_plugin.probes import ProbeRegistry
+    from sceval_plugin.probe_conditions import ProbeRegistry
 
 PROJECT = "sceval"
 
@@ -57,18 +57,18 @@ def sceval_register_probes(registry: ProbeRegistry) -> None:
     """Add mechanism probes (App. G.9-G.11) to ``registry``; a condition runs one through
     ``Condition(..., block="probe", probe=ProbeCall(name, parameter))``.
 
-    Call ``registry.add(fn)`` for every function decorated with :func:`sceval_plugin.probes.probe`.
+    Call ``registry.add(fn)`` for every function decorated with :func:`sceval_plugin.probe_conditions.probe`.
     A probe is ``fn(evidence, parameter, rng, donor) -> Evidence``: it gets what the model would
-    be shown (:class:`sceval_plugin.probes.Evidence`: question, context, frames, audio, the item),
-    returns what it is shown instead, and raises :class:`sceval_plugin.probes.NotApplicable`
+    be shown (:class:`sceval_plugin.probe_conditions.Evidence`: question, context, frames, audio, the item),
+    returns what it is shown instead, and raises :class:`sceval_plugin.probe_conditions.NotApplicable`
     (a reason) when the item lacks what the probe needs; such trials are recorded, never dropped.
 
     **The donor argument.** A probe that needs a second item (a mismatch or a distractor) declares
     ``donor=<tier>`` (a tier name, or a function of the probe parameter giving one; tiers:
-    :data:`sceval_plugin.probes.DONOR_TIERS`). The renderer then passes ``donor``, an
+    :data:`sceval_plugin.probe_conditions.DONOR_TIERS`). The renderer then passes ``donor``, an
     :class:`~sceval_plugin.data.records.OmniItem` chosen by the run's donor picker: a pure function
     of (sample id, probe, seed) over the dataset being run (see
-    :class:`sceval_plugin.probes.DonorPicker`). A probe never reaches into the dataset itself; when
+    :class:`sceval_plugin.probe_conditions.DonorPicker`). A probe never reaches into the dataset itself; when
     no item of the dataset fits the tier, the trial is recorded as not applicable (``no_donor``).
     Probes without a donor tier get ``donor=None``.
     """
@@ -79,9 +79,9 @@ def sceval_register_converters(registry: ConverterRegistry) -> None:
     """Add source-benchmark converters (``sceval build convert``) to ``registry``.
 
     Call ``registry.add(Converter(name, convert, license=..., description=...))`` (see
-    :mod:`sceval_plugin.build.convert`). ``convert(root, out)`` reads a local copy of the source
+    :mod:`sceval_plugin.construction.convert`). ``convert(root, out)`` reads a local copy of the source
     at ``root``, writes media under ``out / "media"`` and yields one unified row (a dict, media
-    paths relative to ``out``) per example, or a :class:`~sceval_plugin.build.convert.Rejected`
+    paths relative to ``out``) per example, or a :class:`~sceval_plugin.construction.convert.Rejected`
     (the example's back-pointer and why it cannot be converted). A name another plugin already
     registered is an error naming both plugins. Return value is ignored.
     """

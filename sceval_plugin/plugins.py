@@ -1,156 +1,15 @@
-"""Loading plugins: the built-ins first, then every entry point of the project's group.
-
-Built-in modules are registered exactly like third-party ones, so every run of the test suite
-goes through the same path a third-party package takes. :class:`PluginHost` serves both
-protocols: SCEval (group ``sceval``, this module's functions) and C3PO (group ``c3po``, see
-:mod:`c3po_plugin.plugins`).
-
-A third-party plugin that fails (it raises on import, has a malformed hook, registers a name
-another plugin has, or an invalid spec) disables only itself: it is named in one line on
-stderr (plugin, distribution, reason), its additions to the registry it failed in are undone,
-it takes part in no later hook call, and everything else keeps working. Set the host's strict
-variable (``SCEVAL_STRICT_PLUGINS=1``, ``C3PO_STRICT_PLUGINS=1``) to make that a hard error,
-as a plugin author's CI should; ``FAULTLINE_DEBUG=1`` adds the traceback. A failing built-in
-is always an error.
-"""
+"""SCEval's plugin host: the built-in operators, conditions, probes and converters first, then every
+``sceval`` entry point (the mechanism: :mod:`faultline_eval.core.plugin_host`)."""
 
 from __future__ import annotations
 
-import copy
-import functools
-import importlib
-import os
-import sys
-import traceback
-from dataclasses import dataclass
-from importlib.metadata import entry_points
-from types import ModuleType
-from typing import Any, Callable, Iterator, Sequence
-
 import pluggy
 
+from faultline_eval.core.plugin_host import DEBUG_ENV, PluginError, PluginHost, SkippedPlugin, env_flag
 from sceval_plugin import hookspecs
 
-DEBUG_ENV = "FAULTLINE_DEBUG"
-
-
-class PluginError(RuntimeError):
-    """A plugin could not be loaded, or two plugins claim the same name."""
-
-
-def env_flag(name: str) -> bool:
-    """Whether the environment variable ``name`` is set to something other than ``""``/``0``."""
-    return os.environ.get(name, "").strip() not in ("", "0")
-
-
-@dataclass(frozen=True)
-class SkippedPlugin:
-    """A third-party plugin left out of this process, and why."""
-
-    project: str
-    plugin: str  # its description: entry-point name and distribution
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.project} plugin {self.plugin} skipped: {self.reason}"
-
-
-class PluginHost:
-    """One pluggy project: its hook specifications, built-in plugins and entry-point group.
-
-    Set the environment variable named by ``disable_env`` to load only the built-ins, and the
-    one named by ``strict_env`` to turn a skipped plugin into a :class:`PluginError`.
-    """
-
-    def __init__(self, project: str, specs: ModuleType, builtins: Sequence[str], disable_env: str,
-                 strict_env: str) -> None:
-        self.project, self.specs, self.builtins = project, specs, tuple(builtins)
-        self.disable_env, self.strict_env = disable_env, strict_env
-        self._entry_points: dict[str, Any] = {}
-        #: Every plugin skipped so far, in the order it failed.
-        self.skipped: list[SkippedPlugin] = []
-
-    @functools.cached_property
-    def manager(self) -> pluggy.PluginManager:
-        """The process-wide plugin manager (built once; entry points are read at first use)."""
-        pm = pluggy.PluginManager(self.project)
-        pm.add_hookspecs(self.specs)
-        for module_name in self.builtins:
-            pm.register(importlib.import_module(module_name), name=module_name)
-        pm.check_pending()
-        if not env_flag(self.disable_env):
-            for ep in entry_points(group=self.project):
-                if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
-                    continue
-                self._entry_points[ep.name] = ep
-                try:
-                    plugin = ep.load()
-                except Exception as exc:  # the plugin's own import error, reported with its name
-                    self.skip(pm, ep.name, f"failed to import {ep.value!r}: {type(exc).__name__}: {exc}", exc)
-                    continue
-                try:
-                    pm.register(plugin, name=ep.name)
-                    pm.check_pending()  # a misspelled @hookimpl fails loudly instead of doing nothing
-                except Exception as exc:
-                    self.skip(pm, ep.name, f"invalid hook implementation: {exc}", exc)
-        return pm
-
-    def skip(self, pm: pluggy.PluginManager, plugin_name: str, reason: str, exc: BaseException) -> None:
-        """Leave a failing plugin out (named on stderr), or raise if it is a built-in or the
-        host is strict."""
-        skipped = SkippedPlugin(self.project, self.describe(plugin_name), reason)
-        if plugin_name in self.builtins:
-            raise PluginError(f"built-in {self.project} plugin {plugin_name!r} failed: {reason}") from exc
-        if env_flag(self.strict_env):
-            raise PluginError(f"{self.project} plugin {skipped.plugin} failed: {reason} "
-                              f"({self.strict_env} is set, so this is an error)") from exc
-        if pm.get_plugin(plugin_name) is not None:
-            pm.unregister(name=plugin_name)
-        pm.set_blocked(plugin_name)
-        self.skipped.append(skipped)
-        print(f"warning: {skipped}", file=sys.stderr)
-        if env_flag(DEBUG_ENV):
-            traceback.print_exception(exc, file=sys.stderr)
-
-    def describe(self, plugin_name: str, ep: Any = None) -> str:
-        """A human name for a plugin: the entry point and the distribution that ships it."""
-        ep = ep if ep is not None else self._entry_points.get(plugin_name)
-        dist = getattr(ep, "dist", None) if ep is not None else None
-        if dist is None:
-            return f"{plugin_name!r} (built in)" if plugin_name in self.builtins else repr(plugin_name)
-        return f"{plugin_name!r} (distribution {dist.name} {dist.version})"
-
-    def call_per_plugin(self, hook_name: str, **kwargs: Any) -> Iterator[tuple[str, Callable[[], Any]]]:
-        """Yield ``(plugin_name, call)`` for each implementation of a hook, in registration order.
-
-        Unlike calling the hook as a whole, this tells the caller which plugin it is about to
-        run, so a registry can name both sides of a clash and blame the right plugin for an
-        error. Implementations get only the arguments they ask for.
-        """
-        hook: pluggy.HookCaller = getattr(self.manager.hook, hook_name)
-        for impl in hook.get_hookimpls():  # registration order (pluggy itself calls them last-first)
-            if self.manager.is_blocked(impl.plugin_name):  # skipped while this loop ran
-                continue
-            args = {name: kwargs[name] for name in impl.argnames}
-            yield impl.plugin_name, functools.partial(impl.function, **args)
-
-    def fill_registry(self, hook_name: str, registry: Any, what: str) -> Any:
-        """Run every plugin's ``hook_name(registry=...)``, telling the registry who is adding
-        what (its ``_plugin``), so clashes and failures name the plugin responsible. A plugin
-        that fails has its additions undone and is skipped (see :meth:`skip`)."""
-        for plugin_name, call in self.call_per_plugin(hook_name, registry=registry):
-            registry._plugin = self.describe(plugin_name)
-            before = {name: copy.copy(value) for name, value in vars(registry).items()}
-            try:
-                call()
-            except Exception as exc:
-                vars(registry).clear()
-                vars(registry).update(before)
-                reason = str(exc) if isinstance(exc, PluginError) else \
-                    f"failed while registering {what}: {type(exc).__name__}: {exc}"
-                self.skip(self.manager, plugin_name, reason, exc)
-        registry._plugin = "<direct>"
-        return registry
+__all__ = ["DEBUG_ENV", "HOST", "PluginError", "SkippedPlugin", "call_per_plugin", "describe", "env_flag",
+           "fill_registry", "plugin_manager"]
 
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT
@@ -161,10 +20,10 @@ BUILTIN_PLUGINS = (
     "sceval_plugin.operators.vision",
     "sceval_plugin.operators.audio",
     "sceval_plugin.conditions",
-    "sceval_plugin.probes",
-    "sceval_plugin.no_option",
+    "sceval_plugin.probe_conditions",
+    "sceval_plugin.no_option_control",
     "sceval_plugin.prompt_subset",
-    "sceval_plugin.build.converters",
+    "sceval_plugin.construction.converters",
 )
 #: Built-ins whose conditions come from files written at run time (``sceval prompt-subset``):
 #: their task files are generated in the cache, like a third party's, not committed.

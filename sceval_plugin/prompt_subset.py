@@ -31,7 +31,7 @@ from typing import Iterable, Mapping, Sequence
 
 from sceval_plugin.conditions import PROMPT_ROBUSTNESS_VARIANTS, ConditionRegistry, prompt_variant
 from sceval_plugin.hookspecs import hookimpl
-from sceval_plugin.store import write_atomic
+from faultline_eval.core.store import write_atomic
 
 #: The role of each chosen cell, in the order G.6 lists them.
 ROLES = ("clean", "worst_text", "worst_vision", "worst_audio", "strongest_tv", "strongest_tva")
@@ -42,7 +42,7 @@ class SubsetError(ValueError):
 
 
 def subset_dir() -> Path:
-    from sceval_plugin.data.sources import cache_dir
+    from faultline_eval.core.paths import cache_dir
 
     return cache_dir() / "prompt_subsets"
 
@@ -150,7 +150,7 @@ def subset_from_runs(run_dirs: Sequence[str | Path], model: str | None = None,
     and the group's task names."""
     from sceval_plugin.conditions import catalogue
     from sceval_plugin.metrics.protocol import catalogue_info
-    from sceval_plugin.prompts import PROMPT_VARIANTS
+    from sceval_plugin.eval_prompts import PROMPT_VARIANTS
     from sceval_plugin.report.reader import read_runs
 
     unknown = [p for p in prompts if p not in PROMPT_VARIANTS or p in ("json", "no_option")]

@@ -14,7 +14,7 @@ import numpy as np
 from sceval_plugin import operators
 from sceval_plugin.conditions import Condition
 from sceval_plugin.data.records import OmniItem
-from sceval_plugin.prompts import GENERIC_INSTRUCTION
+from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION
 
 BLANK_LEVEL = 128  # neutral mid-grey for the missing-vision control
 
@@ -61,7 +61,7 @@ def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media
 
     ``with_media=False`` renders the text alone (no decoding, no pixel or sample work), except
     for probes, whose applicability and text can depend on the media. ``donors`` is the donor
-    picker of a probe that needs a second item (:class:`sceval_plugin.probes.DonorPicker`).
+    picker of a probe that needs a second item (:class:`sceval_plugin.probe_conditions.DonorPicker`).
     """
     with_media = with_media or condition.probe is not None
     if not 0 <= variant < condition.variants:
@@ -101,7 +101,7 @@ def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media
     times = None if no_media else item.frame_times()
     not_applicable, donor_id = control_not_applicable(item, condition), None
     if condition.probe is not None:
-        from sceval_plugin import probes
+        from sceval_plugin import probe_conditions as probes
 
         shown, donor_id, not_applicable = probes.apply(
             condition.probe, probes.Evidence(item, question, context, frames, audio, times, kind), variant=variant,

@@ -21,21 +21,21 @@ from typing import Any, Callable
 
 import numpy as np
 
-from c3po_plugin import prompts
+from c3po_plugin import eval_prompt as prompts
 from c3po_plugin.data.records import C3POItem, item_from_row
 from c3po_plugin.data.sources import SourceError, checked_items
 from c3po_plugin.failure_modes import failure_mode
-from c3po_plugin.judges import Grade, grade, make_judge, open_cache
-from c3po_plugin.judges.base import JudgeRequest
-from c3po_plugin.judges.prompt import describe_sample
+from faultline_eval.judges import Grade, grade, make_judge, open_cache
+from faultline_eval.judges.base import JudgeRequest
+from faultline_eval.judges.judge_prompt import describe_sample
 from c3po_plugin.metrics import INVALID
 from c3po_plugin.templates import CATEGORIES, Template
 from faultline_eval.tasks import video_frame_parts
 from faultline_eval.tasks.sceval_task import (coverage, excluded_trials, functions_by_name, invalid_count,
                                               mean_variant_accuracy, record_exclusions, valid_trials,
                                               worst_variant_accuracy)
-from sceval_plugin import telemetry
-from sceval_plugin.operators import SAMPLE_RATE
+from faultline_eval.core import telemetry
+from faultline_eval.core.media import SAMPLE_RATE
 
 RUNS_ENV = "C3PO_RUNS"
 

@@ -23,15 +23,17 @@ from typing import Any, Callable
 import numpy as np
 
 from faultline_eval.tasks import video_frame_parts
-from sceval_plugin import no_option, probes, telemetry
+from sceval_plugin import no_option_control as no_option
+from sceval_plugin import probe_conditions as probes
+from faultline_eval.core import telemetry
 from sceval_plugin.conditions import Condition, catalogue
-from sceval_plugin.data.intake import bad_input_policy, decode_problem, refuse
+from faultline_eval.core.intake import bad_input_policy, decode_problem, refuse
 from sceval_plugin.data.manifest import GOLD_PRESERVED, STRESS_ONLY, current_manifest, stress_only_policy
 from sceval_plugin.data.records import OmniItem, check_media, item_from_row
 from sceval_plugin.data.sources import BAD_INPUT_ENV, SourceError, load_source, media_paths
 from sceval_plugin.operators import SAMPLE_RATE, seed_scheme
 from sceval_plugin.parsing import INVALID_CATEGORIES, ParsedAnswer, parse_answer
-from sceval_plugin.prompts import prompt_template
+from sceval_plugin.eval_prompts import prompt_template
 from sceval_plugin.render import Trial, control_not_applicable, render, reorder_options
 
 # --- docs ---------------------------------------------------------------------------------------

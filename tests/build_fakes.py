@@ -15,7 +15,7 @@ from pathlib import Path
 
 from c3po_fixtures import write_media
 
-from c3po_plugin.build.ledger import Ledger
+from c3po_plugin.construction.ledger import Ledger
 
 SAMPLE_ID = re.compile(r'"sample_id": "([A-Z]_T\d_\d{3})_(\d{3})"')
 

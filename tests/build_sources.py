@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from sceval_plugin.operators import SAMPLE_RATE
+from faultline_eval.core.media import SAMPLE_RATE
 
 
 def tone(seconds: float, rate: int = SAMPLE_RATE, channels: int = 1, hz: float = 440.0) -> np.ndarray:
@@ -21,7 +21,7 @@ def tone(seconds: float, rate: int = SAMPLE_RATE, channels: int = 1, hz: float =
 def clip(path: Path, seconds: int, fps: int = 2, audio: bool = True) -> Path:
     """An H.264 MP4 of ``seconds`` at ``fps`` (each frame a different grey with a white block that
     moves: visual evidence, where a flat frame is none), with a tone track or none."""
-    from c3po_plugin.build.processing import write_clip
+    from faultline_eval.core.media_processing import write_clip
 
     frames = [np.full((24, 32, 3), (37 * i) % 256, np.uint8) for i in range(seconds * fps)]
     for i, frame in enumerate(frames):

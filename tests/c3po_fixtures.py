@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sceval_plugin import media
+from faultline_eval.core import media
 
 
 def write_mp4(path: Path, frames: int = 4, fps: int = 2) -> Path:

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from faultline_eval.tasks import sceval_task as task
-from sceval_plugin import media, operators
+from sceval_plugin import operators
+from faultline_eval.core import media
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import DEMO_DIR
 

@@ -67,7 +67,7 @@ def test_batches_never_mix_gen_kwargs_and_a_failed_batch_is_retried_one_request_
     from types import SimpleNamespace
 
     from faultline_eval.model_wrappers.local_requests import answer_requests
-    from sceval_plugin import telemetry
+    from faultline_eval.core import telemetry
 
     docs = [{"row_id": f"clean/demo-{i}/0"} for i in range(6)]
     settings = [{"max_new_tokens": n} for n in (4, 8, 4, 4, 8, 4)]

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from fixtures import copy_demo
 
-from c3po_plugin.judges.agreement import fleiss_kappa, label_kappa
-from sceval_plugin.build import agreement, annotate, simulate
-from sceval_plugin.build.sheets import (
+from faultline_eval.core.agreement import fleiss_kappa, label_kappa
+from sceval_plugin.construction import annotate, simulate
+from sceval_plugin.construction import annotator_agreement as agreement
+from sceval_plugin.construction.sheets import (
     SheetError,
     xlsx_available,
 )

@@ -14,8 +14,8 @@ import soundfile
 
 from build_sources import VALOR_CAPTIONS, social_iq2_copy, valor_copy
 from fixtures import copy_demo, demo_rows, omni_bench_fixture
-from sceval_plugin.build import convert, pool, publish
-from sceval_plugin.build.converters import CAPTION_QUESTION
+from sceval_plugin.construction import convert, pool, publish
+from sceval_plugin.construction.converters import CAPTION_QUESTION
 from sceval_plugin.data.sources import load_source
 from test_lmms_cli import lmms_eval, results
 from test_plugins import install, run_python
@@ -130,8 +130,9 @@ TOY_CONVERTER = '''
 import json
 from pathlib import Path
 
-from sceval_plugin import hookimpl, media
-from sceval_plugin.build.convert import Converter, Rejected
+from sceval_plugin import hookimpl
+from faultline_eval.core import media
+from sceval_plugin.construction.convert import Converter, Rejected
 
 def convert(root, out):
     for entry in json.loads((Path(root) / "toy.json").read_text()):

@@ -24,8 +24,8 @@ from build_fakes import Scripted, write_candidates
 from fake_gemini import FakeGemini
 from faultkit import differing_files
 
-from c3po_plugin.build.ledger import Ledger
-from sceval_plugin.store import encode_record
+from c3po_plugin.construction.ledger import Ledger
+from faultline_eval.core.store import encode_record
 
 ROOT = Path(__file__).resolve().parents[1]
 C3PO = str(Path(sys.executable).with_name("c3po"))
@@ -52,14 +52,14 @@ def c3po(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 SPEAK = """
 import hashlib, sys
-from c3po_plugin.build.speech import EspeakSpeech
+from c3po_plugin.construction.speech import EspeakSpeech
 wave, _ = EspeakSpeech().speak(sys.argv[1], sys.argv[2], key="other")
 print(hashlib.sha256(wave.tobytes()).hexdigest())
 """
 
 
 def test_the_same_text_gives_the_same_speech_bytes_in_any_order_and_process():
-    from c3po_plugin.build.speech import EspeakSpeech
+    from c3po_plugin.construction.speech import EspeakSpeech
 
     speech = EspeakSpeech()
     lines = [("Next, put it down.", "calm"), ("Hello there, quickly now!", "fast female whisper"),
@@ -106,7 +106,7 @@ def test_a_build_is_the_same_bytes_in_any_stage_order_ledger_order_and_process(t
     bytes. Then a sample whose generate entry is lost (the torn-line accident) is named as
     unsettled by the export instead of vanishing, and the next run restores the same bytes. ~12-45 s
     (idle to loaded 2 cores)."""
-    from c3po_plugin.build import pipeline
+    from c3po_plugin.construction import pipeline
 
     faults = faults_module()
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
@@ -161,12 +161,12 @@ class BadSfxTyping(Scripted):
 
 
 def test_a_rejected_audio_typing_is_carried_as_rejected_and_never_retried(tmp_path, monkeypatch):
-    from c3po_plugin.build.audit import run_audit
-    from c3po_plugin.build.classify import run_classify
-    from c3po_plugin.build.export import run_export
-    from c3po_plugin.build.generate import run_generate
-    from c3po_plugin.build.pipeline import stage_reports
-    from c3po_plugin.build.synthesize import run_synthesize
+    from c3po_plugin.construction.audit import run_audit
+    from c3po_plugin.construction.classify import run_classify
+    from c3po_plugin.construction.export import run_export
+    from c3po_plugin.construction.generate import run_generate
+    from c3po_plugin.construction.pipeline import stage_reports
+    from c3po_plugin.construction.synthesize import run_synthesize
 
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     write_candidates(tmp_path, "IC01", 3)

@@ -15,11 +15,11 @@ import pytest
 from build_fakes import Scripted, write_candidates
 from fake_gemini import FakeGemini
 
-from c3po_plugin.build import specs
-from c3po_plugin.build.audit import run_audit
-from c3po_plugin.build.classify import run_classify
-from c3po_plugin.build.generate import SCHEMA, run_generate
-from c3po_plugin.build.ledger import Ledger
+from c3po_plugin.construction import specs
+from c3po_plugin.construction.audit import run_audit
+from c3po_plugin.construction.classify import run_classify
+from c3po_plugin.construction.generate import SCHEMA, run_generate
+from c3po_plugin.construction.ledger import Ledger
 
 KEY = "test-key-build-never-logged"
 
@@ -147,7 +147,7 @@ def test_classify_types_audio_through_the_model_and_the_rules_fallback(tmp_path,
     assert got["D_T1_002_010"]["kind"] == "sfx" and got["D_T1_002_010"]["duration_s"] == 10.0  # 14 s clamped
     assert got["D_T1_002_010"]["sfx_prompt"] == "glass shattering" and got["D_T1_002_010"]["transcript"] is None
     assert asked[0]["body"]["generationConfig"]["temperature"] == 0
-    from c3po_plugin.build.pipeline import summary
+    from c3po_plugin.construction.pipeline import summary
 
     table = summary(tmp_path).splitlines()
     assert table[0].split()[:3] == ["template", "paper", "id"]
@@ -239,7 +239,7 @@ def test_sample_ids_stay_put_when_a_failed_candidate_is_selected_later(tmp_path,
 
 
 def test_a_video_base_goes_as_labelled_frames_and_model_specs_parse(tmp_path, gemini_key):
-    from c3po_plugin.build.client import parse_spec
+    from c3po_plugin.construction.client import parse_spec
 
     write_candidates(tmp_path, "IC02", 1)  # InstructionalGapDetection: a muted video base
     with FakeGemini(script=Scripted({})) as server:
@@ -260,7 +260,7 @@ def test_a_video_base_goes_as_labelled_frames_and_model_specs_parse(tmp_path, ge
 
 def test_a_misspelt_gemini_spec_argument_names_the_close_match(tmp_path, gemini_key):
     """Issue 24: a misspelt argument is refused with the close match, as every model's is."""
-    from c3po_plugin.build.client import make_client
+    from c3po_plugin.construction.client import make_client
 
     with pytest.raises(ValueError) as refused:
         make_client("gemini:gemini-test,base_ur=http://127.0.0.1:9,max_retrys=1", tmp_path, "generate",

@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 import soundfile
 
-from c3po_plugin.build import processing
-from c3po_plugin.build.ledger import Ledger
-from c3po_plugin.build.sample import SheetError, bucket_of, import_answers, run_sample, stratified_round_robin
-from c3po_plugin.build.select import candidates_for, load_pool, rank, run_select
-from c3po_plugin.build.synthesize import registry, run_synthesize
-from sceval_plugin import media
+from faultline_eval.core import media_processing as processing
+from c3po_plugin.construction.ledger import Ledger
+from c3po_plugin.construction.sample import SheetError, bucket_of, import_answers, run_sample, stratified_round_robin
+from c3po_plugin.construction.select import candidates_for, load_pool, rank, run_select
+from c3po_plugin.construction.synthesize import registry, run_synthesize
+from faultline_eval.core import media
 
 
 @dataclass(frozen=True)
@@ -295,7 +295,7 @@ def test_synthesize_makes_real_media_and_records_what_it_cannot(tmp_path):
     again = run_synthesize(build, templates=["CC08"])  # resumable; the waiting one is looked at again
     assert again == {"ok": 0, "rejected": 0, "failed": 0, "skipped": 2, "waiting": 1}
 
-    from c3po_plugin.build.export import run_export
+    from c3po_plugin.construction.export import run_export
 
     nothing = run_export(build)  # nothing audited yet: the funnel, but no dataset
     assert nothing["ok"] == 0 and "no dataset" in nothing["note"] and not (build / "export/items.parquet").exists()
@@ -304,7 +304,7 @@ def test_synthesize_makes_real_media_and_records_what_it_cannot(tmp_path):
 
 
 def test_backends_register_through_the_hook_and_clashes_name_both_plugins():
-    from c3po_plugin.build.synthesize import SynthesisRegistry, c3po_register_synthesis_backends
+    from c3po_plugin.construction.synthesize import SynthesisRegistry, c3po_register_synthesis_backends
     from sceval_plugin.plugins import PluginError
 
     assert {k: registry().names(k) for k in ("speech", "sfx", "image")} == {
@@ -425,7 +425,7 @@ def test_sample_sheets_are_disjoint_and_answers_are_validated(tmp_path):
 def test_export_runs_through_lmms_eval_c3po_all(tmp_path):
     from test_lmms_cli import lmms_eval, results
 
-    from c3po_plugin.build.export import run_export
+    from c3po_plugin.construction.export import run_export
     from c3po_plugin.data.sources import checked_items
 
     build = hand_made_build(tmp_path)
@@ -486,7 +486,7 @@ def test_export_runs_through_lmms_eval_c3po_all(tmp_path):
 
 
 def test_demo_pool_is_reproducible_and_covers_every_base_modality(tmp_path):
-    from c3po_plugin.build.demo_pool import make_demo_pool
+    from c3po_plugin.construction.demo_pool import make_demo_pool
     from c3po_plugin.templates import registry as templates
 
     first, second = make_demo_pool(tmp_path / "a"), make_demo_pool(tmp_path / "b")

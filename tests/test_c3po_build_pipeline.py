@@ -15,8 +15,8 @@ from build_fakes import Scripted
 from fake_gemini import FakeGemini
 from test_lmms_cli import lmms_eval, results
 
-from c3po_plugin.build.ledger import Ledger
-from c3po_plugin.build.specs import spec_for
+from c3po_plugin.construction.ledger import Ledger
+from c3po_plugin.construction.specs import spec_for
 
 C3PO = str(Path(sys.executable).with_name("c3po"))
 TEMPLATES = ("IC01", "IC02")  # an image base and a video base

@@ -14,9 +14,9 @@ import pytest
 from build_fakes import item_reply
 from PIL import Image
 
-from c3po_plugin.build.audit import prompt_parts
-from c3po_plugin.build.ledger import Ledger
-from c3po_plugin.build.specs import spec_for
+from c3po_plugin.construction.audit import prompt_parts
+from c3po_plugin.construction.ledger import Ledger
+from c3po_plugin.construction.specs import spec_for
 from faultline_eval.model_wrappers.reference_build import reply
 
 C3PO = str(Path(sys.executable).with_name("c3po"))

@@ -16,7 +16,7 @@ from fake_gemini import FakeGemini
 from fake_openai import FakeOpenAI
 from test_c3po_build_llm import KEY, spec_of
 
-from c3po_plugin.build.ledger import Ledger
+from c3po_plugin.construction.ledger import Ledger
 from c3po_plugin.cli import main
 
 

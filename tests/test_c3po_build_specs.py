@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import re
 
-from c3po_plugin.build.settings import BANNED_WORDS
-from c3po_plugin.build.specs import builtin_specs, spec_for
+from c3po_plugin.construction.settings import BANNED_WORDS
+from c3po_plugin.construction.specs import builtin_specs, spec_for
 from c3po_plugin.templates import registry
 
 MEDIA = ("video", "image", "audio")

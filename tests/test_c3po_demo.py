@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from c3po_plugin import prompts
+from c3po_plugin import eval_prompt as prompts
 from c3po_plugin.data.records import C3POItem, check_media
 from c3po_plugin.data.sources import DEMO_DIR, load_source
 from c3po_plugin.data.make_demo import generate
-from c3po_plugin.grading import exact_match
+from faultline_eval.judges.matching import exact_match
 from c3po_plugin.templates import BUILTIN, registry
 from faultline_eval.model_wrappers.reference import answer_messages, answer_visuals
 

@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
-from c3po_plugin.judges import embedding
-from c3po_plugin.judges.agreement import agreement_rate, best_threshold, cohen_kappa
-from c3po_plugin.judges.base import NO, YES, JudgeRequest
+from faultline_eval.judges import embedding
+from faultline_eval.core.agreement import agreement_rate, best_threshold, cohen_kappa
+from faultline_eval.judges.base import NO, YES, JudgeRequest
 
 
 def _calibration() -> list[dict]:
@@ -58,7 +58,7 @@ def test_best_threshold_is_deterministic_and_keeps_a_margin():
 
 
 def test_calibration_set_is_balanced_and_beyond_exact_match():
-    from c3po_plugin.grading import exact_match
+    from faultline_eval.judges.matching import exact_match
 
     rows = _calibration()
     assert 140 <= len(rows) <= 180
@@ -74,7 +74,9 @@ def test_calibration_set_is_balanced_and_beyond_exact_match():
 def test_calibration_set_shares_no_pair_with_the_demo():
     from pathlib import Path
 
-    items = (Path(embedding.__file__).parents[1] / "data" / "demo" / "items.jsonl").read_text().splitlines()
+    import c3po_plugin
+
+    items = (Path(c3po_plugin.__file__).parent / "data" / "demo" / "items.jsonl").read_text().splitlines()
     demo_questions = {json.loads(line)["question"].strip().lower() for line in items if line.strip()}
     assert not any(r["question"].strip().lower() in demo_questions for r in _calibration())
 

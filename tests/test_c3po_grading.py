@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from c3po_plugin.grading import exact_match, normalize, token_f1
-from c3po_plugin.judges import ExactOnly, grade
-from c3po_plugin.judges.base import NO, YES, JudgeRequest, Verdict
-from c3po_plugin.judges.cache import VerdictCache, verdict_key
-from c3po_plugin.judges.prompt import parse_verdict
+from faultline_eval.judges.matching import exact_match, normalize, token_f1
+from faultline_eval.judges import ExactOnly, grade
+from faultline_eval.judges.base import NO, YES, JudgeRequest, Verdict
+from faultline_eval.judges.cache import VerdictCache, verdict_key
+from faultline_eval.judges.judge_prompt import parse_verdict
 
 
 @pytest.mark.parametrize("prediction, gold", [

@@ -11,10 +11,10 @@ import pytest
 from fake_gemini import FakeGemini
 
 from c3po_plugin.data.sources import load_source
-from c3po_plugin.judges import grade, make_judge
-from c3po_plugin.judges.base import NO, YES, JudgeRequest
-from c3po_plugin.judges.cache import VerdictCache
-from c3po_plugin.judges.prompt import MEDIA_NOTE, PROMPT_VERSION, SYSTEM
+from faultline_eval.judges import grade, make_judge
+from faultline_eval.judges.base import NO, YES, JudgeRequest
+from faultline_eval.judges.cache import VerdictCache
+from faultline_eval.judges.judge_prompt import MEDIA_NOTE, PROMPT_VERSION, SYSTEM
 from c3po_plugin.templates import registry
 
 KEY = "judge-key-never-logged"
@@ -151,7 +151,7 @@ def test_a_plain_judge_accepts_one_clear_word_with_trailing_text(monkeypatch, re
 def test_lmms_judge_drives_a_simple_model_with_the_attachment_list():
     """A simple-interface lmms-eval model gets the joined prompt text with the attachment legend
     and the sample's media as its visual list (frames, picture, audio)."""
-    from c3po_plugin.judges.lmms import LmmsJudge
+    from faultline_eval.model_wrappers.lmms_judge import LmmsJudge
 
     class EchoSimple:
         is_simple = True

@@ -15,7 +15,7 @@ from test_c3po_judges import fake_judge_reply
 from test_lmms_cli import BIN, lmms_eval, results
 
 from c3po_plugin.data.sources import DEMO_DIR
-from c3po_plugin.grading import exact_match
+from faultline_eval.judges.matching import exact_match
 from c3po_plugin.templates import registry
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from c3po_plugin.taskgen import out_of_date, render_task_files, split_builtin
+from faultline_eval.tasks.c3po_configs import out_of_date, render_task_files, split_builtin
 from c3po_plugin.templates import TIER_MODALITIES, Template, TemplateRegistry, registry
 from faultline_eval.tasks import TASKS_DIR
 from sceval_plugin.plugins import PluginError
@@ -61,7 +61,7 @@ def test_committed_task_files_match_the_registry():
 
 BEEPS = '''
 from c3po_plugin import Template, hookimpl
-from c3po_plugin.build.specs import GenerationSpec
+from c3po_plugin.construction.specs import GenerationSpec
 
 @hookimpl
 def c3po_register_templates(registry):
@@ -97,8 +97,8 @@ def test_an_installed_template_plugin_gets_its_tasks(tmp_path):
     done = run_python(site, """
         import json
         from c3po_plugin.templates import registry
-        from c3po_plugin.taskgen import task_dirs
-        from c3po_plugin.build import specs
+        from faultline_eval.tasks.c3po_configs import task_dirs
+        from c3po_plugin.construction import specs
         t = registry().get("BeepCountingConflict")
         dirs = task_dirs()
         found, skipped = specs.resolve(["D_T4_901"])

@@ -12,7 +12,8 @@ import pytest
 import soundfile
 from PIL import Image
 
-from sceval_plugin import contact_sheet, media, operators
+from sceval_plugin import contact_sheet, operators
+from faultline_eval.core import media
 
 SCEVAL = str(Path(sys.executable).with_name("sceval"))
 

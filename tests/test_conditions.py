@@ -11,7 +11,7 @@ import pytest
 
 from faultline_eval.tasks import TASKS_DIR
 from sceval_plugin.conditions import catalogue
-from sceval_plugin.taskgen import is_builtin, out_of_date, render_task_files
+from faultline_eval.tasks.sceval_configs import is_builtin, out_of_date, render_task_files
 
 PAPER_29 = """bi_tv_drop_words_noise_t30_v30 bi_tv_drop_words_noise_t30_v70 bi_tv_drop_words_noise_t70_v30
 bi_tv_drop_words_noise_t70_v70 bi_tv_drop_words_occlusion_t70_v30 bi_tv_word_shuffle_noise_t70_v70

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from fixtures import copy_demo, demo_rows, omni_bench_fixture, release_fixture
 
-from sceval_plugin import media, operators
+from sceval_plugin import operators
+from faultline_eval.core import media
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.manifest import ManifestError, parse_manifest
 from sceval_plugin.data.records import RecordError, check_media, item_from_row

@@ -15,10 +15,10 @@ import pytest
 from c3po_fixtures import write_mp4
 
 from c3po_plugin.data.records import item_from_row as c3po_item
-from sceval_plugin import media
+from faultline_eval.core import media
 from sceval_plugin.cli import main
 from sceval_plugin.conditions import catalogue
-from sceval_plugin.data import decode_cache
+from faultline_eval.core import decode_cache
 from sceval_plugin.data.records import RecordError, item_from_row
 from sceval_plugin.render import render
 
@@ -44,7 +44,7 @@ def item_script(code: str, root: Path) -> str:
     """Python source that builds the fixture's item (``item``, ``digest()``) and then runs ``code``."""
     return textwrap.dedent(f"""
         import hashlib, json
-        from sceval_plugin.data import decode_cache
+        from faultline_eval.core import decode_cache
         from sceval_plugin.data.records import item_from_row
         item = item_from_row({{"sample_id": "v1", "question": "q?", "options": ["a", "b"], "gold_key": "A",
                               "visual": "clip.mp4", "audio": "a.wav"}}, {str(root)!r})

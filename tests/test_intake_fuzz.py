@@ -29,7 +29,7 @@ from faultline_eval.tasks import sceval_task as task
 from sceval_plugin import cli as sceval_cli
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data import sources as sceval_sources
-from sceval_plugin.data.intake import REASONS
+from faultline_eval.core.intake import REASONS
 
 JSON_VALUES = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True),

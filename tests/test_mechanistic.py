@@ -198,7 +198,7 @@ def test_caption_fidelity_is_rouge1_recall_of_content_lemmas_per_section():
 def test_frames_after_the_video_label_are_video_and_each_image_run_is_one_image_part():
     from tiny_qwen_omni import TOKEN_ID
 
-    from c3po_plugin import prompts
+    from c3po_plugin import eval_prompt as prompts
 
     content = [{"type": "text", "text": prompts.video_label([0.0, 1.0])}, {"type": "image", "url": "f0"},
                {"type": "image", "url": "f1"}, {"type": "text", "text": prompts.IMAGE_LABEL},

@@ -11,17 +11,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from c3po_plugin.judges import grade
-from c3po_plugin.judges.agreement import cohen_kappa, label_kappa
-from c3po_plugin.judges.base import CORRECT, INCORRECT, PARTIAL, UNANSWERABLE, JudgeRequest, Verdict
-from c3po_plugin.judges.embedding import EmbeddingJudge
-from c3po_plugin.judges.lmms import LmmsJudge
-from c3po_plugin.judges.prompt import parse_reply, parse_verdict
+from faultline_eval.judges import grade
+from faultline_eval.core.agreement import cohen_kappa, label_kappa
+from faultline_eval.judges.base import CORRECT, INCORRECT, PARTIAL, UNANSWERABLE, JudgeRequest, Verdict
+from faultline_eval.judges.embedding import EmbeddingJudge
+from faultline_eval.model_wrappers.lmms_judge import LmmsJudge
+from faultline_eval.judges.judge_prompt import parse_reply, parse_verdict
 from faultline_eval.tasks import sceval_task
-from sceval_plugin import no_option
+from sceval_plugin import no_option_control as no_option
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.manifest import Manifest
-from sceval_plugin.metrics.no_option import agreement_table, no_option_frame, transfer_table
+from sceval_plugin.metrics.no_option_drops import agreement_table, no_option_frame, transfer_table
 from sceval_plugin.metrics.protocol import catalogue_info, trials_frame
 
 BIN = Path(sys.executable).parent
@@ -121,7 +121,7 @@ def test_equivalence_requests_keep_yes_no():
 
 
 def no_option_judge(spec: str):
-    from c3po_plugin.judges import make_judge
+    from faultline_eval.judges import make_judge
 
     return make_judge(spec)
 

@@ -34,7 +34,7 @@ def test_package_data_ships_the_task_files_demo_sets_and_calibration():
         pytest.skip("editable install: the data files are read from the checkout")
     for needed in ("faultline_eval/tasks/c3po/c3po_all.yaml", "faultline_eval/tasks/c3po/_c3po_template_yaml",
                    "faultline_eval/tasks/sceval/sceval_clean.yaml", "c3po_plugin/data/demo/items.jsonl",
-                   "c3po_plugin/judges/calibration.jsonl", "sceval_plugin/data/demo/items.jsonl",
+                   "faultline_eval/judges/calibration.jsonl", "sceval_plugin/data/demo/items.jsonl",
                    "faultline_eval/viewer/assets/viewer.js", "faultline_eval/viewer/assets/viewer.css"):
         assert needed in files, needed
     assert any(f.startswith("c3po_plugin/data/demo/media/video/") for f in files)

@@ -20,7 +20,7 @@ from faultline_eval.model_wrappers.reference import answer_messages
 from faultline_eval.tasks import sceval_task as task
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.records import item_from_row
-from sceval_plugin.metrics.probes import trust_bias
+from sceval_plugin.metrics.probe_effects import trust_bias
 from sceval_plugin.metrics.protocol import TRIAL_COLUMNS, catalogue_info
 
 BIN = Path(sys.executable).parent

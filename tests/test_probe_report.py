@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sceval_plugin.metrics.probes import family_metrics, probe_conditions, trust_bias
+from sceval_plugin.metrics.probe_effects import family_metrics, probe_conditions, trust_bias
 from sceval_plugin.metrics.protocol import TRIAL_COLUMNS, catalogue_info, compute
 
 INFO = catalogue_info()

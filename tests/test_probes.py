@@ -13,14 +13,14 @@ from fixtures import copy_demo
 
 from faultline_eval.tasks import sceval_task as task
 from faultline_eval.model_wrappers.reference import answer_messages
-from sceval_plugin import probes
+from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition, ConditionRegistry, catalogue
 from sceval_plugin.data.records import RecordError, check_media, item_from_row
 from sceval_plugin.data.sources import load_source
-from sceval_plugin.operators import SAMPLE_RATE
+from faultline_eval.core.media import SAMPLE_RATE
 from sceval_plugin.plugins import PluginError
 from sceval_plugin.render import render
-from sceval_plugin.taskgen import tags
+from faultline_eval.tasks.sceval_configs import tags
 
 ITEMS = load_source("demo").items
 BY_ID = {it.sample_id: it for it in ITEMS}
@@ -48,7 +48,7 @@ def test_every_table_17_condition_is_in_the_catalogue_with_its_tags():
     assert all(t == ["sceval_probe_options", "sceval_all"] for t in options.values())
     assert "probe_desync_minus0p5s" in ids and "probe_frame_budget_default" in ids
     c = cond("probe_mismatch_vision_answer")
-    assert c.plugin.startswith("'sceval_plugin.probes'") and "sceval_probes_mismatch" in tags(c)
+    assert c.plugin.startswith("'sceval_plugin.probe_conditions'") and "sceval_probes_mismatch" in tags(c)
     assert {t for c in catalogue() if c.block == "probe" for t in tags(c) if t.startswith("sceval_probes_")} == {
         f"sceval_probes_{f}" for f in probes.PROBE_FAMILIES}
 
@@ -278,14 +278,14 @@ def test_key_frame_index_is_validated_naming_sample_and_field(value, problem, tm
 
 def test_a_video_key_frame_is_checked_against_the_decoded_frames(tmp_path):
     write_mp4(tmp_path / "clip.mp4", frames=6, fps=2)  # 3 s: 3 frames
-    from sceval_plugin import media
+    from faultline_eval.core import media
 
     media.write_audio(tmp_path / "a.wav", np.zeros(SAMPLE_RATE, np.float32))
     row = {"sample_id": "v2", "question": "q?", "options": ["a", "b"], "gold_key": "A", "visual": "clip.mp4",
            "audio": "a.wav", "key_frame_index": 5}
     with pytest.raises(RecordError, match="'v2'.*'key_frame_index'.*3 frames decoded"):
         check_media(item_from_row(row, tmp_path))
-    from sceval_plugin.data.intake import decode_problem
+    from faultline_eval.core.intake import decode_problem
     from sceval_plugin.data.sources import media_paths
 
     assert decode_problem(item_from_row(row, tmp_path), check_media, media_paths).reason == "record"
@@ -349,7 +349,7 @@ ECHO_PROBE = '''
 import numpy as np
 from dataclasses import replace
 from sceval_plugin import hookimpl
-from sceval_plugin.probes import probe, probe_condition
+from sceval_plugin.probe_conditions import probe, probe_condition
 
 @probe("echo_donor", family="distractor", parameters=(0.5,), check=float, donor="category",
        describe=lambda gain: f"a same-category donor's audio mixed in at gain {gain:g}")

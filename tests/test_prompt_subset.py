@@ -12,7 +12,7 @@ from sceval_plugin import prompt_subset
 from sceval_plugin.conditions import PROMPT_BASES, catalogue
 from sceval_plugin.metrics.protocol import catalogue_info
 from sceval_plugin.plugins import PluginError
-from sceval_plugin.taskgen import is_builtin, task_dirs
+from faultline_eval.tasks.sceval_configs import is_builtin, task_dirs
 
 
 @pytest.fixture

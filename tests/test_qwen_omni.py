@@ -19,9 +19,9 @@ from faultline_eval.model_wrappers.local_reply_store import open_reply_store
 from faultline_eval.model_wrappers.local_requests import answer_requests
 from faultline_eval.model_wrappers.media_conversion import audio_array
 from faultline_eval.model_wrappers.media_token_log import MEDIA_TOKEN_LOG_ENV
-from sceval_plugin import telemetry
+from faultline_eval.core import telemetry
 from sceval_plugin.parsing import INVALID_CATEGORIES
-from sceval_plugin.store import RESTORED_DETAIL
+from faultline_eval.core.store import RESTORED_DETAIL
 
 BIN = Path(sys.executable).parent
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
@@ -82,7 +82,7 @@ def test_a_failing_request_is_recorded_and_the_run_goes_on():
 
 
 def test_greedy_replies_are_stored_and_restored_but_sampled_and_failed_ones_are_not(tmp_path):
-    from sceval_plugin.store import ReplyStore
+    from faultline_eval.core.store import ReplyStore
 
     docs = [{"row_id": f"clean/demo-{i}/0", "dataset": "demo@1"} for i in range(3)]
     sent = []

@@ -24,7 +24,7 @@ from PIL import Image
 from test_plugins import install
 
 from faultline_eval.tasks import sceval_task as task
-from sceval_plugin import media
+from faultline_eval.core import media
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import SourceError, load_source
 from sceval_plugin.operators import SeverityTable

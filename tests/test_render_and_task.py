@@ -11,7 +11,7 @@ from fixtures import copy_demo
 from faultline_eval.tasks import sceval_task as task
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import SourceError, load_source
-from sceval_plugin.prompts import GENERIC_INSTRUCTION
+from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION
 from sceval_plugin.render import render
 
 ITEM = load_source("demo").items[0]  # an 5-frame "count" item
@@ -162,7 +162,7 @@ def test_process_results_record_and_invalid_categories():
     assert task.process_results(doc, [""])["sceval_record"]["invalid"] == "empty"
     refused = task.process_results(doc, ["I cannot help with that."])["sceval_record"]
     assert refused["invalid"] == "refusal" and refused["correct"] is None
-    from sceval_plugin import telemetry
+    from faultline_eval.core import telemetry
 
     telemetry.record(doc["row_id"], telemetry.Call(latency_s=1.5, retries=3, failure="api_failure", detail="HTTP 503"))
     failed = task.process_results(doc, [""])["sceval_record"]

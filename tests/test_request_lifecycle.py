@@ -12,8 +12,8 @@ import numpy as np
 from faultline_eval.core.request_lifecycle import (Answer, FatalError, PendingRequest, RequestLifecycle,
                                                    RetryableError)
 from faultline_eval.model_wrappers.reference import ReferenceChat
-from sceval_plugin import telemetry
-from sceval_plugin.store import RESTORED_DETAIL, ReplyStore
+from faultline_eval.core import telemetry
+from faultline_eval.core.store import RESTORED_DETAIL, ReplyStore
 
 
 def test_a_retried_call_is_stored_told_to_its_task_and_restored_on_resume_without_calling_again(tmp_path):

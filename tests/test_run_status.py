@@ -24,7 +24,7 @@ from faultline_eval.model_wrappers.lmms_plugin import (UnknownTaskError, check_t
                                                        our_task_names)
 from faultline_eval.model_wrappers.model_args import UnknownModelArgError, check_model_args, flag
 from faultline_eval.model_wrappers.reference import ReferenceChat
-from sceval_plugin.run_status import SCREEN_TASKS, TaskOutcome, report
+from faultline_eval.core.run_status import SCREEN_TASKS, TaskOutcome, report
 
 BIN = Path(sys.executable).parent
 

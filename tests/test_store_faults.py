@@ -1,4 +1,4 @@
-"""Crash faults of the one store (:mod:`sceval_plugin.store`): torn tails in every store kind, bit
+"""Crash faults of the one store (:mod:`faultline_eval.core.store`): torn tails in every store kind, bit
 flips, a full disk, concurrent writers, kill -9 at seeded points, half-written whole files and
 decode-cache entries. The fast tests take ~4 s; the two kill tests (slow) ~22 s and ~12 s on a
 loaded 2-core machine."""
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import faultkit
-from sceval_plugin.store import Journal, ReplyStore, StoreError, encode_record, open_store, read_records, replacing
+from faultline_eval.core.store import Journal, ReplyStore, StoreError, encode_record, open_store, read_records, replacing
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,22 +69,22 @@ def _reply_store(folder: Path):
 
 
 def _ledger(folder: Path):
-    from c3po_plugin.build.ledger import Ledger
+    from c3po_plugin.construction.ledger import Ledger
 
     ledger = Ledger(folder, "generate")
     return ledger.path, lambda i: ledger.record(f"k{i}", "ok", {"i": i}), lambda: set(ledger.ok())
 
 
 def _build_replies(folder: Path):
-    from c3po_plugin.build.client import BuildClient
+    from c3po_plugin.construction.client import BuildClient
 
     store = BuildClient(folder, "classify", temperature=0, max_output_tokens=8, concurrency=1).store
     return store.path, lambda i: store.put(f"k{i}", text=f"t{i}"), lambda: {e["key"] for e in store.entries()}
 
 
 def _verdicts(folder: Path):
-    from c3po_plugin.judges.base import Verdict
-    from c3po_plugin.judges.cache import VerdictCache
+    from faultline_eval.judges.base import Verdict
+    from faultline_eval.judges.cache import VerdictCache
 
     cache = VerdictCache(folder / "verdicts.jsonl")
     return (cache.path, lambda i: cache.put(f"k{i}", Verdict("yes", "judge", raw=f"r{i}")),
@@ -161,7 +161,7 @@ def test_files_written_before_checksums_stay_readable(tmp_path, warnings):
 
 FULL_DISK_WRITER = """
 import sys
-from sceval_plugin.store import ReplyStore, StoreError
+from faultline_eval.core.store import ReplyStore, StoreError
 store = ReplyStore(sys.argv[1])
 acknowledged = 0
 try:
@@ -192,7 +192,7 @@ def test_a_full_disk_raises_a_clear_error_and_leaves_no_partial_record(tmp_path,
 
 CONCURRENT_WRITER = """
 import sys
-from sceval_plugin.store import ReplyStore
+from faultline_eval.core.store import ReplyStore
 store = ReplyStore(sys.argv[1], fsync="never")
 for i in range(int(sys.argv[3])):
     store.put(f"{sys.argv[2]}-{i}", payload=sys.argv[2] * (i % 5000))
@@ -228,7 +228,7 @@ def test_kill_9_at_20_seeded_points_of_an_appending_process_loses_and_duplicates
 PARQUET_WRITER = """
 import sys, time
 import pyarrow as pa, pyarrow.parquet as pq
-from sceval_plugin.store import replacing
+from faultline_eval.core.store import replacing
 began, round = time.monotonic(), 0
 while round == 0 or time.monotonic() - began < float(sys.argv[2]):  # rewrite for argv[2] seconds
     version, round = round % 2, round + 1
@@ -274,8 +274,8 @@ def test_replacing_keeps_the_old_file_when_the_writer_fails(tmp_path):
 
 @pytest.mark.parametrize("damage", ["bit flip", "cut short"])
 def test_a_damaged_decode_cache_entry_is_named_and_decoded_again(damage, tmp_path, monkeypatch, warnings):
-    from sceval_plugin.data import decode_cache
-    from sceval_plugin.data.decode_cache import Decoded
+    from faultline_eval.core import decode_cache
+    from faultline_eval.core.decode_cache import Decoded
 
     monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
     medium = tmp_path / "clip.bin"

@@ -31,9 +31,9 @@ from typing import Callable
 import numpy as np
 import soundfile
 
-from sceval_plugin import media
-from sceval_plugin.data.make_demo import BEEP_HZ, COLOURS, HIGH_HZ, LOW_HZ, _tone
-from sceval_plugin.operators import SAMPLE_RATE
+from faultline_eval.core import media
+from faultline_eval.core.demo_media import BEEP_HZ, COLOURS, HIGH_HZ, LOW_HZ, tone_events
+from faultline_eval.core.media import SAMPLE_RATE
 
 WIDTH, HEIGHT = 128, 96
 BACKGROUND = 212
@@ -118,15 +118,15 @@ def write_audio(path: Path, wave: np.ndarray) -> None:
 # --- sounds --------------------------------------------------------------------------------------
 
 def beeps(k: int, seconds: float = 3.0) -> np.ndarray:
-    return _tone(seconds, [(0.3 + 0.4 * j, 0.15, BEEP_HZ) for j in range(k)])
+    return tone_events(seconds, [(0.3 + 0.4 * j, 0.15, BEEP_HZ) for j in range(k)])
 
 
 def tone(high: bool, seconds: float = 2.0, start: float = 0.5, length: float = 0.8) -> np.ndarray:
-    return _tone(seconds, [(start, length, HIGH_HZ if high else LOW_HZ)])
+    return tone_events(seconds, [(start, length, HIGH_HZ if high else LOW_HZ)])
 
 
 def tone_run(highs: list[bool], seconds: float = 3.0) -> np.ndarray:
-    return _tone(seconds, [(0.3 + 0.45 * j, 0.25, HIGH_HZ if h else LOW_HZ) for j, h in enumerate(highs)])
+    return tone_events(seconds, [(0.3 + 0.45 * j, 0.25, HIGH_HZ if h else LOW_HZ) for j, h in enumerate(highs)])
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -282,7 +282,7 @@ def ic09(rng):
     seconds = [[(kinds[j], colours[j] if j == order[t] else "grey", x, 48, 13) for j, x in enumerate(row(3))]
                for t in range(5)]
     target = order[chime]
-    return dict(video=video(rng, seconds), audio=_tone(4.0, [(chime + 0.3, 0.4, BEEP_HZ)]),
+    return dict(video=video(rng, seconds), audio=tone_events(4.0, [(chime + 0.3, 0.4, BEEP_HZ)]),
                 question="The shapes light up one at a time, and one of them chimes as it lights up. Which one "
                          "chimed? Give its colour and shape.",
                 answer=f"{colours[target]} {kinds[target]}",
@@ -397,7 +397,7 @@ def cc06(rng):
 def cc07(rng):
     seconds = [[("triangle", "green", x, 40 + 20 * ((i + t) % 2), 12) for i, x in enumerate(row(4))]
                for t in range(5)]
-    return dict(video=video(rng, seconds), audio=_tone(3.5, [(0.3, 1.2, LOW_HZ), (2.0, 1.2, LOW_HZ)]),
+    return dict(video=video(rng, seconds), audio=tone(3.5, [(0.3, 1.2, LOW_HZ), (2.0, 1.2, LOW_HZ)]),
                 question="Trees are green triangles and boats blue squares; birdsong is quick high chirps and ship "
                          "horns are long low tones. Where is this, the forest or the harbour?",
                 answer="forest", distractors={"audio": "harbour"}, difficulty=5, hidden={})
@@ -408,7 +408,7 @@ def cc08(rng):
     ball_x = [16, 40, 64, 64, 64]
     box_x = [90, 90, 90, 102, 114]
     seconds = [[("circle", "red", ball_x[t], 52, 10), ("square", "blue", box_x[t], 52, 10)] for t in range(5)]
-    return dict(video=video(rng, seconds), audio=_tone(3.0, [(0.5, 1.5, HIGH_HZ)]),
+    return dict(video=video(rng, seconds), audio=tone(3.0, [(0.5, 1.5, HIGH_HZ)]),
                 question="A long high whistle is the wind. What set the square moving?",
                 answer="red circle", distractors={"audio": "wind"}, difficulty=5, human_answer="the ball",
                 hidden={})

@@ -28,9 +28,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from c3po_plugin.templates import Template, registry
-from sceval_plugin import media
-from sceval_plugin.data.records import (RecordError, field_error, load_audio, load_frames, mapping_field,
-                                        resolve_inside, text_field)
+from faultline_eval.core import media
+from faultline_eval.core.record_fields import (RecordError, field_error, load_audio, load_frames, mapping_field,
+                                               resolve_inside, text_field)
 
 MEDIA_FIELDS = ("video", "image", "audio")
 DISTRACTOR_KEYS = ("audio", "image", "video", "text", "partial")
@@ -67,7 +67,7 @@ class C3POItem:
     def frames(self) -> np.ndarray:
         """The video sampled per SCEval App. F.2 (1 fps, at most 8 frames spread over the
         whole clip), uint8 ``(N, H, W, 3)``. Decoded once across tasks and runs
-        (:mod:`sceval_plugin.data.decode_cache`)."""
+        (:mod:`faultline_eval.core.decode_cache`)."""
         return load_frames(self.sample_id, "video", (self.video,)).frames
 
     def frame_times(self) -> tuple[float, ...] | None:

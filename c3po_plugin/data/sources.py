@@ -7,7 +7,7 @@
 
 Loading validates every record and probes every media file, and collects *all* problems (bad
 fields, unknown templates, missing modalities, unreadable or oversized media, lines that are
-not UTF-8 or JSON) by sample id, with SCEval's reader (:mod:`sceval_plugin.data.intake`), so
+not UTF-8 or JSON) by sample id, with SCEval's reader (:mod:`faultline_eval.core.intake`), so
 a run fails before any model call with the whole list, or, with ``C3PO_ON_BAD_INPUT=exclude``,
 runs the rest and reports the excluded samples and reasons.
 """
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Iterable
 
 from c3po_plugin.data.records import MEDIA_FIELDS, C3POItem, check_media, item_from_row
-from sceval_plugin.data.identity import content_fingerprint, media_digest
-from sceval_plugin.data.intake import (Problem, Row, SourceError, bad_input_policy, collect, decoding_problems,
+from faultline_eval.core.identity import content_fingerprint, media_digest
+from faultline_eval.core.intake import (Problem, Row, SourceError, bad_input_policy, collect, decoding_problems,
                                        numbered, read_rows, refuse)
 
 SOURCE_ENV = "C3PO_SOURCE"
@@ -40,7 +40,7 @@ class Source:
 
     @property
     def fingerprint(self) -> str:
-        """The items' content (:mod:`sceval_plugin.data.identity`): ids, templates, questions,
+        """The items' content (:mod:`faultline_eval.core.identity`): ids, templates, questions,
         answers, context, media paths relative to the dataset root and media content hashes."""
         return content_fingerprint(
             (it.sample_id, it.template_id, it.question, it.answer, it.context,

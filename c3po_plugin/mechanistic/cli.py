@@ -39,15 +39,15 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 def probe_status(output_path: str, probes, max_failure_rate: float) -> int:
-    """The run's summary and exit status (sceval_plugin.run_status) over each probe's records so
+    """The run's summary and exit status (faultline_eval.core.run_status) over each probe's records so
     far (resumed runs included): ``ok`` is an answer, ``error`` a failure; a ``no_reference``
     record (nothing to score against) is listed, not counted, and a probe with only those is
     left out of the exit status."""
     from collections import Counter
     from pathlib import Path
 
-    from sceval_plugin.run_status import TaskOutcome, report
-    from sceval_plugin.store import read_records
+    from faultline_eval.core.run_status import TaskOutcome, report
+    from faultline_eval.core.store import read_records
 
     outcomes = []
     for probe in probes:
@@ -77,7 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS
     from c3po_plugin.mechanistic.lemmas import LEMMATIZERS
     from c3po_plugin.mechanistic.runner import PROMPTS
-    from sceval_plugin.run_status import add_failure_rate_argument
+    from faultline_eval.core.run_status import add_failure_rate_argument
 
     parser = sub.add_parser("probe", help="mechanistic probes on open models: E1 attention, E2 logit lens, "
                             "E3 caption fidelity (C3PO App. F)")

@@ -35,8 +35,8 @@ import pandas as pd
 
 from c3po_plugin.mechanistic import profiles
 from c3po_plugin.mechanistic.runner import PROBES, RUN_FILE
-from sceval_plugin.metrics.stats import SEED_DEFAULT, bootstrap_means, percentile_interval, resample_weights
-from sceval_plugin.store import read_records, write_atomic
+from faultline_eval.core.stats import SEED_DEFAULT, bootstrap_means, percentile_interval, resample_weights
+from faultline_eval.core.store import read_records, write_atomic
 
 
 def _ci(values: np.ndarray, seed: int = SEED_DEFAULT) -> np.ndarray:

@@ -3,7 +3,7 @@
 Tasks are built by name through lmms-eval's ``TaskManager`` (C3PO and SCEval tasks; lmms-eval's
 own with ``include_defaults``), each doc's ``doc_to_messages`` gives what the model sees, and
 the model is one of our adapters loaded through lmms-eval's registry with the usual
-``--model_args``. ``OUT/<probe>.jsonl`` (a :class:`sceval_plugin.store.Journal`: checksummed
+``--model_args``. ``OUT/<probe>.jsonl`` (a :class:`faultline_eval.core.store.Journal`: checksummed
 lines, a torn last line cut off) is appended to as each record finishes, and a second run with the
 same ``OUT`` skips the (task, doc) pairs already there: a killed run resumes.
 
@@ -25,7 +25,7 @@ from c3po_plugin.mechanistic import spans
 from c3po_plugin.mechanistic.attention import MID_LAYERS_DEFAULT, NotEager, probe_attention, require_eager
 from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS, describe_messages, probe_fidelity
 from c3po_plugin.mechanistic.logit_lens import probe_logit_lens
-from sceval_plugin.store import Journal, write_atomic
+from faultline_eval.core.store import Journal, write_atomic
 
 PROBES = ("e1", "e2", "e3")
 #: What E1 and E2 ask: the description prompt of E3, as the paper's E1 does (App. F.1), or the task's question.

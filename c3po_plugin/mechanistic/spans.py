@@ -13,7 +13,7 @@ only E3, which needs nothing but the generated text, runs on it.
 
 C3PO shows a video as labelled frames, which reach a Qwen model as images. The probes mask video
 (App. F.1: "Video token positions are masked from E1 (and E2)"), so image parts that follow the
-task's video label (:data:`c3po_plugin.prompts.VIDEO_LABEL`) are marked as video frames, the
+task's video label (:data:`c3po_plugin.eval_prompt.VIDEO_LABEL`) are marked as video frames, the
 others as images (:func:`image_part_roles`).
 """
 
@@ -54,7 +54,7 @@ class Family:
 def image_part_roles(messages: list[dict]) -> list[str]:
     """``"video"`` or ``"image"`` for each image part of ``messages``, in order: an image part
     belongs to a video when the last text part before it is C3PO's video label."""
-    from c3po_plugin.prompts import VIDEO_LABEL
+    from c3po_plugin.eval_prompt import VIDEO_LABEL
 
     video_prefix = VIDEO_LABEL.split("{", 1)[0]
     roles, in_video = [], False

@@ -27,11 +27,11 @@ from c3po_plugin import metrics
 from c3po_plugin.report import plots, tables
 from c3po_plugin.report.reader import read_runs
 from c3po_plugin.report.verdicts import apply_verdicts, read_verdicts
-from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
+from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
 from sceval_plugin.report import json_records
 from sceval_plugin.report.reader import ReportError
 from sceval_plugin.report.tables import pp, write_table
-from sceval_plugin.store import write_atomic
+from faultline_eval.core.store import write_atomic
 
 __all__ = ["ReportError", "build_report", "compute"]
 

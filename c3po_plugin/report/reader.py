@@ -106,7 +106,7 @@ def read_file(path: Path) -> list[dict]:
 def check_fingerprints(trials: pd.DataFrame) -> None:
     """Refuse one model whose logs differ in prompt id or dataset fingerprint: its runs would not
     be repeated runs of one evaluation. The message names the values and a folder of each."""
-    from sceval_plugin.data.identity import fingerprint_of
+    from faultline_eval.core.identity import fingerprint_of
 
     trials = trials.assign(fingerprint=trials["dataset"].map(fingerprint_of, na_action="ignore"))
     for column in ("prompt_id", "fingerprint"):  # the dataset by content, wherever each run found it

@@ -3,7 +3,7 @@
 Every request a model of ours answers goes through the same five steps, in this module:
 
 1. **store lookup** (:meth:`RequestLifecycle.restored`): a request whose reply-store key is in
-   the store (:class:`sceval_plugin.store.ReplyStore`) is answered from it without reaching the
+   the store (:class:`faultline_eval.core.store.ReplyStore`) is answered from it without reaching the
    model, so a run killed with ``kill -9`` resumes without paying twice;
 2. **the call**, which is the one step that differs by kind of model:
    - local models (weights in this process) answer *batches*
@@ -19,7 +19,7 @@ Every request a model of ours answers goes through the same five steps, in this 
      detail ``<last error> (after N retries)``; an answered attempt may itself be a ``refusal`` or
      ``empty`` (:class:`Answer`);
 3. **telemetry** (:meth:`RequestLifecycle.settle`): the task of a request with a row id is
-   told its latency, retries and failure category (:mod:`sceval_plugin.telemetry`); a restored
+   told its latency, retries and failure category (:mod:`faultline_eval.core.telemetry`); a restored
    reply is reported as stored, with detail ``restored from the reply store``;
 4. **store write**: a finished reply (anything but ``api_failure``, which a resumed run tries
    again) is appended to the store as soon as it arrives, so a kill loses at most the call in
@@ -42,8 +42,8 @@ from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
 
 from loguru import logger
 
-from sceval_plugin import telemetry
-from sceval_plugin.store import restored_call
+from faultline_eval.core import telemetry
+from faultline_eval.core.store import restored_call
 
 #: HTTP statuses worth another attempt.
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
@@ -60,7 +60,7 @@ class FatalError(Exception):
 
 
 class Store(Protocol):
-    """What the lifecycle needs of a reply store (:class:`sceval_plugin.store.ReplyStore`)."""
+    """What the lifecycle needs of a reply store (:class:`faultline_eval.core.store.ReplyStore`)."""
 
     def get(self, key: str) -> dict | None: ...
 

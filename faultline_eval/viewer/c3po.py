@@ -92,7 +92,7 @@ class Renderer:
     """The media a C3PO trial was sent, from the logged data source."""
 
     def __init__(self, source: str | None = None, notes: list[str] | None = None):
-        from c3po_plugin import prompts
+        from c3po_plugin import eval_prompt as prompts
         from c3po_plugin.data.sources import current_spec, load_source
 
         self.prompts = prompts

@@ -49,7 +49,7 @@ def without_paths(text: str) -> str:
 
 class SourceCache:
     """The data source of each logged ``dataset`` (``spec#fingerprint``), loaded once. The items
-    must be the run's (the same content fingerprint, :mod:`sceval_plugin.data.identity`), so the
+    must be the run's (the same content fingerprint, :mod:`faultline_eval.core.identity`), so the
     viewer never shows media the model did not receive; where they lie does not matter. Tried in
     order: ``override`` (the source option), else the logged spec and then ``current()`` (the
     benchmark's source setting), so a run copied with its data to another folder or machine is
@@ -60,7 +60,7 @@ class SourceCache:
         self.notes = [] if notes is None else notes
 
     def get(self, dataset: str):
-        from sceval_plugin.data.identity import matching_source
+        from faultline_eval.core.identity import matching_source
 
         if dataset not in self.loaded:
             spec = str(dataset).rpartition("#")[0]

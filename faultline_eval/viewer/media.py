@@ -17,7 +17,7 @@ import soundfile
 from PIL import Image
 
 from sceval_plugin.contact_sheet import render_waveform
-from sceval_plugin.operators import SAMPLE_RATE
+from faultline_eval.core.media import SAMPLE_RATE
 
 THUMB_HEIGHT = 96
 

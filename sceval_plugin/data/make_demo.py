@@ -28,21 +28,13 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from sceval_plugin import media
-from sceval_plugin.operators import SAMPLE_RATE
+from faultline_eval.core import media
+from faultline_eval.core.demo_media import BEEP_HZ, COLOURS, HIGH_HZ, LOW_HZ, tone_events
+from faultline_eval.core.media import SAMPLE_RATE
 
 WIDTH, HEIGHT = 160, 120
 BACKGROUND = 205
-COLOURS = {
-    "red": (215, 45, 45),
-    "yellow": (225, 195, 35),
-    "green": (45, 165, 65),
-    "cyan": (40, 185, 200),
-    "blue": (45, 70, 215),
-    "magenta": (195, 55, 195),
-}
 SHAPES = ("circle", "square", "triangle")
-HIGH_HZ, LOW_HZ, BEEP_HZ = 1320.0, 330.0, 990.0
 ITEMS_PER_FAMILY = 10
 LICENSE = "CC0-1.0"
 
@@ -64,17 +56,6 @@ def _draw(canvas: np.ndarray, shape: str, colour: str, cx: float, cy: float, hal
     canvas[mask] = COLOURS[colour]
 
 
-def _tone(seconds: float, events: list[tuple[float, float, float]]) -> np.ndarray:
-    """Quiet room noise plus (start, length, frequency) tone events with soft edges."""
-    t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
-    wave = 0.01 * np.sin(2 * np.pi * 60 * t)
-    for start, length, freq in events:
-        on = (t >= start) & (t < start + length)
-        edge = np.minimum(1.0, np.minimum(t[on] - start, start + length - t[on]) / 0.01)
-        wave[on] += 0.45 * edge * np.sin(2 * np.pi * freq * (t[on] - start))
-    return wave.astype(np.float32)
-
-
 def _options(rng: np.random.Generator, gold: str, distractors: list[str]) -> tuple[list[str], str]:
     choices = [gold] + list(rng.choice(sorted(set(distractors) - {gold}), size=3, replace=False))
     order = rng.permutation(4)
@@ -90,7 +71,7 @@ def _count_item(rng: np.random.Generator) -> dict:
         canvas = _canvas(rng)
         _draw(canvas, "circle", colour, rng.uniform(35, 125), rng.uniform(35, 85), rng.uniform(14, 20))
         frames.append(canvas)
-    audio = _tone(5.0, [(0.3 + 0.7 * j, 0.18, BEEP_HZ) for j in range(beeps)])
+    audio = tone_events(5.0, [(0.3 + 0.7 * j, 0.18, BEEP_HZ) for j in range(beeps)])
     options, gold = _options(rng, colours[beeps - 1], colours + list(COLOURS))
     question = (
         "Count the beeps in the audio clip. The frames are numbered from 1 in the order shown. "
@@ -109,7 +90,7 @@ def _order_item(rng: np.random.Generator) -> dict:
         _draw(canvas, shape, colour, rng.uniform(40, 120), rng.uniform(40, 80), rng.uniform(16, 22))
         frames.append(canvas)
     high_at, low_at = (int(v) for v in rng.choice(4, size=2, replace=False))
-    audio = _tone(4.0, [(high_at + 0.25, 0.5, HIGH_HZ), (low_at + 0.25, 0.5, LOW_HZ)])
+    audio = tone_events(4.0, [(high_at + 0.25, 0.5, HIGH_HZ), (low_at + 0.25, 0.5, LOW_HZ)])
     which = str(rng.choice(["higher", "lower"]))
     target = high_at if which == "higher" else low_at
     described = [f"{c} {s}" for c, s in zip(colours, shapes)]
@@ -132,7 +113,7 @@ def _size_item(rng: np.random.Generator) -> dict:
     for slot, i in enumerate(order):
         _draw(canvas, str(rng.choice(["circle", "square"])), colours[i], 28 + 52 * slot, rng.uniform(45, 75), halves[i])
     high = bool(rng.integers(0, 2))
-    audio = _tone(3.0, [(0.5, 1.5, HIGH_HZ if high else LOW_HZ)])
+    audio = tone_events(3.0, [(0.5, 1.5, HIGH_HZ if high else LOW_HZ)])
     named = str(rng.choice(["largest", "smallest"]))
     condition = str(rng.choice(["high", "low"]))
     named_colour = colours[2] if named == "largest" else colours[0]

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from sceval_plugin import operators
 from sceval_plugin.conditions import Condition
-from sceval_plugin.data.intake import SourceError, read_text
+from faultline_eval.core.intake import SourceError, read_text
 
 MANIFEST_ENV = "SCEVAL_MANIFEST"
 STRESS_ONLY_ENV = "SCEVAL_STRESS_ONLY"

@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from sceval_plugin.data.identity import content_fingerprint, relative_media
-from sceval_plugin.data.intake import Problem, Row, SourceError, collect, numbered, read_rows
+from faultline_eval.core.identity import content_fingerprint, relative_media
+from faultline_eval.core.paths import CACHE_ENV, cache_dir  # noqa: F401  (part of this module's API)
+from faultline_eval.core.intake import Problem, Row, SourceError, collect, numbered, read_rows
 from sceval_plugin.data.records import OmniItem, RecordError, item_from_row
 
 SOURCE_ENV = "SCEVAL_SOURCE"
 BAD_INPUT_ENV = "SCEVAL_ON_BAD_INPUT"
 HF_MODE_ENV = "SCEVAL_HF_MODE"
-CACHE_ENV = "SCEVAL_CACHE"
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 RELEASE_REPO = "KZL96/ModalityFaultLines-SCEval"
 
@@ -83,10 +83,6 @@ class Source:
 
 def current_spec() -> str:
     return os.environ.get(SOURCE_ENV, "").strip() or "demo"
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sceval")
 
 
 def load_source(spec: str | None = None, hf_mode: str | None = None) -> Source:
@@ -246,7 +242,7 @@ def _omni_bench_row(index: int, doc: Mapping[str, Any], out: Path) -> dict:
     import soundfile
     from PIL import Image
 
-    from sceval_plugin.store import replacing
+    from faultline_eval.core.store import replacing
 
     sample_id = f"omni_bench-{index:05d}"
     folder = out / sample_id

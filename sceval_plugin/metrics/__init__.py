@@ -16,7 +16,7 @@ from sceval_plugin.metrics.protocol import (
     per_sample,
     trials_frame,
 )
-from sceval_plugin.metrics.stats import (
+from faultline_eval.core.stats import (
     bootstrap_means,
     bootstrap_p_value,
     holm,

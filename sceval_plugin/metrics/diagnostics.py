@@ -12,7 +12,7 @@ and returns a frame. A partial run gives a smaller (possibly empty) frame, never
 
 Conventions follow :mod:`~sceval_plugin.metrics.protocol`: accuracies are fractions, invalid
 outputs are missing for accuracy and incorrect for significance, intervals and p-values come from
-the shared bootstrap of :mod:`~sceval_plugin.metrics.stats`.
+the shared bootstrap of :mod:`~faultline_eval.core.stats`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from sceval_plugin.metrics.reliability import (
     prompt_shift,
     seed_stability,
 )
-from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
+from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
 
 
 @dataclass

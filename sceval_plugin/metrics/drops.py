@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from sceval_plugin.metrics.protocol import JOINT_BLOCKS, MODALITIES, ConditionInfo
-from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT, bootstrap_means, bootstrap_p_value, resample_weights
+from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT, bootstrap_means, bootstrap_p_value, resample_weights
 
 #: Table 3 / Table 24: the "confound zone" operators whose corrupted variants the annotators reject
 #: most often; the primary set is the other ten (four text, six low-rejection vision/audio).

@@ -1,6 +1,6 @@
 """The human reference (paper Tables 14 and 15): human accuracy and agreement per condition, and
 the excess of a model's drop over the humans' on the items both answered. Human answers arrive as
-a trial table with model :data:`HUMAN` (see :mod:`sceval_plugin.report.diagnostics` for the
+a trial table with model :data:`HUMAN` (see :mod:`sceval_plugin.report.diagnostics_section` for the
 files that supply them)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 
 from sceval_plugin.metrics.drops import item_matrix
 from sceval_plugin.metrics.protocol import per_sample
-from sceval_plugin.metrics.stats import (
+from faultline_eval.core.stats import (
     B_DEFAULT,
     SEED_DEFAULT,
     bootstrap_means,

@@ -18,17 +18,16 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from sceval_plugin.data.identity import SCHEME, fingerprint_of, is_legacy
-from sceval_plugin.probes import READINGS, REREAD_IN_2
-from sceval_plugin.metrics.stats import (
+from faultline_eval.core.identity import SCHEME, fingerprint_of, is_legacy
+from sceval_plugin.probe_conditions import READINGS, REREAD_IN_2
+from faultline_eval.core.stats import (
     B_DEFAULT,
     SEED_DEFAULT,
-    bootstrap_means,
+    grouped_intervals,
     holm,
     least_squares_slope,
     mcnemar_exact,
     paired_comparisons,
-    percentile_interval,
     resample_weights,
 )
 
@@ -67,7 +66,7 @@ class ConditionInfo:
 
 
 def catalogue_info() -> dict[str, ConditionInfo]:
-    from sceval_plugin import probes
+    from sceval_plugin import probe_conditions as probes
     from sceval_plugin.conditions import catalogue
 
     return {c.id: ConditionInfo(c.id, c.block, tuple((x.modality, x.operator, x.severity) for x in c.corruptions),
@@ -115,25 +114,6 @@ def condition_summary(trials: pd.DataFrame, samples: pd.DataFrame, *, b: int = B
     summary = summary.reset_index()
     summary[["model", "condition_id"]] = summary[["model", "condition_id"]].astype(str)
     return summary
-
-
-def grouped_intervals(values: pd.DataFrame, keys: list[str], column: str, *, b: int, seed: int) -> pd.DataFrame:
-    """Mean of ``column`` per ``keys`` group with its 95 % bootstrap percentile interval over the
-    group's rows (NaN rows dropped; rows ordered by ``sample_id`` so resamples are reproducible).
-    Groups of equal size share one resample matrix: one matrix product per size."""
-    v = values.dropna(subset=[column]).sort_values(["sample_id"], kind="stable")
-    series = {key: frame[column].to_numpy(float) for key, frame in v.groupby(keys, sort=True, observed=True)}
-    rows = {key: [float(x.mean()), np.nan, np.nan, len(x)] for key, x in series.items()}
-    by_size: dict[int, list] = {}
-    for key, x in series.items():
-        by_size.setdefault(len(x), []).append(key)
-    for n, group_keys in by_size.items():
-        boot = bootstrap_means(np.stack([series[k] for k in group_keys]), resample_weights(n, b=b, seed=seed))
-        low, high = percentile_interval(boot)
-        for k, lo, hi in zip(group_keys, low, high):
-            rows[k][1:3] = float(lo), float(hi)
-    index = pd.MultiIndex.from_tuples(list(rows), names=keys) if rows else pd.MultiIndex.from_tuples([], names=keys)
-    return pd.DataFrame(list(rows.values()), index=index, columns=[column, "ci_low", "ci_high", "n"])
 
 
 def _accuracy_intervals(valid_samples: pd.DataFrame, index: pd.MultiIndex, *, b: int, seed: int):
@@ -424,7 +404,7 @@ def comparisons(samples: pd.DataFrame, summary: pd.DataFrame, info: dict[str, Co
     weakest = summary.set_index(["model", "condition_id"])["weakest_single"] if "weakest_single" in summary else None
     specs = []  # (kind, family, model_a, cond_a, model_b, cond_b)
     rows_present = set(strict.index)
-    for model, cid in rows_present:
+    for model, cid in sorted(rows_present):  # sorted: a set iterates in PYTHONHASHSEED order
         c = info.get(cid)
         if cid == "clean" or c is None:
             continue
@@ -561,7 +541,7 @@ def coverage_notes(summary: pd.DataFrame, info: dict[str, ConditionInfo], not_ap
                    model_pairs: bool) -> list[str]:
     """What the logs do not allow computing, in words (each subset of the catalogue gives a report
     with what it can compute; these notes say what is missing and why)."""
-    from sceval_plugin.probes import NOT_APPLICABLE as PROBE_NOT_APPLICABLE
+    from sceval_plugin.probe_conditions import NOT_APPLICABLE as PROBE_NOT_APPLICABLE
 
     notes = []
     for _, r in not_applicable.iterrows():

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-SAMPLE_RATE = 16_000
+from faultline_eval.core.media import SAMPLE_RATE
 
 
 class OperatorInputError(ValueError):

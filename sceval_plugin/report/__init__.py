@@ -19,10 +19,13 @@ import pandas as pd
 
 from sceval_plugin.metrics.diagnostics import DiagnosticOptions
 from sceval_plugin.metrics.protocol import ConditionInfo, catalogue_info, compute
-from sceval_plugin.metrics.stats import B_DEFAULT, SEED_DEFAULT
-from sceval_plugin.report import diagnostics, no_option, plots, probes, tables
+from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
+from sceval_plugin.report import plots, tables
+from sceval_plugin.report import diagnostics_section as diagnostics
+from sceval_plugin.report import no_option_section as no_option
+from sceval_plugin.report import probe_section as probes
 from sceval_plugin.report.reader import ReportError, read_runs
-from sceval_plugin.store import write_atomic
+from faultline_eval.core.store import write_atomic
 
 __all__ = ["ReportError", "build_report"]
 

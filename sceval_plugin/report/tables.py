@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from sceval_plugin.metrics.protocol import ASYMMETRY_CELLS, JOINT_BLOCKS, MODALITIES, ConditionInfo, Numbers
-from sceval_plugin.store import replacing, write_atomic
+from faultline_eval.core.store import replacing, write_atomic
 
 
 def pp(x: float) -> str:

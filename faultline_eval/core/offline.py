@@ -1,0 +1,23 @@
+"""Offline by default: what every command of the project sets unless the environment says otherwise."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["OFFLINE_DEFAULTS", "use_offline_defaults"]
+
+#: What the project's commands set unless the environment already says otherwise: no hub, no
+#: telemetry, no update checks. Export e.g. ``HF_HUB_OFFLINE=0`` to reach the hub.
+OFFLINE_DEFAULTS = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "NO_ALBUMENTATIONS_UPDATE": "1",
+    "WANDB_MODE": "disabled",
+}
+
+
+def use_offline_defaults() -> None:
+    """Apply :data:`OFFLINE_DEFAULTS` to ``os.environ`` without overriding what is set."""
+    for name, value in OFFLINE_DEFAULTS.items():
+        os.environ.setdefault(name, value)

@@ -1,0 +1,97 @@
+"""The no-option control's part of ``sceval report``: Table 35 and the inter-scorer agreement.
+
+No-option trials are split off the trial table before the protocol's numbers are computed
+(Table 33: option manipulation is never mixed into headline tables); their records are read in
+full here, for both scorers' labels (:mod:`sceval_plugin.metrics.no_option_drops` computes the numbers).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from sceval_plugin.metrics.no_option_drops import agreement_table, no_option_frame, transfer_table
+from sceval_plugin.report import tables
+from sceval_plugin.report.reader import find_sample_files, model_label, read_record, results_for
+
+SAMPLES_MARK = "_samples_sceval_no_option_"
+
+
+def split_trials(trials: pd.DataFrame, info: dict) -> tuple[pd.DataFrame, int]:
+    """The trial table without no-option trials, and how many were taken out."""
+    from sceval_plugin.no_option_control import BLOCK
+
+    ours = trials["condition_id"].astype(str).map(lambda cid: getattr(info.get(cid), "block", None) == BLOCK)
+    return trials[~ours.to_numpy()], int(ours.sum())
+
+
+def read_no_option(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
+    """:func:`~sceval_plugin.metrics.no_option_drops.no_option_frame` of every no-option log under
+    ``run_dirs``, models labelled as :func:`~sceval_plugin.report.reader.read_runs` labels them."""
+    records = []
+    for path in find_sample_files(run_dirs):
+        if SAMPLES_MARK not in path.name:
+            continue
+        label = model_label(results_for(path), None)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                record = read_record(line, f"{path}:{number}")
+                records.append({**record, "model": label} if label != "unknown" else record)
+    return no_option_frame(records)
+
+
+def _column(table: pd.DataFrame, name: str, p_holm: str) -> list[str]:
+    """``48.9 [32.2, 65.6]**``: a difference in points, its interval and its Holm-adjusted mark."""
+    return [f"{100 * m:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]{tables._mark(p)}" for m, lo, hi, p in
+            table[[name, f"{name}_low", f"{name}_high", p_holm]].itertuples(index=False)]
+
+
+def write_no_option(trials: pd.DataFrame, info: dict, run_dirs, out: Path, notes: list[str], everything: dict, *,
+                    b: int, seed: int) -> list[Path]:
+    """Write ``no_option_transfer`` (Table 35) and ``no_option_agreement``; add both to report.json."""
+    from sceval_plugin.report import json_records
+
+    frame = read_no_option(run_dirs)
+    if frame.empty:
+        return []
+    from sceval_plugin.data.manifest import current_manifest
+
+    transfer = transfer_table(trials, frame, info, manifest=current_manifest(), b=b, seed=seed)
+    agreement = agreement_table(frame)
+    scorers = sorted({tuple(s) for s in frame[["judge_1", "judge_2"]].dropna().itertuples(index=False)})
+    everything["no_option"] = {
+        "transfer": json_records(transfer), "agreement": json_records(agreement),
+        "scorers": [{"scorer_1": first, "scorer_2": second} for first, second in scorers],
+        "subset": "samples with trials in MC clean, MC cell, no-option clean and no-option cell (the manifest "
+                  "removes invalid, unanswerable and not gold-preserved trials at build time, and again here when "
+                  "SCEVAL_MANIFEST is set)",
+        "partial_credit": 0.0,
+        "trials": int(len(frame)),
+    }
+    written = []
+    if transfer.empty:
+        notes.append("table no_option_transfer not written: no model has both multiple-choice and no-option runs of "
+                     "clean and a Table 35 cell (run --tasks sceval_no_option)")
+    else:
+        shown = pd.DataFrame({
+            "model": transfer["model"], "condition": transfer["row"], "n": transfer["n_shared"],
+            "MC drop (pp)": _column(transfer, "mc_drop", "p_holm_mc"),
+            "no-option drop (pp)": _column(transfer, "no_option_drop", "p_holm_no_option"),
+            "transfer Δ (pp)": _column(transfer, "transfer", "p_holm"),
+        })
+        names = "; ".join(f"scorer 1 {first}, scorer 2 {second}" for first, second in scorers)
+        written += tables.write_table(
+            out, "no_option_transfer", shown, transfer,
+            "No-option generation control (Table 35): clean-to-corrupted drop on the shared gold-preserved subset "
+            "(n samples), 95% bootstrap intervals; transfer Δ = no-option drop − MC drop; * p<.05, ** p<.01 (drops: "
+            f"McNemar, Δ: bootstrap; Holm within model); graded by {names}")
+    if not agreement.empty:
+        shown = agreement.assign(**{c: agreement[c].map(lambda x: "–" if pd.isna(x) else f"{x:.3f}")
+                                    for c in ("agreement", "kappa", "kappa_without_exact_match")})
+        written += tables.write_table(
+            out, "no_option_agreement", shown, agreement,
+            "No-option scorers: agreement and Cohen's κ over CORRECT/PARTIAL/INCORRECT/UNANSWERABLE (all graded "
+            "trials, and those exact match did not decide), and the grading scorer's labels")
+    return written
