@@ -20,8 +20,13 @@ def media_part(visual: Any) -> dict:
         return {"type": "audio", "url": visual}
     if isinstance(visual, str):
         lowered = visual.lower()
-        kind = "video" if lowered.endswith(VIDEO_EXTENSIONS) else "audio" if lowered.endswith(AUDIO_EXTENSIONS) \
+        kind = (
+            "video"
+            if lowered.endswith(VIDEO_EXTENSIONS)
+            else "audio"
+            if lowered.endswith(AUDIO_EXTENSIONS)
             else "image"
+        )
         return {"type": kind, "url": visual}
     raise ValueError(f"unsupported media item {type(visual).__name__}")
 
@@ -52,11 +57,17 @@ def with_system_turn(messages: list[dict], system_prompt: str | None) -> list[di
 
 def media_counts(messages: list[dict]) -> dict[str, int]:
     """How many image, audio and video parts the messages hold."""
-    return {kind: sum(part.get("type") == kind for message in messages for part in message.get("content", []))
-            for kind in MEDIA_KINDS}
+    return {
+        kind: sum(part.get("type") == kind for message in messages for part in message.get("content", []))
+        for kind in MEDIA_KINDS
+    }
 
 
 def role_texts(messages: list[dict]) -> str:
     """The messages' text parts, one ``role: text`` line each (what a reply-store key reads)."""
-    return "\n".join(f"{message.get('role')}: {part.get('text', '')}" for message in messages
-                     for part in message.get("content", []) if part.get("type") == "text")
+    return "\n".join(
+        f"{message.get('role')}: {part.get('text', '')}"
+        for message in messages
+        for part in message.get("content", [])
+        if part.get("type") == "text"
+    )

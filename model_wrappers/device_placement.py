@@ -29,8 +29,11 @@ def placement(device: str | None, device_map: str | None) -> Placement:
     accelerator = Accelerator()
     wanted = str(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if accelerator.num_processes > 1:
-        target = torch.device(f"cuda:{accelerator.local_process_index}") if wanted.startswith("cuda") \
+        target = (
+            torch.device(f"cuda:{accelerator.local_process_index}")
+            if wanted.startswith("cuda")
             else torch.device(wanted)
+        )
         return Placement(target, str(target), accelerator, accelerator.process_index, accelerator.num_processes)
     target = torch.device(wanted)
     return Placement(target, device_map if device_map == "auto" else str(target))

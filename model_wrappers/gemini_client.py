@@ -16,9 +16,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from faultline_eval.core.request_lifecycle import (
+    RETRYABLE_STATUS,
+    Answer,
+    FatalError,
+    Reply,
+    RequestLifecycle,
+    RetryableError,
+)
 from faultline_eval.model_wrappers.media_encoding import encode_image, encode_wav
-from faultline_eval.core.request_lifecycle import (RETRYABLE_STATUS, Answer, FatalError, Reply, RequestLifecycle,
-                                                  RetryableError)
 
 REFUSAL_FINISH = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"}
 KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline_eval.model_wrappers.chat_messages import role_texts, with_system_turn
-from faultline_eval.model_wrappers.model_args import flag
 from faultline_eval.core.identity import fingerprint_of
 from faultline_eval.core.store import ReplyStore, open_store, request_key, slug
+from faultline_eval.model_wrappers.chat_messages import role_texts, with_system_turn
+from faultline_eval.model_wrappers.model_args import flag
 
 
 def open_reply_store(name: str, pretrained: str, store: str | None) -> ReplyStore | None:
@@ -22,10 +22,12 @@ def open_reply_store(name: str, pretrained: str, store: str | None) -> ReplyStor
 
 def generation_settings(wrapper: Any, gen_kwargs: dict) -> dict:
     """The generation settings that change a reply, as the adapters read them."""
-    return {"max_new_tokens": int(gen_kwargs.get("max_new_tokens") or getattr(wrapper, "default_max_new_tokens", 0)),
-            "temperature": float(gen_kwargs.get("temperature") or 0),
-            "do_sample": flag(gen_kwargs.get("do_sample", False), "do_sample"),
-            "num_beams": int(gen_kwargs.get("num_beams") or 1)}
+    return {
+        "max_new_tokens": int(gen_kwargs.get("max_new_tokens") or getattr(wrapper, "default_max_new_tokens", 0)),
+        "temperature": float(gen_kwargs.get("temperature") or 0),
+        "do_sample": flag(gen_kwargs.get("do_sample", False), "do_sample"),
+        "num_beams": int(gen_kwargs.get("num_beams") or 1),
+    }
 
 
 def store_key(wrapper: Any, name: str, doc: Any, messages: list[dict], gen_kwargs: dict) -> str | None:
@@ -42,6 +44,15 @@ def store_key(wrapper: Any, name: str, doc: Any, messages: list[dict], gen_kwarg
     if not isinstance(doc, dict) or doc.get("row_id") is None or doc.get("dataset") is None:
         return None
     text = role_texts(with_system_turn(messages, getattr(wrapper, "system_prompt", None)))
-    return request_key(name, getattr(wrapper, "pretrained", None), fingerprint_of(doc["dataset"]), doc["row_id"],
-                       "simple" if wrapper.is_simple else "chat", text, settings["max_new_tokens"],
-                       settings["temperature"], settings["do_sample"], settings["num_beams"])
+    return request_key(
+        name,
+        getattr(wrapper, "pretrained", None),
+        fingerprint_of(doc["dataset"]),
+        doc["row_id"],
+        "simple" if wrapper.is_simple else "chat",
+        text,
+        settings["max_new_tokens"],
+        settings["temperature"],
+        settings["do_sample"],
+        settings["num_beams"],
+    )

@@ -9,8 +9,9 @@ write are :class:`faultline_eval.core.request_lifecycle.RequestLifecycle`'s.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from loguru import logger
 from tqdm import tqdm
@@ -52,8 +53,14 @@ class LocalRequests:
 
     def run(self, requests: list) -> list[str]:
         self.replies = [""] * len(requests)
-        self.lifecycle.answer_in_batches(self.pending(requests), prepare=self.prepare, call=self.call,
-                                         done=self.done, batch_size=self.batch_size, name=self.name)
+        self.lifecycle.answer_in_batches(
+            self.pending(requests),
+            prepare=self.prepare,
+            call=self.call,
+            done=self.done,
+            batch_size=self.batch_size,
+            name=self.name,
+        )
         return self.replies
 
     def pending(self, requests: list) -> Iterator[LmmsRequest]:
@@ -61,9 +68,16 @@ class LocalRequests:
             doc_id, task, split = request.args[3:6]  # the same place in chat and simple requests
             doc = self.wrapper.task_dict[task][split][doc_id]
             row_id = doc.get("row_id") if isinstance(doc, dict) else None
-            yield LmmsRequest(row_id=row_id, label=f"{self.name}: {task} doc {doc_id} ({row_id})", index=index,
-                              args=request.args, doc=doc, doc_id=doc_id, task=task,
-                              stored_with={"row_id": row_id, "task": task})
+            yield LmmsRequest(
+                row_id=row_id,
+                label=f"{self.name}: {task} doc {doc_id} ({row_id})",
+                index=index,
+                args=request.args,
+                doc=doc,
+                doc_id=doc_id,
+                task=task,
+                stored_with={"row_id": row_id, "task": task},
+            )
 
     def prepare(self, request: LmmsRequest) -> None:
         """The request's messages, settings and store key (raises: the request's failure)."""
@@ -76,12 +90,15 @@ class LocalRequests:
         request.media = media_counts(request.payload)
         if self.lifecycle.store is None:
             return
-        request.store_key = store_key(self.wrapper, self.name, request.doc, request.payload,
-                                      dict(request.settings or {}))
+        request.store_key = store_key(
+            self.wrapper, self.name, request.doc, request.payload, dict(request.settings or {})
+        )
         if request.store_key is None and not self.warned_unkeyed and self.wrapper.rank == 0:
             self.warned_unkeyed = True
-            logger.info(f"{self.name}: {request.task} requests sample or carry no row id; their replies are neither "
-                        "restored from nor written to the reply store")
+            logger.info(
+                f"{self.name}: {request.task} requests sample or carry no row id; their replies are neither "
+                "restored from nor written to the reply store"
+            )
 
     def call(self, batch: list[LmmsRequest]) -> list[str]:
         """One model call for ``batch`` (requests of equal settings); counts the media tokens."""
@@ -101,18 +118,29 @@ class LocalRequests:
         if reply.restored:
             logger.debug(f"{self.name}: {request.task} doc {request.doc_id}: restored from the reply store")
         else:
-            logger.debug(f"{self.name}: {request.task} doc {request.doc_id}: media items {request.media}, "
-                         f"tokens {request.tokens}")
-            log_media_tokens({"model": self.name, "task": request.task, "doc_id": request.doc_id,
-                              "row_id": request.row_id, **{f"n_{k}s": v for k, v in request.media.items()},
-                              **request.tokens, "failure": reply.failure})
+            logger.debug(
+                f"{self.name}: {request.task} doc {request.doc_id}: media items {request.media}, "
+                f"tokens {request.tokens}"
+            )
+            log_media_tokens(
+                {
+                    "model": self.name,
+                    "task": request.task,
+                    "doc_id": request.doc_id,
+                    "row_id": request.row_id,
+                    **{f"n_{k}s": v for k, v in request.media.items()},
+                    **request.tokens,
+                    "failure": reply.failure,
+                }
+            )
         context, gen_kwargs = request.args[0], request.args[1 if self.wrapper.is_simple else 2]
         self.wrapper.cache_hook.add_partial("generate_until", (context, gen_kwargs), reply.text)
         self.replies[request.index] = reply.text
 
 
-def answer_requests(wrapper: Any, requests: list, answer: AnswerOne, name: str,
-                    answer_batch: AnswerBatch | None = None) -> list[str]:
+def answer_requests(
+    wrapper: Any, requests: list, answer: AnswerOne, name: str, answer_batch: AnswerBatch | None = None
+) -> list[str]:
     """Answer lmms-eval ``generate_until`` requests, one doc at a time or, with ``answer_batch``
     and ``wrapper.batch_size_per_gpu`` > 1, several per model call.
 

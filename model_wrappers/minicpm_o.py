@@ -60,7 +60,8 @@ class MiniCPMOAdapter:
         self._config = self._model.config
         if int(batch_size) > 1:
             logger.warning(f"{self.model_id}: batch_size={batch_size} ignored: MiniCPM-o's chat() answers one "
-                           "conversation per call here (its batched form is not proven equal); requests go one at a time")
+                           "conversation per call here (its batched form is not proven equal); requests go one "
+                           "at a time")
         self.batch_size_per_gpu = 1
         self.use_cache = True
         self.max_num_frames = int(max_num_frames)

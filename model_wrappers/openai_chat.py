@@ -37,17 +37,22 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from faultline_eval.model_wrappers.audio_canary import AudioCanaryError, audio_clip, run_canary
 from loguru import logger
 
+from faultline_eval.core.identity import fingerprint_of
+from faultline_eval.core.store import open_store, request_key, slug
+from faultline_eval.model_wrappers.audio_canary import AudioCanaryError, audio_clip, run_canary
 from faultline_eval.model_wrappers.chat_messages import role_texts
 from faultline_eval.model_wrappers.media_encoding import check_image_encoding
 from faultline_eval.model_wrappers.model_args import check_model_args, flag
-from faultline_eval.model_wrappers.openai_client import (AUDIO_PARTS, DEFAULT_IMAGE_ENCODING, FRAMES_AS,
-                                                         OpenAIChatClient, chat_request)
+from faultline_eval.model_wrappers.openai_client import (
+    AUDIO_PARTS,
+    DEFAULT_IMAGE_ENCODING,
+    FRAMES_AS,
+    OpenAIChatClient,
+    chat_request,
+)
 from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json
-from faultline_eval.core.identity import fingerprint_of
-from faultline_eval.core.store import open_store, request_key, slug
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 VIDEO_WIRE = 2  # what frames_as=video sends (in the reply-store key): 2 = timing sent, picture as an image

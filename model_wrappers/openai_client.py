@@ -44,10 +44,16 @@ import os
 import threading
 from typing import Any
 
+from faultline_eval.core.request_lifecycle import (
+    RETRYABLE_STATUS,
+    Answer,
+    FatalError,
+    Reply,
+    RequestLifecycle,
+    RetryableError,
+)
 from faultline_eval.model_wrappers.media_encoding import encode_image, encode_wav
 from faultline_eval.tasks import FRAME_TIME_KEY
-from faultline_eval.core.request_lifecycle import (RETRYABLE_STATUS, Answer, FatalError, Reply, RequestLifecycle,
-                                                  RetryableError)
 
 KEY_ENV = ("SCEVAL_OPENAI_API_KEY", "OPENAI_API_KEY")
 FRAMES_AS = ("images", "video")

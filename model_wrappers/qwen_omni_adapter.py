@@ -38,10 +38,20 @@ class QwenOmniAdapter:
     image_kwargs = {"max_pixels": 512 * 512}
     video_kwargs = {"fps": 2, "max_frames": 16, "max_pixels": 384 * 384}
 
-    def __init__(self, pretrained: str, device: str | None = None, device_map: str | None = None,
-                 batch_size: int | str = 1, dtype: str = "auto", attn_implementation: str | None = None,
-                 use_cache: bool | str = True, system_prompt: str | None = None,
-                 max_new_tokens: int | str = 1024, store: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        pretrained: str,
+        device: str | None = None,
+        device_map: str | None = None,
+        batch_size: int | str = 1,
+        dtype: str = "auto",
+        attn_implementation: str | None = None,
+        use_cache: bool | str = True,
+        system_prompt: str | None = None,
+        max_new_tokens: int | str = 1024,
+        store: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         import transformers
 
         init_lmms_base(self)
@@ -69,8 +79,10 @@ class QwenOmniAdapter:
         self.default_max_new_tokens = int(max_new_tokens)
         self.max_num_frames = self.video_kwargs["max_frames"]
         thinker_config = self._config.thinker_config
-        self.media_token_counter = MediaTokenCounter(self._model.thinker, {
-            kind: getattr(thinker_config, f"{kind}_token_id", None) for kind in ("image", "audio", "video")})
+        self.media_token_counter = MediaTokenCounter(
+            self._model.thinker,
+            {kind: getattr(thinker_config, f"{kind}_token_id", None) for kind in ("image", "audio", "video")},
+        )
         self.pretrained = str(pretrained)
         self.reply_store = open_reply_store(self.model_id, self.pretrained, store)
 
@@ -86,8 +98,13 @@ class QwenOmniAdapter:
                     parts.append({"type": "text", "text": part["text"]})
                 elif kind == "image":
                     url = part["url"]
-                    parts.append({"type": "image", "image": pil_image(url) if isinstance(url, dict) else url,
-                                  **self.image_kwargs})
+                    parts.append(
+                        {
+                            "type": "image",
+                            "image": pil_image(url) if isinstance(url, dict) else url,
+                            **self.image_kwargs,
+                        }
+                    )
                 elif kind == "audio":
                     parts.append({"type": "audio", "audio": audio_array(part["url"])})
                 elif kind == "video":
@@ -97,10 +114,14 @@ class QwenOmniAdapter:
 
     def _generation_kwargs(self, gen_kwargs: dict) -> dict:
         temperature = float(gen_kwargs.get("temperature") or 0)
-        kwargs = {"max_new_tokens": int(gen_kwargs.get("max_new_tokens") or self.default_max_new_tokens),
-                  "do_sample": temperature > 0, "num_beams": int(gen_kwargs.get("num_beams") or 1),
-                  "use_cache": self.use_cache, "eos_token_id": self._tokenizer.eos_token_id,
-                  "pad_token_id": self._tokenizer.pad_token_id}
+        kwargs = {
+            "max_new_tokens": int(gen_kwargs.get("max_new_tokens") or self.default_max_new_tokens),
+            "do_sample": temperature > 0,
+            "num_beams": int(gen_kwargs.get("num_beams") or 1),
+            "use_cache": self.use_cache,
+            "eos_token_id": self._tokenizer.eos_token_id,
+            "pad_token_id": self._tokenizer.pad_token_id,
+        }
         if temperature > 0:
             kwargs["temperature"] = temperature
             if gen_kwargs.get("top_p") is not None:
@@ -122,20 +143,26 @@ class QwenOmniAdapter:
         for messages in conversations:
             hf_messages = self._hf_messages(messages)
             texts.append(self.processor.apply_chat_template(hf_messages, add_generation_prompt=True, tokenize=False))
-            for name, found in zip(media, process_mm_info(hf_messages, use_audio_in_video=False,
-                                                          image_patch_size=patch)):
+            for name, found in zip(
+                media, process_mm_info(hf_messages, use_audio_in_video=False, image_patch_size=patch)
+            ):
                 media[name].extend(found or [])
-        inputs = self.processor(text=texts, **{name: found or None for name, found in media.items()},
-                                return_tensors="pt", padding=True)
+        inputs = self.processor(
+            text=texts, **{name: found or None for name, found in media.items()}, return_tensors="pt", padding=True
+        )
         thinker = self._model.thinker
         inputs = inputs.to(thinker.device).to(thinker.dtype)  # never a hard-coded "cuda"
         # The thinker directly: the full model's generate() ignores max_new_tokens in favour of
         # thinker_max_new_tokens and, in transformers 5, rejects lmms-eval's return_audio=False.
         output = thinker.generate(**inputs, **self._generation_kwargs(gen_kwargs))
         sequences = output.sequences if hasattr(output, "sequences") else output
-        new_tokens = sequences[:, inputs["input_ids"].shape[1]:]
-        return [reply.strip() for reply in self.processor.batch_decode(
-            new_tokens, skip_special_tokens=True, clean_up_tokenization_spaces=False)]
+        new_tokens = sequences[:, inputs["input_ids"].shape[1] :]
+        return [
+            reply.strip()
+            for reply in self.processor.batch_decode(
+                new_tokens, skip_special_tokens=True, clean_up_tokenization_spaces=False
+            )
+        ]
 
     def generate_until(self, requests: list) -> list[str]:
         return answer_requests(self, requests, self._answer, self.model_id, self._answer_batch)

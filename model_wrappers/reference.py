@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, List
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -22,10 +23,17 @@ from faultline_eval.model_wrappers.lmms_base import lmms_base
 from faultline_eval.model_wrappers.local_requests import answer_requests
 from faultline_eval.model_wrappers.model_args import check_model_args
 from faultline_eval.model_wrappers.reference_c3po import answer_c3po_messages, answer_c3po_visuals
-from faultline_eval.model_wrappers.reference_perception import (HIGH_PITCH_HZ, Shape, Tone, audio_wave, find_shapes,
-                                                                find_tones, image_array, split_visuals)
+from faultline_eval.model_wrappers.reference_perception import (
+    HIGH_PITCH_HZ,
+    Shape,
+    Tone,
+    audio_wave,
+    find_shapes,
+    find_tones,
+    image_array,
+    split_visuals,
+)
 from sceval_plugin.eval_prompts import NO_OPTION, NO_OPTION_CUE
-
 
 # --- reading the prompt --------------------------------------------------------------------------
 
@@ -192,7 +200,7 @@ class _Reference(lmms_base()):  # type: ignore[misc]
         """The reply to one request's messages (the simple path's: :func:`messages_from_visuals`)."""
         raise NotImplementedError
 
-    def generate_until(self, requests: List[Any]) -> List[str]:
+    def generate_until(self, requests: list[Any]) -> list[str]:
         # The doc is touched for its row id only (telemetry, in the lifecycle); never for answers.
         return answer_requests(self, requests, lambda messages, gen_kwargs: self.answer(messages), self.model_id)
 

@@ -60,15 +60,23 @@ Unknown question forms, or perception that finds nothing usable, answer "unknown
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 from c3po_plugin import eval_prompt as prompts
-
-from faultline_eval.model_wrappers.reference_perception import (HIGH_PITCH_HZ, Shape, Tone, audio_wave, find_shapes,
-                                                                find_tones, image_array, split_visuals)
+from faultline_eval.model_wrappers.reference_perception import (
+    HIGH_PITCH_HZ,
+    Shape,
+    Tone,
+    audio_wave,
+    find_shapes,
+    find_tones,
+    image_array,
+    split_visuals,
+)
 
 UNKNOWN = "unknown"
 KINDS = ("circle", "square", "triangle")

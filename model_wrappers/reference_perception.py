@@ -8,8 +8,9 @@ events in the audio (loudness envelope; pitch from the spectrum).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import ndimage
@@ -83,7 +84,7 @@ def find_tones(wave: np.ndarray, rate: int = SAMPLE_RATE) -> list[Tone]:
     on = loudness > max(0.03, 0.3 * float(loudness.max()))
     labels, count = ndimage.label(on)
     tones = []
-    for index, box in enumerate(ndimage.find_objects(labels), start=1):
+    for box in ndimage.find_objects(labels):
         start, stop = box[0].start, box[0].stop
         if stop - start < 5:  # shorter than 50 ms: a click, not a tone
             continue
@@ -95,6 +96,7 @@ def find_tones(wave: np.ndarray, rate: int = SAMPLE_RATE) -> list[Tone]:
 
 
 # --- media as arrays -----------------------------------------------------------------------------
+
 
 def image_array(image: Any) -> np.ndarray:
     """An RGB uint8 array of a PIL image (or of an array already)."""

@@ -66,8 +66,8 @@ def test_batch_3_gives_the_greedy_replies_of_batch_1(variant, task_manager, tmp_
 def test_batches_never_mix_gen_kwargs_and_a_failed_batch_is_retried_one_request_at_a_time():
     from types import SimpleNamespace
 
-    from faultline_eval.model_wrappers.local_requests import answer_requests
     from faultline_eval.core import telemetry
+    from faultline_eval.model_wrappers.local_requests import answer_requests
 
     docs = [{"row_id": f"clean/demo-{i}/0"} for i in range(6)]
     settings = [{"max_new_tokens": n} for n in (4, 8, 4, 4, 8, 4)]

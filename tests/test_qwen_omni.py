@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from faultline_eval.core import telemetry
+from faultline_eval.core.store import RESTORED_DETAIL
 from faultline_eval.model_wrappers.chat_messages import messages_from_visuals, with_system_turn
 from faultline_eval.model_wrappers.local_reply_store import open_reply_store
 from faultline_eval.model_wrappers.local_requests import answer_requests
 from faultline_eval.model_wrappers.media_conversion import audio_array
 from faultline_eval.model_wrappers.media_token_log import MEDIA_TOKEN_LOG_ENV
-from faultline_eval.core import telemetry
 from sceval_plugin.parsing import INVALID_CATEGORIES
-from faultline_eval.core.store import RESTORED_DETAIL
 
 BIN = Path(sys.executable).parent
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",

@@ -9,11 +9,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from faultline_eval.core.request_lifecycle import (Answer, FatalError, PendingRequest, RequestLifecycle,
-                                                   RetryableError)
-from faultline_eval.model_wrappers.reference import ReferenceChat
 from faultline_eval.core import telemetry
+from faultline_eval.core.request_lifecycle import Answer, FatalError, PendingRequest, RequestLifecycle, RetryableError
 from faultline_eval.core.store import RESTORED_DETAIL, ReplyStore
+from faultline_eval.model_wrappers.reference import ReferenceChat
 
 
 def test_a_retried_call_is_stored_told_to_its_task_and_restored_on_resume_without_calling_again(tmp_path):
@@ -61,10 +60,17 @@ def test_a_request_whose_preparation_fails_gets_api_failure_and_the_others_are_a
         if request.payload == "corrupt":
             raise OSError("unreadable media")
 
-    requests = [PendingRequest(payload=p, row_id=f"clean/demo-{i}/0", label=f"doc {i}")
-                for i, p in enumerate(["a", "corrupt", "b"])]
-    RequestLifecycle().answer_in_batches(requests, prepare=prepare, call=lambda batch: [r.payload.upper() for r in batch],
-                                         done=lambda request, reply: done.append(reply), batch_size=2)
+    requests = [
+        PendingRequest(payload=p, row_id=f"clean/demo-{i}/0", label=f"doc {i}")
+        for i, p in enumerate(["a", "corrupt", "b"])
+    ]
+    RequestLifecycle().answer_in_batches(
+        requests,
+        prepare=prepare,
+        call=lambda batch: [request.payload.upper() for request in batch],
+        done=lambda request, reply: done.append(reply),
+        batch_size=2,
+    )
     assert [reply.text for reply in done] == ["", "A", "B"]  # the failure at once, then the batch of two
     failed = telemetry.take("clean/demo-1/0")
     assert failed.failure == "api_failure" and failed.detail == "generation failed: OSError: unreadable media"

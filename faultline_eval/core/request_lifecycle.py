@@ -37,8 +37,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol, Sequence, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from loguru import logger
 
@@ -62,7 +63,7 @@ class FatalError(Exception):
 class Store(Protocol):
     """What the lifecycle needs of a reply store (:class:`faultline_eval.core.store.ReplyStore`)."""
 
-    def get(self, key: str) -> dict | None: ...
+    def get(self, key: str) -> dict[str, Any] | None: ...
 
     def put(self, key: str, **entry: Any) -> None: ...
 
@@ -91,16 +92,29 @@ class Reply:
     output_tokens: int = 0
     restored: bool = False  # answered from the reply store, not sent
 
-    def stored(self) -> dict:
-        return {"reply": self.text, "failure": self.failure, "detail": self.detail, "retries": self.retries,
-                "latency_s": self.latency_s, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+    def stored(self) -> dict[str, Any]:
+        return {
+            "reply": self.text,
+            "failure": self.failure,
+            "detail": self.detail,
+            "retries": self.retries,
+            "latency_s": self.latency_s,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
 
     @classmethod
-    def from_store(cls, entry: dict) -> "Reply":
-        return cls(text=entry.get("reply", ""), failure=entry.get("failure"), detail=entry.get("detail", ""),
-                   retries=entry.get("retries", 0), latency_s=entry.get("latency_s") or 0.0,
-                   input_tokens=entry.get("input_tokens", 0), output_tokens=entry.get("output_tokens", 0),
-                   restored=True)
+    def from_store(cls, entry: dict[str, Any]) -> Reply:
+        return cls(
+            text=entry.get("reply", ""),
+            failure=entry.get("failure"),
+            detail=entry.get("detail", ""),
+            retries=entry.get("retries", 0),
+            latency_s=entry.get("latency_s") or 0.0,
+            input_tokens=entry.get("input_tokens", 0),
+            output_tokens=entry.get("output_tokens", 0),
+            restored=True,
+        )
 
 
 @dataclass
@@ -129,12 +143,18 @@ class Usage:
             if reply.failure:
                 self.failures[reply.failure] = self.failures.get(reply.failure, 0) + 1
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         with self._lock:
-            return {"sent": self.sent, "restored": self.restored, "retries": self.retries,
-                    "failures": dict(self.failures), "input_tokens": self.input_tokens,
-                    "output_tokens": self.output_tokens, "latency_s": round(self.latency_s, 3),
-                    "mean_latency_s": round(self.latency_s / self.sent, 3) if self.sent else None}
+            return {
+                "sent": self.sent,
+                "restored": self.restored,
+                "retries": self.retries,
+                "failures": dict(self.failures),
+                "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+                "latency_s": round(self.latency_s, 3),
+                "mean_latency_s": round(self.latency_s / self.sent, 3) if self.sent else None,
+            }
 
 
 @dataclass
@@ -148,7 +168,7 @@ class PendingRequest:
     row_id: str | None = None  # None: no telemetry (the task has no row id to look it up by)
     label: str = "request"  # how log lines name it
     prepared_s: float = 0.0  # time spent preparing it, counted in its latency
-    stored_with: dict = field(default_factory=dict)  # extra fields written beside its reply
+    stored_with: dict[str, Any] = field(default_factory=dict)  # extra fields written beside its reply
 
 
 Pending = TypeVar("Pending", bound=PendingRequest)
@@ -164,8 +184,14 @@ class RequestLifecycle:
     (see the module doc). ``store`` and ``usage`` are plain attributes: a caller may swap in its
     own (the C3PO build stages share one :class:`Usage` between clients)."""
 
-    def __init__(self, *, store: Store | None = None, max_retries: int = 0, initial_backoff: float = 1.0,
-                 max_backoff: float = 60.0) -> None:
+    def __init__(
+        self,
+        *,
+        store: Store | None = None,
+        max_retries: int = 0,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 60.0,
+    ) -> None:
         self.max_retries = max(0, int(max_retries))
         self.initial_backoff, self.max_backoff = float(initial_backoff), float(max_backoff)
         self.store = store
@@ -186,21 +212,29 @@ class RequestLifecycle:
             telemetry.record(row_id, restored_call(done))
         return reply
 
-    def settle(self, reply: Reply, store_key: str | None = None, row_id: str | None = None,
-               stored_with: dict | None = None) -> Reply:
+    def settle(
+        self,
+        reply: Reply,
+        store_key: str | None = None,
+        row_id: str | None = None,
+        stored_with: dict[str, Any] | None = None,
+    ) -> Reply:
         """Count ``reply``, tell its task, and store it unless it is an ``api_failure``."""
         self.usage.add(reply)
         if row_id is not None:
-            telemetry.record(row_id, telemetry.Call(latency_s=reply.latency_s, retries=reply.retries,
-                                                    failure=reply.failure, detail=reply.detail))
+            telemetry.record(
+                row_id,
+                telemetry.Call(
+                    latency_s=reply.latency_s, retries=reply.retries, failure=reply.failure, detail=reply.detail
+                ),
+            )
         if store_key is not None and self.store is not None and reply.failure != API_FAILURE:
             self.store.put(store_key, **reply.stored(), **(stored_with or {}))
         return reply
 
     # --- remote: one call, with retries ----------------------------------------------------------
 
-    def send(self, attempt: Callable[[], Answer], store_key: str | None = None,
-             row_id: str | None = None) -> Reply:
+    def send(self, attempt: Callable[[], Answer], store_key: str | None = None, row_id: str | None = None) -> Reply:
         """``attempt`` until it answers or the retries run out; answered from the store when
         ``store_key`` is there already. Never raises for the endpoint's sake."""
         done = self.restored(store_key, row_id)
@@ -224,15 +258,28 @@ class RequestLifecycle:
                 break
             time.sleep(min(self.max_backoff, self.initial_backoff * 2**retries))
             retries += 1
-        return Reply(text=answer.text, failure=answer.failure, detail=answer.detail, retries=retries,
-                     latency_s=time.perf_counter() - start, input_tokens=answer.input_tokens,
-                     output_tokens=answer.output_tokens)
+        return Reply(
+            text=answer.text,
+            failure=answer.failure,
+            detail=answer.detail,
+            retries=retries,
+            latency_s=time.perf_counter() - start,
+            input_tokens=answer.input_tokens,
+            output_tokens=answer.output_tokens,
+        )
 
     # --- local: batches ----------------------------------------------------------------------------
 
-    def answer_in_batches(self, requests: Iterable[Pending], *, prepare: Callable[[Pending], None],
-                          call: Callable[[list[Pending]], Sequence[str]], done: Callable[[Pending, Reply], None],
-                          batch_size: int = 1, name: str = "model") -> None:
+    def answer_in_batches(
+        self,
+        requests: Iterable[Pending],
+        *,
+        prepare: Callable[[Pending], None],
+        call: Callable[[list[Pending]], Sequence[str]],
+        done: Callable[[Pending, Reply], None],
+        batch_size: int = 1,
+        name: str = "model",
+    ) -> None:
         """Answer local ``requests`` in order of arrival, ``batch_size`` per ``call`` at most.
 
         ``prepare(request)`` fills in its payload, settings and store key (an exception there is
@@ -262,8 +309,13 @@ class RequestLifecycle:
             if queue:
                 self._call_batch(queue, call, done, name)
 
-    def _call_batch(self, batch: list[Pending], call: Callable[[list[Pending]], Sequence[str]],
-                    done: Callable[[Pending, Reply], None], name: str) -> None:
+    def _call_batch(
+        self,
+        batch: list[Pending],
+        call: Callable[[list[Pending]], Sequence[str]],
+        done: Callable[[Pending, Reply], None],
+        name: str,
+    ) -> None:
         start = time.perf_counter()
         try:
             texts = call(batch)
@@ -271,8 +323,10 @@ class RequestLifecycle:
             if len(batch) == 1:
                 self._fail(batch[0], exc, batch[0].prepared_s + time.perf_counter() - start, done)
                 return
-            logger.warning(f"{name}: a batch of {len(batch)} failed ({type(exc).__name__}: {str(exc)[:200]}); "
-                           "answering its requests one at a time")
+            logger.warning(
+                f"{name}: a batch of {len(batch)} failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                "answering its requests one at a time"
+            )
             for request in batch:
                 self._call_batch([request], call, done, name)
             return
@@ -281,8 +335,7 @@ class RequestLifecycle:
             reply = Reply(text, latency_s=request.prepared_s + elapsed)
             done(request, self.settle(reply, request.store_key, request.row_id, request.stored_with))
 
-    def _fail(self, request: Pending, exc: Exception, latency_s: float,
-              done: Callable[[Pending, Reply], None]) -> None:
+    def _fail(self, request: Pending, exc: Exception, latency_s: float, done: Callable[[Pending, Reply], None]) -> None:
         reply = generation_failure(exc, latency_s)
         logger.opt(exception=exc).error(f"{request.label}: {reply.detail}")
         done(request, self.settle(reply, None, request.row_id))
