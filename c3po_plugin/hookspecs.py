@@ -10,19 +10,18 @@ one through an entry point in the ``c3po`` group::
 The 25 templates of the paper are registered through exactly these hooks, by the modules
 ``c3po_plugin.templates``, ``c3po_plugin.construction.specs`` (their generation specs) and
 ``c3po_plugin.construction.synthesize`` (the synthesis backends).
-Implementations may accept a subset of a hook's arguments.
+Implementations may accept a subset of a hook's arguments. The templates' and specs' ``registry``
+is a :class:`faultline_eval.core.registry.Registry`; a hook needs only its ``add``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import pluggy
 
-if TYPE_CHECKING:  # pragma: no cover
-    from c3po_plugin.construction.specs import SpecRegistry
-    from c3po_plugin.construction.synthesize import SynthesisRegistry
-    from c3po_plugin.templates import TemplateRegistry
+from faultline_eval.core.registry import PluginRegistry
 
 PROJECT = "c3po"
 
@@ -30,28 +29,36 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
+class BackendRegistry(Protocol):
+    """What ``c3po_register_synthesis_backends`` offers a plugin (the hook's documentation)."""
+
+    def add(self, kind: str, name: str, factory: Callable[..., Any]) -> object: ...
+
+
 @hookspec
-def c3po_register_templates(registry: TemplateRegistry) -> None:
+def c3po_register_templates(registry: PluginRegistry[Any]) -> None:
     """Add templates to ``registry`` with ``registry.add(Template(...))``.
 
-    A template's id and name must be new (a clash names both plugins); each template becomes an
-    lmms-eval task ``c3po_<snake name>`` and joins its category and tier tasks. Return value is
+    A template's id, name, task name and ``aliases`` (other ids, e.g. the paper's ``D_T1_001``,
+    accepted wherever a template id is) must be new (a clash names both plugins); each template
+    becomes an lmms-eval task ``c3po_<snake name>`` and joins its category and tier tasks. Return
+    value is ignored.
+    """
+
+
+@hookspec
+def c3po_register_generation_specs(registry: PluginRegistry[Any]) -> None:
+    """Add the benchmark-construction spec (paper App. G) of your templates with
+    ``registry.add(GenerationSpec(...))`` (:mod:`c3po_plugin.construction.specs`), so ``c3po build`` can
+    generate items for them. Optional: a template without a spec is listed and skipped by the
+    build. ``aliases`` (other ids, e.g. the paper's ``D_T1_001``) are accepted by the build
+    stages; give them to the ``Template`` too to have them accepted everywhere. Return value is
     ignored.
     """
 
 
 @hookspec
-def c3po_register_generation_specs(registry: SpecRegistry) -> None:
-    """Add the benchmark-construction spec (paper App. G) of your templates with
-    ``registry.add(GenerationSpec(...))`` (:mod:`c3po_plugin.construction.specs`), so ``c3po build`` can
-    generate items for them. Optional: a template without a spec is listed and skipped by the
-    build. ``aliases`` (other ids, e.g. the paper's ``D_T1_001``) are accepted wherever a
-    template id is. Return value is ignored.
-    """
-
-
-@hookspec
-def c3po_register_synthesis_backends(registry: SynthesisRegistry) -> None:
+def c3po_register_synthesis_backends(registry: BackendRegistry) -> None:
     """Add media synthesis backends for ``c3po build synthesize`` with
     ``registry.add(kind, name, factory)``: ``kind`` is ``speech``, ``sfx`` or ``image``;
     ``factory(model=None)`` returns an object with

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from c3po_plugin.hookspecs import hookimpl
+from c3po_plugin.plugins import HOST
+from faultline_eval.core.registry import PluginError, Registry
 
 CATEGORIES = {"ic": "Information Composition", "cc": "Counterfactual Conflict"}
 MODALITIES = ("video", "audio", "image", "text")
@@ -44,7 +46,8 @@ class Template:
 
     ``modalities`` defaults to the tier's (Table 1(b)); a template may name its own set, which
     then is what its items are checked against. ``paper_count`` is the item count in Table 13
-    (None for templates that are not the paper's).
+    (None for templates that are not the paper's). ``aliases`` are other ids accepted wherever
+    a template id is: the built-ins' are the paper's (:data:`PAPER_IDS`).
     """
 
     id: str
@@ -56,6 +59,7 @@ class Template:
     modalities: frozenset[str] = frozenset()
     paper_count: int | None = None
     plugin: str = field(default="", compare=False)
+    aliases: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -90,57 +94,27 @@ class Template:
         return tuple(m for m in ("video", "image", "audio") if m in self.modalities)
 
 
-class TemplateRegistry:
-    """Templates by id; names are unique too. Filled by the ``c3po_register_templates`` hook."""
+class TemplateRegistry(Registry[Template]):
+    """Templates by id, also found by name, task name (``attribute_composition``) and alias (the
+    paper's id, ``D_T1_002``); all of those are unique. Filled by the ``c3po_register_templates``
+    hook."""
 
     def __init__(self) -> None:
-        self._by_id: dict[str, Template] = {}
-        self._by_name: dict[str, Template] = {}
-        self._plugin = "<direct>"
+        super().__init__("template id", unknown="C3PO template")
 
     def add(self, template: Template) -> Template:
-        from dataclasses import replace
-
-        from faultline_eval.core.plugin_host import PluginError
-
-        template = replace(template, plugin=self._plugin)
+        """Register ``template``; a clash of any of its keys, or a name whose task would shadow
+        a category or tier task, raises PluginError."""
+        template = replace(template, plugin=self.plugin)
         if re.fullmatch(r"all|ic|cc|(ic|cc)_t\d+", template.snake_name):
             raise PluginError(f"template name {template.name!r} ({template.plugin}) would shadow the task "
                               f"c3po_{template.snake_name}; choose another name")
-        for key, table, what in ((template.id, self._by_id, "id"), (template.name, self._by_name, "name"),
-                                 (template.snake_name, {t.snake_name: t for t in self}, "task name")):
-            if key in table:
-                raise PluginError(f"template {what} {key!r} is registered by two plugins: "
-                                  f"{table[key].plugin} and {template.plugin}")
-        self._by_id[template.id] = template
-        self._by_name[template.name] = template
-        return template
-
-    def get(self, key: str) -> Template:
-        """By id (``IC01``), name (``AttributeComposition``) or a generation spec's alias, such
-        as the paper's id (``D_T1_002``, :mod:`c3po_plugin.construction.specs`)."""
-        found = self._by_id.get(key) or self._by_name.get(key)
-        if found is None and self is registry():
-            from c3po_plugin.construction.specs import registry as specs
-
-            spec = specs().find(key)
-            found = self._by_id.get(spec.template_id) if spec is not None else None
-        if found is None:
-            raise KeyError(f"unknown C3PO template {key!r}; known: {', '.join(sorted(self._by_name))}")
-        return found
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            self.get(str(key))
-        except KeyError:
-            return False
-        return True
+        keys = {template.name: "template name", template.snake_name: "template task name",
+                **dict.fromkeys(template.aliases, "template id")}
+        return self.register(template.id, template, aliases=keys)
 
     def __iter__(self) -> Iterator[Template]:
-        return iter(sorted(self._by_id.values(), key=lambda t: (t.category != "ic", t.tier, t.id)))
-
-    def __len__(self) -> int:
-        return len(self._by_id)
+        return iter(sorted(super().__iter__(), key=lambda t: (t.category != "ic", t.tier, t.id)))
 
     def cells(self) -> list[tuple[str, int]]:
         """(category, tier) pairs that have at least one template."""
@@ -150,13 +124,24 @@ class TemplateRegistry:
 @functools.lru_cache(maxsize=1)
 def registry() -> TemplateRegistry:
     """Every registered template (built-ins and plugins), built once per process."""
-    from c3po_plugin.plugins import HOST
-
     return HOST.fill_registry("c3po_register_templates", TemplateRegistry(), "templates")
 
 
+#: The paper's template ids. App. G / App. I give the first two; the rest follow their scheme
+#: ``{D|C}_T{tier}_{nnn}`` (see :mod:`c3po_plugin.construction.specs`).
+PAPER_IDS = {
+    "IC02": "D_T1_001", "CC07": "C_T2_004",
+    "IC01": "D_T1_002", "IC03": "D_T1_003", "IC04": "D_T1_004", "IC05": "D_T1_005", "IC06": "D_T1_006",
+    "IC07": "D_T2_001", "IC08": "D_T2_002", "IC09": "D_T2_003", "IC10": "D_T2_004", "IC11": "D_T3_001",
+    "CC01": "C_T1_001", "CC02": "C_T1_002", "CC03": "C_T1_003", "CC04": "C_T1_004", "CC05": "C_T1_005",
+    "CC06": "C_T1_006", "CC08": "C_T2_001", "CC09": "C_T2_002", "CC10": "C_T2_003", "CC11": "C_T2_005",
+    "CC12": "C_T3_001", "CC13": "C_T3_002", "CC14": "C_T4_001",
+}
+
+
 def _t(id: str, name: str, tier: int, base: str, count: int, logic: str, modalities: tuple[str, ...] = ()) -> Template:
-    return Template(id, name, id[:2].lower(), tier, base, logic, frozenset(modalities), count)
+    return Template(id, name, id[:2].lower(), tier, base, logic, frozenset(modalities), count,
+                    aliases=(PAPER_IDS[id],))
 
 
 BUILTIN = (

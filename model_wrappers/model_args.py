@@ -18,9 +18,10 @@ neither true nor false (``json_mode=ture`` is an error, not ``False``).
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from typing import Any
+
+from faultline_eval.core.registry import close_matches, did_you_mean
 
 #: What lmms-eval itself passes to every model constructor (evaluator.simple_evaluate).
 LMMS_EVAL_ARGS = ("batch_size", "max_batch_size", "device")
@@ -69,10 +70,9 @@ def named_with_close_matches(unknown: list[str], known: list[str] | tuple[str, .
     option among ``options`` it resembles): ``'pretrianed' (did you mean 'pretrained'?)``."""
     parts = []
     for name in unknown:
-        close = difflib.get_close_matches(name, known, n=3)
-        option = difflib.get_close_matches(name, options, n=1)
-        hint = (f"did you mean {', '.join(map(repr, close))}?" if close else
-                f"did you mean lmms-eval's --{option[0]} option? it is not a model argument" if option else "")
+        option = close_matches(name, options, n=1)
+        hint = did_you_mean(name, known) or \
+            (f"did you mean lmms-eval's --{option[0]} option? it is not a model argument" if option else "")
         parts.append(f"{name!r}" + (f" ({hint})" if hint else ""))
     return parts
 

@@ -15,12 +15,14 @@ built-in conditions register through the same hook as a third party's
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import Any, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
 
+from faultline_eval.core.registry import PluginError, Registry
 from sceval_plugin import operators
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.eval_prompts import PROMPT_VARIANTS, prompt_template
+from sceval_plugin.plugins import fill_registry
 
 MODALITY_LETTER = {"text": "t", "vision": "v", "audio": "a"}
 LETTER_MODALITY = {v: k for k, v in MODALITY_LETTER.items()}
@@ -113,70 +115,29 @@ def joint(*cells: tuple[str, int], role: str, suites: tuple[str, ...], alias: bo
                      aliases=(short,) if alias else ())
 
 
-class ConditionRegistry:
+class ConditionRegistry(Registry[Condition]):
     """Condition id -> :class:`Condition`, filled by ``sceval_register_conditions`` hooks."""
 
     def __init__(self) -> None:
-        self._conditions: dict[str, Condition] = {}
-        self._plugin = "<direct>"
+        super().__init__("condition", unknown="SCEval condition")
 
     def add(self, condition: Condition) -> Condition:
-        from sceval_plugin.plugins import PluginError
-
+        """Register ``condition`` once its operators, probe, prompt and task names check out;
+        anything wrong raises :class:`PluginError` naming the condition."""
         if not isinstance(condition, Condition):
-            raise PluginError(f"plugin {self._plugin} registered {condition!r}, not a sceval Condition")
-        previous = self._conditions.get(condition.id)
-        if previous is not None:
-            raise PluginError(f"condition {condition.id!r} is registered by two plugins: "
-                              f"{previous.plugin} and {self._plugin}")
-        if condition.block not in BLOCKS:
-            raise PluginError(f"condition {condition.id!r}: block must be one of {BLOCKS}")
-        if condition.control is not None and condition.control not in CONTROLS:
-            raise PluginError(f"condition {condition.id!r}: unknown control {condition.control!r}")
-        if (condition.block == "probe") != (condition.probe is not None):
-            raise PluginError(f"condition {condition.id!r}: a probe condition has block 'probe' and a ProbeCall")
+            raise PluginError(f"plugin {self.plugin} registered {condition!r}, not a sceval Condition")
+        self.check_free(condition.id)  # a clash is named before anything else
+        _check_kind(condition)
         if condition.probe is not None:
-            from sceval_plugin import probe_conditions as probes
-
-            try:
-                condition = _replace(condition, probe=probes.check_call(condition.probe))
-            except (KeyError, ValueError, TypeError) as exc:
+            try:  # the probe module's own check (a ProbeCall knows its registry), without importing it here
+                condition = replace(condition, probe=condition.probe.checked())
+            except (KeyError, ValueError, TypeError, AttributeError) as exc:
                 raise PluginError(f"condition {condition.id!r}: {exc}") from None
-        if condition.prompt not in PROMPT_VARIANTS:
-            raise PluginError(f"condition {condition.id!r}: unknown prompt {condition.prompt!r}")
-        modalities = [c.modality for c in condition.corruptions]
-        if len(set(modalities)) != len(modalities):
-            raise PluginError(f"condition {condition.id!r} corrupts one modality twice")
-        variants = 1
-        for c in condition.corruptions:
-            spec = operators.get(c.operator)  # unknown operators fail here, by name
-            if spec.modality != c.modality:
-                raise PluginError(f"condition {condition.id!r}: {c.operator!r} is a {spec.modality} operator")
-            operators.get(c.operator).parameter(c.severity)
-            variants = max(variants, spec.variants)
-        taken = {a for other in self._conditions.values() for a in other.aliases}
-        taken |= {other.task_name for other in self._conditions.values()}
+        taken = {a for other in self for a in other.aliases} | {other.task_name for other in self}
         for name in (condition.task_name, *condition.aliases):
             if name in taken:
                 raise PluginError(f"condition {condition.id!r}: task name {name!r} is already taken")
-        condition = _replace(condition, variants=variants, plugin=self._plugin)
-        self._conditions[condition.id] = condition
-        return condition
-
-    def get(self, condition_id: str) -> Condition:
-        try:
-            return self._conditions[condition_id]
-        except KeyError:
-            raise KeyError(f"unknown SCEval condition {condition_id!r}") from None
-
-    def __iter__(self) -> Iterator[Condition]:
-        return iter(self._conditions.values())
-
-    def __len__(self) -> int:
-        return len(self._conditions)
-
-    def __contains__(self, condition_id: object) -> bool:
-        return condition_id in self._conditions
+        return self.register(condition.id, replace(condition, variants=_variants(condition), plugin=self.plugin))
 
     def by_task(self) -> dict[str, Condition]:
         """Task name (and alias) -> condition."""
@@ -190,17 +151,37 @@ class ConditionRegistry:
         return [c for c in self if suite in c.suites]
 
 
-def _replace(condition: Condition, **changes) -> Condition:
-    from dataclasses import replace
+def _check_kind(condition: Condition) -> None:
+    """Its block, control and prompt exist, and it corrupts each modality at most once."""
+    if condition.block not in BLOCKS:
+        raise PluginError(f"condition {condition.id!r}: block must be one of {BLOCKS}")
+    if condition.control is not None and condition.control not in CONTROLS:
+        raise PluginError(f"condition {condition.id!r}: unknown control {condition.control!r}")
+    if (condition.block == "probe") != (condition.probe is not None):
+        raise PluginError(f"condition {condition.id!r}: a probe condition has block 'probe' and a ProbeCall")
+    if condition.prompt not in PROMPT_VARIANTS:
+        raise PluginError(f"condition {condition.id!r}: unknown prompt {condition.prompt!r}")
+    modalities = [c.modality for c in condition.corruptions]
+    if len(set(modalities)) != len(modalities):
+        raise PluginError(f"condition {condition.id!r} corrupts one modality twice")
 
-    return replace(condition, **changes)
+
+def _variants(condition: Condition) -> int:
+    """How many variants the condition has: the most of any of its operators (each must exist,
+    be of the modality it corrupts and take the severity)."""
+    variants = 1
+    for c in condition.corruptions:
+        spec = operators.get(c.operator)  # unknown operators fail here, by name
+        if spec.modality != c.modality:
+            raise PluginError(f"condition {condition.id!r}: {c.operator!r} is a {spec.modality} operator")
+        spec.parameter(c.severity)
+        variants = max(variants, spec.variants)
+    return variants
 
 
 @functools.lru_cache(maxsize=None)
 def catalogue() -> ConditionRegistry:
     """Every registered condition (built-ins first, then plugins), built once per process."""
-    from sceval_plugin.plugins import fill_registry
-
     return fill_registry("sceval_register_conditions", ConditionRegistry(), "conditions")
 
 
@@ -268,7 +249,7 @@ PROMPT_ROBUSTNESS_VARIANTS = ("cot", "open")
 
 def prompt_variant(base: Condition, prompt: str) -> Condition:
     """``base`` under another prompt: condition ``prompt_<prompt>_<base id>`` of the prompt block."""
-    return _replace(base, id=f"prompt_{prompt}_{base.id}", block="prompt", prompt=prompt, suites=(), role="",
+    return replace(base, id=f"prompt_{prompt}_{base.id}", block="prompt", prompt=prompt, suites=(), role="",
                     aliases=(), base=base.id, description=f"{PROMPT_VARIANTS[prompt].id} prompt")
 
 
@@ -290,7 +271,7 @@ def sceval_register_conditions(registry: ConditionRegistry) -> None:
     for base_id in OPTION_ORDER_BASES:
         base = registry.get(base_id)
         for order in range(4):
-            registry.add(_replace(base, id=f"order{order}_{base_id}", block="option_order", option_order=order,
+            registry.add(replace(base, id=f"order{order}_{base_id}", block="option_order", option_order=order,
                                   suites=(), role="", aliases=(), base=base_id,
                                   description=f"options cyclically shifted by {order}"))
     for base_id in PROMPT_BASES:

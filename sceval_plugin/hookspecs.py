@@ -11,20 +11,19 @@ SCEval's own fourteen operators are registered through exactly the same hook, by
 ``sceval_plugin.operators.text``, ``.vision`` and ``.audio``.
 
 Implementations may accept a subset of a hook's arguments, so a hook can gain arguments later
-without breaking existing plugins.
+without breaking existing plugins. Each ``registry`` is a :class:`faultline_eval.core.registry.Registry`
+(the operators', conditions', probes' and converters' own subclass); a hook needs only its
+``add``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
 import pluggy
 
-if TYPE_CHECKING:  # pragma: no cover
-    from sceval_plugin.construction.convert import ConverterRegistry
-    from sceval_plugin.conditions import ConditionRegistry
-    from sceval_plugin.operators import OperatorRegistry
-    from sceval_plugin.probe_conditions import ProbeRegistry
+from faultline_eval.core.registry import PluginRegistry
 
 PROJECT = "sceval"
 
@@ -33,7 +32,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def sceval_register_operators(registry: OperatorRegistry) -> None:
+def sceval_register_operators(registry: PluginRegistry[Callable[..., Any]]) -> None:
     """Add corruption operators to ``registry``.
 
     Call ``registry.add(fn)`` for every function decorated with
@@ -43,7 +42,7 @@ def sceval_register_operators(registry: OperatorRegistry) -> None:
 
 
 @hookspec
-def sceval_register_conditions(registry: ConditionRegistry) -> None:
+def sceval_register_conditions(registry: PluginRegistry[Any]) -> None:
     """Add evaluation conditions to ``registry``; each becomes an lmms-eval task.
 
     Call ``registry.add(Condition(...))`` (see :mod:`sceval_plugin.conditions`). Operators a
@@ -53,7 +52,7 @@ def sceval_register_conditions(registry: ConditionRegistry) -> None:
 
 
 @hookspec
-def sceval_register_probes(registry: ProbeRegistry) -> None:
+def sceval_register_probes(registry: PluginRegistry[Callable[..., Any]]) -> None:
     """Add mechanism probes (App. G.9-G.11) to ``registry``; a condition runs one through
     ``Condition(..., block="probe", probe=ProbeCall(name, parameter))``.
 
@@ -75,7 +74,7 @@ def sceval_register_probes(registry: ProbeRegistry) -> None:
 
 
 @hookspec
-def sceval_register_converters(registry: ConverterRegistry) -> None:
+def sceval_register_converters(registry: PluginRegistry[Any]) -> None:
     """Add source-benchmark converters (``sceval build convert``) to ``registry``.
 
     Call ``registry.add(Converter(name, convert, license=..., description=...))`` (see

@@ -35,9 +35,10 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from sceval_plugin.conditions import Condition, ConditionRegistry, _replace
+from sceval_plugin.conditions import Condition, ConditionRegistry
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.parsing import _FENCE, _json_objects
 
@@ -65,7 +66,7 @@ def condition_id(base: str) -> str:
 def sceval_register_conditions(registry: ConditionRegistry) -> None:
     for base_id in NO_OPTION_BASES:
         base = registry.get(base_id)
-        registry.add(_replace(base, id=condition_id(base_id), block=BLOCK, prompt="no_option", suites=(), role="",
+        registry.add(replace(base, id=condition_id(base_id), block=BLOCK, prompt="no_option", suites=(), role="",
                               aliases=(), base=base_id,
                               description="options removed: the model writes a short answer and its evidence"))
 

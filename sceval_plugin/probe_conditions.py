@@ -42,14 +42,16 @@ import functools
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from faultline_eval.core.registry import PluginError, Registry
 from sceval_plugin.conditions import Condition, ConditionRegistry
 from sceval_plugin.data.records import OmniItem, field_error
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.operators import SAMPLE_RATE, variant_rng, variant_seed
+from sceval_plugin.plugins import fill_registry
 
 PROBE_FAMILIES = ("mismatch", "temporal", "desync", "frame_budget", "key_frame", "distractor")
 #: Donor tiers (G.9; G.11's "unrelated"): see :meth:`DonorPicker.candidates`.
@@ -151,6 +153,11 @@ class ProbeCall:
     def id(self) -> str:
         return f"{self.name}_{self.label}"
 
+    def checked(self) -> ProbeCall:
+        """This call with its parameter normalised; an unknown probe or an invalid parameter
+        raises (what :class:`~sceval_plugin.conditions.ConditionRegistry` asks of a probe)."""
+        return ProbeCall(self.name, get(self.name).check(self.parameter))
+
 
 def default_label(parameter: Any) -> str:
     """A parameter as an id part: ``0.5`` -> ``0p5``, ``-2`` -> ``minus2``, words as they are."""
@@ -199,57 +206,32 @@ def probe(name: str, *, family: str, parameters: Sequence[Any], check: Callable[
     return decorate
 
 
-class ProbeRegistry:
+class ProbeRegistry(Registry[ProbeSpec]):
     """Name -> :class:`ProbeSpec`, filled by ``sceval_register_probes`` hooks."""
 
     def __init__(self) -> None:
-        self._specs: dict[str, ProbeSpec] = {}
-        self._plugin = "<direct>"
+        super().__init__("probe")
 
     def add(self, func: Callable[..., Any] | ProbeSpec) -> ProbeSpec:
-        from sceval_plugin.plugins import PluginError
-
+        """Register a function decorated with :func:`probe` (or a ready spec); a clash or an
+        unknown family raises PluginError."""
         spec = func if isinstance(func, ProbeSpec) else getattr(func, "sceval_probe", None)
         if not isinstance(spec, ProbeSpec):
-            raise PluginError(f"plugin {self._plugin} tried to register {func!r}, which is not decorated with "
+            raise PluginError(f"plugin {self.plugin} tried to register {func!r}, which is not decorated with "
                               "@sceval_plugin.probe_conditions.probe(...)")
-        if spec.name in self._specs:
-            raise PluginError(f"probe {spec.name!r} is registered by two plugins: {self._specs[spec.name].plugin} "
-                              f"and {self._plugin}")
         if spec.family not in PROBE_FAMILIES:
             raise PluginError(f"probe {spec.name!r}: family must be one of {PROBE_FAMILIES}, got {spec.family!r}")
-        spec = replace(spec, plugin=self._plugin)
-        self._specs[spec.name] = spec
-        return spec
-
-    def get(self, name: str) -> ProbeSpec:
-        try:
-            return self._specs[name]
-        except KeyError:
-            raise KeyError(f"unknown probe {name!r} (registered: {', '.join(sorted(self._specs))})") from None
-
-    def names(self) -> list[str]:
-        return list(self._specs)
-
-    def __iter__(self) -> Iterator[ProbeSpec]:
-        return iter(self._specs.values())
+        return self.register(spec.name, replace(spec, plugin=self.plugin))
 
 
 @functools.lru_cache(maxsize=None)
 def registry() -> ProbeRegistry:
     """Every installed plugin's probes (built once per process)."""
-    from sceval_plugin.plugins import fill_registry
-
     return fill_registry("sceval_register_probes", ProbeRegistry(), "probes")
 
 
 def get(name: str) -> ProbeSpec:
     return registry().get(name)
-
-
-def check_call(call: ProbeCall) -> ProbeCall:
-    """``call`` with its parameter normalised; unknown probes and invalid parameters raise."""
-    return ProbeCall(call.name, get(call.name).check(call.parameter))
 
 
 # --- donors -------------------------------------------------------------------------------------
@@ -449,33 +431,47 @@ def temporal(ev: Evidence, kind: str, rng: np.random.Generator, donor: None) -> 
     ``audio_gaps_<n>x<s>s`` inserts n gaps of s seconds."""
     gaps = _gaps(kind)
     if gaps:
-        count, seconds = gaps
-        if ev.audio is None or len(ev.audio) <= count:
-            raise NotApplicable("audio_too_short")
-        at = np.sort(rng.choice(np.arange(1, len(ev.audio)), size=count, replace=False))
-        silence = np.zeros(int(round(seconds * SAMPLE_RATE)), ev.audio.dtype)
-        parts = np.split(ev.audio, at)
-        return replace(ev, audio=np.concatenate([x for part in parts[:-1] for x in (part, silence)] + [parts[-1]]))
+        return _insert_gaps(ev, *gaps, rng)
     if kind == "audio_shuffle":
-        seg = int(round(AUDIO_SEGMENT_S * SAMPLE_RATE))
-        count = 0 if ev.audio is None else math.ceil(len(ev.audio) / seg)
-        if count < 2:
-            raise NotApplicable("audio_too_short")
-        parts = [ev.audio[i * seg:(i + 1) * seg] for i in range(count)]
-        return replace(ev, audio=np.concatenate([parts[i] for i in _derangement(rng, count)]))
+        return _shuffle_audio(ev, rng)
     if kind.startswith("middle_drop"):
-        n = 0 if ev.frames is None else len(ev.frames)
-        fixed = _MIDDLE_DROP.fullmatch(kind)
-        k = int(fixed.group(1)) if fixed else max(1, round(n * MIDDLE_DROP_FRACTION))
-        if n - k < 2:
-            raise NotApplicable("too_few_frames")
-        start = n // 2 if k == 1 else (n - k) // 2
-        keep = [i for i in range(n) if not start <= i < start + k]
-        times = None if ev.frame_times is None else tuple(ev.frame_times[i] for i in keep)
-        return replace(ev, frames=ev.frames[keep], frame_times=times)
+        return _drop_middle_frames(ev, kind)
     n = _frame_count(ev, 2, "single_frame")
     order = _derangement(rng, n) if kind == "frame_shuffle" else np.arange(n)[::-1]
     return replace(ev, frames=ev.frames[order])
+
+
+def _insert_gaps(ev: Evidence, count: int, seconds: float, rng: np.random.Generator) -> Evidence:
+    """``count`` gaps of ``seconds`` of silence inserted at distinct random points of the audio."""
+    if ev.audio is None or len(ev.audio) <= count:
+        raise NotApplicable("audio_too_short")
+    at = np.sort(rng.choice(np.arange(1, len(ev.audio)), size=count, replace=False))
+    silence = np.zeros(int(round(seconds * SAMPLE_RATE)), ev.audio.dtype)
+    parts = np.split(ev.audio, at)
+    return replace(ev, audio=np.concatenate([x for part in parts[:-1] for x in (part, silence)] + [parts[-1]]))
+
+
+def _shuffle_audio(ev: Evidence, rng: np.random.Generator) -> Evidence:
+    """The audio cut in :data:`AUDIO_SEGMENT_S` segments, put in a deranged order."""
+    seg = int(round(AUDIO_SEGMENT_S * SAMPLE_RATE))
+    count = 0 if ev.audio is None else math.ceil(len(ev.audio) / seg)
+    if count < 2:
+        raise NotApplicable("audio_too_short")
+    parts = [ev.audio[i * seg:(i + 1) * seg] for i in range(count)]
+    return replace(ev, audio=np.concatenate([parts[i] for i in _derangement(rng, count)]))
+
+
+def _drop_middle_frames(ev: Evidence, kind: str) -> Evidence:
+    """``middle_drop`` / ``middle_drop_<k>`` (see :func:`temporal`); frame times go with their frames."""
+    n = 0 if ev.frames is None else len(ev.frames)
+    fixed = _MIDDLE_DROP.fullmatch(kind)
+    k = int(fixed.group(1)) if fixed else max(1, round(n * MIDDLE_DROP_FRACTION))
+    if n - k < 2:
+        raise NotApplicable("too_few_frames")
+    start = n // 2 if k == 1 else (n - k) // 2
+    keep = [i for i in range(n) if not start <= i < start + k]
+    times = None if ev.frame_times is None else tuple(ev.frame_times[i] for i in keep)
+    return replace(ev, frames=ev.frames[keep], frame_times=times)
 
 
 @probe("desync", family="desync", parameters=PARAMETERS["desync"], check=_seconds,
@@ -623,7 +619,7 @@ BUILTIN_PROBES = (mismatch_text, mismatch_vision, mismatch_audio, temporal, desy
 def probe_condition(name: str, parameter: Any, *, suites: tuple[str, ...] = ()) -> Condition:
     """The condition running probe ``name`` at ``parameter`` (id ``probe_<name>_<parameter>``);
     ``suites=("probe_option",)`` for another reading than Table 17's (:data:`OPTIONS`)."""
-    call = check_call(ProbeCall(name, parameter))
+    call = ProbeCall(name, parameter).checked()
     return Condition(f"probe_{call.id}", "probe", probe=call, suites=suites,
                      description=get(name).describe(call.parameter))
 

@@ -175,13 +175,13 @@ def test_a_converter_name_taken_twice_names_both_plugins():
     from sceval_plugin.plugins import PluginError
 
     registry = convert.ConverterRegistry()
-    registry._plugin = "'first' (distribution a 1)"
-    registry.add(convert.Converter("clips", lambda root, out: iter(()), "MIT"))
-    registry._plugin = "'second' (distribution b 2)"
-    with pytest.raises(PluginError, match=r"converter 'clips' is registered by two plugins: 'first' .* and 'second'"):
+    with registry.adding_for("'first' (distribution a 1)"):
         registry.add(convert.Converter("clips", lambda root, out: iter(()), "MIT"))
-    with pytest.raises(PluginError, match="evidence_modality must be one of"):
-        registry.add(convert.Converter("other", lambda root, out: iter(()), "MIT", evidence_modality="smell"))
+    with registry.adding_for("'second' (distribution b 2)"):
+        with pytest.raises(PluginError, match=r"converter 'clips' is registered by two plugins: 'first' .* and 'second'"):
+            registry.add(convert.Converter("clips", lambda root, out: iter(()), "MIT"))
+        with pytest.raises(PluginError, match="evidence_modality must be one of"):
+            registry.add(convert.Converter("other", lambda root, out: iter(()), "MIT", evidence_modality="smell"))
 
 
 def _demo_converted(build_dir: Path, tmp_path: Path) -> None:

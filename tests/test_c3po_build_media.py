@@ -311,11 +311,11 @@ def test_backends_register_through_the_hook_and_clashes_name_both_plugins():
         "speech": ["espeak", "qwen3-tts"], "sfx": ["audioldm2", "procedural"], "image": ["caption-card", "diffusers"]}
     mine = SynthesisRegistry()
     c3po_register_synthesis_backends(mine)  # the built-ins' own hook implementation
-    mine._plugin = "'my_tts' (distribution my-tts 1.0)"
-    with pytest.raises(PluginError, match=r"speech backend 'espeak' is registered by two plugins: .*my_tts"):
-        mine.add("speech", "espeak", object)
-    with pytest.raises(PluginError, match="kind 'video'"):
-        mine.add("video", "sora", object)
+    with mine.adding_for("'my_tts' (distribution my-tts 1.0)"):
+        with pytest.raises(PluginError, match=r"speech backend 'espeak' is registered by two plugins: .*my_tts"):
+            mine.add("speech", "espeak", object)
+        with pytest.raises(PluginError, match="kind 'video'"):
+            mine.add("video", "sora", object)
 
 
 def test_a_missing_gpu_backend_names_the_extra():

@@ -28,6 +28,7 @@ from typing import Callable
 
 import numpy as np
 
+from faultline_eval.core.demo_media import tone_events
 from faultline_eval.core.media_processing import write_clip
 from c3po_plugin.data import make_demo as demo
 from faultline_eval.core import media
@@ -90,7 +91,7 @@ def _lights(rng):
 
 def _tones(rng) -> np.ndarray:
     highs = [bool(h) for h in rng.integers(0, 2, size=int(rng.integers(3, 6)))]
-    return demo._tone(5.0, [(0.3 + 0.9 * j, 0.5, demo.HIGH_HZ if h else demo.LOW_HZ) for j, h in enumerate(highs)])
+    return tone_events(5.0, [(0.3 + 0.9 * j, 0.5, demo.HIGH_HZ if h else demo.LOW_HZ) for j, h in enumerate(highs)])
 
 
 #: (base id prefix, modality, count, tags, maker)

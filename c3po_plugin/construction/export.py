@@ -41,14 +41,27 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+
+import numpy as np
 
 from c3po_plugin.construction import settings as build_settings
-from c3po_plugin.construction.assemble import BuiltItem, accepted_items, project_template_id, sample_fates, template_id_of
+from c3po_plugin.construction.assemble import (
+    BuiltItem,
+    accepted_items,
+    project_template_id,
+    sample_fates,
+    template_id_of,
+)
 from c3po_plugin.construction.ledger import Ledger
-from faultline_eval.core.store import replacing, write_atomic
+from c3po_plugin.data.records import item_from_row
+from c3po_plugin.templates import CATEGORIES
+from faultline_eval.core import media
+from faultline_eval.core.figures import pyplot, save
 from faultline_eval.core.hub import push
+from faultline_eval.core.store import replacing, write_atomic
 
 STAGE = "export"
 FUNNEL = ("candidates", "generated", "rule_rejected", "audited", "accepted", "exported")
@@ -102,11 +115,6 @@ def _row(item: BuiltItem, out: Path, human: str | None) -> dict[str, Any]:
 def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub: str | None = None,
                templates: list[str] | None = None, figures: bool = True) -> dict:
     """Write the dataset, the funnel and the histogram; returns the counts and the paths."""
-    import datasets
-
-    from c3po_plugin.data.records import item_from_row
-    from faultline_eval.core import media
-
     build_dir = Path(build_dir)
     out = Path(out) if out is not None else build_dir / "export"
     wanted = None if templates is None else {project_template_id(t) for t in templates}
@@ -114,27 +122,7 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
     if (out / "media").exists():  # an export is rebuilt whole from the ledgers
         shutil.rmtree(out / "media")
     out.mkdir(parents=True, exist_ok=True)
-    ledger = Ledger(build_dir, STAGE)
-    answers = {k: v.get("human_answer") for k, v in Ledger(build_dir, "sample").ok().items()}
-    counts = {"ok": 0, "rejected": 0, "failed": 0, "skipped": 0}
-    rows, exported = [], []
-    for sample_id, reason in problems:
-        ledger.record(sample_id, "failed", reason=reason)
-        counts["failed"] += 1
-    for item in items:
-        try:
-            row = _row(item, out, answers.get(item.sample_id))
-            checked = item_from_row(row, out)
-            for kind, path in checked.relative_media().items():
-                media.probe(out / path)
-        except (ValueError, OSError) as exc:  # RecordError and MediaError are ValueErrors
-            ledger.record(item.sample_id, "failed", reason=f"{type(exc).__name__}: {exc}")
-            counts["failed"] += 1
-            continue
-        ledger.record(item.sample_id, "ok", {"files": [row[k] for k in ("video", "image", "audio") if row[k]]})
-        rows.append(row)
-        exported.append(item)
-        counts["ok"] += 1
+    rows, exported, counts = _export_items(build_dir, out, items, problems)
     fates = sample_fates(build_dir, templates)
     funnel = funnel_counts(build_dir, {it.sample_id for it in exported}, fates, wanted)
     written = write_funnel(funnel, out)  # also when nothing was accepted: it shows where items were lost
@@ -151,12 +139,7 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
                       note=counts.get("note", "") + ("; " if counts.get("note") else "")
                       + "no accepted item to export: no dataset written (see funnel.md and ledger/export.jsonl)")
         return counts
-    with replacing(out / "items.parquet") as temporary:
-        datasets.Dataset.from_list(rows).to_parquet(str(temporary))
-    pools = sorted({_pool_name(it) for it in exported})
-    write_atomic(out / "README.md", CARD.format(pools=", ".join(pools), n=len(rows),
-                                                templates=len({it.template_id for it in exported}),
-                                                models=build_settings.card_section(build_dir)))
+    _write_dataset(build_dir, out, rows, exported)
     if figures:
         written += difficulty_histogram(exported, out / "difficulty")
     counts["files"] = [str(p) for p in written]
@@ -164,6 +147,47 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
     if push_to_hub:
         counts["hub"] = push(out, push_to_hub)
     return counts
+
+
+def _export_items(build_dir: Path, out: Path, items: list[BuiltItem],
+                  problems: list[tuple[str, str]]) -> tuple[list[dict], list[BuiltItem], dict]:
+    """Each accepted item's row and media under ``out``, checked as the task will read them, and
+    every item's fate (``problems``: the accepted ones that cannot be exported) in the export
+    ledger. Returns the rows, their items and the counts."""
+    ledger = Ledger(build_dir, STAGE)
+    answers = {k: v.get("human_answer") for k, v in Ledger(build_dir, "sample").ok().items()}
+    counts: dict[str, Any] = {"ok": 0, "rejected": 0, "failed": 0, "skipped": 0}
+    rows, exported = [], []
+    for sample_id, reason in problems:
+        ledger.record(sample_id, "failed", reason=reason)
+        counts["failed"] += 1
+    for item in items:
+        try:
+            row = _row(item, out, answers.get(item.sample_id))
+            checked = item_from_row(row, out)
+            for path in checked.relative_media().values():
+                media.probe(out / path)
+        except (ValueError, OSError) as exc:  # RecordError and MediaError are ValueErrors
+            ledger.record(item.sample_id, "failed", reason=f"{type(exc).__name__}: {exc}")
+            counts["failed"] += 1
+            continue
+        ledger.record(item.sample_id, "ok", {"files": [row[k] for k in ("video", "image", "audio") if row[k]]})
+        rows.append(row)
+        exported.append(item)
+        counts["ok"] += 1
+    return rows, exported, counts
+
+
+def _write_dataset(build_dir: Path, out: Path, rows: list[dict], exported: list[BuiltItem]) -> None:
+    """``items.parquet`` and the dataset card."""
+    import datasets  # heavy: only an export with items needs it
+
+    with replacing(out / "items.parquet") as temporary:
+        datasets.Dataset.from_list(rows).to_parquet(str(temporary))
+    pools = sorted({_pool_name(it) for it in exported})
+    write_atomic(out / "README.md", CARD.format(pools=", ".join(pools), n=len(rows),
+                                                templates=len({it.template_id for it in exported}),
+                                                models=build_settings.card_section(build_dir)))
 
 
 # --- funnel -------------------------------------------------------------------------------------------
@@ -247,11 +271,6 @@ def write_funnel(funnel: dict[str, dict[str, int]], out: Path) -> list[Path]:
 
 def difficulty_histogram(items: list[BuiltItem], stem: Path) -> list[Path]:
     """The paper's Fig. 7: items per difficulty score (1-10), stacked by category."""
-    import numpy as np
-
-    from c3po_plugin.templates import CATEGORIES
-    from sceval_plugin.report.plots import pyplot, save
-
     plt = pyplot()
     scores = np.arange(1, 11)
     fig, ax = plt.subplots(figsize=(5.6, 3.4))

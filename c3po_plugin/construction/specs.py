@@ -42,10 +42,15 @@ from __future__ import annotations
 
 import copy
 import functools
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Iterator
 
+from c3po_plugin.construction.select import check_spec
 from c3po_plugin.hookspecs import hookimpl
+from c3po_plugin.plugins import HOST
+from c3po_plugin.templates import BUILTIN
+from c3po_plugin.templates import registry as template_registry
+from faultline_eval.core.registry import Registry
 
 #: Base-item tags the built-in specs filter on (``selection_filter.match``).
 TAGS = ("procedure", "kitchen", "objects", "counting", "text", "sign", "container", "clock", "outdoor",
@@ -69,9 +74,7 @@ class GenerationSpec:
         where = f"generation spec of {self.template_id} ({self.template_name})"
         if not isinstance(base, dict) or not isinstance(base.get("selection_filter"), dict):
             raise ValueError(f"{where}: generation_spec[{self.base_modality!r}] needs a selection_filter")
-        from c3po_plugin.construction.select import check_spec  # the one vocabulary: select's matcher, processing's actions
-
-        check_spec(self)
+        check_spec(self)  # the one vocabulary: select's matcher, processing's actions
         if "query_skeleton" not in self.generation_spec.get("text", {}):
             raise ValueError(f"{where}: generation_spec['text'] needs a query_skeleton")
 
@@ -93,49 +96,32 @@ class GenerationSpec:
         return self.aliases[0] if self.aliases else self.template_id
 
 
-class SpecRegistry:
+class SpecRegistry(Registry[GenerationSpec]):
     """Specs by template id and by alias; filled by the ``c3po_register_generation_specs`` hook."""
 
     def __init__(self) -> None:
-        self._by_id: dict[str, GenerationSpec] = {}
-        self._plugin = "<direct>"
+        super().__init__("generation spec id")
 
     def add(self, spec: GenerationSpec) -> GenerationSpec:
-        from dataclasses import replace
+        """Register ``spec`` under its template id and aliases; a taken one raises PluginError."""
+        spec = replace(spec, plugin=self.plugin)
+        return self.register(spec.template_id, spec, aliases=dict.fromkeys(spec.aliases, self.kind))
 
-        from faultline_eval.core.plugin_host import PluginError
-
-        spec = replace(spec, plugin=self._plugin)
-        for key in (spec.template_id, *spec.aliases):
-            if key in self._by_id:
-                raise PluginError(f"generation spec id {key!r} is registered by two plugins: "
-                                  f"{self._by_id[key].plugin} and {spec.plugin}")
-            self._by_id[key] = spec
-        return spec
-
-    def find(self, key: str) -> GenerationSpec | None:
-        return self._by_id.get(key)
-
-    def __iter__(self):
-        seen = {id(s): s for s in self._by_id.values()}
-        return iter(sorted(seen.values(), key=lambda s: s.template_id))
+    def __iter__(self) -> Iterator[GenerationSpec]:
+        return iter(sorted(super().__iter__(), key=lambda s: s.template_id))
 
 
 @functools.lru_cache(maxsize=1)
 def registry() -> SpecRegistry:
-    from c3po_plugin.plugins import HOST
-
     return HOST.fill_registry("c3po_register_generation_specs", SpecRegistry(), "generation specs")
 
 
 def template_id(key: str) -> str:
     """The project's template id for an id, a name or a paper id (``D_T1_001``)."""
-    from c3po_plugin.templates import registry as templates
-
     spec = registry().find(key)
     if spec is not None:
         return spec.template_id
-    return templates().get(key).id
+    return template_registry().get(key).id
 
 
 def spec_for(key: str) -> GenerationSpec:
@@ -154,8 +140,6 @@ def all_specs() -> list[GenerationSpec]:
 def resolve(templates: Iterable[str] | None) -> tuple[list[GenerationSpec], list[str]]:
     """(specs to build, template ids skipped because they have no spec) for a stage's
     ``templates`` argument; None means every registered template."""
-    from c3po_plugin.templates import registry as template_registry
-
     keys = [t.id for t in template_registry()] if templates is None else [template_id(k) for k in templates]
     found, skipped = [], []
     for key in dict.fromkeys(keys):
@@ -166,14 +150,6 @@ def resolve(templates: Iterable[str] | None) -> tuple[list[GenerationSpec], list
 
 # --- the 25 built-in specs ---------------------------------------------------------------------
 
-PAPER_IDS = {  # App. G / App. I give the first two; the rest follow their scheme (see the docstring)
-    "IC02": "D_T1_001", "CC07": "C_T2_004",
-    "IC01": "D_T1_002", "IC03": "D_T1_003", "IC04": "D_T1_004", "IC05": "D_T1_005", "IC06": "D_T1_006",
-    "IC07": "D_T2_001", "IC08": "D_T2_002", "IC09": "D_T2_003", "IC10": "D_T2_004", "IC11": "D_T3_001",
-    "CC01": "C_T1_001", "CC02": "C_T1_002", "CC03": "C_T1_003", "CC04": "C_T1_004", "CC05": "C_T1_005",
-    "CC06": "C_T1_006", "CC08": "C_T2_001", "CC09": "C_T2_002", "CC10": "C_T2_003", "CC11": "C_T2_005",
-    "CC12": "C_T3_001", "CC13": "C_T3_002", "CC14": "C_T4_001",
-}
 VIDEO_SOURCES = "HowTo100M / EPIC-Kitchens / Ego4D / OOPS"
 IMAGE_SOURCES = "Visual Genome / COCO / TextVQA / Visual Counterfact"
 TTS, SFX = "generation (TTS)", "generation (SFX, text-to-audio)"
@@ -559,12 +535,10 @@ def _state_roles(spec: dict[str, Any], contributes: dict[str, str], conflict: tu
 
 
 def builtin_specs() -> list[GenerationSpec]:
-    from c3po_plugin.templates import BUILTIN
-
     specs = []
     for t in BUILTIN:
         common = dict(template_id=t.id, template_name=t.name, category=_category(t), base_modality=t.base_modality,
-                      aliases=(PAPER_IDS[t.id],))
+                      aliases=t.aliases)
         if t.id == "IC02":
             paper = {**_PAPER_IC02, "generation_spec": copy.deepcopy(_PAPER_IC02["generation_spec"])}
             _state_roles(paper["generation_spec"], _IC02_CONTRIBUTES, None)

@@ -41,12 +41,21 @@ counted ``waiting``. None of these becomes an item.
 from __future__ import annotations
 
 import functools
+import importlib
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+import numpy as np
 
 from c3po_plugin.construction.assemble import nested, project_template_id, template_id_of
 from c3po_plugin.construction.ledger import Ledger, Upstream
 from c3po_plugin.hookspecs import hookimpl
+from c3po_plugin.plugins import HOST
+from c3po_plugin.templates import registry as template_registry
+from faultline_eval.core import media
+from faultline_eval.core.media import SAMPLE_RATE
+from faultline_eval.core.registry import PluginError, Registry
 
 STAGE = "synthesize"
 KINDS = ("speech", "sfx", "image")
@@ -54,45 +63,49 @@ DEFAULTS = {"speech": "espeak", "sfx": "procedural", "image": "caption-card"}
 
 
 class SynthesisRegistry:
-    """Backend factories by kind and name; filled by the ``c3po_register_synthesis_backends`` hook."""
+    """Backend factories by kind and name: one :class:`Registry` per kind (``speech``, ``sfx``,
+    ``image``), filled together by the ``c3po_register_synthesis_backends`` hook."""
 
     def __init__(self) -> None:
-        self._factories: dict[tuple[str, str], tuple[Callable[..., Any], str]] = {}
-        self._plugin = "<direct>"
+        self.kinds = {kind: Registry[Callable[..., Any]](f"{kind} backend") for kind in KINDS}
 
     def add(self, kind: str, name: str, factory: Callable[..., Any]) -> None:
-        from faultline_eval.core.plugin_host import PluginError
+        """Register ``factory(model=None)`` as the ``kind`` backend ``name``; an unknown kind or a
+        taken name raises PluginError."""
+        if kind not in self.kinds:
+            raise PluginError(f"synthesis backend {name!r} ({self.plugin}): kind {kind!r} is not one of {KINDS}")
+        self.kinds[kind].register(name, factory)
 
-        if kind not in KINDS:
-            raise PluginError(f"synthesis backend {name!r} ({self._plugin}): kind {kind!r} is not one of {KINDS}")
-        if (kind, name) in self._factories:
-            raise PluginError(f"{kind} backend {name!r} is registered by two plugins: "
-                              f"{self._factories[kind, name][1]} and {self._plugin}")
-        self._factories[kind, name] = (factory, self._plugin)
+    @property
+    def plugin(self) -> str:
+        """The plugin adding now."""
+        return self.kinds[KINDS[0]].plugin
+
+    @contextmanager
+    def adding_for(self, plugin: str) -> Iterator[None]:
+        """What one plugin adds, to every kind; undone in all of them if it fails."""
+        with ExitStack() as stack:
+            for backends in self.kinds.values():
+                stack.enter_context(backends.adding_for(plugin))
+            yield
 
     def names(self, kind: str) -> list[str]:
-        return sorted(name for k, name in self._factories if k == kind)
+        return sorted(self.kinds[kind].names())
 
     def make(self, kind: str, spec: str) -> Any:
         """The backend object for ``name`` or ``name:<model>``."""
         name, _, model = spec.partition(":")
-        if (kind, name) not in self._factories:
-            raise KeyError(f"unknown {kind} backend {name!r}; known: {', '.join(self.names(kind))}")
-        return self._factories[kind, name][0](model=model or None)
+        return self.kinds[kind].get(name)(model=model or None)
 
 
 @functools.lru_cache(maxsize=1)
 def registry() -> SynthesisRegistry:
-    from c3po_plugin.plugins import HOST
-
     return HOST.fill_registry("c3po_register_synthesis_backends", SynthesisRegistry(), "synthesis backends")
 
 
 def _lazy(module: str, cls: str) -> Callable[..., Any]:
     """A factory that imports its module only when a build asks for the backend."""
     def make(model: str | None = None) -> Any:
-        import importlib
-
         return getattr(importlib.import_module(module), cls)(model)
     return make
 
@@ -116,9 +129,7 @@ class Rejected(ValueError):
 def needs(template_id: str) -> tuple[bool, bool]:
     """(needs synthesised audio, needs a synthesised image) for a template: the modalities its
     items take (:mod:`c3po_plugin.templates`) other than its base modality."""
-    from c3po_plugin.templates import registry as templates
-
-    template = templates().get(template_id)
+    template = template_registry().get(template_id)
     base = template.base_modality
     return ("audio" in template.modalities and base != "audio", "image" in template.modalities and base != "image")
 
@@ -176,51 +187,60 @@ def _template_filter(templates: list[str] | None) -> set[str] | None:
 
 def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict | None,
                     backends: dict[str, Any], names: dict[str, str]) -> dict:
-    import numpy as np
-    import soxr
-
-    from faultline_eval.core import media
-    from faultline_eval.core.media import SAMPLE_RATE
-
     template_id = template_id_of(sample_id, sample)
     wants_audio, wants_image = needs(template_id)
     out = build_dir / "media" / "items" / sample_id
     data: dict[str, Any] = {"audio": None, "audio_kind": None, "audio_duration_s": None, "image": None,
                             "backends": dict(names)}
-    if wants_audio:
-        kind = typed.get("kind")  # typed is ok here: run_synthesize checked the classify entry
-        if kind == "tts":
-            text = typed.get("transcript") or nested(sample, "generated_components", "audio", "transcript")
-            style = typed.get("voice_style_prompt") or nested(sample, "generated_components", "audio", "voice_style_prompt")
-            if not text or not str(text).strip():
-                raise Rejected("audio typed as speech (tts) but the transcript is empty")
-            wave, rate = backends["speech"].speak(str(text), style, key=sample_id)
-            data["transcript"] = str(text)  # the reference of the mechanistic probes (E2, E3)
-        elif kind == "sfx":
-            prompt, duration = typed.get("sfx_prompt"), typed.get("duration_s")
-            if not prompt or not duration:
-                raise Rejected(f"audio typed as sfx without a prompt or duration (prompt {prompt!r}, "
-                               f"duration {duration!r})")
-            wave, rate = backends["sfx"].sound(str(prompt), float(duration), key=sample_id)
-        else:
-            raise Rejected(f"template {template_id} needs audio but the audio was typed {kind!r}")
-        wave = np.asarray(wave, dtype=np.float32).reshape(-1)
-        if rate != SAMPLE_RATE:
-            wave = soxr.resample(wave, rate, SAMPLE_RATE).astype(np.float32)
-        if not len(wave) or not np.any(wave):
-            raise RuntimeError(f"{names['speech' if kind == 'tts' else 'sfx']} produced silence")
-        path = media.write_audio(out / "audio.wav", np.clip(wave, -1, 1))
-        data.update(audio=str(path.relative_to(build_dir)), audio_kind=kind,
-                    audio_duration_s=round(len(wave) / SAMPLE_RATE, 3))
+    if wants_audio:  # typed is set here: run_synthesize checked the classify entry
+        data.update(_synthesize_audio(build_dir, out, sample_id, sample, typed, template_id, backends, names))
     if wants_image:
-        caption = nested(sample, "generated_components", "image")
-        if isinstance(caption, dict):  # a generator that nests it: {"caption": ...}
-            caption = caption.get("caption") or caption.get("description")
-        if not caption or not str(caption).strip() or str(caption).strip().lower() == "null":
-            raise Rejected(f"template {template_id} needs an image but the generator gave no caption")
-        picture = np.asarray(backends["image"].draw(str(caption), key=sample_id), dtype=np.uint8)
-        data["image_description"] = str(caption)
-        if picture.ndim != 3 or picture.shape[2] != 3:
-            raise RuntimeError(f"image backend {names['image']} returned shape {picture.shape}, not (H, W, 3)")
-        data["image"] = str(media.write_image(out / "image.png", picture).relative_to(build_dir))
+        data.update(_synthesize_image(build_dir, out, sample_id, sample, template_id, backends, names))
     return data
+
+
+def _synthesize_audio(build_dir: Path, out: Path, sample_id: str, sample: dict, typed: dict, template_id: str,
+                      backends: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """The sample's speech or sound effect, as classify typed it, written at 16 kHz."""
+    import soxr
+
+    data: dict[str, Any] = {}
+    kind = typed.get("kind")
+    if kind == "tts":
+        text = typed.get("transcript") or nested(sample, "generated_components", "audio", "transcript")
+        style = typed.get("voice_style_prompt") or nested(sample, "generated_components", "audio", "voice_style_prompt")
+        if not text or not str(text).strip():
+            raise Rejected("audio typed as speech (tts) but the transcript is empty")
+        wave, rate = backends["speech"].speak(str(text), style, key=sample_id)
+        data["transcript"] = str(text)  # the reference of the mechanistic probes (E2, E3)
+    elif kind == "sfx":
+        prompt, duration = typed.get("sfx_prompt"), typed.get("duration_s")
+        if not prompt or not duration:
+            raise Rejected(f"audio typed as sfx without a prompt or duration (prompt {prompt!r}, "
+                           f"duration {duration!r})")
+        wave, rate = backends["sfx"].sound(str(prompt), float(duration), key=sample_id)
+    else:
+        raise Rejected(f"template {template_id} needs audio but the audio was typed {kind!r}")
+    wave = np.asarray(wave, dtype=np.float32).reshape(-1)
+    if rate != SAMPLE_RATE:
+        wave = soxr.resample(wave, rate, SAMPLE_RATE).astype(np.float32)
+    if not len(wave) or not np.any(wave):
+        raise RuntimeError(f"{names['speech' if kind == 'tts' else 'sfx']} produced silence")
+    path = media.write_audio(out / "audio.wav", np.clip(wave, -1, 1))
+    return {**data, "audio": str(path.relative_to(build_dir)), "audio_kind": kind,
+            "audio_duration_s": round(len(wave) / SAMPLE_RATE, 3)}
+
+
+def _synthesize_image(build_dir: Path, out: Path, sample_id: str, sample: dict, template_id: str,
+                      backends: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """The sample's picture, drawn from the generator's caption."""
+    caption = nested(sample, "generated_components", "image")
+    if isinstance(caption, dict):  # a generator that nests it: {"caption": ...}
+        caption = caption.get("caption") or caption.get("description")
+    if not caption or not str(caption).strip() or str(caption).strip().lower() == "null":
+        raise Rejected(f"template {template_id} needs an image but the generator gave no caption")
+    picture = np.asarray(backends["image"].draw(str(caption), key=sample_id), dtype=np.uint8)
+    if picture.ndim != 3 or picture.shape[2] != 3:
+        raise RuntimeError(f"image backend {names['image']} returned shape {picture.shape}, not (H, W, 3)")
+    return {"image_description": str(caption),
+            "image": str(media.write_image(out / "image.png", picture).relative_to(build_dir))}

@@ -5,10 +5,13 @@ repeated runs), optionally re-grades them with another judge's verdicts (:mod:`.
 computes everything with :mod:`c3po_plugin.metrics` and writes, under ``out``:
 
 * ``tier_table``, ``template_table``, ``failure_modes``, ``overall`` as ``.md``, ``.csv``, ``.tex``
-  (through SCEval's :func:`~sceval_plugin.report.tables.write_table`);
+  (and ``.trials.json``, the trials behind each number);
 * ``template_accuracy``, ``tier_accuracy``, ``failure_modes``, ``dominance_split`` and, where
   items carry difficulty scores, ``difficulty`` as ``.png`` (200 dpi) and ``.pdf``;
 * ``report.json`` with every number, the settings, the logs' fingerprints and which judge graded.
+
+Each part is a :class:`~faultline_eval.core.report_writer.Section` value; the core's
+:func:`~faultline_eval.core.report_writer.write_report` writes them, as for ``sceval report``.
 
 The summary and ``report.json`` name the judge behind every model's numbers; the embedding
 judge is flagged as the offline stand-in it is (not the paper's Qwen3-Omni judge).
@@ -16,10 +19,11 @@ judge is flagged as the offline stand-in it is (not the paper's Qwen3-Omni judge
 
 from __future__ import annotations
 
-import json
+import functools
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -27,11 +31,11 @@ from c3po_plugin import metrics
 from c3po_plugin.report import plots, tables
 from c3po_plugin.report.reader import read_runs
 from c3po_plugin.report.verdicts import apply_verdicts, read_verdicts
+from faultline_eval.core.figures import Figure
+from faultline_eval.core.report_writer import Report, Section, write_report
 from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
-from sceval_plugin.report import json_records
+from faultline_eval.core.tables import Table, json_records, pp
 from sceval_plugin.report.reader import ReportError
-from sceval_plugin.report.tables import pp, write_table
-from faultline_eval.core.store import write_atomic
 
 __all__ = ["ReportError", "build_report", "compute"]
 
@@ -94,8 +98,52 @@ def summary_text(numbers: dict[str, pd.DataFrame], out: Path, notes: list[str]) 
     return "\n".join(lines + [f"  note: {n}" for n in notes])
 
 
+def tables_section(trials: pd.DataFrame, numbers: dict[str, pd.DataFrame], judges: dict[str, list[str]]) -> Section:
+    """Table 3's layout, the per-template table, failure modes and the overall table, each number
+    linked to its trials (the templates of its group, :func:`.tables.template_groups`)."""
+    groups = tables.template_groups(trials)
+    return Section(tables=[
+        Table("tier_table", "C3PO accuracy (%) per category and tier (Table 3 layout)",
+              *tables.tier_table(numbers["accuracy"], groups)),
+        Table("template_table", "Accuracy (%) per template with 95% bootstrap interval and sample count",
+              *tables.template_table(numbers["accuracy"])),
+        Table("failure_modes", "Failure modes of wrong answers: share per template (Table 12 columns)",
+              *tables.failure_table(numbers["failure_modes"], groups)),
+        Table("overall", "Overall accuracy (%) as #YES/#Total and with ungradable trials as missing, exact-match-only "
+              "accuracy, coverage, judge use and the judge", *tables.overall_table(numbers["overall"], judges, groups)),
+    ])
+
+
+def figures_section(trials: pd.DataFrame, numbers: dict[str, pd.DataFrame]) -> Section:
+    """Accuracy per template and per tier, failure modes, the dominance split and, where items
+    carry difficulty scores, their histogram (otherwise a note)."""
+    drawn = [Figure("template_accuracy", functools.partial(plots.template_accuracy, numbers["accuracy"])),
+             Figure("tier_accuracy", functools.partial(plots.tier_accuracy, numbers["accuracy"])),
+             Figure("failure_modes", functools.partial(plots.failure_modes, numbers["failure_modes"])),
+             Figure("dominance_split", functools.partial(plots.dominance_split, numbers["failure_modes"]))]
+    if trials["difficulty"].notna().any():
+        return Section(figures=[*drawn, Figure("difficulty", functools.partial(plots.difficulty_histogram, trials))])
+    return Section(figures=drawn, notes=["no item carries a difficulty score: no difficulty histogram"])
+
+
+def head(trials: pd.DataFrame, judges: dict[str, list[str]], run_dirs: Sequence[str | Path], *, b: int, seed: int,
+         verdicts: str | Path | None) -> dict[str, Any]:
+    """report.json's first entries: the settings, which judge graded each model, the counts."""
+    return {
+        "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "runs": [str(r) for r in run_dirs],
+                     "verdicts": None if verdicts is None else str(verdicts),
+                     "accuracy": "per sample: mean over its runs; then mean over samples",
+                     "not_gradable": "accuracy (#YES/#Total, paper §3.2) counts API failures and judge errors as not "
+                                     "correct; accuracy_gradable counts them as missing; empty replies and refusals "
+                                     "are wrong in both"},
+        "graded_by": judges,
+        "counts": {"trials": len(trials), "models": sorted(map(str, trials["model"].unique())),
+                   "samples": int(trials["sample_id"].nunique())},
+    }
+
+
 def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT,
-                 verdicts: str | Path | None = None) -> dict:
+                 verdicts: str | Path | None = None) -> dict[str, Any]:
     """Read ``run_dirs``, optionally re-grade with ``verdicts``, compute and write everything
     under ``out``. Returns what was written (``written``), ``notes``, ``trials``, ``models``,
     ``seconds`` and a printable ``summary``. Raises :class:`ReportError` on unusable input."""
@@ -107,45 +155,16 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
         notes += more
     numbers = compute(trials, b=b, seed=seed)
     judges = graded_by(trials)
-    notes += judge_notes(judges)
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    groups = tables.template_groups(trials)  # the templates behind each number, for the viewer's links
-    for name, caption, (shown, raw) in [
-        ("tier_table", "C3PO accuracy (%) per category and tier (Table 3 layout)",
-         tables.tier_table(numbers["accuracy"], groups)),
-        ("template_table", "Accuracy (%) per template with 95% bootstrap interval and sample count",
-         tables.template_table(numbers["accuracy"])),
-        ("failure_modes", "Failure modes of wrong answers: share per template (Table 12 columns)",
-         tables.failure_table(numbers["failure_modes"], groups)),
-        ("overall", "Overall accuracy (%) as #YES/#Total and with ungradable trials as missing, exact-match-only "
-         "accuracy, coverage, judge use and the judge", tables.overall_table(numbers["overall"], judges, groups)),
-    ]:
-        written += write_table(out, name, shown, raw, caption)
-    written += [*plots.template_accuracy(numbers["accuracy"], out / "template_accuracy.png"),
-                *plots.tier_accuracy(numbers["accuracy"], out / "tier_accuracy.png"),
-                *plots.failure_modes(numbers["failure_modes"], out / "failure_modes.png"),
-                *plots.dominance_split(numbers["failure_modes"], out / "dominance_split.png")]
-    if trials["difficulty"].notna().any():
-        written += plots.difficulty_histogram(trials, out / "difficulty.png")
-    else:
-        notes.append("no item carries a difficulty score: no difficulty histogram")
-    models = sorted(map(str, trials["model"].unique()))
-    everything = {
-        "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "runs": [str(r) for r in run_dirs],
-                     "verdicts": None if verdicts is None else str(verdicts),
-                     "accuracy": "per sample: mean over its runs; then mean over samples",
-                     "not_gradable": "accuracy (#YES/#Total, paper §3.2) counts API failures and judge errors as not "
-                                     "correct; accuracy_gradable counts them as missing; empty replies and refusals "
-                                     "are wrong in both"},
-        "graded_by": judges,
-        "counts": {"trials": len(trials), "models": models, "samples": int(trials["sample_id"].nunique())},
-        "notes": notes,
-        "fingerprints": fingerprints(trials),
-        "tier_table": json_records(numbers["tier"].reset_index(names="model")),
-        **{name: json_records(numbers[name]) for name in ("accuracy", "overall", "coverage", "failure_modes")},
-    }
-    write_atomic(out / "report.json", json.dumps(everything, indent=1, default=str))
-    written.append(out / "report.json")
-    return {"written": [str(p) for p in written], "notes": notes, "trials": len(trials), "models": models,
-            "seconds": time.perf_counter() - start, "summary": summary_text(numbers, out, notes)}
+    report = Report(head(trials, judges, run_dirs, b=b, seed=seed, verdicts=verdicts), [
+        Section(notes=[*notes, *judge_notes(judges)]),
+        tables_section(trials, numbers, judges),
+        figures_section(trials, numbers),
+        Section(numbers={"fingerprints": fingerprints(trials),
+                         "tier_table": json_records(numbers["tier"].reset_index(names="model")),
+                         **{name: json_records(numbers[name])
+                            for name in ("accuracy", "overall", "coverage", "failure_modes")}}),
+    ])
+    written = write_report(out, report)
+    return {"written": [str(p) for p in written], "notes": report.notes, "trials": len(trials),
+            "models": sorted(map(str, trials["model"].unique())), "seconds": time.perf_counter() - start,
+            "summary": summary_text(numbers, out, report.notes)}

@@ -1,7 +1,7 @@
 """Figures of the C3PO report, each written as PNG (200 dpi) and PDF: per-template and per-tier
 accuracy, failure-mode shares per template, the dominance vs incomplete-fusion split per model,
-and the items' difficulty histogram (the paper's Fig. 7). Matplotlib setup and panel grids come
-from :mod:`sceval_plugin.report.plots`.
+and the items' difficulty histogram (the paper's Fig. 7). Matplotlib setup, panel grids and
+saving come from :mod:`faultline_eval.core.figures`.
 
 What a figure shows is what was measured: a group without data for a model (a template or tier
 without human answers) gets no bar, and a note under the figure says so; every bar carries its
@@ -20,7 +20,7 @@ from c3po_plugin import metrics
 from c3po_plugin.failure_modes import DOMINANCE, LABELS, MODES
 from c3po_plugin.report.tables import MODE_HEADINGS, template_label
 from c3po_plugin.templates import CATEGORIES
-from sceval_plugin.report.plots import grid, pyplot, save
+from faultline_eval.core.figures import grid, pyplot, save
 
 MODE_COLOURS = {"audio_dominance": "tab:blue", "visual_dominance": "tab:orange", "text_dominance": "tab:green",
                 "joint_dominance": "tab:purple", "incomplete_fusion": "tab:red", "other": "tab:grey"}

@@ -1,7 +1,7 @@
-"""The C3PO report's tables: each a (shown, raw) pair for :func:`sceval_plugin.report.tables.write_table`
-(``shown`` formatted, in percentage points, for Markdown and LaTeX; ``raw`` fractions for CSV).
-``shown`` carries the trials behind each number (:func:`~sceval_plugin.report.tables.with_trials`):
-the templates of its group (:func:`template_groups`), the model, and for failure modes the mode."""
+"""The C3PO report's tables: each builder returns ``(shown, raw, trial_links)`` for a
+:class:`faultline_eval.core.tables.Table` (``shown`` formatted, in percentage points, for Markdown
+and LaTeX; ``raw`` fractions for CSV; per shown cell the trials behind the number: the templates
+of its group (:func:`template_groups`), the model, and for failure modes the mode)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pandas as pd
 from c3po_plugin import metrics
 from c3po_plugin.failure_modes import MODES
 from c3po_plugin.templates import registry
-from sceval_plugin.report.tables import pp, trials_in, with_trials
+from faultline_eval.core.tables import Selector, TrialLinks, pp, trial_links, trials_in
 
-Pair = tuple[pd.DataFrame, pd.DataFrame]
+#: What a table builder returns: shown, raw and the shown cells' trial links (None: not linked).
+Body = tuple[pd.DataFrame, pd.DataFrame, TrialLinks | None]
 #: Table 12's column names (dom-multi: several agreeing modalities; "dominance" sums the dom-* columns).
 MODE_HEADINGS = {"audio_dominance": "dom-aud", "visual_dominance": "dom-img", "text_dominance": "dom-txt",
                  "joint_dominance": "dom-multi", "incomplete_fusion": "inc-fus", "other": "other",
@@ -49,20 +50,20 @@ def template_groups(trials_frame: pd.DataFrame) -> dict[str, list[str]]:
     return {**groups, **{tid: [tid] for tid in groups["all"]}}
 
 
-def _trials_of(groups: dict[str, list[str]], group: str, model: str, **where: str) -> dict | None:
+def _trials_of(groups: dict[str, list[str]], group: str, model: str, **where: str) -> Selector | None:
     """The trials behind one (model, group) number; none for the human reference (no model trials)."""
     if model == metrics.HUMAN:
         return None
     return trials_in(groups.get(group, [group]), None if model == metrics.COHORT else model, **where)
 
 
-def tier_table(acc: pd.DataFrame, groups: dict[str, list[str]] | None = None) -> Pair:
+def tier_table(acc: pd.DataFrame, groups: dict[str, list[str]] | None = None) -> Body:
     """Table 3: models x (IC T1 ... CC T4, Overall), accuracy in points; the CSV adds each cell's
     interval and sample count."""
     wide = metrics.tier_table(acc)
     shown = wide.map(pp).reset_index(names="model")
-    if groups is not None:
-        with_trials(shown, [{c: _trials_of(groups, c, m) for c in wide.columns} for m in shown["model"]])
+    links = None if groups is None else trial_links(
+        shown, [{c: _trials_of(groups, c, m) for c in wide.columns} for m in shown["model"]])
     long = acc[acc["level"].isin(["cell", "overall"])].set_index(["model", "group"])
     raw = pd.DataFrame({"model": wide.index})
     for column in wide.columns:
@@ -71,10 +72,10 @@ def tier_table(acc: pd.DataFrame, groups: dict[str, list[str]] | None = None) ->
             raw[column if field == "accuracy" else f"{column} {field}"] = (
                 pd.array([None if pd.isna(v) else int(v) for v in values], dtype="Int64") if field == "n_samples"
                 else values)
-    return shown, raw
+    return shown, raw, links
 
 
-def template_table(acc: pd.DataFrame) -> Pair:
+def template_table(acc: pd.DataFrame) -> Body:
     """Templates (registry order) x models: ``accuracy [CI] (n)``; the CSV is the long form."""
     t = acc[acc["level"] == "template"]
     models = metrics.models_of(t)
@@ -93,10 +94,11 @@ def template_table(acc: pd.DataFrame) -> Pair:
         rows.append(row)
     raw = t.drop(columns="level").rename(columns={"group": "template_id"})
     raw.insert(2, "template", raw["template_id"].map(template_name))
-    return with_trials(pd.DataFrame(rows), links), raw.reset_index(drop=True)
+    shown = pd.DataFrame(rows)
+    return shown, raw.reset_index(drop=True), trial_links(shown, links)
 
 
-def failure_table(modes: pd.DataFrame, groups: dict[str, list[str]] | None = None) -> Pair:
+def failure_table(modes: pd.DataFrame, groups: dict[str, list[str]] | None = None) -> Body:
     """Per model and template: wrong answers, the share of each failure mode (Table 12's columns)
     and the dominance share (§4.3's dominance vs incomplete fusion split)."""
     shown = pd.DataFrame({
@@ -106,22 +108,22 @@ def failure_table(modes: pd.DataFrame, groups: dict[str, list[str]] | None = Non
         **{MODE_HEADINGS[m]: modes[f"share_{m}"].map(lambda x: "–" if not np.isfinite(x) else f"{100 * x:.0f}%")
            for m in (*MODES, "dominance")},
     })
-    if groups is not None:  # a wrong answer without a mode counts as "other" (the viewer shows it so)
-        links = []
-        for row in modes.to_dict("records"):
-            m, t = row["model"], row["template_id"]
-            link = {"wrong": _trials_of(groups, t, m, verdict="=wrong") if row["wrong"] else None,
-                    "dominance": _trials_of(groups, t, m, verdict="=wrong", failure_mode="dominance")
-                    if row["dominance"] else None}
-            links.append({**link, **{MODE_HEADINGS[mode]: _trials_of(groups, t, m, verdict="=wrong",
-                                                                     failure_mode=f"={mode}")
-                                     for mode in MODES if row[mode]}})
-        with_trials(shown, links)
-    return shown, modes
+    if groups is None:
+        return shown, modes, None
+    links = []  # a wrong answer without a mode counts as "other" (the viewer shows it so)
+    for row in modes.to_dict("records"):
+        m, t = row["model"], row["template_id"]
+        link = {"wrong": _trials_of(groups, t, m, verdict="=wrong") if row["wrong"] else None,
+                "dominance": _trials_of(groups, t, m, verdict="=wrong", failure_mode="dominance")
+                if row["dominance"] else None}
+        links.append({**link, **{MODE_HEADINGS[mode]: _trials_of(groups, t, m, verdict="=wrong",
+                                                                 failure_mode=f"={mode}")
+                                 for mode in MODES if row[mode]}})
+    return shown, modes, trial_links(shown, links)
 
 
 def overall_table(ov: pd.DataFrame, judges: dict[str, list[str]] | None = None,
-                  groups: dict[str, list[str]] | None = None) -> Pair:
+                  groups: dict[str, list[str]] | None = None) -> Body:
     """Per model: overall accuracy (#YES/#Total) with CI, the same with ungradable trials as
     missing, exact-match-only, IC, CC, coverage, judge and invalid counts, and the judge(s)."""
     def count(column: str) -> pd.Series:
@@ -139,19 +141,20 @@ def overall_table(ov: pd.DataFrame, judges: dict[str, list[str]] | None = None,
         **{f"invalid: {k.replace('_', ' ')}": count(f"invalid_{k}") for k in metrics.INVALID},
         "graded by": graded,
     })
-    if groups is not None:
-        links = []
-        for row in ov.to_dict("records"):
-            m = row["model"]
-            every = _trials_of(groups, metrics.OVERALL, m)
-            counted = {"judge decisions": ("judge_decisions", {"decided_by": "=judge"}),
-                       "judge errors": ("judge_errors", {"verdict": "=ungradable: judge error"}),
-                       **{f"invalid: {k.replace('_', ' ')}": (f"invalid_{k}", {"verdict": f"=invalid: {k}"})
-                          for k in metrics.INVALID}}
-            links.append({**dict.fromkeys(("accuracy [95% CI]", "samples", "ungradable as missing", "exact match only",
-                                           "coverage"), every),
-                          "IC": _trials_of(groups, "IC", m), "CC": _trials_of(groups, "CC", m),
-                          **{c: _trials_of(groups, metrics.OVERALL, m, **where) for c, (n, where) in counted.items()
-                             if row.get(n) and row[n] == row[n]}})  # a count of 0 (or none) opens nothing
-        with_trials(shown, links)
-    return shown, ov.assign(graded_by=graded)
+    raw = ov.assign(graded_by=graded)
+    if groups is None:
+        return shown, raw, None
+    links = []
+    for row in ov.to_dict("records"):
+        m = row["model"]
+        every = _trials_of(groups, metrics.OVERALL, m)
+        counted = {"judge decisions": ("judge_decisions", {"decided_by": "=judge"}),
+                   "judge errors": ("judge_errors", {"verdict": "=ungradable: judge error"}),
+                   **{f"invalid: {k.replace('_', ' ')}": (f"invalid_{k}", {"verdict": f"=invalid: {k}"})
+                      for k in metrics.INVALID}}
+        links.append({**dict.fromkeys(("accuracy [95% CI]", "samples", "ungradable as missing", "exact match only",
+                                       "coverage"), every),
+                      "IC": _trials_of(groups, "IC", m), "CC": _trials_of(groups, "CC", m),
+                      **{c: _trials_of(groups, metrics.OVERALL, m, **where) for c, (n, where) in counted.items()
+                         if row.get(n) and row[n] == row[n]}})  # a count of 0 (or none) opens nothing
+    return shown, raw, trial_links(shown, links)

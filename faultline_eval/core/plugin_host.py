@@ -16,26 +16,26 @@ is always an error.
 
 from __future__ import annotations
 
-import copy
 import functools
 import importlib
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from types import ModuleType
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import pluggy
+
+from faultline_eval.core.registry import Fillable, PluginError
 
 __all__ = ["DEBUG_ENV", "PluginError", "PluginHost", "SkippedPlugin", "env_flag"]
 
 DEBUG_ENV = "FAULTLINE_DEBUG"
 
-
-class PluginError(RuntimeError):
-    """A plugin could not be loaded, or two plugins claim the same name."""
+AnyRegistry = TypeVar("AnyRegistry", bound=Fillable)
 
 
 def env_flag(name: str) -> bool:
@@ -134,20 +134,17 @@ class PluginHost:
             args = {name: kwargs[name] for name in impl.argnames}
             yield impl.plugin_name, functools.partial(impl.function, **args)
 
-    def fill_registry(self, hook_name: str, registry: Any, what: str) -> Any:
-        """Run every plugin's ``hook_name(registry=...)``, telling the registry who is adding
-        what (its ``_plugin``), so clashes and failures name the plugin responsible. A plugin
-        that fails has its additions undone and is skipped (see :meth:`skip`)."""
+    def fill_registry(self, hook_name: str, registry: AnyRegistry, what: str) -> AnyRegistry:
+        """Run every plugin's ``hook_name(registry=...)`` inside ``registry.adding_for(plugin)``
+        (:mod:`faultline_eval.core.registry`), so clashes and failures name the plugin
+        responsible. A plugin that fails has its additions undone and is skipped (see
+        :meth:`skip`)."""
         for plugin_name, call in self.call_per_plugin(hook_name, registry=registry):
-            registry._plugin = self.describe(plugin_name)
-            before = {name: copy.copy(value) for name, value in vars(registry).items()}
             try:
-                call()
+                with registry.adding_for(self.describe(plugin_name)):
+                    call()
             except Exception as exc:
-                vars(registry).clear()
-                vars(registry).update(before)
                 reason = str(exc) if isinstance(exc, PluginError) else \
                     f"failed while registering {what}: {type(exc).__name__}: {exc}"
                 self.skip(self.manager, plugin_name, reason, exc)
-        registry._plugin = "<direct>"
         return registry

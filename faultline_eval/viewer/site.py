@@ -23,9 +23,10 @@ import json
 import math
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote
 
 import pandas as pd
@@ -131,35 +132,44 @@ def _clean(value: Any) -> Any:
     return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
 
 
-def markdown_table(text: str, trials: dict | None = None, href: Callable[[dict], str | None] = lambda _: None) -> str:
-    """A report ``.md`` table (bold caption, pipe table) as HTML; with its ``.trials.json``
-    sidecar (``trials``: per row and column the trials behind the number, see
-    :func:`sceval_plugin.report.tables.with_trials`), each number links to ``href(selector)``; a
-    cell of several numbers joined by `` / `` with a list of selectors links each number."""
+def _pipe_table(text: str) -> tuple[str, list[list[str]]]:
+    """A report ``.md`` table's caption (its bold first line) and rows (the header first)."""
     lines = [line for line in text.splitlines() if line.strip()]
     caption = lines[0].strip("* ") if lines and not lines[0].startswith("|") else ""
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if line.startswith("|")]
-    rows = [r for r in rows if not all(set(c) <= set("-: ") for c in r)]
+    return caption, [r for r in rows if not all(set(c) <= set("-: ") for c in r)]
+
+
+def _linked_cell(value: str, selector: Any, href: Callable[[dict], str | None]) -> str:
+    """A shown cell as HTML, its number linked to ``href(selector)``; a list of selectors links
+    each of the cell's numbers joined by `` / ``."""
+    if isinstance(selector, list):
+        parts = value.split(" / ")
+        if len(parts) == len(selector):
+            return " / ".join(_linked_cell(p, sel, href) for p, sel in zip(parts, selector))
+        selector = None
+    # a cell without a number ("–", "Δs –", "n/a") opens nothing
+    target = href(selector) if selector and any(ch.isdigit() for ch in value) else None
+    return f'<a href="{esc(target)}">{esc(value)}</a>' if target else esc(value)
+
+
+def markdown_table(text: str, trials: dict | None = None, href: Callable[[dict], str | None] = lambda _: None) -> str:
+    """A report ``.md`` table (bold caption, pipe table) as HTML; with its ``.trials.json``
+    sidecar (``trials``: per row and column the trials behind the number, a
+    :class:`faultline_eval.core.tables.Table`'s ``trial_links``), each number links to
+    ``href(selector)``; a cell of several numbers joined by `` / `` with a list of selectors
+    links each number."""
+    caption, rows = _pipe_table(text)
     if not rows:
         return ""
     links = (trials or {}).get("rows") or []
     if trials and (trials.get("columns") != rows[0] or len(links) != len(rows) - 1):
         links = []  # the sidecar is not this table's (a hand-edited .md): no links rather than wrong ones
-
-    def cell(value: str, selector) -> str:
-        if isinstance(selector, list):
-            parts = value.split(" / ")
-            if len(parts) == len(selector):
-                return " / ".join(cell(p, sel) for p, sel in zip(parts, selector))
-            selector = None
-        # a cell without a number ("–", "Δs –", "n/a") opens nothing
-        target = href(selector) if selector and any(ch.isdigit() for ch in value) else None
-        return f'<a href="{esc(target)}">{esc(value)}</a>' if target else esc(value)
-
     head = "".join(f"<th>{esc(c)}</th>" for c in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{cell(c, links[i][j] if links and j < len(links[i]) else None)}</td>"
-                                    for j, c in enumerate(r)) + "</tr>" for i, r in enumerate(rows[1:]))
-    return f'<table class="report"><caption>{esc(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    body = "".join("<tr>" + "".join(f"<td>{_linked_cell(c, links[i][j] if links and j < len(links[i]) else None, href)}"
+                                    "</td>" for j, c in enumerate(r)) + "</tr>" for i, r in enumerate(rows[1:]))
+    return (f'<table class="report"><caption>{esc(caption)}</caption><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>")
 
 
 class SiteWriter:

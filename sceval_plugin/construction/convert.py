@@ -40,15 +40,19 @@ from __future__ import annotations
 import functools
 import json
 import shutil
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from faultline_eval.core.intake import media_reason
-from sceval_plugin.data.records import OmniItem, RecordError, check_media, item_from_row
+from faultline_eval.core.intake import media_reason, read_text
+from faultline_eval.core.registry import PluginError, Registry, UnknownNameError
+from faultline_eval.core.run_status import TaskOutcome, report
 from faultline_eval.core.store import write_atomic
+from sceval_plugin.data.records import OmniItem, RecordError, check_media, item_from_row
+from sceval_plugin.plugins import fill_registry
 
 #: Peak amplitude (full scale 1.0) at or under which an audio track counts as absent (-80 dBFS).
 SILENCE_PEAK = 1e-4
@@ -92,49 +96,34 @@ class Converter:
     plugin: str = ""
 
 
-class ConverterRegistry:
+class UnknownConverterError(UnknownNameError, BuildError):
+    """No plugin registered a converter of that name (a ``BuildError`` and a ``KeyError``)."""
+
+
+class ConverterRegistry(Registry[Converter]):
     """Name -> :class:`Converter`, filled by ``sceval_register_converters`` hooks."""
 
     def __init__(self) -> None:
-        self._converters: dict[str, Converter] = {}
-        self._plugin = "<direct>"
+        super().__init__("converter", error=UnknownConverterError)
 
     def add(self, converter: Converter) -> Converter:
-        from sceval_plugin.plugins import PluginError
-
+        """Register ``converter``; a clash, a bad name or an unknown evidence modality raises
+        PluginError."""
         if not isinstance(converter, Converter):
-            raise PluginError(f"plugin {self._plugin} tried to register {converter!r}, which is not a "
+            raise PluginError(f"plugin {self.plugin} tried to register {converter!r}, which is not a "
                               "sceval_plugin.construction.convert.Converter")
         if not converter.name.replace("_", "").isalnum():
             raise PluginError(f"converter name {converter.name!r} must be letters, digits and '_'")
-        if converter.name in self._converters:
-            raise PluginError(f"converter {converter.name!r} is registered by two plugins: "
-                              f"{self._converters[converter.name].plugin} and {self._plugin}")
+        self.check_free(converter.name)  # a clash is named before the rest
         if converter.evidence_modality not in EVIDENCE_MODALITIES:
             raise PluginError(f"converter {converter.name!r}: evidence_modality must be one of "
                               f"{EVIDENCE_MODALITIES}, got {converter.evidence_modality!r}")
-        converter = replace(converter, plugin=self._plugin)
-        self._converters[converter.name] = converter
-        return converter
-
-    def get(self, name: str) -> Converter:
-        try:
-            return self._converters[name]
-        except KeyError:
-            raise BuildError(f"unknown converter {name!r} (registered: {', '.join(sorted(self._converters))})") from None
-
-    def names(self) -> list[str]:
-        return list(self._converters)
-
-    def __iter__(self) -> Iterator[Converter]:
-        return iter(self._converters.values())
+        return self.register(converter.name, replace(converter, plugin=self.plugin))
 
 
 @functools.lru_cache(maxsize=None)
 def registry() -> ConverterRegistry:
     """Every installed plugin's converters (built once per process)."""
-    from sceval_plugin.plugins import fill_registry
-
     return fill_registry("sceval_register_converters", ConverterRegistry(), "converters")
 
 
@@ -205,8 +194,6 @@ def _converted(converter: Converter, root: Path, out: Path) -> Iterator[dict | R
 
 def read_jsonl(path: Path) -> list[dict]:
     """The objects of a JSON-lines file this package wrote ([] when it does not exist)."""
-    from faultline_eval.core.intake import read_text
-
     return [json.loads(line) for line in read_text(path).splitlines() if line.strip()] if path.is_file() else []
 
 
@@ -259,10 +246,6 @@ def cmd_convert(args) -> int:
         raise SystemExit(f"sceval build convert: give BUILD_DIR before SOURCE=PATH (got {args.build_dir})")
     if not args.sources:
         raise SystemExit("sceval build convert: give SOURCE=PATH (sceval build convert --list shows the converters)")
-    from collections import Counter
-
-    from faultline_eval.core.run_status import TaskOutcome, report
-
     outcomes = []
     for name, path in args.sources:
         summary = convert_source(name, path, args.build_dir)

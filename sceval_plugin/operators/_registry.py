@@ -2,70 +2,50 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
-from typing import Any, Callable, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
+from faultline_eval.core.registry import PluginError, Registry, UnknownNameError
 from sceval_plugin.operators._seed import variant_rng
 from sceval_plugin.operators._spec import MODALITIES, OperatorSpec, check_severity, check_spec
 from sceval_plugin.operators._validate import CHECK_INPUT, OperatorInputError, check_output
+from sceval_plugin.plugins import fill_registry
 
 Data = TypeVar("Data")
 
 
-class UnknownOperatorError(LookupError):
-    """No plugin registered an operator of that name."""
-
-    def __str__(self) -> str:  # LookupError would quote the message like a dict key
-        return str(self.args[0])
+class UnknownOperatorError(UnknownNameError):
+    """No plugin registered an operator of that name (a ``KeyError``/``LookupError``)."""
 
 
-class OperatorRegistry:
+class OperatorRegistry(Registry[OperatorSpec]):
     """Name -> :class:`OperatorSpec`. Plugins fill it through ``sceval_register_operators``."""
 
     def __init__(self) -> None:
-        self._specs: dict[str, OperatorSpec] = {}
-        self._plugin = "<direct>"
+        super().__init__("operator", error=UnknownOperatorError,
+                         clash_hint="; uninstall one of them or rename its operator")
 
     def add(self, operator: Callable[..., Any] | OperatorSpec) -> OperatorSpec:
         """Register a function decorated with :func:`operator` (or a ready spec, validated
         here like one from the decorator); a clash or an invalid spec raises PluginError."""
-        from sceval_plugin.plugins import PluginError
-
         spec = operator if isinstance(operator, OperatorSpec) else getattr(operator, "sceval_operator", None)
         if not isinstance(spec, OperatorSpec):
             raise PluginError(
-                f"plugin {self._plugin} tried to register {operator!r}, which is not decorated with "
+                f"plugin {self.plugin} tried to register {operator!r}, which is not decorated with "
                 "@sceval_plugin.operators.operator(...)"
             )
         try:
             check_spec(spec)
         except ValueError as exc:
-            raise PluginError(f"plugin {self._plugin} registered an invalid operator: {exc}") from None
-        previous = self._specs.get(spec.name)
-        if previous is not None:
-            raise PluginError(
-                f"operator {spec.name!r} is registered by two plugins: {previous.plugin} and {self._plugin}; "
-                "uninstall one of them or rename its operator"
-            )
-        spec = spec.with_plugin(self._plugin)
-        self._specs[spec.name] = spec
-        return spec
-
-    def get(self, name: str) -> OperatorSpec:
-        try:
-            return self._specs[name]
-        except (KeyError, TypeError):
-            close = difflib.get_close_matches(str(name), self._specs, n=3)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-            raise UnknownOperatorError(
-                f"unknown operator {name!r}{hint} (registered: {', '.join(sorted(self._specs))})"
-            ) from None
+            raise PluginError(f"plugin {self.plugin} registered an invalid operator: {exc}") from None
+        return self.register(spec.name, spec.with_plugin(self.plugin))
 
     def names(self, modality: str | None = None) -> list[str]:
+        """Registered names, sorted; ``modality`` filters by "text" | "vision" | "audio"."""
         if modality is not None and modality not in MODALITIES:
             raise ValueError(f"modality must be one of {MODALITIES} or None, got {modality!r}")
-        return sorted(n for n, s in self._specs.items() if modality in (None, s.modality))
+        return sorted(spec.name for spec in super().__iter__() if modality in (None, spec.modality))
 
     def apply(
         self,
@@ -116,20 +96,12 @@ class OperatorRegistry:
         return out
 
     def __iter__(self) -> Iterator[OperatorSpec]:
-        return iter(self._specs[n] for n in self.names())
-
-    def __len__(self) -> int:
-        return len(self._specs)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._specs
+        return iter(sorted(super().__iter__(), key=lambda spec: spec.name))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def registry() -> OperatorRegistry:
     """The registry of every installed plugin's operators (built once per process)."""
-    from sceval_plugin.plugins import fill_registry
-
     return fill_registry("sceval_register_operators", OperatorRegistry(), "operators")
 
 

@@ -19,19 +19,37 @@ from __future__ import annotations
 import csv
 import json
 import re
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from faultline_eval.core.report_writer import Report, Section
+from faultline_eval.core.tables import Table, TrialLinks, drop, json_records, pp, signed, trial_links, trials_in
 from sceval_plugin.conditions import PROMPT_BASES
 from sceval_plugin.metrics.diagnostics import Diagnostic, DiagnosticOptions, appendix_c
 from sceval_plugin.metrics.drops import ALL_MODELS, HIGH_REJECTION_OPERATORS
 from sceval_plugin.metrics.humans import HUMAN
-from sceval_plugin.metrics.protocol import MODALITIES, TRIAL_COLUMNS, ConditionInfo, per_sample, split_not_applicable
+from sceval_plugin.metrics.protocol import (
+    MODALITIES,
+    TRIAL_COLUMNS,
+    ConditionInfo,
+    Numbers,
+    compute,
+    per_sample,
+    split_not_applicable,
+)
 from sceval_plugin.metrics.reliability import GROUP_OF_BLOCK, prompt_variants
+from sceval_plugin.report import protocol_section as protocol
 from sceval_plugin.report.reader import ReportError, read_runs
-from sceval_plugin.report.tables import cells_of, drop, pp, signed, trials_in, with_trials, write_table
+from sceval_plugin.report.tables import cells_of
+
+#: What a diagnostic's formatter returns: the shown table and its trial links.
+Shown = tuple[pd.DataFrame, TrialLinks | None]
+#: A diagnostic's formatter: (its frame, the headline cells, the catalogue) -> what is shown.
+Formatter = Callable[[pd.DataFrame, dict[str, str], dict[str, ConditionInfo]], Shown]
 
 COMBINATION = {"tv": "T+V", "ta": "T+A", "va": "V+A", "tva": "T+V+A"}
 
@@ -73,6 +91,22 @@ def read_humans(path: str | Path, info: dict[str, ConditionInfo]) -> pd.DataFram
     if path.is_dir():
         trials, _ = read_runs([path], progress=False)
         return trials.assign(model=HUMAN)
+    frame = _human_rows(path, info)
+    first_line = 1 if path.suffix.lower() == ".jsonl" else 2
+    correct = [_human_correct(row, f"{path}:{k + first_line}") for k, row in enumerate(frame.to_dict(orient="records"))]
+    annotator = frame["annotator"].astype(str) if "annotator" in frame else pd.Series("0", index=frame.index)
+    trials = pd.DataFrame({
+        "model": HUMAN, "condition_id": frame["condition_id"].astype(str), "sample_id": frame["sample_id"].astype(str),
+        "variant": pd.factorize(annotator)[0], "correct": correct,
+        "invalid": [None if np.isfinite(c) else "empty" for c in correct], "n_options": 4, "prompt_id": "human",
+        "dataset": "human", "answer": frame["answer"].astype(str).replace("", None) if "answer" in frame else None,
+        "not_applicable": None,
+    })
+    return trials[list(TRIAL_COLUMNS)]
+
+
+def _human_rows(path: Path, info: dict[str, ConditionInfo]) -> pd.DataFrame:
+    """The rows of a human-answers CSV or JSONL file, their columns and conditions checked."""
     if not path.is_file():
         raise ReportError(f"{path}: no such human-answers file or folder")
     try:
@@ -83,7 +117,6 @@ def read_humans(path: str | Path, info: dict[str, ConditionInfo]) -> pd.DataFram
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (OSError, ValueError) as exc:
         raise ReportError(f"{path}: cannot read the human answers ({exc})") from None
-    first_line = 1 if path.suffix.lower() == ".jsonl" else 2
     for needed in ("sample_id", "condition_id"):
         if needed not in frame:
             raise ReportError(f"{path}: human answers need a {needed!r} column")
@@ -92,26 +125,19 @@ def read_humans(path: str | Path, info: dict[str, ConditionInfo]) -> pd.DataFram
     unknown = sorted(set(frame["condition_id"].astype(str)) - set(info))
     if unknown:
         raise ReportError(f"{path}: conditions not in the catalogue: {', '.join(unknown[:5])}")
-    correct = []
-    for k, row in enumerate(frame.to_dict(orient="records")):
-        value = row.get("correct")
-        if value is None or str(value).strip() == "" or (isinstance(value, float) and np.isnan(value)):
-            answer, gold = str(row.get("answer") or "").strip(), str(row.get("gold") or "").strip()
-            value = (float(answer == gold) if answer and gold else np.nan)
-        elif str(value).strip() in ("0", "1", "0.0", "1.0", "True", "False", "true", "false"):
-            value = float(str(value).strip().lower() in ("1", "1.0", "true"))
-        else:
-            raise ReportError(f"{path}:{k + first_line}: 'correct' must be 1, 0 or empty, not {value!r}")
-        correct.append(value)
-    annotator = frame["annotator"].astype(str) if "annotator" in frame else pd.Series("0", index=frame.index)
-    trials = pd.DataFrame({
-        "model": HUMAN, "condition_id": frame["condition_id"].astype(str), "sample_id": frame["sample_id"].astype(str),
-        "variant": pd.factorize(annotator)[0], "correct": correct,
-        "invalid": [None if np.isfinite(c) else "empty" for c in correct], "n_options": 4, "prompt_id": "human",
-        "dataset": "human", "answer": frame["answer"].astype(str).replace("", None) if "answer" in frame else None,
-        "not_applicable": None,
-    })
-    return trials[list(TRIAL_COLUMNS)]
+    return frame
+
+
+def _human_correct(row: dict, where: str) -> float:
+    """1.0 / 0.0 from a row's ``correct`` (or, when empty, its ``answer`` against its ``gold``);
+    NaN when there is no usable answer."""
+    value = row.get("correct")
+    if value is None or str(value).strip() == "" or (isinstance(value, float) and np.isnan(value)):
+        answer, gold = str(row.get("answer") or "").strip(), str(row.get("gold") or "").strip()
+        return float(answer == gold) if answer and gold else np.nan
+    if str(value).strip() in ("0", "1", "0.0", "1.0", "True", "False", "true", "false"):
+        return float(str(value).strip().lower() in ("1", "1.0", "true"))
+    raise ReportError(f"{where}: 'correct' must be 1, 0 or empty, not {value!r}")
 
 
 # --- tables -----------------------------------------------------------------------------------------
@@ -128,18 +154,19 @@ def _number(x: float, digits: int = 3) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
-def _seed_stability(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def _seed_stability(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     f = f[f["weakest_for"] != ""]
     shown = pd.DataFrame({"model": f["model"], "modality": f["weakest_for"], "weakest cell": f["condition_id"],
                           "mean acc": f["accuracy"].map(pp), "worst-variant": f["worst_variant_accuracy"].map(pp),
                           "mean−worst": f["mean_worst_gap"].map(pp), "std": f["std"].map(pp),
                           "median": f["median"].map(pp), "worst-2 mean": f["worst2_mean"].map(pp),
                           "n_var": f["n_var"]})
-    return with_trials(shown, [{c: trials_in([cid], m) for c in shown.columns if c not in ("model", "modality", "n_var")}
+    labels = ("model", "modality", "n_var")
+    return shown, trial_links(shown, [{c: trials_in([cid], m) for c in shown.columns if c not in labels}
                                for m, cid in zip(f["model"], f["condition_id"])])
 
 
-def _sub_additivity(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def _sub_additivity(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     shown = pd.DataFrame({"model": f["model"], "combo": f["block"].map(COMBINATION), "n_cells": f["n_cells"],
                           "mean actual": f["mean_actual"].map(pp), "mean additive pred.": f["mean_additive"].map(pp),
                           "mean Δint": f["mean_delta_int"].map(signed),
@@ -154,7 +181,7 @@ def _sub_additivity(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Cond
         every = trials_in(parts, model)
         links.append({"mean actual": trials_in(canonical, model), "mean additive pred.": every, "mean Δint": every,
                       "% sub-additive": every})
-    return with_trials(shown, links)
+    return shown, trial_links(shown, links)
 
 
 def _label(cid: str, info: dict[str, ConditionInfo]) -> str:
@@ -180,7 +207,7 @@ def _headline_cells(present: set[str], summary: pd.DataFrame, info: dict[str, Co
     return {c: _label(c, info) for c in cells}
 
 
-def _calibration(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def _calibration(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     cells = {"clean": "clean", **cells}
     by = f.set_index(["model", "condition_id"])
     rows = []
@@ -191,10 +218,11 @@ def _calibration(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Conditi
         rows.append(row)
     links = [{f"{name} {label}": trials_in([cid], model) for name in ("ECE", "ρ_oc") for cid, label in cells.items()}
              for model in sorted(f["model"].unique())]
-    return with_trials(pd.DataFrame(rows), links)
+    shown = pd.DataFrame(rows)
+    return shown, trial_links(shown, links)
 
 
-def _failure_overlap(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def _failure_overlap(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     if cells:
         order = list(cells)
         f = f[f["condition_id"].isin(order)].sort_values("condition_id", key=lambda c: c.map(order.index))
@@ -204,17 +232,17 @@ def _failure_overlap(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Con
                                                                               f["shared_hard_threshold"])],
                          "idiosyncratic (=1)": [f"{a}/{n}" for a, n in zip(f["idiosyncratic"], f["items"])],
                          "union": [f"{a}/{n}" for a, n in zip(f["union"], f["items"])]})
-    return with_trials(shown, [{c: trials_in([cid]) for c in ("condition", "mean Jaccard", "shared-hard",
+    return shown, trial_links(shown, [{c: trials_in([cid]) for c in ("condition", "mean Jaccard", "shared-hard",
                                                          "idiosyncratic (=1)", "union")} for cid in f["condition_id"]])
 
 
-def _source_breakdown(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def _source_breakdown(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     shown = pd.DataFrame({"model": f["model"], "source": f["source"], "clean": f["clean"].map(pp),
                           "TV (panel)": f["tv_mean"].map(pp), "TVA (panel)": f["tva_mean"].map(pp),
                           "strongest drop": [f"{drop(d)} ({c})" if isinstance(c, str) else "–"
                                              for d, c in zip(f["strongest_drop"], f["strongest_condition"])]})
     # the trials of the model's items of that source (the viewer's source column), per cell set
-    return with_trials(shown, [{"clean": trials_in(["clean"], m, source=f"={src}"),
+    return shown, trial_links(shown, [{"clean": trials_in(["clean"], m, source=f"={src}"),
                                 "TV (panel)": trials_in(cells_of(info, "tv", panel=True), m, source=f"={src}"),
                                 "TVA (panel)": trials_in(cells_of(info, "tva", panel=True), m, source=f"={src}"),
                                 "strongest drop": trials_in(["clean", at], m, source=f"={src}")
@@ -226,7 +254,7 @@ def _slope(x: float) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{100 * x:+.3f}"
 
 
-def _families(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def _families(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     gap = f["family"].str.startswith("gap (")
     shown = pd.DataFrame({
         "family": f["family"], "n": f["n"].map(lambda n: "–" if not np.isfinite(n) else str(int(n))),
@@ -246,17 +274,18 @@ def _families(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionI
                       **{f"Δ{m}": trials_in(["clean", *cells_of(info, "single", modality=m, severity=70)], models)
                          for m in ("text", "vision", "audio")},
                       **{f"F_{b}": trials_in(["clean", *cells_of(info, b, panel=True)], models) for b in COMBINATION}})
-    return with_trials(shown, links)
+    return shown, trial_links(shown, links)
 
 
-def _steepest(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def _steepest(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     shown = pd.DataFrame({"model": f["model"], **{f"S_{m} (pp/sev)": f[f"S_{m}"].map(_slope) for m in "tva"},
                           "steepest channel": f["steepest"].fillna("–")})
-    return with_trials(shown, [{f"S_{letter} (pp/sev)": trials_in(["clean", *cells_of(info, "single", modality=modality)], m)
-                                for letter, modality in MODALITIES.items()} for m in f["model"]])
+    return shown, trial_links(shown, [{f"S_{letter} (pp/sev)": trials_in(["clean", *cells_of(info, "single",
+                                                                                                modality=modality)], m)
+                                       for letter, modality in MODALITIES.items()} for m in f["model"]])
 
 
-def _operator_groups(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def _operator_groups(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     wide = f.pivot_table(index="model", columns="group", values="mean_drop", aggfunc="first", sort=False)
     counts = f.groupby("group")["operators"].max()
     names = {"primary": "primary", "all": "all operators", "stress": "high-rejection stress set"}
@@ -267,12 +296,12 @@ def _operator_groups(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Con
     at70 = {cid: c.corruptions[0][1] for cid, c in info.items() if c.block == "single" and c.corruptions[0][2] == 70}
     members = {"primary": [cid for cid, op in at70.items() if op not in HIGH_REJECTION_OPERATORS], "all": list(at70),
                "stress": [cid for cid, op in at70.items() if op in HIGH_REJECTION_OPERATORS]}
-    return with_trials(shown, [{f"{names[g]} ({counts[g]})": trials_in(["clean", *members[g]],
+    return shown, trial_links(shown, [{f"{names[g]} ({counts[g]})": trials_in(["clean", *members[g]],
                                                                         None if m == ALL_MODELS else m)
                                 for g in order} for m in models])
 
 
-def _prompt_shift(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def _prompt_shift(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     kinds = [c.removeprefix("accuracy_") for c in f.columns if c.startswith("accuracy_")]
     label = {"json": "Std. JSON", "cot": "CoT", "open": "Open-form"}
     shown = pd.DataFrame({"model": f["model"], "cells": f["bases"],
@@ -291,10 +320,10 @@ def _prompt_shift(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Condit
         if isinstance(worst, str) and worst in under:
             link["invalid shift"] = trials_in([*under.get("json", []), *under[worst]], model)
         links.append(link)
-    return with_trials(shown, links)
+    return shown, trial_links(shown, links)
 
 
-def _invalid_items(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def _invalid_items(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     shown = pd.DataFrame({"model": f["model"], "group": f["group"], "API": f["items_api_failure"],
                           "Parse": f["items_parse_failure"], "Refusal": f["items_refusal"], "Empty": f["items_empty"],
                           "valid items": [f"{v}/{n}" for v, n in zip(f["valid_items"], f["items"])],
@@ -306,25 +335,26 @@ def _invalid_items(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Condi
         links.append({"valid items": trials_in(group, row.model), "answered": trials_in(group, row.model),
                       **{c: trials_in(group, row.model, verdict=f"=invalid: {k}") if getattr(row, f"items_{k}") else None
                          for c, k in kinds.items()}})
-    return with_trials(shown, links)
+    return shown, trial_links(shown, links)
 
 
-def _human_audit(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def _human_audit(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     return pd.DataFrame({"condition": f["condition_id"], "N": f["items"], "human acc.": f["human_accuracy"].map(pp),
                          "annotators / item": f["annotators_per_item"].map(lambda x: _number(x, 1)),
-                         "agreement": f["agreement"].map(pp), "items with ≥2 answers": f["agreement_items"]})
+                         "agreement": f["agreement"].map(pp), "items with ≥2 answers": f["agreement_items"]}), None
 
 
-def _human_excess(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def _human_excess(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     return pd.DataFrame({"model": f["model"], "condition": f["condition_id"], "n (G_c)": f["n"],
                          "model drop": f["model_drop"].map(drop), "human drop": f["human_drop"].map(drop),
                          "excess drop": f["excess_drop"].map(signed),
-                         "95% CI": [f"[{signed(lo)}, {signed(hi)}]" for lo, hi in zip(f["ci_low"], f["ci_high"])]})
+                         "95% CI": [f"[{signed(lo)}, {signed(hi)}]"
+                                    for lo, hi in zip(f["ci_low"], f["ci_high"])]}), None
 
 
-#: table name -> (caption, formatter(frame, headline cells)); ``None`` writes the CSV only (too
-#: long to read as a table).
-TABLES = {
+#: table name -> (caption, formatter(frame, headline cells, info)); ``None`` writes the CSV only
+#: (too long to read as a table).
+TABLES: dict[str, tuple[str, Formatter | None]] = {
     "seed_stability": ("Seed stability at each model's weakest single-modality cell (C.9, Table 18; std, median "
                        "and worst-2 mean over per-variant accuracies, pp; CSV: every stochastic cell)",
                        _seed_stability),
@@ -356,67 +386,65 @@ TABLES = {
 }
 
 
-def write_diagnostics(numbers, trials: pd.DataFrame, info: dict[str, ConditionInfo], out: Path, notes: list[str],
-                      options: DiagnosticOptions | None, report: dict, *, b: int, seed: int,
-                      delta_single: str = "modality") -> list[Path]:
-    """Compute every Appendix-C diagnostic, write its table (what the run supports) and add them,
-    with a note for each one that could not be (fully) computed, to ``report`` (report.json's
-    content, written by the caller)."""
-    from sceval_plugin.report import json_records
-
+def diagnostics_section(numbers: Numbers, trials: pd.DataFrame, info: dict[str, ConditionInfo],
+                        options: DiagnosticOptions | None, *, b: int, seed: int,
+                        delta_single: str = "modality") -> Section:
+    """Every Appendix-C diagnostic: its table (what the run supports), its rows in report.json,
+    a note for each one that could not be (fully) computed, the options in the settings and,
+    with ``options.by_source``, the whole report once per item source."""
     scored, _ = split_not_applicable(trials)  # a control that does not apply to an item is counted, never scored
     found: dict[str, Diagnostic] = appendix_c(scored, per_sample(scored), numbers.summary, numbers.diagnostics,
                                               info, options, b=b, seed=seed)
     cells = _headline_cells(set(numbers.summary["condition_id"]), numbers.summary, info)
-    written: list[Path] = []
+    tables: list[Table] = []
+    notes: list[str] = []
     for name, d in found.items():
         notes += [f"{name}: {n}" for n in d.notes]
-        if d.frame.empty:
-            continue
-        caption, shown = TABLES[name]
-        if shown is None:
-            d.frame.to_csv(out / f"{name}.csv", index=False)
-            written.append(out / f"{name}.csv")
-        else:
-            written += write_table(out, name, shown(d.frame, cells, info), d.frame, caption)
-    report["notes"] = notes
-    report["appendix_c"] = {name: {"rows": json_records(d.frame), "notes": d.notes} for name, d in found.items()}
+        if not d.frame.empty:
+            caption, formatter = TABLES[name]
+            tables.append(_table(name, caption, formatter, d.frame, cells, info))
+    entries = {"appendix_c": {name: {"rows": json_records(d.frame), "notes": d.notes} for name, d in found.items()}}
     if options is not None:
-        report["settings"].update({"shared_hard_fraction": options.shared_fraction,
-                                   "confidence_values": dict(options.confidence_values),
-                                   "variant_std_ddof": options.variant_ddof,
-                                   "families": dict(options.families) if options.families else None})
+        entries["settings"] = {"shared_hard_fraction": options.shared_fraction,
+                               "confidence_values": dict(options.confidence_values),
+                               "variant_std_ddof": options.variant_ddof,
+                               "families": dict(options.families) if options.families else None}
+    subreports: dict[str, Report] = {}
     if options is not None and options.by_source:
-        written += write_by_source(trials, info, out / "by_source", notes, options, b=b, seed=seed,
-                                   delta_single=delta_single)
-    return written
+        subreports, more = by_source_reports(trials, info, options, b=b, seed=seed, delta_single=delta_single)
+        notes += more
+    return Section(tables=tables, numbers=entries, notes=notes, subreports=subreports)
 
 
-def write_by_source(trials: pd.DataFrame, info: dict[str, ConditionInfo], out: Path, notes: list[str],
-                    options: DiagnosticOptions, *, b: int, seed: int, delta_single: str = "modality") -> list[Path]:
-    """Every table and report.json once per item source, under ``out/<source>/`` (Table 11's
-    split applied to the whole report; figures are drawn for the full report only)."""
-    from dataclasses import replace
+def _table(name: str, caption: str, formatter: Formatter | None, frame: pd.DataFrame, cells: dict[str, str],
+           info: dict[str, ConditionInfo]) -> Table:
+    """A diagnostic's table: its formatted rows with their trial links, or the CSV only."""
+    if formatter is None:
+        return Table(name, caption, None, frame)
+    shown, links = formatter(frame, cells, info)
+    return Table(name, caption, shown, frame, links)
 
-    from sceval_plugin import operators
-    from sceval_plugin.metrics.protocol import compute
-    from sceval_plugin.report import _write_tables, write_json
 
+def by_source_reports(trials: pd.DataFrame, info: dict[str, ConditionInfo], options: DiagnosticOptions, *,
+                      b: int, seed: int, delta_single: str = "modality") -> tuple[dict[str, Report], list[str]]:
+    """Every table and report.json once per item source, as reports for ``by_source/<source>/``
+    (Table 11's split applied to the whole report; figures are drawn for the full report only),
+    and the note when the logs carry no source."""
     if "source" not in trials or trials["source"].isna().all():
-        notes.append("by_source: the logs carry no item source; nothing to split")
-        return []
-    ops = [op for m in ("text", "vision", "audio") for op in operators.names(m)]
-    written: list[Path] = []
+        return {}, ["by_source: the logs carry no item source; nothing to split"]
+    ops = protocol.operator_names()
+    reports: dict[str, Report] = {}
     for source in sorted(trials["source"].dropna().astype(str).unique()):
         subset = trials[(trials["source"].astype(str) == source).to_numpy()].reset_index(drop=True)
-        folder = out / "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in source)
-        folder.mkdir(parents=True, exist_ok=True)
-        local_notes = [f"items of source {source!r} only; figures are drawn for the full report only"]
+        folder = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in source)
         numbers = compute(subset, info, b=b, seed=seed, model_pairs=False, delta_single=delta_single,
                           holm_families=options.holm_families)
-        tables, report = _write_tables(numbers, info, ops, folder, local_notes, subset, [], b, seed, delta_single, {})
-        written += tables + write_diagnostics(numbers, subset, info, folder, local_notes,
-                                              replace(options, by_source=False), report, b=b, seed=seed,
-                                              delta_single=delta_single)
-        written.append(write_json(folder, report))
-    return written
+        reports[f"by_source/{folder}"] = Report(protocol.head(numbers, subset, [], b=b, seed=seed,
+                                                              delta_single=delta_single), [
+            Section(notes=[f"items of source {source!r} only; figures are drawn for the full report only"],
+                    numbers={"figures_skipped": {}}),
+            protocol.tables_section(numbers, info, ops, delta_single),
+            diagnostics_section(numbers, subset, info, replace(options, by_source=False), b=b, seed=seed,
+                                delta_single=delta_single),
+        ])
+    return reports, []

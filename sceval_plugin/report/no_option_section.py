@@ -7,12 +7,16 @@ full here, for both scorers' labels (:mod:`sceval_plugin.metrics.no_option_drops
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
+from faultline_eval.core.report_writer import Section
+from faultline_eval.core.tables import Table, json_records
+from sceval_plugin.data.manifest import current_manifest
 from sceval_plugin.metrics.no_option_drops import agreement_table, no_option_frame, transfer_table
+from sceval_plugin.no_option_control import BLOCK
 from sceval_plugin.report import tables
 from sceval_plugin.report.reader import find_sample_files, model_label, read_record, results_for
 
@@ -21,8 +25,6 @@ SAMPLES_MARK = "_samples_sceval_no_option_"
 
 def split_trials(trials: pd.DataFrame, info: dict) -> tuple[pd.DataFrame, int]:
     """The trial table without no-option trials, and how many were taken out."""
-    from sceval_plugin.no_option_control import BLOCK
-
     ours = trials["condition_id"].astype(str).map(lambda cid: getattr(info.get(cid), "block", None) == BLOCK)
     return trials[~ours.to_numpy()], int(ours.sum())
 
@@ -44,33 +46,25 @@ def read_no_option(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
 
 def _column(table: pd.DataFrame, name: str, p_holm: str) -> list[str]:
     """``48.9 [32.2, 65.6]**``: a difference in points, its interval and its Holm-adjusted mark."""
-    return [f"{100 * m:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]{tables._mark(p)}" for m, lo, hi, p in
+    return [f"{100 * m:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]{tables.significance_mark(p)}" for m, lo, hi, p in
             table[[name, f"{name}_low", f"{name}_high", p_holm]].itertuples(index=False)]
 
 
-def write_no_option(trials: pd.DataFrame, info: dict, run_dirs, out: Path, notes: list[str], everything: dict, *,
-                    b: int, seed: int) -> list[Path]:
-    """Write ``no_option_transfer`` (Table 35) and ``no_option_agreement``; add both to report.json."""
-    from sceval_plugin.report import json_records
-
+def no_option_section(trials: pd.DataFrame, info: dict, run_dirs: Sequence[str | Path], no_option_trials: int, *,
+                      b: int, seed: int) -> Section:
+    """``no_option_transfer`` (Table 35), ``no_option_agreement`` and report.json's ``no_option``,
+    when the logs hold no-option trials (``no_option_trials``, split off by :func:`split_trials`)."""
+    if not no_option_trials:
+        return Section()
+    notes = [f"{no_option_trials} no-option trial(s) are reported in no_option_transfer and no_option_agreement "
+             "only, not in the trial counts or any other table"]
     frame = read_no_option(run_dirs)
     if frame.empty:
-        return []
-    from sceval_plugin.data.manifest import current_manifest
-
+        return Section(notes=notes)
     transfer = transfer_table(trials, frame, info, manifest=current_manifest(), b=b, seed=seed)
     agreement = agreement_table(frame)
     scorers = sorted({tuple(s) for s in frame[["judge_1", "judge_2"]].dropna().itertuples(index=False)})
-    everything["no_option"] = {
-        "transfer": json_records(transfer), "agreement": json_records(agreement),
-        "scorers": [{"scorer_1": first, "scorer_2": second} for first, second in scorers],
-        "subset": "samples with trials in MC clean, MC cell, no-option clean and no-option cell (the manifest "
-                  "removes invalid, unanswerable and not gold-preserved trials at build time, and again here when "
-                  "SCEVAL_MANIFEST is set)",
-        "partial_credit": 0.0,
-        "trials": int(len(frame)),
-    }
-    written = []
+    found = []
     if transfer.empty:
         notes.append("table no_option_transfer not written: no model has both multiple-choice and no-option runs of "
                      "clean and a Table 35 cell (run --tasks sceval_no_option)")
@@ -82,16 +76,24 @@ def write_no_option(trials: pd.DataFrame, info: dict, run_dirs, out: Path, notes
             "transfer Δ (pp)": _column(transfer, "transfer", "p_holm"),
         })
         names = "; ".join(f"scorer 1 {first}, scorer 2 {second}" for first, second in scorers)
-        written += tables.write_table(
-            out, "no_option_transfer", shown, transfer,
+        found.append(Table(
+            "no_option_transfer",
             "No-option generation control (Table 35): clean-to-corrupted drop on the shared gold-preserved subset "
             "(n samples), 95% bootstrap intervals; transfer Δ = no-option drop − MC drop; * p<.05, ** p<.01 (drops: "
-            f"McNemar, Δ: bootstrap; Holm within model); graded by {names}")
+            f"McNemar, Δ: bootstrap; Holm within model); graded by {names}", shown, transfer))
     if not agreement.empty:
         shown = agreement.assign(**{c: agreement[c].map(lambda x: "–" if pd.isna(x) else f"{x:.3f}")
                                     for c in ("agreement", "kappa", "kappa_without_exact_match")})
-        written += tables.write_table(
-            out, "no_option_agreement", shown, agreement,
+        found.append(Table(
+            "no_option_agreement",
             "No-option scorers: agreement and Cohen's κ over CORRECT/PARTIAL/INCORRECT/UNANSWERABLE (all graded "
-            "trials, and those exact match did not decide), and the grading scorer's labels")
-    return written
+            "trials, and those exact match did not decide), and the grading scorer's labels", shown, agreement))
+    return Section(tables=found, notes=notes, numbers={"no_option": {
+        "transfer": json_records(transfer), "agreement": json_records(agreement),
+        "scorers": [{"scorer_1": first, "scorer_2": second} for first, second in scorers],
+        "subset": "samples with trials in MC clean, MC cell, no-option clean and no-option cell (the manifest "
+                  "removes invalid, unanswerable and not gold-preserved trials at build time, and again here when "
+                  "SCEVAL_MANIFEST is set)",
+        "partial_credit": 0.0,
+        "trials": int(len(frame)),
+    }})

@@ -8,15 +8,14 @@ the reason goes into the report's notes.
 from __future__ import annotations
 
 import functools
-import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
+from faultline_eval.core.figures import grid, pyplot, save
 from sceval_plugin.metrics.protocol import JOINT_BLOCKS, ConditionInfo, Numbers
 
-DPI = 200  # print quality; more pixels only cost render time in large reports
 MODALITY_ORDER = ("text", "vision", "audio")
 SEVERITIES = (0, 10, 30, 50, 70)
 #: The paper's Figure 5 markers: ● T+V, ■ T+A, ▲ V+A, ◆ T+V+A.
@@ -25,41 +24,6 @@ COLOURS = {"tv": "tab:red", "ta": "tab:blue", "va": "tab:green", "tva": "tab:pur
 BLOCK_LABELS = {"tv": "T+V", "ta": "T+A", "va": "V+A", "tva": "T+V+A"}
 
 Draw = Callable[[Numbers, dict, Path], list]
-
-
-def pyplot():
-    """matplotlib's pyplot on the Agg backend (no display needed); imported late, it is slow."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def grid(plt, count: int, width: float = 4.2, height: float = 3.2, **shared):
-    """A figure of ``count`` panels, at most four a row; unused panels hidden."""
-    cols = min(4, count)
-    rows = math.ceil(count / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, **shared)
-    for ax in axes.flat[count:]:
-        ax.axis("off")
-    return fig, list(axes.flat)
-
-
-def save(fig, stem: Path) -> list[Path]:
-    """``stem``.png (at :data:`DPI`) and ``stem``.pdf, cropped to what is drawn (legends outside
-    the axes included)."""
-    plt = pyplot()
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
-    # One layout pass for both files: "tight" would measure the figure again in each savefig.
-    bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
-    for path in paths:
-        # no creation date in the PDF: the same figure gives the same bytes (builds are compared by digest)
-        fig.savefig(path, dpi=DPI, bbox_inches=bbox, **({"pil_kwargs": {"compress_level": 3}} if path.suffix == ".png"
-                                                        else {"metadata": {"CreationDate": None}}))
-    plt.close(fig)
-    return paths
 
 
 def _single_curves(numbers: Numbers, info: dict[str, ConditionInfo]) -> dict[str, dict[str, dict[str, dict[int, float]]]]:
@@ -93,12 +57,12 @@ def _heatmap_grid(numbers: Numbers, info: dict[str, ConditionInfo], operators: l
     cell = {c: i.corruptions[0][1] for c, i in info.items() if i.block == "single" and i.corruptions[0][2] == 70}
     s = s[s["condition_id"].isin(list(cell))]
     models = sorted(s["model"].unique())
-    grid = np.full((len(models), len(operators)), np.nan)
+    drops = np.full((len(models), len(operators)), np.nan)
     for model, cid, value in zip(s["model"], s["condition_id"], s["delta_base"]):
         if cell[cid] in operators:
-            grid[models.index(model), operators.index(cell[cid])] = 100 * value
-    keep = [j for j in range(len(operators)) if np.isfinite(grid[:, j]).any()]
-    return models, [operators[j] for j in keep], grid[:, keep]
+            drops[models.index(model), operators.index(cell[cid])] = 100 * value
+    keep = [j for j in range(len(operators)) if np.isfinite(drops[:, j]).any()]
+    return models, [operators[j] for j in keep], drops[:, keep]
 
 
 def figures(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]) -> dict[str, tuple[Draw, str | None]]:
@@ -120,32 +84,20 @@ def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path
     """One panel per model x modality: accuracy (%) against severity, clean drawn at 0, one line
     per operator; each modality's legend below its column, outside the data."""
     plt = pyplot()
-    from matplotlib.transforms import offset_copy
-
     curves = _single_curves(numbers, info)
     models = sorted(curves)
     modalities = [m for m in MODALITY_ORDER if any(m in curves[model] for model in models)]
     operators = {m: sorted({op for model in models for op in curves[model].get(m, {})}) for m in modalities}
     fig, axes = plt.subplots(len(models), len(modalities), figsize=(3.8 * len(modalities), 1.0 + 2.8 * len(models)),
                              squeeze=False, sharex=True, sharey="row")
-    cmap = plt.get_cmap("tab10")
-    markers = "osD^vP*X"  # lines that coincide stay distinguishable by their markers
     for i, model in enumerate(models):
         values = [v for m in curves[model].values() for curve in m.values() for v in curve.values()]
         low, high = 100 * min(values), 100 * max(values)
         pad = max(2.0, 0.08 * (high - low))
         for j, modality in enumerate(modalities):
             ax = axes[i][j]
-            for k, op in enumerate(operators[modality]):
-                curve = curves[model].get(modality, {}).get(op)
-                if not curve:
-                    continue
-                xs = sorted(curve)
-                ax.plot(xs, [100 * curve[x] for x in xs], marker=markers[k % len(markers)], markersize=4,
-                        markerfacecolor="none", linewidth=1.3, color=cmap(k % 10), label=op)
+            _curve_panel(plt, ax, curves[model].get(modality, {}), operators[modality])
             ax.set_ylim(max(0.0, low - pad), min(102.0, high + pad))  # room for lines at 100 %
-            ax.set_xticks(SEVERITIES)
-            ax.grid(alpha=0.3)
             if i == 0:
                 ax.set_title(modality, fontsize=10)
             if j == 0:
@@ -153,18 +105,40 @@ def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path
             if i == len(models) - 1:
                 ax.set_xlabel("severity (0 = clean)")
     for j, modality in enumerate(modalities):
-        handles, labels = [], []
-        for ax in axes[:, j]:  # the union over models, in operator order
-            for h, label in zip(*ax.get_legend_handles_labels()):
-                if label not in labels:
-                    handles.append(h), labels.append(label)
-        bottom = axes[-1][j]
-        below_label = offset_copy(bottom.transAxes, fig, y=-0.6, units="inches")  # clear of the axis label
-        bottom.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below_label,
-                      ncol=2, fontsize=7, frameon=False, title=f"{modality} operator", title_fontsize=7)
+        _legend_below_column(fig, axes[:, j], f"{modality} operator")
     fig.suptitle("Single-modality severity curves (mean-variant accuracy)", fontsize=11)
     fig.tight_layout()
     return save(fig, stem)
+
+
+def _curve_panel(plt, ax, curves: dict[str, dict[int, float]], operators: list[str]) -> None:
+    """One line per operator (accuracy % against severity), in operator order."""
+    cmap = plt.get_cmap("tab10")
+    markers = "osD^vP*X"  # lines that coincide stay distinguishable by their markers
+    for k, op in enumerate(operators):
+        curve = curves.get(op)
+        if not curve:
+            continue
+        xs = sorted(curve)
+        ax.plot(xs, [100 * curve[x] for x in xs], marker=markers[k % len(markers)], markersize=4,
+                markerfacecolor="none", linewidth=1.3, color=cmap(k % 10), label=op)
+    ax.set_xticks(SEVERITIES)
+    ax.grid(alpha=0.3)
+
+
+def _legend_below_column(fig, column, title: str) -> None:
+    """The union of a column's legend entries (over its panels, in order) below its last panel."""
+    from matplotlib.transforms import offset_copy
+
+    handles, labels = [], []
+    for ax in column:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h), labels.append(label)
+    bottom = column[-1]
+    below_label = offset_copy(bottom.transAxes, fig, y=-0.6, units="inches")  # clear of the axis label
+    bottom.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below_label,
+                  ncol=2, fontsize=7, frameon=False, title=title, title_fontsize=7)
 
 
 def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) -> list[Path]:
@@ -206,17 +180,17 @@ def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *
     plt = pyplot()
     from matplotlib.colors import TwoSlopeNorm
 
-    models, ops, grid = _heatmap_grid(numbers, info, operators)
+    models, ops, drops = _heatmap_grid(numbers, info, operators)
     modality_of = {c.corruptions[0][1]: c.corruptions[0][0] for c in info.values() if c.block == "single"}
-    limit = max(1.0, float(np.nanmax(np.abs(grid))))
+    limit = max(1.0, float(np.nanmax(np.abs(drops))))
     fig, ax = plt.subplots(figsize=(2.2 + 0.62 * len(ops), 2.4 + 0.42 * len(models)))
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto")
+    image = ax.imshow(np.ma.masked_invalid(drops), cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto")
     ax.set_facecolor("#dddddd")  # cells not run
     ax.set_xticks(range(len(ops)), ops, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(len(models)), models, fontsize=8)
     for i in range(len(models)):
         for j in range(len(ops)):
-            value = grid[i, j]
+            value = drops[i, j]
             ax.text(j, i, "–" if not np.isfinite(value) else f"{value:.1f}", ha="center", va="center", fontsize=7,
                     color="white" if np.isfinite(value) and abs(value) > 0.6 * limit else "black")
     for j in range(1, len(ops)):  # rules between modalities

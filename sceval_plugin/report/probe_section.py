@@ -6,11 +6,15 @@ logs cannot fill is left out with a note.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from faultline_eval.core.figures import Figure, pyplot, save
+from faultline_eval.core.report_writer import Section
+from faultline_eval.core.tables import Table, TrialLinks, drop, json_records, pp, trial_links, trials_in
 from sceval_plugin.metrics.probe_effects import (
     desync_curve,
     family_metrics,
@@ -18,10 +22,10 @@ from sceval_plugin.metrics.probe_effects import (
     probe_conditions,
     trust_bias,
 )
+from sceval_plugin.metrics.protocol import Numbers
 from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES
 from sceval_plugin.probe_conditions import HEADLINE_BUDGET, PROBE_FAMILIES
-from sceval_plugin.report import plots
-from sceval_plugin.report.tables import drop, holm_scope, pp, trials_in, with_trials, write_table
+from sceval_plugin.report.tables import holm_scope, significance_mark
 
 FAMILY_TITLES = {
     "mismatch": "Cross-modal mismatch (G.9): one modality's evidence from a donor item (random, category- or "
@@ -47,23 +51,20 @@ def _parameter(p) -> str:
     return f"{p:+g} s" if isinstance(p, float) else str(p)
 
 
-def _mark(p: float) -> str:
-    return "" if not np.isfinite(p) else "**" if p < 0.01 else "*" if p < 0.05 else ""
-
-
-def family_table(table: pd.DataFrame) -> pd.DataFrame:
+def family_table(table: pd.DataFrame) -> tuple[pd.DataFrame, TrialLinks]:
     """A probe family's rows as printed: accuracy [95 % CI], drop from clean with its Holm mark;
     each number linked to its trials (the drop: the probe's with clean's, to recompute it)."""
     links = [{"accuracy % [95% CI]": trials_in([cid], model), "drop (pp)": trials_in([cid, "clean"], model),
               "items": trials_in([cid], model), "not applicable": trials_in([cid], model)}
              for model, cid in zip(table["model"].astype(str), table["condition_id"].astype(str))]
-    return with_trials(pd.DataFrame({
+    shown = pd.DataFrame({
         "model": table["model"], "probe": table["probe"], "parameter": table["parameter"].map(_parameter),
         "accuracy % [95% CI]": [_interval(r) for _, r in table.iterrows()],
-        "drop (pp)": [drop(d) + _mark(p) for d, p in zip(table["drop"], table["p_holm"])],
+        "drop (pp)": [drop(d) + significance_mark(p) for d, p in zip(table["drop"], table["p_holm"])],
         "p (Holm)": [f"{p:.3g}" if np.isfinite(p) else "–" for p in table["p_holm"]],
         "items": table["n_samples"], "not applicable": table["not_applicable"],
-    }), links)
+    })
+    return shown, trial_links(shown, links)
 
 
 def summary_table(metrics: pd.DataFrame, trust: pd.DataFrame, ece: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -73,7 +74,7 @@ def summary_table(metrics: pd.DataFrame, trust: pd.DataFrame, ece: pd.DataFrame)
     pooled = trust[trust["tier"] == "all"] if len(trust) else trust
     for modality in ("text", "vision", "audio"):
         got = pooled[pooled["modality"] == modality].set_index("model")["trust_bias"] if len(pooled) else {}
-        raw[f"T_{modality[0]}"] = raw["model"].map(lambda m: got.get(m, np.nan))
+        raw[f"T_{modality[0]}"] = raw["model"].map(lambda m, got=got: got.get(m, np.nan))
     probe_ece = ece[ece["family"] != "clean"].groupby("model")["ece"].mean() if len(ece) else pd.Series(dtype=float)
     raw["ece"] = raw["model"].map(lambda m: probe_ece.get(m, np.nan))
     keep = [c for c in ("model", "T_t", "T_v", "T_a", "temporal_drop", "desync_slope", "budget_gap", "position_gap",
@@ -127,7 +128,7 @@ def summary_links(table: pd.DataFrame, ece: pd.DataFrame, info: dict, reading: s
     return links
 
 
-def trust_table(trust: pd.DataFrame, info: dict) -> pd.DataFrame:
+def trust_table(trust: pd.DataFrame, info: dict) -> tuple[pd.DataFrame, TrialLinks]:
     """The trust-bias rows as printed, each number linked to the trials it counts."""
     links = []
     for r in trust.to_dict("records"):
@@ -137,13 +138,14 @@ def trust_table(trust: pd.DataFrame, info: dict) -> pd.DataFrame:
                       "determinable": counted if r["determinable"] and reading == "donor_gold" else None,
                       "undetermined": trials_in(cells, model, **_counted(reading, determinable=False))
                       if r["undetermined"] and reading == "donor_gold" else None})
-    return with_trials(pd.DataFrame({
+    shown = pd.DataFrame({
         "model": trust["model"], "replaced": trust["modality"], "donor tier": trust["tier"],
         "T_m % [95% CI]": [f"{pp(r['trust_bias'])} [{pp(r['ci_low'])}, {pp(r['ci_high'])}]"
                            for _, r in trust.iterrows()],
         "follows item %": trust["follows_item"].map(pp), "neither %": trust["follows_neither"].map(pp),
         "determinable": trust["determinable"], "undetermined": trust["undetermined"],
-    }), links)
+    })
+    return shown, trial_links(shown, links)
 
 
 def calibration_table(ece: pd.DataFrame) -> pd.DataFrame:
@@ -165,7 +167,7 @@ def _legend_below(ax, fig) -> None:
 def desync_figure(table: pd.DataFrame, metrics: pd.DataFrame, stem: Path) -> list[Path]:
     """Accuracy (%) against the audio shift, one line per model (clean at 0 s, 95 % CI bars), the
     |shift| slope in the legend."""
-    plt = plots.pyplot()
+    plt = pyplot()
     curve = desync_curve(table)
     slopes = metrics.set_index("model")["desync_slope"] if "desync_slope" in metrics else {}
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
@@ -182,14 +184,14 @@ def desync_figure(table: pd.DataFrame, metrics: pd.DataFrame, stem: Path) -> lis
     ax.grid(alpha=0.3)
     ax.set_title("A/V desync curve", fontsize=10)
     _legend_below(ax, fig)
-    return plots.save(fig, stem)
+    return save(fig, stem)
 
 
 def _categorical(table: pd.DataFrame, family: str, order: list, stem: Path, title: str, xlabel: str,
                  reference: str) -> list[Path]:
     """Grouped bars of accuracy (%) per parameter with 95 % CIs, one colour per model, and a
     dashed line per model at the reference accuracy (``reference``: "clean" or a parameter)."""
-    plt = plots.pyplot()
+    plt = pyplot()
     t = table[table["family"] == family]
     params = [p for p in order if p in set(t["parameter"])] + sorted(set(t["parameter"]) - set(order), key=str)
     models = sorted(set(t["model"]))
@@ -215,7 +217,7 @@ def _categorical(table: pd.DataFrame, family: str, order: list, stem: Path, titl
     ax.grid(alpha=0.3, axis="y")
     ax.set_title(title, fontsize=10)
     _legend_below(ax, fig)
-    return plots.save(fig, stem)
+    return save(fig, stem)
 
 
 def budget_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
@@ -230,57 +232,75 @@ def position_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
 
 # --- assembly -----------------------------------------------------------------------------------
 
-def write_probes(numbers, trials: pd.DataFrame, info: dict, out: Path, notes: list[str], report: dict, *,
-                 b: int, seed: int, trust_reading: str = "donor_gold", confidence_values=CONFIDENCE_VALUES,
-                 figures: bool = True) -> list[Path]:
-    """Every probe table and figure the logs allow, and ``report["probes"]`` (report.json)."""
-    from sceval_plugin.report import json_records
-
-    table = probe_conditions(numbers.summary, numbers.comparisons, numbers.not_applicable, info, trials)
-    if table.empty:
-        return []
-    written: list[Path] = []
+def _family_tables(table: pd.DataFrame, holm_families: str) -> list[Table]:
+    """One table per probe family in the logs."""
+    found = []
     for family in PROBE_FAMILIES:
         rows = table[table["family"] == family]
         if len(rows):
             caption = (f"{FAMILY_TITLES[family]}. Accuracy with 95% bootstrap CI and drop from clean on the items "
                        "the probe applied to, invalid answers left out; McNemar vs clean (invalid answers wrong), "
                        f"Holm-adjusted within the family (a named option's within its family's options), "
-                       f"{holm_scope(numbers.holm_families)} (* p<.05, ** p<.01)")
-            written += write_table(out, f"probes_{family}", family_table(rows), rows, caption)
+                       f"{holm_scope(holm_families)} (* p<.05, ** p<.01)")
+            shown, links = family_table(rows)
+            found.append(Table(f"probes_{family}", caption, shown, rows, links))
+    return found
+
+
+def _figures(table: pd.DataFrame, metrics: pd.DataFrame, drawn: bool) -> tuple[list[Figure], list[str]]:
+    """The desync, frame-budget and key-frame figures the logs allow (unless not ``drawn``), and
+    a note for each other one."""
+    found: list[Figure] = []
+    notes = []
+    for name, draw, family in (("probe_desync", functools.partial(desync_figure, table, metrics), "desync"),
+                               ("probe_frame_budget", functools.partial(budget_figure, table), "frame_budget"),
+                               ("probe_key_frame", functools.partial(position_figure, table), "key_frame")):
+        if not table["family"].eq(family).any():
+            notes.append(f"figure {name} not drawn: no condition of its probe family in the logs")
+        elif not drawn:
+            notes.append(f"figure {name} not drawn: figures turned off (--no-figures)")
+        else:
+            found.append(Figure(name, draw))
+    return found, notes
+
+
+def probes_section(numbers: Numbers, trials: pd.DataFrame, info: dict, *, b: int, seed: int,
+                   trust_reading: str = "donor_gold", confidence_values=CONFIDENCE_VALUES,
+                   figures: bool = True) -> Section:
+    """Every probe table and figure the logs allow, and report.json's ``probes``; an empty
+    section when the logs hold no probe condition."""
+    table = probe_conditions(numbers.summary, numbers.comparisons, numbers.not_applicable, info, trials)
+    if table.empty:
+        return Section()
+    tables = _family_tables(table, numbers.holm_families)
+    notes: list[str] = []
     metrics = family_metrics(table)
     trust = trust_bias(trials, info, reading=trust_reading, b=b, seed=seed)
     ece = probe_calibration(trials, info, values=confidence_values)
     shown, raw = summary_table(metrics, trust, ece)
-    with_trials(shown, summary_links(table, ece, info, trust_reading))
-    written += write_table(out, "probes_summary", shown, raw,
-                           "Mechanism probes (Table 17): trust bias T_m over all donor tiers, temporal drop, desync "
-                           "slope of accuracy on |shift|, budget gap (largest loss vs 8 frames), position gap "
-                           "(max − min), mean ECE over the probe conditions, distractor effect (mean)")
+    tables.append(Table("probes_summary",
+                        "Mechanism probes (Table 17): trust bias T_m over all donor tiers, temporal drop, desync "
+                        "slope of accuracy on |shift|, budget gap (largest loss vs 8 frames), position gap "
+                        "(max − min), mean ECE over the probe conditions, distractor effect (mean)",
+                        shown, raw, trial_links(shown, summary_links(table, ece, info, trust_reading))))
     if len(trust):
-        written += write_table(out, "probes_trust_bias", trust_table(trust, info), trust,
-                               f"Trust bias T_m (G.9; reading {trust_reading}): share of determinable mismatch "
-                               "trials whose answer follows the replaced modality, 95% bootstrap CI over items")
+        shown, links = trust_table(trust, info)
+        tables.append(Table("probes_trust_bias",
+                            f"Trust bias T_m (G.9; reading {trust_reading}): share of determinable mismatch "
+                            "trials whose answer follows the replaced modality, 95% bootstrap CI over items",
+                            shown, trust, links))
     elif (table["family"] == "mismatch").any():
         notes.append("probes: no mismatch trial is determinable (no donor answer among the options), so T_m is "
                      "not computed")
     if len(ece):
-        written += write_table(out, "probes_calibration", calibration_table(ece), ece,
-                               "Calibration under each probe (G.11): ECE over the stated confidence levels, "
-                               "over-confident error rate ρ_oc, mean confidence of right and wrong answers")
+        tables.append(Table("probes_calibration",
+                            "Calibration under each probe (G.11): ECE over the stated confidence levels, "
+                            "over-confident error rate ρ_oc, mean confidence of right and wrong answers",
+                            calibration_table(ece), ece))
     else:
         notes.append("probes: no stated confidence in the logs, so the calibration table is not written")
-    drawings = {"probe_desync": (lambda s: desync_figure(table, metrics, s), table["family"].eq("desync").any()),
-                "probe_frame_budget": (lambda s: budget_figure(table, s), table["family"].eq("frame_budget").any()),
-                "probe_key_frame": (lambda s: position_figure(table, s), table["family"].eq("key_frame").any())}
-    for name, (draw, has_data) in drawings.items():
-        if not has_data:
-            notes.append(f"figure {name} not drawn: no condition of its probe family in the logs")
-        elif not figures:
-            notes.append(f"figure {name} not drawn: figures turned off (--no-figures)")
-        else:
-            written += draw(out / name)
-    report["probes"] = {"conditions": json_records(table), "families": json_records(metrics),
-                        "trust_bias": json_records(trust), "calibration": json_records(ece),
-                        "trust_reading": trust_reading}
-    return written
+    drawings, more = _figures(table, metrics, figures)
+    return Section(tables=tables, figures=drawings, notes=notes + more,
+                   numbers={"probes": {"conditions": json_records(table), "families": json_records(metrics),
+                                       "trust_bias": json_records(trust), "calibration": json_records(ece),
+                                       "trust_reading": trust_reading}})

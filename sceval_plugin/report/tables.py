@@ -1,132 +1,24 @@
-"""Tables for a paper: each one as Markdown, CSV and LaTeX, and beside each the trials behind
-its numbers (``<name>.trials.json``, for the results viewer's links)."""
+"""The SCEval protocol's tables (single-modality, joint, panel, controls, diagnostics ...): each
+builder returns ``(shown, raw, trial_links)`` for a :class:`faultline_eval.core.tables.Table`
+(``shown`` formatted in points, ``raw`` the numbers, and per shown cell the trials behind it)."""
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
+from faultline_eval.core.tables import TrialLinks, drop, pp, signed, trial_links, trials_in
 from sceval_plugin.metrics.protocol import ASYMMETRY_CELLS, JOINT_BLOCKS, MODALITIES, ConditionInfo, Numbers
-from faultline_eval.core.store import replacing, write_atomic
 
-
-def pp(x: float) -> str:
-    """A fraction as percentage points, one decimal."""
-    return "–" if x is None or not np.isfinite(x) else f"{100 * x:.1f}"
-
-
-def drop(x: float) -> str:
-    """A drop (positive = worse) with an arrow, in points."""
-    if x is None or not np.isfinite(x):
-        return "–"
-    return f"↓{100 * x:.1f}" if x > 0 else (f"↑{-100 * x:.1f}" if x < 0 else "±0")
-
-
-def signed(x: float) -> str:
-    return "–" if x is None or not np.isfinite(x) else f"{100 * x:+.1f}"
-
-
-def _markdown(frame: pd.DataFrame) -> str:
-    header = "| " + " | ".join(map(str, frame.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([header, rule, *rows]) + "\n"
-
-
-_LATEX_ESCAPE = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "↓": r"$\downarrow$", "↑": r"$\uparrow$",
-                 "±": r"$\pm$", "–": "--", "×": r"$\times$", "Δ": r"$\Delta$", "†": r"$\dagger$",
-                 "‡": r"$\ddagger$"}
-
-
-def _latex_cell(value: object) -> str:
-    text = str(value)
-    for raw, escaped in _LATEX_ESCAPE.items():
-        text = text.replace(raw, escaped)
-    return text
-
-
-def _latex(frame: pd.DataFrame, caption: str) -> str:
-    lines = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{l{'r' * (len(frame.columns) - 1)}}}",
-             r"\toprule", " & ".join(_latex_cell(c) for c in frame.columns) + r" \\", r"\midrule"]
-    lines += [" & ".join(_latex_cell(v) for v in row) + r" \\" for row in frame.itertuples(index=False)]
-    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{_latex_cell(caption)}}}", r"\end{table}"]
-    return "\n".join(lines) + "\n"
-
-
-#: ``shown.attrs`` key of a table's trial links (see :func:`with_trials`).
-TRIALS = "trials"
-#: The label columns of a table whose rows stand for one (model, condition) each (see :func:`write_table`).
-ROW_KEYS = ("model", "condition_id")
-
-
-def trials_in(cells: Iterable[str | None], model: str | Iterable[str] | None = None, **where: str) -> dict | None:
-    """The trials one table number was computed from, as the results viewer selects them: those
-    of the ``cells`` (SCEval condition ids or C3PO template ids; several for a number over a
-    block, a modality or a tier), of ``model`` only when given (a label, or several: a number
-    over a model family), and matching ``where`` (the
-    viewer's trial-table columns, e.g. ``failure_mode="audio_dominance"``; a value starting with
-    ``=`` must match whole, otherwise it is found within the column's text, ``!`` excludes it;
-    alternatives joined by ``|``, e.g. ``verdict="=correct|=wrong"``, match either).
-    None when no cell is named: nothing to link."""
-    cells = sorted({str(c) for c in cells if isinstance(c, str) and c})
-    if not cells:
-        return None
-    models = [model] if isinstance(model, str) else list(model or ())
-    return {"cells": cells, **({"model": "|".join(f"={m}" for m in models)} if models else {}), **where}
+#: What a table builder returns: shown, raw and the shown cells' trial links.
+Body = tuple[pd.DataFrame, pd.DataFrame, TrialLinks | None]
 
 
 def holm_scope(holm_families: str) -> str:
     """How a caption names the Holm family reading (:data:`sceval_plugin.metrics.protocol.HOLM_FAMILIES`)."""
     return "per model" if holm_families == "model" else "pooled over the reported models"
-
-
-def with_trials(shown: pd.DataFrame, links: list[dict[str, dict | list | None]]) -> pd.DataFrame:
-    """``shown`` with, per row, ``{column: trials_in(...)}`` for its numbers (columns left out are
-    not linked); a list of selectors for a cell of several numbers joined by `` / ``, one each.
-    :func:`write_table` writes them beside the table."""
-    if len(links) != len(shown):
-        raise ValueError(f"{len(links)} rows of trial links for a table of {len(shown)} rows")
-    shown.attrs[TRIALS] = [[row.get(str(c)) for c in shown.columns] for row in links]
-    return shown
-
-
-def _row_trials(shown: pd.DataFrame, numbers: pd.DataFrame) -> list[list] | None:
-    """For a table whose raw rows are one (model, condition) each and line up with the shown rows:
-    every cell but the labels links to that row's trials."""
-    if len(numbers) != len(shown) or not set(ROW_KEYS) <= set(numbers.columns) or not len(shown):
-        return None
-    labels = {"model", "condition", "condition_id", "family", "probe", "parameter"}
-
-    def linked(column: str) -> bool:  # not a label, nor a test's p-value (not a trial aggregate)
-        return column not in labels and not column.startswith("p ")
-
-    return [[trials_in([cid], model) if linked(str(c)) else None for c in shown.columns]
-            for model, cid in zip(numbers["model"].astype(str), numbers["condition_id"].astype(str))]
-
-
-def write_table(out: Path, name: str, shown: pd.DataFrame, numbers: pd.DataFrame, caption: str) -> list[Path]:
-    """``shown`` (formatted) as Markdown and LaTeX; ``numbers`` (raw) as CSV; and
-    ``<name>.trials.json``, per shown row and column the trials behind that number (the table's
-    :func:`with_trials` links, or each row's (model, condition) when ``numbers`` has one per shown
-    row), which the results viewer turns into links."""
-    out.mkdir(parents=True, exist_ok=True)
-    md, tex, csv = out / f"{name}.md", out / f"{name}.tex", out / f"{name}.csv"
-    write_atomic(md, f"**{caption}**\n\n" + _markdown(shown))
-    write_atomic(tex, _latex(shown, caption))
-    with replacing(csv) as temporary:
-        numbers.to_csv(temporary, index=False)
-    written = [md, csv, tex]
-    links = shown.attrs.get(TRIALS) or _row_trials(shown, numbers)
-    if links and any(any(row) for row in links):
-        side = out / f"{name}.trials.json"
-        write_atomic(side, json.dumps({"columns": [str(c) for c in shown.columns], "rows": links}))
-        written.append(side)
-    return written
 
 
 def cells_of(info: dict[str, ConditionInfo], block: str | None = None, *, panel: bool = False,
@@ -144,7 +36,7 @@ def _acc(numbers: Numbers) -> pd.Series:
     return numbers.summary.set_index(["model", "condition_id"])["accuracy"]
 
 
-def single_matrix(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]):
+def single_matrix(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]) -> Body:
     """Models x operators at severity 70: accuracy with its signed drop from clean."""
     s = numbers.summary
     rows_shown, rows_raw, links = [], [], []
@@ -163,15 +55,17 @@ def single_matrix(numbers: Numbers, info: dict[str, ConditionInfo], operators: l
         rows_shown.append(shown), rows_raw.append(raw), links.append(link)
     raw = pd.DataFrame(rows_raw)
     if raw[operators].isna().all().all():  # no severity-70 cell was run
-        return pd.DataFrame(), pd.DataFrame()
-    return with_trials(pd.DataFrame(rows_shown), links), raw
+        return pd.DataFrame(), pd.DataFrame(), None
+    shown = pd.DataFrame(rows_shown)
+    return shown, raw, trial_links(shown, links)
 
 
-def _mark(p: float) -> str:
+def significance_mark(p: float | None) -> str:
+    """``*`` for p < .05, ``**`` for p < .01, nothing otherwise (or without a p-value)."""
     return "" if p is None or not np.isfinite(p) else ("**" if p < 0.01 else ("*" if p < 0.05 else ""))
 
 
-def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]):
+def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
     """Joint cells x models: accuracy, Δbase and Δsingle (eq. 6, against the weakest observed
     single cell of each corrupted modality); * / ** mark Holm-adjusted p < .05 / .01 (McNemar;
     invalid outputs as incorrect) for clean-vs-joint and single-vs-joint. The CSV adds Δsingle
@@ -197,8 +91,8 @@ def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]):
             r = r.iloc[0]
             pb, ps = p_base.get((model, cid), np.nan), p_single.get((model, cid), np.nan)
             partial = "†" if r["single_grid"] == "partial" else ""
-            row[model] = (f"{pp(r['accuracy'])} {drop(r['delta_base'])}{_mark(pb)} / "
-                          f"Δs {drop(r['delta_single'])}{_mark(ps)}{partial}")
+            row[model] = (f"{pp(r['accuracy'])} {drop(r['delta_base'])}{significance_mark(pb)} / "
+                          f"Δs {drop(r['delta_single'])}{significance_mark(ps)}{partial}")
             # accuracy and Δbase: the cell and clean; Δsingle: the cell and its weakest single cell
             link[model] = [trials_in([cid, "clean"], model), trials_in([cid, r["weakest_single"]], model)]
             raw.append({"condition": cid, "model": model, "block": c.block, "role": c.role,
@@ -209,15 +103,16 @@ def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]):
                         "weakest_single_same_severity": r["weakest_single_same_severity"],
                         "p_holm_base": pb, "p_holm_single": ps, "coverage": r["coverage"]})
         rows_shown.append(row)
-    return with_trials(pd.DataFrame(rows_shown), links), pd.DataFrame(raw)
+    shown = pd.DataFrame(rows_shown)
+    return shown, pd.DataFrame(raw), trial_links(shown, links)
 
 
-def single_baselines_table(numbers: Numbers):
+def single_baselines_table(numbers: Numbers) -> Body:
     """The Δsingle baselines: per model and modality, the weakest observed single cell and how
     much of the single-modality grid the logs hold."""
     w = numbers.weakest_singles
     if w.empty:
-        return w, w
+        return w, w, None
     pool = w.columns[1]  # "modality" or "operator", as the baseline was chosen
     shown = pd.DataFrame({"model": w["model"], pool: w[pool], "weakest single cell": w["condition_id"],
                           "accuracy": w["accuracy"].map(pp),
@@ -225,14 +120,14 @@ def single_baselines_table(numbers: Numbers):
                                              zip(w["observed_cells"], w["catalogue_cells"], w["complete"])]})
     links = [{"weakest single cell": trials_in([cid], model), "accuracy": trials_in([cid], model)}
              for model, cid in zip(w["model"], w["condition_id"])]
-    return with_trials(shown, links), w
+    return shown, w, trial_links(shown, links)
 
 
-def below_single_table(numbers: Numbers, info: dict[str, ConditionInfo]):
+def below_single_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
     """C.3: joint cells below the weakest single cell (Δsingle > 0) per model and block."""
     b = numbers.below_weakest_single
     if b.empty:
-        return b, b
+        return b, b, None
     shown = pd.DataFrame({
         "model": b["model"], "block": b["block"].str.upper().replace("ALL", "all"),
         "below weakest single": [f"{n} of {m}" for n, m in zip(b["below_weakest_single"], b["joint_cells"])],
@@ -245,14 +140,14 @@ def below_single_table(numbers: Numbers, info: dict[str, ConditionInfo]):
         every = trials_in(joint, model)
         links.append({"below weakest single": every, "significant": every, "below (same severity)": every,
                       "max Δsingle": trials_in([at], model), "at": trials_in([at], model)})
-    return with_trials(shown, links), b
+    return shown, b, trial_links(shown, links)
 
 
-def panel_table(numbers: Numbers, info: dict[str, ConditionInfo]):
+def panel_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
     """Table 8: clean, panel block means, panel fault, C_asym, strongest cell, coverage."""
     p = numbers.panel
     if p.empty:
-        return p, p
+        return p, p, None
     shown = pd.DataFrame({
         "model": p["model"], "clean": p["clean"].map(pp), **{f"{b.upper()}": p[f"mean_{b}"].map(pp) for b in JOINT_BLOCKS},
         "panel fault": p["panel_fault"].map(drop), "C_asym": p["C_asym"].map(signed),
@@ -269,10 +164,10 @@ def panel_table(numbers: Numbers, info: dict[str, ConditionInfo]):
               # a drop from clean: the cell with clean, so the page recomputes it (as the joint table's drops)
               "strongest fault line": trials_in([c, "clean"], m) if isinstance(c, str) else None}
              for m, c in zip(p["model"], p["strongest_fault_line"])]
-    return with_trials(shown, links), p
+    return shown, p, trial_links(shown, links)
 
 
-def controls_table(numbers: Numbers, info: dict[str, ConditionInfo]):
+def controls_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
     """Per model: the missing-modality controls, M_m (eq. 7), the shortcut controls, G and option order."""
     d = numbers.diagnostics.set_index("model")
     acc = _acc(numbers)
@@ -320,10 +215,11 @@ def controls_table(numbers: Numbers, info: dict[str, ConditionInfo]):
             "options only": trials_in(["shortcut_options_only"], model),
             "order mean / worst (clean)": [trials_in(orders, model)] * 2, "consistency (clean)": trials_in(orders, model),
         })
-    return with_trials(pd.DataFrame(rows_shown), links), pd.DataFrame(raw)
+    shown = pd.DataFrame(rows_shown)
+    return shown, pd.DataFrame(raw), trial_links(shown, links)
 
 
-def diagnostics_table(numbers: Numbers, info: dict[str, ConditionInfo]):
+def diagnostics_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
     """FS_S over the panel (Table 20), the drop over every run cell of each block, fragility
     slopes (Table 19) and the shortcut gap."""
     d = numbers.diagnostics
@@ -339,4 +235,4 @@ def diagnostics_table(numbers: Numbers, info: dict[str, ConditionInfo]):
               **{f"S_{letter} (pp/10 sev)": trials_in(["clean", *cells_of(info, "single", modality=modality)], m)
                  for letter, modality in MODALITIES.items()},
               "G": trials_in(["shortcut_text_only"], m)} for m in d["model"]]
-    return with_trials(shown, links), d
+    return shown, d, trial_links(shown, links)
