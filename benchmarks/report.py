@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from faultline_eval.core.trial import SCEvalTrial
+
 B = 1000
 
 
@@ -65,8 +67,8 @@ def synthesise(root: Path, models: int, samples: int) -> int:
                     answer = None if correct is None else ("A" if correct else "BCD"[(i + v) % 3])
                     reply = "I cannot tell." if correct is None else json.dumps({"answer": answer, "confidence": "high",
                                                                                  "reasoning": "synthetic"})
-                    trial = {"s": sid, "v": v, "c": correct, "i": None if correct is not None else "refusal",
-                             "a": answer, "n": 4, "f": None if correct is None else "high", "o": "bench"}
+                    trial = SCEvalTrial(sid, v, correct, None if correct is not None else "refusal", answer, 4,
+                                        None if correct is None else "high", "bench").to_json()
                     record = {
                         "model": name, "prompt_id": "sceval-json-v1", "sample_id": sid, "source": "bench",
                         "dataset": "bench#0123456789abcdef", "condition_id": c.id, "block": c.block,

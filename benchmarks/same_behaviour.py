@@ -85,17 +85,32 @@ _FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg")
 
 
 # === THE LEAD EXTENDS THIS ======================================================================
+#: Schema-2 field -> schema-1 key of a trial entry (faultline_eval/core/trial.py ``SCHEMA_1_KEYS``),
+#: written out here so that the comparison does not depend on the code it checks.
+SCEVAL_SCHEMA_1_KEYS = {"sample_id": "s", "variant": "v", "correct": "c", "invalid": "i", "answer_key": "a",
+                        "n_options": "n", "confidence": "f", "source": "o", "not_applicable": "u", "cohort": "k",
+                        "donor": "d", "follows_donor_key": "r", "donor_key_map": "m"}
+C3PO_SCHEMA_1_KEYS = {"sample_id": "s", "variant": "v", "correct": "c", "invalid": "i", "template_id": "t",
+                      "exact_match": "x", "judge_decided": "j", "judge_error": "e", "failure_mode": "m",
+                      "human_correct": "h", "has_human_answer": "hn"}
+
+
 def normalise_trial_entry(entry: dict) -> dict:
     """The trial entry of one per-sample line in its schema-1 form (single-letter keys).
 
     A trial entry is the small object every SCEval/C3PO metric field of a per-sample line holds
     (``sceval_accuracy``, ``c3po_accuracy``, ...): in schema 1 ``{"s": sample id, "v": variant/run,
     "c": correct, "i": invalid, "a": answer key, "n": options, ...}``. It is applied to the entries
-    of BOTH folders, so it must map the redesign's typed, versioned trial record back to schema 1
-    and leave schema-1 entries unchanged (today: the identity). A ``schema_version`` key may be
-    left in; the comparison ignores it on the AFTER side.
+    of BOTH folders, so it maps the redesign's typed, versioned trial record (schema 2: the field
+    names of ``SCEvalTrial``/``C3POTrial``, a C3PO one recognised by its ``template_id``) back to
+    schema 1 and leaves schema-1 entries unchanged. Schema 2 writes an optional field only when set,
+    as schema 1 did, so key sets correspond one to one. ``schema_version`` is left in; the
+    comparison ignores it on the AFTER side.
     """
-    return entry
+    if entry.get("schema_version") != 2:
+        return entry
+    keys = C3PO_SCHEMA_1_KEYS if "template_id" in entry else SCEVAL_SCHEMA_1_KEYS
+    return {keys.get(k, k): v for k, v in entry.items()}
 # ================================================================================================
 
 

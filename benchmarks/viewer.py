@@ -65,8 +65,10 @@ def synthesise(logs: Path, root: Path, models: int) -> int:
                 key = f"{record['condition_id']}|{record['sample_id']}|{record['variant']}"
                 if record["correct"] is not None and flipped(m, key):
                     record["correct"] = 1 - record["correct"]
-                    for name, value in line.items():
-                        if isinstance(value, dict) and "c" in value and "s" in value:
+                    for name, value in line.items():  # the trial entries (schema 2, or 1: "c")
+                        if isinstance(value, dict) and "sample_id" in value and "correct" in value:
+                            value["correct"] = record["correct"]
+                        elif isinstance(value, dict) and "c" in value and "s" in value:
                             value["c"] = record["correct"]
                 record["model"] = f"model_{m:02d}"
                 out.append(json.dumps(line))

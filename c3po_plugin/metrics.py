@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from c3po_plugin.failure_modes import DOMINANCE, MODES
-from c3po_plugin.templates import CATEGORIES, TIERS
+from c3po_plugin.templates import CATEGORIES, TIERS, registry
+from faultline_eval.core.accuracy import mean_of_sample_scores, worst_repeat_accuracy
 from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT, grouped_intervals
 
 TRIAL_COLUMNS = ("model", "sample_id", "template_id", "category", "tier", "run", "correct", "invalid", "exact",
@@ -58,21 +59,39 @@ def per_sample(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, sample): ``score`` (mean ``correct`` over its trials, an ungradable
     trial counted 0), ``score_gradable`` (mean over gradable trials only, NaN if none), ``exact``
     (exact match as the only grader, over all trials), ``trials`` and ``valid`` (gradable
-    trials), and the item's template, category, tier, difficulty."""
+    trials), and the item's template, category, tier, difficulty (those the table has).
+    The one definition of a sample's score: the report and the task's aggregations use it."""
     t = trials.assign(valid=trials["correct"].notna(), strict=trials["correct"].fillna(0.0).astype(float),
-                      exact_only=trials["exact"].fillna(False).astype(float))
+                      exact_only=trials["exact"].fillna(0).astype(float))
     g = t.groupby(["model", "sample_id"], sort=True, observed=True)
-    out = g.agg(template_id=("template_id", "first"), category=("category", "first"), tier=("tier", "first"),
-                difficulty=("difficulty", "first"), score=("strict", "mean"), score_gradable=("correct", "mean"),
+    item = {c: (c, "first") for c in ("template_id", "category", "tier", "difficulty") if c in t}
+    out = g.agg(**item, score=("strict", "mean"), score_gradable=("correct", "mean"),
                 exact=("exact_only", "mean"), trials=("valid", "size"), valid=("valid", "sum"))
     return out.reset_index()
 
 
+def model_accuracy(trials: pd.DataFrame, score: str = "score") -> float:
+    """One model's accuracy over ``trials``: the mean over samples of :func:`per_sample`'s
+    ``score`` (#YES / #Total, §3.2), or of ``score_gradable`` or ``exact``; samples without one
+    drop out (eq. 3's averaging, :func:`faultline_eval.core.accuracy.mean_of_sample_scores`).
+    :func:`accuracy` adds groups and intervals."""
+    return mean_of_sample_scores(per_sample(trials), score=score)
+
+
+def worst_run_accuracy(trials: pd.DataFrame) -> float:
+    """One model's lowest accuracy among run indices (eq. 4's reading for runs), an ungradable
+    trial counted as not correct."""
+    return worst_repeat_accuracy(trials.assign(strict=trials["correct"].fillna(0.0)), value="strict", repeat="run")
+
+
 def human_trials(trials: pd.DataFrame) -> pd.DataFrame:
     """The items' human answers as trials of the pseudo-model :data:`HUMAN`: every item with a
-    human answer (``human_answer`` when the table has it, else a graded ``human_correct``); an
-    answer the judge failed on is ungradable (NaN), like a model's."""
-    has = trials["human_answer"].notna() if "human_answer" in trials else trials["human_correct"].notna()
+    human answer (``has_human_answer`` or ``human_answer`` when the table has it, else a graded
+    ``human_correct``); an answer the judge failed on is ungradable (NaN), like a model's."""
+    if "has_human_answer" in trials:
+        has = trials["has_human_answer"].astype(bool)
+    else:
+        has = trials["human_answer"].notna() if "human_answer" in trials else trials["human_correct"].notna()
     h = trials[has]
     return h.assign(model=HUMAN, correct=h["human_correct"].astype(float), exact=np.nan, invalid=None,
                     judged=False, judge_error=h["human_correct"].isna(), failure_mode=None)
@@ -177,8 +196,6 @@ def failure_modes(trials: pd.DataFrame, *, pooled: str | None = COHORT) -> pd.Da
 def group_rank(group: str) -> tuple:
     """Sort key of a group name: template ids in the registry's order (IC by tier, then CC),
     then Table 3's cells, then ``IC``, ``CC``, ``Overall``; unknown names last, alphabetically."""
-    from c3po_plugin.templates import registry
-
     names = [t.id for t in registry()] + cell_order() + [c.upper() for c in CATEGORIES] + [OVERALL]
     order = {name: k for k, name in enumerate(names)}
     return (order.get(group, len(order)), group)

@@ -17,23 +17,29 @@ import functools
 import json
 import math
 import threading
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
+import pandas as pd
+from loguru import logger
 
+from faultline_eval.core import telemetry
+from faultline_eval.core.accuracy import mean_over_samples, worst_repeat_accuracy
+from faultline_eval.core.intake import bad_input_policy, decode_problem, refuse
+from faultline_eval.core.trial import SCEvalTrial
 from faultline_eval.tasks import video_frame_parts
 from sceval_plugin import no_option_control as no_option
 from sceval_plugin import probe_conditions as probes
-from faultline_eval.core import telemetry
 from sceval_plugin.conditions import Condition, catalogue
-from faultline_eval.core.intake import bad_input_policy, decode_problem, refuse
 from sceval_plugin.data.manifest import GOLD_PRESERVED, STRESS_ONLY, current_manifest, stress_only_policy
 from sceval_plugin.data.records import OmniItem, check_media, item_from_row
 from sceval_plugin.data.sources import BAD_INPUT_ENV, SourceError, load_source, media_paths
+from sceval_plugin.eval_prompts import prompt_template
 from sceval_plugin.operators import SAMPLE_RATE, seed_scheme
 from sceval_plugin.parsing import INVALID_CATEGORIES, ParsedAnswer, parse_answer
-from sceval_plugin.eval_prompts import prompt_template
 from sceval_plugin.render import Trial, control_not_applicable, render, reorder_options
 
 # --- docs ---------------------------------------------------------------------------------------
@@ -74,29 +80,16 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     limit) is found before any model call: the build stops with the whole list, or, with
     ``SCEVAL_ON_BAD_INPUT=exclude``, leaves those trials out and counts them by reason.
     """
-    from loguru import logger
-
     source = load_source()
     policy = bad_input_policy(BAD_INPUT_ENV)
     manifest = current_manifest()
     stress_only = stress_only_policy()
-    released_mode = source.released is not None and bool(condition.corruptions)
-    if released_mode:
-        base = condition.base and catalogue().get(condition.base)
-        wanted = (base or condition).id
-        trials = [(r.item, r.variant, True) for r in source.released if r.condition_id == wanted]
-        if not trials:
-            raise SourceError(f"{source.spec}: the release has no pre-corrupted rows for {wanted!r}")
-    else:
-        trials = [(item, v, False) for item in source.items for v in range(condition.variants)]
+    trials, released_mode = _source_trials(source, condition)
     problems = list(source.problems)
     # a record that is not an item would have given one trial per variant (one released row)
     excluded = collections.Counter({reason: n * (1 if released_mode else condition.variants) for reason, n in
                                     collections.Counter(p.reason for p in problems).items()})
-    # a probe that needs a second item gets it from the picker over this dataset's usable items (a donor
-    # whose media do not decode would break the trial it is lent to); the row keeps the choice
-    donors = probes.DonorPicker([it for it in source.items if not decode_problem(it, check_media, media_paths)]) \
-        if condition.probe is not None else None
+    donors = _donor_picker(source, condition)
     dataset = f"{source.spec}#{source.fingerprint}"  # hashes every item: once, not per trial
     rows = []
     for item, variant, released in trials:
@@ -110,25 +103,54 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
         if reason:
             excluded[reason] += 1
             continue
-        _, shown_gold, _ = reorder_options(item.options, item.gold_key, condition.option_order)
-        rows.append({
-            "row_id": f"{condition.id}/{item.sample_id}/{variant}",
-            "condition_id": condition.id,
-            "sample_id": item.sample_id,
-            "source": item.source,
-            "variant": variant,
-            "released": released,
-            "target": shown_gold,
-            "dataset": dataset,
-            "item": _item_json(item),
-            "donor": _donor_json(donors, item, condition, variant),
-            "cohort": manifest.cohort(item.sample_id, condition, variant) if manifest else GOLD_PRESERVED,
-        })
+        cohort = manifest.cohort(item.sample_id, condition, variant) if manifest else GOLD_PRESERVED
+        rows.append(_row(condition, item, variant, released, dataset, _donor_json(donors, item, condition, variant),
+                         cohort))
     if problems and policy == "error":
         raise refuse(source.spec, problems, BAD_INPUT_ENV)
     for problem in problems:
         logger.error(f"sceval {condition.id}: excluded, {problem}")
     return rows, excluded
+
+
+def _source_trials(source: Any, condition: Condition) -> tuple[list[tuple[OmniItem, int, bool]], bool]:
+    """(item, variant, released) per trial of ``condition``, and whether they are a release's
+    pre-corrupted rows (a corrupting condition on a source that ships them)."""
+    if source.released is None or not condition.corruptions:
+        return [(item, v, False) for item in source.items for v in range(condition.variants)], False
+    base = condition.base and catalogue().get(condition.base)
+    wanted = (base or condition).id
+    trials = [(r.item, r.variant, True) for r in source.released if r.condition_id == wanted]
+    if not trials:
+        raise SourceError(f"{source.spec}: the release has no pre-corrupted rows for {wanted!r}")
+    return trials, True
+
+
+def _donor_picker(source: Any, condition: Condition) -> probes.DonorPicker | None:
+    """A probe that needs a second item gets it from the picker over this dataset's usable items
+    (a donor whose media do not decode would break the trial it is lent to); the row keeps the choice."""
+    if condition.probe is None:
+        return None
+    return probes.DonorPicker([it for it in source.items if not decode_problem(it, check_media, media_paths)])
+
+
+def _row(condition: Condition, item: OmniItem, variant: int, released: bool, dataset: str, donor: str,
+         cohort: str) -> dict:
+    """One trial's dataset row (what the task's functions get as ``doc``)."""
+    _, shown_gold, _ = reorder_options(item.options, item.gold_key, condition.option_order)
+    return {
+        "row_id": f"{condition.id}/{item.sample_id}/{variant}",
+        "condition_id": condition.id,
+        "sample_id": item.sample_id,
+        "source": item.source,
+        "variant": variant,
+        "released": released,
+        "target": shown_gold,
+        "dataset": dataset,
+        "item": _item_json(item),
+        "donor": donor,
+        "cohort": cohort,
+    }
 
 
 def _donor_json(donors: probes.DonorPicker | None, item: OmniItem, condition: Condition, variant: int) -> str:
@@ -140,8 +162,6 @@ def _donor_json(donors: probes.DonorPicker | None, item: OmniItem, condition: Co
 
 def process_docs(dataset: Any, condition_id: str) -> Any:
     import datasets
-    from loguru import logger
-
     condition = catalogue().get(condition_id)
     if condition.block == no_option.BLOCK:
         no_option.scorers()  # a misconfigured scorer fails before any model call
@@ -182,8 +202,6 @@ def trial_for(doc: dict, *, with_media: bool = True) -> tuple[Condition, Trial]:
     condition = catalogue().get(doc["condition_id"])
     shown = condition
     if doc["released"]:  # media and question already carry the corruption
-        from dataclasses import replace
-
         shown = replace(condition, corruptions=())
     variant = 0 if doc["released"] else doc["variant"]
     donor = _item(doc["donor"]) if doc.get("donor") else None
@@ -251,18 +269,29 @@ def process_results(doc: dict, results: list) -> dict:
     """Parse the reply and return the per-sample record (never raises: lmms-eval retries)."""
     condition = catalogue().get(doc["condition_id"])
     item = _item(doc["item"])
-    options, gold, original = reorder_options(item.options, item.gold_key, condition.option_order)
-    reply = results[0] if results else ""
-    call = telemetry.take(doc["row_id"])
-    failure = call.failure if call is not None and call.failure else None
-    free = no_option.score(item, reply, failure) if condition.block == no_option.BLOCK else None
-    parsed = parse_answer(reply, options) if free is None else ParsedAnswer(None, free["invalid"])
-    invalid = failure or parsed.invalid
-    answer = None if invalid else parsed.answer
-    correct = free["correct"] if free is not None else None if answer is None else int(answer == gold)
     # a probe changes what is shown (frame budget: other frames at other times): render it to record that
     probed = trial_for(doc, with_media=False)[1] if condition.probe is not None else None
-    record = {
+    graded, free = _graded_reply(doc, condition, item, results[0] if results else "")
+    record = {**_trial_context(doc, condition, item, probed), **graded}
+    if free is not None:  # the no-option control's answer, evidence and both scorers' grades
+        record["no_option"] = free
+    if condition.probe is not None:
+        record["probe"] = probe_record(doc, condition, item, probed)
+    # Small values: lmms-eval writes every metric's value into each per-sample line. The typed
+    # trial entry (faultline_eval.core.trial) carries what the aggregations and `sceval report`
+    # read (invalid category, original answer key, option count, stated confidence, item source,
+    # a probe's donor), so the report need not decode the whole record.
+    trial = SCEvalTrial.from_record(record).to_json()
+    out = dict.fromkeys(TRIAL_METRICS, trial)
+    out.update({f"sceval_invalid_{c}": record["invalid"] for c in INVALID_CATEGORIES})
+    out["sceval_excluded_trials"] = condition.id
+    out["sceval_record"] = record
+    return out
+
+
+def _trial_context(doc: dict, condition: Condition, item: OmniItem, probed: Trial | None) -> dict:
+    """The record's fields saying what was asked: model, prompt, item, condition, variant, media."""
+    return {
         "model": telemetry.RUN_CONTEXT.get("model"),
         "prompt_id": condition.prompt_id,
         "sample_id": doc["sample_id"],
@@ -285,6 +314,21 @@ def process_results(doc: dict, results: list) -> dict:
         # the times of the frames sent (None: not stated, e.g. a frame list or an added distractor frame)
         "frame_times_s": item.frame_times() if probed is None else probed.frame_times,
         "media_notes": item.media_notes(),
+    }
+
+
+def _graded_reply(doc: dict, condition: Condition, item: OmniItem, reply: str) -> tuple[dict, dict | None]:
+    """The record's fields saying what came back and how it scored, and the no-option control's
+    grades (None for a multiple-choice trial)."""
+    options, gold, original = reorder_options(item.options, item.gold_key, condition.option_order)
+    call = telemetry.take(doc["row_id"])
+    failure = call.failure if call is not None and call.failure else None
+    free = no_option.score(item, reply, failure) if condition.block == no_option.BLOCK else None
+    parsed = parse_answer(reply, options) if free is None else ParsedAnswer(None, free["invalid"])
+    invalid = failure or parsed.invalid
+    answer = None if invalid else parsed.answer
+    correct = free["correct"] if free is not None else None if answer is None else int(answer == gold)
+    return {
         "raw_response": reply,
         "parsed_answer": answer,
         "parsed_answer_original_key": None if answer is None else original[[k for k, _ in options].index(answer)],
@@ -296,28 +340,7 @@ def process_results(doc: dict, results: list) -> dict:
         "latency_s": call.latency_s if call else None,
         "retries": call.retries if call else None,
         "failure_detail": call.detail if call else "",
-    }
-    if free is not None:  # the no-option control's answer, evidence and both scorers' grades
-        record["no_option"] = free
-    # Small values: lmms-eval writes every metric's value into each per-sample line. This one
-    # also carries what `sceval report` reads (invalid category, original answer key, option
-    # count, stated confidence, item source), so the report need not decode the whole record.
-    trial = {"s": doc["sample_id"], "v": doc["variant"], "c": correct, "i": invalid,
-             "a": record["parsed_answer_original_key"], "n": len(options), "f": parsed.confidence,
-             "o": doc["source"]}
-    if record["control_not_applicable"]:
-        trial["u"] = record["control_not_applicable"]
-    if record["cohort"] == STRESS_ONLY:
-        trial["k"] = STRESS_ONLY
-    if condition.probe is not None:
-        record["probe"] = probe_record(doc, condition, item, probed)
-        trial.update(probe_trial_fields(record["probe"]))
-    out = {name: trial for name in ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage",
-                                    "sceval_valid_trials", "sceval_stress_only_trials")}
-    out.update({f"sceval_invalid_{c}": invalid for c in INVALID_CATEGORIES})
-    out["sceval_excluded_trials"] = condition.id
-    out["sceval_record"] = record
-    return out
+    }, free
 
 
 def probe_record(doc: dict, condition: Condition, item: OmniItem, trial: Trial) -> dict:
@@ -339,53 +362,34 @@ def probe_record(doc: dict, condition: Condition, item: OmniItem, trial: Trial) 
     return out
 
 
-def probe_trial_fields(probe: dict) -> dict:
-    """The trial-entry fields of a probe record: "u" not applicable, "d" donor id, "r" the item key
-    that follows the donor's gold answer, "m" the donor-to-item key map."""
-    fields = {"u": probe["not_applicable"], "d": probe["donor"], "r": probe.get("follows_donor_key"),
-              "m": probe.get("donor_key_map")}
-    return {k: v for k, v in fields.items() if v is not None}
-
-
-def _applicable(items: list[dict]) -> list[dict]:
-    """The trials the headline metrics score: those of the gold-preserved cohort ("k" unset; the
-    stress-only ones are counted by stress_only_trials and reported by ``sceval report --cohort``)
-    whose control applied to their item (a no-text control on an item without text beyond
-    question and options, "u" set, would only repeat clean, so it is not scored)."""
-    return [it for it in items if "u" not in it and "k" not in it]
-
-
-def _by_sample(items: list[dict]) -> dict[str, list[int]]:
-    groups: dict[str, list[int]] = collections.defaultdict(list)
-    for it in _applicable(items):
-        groups[it["s"]]  # every sample appears, even with no valid variant
-        if it["c"] is not None:
-            groups[it["s"]].append(it["c"])
-    return groups
+def _scored(items: list[dict]) -> pd.DataFrame:
+    """The trials the headline metrics score, as a trial table (sample_id, variant, correct):
+    those of the gold-preserved cohort (the stress-only ones are counted by stress_only_trials
+    and reported by ``sceval report --cohort``) whose control or probe applied to their item (a
+    no-text control on an item without text beyond question and options would only repeat
+    clean, so it is not scored)."""
+    trials = [t for t in map(SCEvalTrial.from_json, items) if t.scored]
+    return pd.DataFrame({"sample_id": [t.sample_id for t in trials], "variant": [t.variant for t in trials],
+                         "correct": np.array([np.nan if t.correct is None else t.correct for t in trials], float)})
 
 
 def mean_variant_accuracy(items: list[dict]) -> float:
     """Paper eq. 3: mean over each sample's valid variants, then over samples with one."""
-    scores = [sum(v) / len(v) for v in _by_sample(items).values() if v]
-    return sum(scores) / len(scores) if scores else math.nan
+    return mean_over_samples(_scored(items))
 
 
 def worst_variant_accuracy(items: list[dict]) -> float:
     """Paper eq. 4: the lowest accuracy among the variant indices (each over its valid samples)."""
-    by_variant: dict[int, list[int]] = collections.defaultdict(list)
-    for it in _applicable(items):
-        if it["c"] is not None:
-            by_variant[it["v"]].append(it["c"])
-    return min(sum(v) / len(v) for v in by_variant.values()) if by_variant else math.nan
+    return worst_repeat_accuracy(_scored(items))
 
 
 def coverage(items: list[dict]) -> float:
-    items = _applicable(items)
-    return sum(it["c"] is not None for it in items) / len(items) if items else math.nan
+    correct = _scored(items)["correct"]
+    return int(correct.notna().sum()) / len(correct) if len(correct) else math.nan
 
 
 def valid_trials(items: list[dict]) -> int:
-    return sum(it["c"] is not None for it in _applicable(items))
+    return int(_scored(items)["correct"].notna().sum())
 
 
 def invalid_count(category: str) -> Callable[[list], int]:
@@ -405,7 +409,7 @@ invalid_empty = invalid_count("empty")
 def stress_only_trials(items: list[dict]) -> int:
     """Trials run on stress-only cells (interpretable, original gold not preserved; Appendix D):
     recorded, but outside every other metric of the task."""
-    return sum(it.get("k") == STRESS_ONLY for it in items)
+    return sum(SCEvalTrial.from_json(it).cohort == STRESS_ONLY for it in items)
 
 
 def excluded_trials(items: list[str]) -> int:
@@ -414,6 +418,9 @@ def excluded_trials(items: list[str]) -> int:
         return sum(sum(EXCLUDED.get(k, {}).values()) for k in set(items))
 
 
+#: The metrics whose per-sample value is the trial entry.
+TRIAL_METRICS = ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage", "sceval_valid_trials",
+                 "sceval_stress_only_trials")
 #: metric name -> aggregation; the task template lists exactly these.
 METRICS: dict[str, Callable[[list[dict]], float]] = {
     "sceval_accuracy": mean_variant_accuracy,

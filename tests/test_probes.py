@@ -233,8 +233,9 @@ def test_task_rows_carry_the_donor_and_records_what_following_it_means():
     assert probe["family"] == "mismatch" and probe["parameter"] == "answer" and probe["donor"] == donor.sample_id
     assert probe["follows_donor_key"] == follow != item.gold_key
     entry = out["sceval_accuracy"]
-    assert (entry["d"], entry["r"], entry["a"], entry["c"]) == (donor.sample_id, follow, follow, 0)
-    assert len(entry["m"]) == len(donor.options)
+    assert (entry["donor"], entry["follows_donor_key"], entry["answer_key"], entry["correct"]) == \
+        (donor.sample_id, follow, follow, 0)
+    assert len(entry["donor_key_map"]) == len(donor.options)
 
 
 def test_an_item_whose_media_do_not_decode_is_never_a_donor(tmp_path, monkeypatch):
@@ -297,8 +298,8 @@ def test_items_without_a_key_frame_are_not_applicable_not_dropped(tmp_path, monk
     rows, excluded = task.build_rows(cond("probe_key_frame_last"))
     assert len(rows) == 6 and not excluded
     entries = [task.process_results(r, ['{"answer": "A"}'])["sceval_accuracy"] for r in rows]
-    assert {e.get("u") for e in entries} <= {"no_key_frame", "single_frame"} and len(entries) == 6
-    assert all("u" in e for e in entries)
+    assert {e.get("not_applicable") for e in entries} <= {"no_key_frame", "single_frame"} and len(entries) == 6
+    assert all("not_applicable" in e for e in entries)
 
 
 # --- the reference model reacts as its design implies --------------------------------------------
@@ -312,8 +313,8 @@ def reference_accuracy(cid: str, family: str | None = None) -> float:
         if family and not doc["sample_id"].startswith(f"demo-{family}"):
             continue
         entry = task.process_results(doc, [answer_messages(task.doc_to_messages(doc))])["sceval_accuracy"]
-        if "u" not in entry:
-            scores.append(entry["c"])
+        if "not_applicable" not in entry:
+            scores.append(entry["correct"])
     return sum(scores) / len(scores)
 
 

@@ -59,13 +59,13 @@ def test_no_text_control_removes_the_context_but_keeps_question_and_options(tmp_
                for doc in _docs("missing_text")]
     flags = {r["sceval_record"]["sample_id"]: r["sceval_record"]["control_not_applicable"] for r in records}
     assert flags == {"demo-count-00": None, "demo-order-05": "no_text_evidence"}
-    assert [r["sceval_accuracy"].get("u") for r in records if r["sceval_record"]["control_not_applicable"]] == ["no_text_evidence"]
-    assert all("u" not in r["sceval_accuracy"] for r in records if not r["sceval_record"]["control_not_applicable"])
+    assert [r["sceval_accuracy"].get("not_applicable") for r in records if r["sceval_record"]["control_not_applicable"]] == ["no_text_evidence"]
+    assert all("not_applicable" not in r["sceval_accuracy"] for r in records if not r["sceval_record"]["control_not_applicable"])
     # lmms-eval's own aggregations score only the item the control applies to
     entries = [r["sceval_accuracy"] for r in records]
     assert task.valid_trials(entries) == 1 and task.coverage(entries) == 1.0
     assert task.mean_variant_accuracy(entries) == 0.0 and task.worst_variant_accuracy(entries) == 0.0
-    assert math.isnan(task.mean_variant_accuracy([e for e in entries if "u" in e]))
+    assert math.isnan(task.mean_variant_accuracy([e for e in entries if "not_applicable" in e]))
 
 
 def test_shortcut_controls():

@@ -109,7 +109,7 @@ def test_repeated_runs_keep_the_latest_log(runs, tmp_path):
     for line in lines:
         line["sceval_record"]["correct"] = 0
         for metric in ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage", "sceval_valid_trials"):
-            line[metric]["c"] = 0
+            line[metric]["correct"] = 0  # the trial entry (schema 2; "c" in schema 1)
     newer.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     shutil.copy(copy / "20261129_120000_results.json", copy / "20261130_090000_results.json")
     done = subprocess.run([SCEVAL, "report", str(copy), "-o", str(tmp_path / "r"), "--quiet", "--no-model-pairs"],

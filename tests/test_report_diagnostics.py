@@ -172,7 +172,7 @@ def test_old_logs_and_bad_inputs_are_reported_not_fatal(runs, tmp_path):
     old = tmp_path / "old"
     shutil.copytree(root, old)
     for log in old.rglob("*.jsonl"):  # logs from before the trial entry carried confidence and source
-        text = re.sub(r', "f": (?:null|"[a-z]+"), "o": "[^"]*"\}', "}", log.read_text())
+        text = re.sub(r', "confidence": (?:null|"[a-z]+"), "source": "[^"]*"\}', "}", log.read_text())
         log.write_text(text)
     done = report(old, tmp_path / "r", "--humans", str(root / "reference"))  # a log folder as the humans
     assert done.returncode == 0, done.stderr

@@ -401,7 +401,7 @@ def test_c3po_report_numbers_link_their_trials_and_two_folders_stay_two_runs(sit
     # calls another an exact match: no longer a judge decision
     answers = [json.loads(line)["c3po_accuracy"] for line in next(logs.glob("*_samples_c3po_*.jsonl")).read_text()
                .splitlines()]
-    yes, exact, *judged = [a["s"] for a in answers if a["j"]]
+    yes, exact, *judged = [a["sample_id"] for a in answers if a["judge_decided"]]
     verdicts = tmp_path / "verdicts.jsonl"
     verdicts.write_text("".join(json.dumps({"model": "sceval_reference", "sample_id": s, "run": 0, "judge_id": "test",
                                             "verdict": "YES", "exact_match": s == exact}) + "\n" for s in (yes, exact)))

@@ -397,7 +397,7 @@ def cc06(rng):
 def cc07(rng):
     seconds = [[("triangle", "green", x, 40 + 20 * ((i + t) % 2), 12) for i, x in enumerate(row(4))]
                for t in range(5)]
-    return dict(video=video(rng, seconds), audio=tone(3.5, [(0.3, 1.2, LOW_HZ), (2.0, 1.2, LOW_HZ)]),
+    return dict(video=video(rng, seconds), audio=tone_events(3.5, [(0.3, 1.2, LOW_HZ), (2.0, 1.2, LOW_HZ)]),
                 question="Trees are green triangles and boats blue squares; birdsong is quick high chirps and ship "
                          "horns are long low tones. Where is this, the forest or the harbour?",
                 answer="forest", distractors={"audio": "harbour"}, difficulty=5, hidden={})
@@ -408,7 +408,7 @@ def cc08(rng):
     ball_x = [16, 40, 64, 64, 64]
     box_x = [90, 90, 90, 102, 114]
     seconds = [[("circle", "red", ball_x[t], 52, 10), ("square", "blue", box_x[t], 52, 10)] for t in range(5)]
-    return dict(video=video(rng, seconds), audio=tone(3.0, [(0.5, 1.5, HIGH_HZ)]),
+    return dict(video=video(rng, seconds), audio=tone_events(3.0, [(0.5, 1.5, HIGH_HZ)]),
                 question="A long high whistle is the wind. What set the square moving?",
                 answer="red circle", distractors={"audio": "wind"}, difficulty=5, human_answer="the ball",
                 hidden={})

@@ -34,8 +34,8 @@ from c3po_plugin.report.verdicts import apply_verdicts, read_verdicts
 from faultline_eval.core.figures import Figure
 from faultline_eval.core.report_writer import Report, Section, write_report
 from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
+from faultline_eval.core.run_logs import ReportError
 from faultline_eval.core.tables import Table, json_records, pp
-from sceval_plugin.report.reader import ReportError
 
 __all__ = ["ReportError", "build_report", "compute"]
 

@@ -2,11 +2,10 @@
 
 An output folder (``lmms-eval eval --tasks c3po_all --log_samples --output_path OUT/``) holds
 ``<timestamp>_results.json`` and one ``<timestamp>_samples_<task>.jsonl`` per task, possibly under
-a model subfolder. Each JSONL line carries our metric values: ``c3po_accuracy`` is the compact
-trial entry (see ``tasks/c3po_task.py``: ``s`` sample, ``v`` run index, ``c`` correct, ``i``
-invalid, ``t`` template, ``x`` exact match, ``j`` judge decided, ``e`` judge error, ``m`` failure
-mode, ``h`` human correct, ``hn`` has a human answer), and ``c3po_record`` the full record, which
-lmms-eval logs as a Python ``repr`` string (read with :func:`ast.literal_eval`, never ``eval``).
+a model subfolder (found and labelled by :mod:`faultline_eval.core.run_logs`). Each JSONL line
+carries our metric values: ``c3po_accuracy`` is the trial entry
+(:class:`faultline_eval.core.trial.C3POTrial`, schema 2, or schema 1's single-letter keys), and
+``c3po_record`` the full record, which lmms-eval may log as a Python ``repr`` string.
 
 Trial identity: (model, folder, sample, run index), the folder being the one that holds the
 samples file. The same trial in two task files of one folder (``c3po_all`` and ``c3po_ic_t1``
@@ -15,22 +14,24 @@ logged together) is kept once; different folders of one model are repeated runs 
 
 from __future__ import annotations
 
-import ast
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from c3po_plugin.templates import registry
-from sceval_plugin.report.reader import (
+from faultline_eval.core.identity import fingerprint_of
+from faultline_eval.core.run_logs import (
     ReportError,
     find_sample_files,
     model_label,
+    parse_record,
     results_for,
+    trial_from_line,
 )
+from faultline_eval.core.trial import C3POTrial
 
 SAMPLES_GLOB = "*_samples_c3po_*.jsonl"
 ENTRY_KEY = "c3po_accuracy"
@@ -41,17 +42,9 @@ EXTRA_COLUMNS = ("model_name", "folder", "task", "prompt_id", "dataset", "judge_
 TRIAL_KEY = ["model", "folder", "sample_id", "run"]
 
 
-def parse_record(value: Any, where: str) -> dict:
-    """The full record of a line: a dict already, or the Python repr lmms-eval wrote."""
-    if isinstance(value, dict):
-        return value
-    try:
-        record = ast.literal_eval(value)
-    except (ValueError, SyntaxError, TypeError) as exc:
-        raise ReportError(f"{where}: {RECORD_KEY} is not a Python literal ({exc.__class__.__name__})") from None
-    if not isinstance(record, dict):
-        raise ReportError(f"{where}: {RECORD_KEY} is not a dict")
-    return record
+def sample_files(run_dirs: Sequence[str | Path]) -> list[Path]:
+    """Every C3PO per-sample log under ``run_dirs``."""
+    return find_sample_files(run_dirs, pattern=SAMPLES_GLOB, benchmark="C3PO", tasks="c3po_*")
 
 
 def _category_tier(template_id: str, record: dict) -> tuple[str, int]:
@@ -62,18 +55,20 @@ def _category_tier(template_id: str, record: dict) -> tuple[str, int]:
     return str(record.get("category")), int(record.get("tier") or 0)
 
 
+def _number(value: int | None) -> float:
+    return np.nan if value is None else float(value)
+
+
 def trial_row(line: dict, where: str, model: str, folder: str, task: str) -> dict:
     """One trial from one per-sample line: metrics from the entry, the rest from the record."""
-    entry = line.get(ENTRY_KEY)
-    if not isinstance(entry, dict) or "s" not in entry:
-        raise ReportError(f"{where}: no {ENTRY_KEY} trial entry; is this a C3PO per-sample log?")
-    record = parse_record(line.get(RECORD_KEY, {}), where)
-    category, tier = _category_tier(entry["t"], record)
+    trial = trial_from_line(line, ENTRY_KEY, C3POTrial, where)
+    record = parse_record(line.get(RECORD_KEY, {}), RECORD_KEY, where)
+    category, tier = _category_tier(trial.template_id, record)
     return {
-        "model": model, "sample_id": entry["s"], "template_id": entry["t"], "category": category, "tier": tier,
-        "run": int(entry["v"]), "correct": np.nan if entry["c"] is None else float(entry["c"]), "invalid": entry["i"],
-        "exact": bool(entry["x"]), "judged": bool(entry["j"]), "judge_error": bool(entry["e"]),
-        "failure_mode": entry["m"], "human_correct": np.nan if entry.get("h") is None else float(entry["h"]),
+        "model": model, "sample_id": trial.sample_id, "template_id": trial.template_id, "category": category,
+        "tier": tier, "run": int(trial.variant), "correct": _number(trial.correct), "invalid": trial.invalid,
+        "exact": bool(trial.exact_match), "judged": bool(trial.judge_decided), "judge_error": bool(trial.judge_error),
+        "failure_mode": trial.failure_mode, "human_correct": _number(trial.human_correct),
         "difficulty": record.get("difficulty"), "model_name": record.get("model"), "folder": folder, "task": task,
         "prompt_id": record.get("prompt_id"), "dataset": record.get("dataset"), "judge_id": record.get("judge_id"),
         "prediction": record.get("prediction"), "distractors": record.get("distractors") or {},
@@ -97,7 +92,7 @@ def read_file(path: Path) -> list[dict]:
             except json.JSONDecodeError as exc:
                 raise ReportError(f"{where}: not JSON ({exc.msg})") from None
             if label is None:
-                record = parse_record(line.get(RECORD_KEY, {}), where)
+                record = parse_record(line.get(RECORD_KEY, {}), RECORD_KEY, where)
                 label = model_label(results_for(path), record.get("model"))
             rows.append(trial_row(line, where, label, str(path.parent), task))
     return rows
@@ -106,8 +101,6 @@ def read_file(path: Path) -> list[dict]:
 def check_fingerprints(trials: pd.DataFrame) -> None:
     """Refuse one model whose logs differ in prompt id or dataset fingerprint: its runs would not
     be repeated runs of one evaluation. The message names the values and a folder of each."""
-    from faultline_eval.core.identity import fingerprint_of
-
     trials = trials.assign(fingerprint=trials["dataset"].map(fingerprint_of, na_action="ignore"))
     for column in ("prompt_id", "fingerprint"):  # the dataset by content, wherever each run found it
         seen = trials.dropna(subset=[column]).groupby(["model", column], sort=True)["folder"].first()
@@ -121,7 +114,7 @@ def check_fingerprints(trials: pd.DataFrame) -> None:
 def read_runs(run_dirs: Sequence[str | Path]) -> tuple[pd.DataFrame, list[str]]:
     """The trial table of every C3PO per-sample log under ``run_dirs`` (one row per trial,
     duplicates across task files removed) and notes on what was dropped."""
-    files = find_sample_files(run_dirs, pattern=SAMPLES_GLOB, benchmark="C3PO", tasks="c3po_*")
+    files = sample_files(run_dirs)
     rows = [row for f in files for row in read_file(f)]
     if not rows:
         raise ReportError("the per-sample logs are empty")

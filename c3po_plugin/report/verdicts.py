@@ -32,7 +32,7 @@ import pandas as pd
 
 from c3po_plugin.failure_modes import failure_mode
 from c3po_plugin.metrics import HUMAN
-from sceval_plugin.report.reader import ReportError
+from faultline_eval.core.run_logs import ReportError
 
 _VALUES = {"YES": 1.0, "NO": 0.0, None: np.nan}
 

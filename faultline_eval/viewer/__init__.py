@@ -44,7 +44,7 @@ def _seconds(value) -> str | None:
 
 
 def _has_logs(runs, pattern: str) -> bool:
-    from sceval_plugin.report.reader import ReportError, find_sample_files
+    from faultline_eval.core.run_logs import ReportError, find_sample_files
 
     try:
         return bool(find_sample_files(runs, pattern=pattern))

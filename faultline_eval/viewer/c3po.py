@@ -10,11 +10,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from c3po_plugin.report.reader import RECORD_KEY, SAMPLES_GLOB, parse_record, read_runs
+from c3po_plugin import eval_prompt as prompts
+from c3po_plugin.data.sources import current_spec, load_source
+from c3po_plugin.report.reader import RECORD_KEY, read_runs, sample_files
 from c3po_plugin.report.verdicts import apply_verdicts, read_verdicts
+from c3po_plugin.templates import registry
+from faultline_eval.core.run_logs import record_from_line
 from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, verdict_of
 from faultline_eval.viewer.media import Shown
-from sceval_plugin.report.reader import find_sample_files
 
 
 def read_rows(run_dirs, verdicts: str | Path | None = None) -> tuple[pd.DataFrame, list[str]]:
@@ -67,12 +70,12 @@ def read_records(run_dirs, rows: pd.DataFrame, wanted: set[tuple], verdicts: str
     number = dict(zip(zip(rows["model"], rows["folder"], rows["run"]), rows["variant"]))
     lines = _verdict_lines(verdicts)
     extras, records = {}, {}
-    for path in find_sample_files(run_dirs, pattern=SAMPLES_GLOB, benchmark="C3PO", tasks="c3po_*"):
+    for path in sample_files(run_dirs):
         label, folder = None, str(path.parent)
         for line_number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not text.strip():
                 continue
-            record = parse_record(json.loads(text).get(RECORD_KEY, {}), f"{path.name}:{line_number}")
+            record = record_from_line(text, RECORD_KEY, f"{path.name}:{line_number}")
             label = label or label_for(path, record.get("model"))
             run = int(record["run"])
             variant = number.get((label, folder, run))
@@ -92,9 +95,6 @@ class Renderer:
     """The media a C3PO trial was sent, from the logged data source."""
 
     def __init__(self, source: str | None = None, notes: list[str] | None = None):
-        from c3po_plugin import eval_prompt as prompts
-        from c3po_plugin.data.sources import current_spec, load_source
-
         self.prompts = prompts
         self.sources = SourceCache(load_source, source, current_spec, notes)
 
@@ -117,8 +117,6 @@ class Renderer:
     clean = None  # C3PO trials are not corrupted: what was sent is the clean item
 
     def describe(self, cell: str) -> str:
-        from c3po_plugin.templates import registry
-
         try:
             t = registry().get(cell)
             return f"{t.name} ({t.category}, tier {t.tier})"

@@ -6,8 +6,9 @@ import math
 import re
 from pathlib import Path
 
+from faultline_eval.core.identity import matching_source
+from faultline_eval.core.run_logs import model_label, results_for
 from faultline_eval.viewer.budget import CORRECT
-from sceval_plugin.report.reader import model_label, results_for
 
 
 def label_for(samples_file: Path, record_model: str | None) -> str:
@@ -60,8 +61,6 @@ class SourceCache:
         self.notes = [] if notes is None else notes
 
     def get(self, dataset: str):
-        from faultline_eval.core.identity import matching_source
-
         if dataset not in self.loaded:
             spec = str(dataset).rpartition("#")[0]
             specs = [self.override] if self.override else [spec, self.current() if self.current else None]
@@ -83,7 +82,7 @@ class SourceCache:
         if key not in self.loaded:
             try:
                 self.loaded[key] = self.load(spec)
-            except Exception as exc:  # noqa: BLE001 - remembered: one failed load per spec
+            except Exception as exc:
                 self.loaded[key] = exc
         if isinstance(self.loaded[key], Exception):
             raise self.loaded[key]

@@ -12,9 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from faultline_eval.tasks import sceval_task
 from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, verdict_of
 from faultline_eval.viewer.media import Shown
-from sceval_plugin.report.reader import SAMPLES_GLOB, find_sample_files, read_record, read_runs
+from sceval_plugin.conditions import catalogue
+from sceval_plugin.data.sources import current_spec, load_source
+from sceval_plugin.report.reader import read_record, read_runs, sample_files
 
 KEY = ["model", "cell", "sample_id", "variant"]
 
@@ -44,7 +47,7 @@ def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[
     """Per trial key: the table extras of every trial (latency, shown answer, gold) and the
     full record of the ``wanted`` ones. Models are labelled as the report labels them."""
     extras, records = {}, {}
-    for path in find_sample_files(run_dirs, pattern=SAMPLES_GLOB):
+    for path in sample_files(run_dirs):
         label = None
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
@@ -63,9 +66,6 @@ class Renderer:
     """Regenerates what a trial showed from its record; one per site (sources are cached)."""
 
     def __init__(self, source: str | None = None, notes: list[str] | None = None):
-        from faultline_eval.tasks import sceval_task
-        from sceval_plugin.data.sources import current_spec, load_source
-
         self.task = sceval_task
         self.sources = SourceCache(load_source, source, current_spec, notes)
         self.by_id: dict[int, dict] = {}  # id(source) -> sample id -> item
@@ -118,8 +118,6 @@ class Renderer:
         return self._shown(self._doc(record, "clean", 0, False))
 
     def describe(self, cell: str) -> str:
-        from sceval_plugin.conditions import catalogue
-
         try:
             return catalogue().get(cell).description
         except LookupError:

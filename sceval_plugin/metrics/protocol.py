@@ -12,14 +12,14 @@ incorrect for significance; a sample's score is its mean over valid variants (eq
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
+from faultline_eval.core.accuracy import mean_of_sample_scores, sample_scores, worst_repeat_accuracy
 from faultline_eval.core.identity import SCHEME, fingerprint_of, is_legacy
-from sceval_plugin.probe_conditions import READINGS, REREAD_IN_2
 from faultline_eval.core.stats import (
     B_DEFAULT,
     SEED_DEFAULT,
@@ -30,6 +30,10 @@ from faultline_eval.core.stats import (
     paired_comparisons,
     resample_weights,
 )
+from sceval_plugin import probe_conditions as probes
+from sceval_plugin.conditions import catalogue
+from sceval_plugin.probe_conditions import NOT_APPLICABLE as PROBE_NOT_APPLICABLE
+from sceval_plugin.probe_conditions import READINGS, REREAD_IN_2
 
 TRIAL_COLUMNS = ("model", "condition_id", "sample_id", "variant", "correct", "invalid", "n_options",
                  "prompt_id", "dataset", "answer", "not_applicable")
@@ -66,9 +70,6 @@ class ConditionInfo:
 
 
 def catalogue_info() -> dict[str, ConditionInfo]:
-    from sceval_plugin import probe_conditions as probes
-    from sceval_plugin.conditions import catalogue
-
     return {c.id: ConditionInfo(c.id, c.block, tuple((x.modality, x.operator, x.severity) for x in c.corruptions),
                                 c.control, c.option_order, c.base, c.suites, c.role,
                                 c.probe and (probes.get(c.probe.name).family, c.probe.name, c.probe.parameter))
@@ -84,8 +85,8 @@ def per_sample(trials: pd.DataFrame) -> pd.DataFrame:
     t["valid"] = t["correct"].notna()
     t["strict"] = t["correct"].fillna(0.0)
     g = t.groupby(["model", "condition_id", "sample_id"], sort=False, observed=True)
-    out = pd.DataFrame({"score": g["correct"].mean(), "strict": g["strict"].mean(), "valid": g["valid"].sum(),
-                        "trials": g["valid"].size()})
+    out = pd.DataFrame({"score": sample_scores(t, ["model", "condition_id"]), "strict": g["strict"].mean(),
+                        "valid": g["valid"].sum(), "trials": g["valid"].size()})
     out["binary"] = out["strict"] >= 0.5
     return out.reset_index()
 
@@ -96,14 +97,14 @@ def condition_summary(trials: pd.DataFrame, samples: pd.DataFrame, *, b: int = B
     worst-variant accuracy (eq. 4), mean-worst gap, coverage, trials and invalid counts."""
     t = trials
     keys = ["model", "condition_id"]
-    by_variant = (t.dropna(subset=["correct"]).groupby(keys + ["variant"], observed=True)["correct"].mean()
-                  .groupby(level=[0, 1], observed=True).min().rename("worst_variant_accuracy"))
+    by_variant = worst_repeat_accuracy(t, keys).rename("worst_variant_accuracy")
     counts = t.groupby(keys, observed=True).agg(trials=("variant", "size"), valid_trials=("correct", "count"))
     invalid = (t.dropna(subset=["invalid"]).groupby(keys + ["invalid"], observed=True).size()
                .unstack("invalid").reindex(columns=list(INVALID), fill_value=0).fillna(0).astype(int)
                .add_prefix("invalid_"))
     valid_samples = samples.dropna(subset=["score"])
-    acc = valid_samples.groupby(keys, observed=True)["score"].agg(accuracy="mean", n_samples="size")
+    acc = pd.DataFrame({"accuracy": mean_of_sample_scores(valid_samples, keys),
+                        "n_samples": valid_samples.groupby(keys, observed=True).size()})
     summary = acc.join(by_variant, how="outer").join(counts, how="outer").join(invalid, how="left")
     summary[[f"invalid_{c}" for c in INVALID]] = summary[[f"invalid_{c}" for c in INVALID]].fillna(0).astype(int)
     summary["n_samples"] = summary["n_samples"].fillna(0).astype(int)
@@ -541,8 +542,6 @@ def coverage_notes(summary: pd.DataFrame, info: dict[str, ConditionInfo], not_ap
                    model_pairs: bool) -> list[str]:
     """What the logs do not allow computing, in words (each subset of the catalogue gives a report
     with what it can compute; these notes say what is missing and why)."""
-    from sceval_plugin.probe_conditions import NOT_APPLICABLE as PROBE_NOT_APPLICABLE
-
     notes = []
     for _, r in not_applicable.iterrows():
         control = info.get(r["condition_id"]) is None or info[r["condition_id"]].probe is None

@@ -13,12 +13,13 @@ from pathlib import Path
 import pandas as pd
 
 from faultline_eval.core.report_writer import Section
+from faultline_eval.core.run_logs import model_label, results_for
 from faultline_eval.core.tables import Table, json_records
 from sceval_plugin.data.manifest import current_manifest
 from sceval_plugin.metrics.no_option_drops import agreement_table, no_option_frame, transfer_table
 from sceval_plugin.no_option_control import BLOCK
 from sceval_plugin.report import tables
-from sceval_plugin.report.reader import find_sample_files, model_label, read_record, results_for
+from sceval_plugin.report.reader import read_record, sample_files
 
 SAMPLES_MARK = "_samples_sceval_no_option_"
 
@@ -33,7 +34,7 @@ def read_no_option(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
     """:func:`~sceval_plugin.metrics.no_option_drops.no_option_frame` of every no-option log under
     ``run_dirs``, models labelled as :func:`~sceval_plugin.report.reader.read_runs` labels them."""
     records = []
-    for path in find_sample_files(run_dirs):
+    for path in sample_files(run_dirs):
         if SAMPLES_MARK not in path.name:
             continue
         label = model_label(results_for(path), None)

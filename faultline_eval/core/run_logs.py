@@ -1,0 +1,109 @@
+"""Reading lmms-eval output folders, whichever benchmark wrote them.
+
+An output folder (``lmms-eval eval ... --log_samples --output_path OUT/``) holds
+``<timestamp>_results.json`` and one ``<timestamp>_samples_<task>.jsonl`` per task, possibly
+under a model subfolder. Each JSONL line is one document: lmms-eval's own fields, every metric
+value the task's ``process_results`` returned (a trial entry, :mod:`faultline_eval.core.trial`,
+for the variant metrics) and the task's full record (``sceval_record``, ``c3po_record``), which
+lmms-eval writes as a JSON object or, for some values, as a Python ``repr`` string.
+
+This module finds the logs, labels their model and decodes one line's record or trial entry;
+each benchmark's report reader turns them into its trial table.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from faultline_eval.core.trial import T, TrialEntryError
+
+__all__ = ["ReportError", "model_label", "results_for", "find_sample_files", "record_from_line", "parse_record",
+           "trial_from_line"]
+
+#: model_args keys that name the checkpoint a model label adds.
+CHECKPOINT_ARGS = ("pretrained", "model_version", "model", "model_name", "model_id")
+
+
+class ReportError(ValueError):
+    """The report cannot be built from these folders; the message says why."""
+
+
+def model_label(results_file: Path | None, fallback: str | None) -> str:
+    """``model`` from the run's results JSON, plus its checkpoint when model_args name one."""
+    if results_file is None or not results_file.is_file():
+        return fallback or "unknown"
+    config = json.loads(results_file.read_text()).get("config", {})
+    model = config.get("model") or fallback or "unknown"
+    args = config.get("model_args") or ""
+    if isinstance(args, dict):
+        args = ",".join(f"{k}={v}" for k, v in args.items())
+    for part in str(args).split(","):
+        key, _, value = part.partition("=")
+        if key.strip() in CHECKPOINT_ARGS and value:
+            return f"{model}:{value.strip()}"
+    return str(model)
+
+
+def results_for(samples_file: Path) -> Path | None:
+    """The ``<timestamp>_results.json`` written with a ``<timestamp>_samples_<task>.jsonl``, if any."""
+    prefix = samples_file.name.split("_samples_", 1)[0]
+    candidate = samples_file.with_name(f"{prefix}_results.json")
+    return candidate if candidate.is_file() else None
+
+
+def find_sample_files(run_dirs: Sequence[str | Path], *, pattern: str, benchmark: str = "matching",
+                      tasks: str = "the benchmark's") -> list[Path]:
+    """Every per-sample log matching ``pattern`` under each folder (a file is taken as given);
+    the error for a folder without one names the ``benchmark`` and its ``tasks``."""
+    files: list[Path] = []
+    for run in run_dirs:
+        run = Path(run)
+        if not run.exists():
+            raise ReportError(f"{run}: no such folder")
+        found = sorted(run.rglob(pattern)) if run.is_dir() else [run]
+        if not found:
+            raise ReportError(f"{run}: holds no {benchmark} per-sample logs ({pattern}); run lmms-eval on "
+                              f"{tasks} tasks with --log_samples --output_path")
+        files += found
+    return files
+
+
+def parse_record(value: Any, key: str, where: str) -> dict[str, Any]:
+    """A record field's value: a dict already, or the Python repr lmms-eval wrote (read with
+    :func:`ast.literal_eval`, never ``eval``)."""
+    if isinstance(value, dict):
+        return value
+    try:
+        record = ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError) as exc:
+        raise ReportError(f"{where}: {key} is not a Python literal ({exc.__class__.__name__})") from None
+    if not isinstance(record, dict):
+        raise ReportError(f"{where}: {key} is not a dict")
+    return record
+
+
+def record_from_line(line: str, key: str, where: str) -> dict[str, Any]:
+    """The full record (field ``key``) of one per-sample line. A line lmms-eval wrote is decoded
+    from the field on, so the rest of a long line is not parsed; ``where`` names the line."""
+    marker = f'"{key}": '
+    at = line.find(marker)
+    try:
+        value = json.JSONDecoder().raw_decode(line, at + len(marker))[0] if at >= 0 else json.loads(line)[key]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ReportError(f"{where}: no {key} record ({exc})") from None
+    return parse_record(value, key, where)
+
+
+def trial_from_line(line: dict[str, Any], key: str, kind: type[T], where: str) -> T:
+    """The trial entry under ``key`` of a decoded per-sample line, as ``kind`` (either schema)."""
+    entry = line.get(key)
+    if not isinstance(entry, dict):
+        raise ReportError(f"{where}: no {key} trial entry; is this a {kind.BENCHMARK} per-sample log?")
+    try:
+        return kind.from_json(entry, f"{where}: {key}")
+    except TrialEntryError as exc:
+        raise ReportError(str(exc)) from None
