@@ -15,9 +15,10 @@ Canary requests are not stored and not recorded as trials.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def with_audio(messages: list[dict], clip: dict) -> list[dict]:
 
 def run_canary(requests: list[list[dict]], ask: Callable[[list[dict]], Any], *, concurrency: int = 4) -> CanaryResult:
     """``requests``: the lmms-eval messages of at least two items with audio (see
-    :func:`audio_clip`); ``ask(messages)`` returns a :class:`~.request_loop.Reply`."""
+    :func:`audio_clip`); ``ask(messages)`` returns a :class:`faultline_eval.core.request_lifecycle.Reply`."""
     if len(requests) < 2:
         raise AudioCanaryError("the audio canary needs at least two items with audio")
     clips = [audio_clip(m) for m in requests]

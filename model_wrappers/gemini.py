@@ -2,12 +2,13 @@
 
 Frames go inline as lossless PNG images in order (``image_encoding``: ``png-fast`` by default;
 ``png``, ``png-stored``), the audio inline as WAV, the question as text; JSON response mode
-when the task's prompt asks for JSON; temperature 0 and ``max_output_tokens`` (a C3PO build stage's or
-judge's request: its own temperature and token budget, :func:`.remote_chat.decoding`). Requests are built ahead of the network
-in a worker pool (:mod:`.request_pipeline`; ``build_workers``, ``lookahead``) and sent with
-bounded concurrency through the project's one request loop (:mod:`.request_loop`): 429, 5xx
-and timeouts are retried with exponential backoff up to ``max_retries``. Each request hands
-the task its latency, retry count and failure category (``api_failure`` after the last retry,
+when the task's prompt asks for JSON; temperature 0 and ``max_output_tokens`` (a C3PO build
+stage's or judge's request: its own temperature and token budget, :func:`.remote_chat.decoding`).
+Requests are built ahead of the network in a worker pool (:mod:`.request_pipeline`;
+``build_workers``, ``lookahead``) and sent with bounded concurrency through the project's one
+request lifecycle (:mod:`faultline_eval.core.request_lifecycle`): 429, 5xx and timeouts are
+retried with exponential backoff up to ``max_retries``. Each request hands the task its latency,
+retry count and failure category (``api_failure`` after the last retry,
 ``refusal`` for a blocked prompt or a safety stop, ``empty``), so nothing is dropped or counted
 as a wrong answer.
 
@@ -22,11 +23,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline_eval.model_wrappers.gemini_client import (DEFAULT_IMAGE_ENCODING, IMAGE_ENCODINGS, GeminiClient,
-                                                         message_parts)
+from faultline_eval.core.identity import fingerprint_of
+from faultline_eval.core.store import open_store, request_key
+from faultline_eval.model_wrappers.gemini_client import (
+    DEFAULT_IMAGE_ENCODING,
+    IMAGE_ENCODINGS,
+    GeminiClient,
+    message_parts,
+)
 from faultline_eval.model_wrappers.media_encoding import check_image_encoding
-from faultline_eval.model_wrappers.model_args import check_model_args
-from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json, flag, record
+from faultline_eval.model_wrappers.model_args import check_model_args, flag
+from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json
 
 
 class GeminiChat(RemoteChat):
@@ -42,8 +49,6 @@ class GeminiChat(RemoteChat):
             raise ValueError("sceval_gemini: pass the API key in the environment (GEMINI_API_KEY), not in "
                              "--model_args, which lmms-eval writes into its results")
         check_model_args(self.name, type(self), kwargs)
-        from faultline_eval.core.store import open_store
-
         self.model_version = str(model_version)
         self.set_pipeline(max_concurrency, build_workers, lookahead)
         self.max_output_tokens = int(max_output_tokens)
@@ -56,9 +61,6 @@ class GeminiChat(RemoteChat):
                                         "those requests are not sent again")
 
     def _build(self, request: Any) -> dict:
-        from faultline_eval.core.identity import fingerprint_of
-        from faultline_eval.core.store import request_key
-
         doc = self.doc(request)
         contents, system = message_parts(request.args[1](doc), self.image_encoding)
         wants_json = self.json_mode and expects_json(doc)
@@ -66,13 +68,13 @@ class GeminiChat(RemoteChat):
         key = None
         if self._client.store is not None:
             text = "\n".join(p.text or "" for p in contents[0].parts if getattr(p, "text", None))
-            key = request_key(self.model_version, fingerprint_of(doc["dataset"]), doc["row_id"], system, text, wants_json, *keyed)
+            key = request_key(self.model_version, fingerprint_of(doc["dataset"]), doc["row_id"], system, text,
+                              wants_json, *keyed)
         return {"row_id": doc["row_id"], "contents": contents, "system": system, "json": wants_json, "key": key,
                 "temperature": temperature, "max_tokens": budget}
 
     def _send(self, built: dict) -> str:
         reply = self._client.generate(built["contents"], system=built["system"], temperature=built["temperature"],
                                       max_output_tokens=built["max_tokens"], json_mode=built["json"],
-                                      store_key=built["key"])
-        record(built["row_id"], reply)
+                                      store_key=built["key"], row_id=built["row_id"])
         return reply.text

@@ -2,7 +2,8 @@
 
 :class:`GeminiClient` sends one ``generateContent`` request through google-genai and always
 returns a :class:`Reply`, never raises for the API's sake. Retries, backoff, the reply store and
-:class:`Usage` are the shared :class:`~.request_loop.RequestLoop`; this module adds only what is
+:class:`Usage` are the project's one request lifecycle
+(:class:`faultline_eval.core.request_lifecycle.RequestLifecycle`); this module adds only what is
 Gemini's: 408/429/5xx and transport timeouts are retryable, a blocked prompt or a safety stop
 without text is ``refusal``, no text at all is ``empty``, and token counts come from the
 response's ``usage_metadata``.
@@ -15,9 +16,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from faultline_eval.core.request_lifecycle import (
+    RETRYABLE_STATUS,
+    Answer,
+    FatalError,
+    Reply,
+    RequestLifecycle,
+    RetryableError,
+)
 from faultline_eval.model_wrappers.media_encoding import encode_image, encode_wav
-from faultline_eval.model_wrappers.request_loop import (RETRYABLE_STATUS, Answer, FatalError, Reply, RequestLoop,
-                                                        RetryableError)
 
 REFUSAL_FINISH = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"}
 KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
@@ -87,7 +94,7 @@ def parse_response(response: Any) -> tuple[str, str | None, str]:
     return text, None, ""
 
 
-class GeminiClient(RequestLoop):
+class GeminiClient(RequestLifecycle):
     def __init__(self, model_version: str, *, base_url: str | None = None, max_retries: int = 4,
                  timeout: float = 120.0, initial_backoff: float = 1.0, max_backoff: float = 60.0,
                  store: Any = None, who: str = "gemini") -> None:
@@ -104,8 +111,9 @@ class GeminiClient(RequestLoop):
 
     def generate(self, contents: list, *, system: str | None = None, temperature: float = 0.0,
                  max_output_tokens: int = 1024, json_mode: bool = False, response_schema: dict | None = None,
-                 store_key: str | None = None) -> Reply:
-        """One request, answered from the store when ``store_key`` is there already."""
+                 store_key: str | None = None, row_id: str | None = None) -> Reply:
+        """One request, answered from the store when ``store_key`` is there already; the task of
+        ``row_id`` (an lmms-eval doc's) is told its latency, retries and failure category."""
         from google.genai import errors
 
         config = self._types.GenerateContentConfig(
@@ -128,4 +136,4 @@ class GeminiClient(RequestLoop):
                           output_tokens=int(getattr(usage, "candidates_token_count", 0) or 0)
                           + int(getattr(usage, "thoughts_token_count", 0) or 0))
 
-        return self.send(attempt, store_key)
+        return self.send(attempt, store_key, row_id)

@@ -26,38 +26,30 @@ or the graded scale's CORRECT/PARTIAL/INCORRECT/UNANSWERABLE) become judge error
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from faultline_eval.core import telemetry
 from faultline_eval.judges.base import JudgeRequest, Verdict
 from faultline_eval.judges.judge_prompt import PROMPT_VERSION, parse_reply, system_prompt, user_text
+from faultline_eval.model_wrappers.model_args import flag
+from faultline_eval.tasks import c3po_task
 
 TASK, SPLIT = "c3po_judge", "test"
 DEFAULT_MAX_NEW_TOKENS = 4096
 ID_ARGS = ("pretrained", "model_version", "model", "model_name")
 
 
-def _c3po_task():
-    from faultline_eval.tasks import c3po_task
-
-    return c3po_task
-
-
 # A doc holds the C3POItem itself (its list of docs never leaves this process), or None, and
 # the system text (the judge's, or a build stage's prompt).
 def doc_to_messages(doc: dict) -> list[dict]:
-    media = _c3po_task().media_content(doc["item"]) if doc["item"] is not None else []
+    media = c3po_task.media_content(doc["item"]) if doc["item"] is not None else []
     return [{"role": "system", "content": [{"type": "text", "text": doc["system"]}]},
             {"role": "user", "content": media + [{"type": "text", "text": doc["text"]}]}]
 
 
 def doc_to_visual(doc: dict) -> list:
-    return _c3po_task().media_list(doc["item"]) if doc["item"] is not None else []
-
-
-def _flag(name: str, value: Any) -> bool:
-    from faultline_eval.model_wrappers.model_args import flag
-
-    return flag(value, f"judge setting {name}")
+    return c3po_task.media_list(doc["item"]) if doc["item"] is not None else []
 
 
 def split_judge_settings(model_args: str) -> tuple[str, dict[str, str]]:
@@ -95,19 +87,18 @@ def generate(model: Any, docs: list[dict], gen_kwargs: dict, task: str = TASK) -
     at their own settings (:func:`faultline_eval.model_wrappers.remote_chat.decoding`)."""
     from lmms_eval.api.instance import Instance
 
-    from faultline_eval.core import telemetry
-
     for doc in docs:  # our remote wrappers follow these gen_kwargs only when the doc says so
         doc["binding_gen_kwargs"] = True
     model.task_dict = {task: {SPLIT: docs}}
     simple = bool(getattr(model, "is_simple", True))
     instances = []
     for doc_id, doc in enumerate(docs):
-        legend = _c3po_task().attachment_legend(doc["item"]) + "\n" if doc["item"] is not None else ""
+        legend = c3po_task.attachment_legend(doc["item"]) + "\n" if doc["item"] is not None else ""
         context = f"{doc['system']}\n\n{legend}{doc['text']}"
         args = ((context, dict(gen_kwargs), doc_to_visual, doc_id, task, SPLIT) if simple
                 else (context, doc_to_messages, dict(gen_kwargs), doc_id, task, SPLIT))
-        instances.append(Instance("generate_until", args, idx=0, metadata={"task": task, "doc_id": doc_id, "repeats": 1}))
+        metadata = {"task": task, "doc_id": doc_id, "repeats": 1}
+        instances.append(Instance("generate_until", args, idx=0, metadata=metadata))
     try:
         replies = model.generate_until(instances)
     except Exception as exc:  # the whole batch failed: every request gets the error
@@ -137,7 +128,7 @@ class LmmsJudge:
         self._counter = 0
 
     @classmethod
-    def gemini(cls, args: str) -> "LmmsJudge":
+    def gemini(cls, args: str) -> LmmsJudge:
         """The ``gemini:<model>[,<model args>]`` judge: ``sceval_gemini`` with no reply store (the
         verdict cache does the caching) and the verdict budget as a model argument."""
         if args and "=" not in args.split(",")[0]:
@@ -149,13 +140,13 @@ class LmmsJudge:
         return cls.from_spec("sceval_gemini", ",".join(a for a in (args, *extra) if a))
 
     @classmethod
-    def from_spec(cls, model: str, model_args: str = "") -> "LmmsJudge":
+    def from_spec(cls, model: str, model_args: str = "") -> LmmsJudge:
         """Build from a spec's model name and arguments, ``judge_*`` settings included."""
         args, settings = split_judge_settings(model_args)
         thinking = settings.get("judge_thinking", "auto")
-        return cls(model, args, media=_flag("judge_media", settings.get("judge_media", "true")),
+        return cls(model, args, media=flag(settings.get("judge_media", "true"), "judge setting judge_media"),
                    max_new_tokens=int(settings.get("judge_max_new_tokens", DEFAULT_MAX_NEW_TOKENS)),
-                   thinking=None if thinking.lower() == "auto" else _flag("judge_thinking", thinking))
+                   thinking=None if thinking.lower() == "auto" else flag(thinking, "judge setting judge_thinking"))
 
     def judge(self, requests: Sequence[JudgeRequest]) -> list[Verdict]:
         verdicts: list[Verdict | None] = [None] * len(requests)

@@ -6,7 +6,7 @@ data URLs of a lossless encoding, the audio as ``input_audio`` WAV), the system 
 system turn, temperature 0 and ``max_tokens`` (a C3PO build stage's or judge's request: its own
 temperature and token budget, :func:`.remote_chat.decoding`). Requests are built ahead of the network in a worker pool
 (:mod:`.request_pipeline`) and sent with bounded concurrency through the project's one request
-loop (:mod:`.request_loop`): retries with backoff, the failure categories ``api_failure`` /
+lifecycle (:mod:`faultline_eval.core.request_lifecycle`): retries with backoff, the failure categories ``api_failure`` /
 ``refusal`` / ``empty`` and latency handed to the task per request, and the reply store
 (``$SCEVAL_CACHE/replies/openai-<model>.jsonl``; ``store=PATH``, ``store=none``) so a killed
 run resumes without sending anything twice. Works for SCEval and C3PO tasks alike.
@@ -37,12 +37,22 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from loguru import logger
+
+from faultline_eval.core.identity import fingerprint_of
+from faultline_eval.core.store import open_store, request_key, slug
 from faultline_eval.model_wrappers.audio_canary import AudioCanaryError, audio_clip, run_canary
+from faultline_eval.model_wrappers.chat_messages import role_texts
 from faultline_eval.model_wrappers.media_encoding import check_image_encoding
-from faultline_eval.model_wrappers.model_args import check_model_args
-from faultline_eval.model_wrappers.openai_client import (AUDIO_PARTS, DEFAULT_IMAGE_ENCODING, FRAMES_AS,
-                                                         OpenAIChatClient, chat_request)
-from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json, flag, record
+from faultline_eval.model_wrappers.model_args import check_model_args, flag
+from faultline_eval.model_wrappers.openai_client import (
+    AUDIO_PARTS,
+    DEFAULT_IMAGE_ENCODING,
+    FRAMES_AS,
+    OpenAIChatClient,
+    chat_request,
+)
+from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 VIDEO_WIRE = 2  # what frames_as=video sends (in the reply-store key): 2 = timing sent, picture as an image
@@ -70,8 +80,6 @@ class OpenAIChat(RemoteChat):
             raise ValueError("sceval_openai: pass the API key in the environment (SCEVAL_OPENAI_API_KEY or "
                              "OPENAI_API_KEY), not in --model_args, which lmms-eval writes into its results")
         check_model_args(self.name, type(self), kwargs)
-        from faultline_eval.core.store import open_store, slug
-
         self.set_pipeline(max_concurrency, build_workers, lookahead)
         self.max_tokens = int(max_tokens)
         self.json_mode = flag(json_mode, "json_mode")
@@ -79,7 +87,7 @@ class OpenAIChat(RemoteChat):
         self.frames_as = _choice(frames_as, FRAMES_AS, "frames_as")
         self.audio_part = _choice(audio_part, AUDIO_PARTS, "audio_part")
         self.extra = {"modalities": [m for m in str(modalities).split("|") if m]} if modalities else {}
-        self.audio_canary = str(audio_canary).strip().lower() not in ("off", "0", "false", "no", "none")
+        self.audio_canary = flag(audio_canary, "audio_canary")
         self.canary_items = max(2, int(canary_items))
         # Under `accelerate launch` each rank is a client of its own share of the requests (lmms-eval
         # splits them by rank and gathers the results) and starts its round-robin on another endpoint.
@@ -100,17 +108,13 @@ class OpenAIChat(RemoteChat):
                             audio_part=self.audio_part)
 
     def _build(self, request: Any) -> dict:
-        from faultline_eval.core.identity import fingerprint_of
-        from faultline_eval.core.store import request_key
-
         doc = self.doc(request)
         messages = request.args[1](doc)
         wants_json = self.json_mode and expects_json(doc)
         temperature, budget, keyed = decoding(request, doc, self.max_tokens)
         key = None
         if self._client.store is not None:
-            text = "\n".join(f"{m.get('role')}: {p.get('text', '')}" for m in messages for p in m.get("content", [])
-                             if p.get("type") == "text")
+            text = role_texts(messages)
             # video requests carry their frame timing and the picture as an image since wire 2
             wire = (self.frames_as, VIDEO_WIRE) if self.frames_as == "video" else self.frames_as
             key = request_key("openai", self.model_name, fingerprint_of(doc["dataset"]), doc["row_id"], text,
@@ -125,8 +129,7 @@ class OpenAIChat(RemoteChat):
     def _send(self, built: dict) -> str:
         reply = self._client.chat(built["messages"], temperature=built["temperature"], max_tokens=built["max_tokens"],
                                   json_mode=built["json"], extra=self.extra, body=built["body"],
-                                  store_key=built["key"])
-        record(built["row_id"], reply)
+                                  store_key=built["key"], row_id=built["row_id"])
         return reply.text
 
     # --- the audio canary ----------------------------------------------------------------------
@@ -134,8 +137,6 @@ class OpenAIChat(RemoteChat):
     def _check_audio(self, requests: list) -> None:
         """Run the canary on the first ``canary_items`` requests with a real audio clip; refuse
         the backend when it fails. A run with no audio at all has nothing to check."""
-        from loguru import logger
-
         self._canary_done = True
         chosen = []
         for request in requests:

@@ -1,9 +1,10 @@
-"""A client for OpenAI-compatible chat-completions endpoints (vLLM, vLLM-Omni), on the shared loop.
+"""A client for OpenAI-compatible chat-completions endpoints (vLLM, vLLM-Omni), on the shared lifecycle.
 
 Transport: the ``openai`` Python client (lmms-eval depends on it, so it is always installed),
-with its own retries off (``max_retries=0``): retries, backoff, the reply store and usage are
-the project's one :class:`~.request_loop.RequestLoop`. 408/429/5xx, timeouts and dropped
-connections are retryable; other HTTP errors are not. A reply with ``refusal`` set or a
+with its own retries off (``max_retries=0``): retries, backoff, the reply store, telemetry and
+usage are the project's one request lifecycle
+(:class:`faultline_eval.core.request_lifecycle.RequestLifecycle`). 408/429/5xx, timeouts and
+dropped connections are retryable; other HTTP errors are not. A reply with ``refusal`` set or a
 ``content_filter`` stop and no text is ``refusal``; no text at all is ``empty``.
 
 Several endpoints (data-parallel replicas, ``base_url=http://a:8000/v1|http://b:8000/v1``)
@@ -43,9 +44,16 @@ import os
 import threading
 from typing import Any
 
+from faultline_eval.core.request_lifecycle import (
+    RETRYABLE_STATUS,
+    Answer,
+    FatalError,
+    Reply,
+    RequestLifecycle,
+    RetryableError,
+)
 from faultline_eval.model_wrappers.media_encoding import encode_image, encode_wav
-from faultline_eval.model_wrappers.request_loop import (RETRYABLE_STATUS, Answer, FatalError, Reply, RequestLoop,
-                                                        RetryableError)
+from faultline_eval.tasks import FRAME_TIME_KEY
 
 KEY_ENV = ("SCEVAL_OPENAI_API_KEY", "OPENAI_API_KEY")
 FRAMES_AS = ("images", "video")
@@ -74,8 +82,6 @@ def wire_items(parts: list[dict], frames_as: str = "images") -> list[tuple[str, 
     "audio", part)``, and with ``frames_as=video`` ``("video", [frame parts])`` for each run of
     consecutive video frames (parts with :data:`~faultline_eval.tasks.FRAME_TIME_KEY`). A
     picture (a C3PO item's image, a single image) is an image under either setting."""
-    from faultline_eval.tasks import FRAME_TIME_KEY
-
     items: list[tuple[str, Any]] = []
     for part in parts:
         kind = part.get("type")
@@ -146,8 +152,6 @@ def chat_request(messages: list[dict], *, image_encoding: str = DEFAULT_IMAGE_EN
     """lmms-eval chat messages (text, PIL images, ``{"array", "sampling_rate"}`` audio) as
     chat-completions messages with the part types described in the module doc, and the extra
     body fields of the request (:func:`video_timing` of its video; ``{}`` without one)."""
-    from faultline_eval.tasks import FRAME_TIME_KEY
-
     out, timings = [], []
     for message in messages:
         role, parts = message.get("role", "user"), message.get("content", [])
@@ -195,7 +199,7 @@ def parse_completion(completion: Any) -> Answer:
     return Answer(text, **tokens)
 
 
-class OpenAIChatClient(RequestLoop):
+class OpenAIChatClient(RequestLifecycle):
     """One model behind one or more OpenAI-compatible endpoints (``base_urls``)."""
 
     def __init__(self, base_urls: list[str], model: str | None = None, *, max_retries: int = 4,
@@ -236,9 +240,10 @@ class OpenAIChatClient(RequestLoop):
 
     def chat(self, messages: list[dict], *, temperature: float = 0.0, max_tokens: int = 1024,
              json_mode: bool = False, extra: dict | None = None, body: dict | None = None,
-             store_key: str | None = None) -> Reply:
+             store_key: str | None = None, row_id: str | None = None) -> Reply:
         """One chat completion of already-encoded ``messages`` and the extra body fields the
-        ``openai`` client has no parameter for (both from :func:`chat_request`)."""
+        ``openai`` client has no parameter for (both from :func:`chat_request`); the task of
+        ``row_id`` (an lmms-eval doc's) is told its latency, retries and failure category."""
         import openai
 
         options: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, **(extra or {})}
@@ -267,4 +272,4 @@ class OpenAIChatClient(RequestLoop):
                     self._in_flight[index] -= 1
             return parse_completion(completion)
 
-        return self.send(attempt, store_key)
+        return self.send(attempt, store_key, row_id)

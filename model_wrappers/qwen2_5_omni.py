@@ -1,6 +1,6 @@
 """``faultline_qwen2_5_omni``: lmms-eval's Qwen2.5-Omni wrappers, made to see a whole SCEval trial.
 
-What the adapter changes (see :class:`omni_common.QwenOmniAdapter`):
+What the adapter changes (see :class:`.qwen_omni_adapter.QwenOmniAdapter`):
 
 * processor and tokenizer come from ``pretrained`` (lmms-eval loads ``Qwen/Qwen2.5-Omni-7B``
   whatever ``pretrained`` says), so local and fine-tuned checkpoints work offline;
@@ -22,7 +22,7 @@ from __future__ import annotations
 from lmms_eval.models.chat.qwen2_5_omni import Qwen2_5_Omni as _LmmsChat
 from lmms_eval.models.simple.qwen2_5_omni import Qwen2_5_Omni as _LmmsSimple
 
-from faultline_eval.model_wrappers.omni_common import QwenOmniAdapter
+from faultline_eval.model_wrappers.qwen_omni_adapter import QwenOmniAdapter
 
 
 class _Qwen2_5Omni(QwenOmniAdapter):

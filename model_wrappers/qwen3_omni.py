@@ -1,5 +1,5 @@
 """``faultline_qwen3_omni``: lmms-eval's Qwen3-Omni wrappers with the same fixes as
-``faultline_qwen2_5_omni`` (see :class:`omni_common.QwenOmniAdapter`).
+``faultline_qwen2_5_omni`` (see :class:`.qwen_omni_adapter.QwenOmniAdapter`).
 
 lmms-eval's Qwen3-Omni classes already load the processor from ``pretrained`` and keep mixed
 frame+audio lists together on the simple path; what remains is the audio dict handed to
@@ -14,7 +14,7 @@ from __future__ import annotations
 from lmms_eval.models.chat.qwen3_omni import Qwen3_Omni as _LmmsChat
 from lmms_eval.models.simple.qwen3_omni import Qwen3_Omni as _LmmsSimple
 
-from faultline_eval.model_wrappers.omni_common import QwenOmniAdapter
+from faultline_eval.model_wrappers.qwen_omni_adapter import QwenOmniAdapter
 
 
 class _Qwen3Omni(QwenOmniAdapter):

@@ -4,8 +4,8 @@ A **pipeline exerciser producing demo-quality items, not a benchmark generator**
 ``c3po build all BUILD --pool demo --generator lmms:c3po_build_reference`` run every stage
 offline with no key (README, "Build a C³PO benchmark"). Like ``sceval_reference``
 (:mod:`.reference`) it reads only what a real model is sent — the prompt text and the attached
-media — and perceives the media with the same signal processing (:func:`.reference.find_shapes`,
-:func:`.reference.find_tones`). Which of App. I's three prompts it got, it reads from the system text.
+media — and perceives the media with the same signal processing (:func:`.reference_perception.find_shapes`,
+:func:`.reference_perception.find_tones`). Which of App. I's three prompts it got, it reads from the system text.
 
 **Generator** (App. I's sample prompt). It finds the shapes in the base picture or video frames
 (or the tones of a base sound) and picks, seeded by the sample id (blake2b, no global RNG), a
@@ -44,7 +44,13 @@ import re
 
 import numpy as np
 
-from .reference import _Reference, find_shapes, find_tones
+from c3po_plugin.construction.classify import PLACEHOLDER
+from c3po_plugin.construction.generate import DOES_NOT_FIT, banned_word, query_words
+from c3po_plugin.construction.settings import DEFAULTS
+from c3po_plugin.eval_prompt import IMAGE_LABEL
+from faultline_eval.model_wrappers.reference import _Reference
+from faultline_eval.model_wrappers.reference_c3po import _VIDEO_LABEL
+from faultline_eval.model_wrappers.reference_perception import audio_wave, find_shapes, find_tones, image_array
 
 SFX_SECONDS = 3
 SILENT_RMS = 1e-3
@@ -62,8 +68,6 @@ def _between(text: str, start: str, end: str) -> str:
 
 def _media(messages: list[dict]) -> tuple[list[np.ndarray], np.ndarray | None, str, str]:
     """(pictures and frames, audio wave, system text, user text) of a chat turn."""
-    from .reference import _as_array, _audio_array
-
     images, wave, system, user = [], None, "", []
     for message in messages:
         for part in message.get("content", []):
@@ -73,9 +77,9 @@ def _media(messages: list[dict]) -> tuple[list[np.ndarray], np.ndarray | None, s
                 else:
                     user.append(part["text"])
             elif part.get("type") == "image":
-                images.append(_as_array(part["url"]))
+                images.append(image_array(part["url"]))
             elif part.get("type") == "audio":
-                wave = _audio_array(part["url"])
+                wave = audio_wave(part["url"])
     return images, wave, system, "\n".join(user)
 
 
@@ -93,8 +97,6 @@ def _target(images: list[np.ndarray], sample_id: str):
 
 def generate_item(text: str, images: list[np.ndarray], wave: np.ndarray | None) -> dict:
     """App. I's output fields for the generator prompt ``text`` and the base media it came with."""
-    from c3po_plugin.construction.generate import DOES_NOT_FIT
-
     template = json.loads(_between(text, "<template>", "</template>"))
     sample_id = re.search(r'"sample_id": "([^"]+)"', text).group(1)
     base = _between(text, "<base_input_modality>", "</base_input_modality>")
@@ -139,8 +141,6 @@ def generate_item(text: str, images: list[np.ndarray], wave: np.ndarray | None) 
 
 def type_audio(text: str) -> dict:
     """App. I's audio-typing answer for the ``{"transcript", "voice_style_prompt"}`` JSON ``text``."""
-    from c3po_plugin.construction.classify import PLACEHOLDER
-
     audio = json.loads(text)
     if PLACEHOLDER.match(audio.get("transcript") or ""):
         return {"audio_type": "SFX", "duration_seconds": SFX_SECONDS,
@@ -151,9 +151,6 @@ def type_audio(text: str) -> dict:
 # --- auditor ----------------------------------------------------------------------------------
 
 def _failure(item: dict, images: list[np.ndarray], wave: np.ndarray | None) -> tuple[str, str] | None:
-    from c3po_plugin.construction.generate import banned_word, query_words
-    from c3po_plugin.construction.settings import DEFAULTS
-
     components = item.get("generated_components") or {}
     if any(float(np.std(image)) < 1.0 for image in images):
         return "Media Verifiability", "a picture or frame is blank"
@@ -193,10 +190,6 @@ def audit_item(text: str, images: list[np.ndarray], wave: np.ndarray | None, mod
 
 def reply(messages: list[dict]) -> str:
     """The JSON reply to one of App. I's build prompts (chat messages from the build client)."""
-    from c3po_plugin.eval_prompt import IMAGE_LABEL
-
-    from .reference_c3po import _VIDEO_LABEL
-
     images, wave, system, text = _media(messages)
     if "Omni-Modal Benchmark Architect" in system:
         return json.dumps(generate_item(text, images, wave))
@@ -215,6 +208,5 @@ class BuildReferenceChat(_Reference):
     is_simple = False
     model_id = "c3po_build_reference"
 
-    def _answer(self, args: tuple, doc: dict) -> str:
-        ctx, doc_to_messages, *_ = args
-        return reply(doc_to_messages(doc))
+    def answer(self, messages: list[dict]) -> str:
+        return reply(messages)

@@ -2,7 +2,7 @@
 
 Like the SCEval side (:mod:`.reference`), it reads only what a real model is sent: the labelled
 video frames, the picture, the audio and the prompt text (never the dataset doc or the gold
-answer). Perception is :mod:`.reference`'s: :func:`find_shapes` (colour, kind, size, centroid of
+answer). Perception is :mod:`.reference_perception`'s: :func:`find_shapes` (colour, kind, size, centroid of
 each saturated blob) and :func:`find_tones` (loud events with their start, length and pitch;
 "high" above ``HIGH_PITCH_HZ``).
 
@@ -60,14 +60,23 @@ Unknown question forms, or perception that finds nothing usable, answer "unknown
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 from c3po_plugin import eval_prompt as prompts
-
-from .reference import HIGH_PITCH_HZ, Shape, Tone, _as_array, _audio_array, find_shapes, find_tones, split_visuals
+from faultline_eval.model_wrappers.reference_perception import (
+    HIGH_PITCH_HZ,
+    Shape,
+    Tone,
+    audio_wave,
+    find_shapes,
+    find_tones,
+    image_array,
+    split_visuals,
+)
 
 UNKNOWN = "unknown"
 KINDS = ("circle", "square", "triangle")
@@ -137,11 +146,11 @@ def evidence_from_messages(messages: list[dict]) -> Evidence:
                     "picture" if text.strip() == prompts.IMAGE_LABEL else target
             elif kind == "image":
                 if target == "picture" and picture is None:
-                    picture = _as_array(part["url"])
+                    picture = image_array(part["url"])
                 else:
-                    frames.append(_as_array(part["url"]))
+                    frames.append(image_array(part["url"]))
             elif kind == "audio":
-                wave = _audio_array(part["url"])
+                wave = audio_wave(part["url"])
     block = next((t for t in reversed(texts) if prompts.ANSWER_CUE in t), "")
     return Evidence(frames, picture, wave, *read_user(block))
 

@@ -1,28 +1,28 @@
 """What the lmms-eval models over remote endpoints (``sceval_gemini``, ``sceval_openai``) share.
 
 A subclass says how to build one request (``_build``: the doc's messages, encoded for its
-wire, and its reply-store key) and how to send it (``_send``, through its client's
-:class:`~.request_loop.RequestLoop`); this class runs them through the client pipeline
-(:mod:`.request_pipeline`), hands the task each request's latency, retries and failure category
-(:mod:`faultline_eval.core.telemetry`), and reads whether a doc's prompt asks for JSON.
+wire, and its reply-store key) and how to send it (``_send``, through its client, a
+:class:`faultline_eval.core.request_lifecycle.RequestLifecycle`: store lookup, the call with
+retries, telemetry for the doc's row id, store write); this class runs them through the client
+pipeline (:mod:`.request_pipeline`), and reads whether a doc's prompt asks for JSON and which
+decoding a request gets.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from faultline_eval.model_wrappers.model_args import flag  # noqa: F401  (the models' boolean parser)
-from faultline_eval.model_wrappers.reference import _lmms_base
-from faultline_eval.model_wrappers.request_loop import Reply
+from tqdm import tqdm
+
+from faultline_eval.model_wrappers.lmms_base import lmms_base
 from faultline_eval.model_wrappers.request_pipeline import pipelined
+from sceval_plugin.conditions import catalogue
+from sceval_plugin.eval_prompts import prompt_template
 
 
 def expects_json(doc: dict) -> bool:
     """SCEval's prompt says whether it wants JSON; other docs (C3PO items, judge requests) may
     say so themselves."""
-    from sceval_plugin.conditions import catalogue
-    from sceval_plugin.eval_prompts import prompt_template
-
     if "condition_id" in doc:
         return prompt_template(catalogue().get(doc["condition_id"]).prompt).expects_json
     return bool(doc.get("expects_json", False))
@@ -45,16 +45,7 @@ def decoding(request: Any, doc: dict, max_tokens: int) -> tuple[float, int, tupl
     return temperature, budget, (temperature, budget)
 
 
-def record(row_id: str, reply: Reply) -> None:
-    """Tell the task what this request cost and how it failed (a restored reply: as stored)."""
-    from faultline_eval.core import telemetry
-    from faultline_eval.core.store import restored_call
-
-    telemetry.record(row_id, restored_call(reply.stored()) if reply.restored else telemetry.Call(
-        latency_s=reply.latency_s, retries=reply.retries, failure=reply.failure, detail=reply.detail))
-
-
-class RemoteChat(_lmms_base()):  # type: ignore[misc]
+class RemoteChat(lmms_base()):  # type: ignore[misc]
     is_simple = False
     name = "remote"
     max_concurrency, build_workers, lookahead = 4, None, None
@@ -81,8 +72,6 @@ class RemoteChat(_lmms_base()):  # type: ignore[misc]
         raise NotImplementedError(f"{self.name} answers in one round")
 
     def generate_until(self, requests):
-        from tqdm import tqdm
-
         with tqdm(total=len(requests), disable=self.rank != 0, desc=self.name) as bar:
             return pipelined(requests, self._build, self._send, concurrency=self.max_concurrency,
                              build_workers=self.build_workers, lookahead=self.lookahead, progress=bar.update)

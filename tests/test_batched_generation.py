@@ -66,8 +66,8 @@ def test_batch_3_gives_the_greedy_replies_of_batch_1(variant, task_manager, tmp_
 def test_batches_never_mix_gen_kwargs_and_a_failed_batch_is_retried_one_request_at_a_time():
     from types import SimpleNamespace
 
-    from faultline_eval.model_wrappers import omni_common
     from faultline_eval.core import telemetry
+    from faultline_eval.model_wrappers.local_requests import answer_requests
 
     docs = [{"row_id": f"clean/demo-{i}/0"} for i in range(6)]
     settings = [{"max_new_tokens": n} for n in (4, 8, 4, 4, 8, 4)]
@@ -91,7 +91,7 @@ def test_batches_never_mix_gen_kwargs_and_a_failed_batch_is_retried_one_request_
     wrapper = SimpleNamespace(is_simple=False, rank=0, task_dict={"t": {"test": docs}}, batch_size_per_gpu=2,
                               cache_hook=SimpleNamespace(add_partial=lambda *a: None))
     requests = [SimpleNamespace(args=("ctx", doc_to_messages, settings[i], i, "t", "test")) for i in range(6)]
-    replies = omni_common.answer_requests(wrapper, requests, answer, "faultline_test", answer_batch)
+    replies = answer_requests(wrapper, requests, answer, "faultline_test", answer_batch)
     # in request order; the failed batch (3, 5) was answered again one by one: only 3 failed
     assert replies == ["clean/demo-0/0@4", "clean/demo-1/0@8", "clean/demo-2/0@4", "", "clean/demo-4/0@8",
                        "clean/demo-5/0@4"]

@@ -14,10 +14,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from faultline_eval.model_wrappers import omni_common
 from faultline_eval.core import telemetry
-from sceval_plugin.parsing import INVALID_CATEGORIES
 from faultline_eval.core.store import RESTORED_DETAIL
+from faultline_eval.model_wrappers.chat_messages import messages_from_visuals, with_system_turn
+from faultline_eval.model_wrappers.local_reply_store import open_reply_store
+from faultline_eval.model_wrappers.local_requests import answer_requests
+from faultline_eval.model_wrappers.media_conversion import audio_array
+from faultline_eval.model_wrappers.media_token_log import MEDIA_TOKEN_LOG_ENV
+from sceval_plugin.parsing import INVALID_CATEGORIES
 
 BIN = Path(sys.executable).parent
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
@@ -30,16 +34,16 @@ def frames(n: int) -> list:
 
 def test_audio_dicts_become_16khz_mono_float32_arrays():
     stereo_8k = np.stack([np.linspace(-1, 1, 8000), np.zeros(8000)], axis=1)  # 1 s, samples x channels
-    samples = omni_common.audio_array({"array": stereo_8k, "sampling_rate": 8000})
+    samples = audio_array({"array": stereo_8k, "sampling_rate": 8000})
     assert samples.dtype == np.float32 and samples.ndim == 1
     assert abs(samples.size - 16000) <= 1
-    same = omni_common.audio_array({"array": np.ones(320, dtype=np.float64), "sampling_rate": 16000})
+    same = audio_array({"array": np.ones(320, dtype=np.float64), "sampling_rate": 16000})
     assert same.dtype == np.float32 and same.size == 320
 
 
 def test_simple_path_messages_keep_every_frame_in_order_then_audio_then_text():
     images, audio = frames(4), {"array": np.zeros(160, np.float32), "sampling_rate": 16000}
-    [message] = omni_common.messages_from_visuals("the question", images + [audio])
+    [message] = messages_from_visuals("the question", images + [audio])
     kinds = [part["type"] for part in message["content"]]
     assert kinds == ["image"] * 4 + ["audio", "text"]
     assert [part["url"] for part in message["content"][:4]] == images
@@ -49,10 +53,10 @@ def test_simple_path_messages_keep_every_frame_in_order_then_audio_then_text():
 def test_a_system_turn_is_added_only_when_the_task_sent_none():
     ours = [{"role": "system", "content": [{"type": "text", "text": "task rules"}]},
             {"role": "user", "content": [{"type": "text", "text": "q"}]}]
-    assert omni_common.with_system_turn(ours, "You are Qwen") == ours
-    added = omni_common.with_system_turn(ours[1:], "You are Qwen")
+    assert with_system_turn(ours, "You are Qwen") == ours
+    added = with_system_turn(ours[1:], "You are Qwen")
     assert [m["role"] for m in added] == ["system", "user"]
-    assert omni_common.with_system_turn(ours[1:], None) == ours[1:]
+    assert with_system_turn(ours[1:], None) == ours[1:]
 
 
 def test_a_failing_request_is_recorded_and_the_run_goes_on():
@@ -69,7 +73,7 @@ def test_a_failing_request_is_recorded_and_the_run_goes_on():
     wrapper = SimpleNamespace(is_simple=False, rank=0, task_dict={"t": {"test": docs}},
                               cache_hook=SimpleNamespace(add_partial=lambda *a: None))
     requests = [SimpleNamespace(args=("ctx", doc_to_messages, {}, i, "t", "test")) for i in range(2)]
-    replies = omni_common.answer_requests(wrapper, requests, answer, "faultline_test")
+    replies = answer_requests(wrapper, requests, answer, "faultline_test")
     assert replies == ["", '{"answer": "A"}']
     failed, answered = telemetry.take("clean/demo-0/0"), telemetry.take("clean/demo-1/0")
     assert failed.failure == "api_failure" and "CUDA out of memory" in failed.detail
@@ -99,7 +103,7 @@ def test_greedy_replies_are_stored_and_restored_but_sampled_and_failed_ones_are_
                                   cache_hook=SimpleNamespace(add_partial=lambda *a: None))
         requests = [SimpleNamespace(args=("ctx", doc_to_messages, dict(gen_kwargs), i, "t", "test")) for i in range(3)]
         sent.clear()
-        replies = omni_common.answer_requests(wrapper, requests, answer, "faultline_test")
+        replies = answer_requests(wrapper, requests, answer, "faultline_test")
         return replies, [telemetry.take(doc["row_id"]) for doc in docs]
 
     first, _ = run({"temperature": 0})
@@ -119,10 +123,10 @@ def test_greedy_replies_are_stored_and_restored_but_sampled_and_failed_ones_are_
 
 def test_the_default_reply_store_is_per_adapter_and_checkpoint_and_can_be_turned_off(tmp_path, monkeypatch):
     monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path))
-    store = omni_common.open_reply_store("faultline_qwen2_5_omni", "/ckpt/Qwen2.5-Omni-7B", None)
+    store = open_reply_store("faultline_qwen2_5_omni", "/ckpt/Qwen2.5-Omni-7B", None)
     assert store.path == tmp_path / "replies" / "faultline_qwen2_5_omni-ckpt_Qwen2.5-Omni-7B.jsonl"
-    assert omni_common.open_reply_store("faultline_qwen2_5_omni", "x", "none") is None
-    assert omni_common.open_reply_store("x", "y", str(tmp_path / "mine.jsonl")).path == tmp_path / "mine.jsonl"
+    assert open_reply_store("faultline_qwen2_5_omni", "x", "none") is None
+    assert open_reply_store("x", "y", str(tmp_path / "mine.jsonl")).path == tmp_path / "mine.jsonl"
 
 
 def test_minicpm_o_gets_every_frame_and_the_audio_array_in_order():
@@ -182,7 +186,7 @@ def run_sceval_clean(model: str, checkpoint: Path, tmp_path: Path, *, simple: bo
     if simple:
         command.append("--force_simple")
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **OFFLINE, omni_common.MEDIA_TOKEN_LOG_ENV: str(token_log),
+                          env={**os.environ, **OFFLINE, MEDIA_TOKEN_LOG_ENV: str(token_log),
                                "SCEVAL_CACHE": str(tmp_path / "cache")})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -219,7 +223,7 @@ def test_tiny_qwen2_5_omni_runs_c3po_through_the_cli(tiny_qwen_omni, tmp_path):
                "--model_args", f"pretrained={tiny_qwen_omni},device=cpu", "--tasks", "c3po_cc_t3",
                "--limit", "2", "--gen_kwargs", "max_new_tokens=8", "--log_samples", "--output_path", "out/"]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **OFFLINE, omni_common.MEDIA_TOKEN_LOG_ENV: str(token_log),
+                          env={**os.environ, **OFFLINE, MEDIA_TOKEN_LOG_ENV: str(token_log),
                                "C3PO_JUDGE": "exact", "SCEVAL_CACHE": str(tmp_path / "cache")})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     [samples_file] = (tmp_path / "out").rglob("*_samples_c3po_cc_t3.jsonl")
@@ -262,7 +266,7 @@ def test_a_killed_tiny_qwen2_5_omni_run_resumes_without_generating_finished_requ
         return [row for path in replies.glob("faultline_qwen2_5_omni-*.jsonl") for row in _jsonl(path)]
 
     first = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             env={**env, omni_common.MEDIA_TOKEN_LOG_ENV: str(tmp_path / "first_tokens.jsonl")},
+                             env={**env, MEDIA_TOKEN_LOG_ENV: str(tmp_path / "first_tokens.jsonl")},
                              start_new_session=True)
     deadline = time.time() + 900  # the loop ends at the second stored reply; the bound is for a hung run only
     while time.time() < deadline and len(stored()) < 2 and first.poll() is None:
@@ -274,7 +278,7 @@ def test_a_killed_tiny_qwen2_5_omni_run_resumes_without_generating_finished_requ
 
     token_log = tmp_path / "rerun_tokens.jsonl"
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=1200,
-                          env={**env, omni_common.MEDIA_TOKEN_LOG_ENV: str(token_log)})
+                          env={**env, MEDIA_TOKEN_LOG_ENV: str(token_log)})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     generated = {row["row_id"] for row in _jsonl(token_log)}  # what reached the model in the rerun

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from faultline_eval.model_wrappers.reference import answer_messages, answer_visuals, colour_name, find_tones
+from faultline_eval.model_wrappers.reference import answer_messages, answer_visuals
+from faultline_eval.model_wrappers.reference_perception import colour_name, find_tones
 from faultline_eval.tasks import sceval_task as task
 from sceval_plugin.conditions import catalogue
 

@@ -98,7 +98,7 @@ def _probe_records(folder: Path):
 
 
 def _media_token_log(folder: Path):
-    from faultline_eval.model_wrappers.omni_common import token_log
+    from faultline_eval.model_wrappers.media_token_log import token_log
 
     path = str(folder / "media_tokens.jsonl")
     return Path(path), lambda i: token_log(path).append({"doc_id": i}), \
@@ -117,9 +117,9 @@ def test_a_torn_last_line_in_every_store_kind_loses_nothing_on_resume(kind, tmp_
         put(i)
     offset = _tear(path, {"key": "k3", "half": "written"})
     if kind == "media token log":  # one journal per file and process: the resumed run is a new process
-        from faultline_eval.model_wrappers import omni_common
+        from faultline_eval.model_wrappers import media_token_log
 
-        omni_common._token_logs.clear()
+        media_token_log._token_logs.clear()
     path_again, put, keys = STORE_KINDS[kind](tmp_path / "first")  # the resumed run
     assert path_again == path
     put(3)

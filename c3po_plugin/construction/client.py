@@ -35,11 +35,11 @@ from c3po_plugin.construction import settings as build_settings
 from c3po_plugin.construction.model_specs import parse_spec, spec_arguments
 from c3po_plugin.construction.stage_prompts import PROMPT_VERSION
 from c3po_plugin.data.records import C3POItem, check_media
+from faultline_eval.core.request_lifecycle import Reply, Usage
 from faultline_eval.core.store import ReplyStore, request_key
 from faultline_eval.model_wrappers.gemini_client import GeminiClient, message_parts
 from faultline_eval.model_wrappers.lmms_judge import generate, load_model
 from faultline_eval.model_wrappers.model_args import named_with_close_matches
-from faultline_eval.model_wrappers.request_loop import Reply, Usage
 
 #: Reply failures a resumed run asks again (recorded ``failed``); others are the content's fault.
 RETRYABLE = ("api_failure", "media_unavailable")
