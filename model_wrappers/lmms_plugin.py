@@ -17,11 +17,13 @@ once lmms-eval has indexed its tasks, so plain ``lmms-eval`` gets the close matc
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 from pathlib import Path
 from typing import Iterable
+
+from faultline_eval.core import telemetry
+from faultline_eval.core.registry import close_matches
 
 PACKAGE = "faultline_eval.model_wrappers"
 
@@ -38,7 +40,9 @@ def manifests() -> list:
             simple_class_path=f"{PACKAGE}.reference.ReferenceSimple",
         ),
         # The offline generator / audio typer / auditor of `c3po build` (demo-quality items).
-        ModelManifest(model_id="c3po_build_reference", chat_class_path=f"{PACKAGE}.reference_build.BuildReferenceChat"),
+        # layer 4: it answers the construction stages' prompts, so it lives with them (named, not imported)
+        ModelManifest(model_id="c3po_build_reference",
+                      chat_class_path="c3po_plugin.construction.reference_model.BuildReferenceChat"),
         ModelManifest(model_id="sceval_gemini", chat_class_path=f"{PACKAGE}.gemini.GeminiChat"),
         # OpenAI-compatible endpoints (vLLM, vLLM-Omni) with the audio sent and checked (README, "Serving with vLLM").
         ModelManifest(model_id="sceval_openai", chat_class_path=f"{PACKAGE}.openai_chat.OpenAIChat"),
@@ -71,8 +75,6 @@ def install_task_path() -> None:
 
     @functools.wraps(original)
     def initialize_tasks(self, include_path=None, include_defaults=True):
-        from faultline_eval.core import telemetry
-
         paths = [include_path] if isinstance(include_path, str) else list(include_path or [])
         paths += [str(d) for d in our_task_dirs() if str(d) not in paths]
         telemetry.RUN_CONTEXT["model"] = getattr(self, "model_name", None)
@@ -94,10 +96,12 @@ def our_task_dirs() -> list[Path]:
     """The SCEval and C3PO task folders (plugin conditions included)."""
     from loguru import logger
 
-    from faultline_eval.tasks.c3po_configs import task_dirs as c3po_task_dirs
-    from faultline_eval.tasks import TASKS_DIR
-    from sceval_plugin.plugins import PluginError
-    from faultline_eval.tasks.sceval_configs import task_dirs as sceval_task_dirs
+    # heavy: lmms-eval imports this entry point for every run, whatever the model; our task folders
+    # load both benchmarks' catalogues and every plugin, so only a run that indexes tasks pays for them
+    from faultline_eval.tasks import TASKS_DIR  # heavy: as above
+    from faultline_eval.tasks.c3po_configs import task_dirs as c3po_task_dirs  # heavy: as above
+    from faultline_eval.tasks.sceval_configs import task_dirs as sceval_task_dirs  # heavy: as above
+    from sceval_plugin.plugins import PluginError  # heavy: as above
 
     ours: list[Path] = []
     for protocol, task_dirs in (("sceval", sceval_task_dirs), ("c3po", c3po_task_dirs)):
@@ -159,7 +163,7 @@ def check_task_names(requested: Iterable[str], known: Iterable[str] | None = Non
         return
     parts = []
     for name in missing:
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.8)
+        close = close_matches(name, known, cutoff=0.8)  # task names share long prefixes: only near-misses
         parts.append(f"{name}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
     raise UnknownTaskError(f"unknown task name{'s' if len(parts) > 1 else ''}: {'; '.join(parts)}. "
                            "`sceval conditions` lists the SCEval tasks; `lmms-eval --tasks list` (with --model) lists "
