@@ -22,8 +22,14 @@ import tempfile
 import time
 from pathlib import Path
 
-for _k, _v in {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-               "TRANSFORMERS_OFFLINE": "1", "NO_ALBUMENTATIONS_UPDATE": "1", "WANDB_MODE": "disabled"}.items():
+for _k, _v in {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "NO_ALBUMENTATIONS_UPDATE": "1",
+    "WANDB_MODE": "disabled",
+}.items():
     os.environ.setdefault(_k, _v)
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
@@ -33,14 +39,19 @@ CLASSES = {"qwen2_5_omni": ("tiny_qwen_omni", "Qwen2_5OmniChat"), "qwen3_omni": 
 def timed_run(model_class, checkpoint: Path, batch_size: int, items: int, device: str) -> tuple[float, dict]:
     import lmms_eval.models  # noqa: F401  (our entry point adds the SCEval task folder)
     from lmms_eval.evaluator import simple_evaluate
-
     from lmms_eval.tasks import TaskManager
 
     model = model_class(pretrained=str(checkpoint), device=device, store="none", batch_size=batch_size)
     start = time.perf_counter()
-    out = simple_evaluate(model=model, tasks=["sceval_clean"], limit=items, gen_kwargs="max_new_tokens=8",
-                          log_samples=True, verbosity="ERROR",
-                          task_manager=TaskManager("ERROR", include_defaults=False))
+    out = simple_evaluate(
+        model=model,
+        tasks=["sceval_clean"],
+        limit=items,
+        gen_kwargs="max_new_tokens=8",
+        log_samples=True,
+        verbosity="ERROR",
+        task_manager=TaskManager("ERROR", include_defaults=False),
+    )
     elapsed = time.perf_counter() - start
     return elapsed, {s["doc"]["row_id"]: s["resps"][0][0] for s in out["samples"]["sceval_clean"]}
 
@@ -64,12 +75,14 @@ def main() -> int:
         times: dict[int, list[float]] = {b: [] for b in sizes}
         replies: dict[int, dict] = {}
         for r in range(args.rounds):
-            for b in sizes[r % len(sizes):] + sizes[: r % len(sizes)]:
+            for b in sizes[r % len(sizes) :] + sizes[: r % len(sizes)]:
                 elapsed, replies[b] = timed_run(model_class, checkpoint, b, args.items, args.device)
                 times[b].append(elapsed)
     base = args.items / statistics.median(times[sizes[0]])
-    print(f"tiny {args.model} on {args.device}: sceval_clean, {args.items} requests, 8 new tokens, "
-          f"{args.rounds} interleaved rounds (median)")
+    print(
+        f"tiny {args.model} on {args.device}: sceval_clean, {args.items} requests, 8 new tokens, "
+        f"{args.rounds} interleaved rounds (median)"
+    )
     print(f"{'batch_size':>10} {'requests/s':>11} {'vs batch ' + str(sizes[0]):>12}")
     for b in sizes:
         rate = args.items / statistics.median(times[b])

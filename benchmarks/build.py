@@ -21,8 +21,14 @@ import tempfile
 import time
 from pathlib import Path
 
-for _k, _v in {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-               "NO_ALBUMENTATIONS_UPDATE": "1", "WANDB_MODE": "disabled", "TQDM_DISABLE": "1"}.items():
+for _k, _v in {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "NO_ALBUMENTATIONS_UPDATE": "1",
+    "WANDB_MODE": "disabled",
+    "TQDM_DISABLE": "1",
+}.items():
     os.environ.setdefault(_k, _v)
 os.environ.setdefault("GEMINI_API_KEY", "benchmark-key")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -70,8 +76,10 @@ def main() -> None:
     rate = {}
     for concurrency, (seconds, accepted, requests) in sorted(best.items()):
         rate[concurrency] = 60 * accepted / seconds
-        print(f"  concurrency {concurrency:2d}: {seconds:6.2f} s, {requests} requests, {accepted} accepted items, "
-              f"{rate[concurrency]:7.1f} items/min")
+        print(
+            f"  concurrency {concurrency:2d}: {seconds:6.2f} s, {requests} requests, {accepted} accepted items, "
+            f"{rate[concurrency]:7.1f} items/min"
+        )
     print(f"concurrency 16 / concurrency 1: {rate[16] / rate[1]:.1f}x items per minute")
 
 

@@ -59,8 +59,19 @@ def make_items(folder: Path, count: int) -> list:
                 container.mux(packet)
         t = np.arange(8 * 16_000) / 16_000
         media.write_audio(folder / sid / "audio.wav", (0.3 * np.sin(2 * np.pi * (220 + i) * t)).astype(np.float32))
-        items.append(item_from_row({"sample_id": sid, "question": "q?", "options": ["a", "b"], "gold_key": "A",
-                                    "visual": f"{sid}/clip.mp4", "audio": f"{sid}/audio.wav"}, folder))
+        items.append(
+            item_from_row(
+                {
+                    "sample_id": sid,
+                    "question": "q?",
+                    "options": ["a", "b"],
+                    "gold_key": "A",
+                    "visual": f"{sid}/clip.mp4",
+                    "audio": f"{sid}/audio.wav",
+                },
+                folder,
+            )
+        )
     return items
 
 
@@ -122,8 +133,11 @@ def main() -> int:
         os.environ["SCEVAL_CACHE"] = str(Path(tmp) / "cache")  # this run's own, cleared by the cold arm
         items = make_items(Path(tmp) / "data", args.items)
         n_requests = sum(1 for _ in requests(items))
-        arms = {"lru(64)": run_lru, "cold": lambda it: run_cache(it, cold=True),
-                "warm": lambda it: run_cache(it, cold=False)}
+        arms = {
+            "lru(64)": run_lru,
+            "cold": lambda it: run_cache(it, cold=True),
+            "warm": lambda it: run_cache(it, cold=False),
+        }
         times: dict[str, list[float]] = {name: [] for name in arms}
         decodes: dict[str, int] = {}
         for r in range(args.rounds):
@@ -132,17 +146,22 @@ def main() -> int:
                 elapsed, count = arms[name](items)
                 times[name].append(elapsed)
                 decodes[name] = count
-    print(f"{args.items} items (8 s 640x360 mp4 + 8 s audio), {n_requests} requests "
-          f"({PANEL_TASKS} panel tasks), {args.rounds} interleaved rounds")
+    print(
+        f"{args.items} items (8 s 640x360 mp4 + 8 s audio), {n_requests} requests "
+        f"({PANEL_TASKS} panel tasks), {args.rounds} interleaved rounds"
+    )
     print(f"{'arm':<9} {'decodes/medium':>15} {'median s':>9} {'requests/s':>11}")
     for name in arms:
         median = statistics.median(times[name])
         print(f"{name:<9} {decodes[name] / args.items / 2:>15.2f} {median:>9.2f} {n_requests / median:>11.0f}")
     peer = statistics.median(times["lru(64)"])
     for name in ("cold", "warm"):
-        print(f"{name} vs lru(64): {peer / statistics.median(times[name]):.1f}x faster, "
-              f"{decodes['lru(64)'] / max(decodes[name], 1):.0f}x fewer decodes" if decodes[name] else
-              f"{name} vs lru(64): {peer / statistics.median(times[name]):.1f}x faster, no decodes at all")
+        print(
+            f"{name} vs lru(64): {peer / statistics.median(times[name]):.1f}x faster, "
+            f"{decodes['lru(64)'] / max(decodes[name], 1):.0f}x fewer decodes"
+            if decodes[name]
+            else f"{name} vs lru(64): {peer / statistics.median(times[name]):.1f}x faster, no decodes at all"
+        )
     return 0
 
 

@@ -29,10 +29,10 @@ from collections.abc import Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from faultline_eval.judges.matching import exact_match, token_f1
-from faultline_eval.judges import embedding
 from faultline_eval.core.agreement import best_threshold
+from faultline_eval.judges import embedding
 from faultline_eval.judges.base import JudgeRequest
+from faultline_eval.judges.matching import exact_match, token_f1
 
 
 def best_s(fn: Callable[[], object], repeat: int) -> float:
@@ -57,10 +57,14 @@ def main() -> int:
     long_q = sum(len(r["question"].split()) >= 15 for r in rows)
     import torch
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
-          f"({torch.get_num_threads()} threads)")
-    print(f"data: {len(rows)} pairs, {sum(labels)} equivalent, {long_q} with questions of 15+ words, "
-          f"{leaks} solved by exact match\n")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads)"
+    )
+    print(
+        f"data: {len(rows)} pairs, {sum(labels)} equivalent, {long_q} with questions of 15+ words, "
+        f"{leaks} solved by exact match\n"
+    )
 
     start = time.perf_counter()
     embedding.load_model()
@@ -86,12 +90,17 @@ def main() -> int:
 
     assert chosen is not None and alone is not None
     t, kappa, acc, verdicts, scores = chosen
-    print(f"\nchosen: guards + form {embedding.DEFAULT_FORM!r}, threshold {t:.2f}: kappa {kappa:.3f}, "
-          f"accuracy {acc:.3f} (module constant {embedding.THRESHOLD:.2f}, documented kappa "
-          f"{embedding.CALIBRATION_KAPPA:.3f}); embedding alone {alone[1]:.3f}, token-F1 {f1_kappa:.3f}")
+    print(
+        f"\nchosen: guards + form {embedding.DEFAULT_FORM!r}, threshold {t:.2f}: kappa {kappa:.3f}, "
+        f"accuracy {acc:.3f} (module constant {embedding.THRESHOLD:.2f}, documented kappa "
+        f"{embedding.CALIBRATION_KAPPA:.3f}); embedding alone {alone[1]:.3f}, token-F1 {f1_kappa:.3f}"
+    )
     deciders = Counter(v.raw.split()[0].split(":")[0 if v.raw.startswith("cos:") else 1] for v in verdicts)
-    wrong = Counter(v.raw.split()[0].split(":")[0 if v.raw.startswith("cos:") else 1]
-                    for v, s, y in zip(verdicts, scores, labels) if (s >= t) != y)
+    wrong = Counter(
+        v.raw.split()[0].split(":")[0 if v.raw.startswith("cos:") else 1]
+        for v, s, y in zip(verdicts, scores, labels)
+        if (s >= t) != y
+    )
     print("decided by: " + ", ".join(f"{k} {n} ({wrong[k]} wrong)" for k, n in deciders.most_common()))
     misses = Counter(r["kind"] for r, s, y in zip(rows, scores, labels) if (s >= t) != y)
     print("disagreements by kind: " + ", ".join(f"{k} {n}" for k, n in misses.most_common()))
@@ -100,10 +109,15 @@ def main() -> int:
     ours = best_s(lambda: judge.judge(requests), args.repeat)
     peer = best_s(lambda: [token_f1(r["prediction"], r["gold"]) for r in rows], args.repeat)
     ours_rate, peer_rate = len(rows) / ours, len(rows) / peer
-    print(f"\nthroughput: embedding judge {ours_rate:,.0f} pairs/s, token-F1 {peer_rate:,.0f} pairs/s "
-          f"(embedding is {peer_rate / ours_rate:,.0f}x slower; kappa {kappa:.3f} vs {f1_kappa:.3f})")
-    if (abs(t - embedding.THRESHOLD) > 1e-9 or abs(kappa - embedding.CALIBRATION_KAPPA) > 0.0005
-            or abs(acc - embedding.CALIBRATION_ACCURACY) > 0.0005):
+    print(
+        f"\nthroughput: embedding judge {ours_rate:,.0f} pairs/s, token-F1 {peer_rate:,.0f} pairs/s "
+        f"(embedding is {peer_rate / ours_rate:,.0f}x slower; kappa {kappa:.3f} vs {f1_kappa:.3f})"
+    )
+    if (
+        abs(t - embedding.THRESHOLD) > 1e-9
+        or abs(kappa - embedding.CALIBRATION_KAPPA) > 0.0005
+        or abs(acc - embedding.CALIBRATION_ACCURACY) > 0.0005
+    ):
         print("the module constants are stale: update THRESHOLD / CALIBRATION_* in faultline_eval/judges/embedding.py")
         return 1
     return 0

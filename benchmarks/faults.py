@@ -59,12 +59,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import faultkit  # noqa: E402  (tests/faultkit.py: shared with the fault-injection tests)
+import faultkit
 
 #: The appending process of the ``store`` pipeline: argv = store file, acknowledgement file,
 #: records, seconds to pause after each (so the kills spread over the whole sequence).
@@ -85,13 +85,26 @@ KEY = re.compile(r"r\d{6}")
 
 
 def _offline_env() -> dict:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-            "TRANSFORMERS_OFFLINE": "1", "NO_ALBUMENTATIONS_UPDATE": "1", "WANDB_MODE": "disabled",
-            "OMP_NUM_THREADS": "1"}
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "NO_ALBUMENTATIONS_UPDATE": "1",
+        "WANDB_MODE": "disabled",
+        "OMP_NUM_THREADS": "1",
+    }
 
 
-def store_pipeline(kill_points: int, seed: int, workdir: Path, records: int = STORE_RECORDS,
-                   window_s: tuple[float, float] = (0.2, 1.5), pause_s: float = STORE_PAUSE_S) -> dict:
+def store_pipeline(
+    kill_points: int,
+    seed: int,
+    workdir: Path,
+    records: int = STORE_RECORDS,
+    window_s: tuple[float, float] = (0.2, 1.5),
+    pause_s: float = STORE_PAUSE_S,
+) -> dict:
     """Kill an appending process ``kill_points`` times (see the module docstring); the records
     (up to 2 kB) are paced ``pause_s`` apart so that the kills spread over the whole sequence."""
     from faultline_eval.core.store import read_records
@@ -102,22 +115,37 @@ def store_pipeline(kill_points: int, seed: int, workdir: Path, records: int = ST
     for folder in (clean, killed):
         folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    command = [sys.executable, "-c", STORE_WRITER, str(killed / "store.jsonl"), str(acks), str(records),
-               str(pause_s)]
-    log = faultkit.run_with_kills(command, kill_points=kill_points, seed=seed, window_s=window_s,
-                                  env=_offline_env())
+    command = [sys.executable, "-c", STORE_WRITER, str(killed / "store.jsonl"), str(acks), str(records), str(pause_s)]
+    log = faultkit.run_with_kills(command, kill_points=kill_points, seed=seed, window_s=window_s, env=_offline_env())
     seconds = time.perf_counter() - start
     if log.returncode != 0:
         raise RuntimeError(f"store pipeline: the final run failed ({log.returncode}):\n{log.final_output}")
-    subprocess.run([sys.executable, "-c", STORE_WRITER, str(clean / "store.jsonl"), str(workdir / "clean_acks.txt"),
-                    str(records), "0"], check=True, env=_offline_env())
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            STORE_WRITER,
+            str(clean / "store.jsonl"),
+            str(workdir / "clean_acks.txt"),
+            str(records),
+            "0",
+        ],
+        check=True,
+        env=_offline_env(),
+    )
     lines = collections.Counter(record["key"] for record in read_records(killed / "store.jsonl"))
     acknowledged = set(KEY.findall(acks.read_text()))
     expected = {f"r{i:06d}" for i in range(records)}
-    return {"kill_points": kill_points, "killed": log.killed, "lost": len((acknowledged | expected) - set(lines)),
-            "duplicated": sum(1 for n in lines.values() if n > 1),
-            "differing_files": faultkit.differing_files(faultkit.file_digests(clean), faultkit.file_digests(killed)),
-            "seconds": round(seconds, 1), "acknowledged": len(acknowledged), "records": records}
+    return {
+        "kill_points": kill_points,
+        "killed": log.killed,
+        "lost": len((acknowledged | expected) - set(lines)),
+        "duplicated": sum(1 for n in lines.values() if n > 1),
+        "differing_files": faultkit.differing_files(faultkit.file_digests(clean), faultkit.file_digests(killed)),
+        "seconds": round(seconds, 1),
+        "acknowledged": len(acknowledged),
+        "records": records,
+    }
 
 
 # --- SCEval build stages (sceval build annotate import, publish) -------------------------------
@@ -152,8 +180,17 @@ def _filled_build(root: Path) -> Path:
     from fixtures import copy_demo
 
     copy_demo(root / "pool", 3)
-    (root / "pool" / "funnel.json").write_text(json.dumps({"seed": 0, "budget": 3, "excluded": [], "sources": {
-        "sceval-demo": {"examples": 3, "converted": 3, "eligible": 3, "pooled": 3}}}), encoding="utf-8")
+    (root / "pool" / "funnel.json").write_text(
+        json.dumps(
+            {
+                "seed": 0,
+                "budget": 3,
+                "excluded": [],
+                "sources": {"sceval-demo": {"examples": 3, "converted": 3, "eligible": 3, "pooled": 3}},
+            }
+        ),
+        encoding="utf-8",
+    )
     _setup("build", "annotate", "export", root, "--pass", "full", "--annotators", "ann1,ann2")
     _setup("build", "annotate", "simulate", root, "--pass", "full", "--seed", "3")
     return root
@@ -172,8 +209,10 @@ def _label_keys(build: Path) -> list[tuple]:
     path = build / "annotation" / "full" / "labels.jsonl"
     if not path.is_file():
         return []
-    return [(r["annotator"], r["sheet"], r["sample_id"], r["operator"], r["severity"], r["variant"])
-            for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())]
+    return [
+        (r["annotator"], r["sheet"], r["sample_id"], r["operator"], r["severity"], r["variant"])
+        for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+    ]
 
 
 def _counted(expected: list, got: list) -> dict:
@@ -193,17 +232,28 @@ def sceval_annotate_pipeline(kill_points: int, seed: int, workdir: Path) -> dict
     took = _sceval("build", "annotate", "import", clean, "--pass", "full", env=env)  # kills land within a warm one
     labels = "annotation/full/labels.jsonl"
     half = _half_written(clean / labels, killed / labels)
-    log = faultkit.run_with_kills([SCEVAL, "build", "annotate", "import", str(killed), "--pass", "full"],
-                                  kill_points=kill_points, seed=seed, window_s=(0.05, took), env=env,
-                                  between=half)
+    log = faultkit.run_with_kills(
+        [SCEVAL, "build", "annotate", "import", str(killed), "--pass", "full"],
+        kill_points=kill_points,
+        seed=seed,
+        window_s=(0.05, took),
+        env=env,
+        between=half,
+    )
     if log.returncode != 0:
         raise RuntimeError(f"the last import failed: {log.final_output[-2000:]}")
     counts = _counted(_label_keys(clean), _label_keys(killed))
     for build in (clean, killed):
         _finish_annotation(build)
     differing = faultkit.differing_files(faultkit.file_digests(clean), faultkit.file_digests(killed))
-    return {"kill_points": kill_points, "killed": log.killed, **counts, "differing_files": differing,
-            "half_written": half.count, "seconds": round(time.perf_counter() - start, 1)}
+    return {
+        "kill_points": kill_points,
+        "killed": log.killed,
+        **counts,
+        "differing_files": differing,
+        "half_written": half.count,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 class _half_written:
@@ -243,14 +293,28 @@ def sceval_publish_pipeline(kill_points: int, seed: int, workdir: Path) -> dict:
     _sceval("build", "publish", clean, env=env)  # the first run warms caches: kills land within a warm one
     took = _sceval("build", "publish", clean, env=env)
     half = _half_written(clean / "published", killed / "published")
-    log = faultkit.run_with_kills([SCEVAL, "build", "publish", str(killed)], kill_points=kill_points, seed=seed,
-                                  window_s=(0.05, took), env=env, between=half)
+    log = faultkit.run_with_kills(
+        [SCEVAL, "build", "publish", str(killed)],
+        kill_points=kill_points,
+        seed=seed,
+        window_s=(0.05, took),
+        env=env,
+        between=half,
+    )
     if log.returncode != 0:
         raise RuntimeError(f"the last publish failed: {log.final_output[-2000:]}")
     counts = _counted(_published_ids(clean / "published"), _published_ids(killed / "published"))
     differing = faultkit.differing_files(faultkit.file_digests(clean), faultkit.file_digests(killed))
-    return {"kill_points": kill_points, "killed": log.killed, **counts, "differing_files": differing,
-            "half_written": half.count, "seconds": round(time.perf_counter() - start, 1)}
+    return {
+        "kill_points": kill_points,
+        "killed": log.killed,
+        **counts,
+        "differing_files": differing,
+        "half_written": half.count,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
 # --- c3po build all --------------------------------------------------------------------------------
 
 #: The scripted build of the ``c3po_build`` pipeline: generator scenario and auditor decision by
@@ -299,33 +363,65 @@ def c3po_build(kill_points: int, seed: int, workdir: Path, templates: str = "IC0
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     c3po = str(Path(sys.executable).with_name("c3po"))
-    env = {**_offline_env(), "GEMINI_API_KEY": "faults-key", "SCEVAL_CACHE": str(workdir / "cache"),
-           "TQDM_DISABLE": "1"}
+    env = {
+        **_offline_env(),
+        "GEMINI_API_KEY": "faults-key",
+        "SCEVAL_CACHE": str(workdir / "cache"),
+        "TQDM_DISABLE": "1",
+    }
     began = time.perf_counter()
     with FakeGemini(script=Scripted(C3PO_GENERATOR, C3PO_AUDITOR)) as server:
         spec = f"gemini:gemini-test,base_url={server.url},max_retries=1,initial_backoff=0.01,timeout=10"
 
         def command(build: Path) -> list[str]:
-            return [c3po, "build", "all", str(build), "--pool", "demo", "--generator", spec, "--templates", templates,
-                    "--per-template", "1-7", "--annotators", "1"]
+            return [
+                c3po,
+                "build",
+                "all",
+                str(build),
+                "--pool",
+                "demo",
+                "--generator",
+                spec,
+                "--templates",
+                templates,
+                "--per-template",
+                "1-7",
+                "--annotators",
+                "1",
+            ]
 
         start = time.perf_counter()
-        reference = faultkit.run_with_kills(command(workdir / "reference"), kill_points=0, seed=seed,
-                                            window_s=(0, 0), env=env, cwd=workdir)
+        reference = faultkit.run_with_kills(
+            command(workdir / "reference"), kill_points=0, seed=seed, window_s=(0, 0), env=env, cwd=workdir
+        )
         if reference.returncode != 0:
             raise RuntimeError(f"the uninterrupted c3po build failed:\n{reference.final_output[-3000:]}")
         wall = time.perf_counter() - start
-        log = faultkit.run_with_kills(command(workdir / "killed"), kill_points=kill_points, seed=seed,
-                                      window_s=(0.05 * wall, 0.45 * wall), env=env, cwd=workdir)
+        log = faultkit.run_with_kills(
+            command(workdir / "killed"),
+            kill_points=kill_points,
+            seed=seed,
+            window_s=(0.05 * wall, 0.45 * wall),
+            env=env,
+            cwd=workdir,
+        )
     if log.returncode != 0:
         raise RuntimeError(f"the c3po build run after the kills failed:\n{log.final_output[-3000:]}")
     wanted, got = _exported_ids(workdir / "reference"), _exported_ids(workdir / "killed")
     unsettled = json.loads((workdir / "killed" / "export" / "funnel.json").read_text())["total"]["unsettled"]
-    return {"kill_points": kill_points, "killed": log.killed, "lost": len(set(wanted) - set(got)) + unsettled,
-            "duplicated": len(got) - len(set(got)), "exported": len(got),
-            "differing_files": faultkit.differing_files(c3po_build_digests(workdir / "reference"),
-                                                        c3po_build_digests(workdir / "killed")),
-            "seconds": round(time.perf_counter() - began, 1), "uninterrupted_s": round(wall, 1)}
+    return {
+        "kill_points": kill_points,
+        "killed": log.killed,
+        "lost": len(set(wanted) - set(got)) + unsettled,
+        "duplicated": len(got) - len(set(got)),
+        "exported": len(got),
+        "differing_files": faultkit.differing_files(
+            c3po_build_digests(workdir / "reference"), c3po_build_digests(workdir / "killed")
+        ),
+        "seconds": round(time.perf_counter() - began, 1),
+        "uninterrupted_s": round(wall, 1),
+    }
 
 
 BIN = Path(sys.executable).parent
@@ -383,8 +479,16 @@ def _stored_requests(store: Path) -> set[str]:
     return {digest for record in read_records(store) for digest in _STORED_REQUEST.findall(json.dumps(record))}
 
 
-def lmms_run(kill_points: int, seed: int, workdir: Path, *, tasks: str = "sceval_clean,sceval_t30_v70",
-             limit: int | None = None, latency_s: float = 0.1, concurrency: int = 2) -> dict:
+def lmms_run(
+    kill_points: int,
+    seed: int,
+    workdir: Path,
+    *,
+    tasks: str = "sceval_clean,sceval_t30_v70",
+    limit: int | None = None,
+    latency_s: float = 0.1,
+    concurrency: int = 2,
+) -> dict:
     """kill -9 ``faultline-eval`` (lmms-eval with ``--log_samples``) running ``sceval_openai``
     against the local fake OpenAI server, ``kill_points`` times, each at a delay drawn by
     ``random.Random(seed)`` from the run's first answered request, resuming each time from the
@@ -407,11 +511,23 @@ def lmms_run(kill_points: int, seed: int, workdir: Path, *, tasks: str = "sceval
     started_at = time.perf_counter()
     with FakeOpenAI(latency=latency_s, tag_replies=True) as fake:
         fake.httpd.handle_error = lambda request, address: None  # a killed client resets its connection
-        model_args = (f"base_url={fake.url},store=replies.jsonl,audio_canary=off,max_concurrency={concurrency},"
-                      "max_retries=0")
-        faultline = [str(BIN / "faultline-eval"), "eval", "--model", "sceval_openai", "--model_args", model_args,
-                     "--tasks", tasks, "--log_samples", "--output_path", "out/",
-                     *(["--limit", str(limit)] if limit else [])]
+        model_args = (
+            f"base_url={fake.url},store=replies.jsonl,audio_canary=off,max_concurrency={concurrency},max_retries=0"
+        )
+        faultline = [
+            str(BIN / "faultline-eval"),
+            "eval",
+            "--model",
+            "sceval_openai",
+            "--model_args",
+            model_args,
+            "--tasks",
+            tasks,
+            "--log_samples",
+            "--output_path",
+            "out/",
+            *(["--limit", str(limit)] if limit else []),
+        ]
         # the output to a file: a pipe nobody reads while waiting to kill would stall the run
         command = ["sh", "-c", 'exec "$@" > run.log 2>&1', "sh", *faultline]
 
@@ -448,8 +564,16 @@ def lmms_run(kill_points: int, seed: int, workdir: Path, *, tasks: str = "sceval
             baseline[0] = answered()
 
         window_s = (0.0, 1.5 * request_s / max(1, kill_points))
-        log = faultkit.run_with_kills(command, kill_points=kill_points, seed=seed, window_s=window_s, env=env,
-                             cwd=killed_dir, between=between, started=lambda: answered() > baseline[0])
+        log = faultkit.run_with_kills(
+            command,
+            kill_points=kill_points,
+            seed=seed,
+            window_s=window_s,
+            env=env,
+            cwd=killed_dir,
+            between=between,
+            started=lambda: answered() > baseline[0],
+        )
         final = collections.Counter(fake.answered)
 
     want_summary, want_samples, _ = _run_outputs(reference / "out")
@@ -464,12 +588,21 @@ def lmms_run(kill_points: int, seed: int, workdir: Path, *, tasks: str = "sceval
         if sorted(got, key=lambda x: x["doc_id"]) != sorted(lines, key=lambda x: x["doc_id"]):
             differing.append(f"samples_{task}")
     resent_after_stored = sum(final[d] - counts[d] for stored, counts in snapshots for d in stored)
-    return {"kill_points": kill_points, "killed": log.killed, "lost": lost, "duplicated": duplicated,
-            "differing_files": differing, "resent_after_stored": resent_after_stored,
-            "resent": sum(final.values()) - len(final), "requests": len(expected),
-            "unanswered": len(set(expected) - set(final)), "stale_files": stale, "returncode": log.returncode,
-            "final_output": (killed_dir / "run.log").read_text()[-4000:],
-            "seconds": round(time.perf_counter() - started_at, 1)}
+    return {
+        "kill_points": kill_points,
+        "killed": log.killed,
+        "lost": lost,
+        "duplicated": duplicated,
+        "differing_files": differing,
+        "resent_after_stored": resent_after_stored,
+        "resent": sum(final.values()) - len(final),
+        "requests": len(expected),
+        "unanswered": len(set(expected) - set(final)),
+        "stale_files": stale,
+        "returncode": log.returncode,
+        "final_output": (killed_dir / "run.log").read_text()[-4000:],
+        "seconds": round(time.perf_counter() - started_at, 1),
+    }
 
 
 PIPELINES: dict[str, Callable[[int, int, Path], dict]] = {
@@ -482,6 +615,7 @@ PIPELINES: dict[str, Callable[[int, int, Path], dict]] = {
 
 
 # --- durability ----------------------------------------------------------------------------------
+
 
 def _plain(path: Path, lines: list[str]) -> None:
     with open(path, "a", encoding="utf-8") as handle:
@@ -503,13 +637,17 @@ def _store(policy: str) -> Callable[[Path, list[str]], None]:
         with ReplyStore(path, fsync=policy) as store:
             for index in range(len(lines)):
                 store.put(f"k{index}", payload=PAYLOAD)
+
     return append
 
 
 PAYLOAD = "x" * 180
 ARMS: dict[str, Callable[[Path, list[str]], None]] = {
-    "plain open(a).write": _plain, "plain write + flush": _plain_flushed, "store, fsync never": _store("never"),
-    "store, fsync batch (default)": _store("batch"), "store, fsync per record": _store("record"),
+    "plain open(a).write": _plain,
+    "plain write + flush": _plain_flushed,
+    "store, fsync never": _store("never"),
+    "store, fsync batch (default)": _store("batch"),
+    "store, fsync per record": _store("record"),
 }
 
 
@@ -522,7 +660,7 @@ def durability(records: int, rounds: int, folder: Path | None = None) -> dict[st
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         names = list(ARMS)
         for r in range(rounds):
-            for name in names[r % len(names):] + names[:r % len(names)]:
+            for name in names[r % len(names) :] + names[: r % len(names)]:
                 path = Path(tmp) / f"{r}-{len(rates[name])}-{names.index(name)}.jsonl"
                 start = time.perf_counter()
                 ARMS[name](path, lines)
@@ -548,21 +686,28 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.workdir or tmp)
-        print(f"{'pipeline':<16}{'kill points':>12}{'killed':>8}{'lost':>6}{'duplicated':>11}{'differing':>10}"
-              f"{'seconds':>9}")
+        print(
+            f"{'pipeline':<16}{'kill points':>12}{'killed':>8}{'lost':>6}{'duplicated':>11}{'differing':>10}"
+            f"{'seconds':>9}"
+        )
         for name in chosen:
             result = PIPELINES[name](args.kill_points, args.seed, root / name)
-            failed |= bool(result["lost"] or result["duplicated"] or result["differing_files"]
-                           or result.get("half_written"))
-            print(f"{name:<16}{result['kill_points']:>12}{result['killed']:>8}{result['lost']:>6}"
-                  f"{result['duplicated']:>11}{len(result['differing_files']):>10}{result['seconds']:>9}")
+            failed |= bool(
+                result["lost"] or result["duplicated"] or result["differing_files"] or result.get("half_written")
+            )
+            print(
+                f"{name:<16}{result['kill_points']:>12}{result['killed']:>8}{result['lost']:>6}"
+                f"{result['duplicated']:>11}{len(result['differing_files']):>10}{result['seconds']:>9}"
+            )
             for path in result["differing_files"][:10]:
                 print(f"    differs: {path}")
     if not args.no_durability:
         rates = durability(args.records, args.rounds)
         plain = rates["plain open(a).write"]
-        print(f"\nappends/s, {args.records} records of ~{len(PAYLOAD) + 40} bytes, median of {args.rounds} "
-              f"interleaved rounds")
+        print(
+            f"\nappends/s, {args.records} records of ~{len(PAYLOAD) + 40} bytes, median of {args.rounds} "
+            f"interleaved rounds"
+        )
         for name, rate in rates.items():
             print(f"{name:<30}{rate:>12,.0f}/s{rate / plain:>9.3f}x plain")
     return 1 if failed else 0

@@ -21,8 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-for _k, _v in {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-               "NO_ALBUMENTATIONS_UPDATE": "1", "WANDB_MODE": "disabled"}.items():
+for _k, _v in {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "NO_ALBUMENTATIONS_UPDATE": "1",
+    "WANDB_MODE": "disabled",
+}.items():
     os.environ.setdefault(_k, _v)
 
 import numpy as np  # noqa: E402
@@ -47,7 +52,7 @@ metric_list:
     higher_is_better: true
 """
 
-PLAIN_UTILS = '''
+PLAIN_UTILS = """
 import json, os, soundfile
 from PIL import Image
 
@@ -69,7 +74,7 @@ def process_results(doc, results):
     except Exception:
         answer = reply.strip()[:1]
     return {{"acc": float(answer == doc["gold_key"])}}
-'''
+"""
 
 
 def make_items(folder: Path, count: int) -> tuple[Path, Path]:
@@ -90,9 +95,17 @@ def make_items(folder: Path, count: int) -> tuple[Path, Path]:
             paths.append(f"{sid}/frame_{j}.png")
         wave = (0.3 * np.sin(2 * np.pi * (220 + 20 * i) * t) + 0.01 * rng.standard_normal(t.size)).astype(np.float32)
         soundfile.write(folder / sid / "audio.wav", wave, 16_000, subtype="PCM_16")
-        rows.append({"sample_id": sid, "source": "bench", "question": f"Which option describes clip {i} best?",
-                     "options": {"A": "a red disc", "B": "a blue square", "C": "a green circle", "D": "nothing"},
-                     "gold_key": "A", "visual": paths, "audio": f"{sid}/audio.wav"})
+        rows.append(
+            {
+                "sample_id": sid,
+                "source": "bench",
+                "question": f"Which option describes clip {i} best?",
+                "options": {"A": "a red disc", "B": "a blue square", "C": "a green circle", "D": "nothing"},
+                "gold_key": "A",
+                "visual": paths,
+                "audio": f"{sid}/audio.wav",
+            }
+        )
     items = folder / "items.jsonl"
     items.write_text("".join(json.dumps(r) + "\n" for r in rows))
     # The peer gets as many requests as sceval_panel makes (clean + 12 cells x 3 variants), so
@@ -155,9 +168,9 @@ def timed_run(task: str, task_manager, repeat: int) -> tuple[float, int]:
 
 def stage_breakdown(items_path: Path) -> dict[str, float]:
     """Our stages on the first item for the heaviest panel cell (noise@70 + drop_words + mute)."""
+    from faultline_eval.core import decode_cache
     from faultline_eval.tasks import sceval_task as task
     from sceval_plugin.conditions import catalogue
-    from faultline_eval.core import decode_cache
     from sceval_plugin.render import render
 
     condition = catalogue().get("tri_drop_words_noise_mute_t30_v70_a30")

@@ -47,8 +47,9 @@ def main() -> int:
         from tiny_qwen_omni import build
 
         checkpoint = str(build(tempfile.mkdtemp(prefix="tiny-qwen-omni-")))
-    adapter = load_adapter(args.model, f"pretrained={checkpoint},device={args.device},attn_implementation=eager,"
-                                       "store=none")
+    adapter = load_adapter(
+        args.model, f"pretrained={checkpoint},device={args.device},attn_implementation=eager,store=none"
+    )
     family = spans.family_of(adapter)
     docs = [messages for _, _, _, messages in iter_docs(["c3po_ic_t1"], args.docs)]
     reference = "the beeps count the red green blue shapes"
@@ -61,7 +62,7 @@ def main() -> int:
     }
     cuda = args.device.startswith("cuda")
     times = {name: [] for name in calls}
-    peaks = {name: 0 for name in calls}
+    peaks = dict.fromkeys(calls, 0)
     attention_bytes = 0
     for round_index in range(args.repeat + 1):
         for name, call in calls.items():
@@ -79,8 +80,10 @@ def main() -> int:
                 if isinstance(result, dict) and "peak_attention_bytes" in result:
                     attention_bytes = max(attention_bytes, result["peak_attention_bytes"])
     plain = statistics.median(times["plain generate"])
-    print(f"model {args.model} ({checkpoint}), device {args.device}, {len(docs)} docs x {args.repeat} rounds, "
-          f"max_new_tokens {n}")
+    print(
+        f"model {args.model} ({checkpoint}), device {args.device}, {len(docs)} docs x {args.repeat} rounds, "
+        f"max_new_tokens {n}"
+    )
     for name, values in times.items():
         median = statistics.median(values)
         memory = f", peak CUDA {peaks[name] / 2**20:.1f} MiB" if cuda else ""

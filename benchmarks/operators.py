@@ -31,15 +31,15 @@ import os
 import platform
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")
 
-import cv2  # noqa: E402
-import numpy as np  # noqa: E402
+import cv2
+import numpy as np
 
-from sceval_plugin import operators  # noqa: E402
+from sceval_plugin import operators
 
 # SCEval operator -> imagecorruptions function (the nearest equivalent).
 IMAGECORRUPTIONS_PEER = {
@@ -130,21 +130,21 @@ def pairs(clip: np.ndarray, audio: np.ndarray, corrupt) -> list[Pair]:
             peer = IMAGECORRUPTIONS_PEER[name]
             out.append(Pair(name, ours(name, clip), f"imagecorruptions {peer}", imagecorruptions(peer), "speedup"))
             if name == "noise":
-                out.append(Pair("noise (scheme 1)", noise_scheme_1, f"imagecorruptions {peer}",
-                                imagecorruptions(peer)))
+                out.append(Pair("noise (scheme 1)", noise_scheme_1, f"imagecorruptions {peer}", imagecorruptions(peer)))
             if name == "low_resolution":
                 out += low_resolution_floor(clip, imagecorruptions(peer), f"imagecorruptions {peer}")
         else:
-            out.append(Pair(name, ours(name, clip), "numpy copy", clip.copy,
-                            "copy" if name in GAIN_OPERATORS else ""))
+            out.append(Pair(name, ours(name, clip), "numpy copy", clip.copy, "copy" if name in GAIN_OPERATORS else ""))
     audio_peers = {}
     try:
         import audiomentations as am
 
         peak = float(np.abs(audio).max())
         audio_peers = {
-            "mute": ("audiomentations TimeMask(0.7)",
-                     am.TimeMask(min_band_part=0.7, max_band_part=0.7, fade_duration=0.0, p=1.0)),
+            "mute": (
+                "audiomentations TimeMask(0.7)",
+                am.TimeMask(min_band_part=0.7, max_band_part=0.7, fade_duration=0.0, p=1.0),
+            ),
             "distortion": ("audiomentations Clip(0.3 peak)", am.Clip(a_min=-0.3 * peak, a_max=0.3 * peak, p=1.0)),
         }
     except ImportError:
@@ -152,8 +152,14 @@ def pairs(clip: np.ndarray, audio: np.ndarray, corrupt) -> list[Pair]:
     for name in operators.names("audio"):
         if name in audio_peers:
             label, transform = audio_peers[name]
-            out.append(Pair(name, ours(name, audio), label,
-                            lambda transform=transform: transform(samples=audio, sample_rate=16_000)))
+            out.append(
+                Pair(
+                    name,
+                    ours(name, audio),
+                    label,
+                    lambda transform=transform: transform(samples=audio, sample_rate=16_000),
+                )
+            )
         else:
             out.append(Pair(name, ours(name, audio), "numpy copy", audio.copy))
     return out
@@ -174,8 +180,10 @@ def low_resolution_floor(clip: np.ndarray, peer: Callable[[], object], peer_labe
         for i, small in enumerate(shrunk):
             cv2.resize(small, (width, height), dst=out[i], interpolation=cv2.INTER_LINEAR)
 
-    return [Pair(" INTER_AREA only", shrink, peer_label, peer, floor_of="low_resolution"),
-            Pair(" INTER_LINEAR only", enlarge, peer_label, peer, floor_of="low_resolution")]
+    return [
+        Pair(" INTER_AREA only", shrink, peer_label, peer, floor_of="low_resolution"),
+        Pair(" INTER_LINEAR only", enlarge, peer_label, peer, floor_of="low_resolution"),
+    ]
 
 
 def run_pass(title: str, rows: list[Pair], repeat: int) -> list[str]:
@@ -211,23 +219,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--mode", choices=("single", "threaded", "both"), default="both")
-    parser.add_argument("--only", type=lambda text: set(text.split(",")), default=None,
-                        help="comma-separated operator names (with their floor and scheme-1 rows)")
+    parser.add_argument(
+        "--only",
+        type=lambda text: set(text.split(",")),
+        default=None,
+        help="comma-separated operator names (with their floor and scheme-1 rows)",
+    )
     args = parser.parse_args()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from imagecorruptions import corrupt
     except ImportError as exc:
-        raise SystemExit(f"the peer is missing ({exc}); install it with: pip install '.[bench]'")
+        raise SystemExit(f"the peer is missing ({exc}); install it with: pip install '.[bench]'") from None
 
     rng = np.random.default_rng(0)
     clip = rng.integers(0, 256, size=(8, 360, 640, 3), dtype=np.uint8)
     audio = (0.3 * rng.standard_normal(30 * 16_000)).astype(np.float32)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, numpy {np.__version__}, opencv {cv2.__version__}, "
-          f"seed scheme {operators.seed_scheme()}")
-    print(f"data: clip {clip.shape} uint8 ({clip.nbytes / 1e6:.1f} MB); audio {audio.size} samples float32; "
-          f"best of {args.repeat} interleaved rounds\n")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, numpy {np.__version__}, opencv {cv2.__version__}, "
+        f"seed scheme {operators.seed_scheme()}"
+    )
+    print(
+        f"data: clip {clip.shape} uint8 ({clip.nbytes / 1e6:.1f} MB); audio {audio.size} samples float32; "
+        f"best of {args.repeat} interleaved rounds\n"
+    )
     rows = pairs(clip, audio, corrupt)
     if args.only:
         unknown = args.only - set(operators.names())
@@ -242,8 +258,10 @@ def main() -> int:
     if missed:
         print("goals missed:\n  " + "\n  ".join(missed))
         return 1
-    print(f"all goals met: operators with an imagecorruptions peer >= {TARGET_SPEEDUP_VS_PEER:g}x faster, "
-          f"gain operators <= {TARGET_RATIO_VS_COPY:g}x a numpy copy")
+    print(
+        f"all goals met: operators with an imagecorruptions peer >= {TARGET_SPEEDUP_VS_PEER:g}x faster, "
+        f"gain operators <= {TARGET_RATIO_VS_COPY:g}x a numpy copy"
+    )
     return 0
 
 

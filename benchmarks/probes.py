@@ -19,9 +19,9 @@ import time
 
 os.environ.setdefault("SCEVAL_SOURCE", "demo")
 
-from faultline_eval.tasks import sceval_task as task  # noqa: E402
+from faultline_eval.tasks import sceval_task as task
 from sceval_plugin import probe_conditions as probes
-from sceval_plugin.conditions import catalogue  # noqa: E402
+from sceval_plugin.conditions import catalogue
 
 
 def seconds_per_trial(docs: list[dict]) -> float:
@@ -36,11 +36,14 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--family", choices=probes.PROBE_FAMILIES, help="only this probe family")
     args = parser.parse_args()
-    conditions = [c for c in catalogue() if c.probe is not None
-                  and args.family in (None, probes.get(c.probe.name).family)]
+    conditions = [
+        c for c in catalogue() if c.probe is not None and args.family in (None, probes.get(c.probe.name).family)
+    ]
     clean_docs = task.build_rows(catalogue().get("clean"))[0]
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs; {len(clean_docs)} demo trials per condition, "
-          f"median of {args.repeat} interleaved rounds\n")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs; {len(clean_docs)} demo trials per condition, "
+        f"median of {args.repeat} interleaved rounds\n"
+    )
     print(f"{'condition':<34}{'probe ms/trial':>15}{'clean ms/trial':>15}{'ratio':>8}")
     ratios = []
     for condition in conditions:
@@ -53,8 +56,10 @@ def main() -> int:
         probe_ms, clean_ms = 1000 * statistics.median(probe_times), 1000 * statistics.median(clean_times)
         ratios.append(probe_ms / clean_ms)
         print(f"{condition.id:<34}{probe_ms:>15.2f}{clean_ms:>15.2f}{probe_ms / clean_ms:>8.2f}")
-    print(f"\nprobe / clean per trial: median ratio {statistics.median(ratios):.2f}, "
-          f"max {max(ratios):.2f} ({conditions[ratios.index(max(ratios))].id})")
+    print(
+        f"\nprobe / clean per trial: median ratio {statistics.median(ratios):.2f}, "
+        f"max {max(ratios):.2f} ({conditions[ratios.index(max(ratios))].id})"
+    )
     return 0
 
 

@@ -42,9 +42,12 @@ def synthesise(root: Path, models: int, samples: int) -> int:
     from sceval_plugin.conditions import catalogue
 
     rng = np.random.default_rng(0)
-    prompt = ("You are a careful assistant that answers questions about pictures and sound. " * 4
-              + "\n\nQuestion: Which coloured shape moves to the right while the high tone beeps twice?\n"
-              + "Options:\nA. red circle\nB. blue square\nC. green triangle\nD. yellow circle\n" + "x" * 300)
+    prompt = (
+        "You are a careful assistant that answers questions about pictures and sound. " * 4
+        + "\n\nQuestion: Which coloured shape moves to the right while the high tone beeps twice?\n"
+        + "Options:\nA. red circle\nB. blue square\nC. green triangle\nD. yellow circle\n"
+        + "x" * 300
+    )
     conditions = list(catalogue())
     ability = rng.uniform(0.55, 0.9, size=models)
     difficulty = rng.normal(0, 1, size=samples)
@@ -65,29 +68,71 @@ def synthesise(root: Path, models: int, samples: int) -> int:
                 for v in range(c.variants):
                     correct = None if invalid[i, v] else int(draws[i, v] < p_ok[i, 0])
                     answer = None if correct is None else ("A" if correct else "BCD"[(i + v) % 3])
-                    reply = "I cannot tell." if correct is None else json.dumps({"answer": answer, "confidence": "high",
-                                                                                 "reasoning": "synthetic"})
-                    trial = SCEvalTrial(sid, v, correct, None if correct is not None else "refusal", answer, 4,
-                                        None if correct is None else "high", "bench").to_json()
+                    reply = (
+                        "I cannot tell."
+                        if correct is None
+                        else json.dumps({"answer": answer, "confidence": "high", "reasoning": "synthetic"})
+                    )
+                    trial = SCEvalTrial(
+                        sid,
+                        v,
+                        correct,
+                        None if correct is not None else "refusal",
+                        answer,
+                        4,
+                        None if correct is None else "high",
+                        "bench",
+                    ).to_json()
                     record = {
-                        "model": name, "prompt_id": "sceval-json-v1", "sample_id": sid, "source": "bench",
-                        "dataset": "bench#0123456789abcdef", "condition_id": c.id, "block": c.block,
-                        "operators": {x.modality: {"operator": x.operator, "severity": x.severity} for x in c.corruptions},
-                        "control": c.control, "option_order": c.option_order, "variant": v, "released_variant": False,
-                        "media": {"root": "/data/sceval-release", "visual": [f"media/{sid}/frame_{k}.png" for k in range(8)],
-                                  "audio": f"media/{sid}/audio.wav"},
-                        "raw_response": reply, "parsed_answer": answer, "parsed_answer_original_key": answer,
-                        "confidence": None if correct is None else "high", "gold_key": "A", "n_options": 4,
-                        "correct": correct, "invalid": None if correct is not None else "refusal",
-                        "latency_s": 0.8, "retries": 0, "failure_detail": "",
+                        "model": name,
+                        "prompt_id": "sceval-json-v1",
+                        "sample_id": sid,
+                        "source": "bench",
+                        "dataset": "bench#0123456789abcdef",
+                        "condition_id": c.id,
+                        "block": c.block,
+                        "operators": {
+                            x.modality: {"operator": x.operator, "severity": x.severity} for x in c.corruptions
+                        },
+                        "control": c.control,
+                        "option_order": c.option_order,
+                        "variant": v,
+                        "released_variant": False,
+                        "media": {
+                            "root": "/data/sceval-release",
+                            "visual": [f"media/{sid}/frame_{k}.png" for k in range(8)],
+                            "audio": f"media/{sid}/audio.wav",
+                        },
+                        "raw_response": reply,
+                        "parsed_answer": answer,
+                        "parsed_answer_original_key": answer,
+                        "confidence": None if correct is None else "high",
+                        "gold_key": "A",
+                        "n_options": 4,
+                        "correct": correct,
+                        "invalid": None if correct is not None else "refusal",
+                        "latency_s": 0.8,
+                        "retries": 0,
+                        "failure_detail": "",
                     }
-                    line = {"doc_id": len(out), "target": "A", "filtered_resps": reply, "token_counts": [None],
-                            "doc_hash": "74234e98afe7498fb5daf1f36ac2d78acc339464f950703b8c019892f982b90b",
-                            "sceval_accuracy": trial, "sceval_worst_variant_accuracy": trial, "sceval_coverage": trial,
-                            "sceval_valid_trials": trial, "sceval_invalid_api_failure": None,
-                            "sceval_invalid_parse_failure": None, "sceval_invalid_refusal": record["invalid"],
-                            "sceval_invalid_empty": None, "sceval_excluded_trials": c.id,
-                            "sceval_record": record, "input": prompt}
+                    line = {
+                        "doc_id": len(out),
+                        "target": "A",
+                        "filtered_resps": reply,
+                        "token_counts": [None],
+                        "doc_hash": "74234e98afe7498fb5daf1f36ac2d78acc339464f950703b8c019892f982b90b",
+                        "sceval_accuracy": trial,
+                        "sceval_worst_variant_accuracy": trial,
+                        "sceval_coverage": trial,
+                        "sceval_valid_trials": trial,
+                        "sceval_invalid_api_failure": None,
+                        "sceval_invalid_parse_failure": None,
+                        "sceval_invalid_refusal": record["invalid"],
+                        "sceval_invalid_empty": None,
+                        "sceval_excluded_trials": c.id,
+                        "sceval_record": record,
+                        "input": prompt,
+                    }
                     out.append(json.dumps(line))
             (folder / f"20261129_000000_samples_{c.task_name}.jsonl").write_text("\n".join(out) + "\n")
             lines_written += len(out)
@@ -97,10 +142,15 @@ def synthesise(root: Path, models: int, samples: int) -> int:
 def run_report(runs: list[Path], out: Path, *extra: str) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of `sceval report` in its own process."""
     start = time.perf_counter()
-    code = ("import resource, sys; from sceval_plugin.cli import main; rc = main(sys.argv[1:]); "
-            "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(rc)")
-    done = subprocess.run([sys.executable, "-c", code, "report", *map(str, runs), "-o", str(out), "--quiet", *extra],
-                          capture_output=True, text=True)
+    code = (
+        "import resource, sys; from sceval_plugin.cli import main; rc = main(sys.argv[1:]); "
+        "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(rc)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "report", *map(str, runs), "-o", str(out), "--quiet", *extra],
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(done.stderr)
@@ -120,13 +170,24 @@ def reference(runs: list[Path]) -> tuple[float, float, dict]:
             with open(path) as handle:
                 for line in handle:
                     r = json.loads(line)["sceval_record"]
-                    rows.append({"model": r["model"], "condition": r["condition_id"], "sample": r["sample_id"],
-                                 "variant": r["variant"], "correct": r["correct"], "block": r["block"]})
+                    rows.append(
+                        {
+                            "model": r["model"],
+                            "condition": r["condition_id"],
+                            "sample": r["sample_id"],
+                            "variant": r["variant"],
+                            "correct": r["correct"],
+                            "block": r["block"],
+                        }
+                    )
     df = pd.DataFrame(rows)
     df["correct"] = df["correct"].astype(float)
     df["strict"] = df["correct"].fillna(0)
-    per_sample = df.groupby(["model", "condition", "sample"]).agg(score=("correct", "mean"), strict=("strict", "mean"),
-                                                                  block=("block", "first")).reset_index()
+    per_sample = (
+        df.groupby(["model", "condition", "sample"])
+        .agg(score=("correct", "mean"), strict=("strict", "mean"), block=("block", "first"))
+        .reset_index()
+    )
     rng = np.random.default_rng(1)
     intervals = {}
     for (model, condition), g in per_sample.groupby(["model", "condition"]):
@@ -144,7 +205,9 @@ def reference(runs: list[Path]) -> tuple[float, float, dict]:
             a, b_ = clean.loc[common, "strict"] >= 0.5, h.loc[common, "strict"] >= 0.5
             bb, cc = int((a & ~b_).sum()), int((~a & b_).sum())
             p = 1.0 if bb + cc == 0 else stats.binomtest(bb, bb + cc, 0.5).pvalue
-            tests.append((model, h["block"].iloc[0], condition, np.percentile(boots, 2.5), np.percentile(boots, 97.5), p))
+            tests.append(
+                (model, h["block"].iloc[0], condition, np.percentile(boots, 2.5), np.percentile(boots, 97.5), p)
+            )
     tests = pd.DataFrame(tests, columns=["model", "block", "condition", "lo", "hi", "p"])
     adjusted = []
     for _, g in tests.groupby(["block"]):
@@ -168,8 +231,10 @@ def main() -> int:
         start = time.perf_counter()
         lines = synthesise(root / "runs", args.models, args.samples)
         size = sum(p.stat().st_size for p in (root / "runs").rglob("*.jsonl")) / 1e9
-        print(f"synthesised {lines:,} per-sample lines ({size:.2f} GB) for {args.models} models in "
-              f"{time.perf_counter() - start:.0f} s; {os.cpu_count()} CPUs\n")
+        print(
+            f"synthesised {lines:,} per-sample lines ({size:.2f} GB) for {args.models} models in "
+            f"{time.perf_counter() - start:.0f} s; {os.cpu_count()} CPUs\n"
+        )
         runs = sorted((root / "runs").iterdir())
         full_s, full_mb = run_report(runs, root / "report_full")
         lean_s, lean_mb = run_report(runs, root / "report_lean", "--no-model-pairs", "--no-figures")

@@ -40,24 +40,33 @@ import json
 import math
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 # --- what legitimately differs between two runs of the same code --------------------------------
 # Found by running `--tasks sceval_panel,c3po_all --limit 10` and the README main job twice each on
 # one checkout (tag pre26) and diffing every file; nothing else differed.
 
 #: Keys dropped anywhere inside a per-sample line.
-VARYING_RECORD_FIELDS = frozenset({
-    "latency_s",  # wall-clock seconds of the model call (sceval_record, c3po_record): timing, not behaviour
-})
+VARYING_RECORD_FIELDS = frozenset(
+    {
+        "latency_s",  # wall-clock seconds of the model call (sceval_record, c3po_record): timing, not behaviour
+    }
+)
 
 #: Top-level keys of lmms-eval's ``*_results.json`` dropped before comparing.
-VARYING_RESULTS_FIELDS = frozenset({
-    "date",  # the run's timestamp (also its files' name prefix)
-    "start_time", "end_time", "total_evaluation_time_seconds",  # clock readings and duration
-    "git_hash", "git_branch", "lmms_eval_version",  # the checkout's commit: differs before/after by design
-})
+VARYING_RESULTS_FIELDS = frozenset(
+    {
+        "date",  # the run's timestamp (also its files' name prefix)
+        "start_time",
+        "end_time",
+        "total_evaluation_time_seconds",  # clock readings and duration
+        "git_hash",
+        "git_branch",
+        "lmms_eval_version",  # the checkout's commit: differs before/after by design
+    }
+)
 
 #: Function reprs in the results JSON's ``configs`` ("<function process_results at 0x7f...>"): the
 #: address changes every run; the name is where code lives, not behaviour (the values the functions
@@ -74,8 +83,21 @@ UNORDERED_TABLES = {
 }
 
 #: The harness's own per-sample keys (lmms-eval), never trial entries.
-_LMMS_SAMPLE_KEYS = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "doc_hash",
-                               "prompt_hash", "target_hash", "token_counts", "input"})
+_LMMS_SAMPLE_KEYS = frozenset(
+    {
+        "doc_id",
+        "doc",
+        "target",
+        "arguments",
+        "resps",
+        "filtered_resps",
+        "doc_hash",
+        "prompt_hash",
+        "target_hash",
+        "token_counts",
+        "input",
+    }
+)
 
 #: A key that may exist in AFTER only.
 SCHEMA_VERSION_KEY = "schema_version"
@@ -87,12 +109,34 @@ _FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg")
 # === THE LEAD EXTENDS THIS ======================================================================
 #: Schema-2 field -> schema-1 key of a trial entry (faultline_eval/core/trial.py ``SCHEMA_1_KEYS``),
 #: written out here so that the comparison does not depend on the code it checks.
-SCEVAL_SCHEMA_1_KEYS = {"sample_id": "s", "variant": "v", "correct": "c", "invalid": "i", "answer_key": "a",
-                        "n_options": "n", "confidence": "f", "source": "o", "not_applicable": "u", "cohort": "k",
-                        "donor": "d", "follows_donor_key": "r", "donor_key_map": "m"}
-C3PO_SCHEMA_1_KEYS = {"sample_id": "s", "variant": "v", "correct": "c", "invalid": "i", "template_id": "t",
-                      "exact_match": "x", "judge_decided": "j", "judge_error": "e", "failure_mode": "m",
-                      "human_correct": "h", "has_human_answer": "hn"}
+SCEVAL_SCHEMA_1_KEYS = {
+    "sample_id": "s",
+    "variant": "v",
+    "correct": "c",
+    "invalid": "i",
+    "answer_key": "a",
+    "n_options": "n",
+    "confidence": "f",
+    "source": "o",
+    "not_applicable": "u",
+    "cohort": "k",
+    "donor": "d",
+    "follows_donor_key": "r",
+    "donor_key_map": "m",
+}
+C3PO_SCHEMA_1_KEYS = {
+    "sample_id": "s",
+    "variant": "v",
+    "correct": "c",
+    "invalid": "i",
+    "template_id": "t",
+    "exact_match": "x",
+    "judge_decided": "j",
+    "judge_error": "e",
+    "failure_mode": "m",
+    "human_correct": "h",
+    "has_human_answer": "hn",
+}
 
 
 def normalise_trial_entry(entry: dict) -> dict:
@@ -111,6 +155,8 @@ def normalise_trial_entry(entry: dict) -> dict:
         return entry
     keys = C3PO_SCHEMA_1_KEYS if "template_id" in entry else SCEVAL_SCHEMA_1_KEYS
     return {keys.get(k, k): v for k, v in entry.items()}
+
+
 # ================================================================================================
 
 
@@ -122,12 +168,14 @@ def is_trial_entry(key: str, value: Any) -> bool:
 
 # --- path substitution --------------------------------------------------------------------------
 
+
 class Paths:
     """One side's absolute paths to replace by placeholders, longest first."""
 
     def __init__(self, replacements: dict[str, str]):
-        self.pairs = sorted(((p.rstrip("/"), tag) for p, tag in replacements.items() if p.rstrip("/")),
-                            key=lambda pair: -len(pair[0]))
+        self.pairs = sorted(
+            ((p.rstrip("/"), tag) for p, tag in replacements.items() if p.rstrip("/")), key=lambda pair: -len(pair[0])
+        )
 
     def __call__(self, text: str) -> str:
         for path, tag in self.pairs:
@@ -189,7 +237,7 @@ def detect_repos(before: Path, after: Path, out_before: Paths, out_after: Paths)
             while common < min(len(b_parts), len(a_parts)) - 1 and b_parts[-1 - common] == a_parts[-1 - common]:
                 common += 1
             if common:
-                votes[(str(Path(*b_parts[:len(b_parts) - common])), str(Path(*a_parts[:len(a_parts) - common])))] += 1
+                votes[(str(Path(*b_parts[: len(b_parts) - common])), str(Path(*a_parts[: len(a_parts) - common])))] += 1
     return votes.most_common(1)[0][0] if votes else None
 
 
@@ -203,6 +251,7 @@ def _first_json_line(path: Path) -> Any:
 
 
 # --- value comparison ---------------------------------------------------------------------------
+
 
 class Differences:
     """The differences of one file: counted in full, the first ``show`` kept for printing."""
@@ -283,6 +332,7 @@ def _number(text: str) -> float | None:
 
 # --- per kind of file ---------------------------------------------------------------------------
 
+
 def compare_samples(before: Path, after: Path, cmp: Comparer, diffs: Differences) -> None:
     """Per-sample lines matched by doc_id; trial entries normalised; varying fields dropped."""
     b_lines, a_lines = _samples_by_doc(before), _samples_by_doc(after)
@@ -316,8 +366,10 @@ def _normalise_line(record: dict) -> dict:
 
 
 def compare_results(before: Path, after: Path, cmp: Comparer, diffs: Differences) -> None:
-    b, a = (_strip_functions({k: v for k, v in json.loads(p.read_text()).items() if k not in VARYING_RESULTS_FIELDS})
-            for p in (before, after))
+    b, a = (
+        _strip_functions({k: v for k, v in json.loads(p.read_text()).items() if k not in VARYING_RESULTS_FIELDS})
+        for p in (before, after)
+    )
     cmp.values(b, a, "", diffs)
 
 
@@ -403,6 +455,7 @@ def compare_file(before: Path, after: Path, name: str, cmp: Comparer, diffs: Dif
 
 # --- folders ------------------------------------------------------------------------------------
 
+
 def logical_name(path: Path, root: Path | None = None) -> str:
     """A file's name relative to its folder with lmms-eval's timestamp prefix removed (``samples_``
     logs keep their ``_samples_`` marker: ``20261202_111322_samples_x.jsonl`` -> ``_samples_x.jsonl``)."""
@@ -420,21 +473,28 @@ def index(folder: Path, skip_figures: bool) -> dict[str, Path]:
             continue
         name = logical_name(path, folder)
         if name in files:
-            raise SystemExit(f"{folder}: {files[name].name} and {path.name} are the same task's log (two runs in "
-                             "one folder?); compare folders holding one run each")
+            raise SystemExit(
+                f"{folder}: {files[name].name} and {path.name} are the same task's log (two runs in "
+                "one folder?); compare folders holding one run each"
+            )
         files[name] = path
     return files
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("before", type=Path, help="output folder of the code before the change")
     parser.add_argument("after", type=Path, help="output folder of the code after the change")
     parser.add_argument("--before-repo", help="checkout that produced BEFORE (default: detected)")
     parser.add_argument("--after-repo", help="checkout that produced AFTER (default: detected)")
-    parser.add_argument("--float-tol", type=float, default=0.0,
-                        help="relative and absolute tolerance for floats (default 0: exactly equal)")
+    parser.add_argument(
+        "--float-tol",
+        type=float,
+        default=0.0,
+        help="relative and absolute tolerance for floats (default 0: exactly equal)",
+    )
     parser.add_argument("--show", type=int, default=5, help="differences printed per file (default 5)")
     parser.add_argument("--skip-figures", action="store_true", help="do not compare figures (png, pdf, svg)")
     parser.add_argument("--quiet", action="store_true", help="print only differing files and the summary")
@@ -453,8 +513,11 @@ def main(argv: list[str] | None = None) -> int:
         return found
 
     out_before, out_after = Paths(outputs(args.before)), Paths(outputs(args.after))
-    repos = (args.before_repo, args.after_repo) if args.before_repo and args.after_repo else \
-        detect_repos(args.before, args.after, out_before, out_after)
+    repos = (
+        (args.before_repo, args.after_repo)
+        if args.before_repo and args.after_repo
+        else detect_repos(args.before, args.after, out_before, out_after)
+    )
     if repos:
         print(f"checkouts: {repos[0]} (before) and {repos[1]} (after) are both read as <REPO>")
     before_paths = Paths({**outputs(args.before), **({repos[0]: "<REPO>"} if repos else {})})

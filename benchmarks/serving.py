@@ -34,8 +34,13 @@ import tempfile
 import time
 from pathlib import Path
 
-for _k, _v in {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-               "NO_ALBUMENTATIONS_UPDATE": "1", "WANDB_MODE": "disabled"}.items():
+for _k, _v in {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "NO_ALBUMENTATIONS_UPDATE": "1",
+    "WANDB_MODE": "disabled",
+}.items():
     os.environ.setdefault(_k, _v)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +64,7 @@ def replicate_demo(folder: Path, count: int) -> Path:
         row = dict(rows[i % len(rows)])
         sid = f"{row['sample_id']}-r{i // len(rows):04d}"
         shutil.copytree(folder / "demo-media" / row["sample_id"], folder / "media" / sid, copy_function=os.link)
-        moved = lambda path, old=row["sample_id"]: path.replace(f"/{old}/", f"/{sid}/")  # noqa: E731
+        moved = lambda path, old=row["sample_id"], sid=sid: path.replace(f"/{old}/", f"/{sid}/")  # noqa: E731
         row["visual"] = moved(row["visual"]) if isinstance(row["visual"], str) else list(map(moved, row["visual"]))
         row["audio"] = moved(row["audio"])
         row["sample_id"] = sid
@@ -98,14 +103,19 @@ print(json.dumps({"wall": wall, "requests": sum(v["effective"] for v in out["n-s
 
 
 def serve(kind: str, latency: float):
-    server = subprocess.Popen([sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests")), kind, str(latency)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER.format(tests=str(ROOT / "tests")), kind, str(latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     return server, server.stdout.readline().strip()
 
 
 def timed(model: str, model_args: str, env: dict, tasks: str = "sceval_panel") -> tuple[float, int]:
-    done = subprocess.run([sys.executable, "-c", RUN, model, model_args, tasks], env=env, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, model, model_args, tasks], env=env, capture_output=True, text=True
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{model} run failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -144,8 +154,11 @@ def main() -> int:
     parser.add_argument("--gemini-items", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--concurrency", type=int, default=16, help="sceval_openai's max_concurrency")
-    parser.add_argument("--tasks", default="sceval_panel",
-                        help="the tasks of part (a), comma-separated (a subset keeps a large run short)")
+    parser.add_argument(
+        "--tasks",
+        default="sceval_panel",
+        help="the tasks of part (a), comma-separated (a subset keeps a large run short)",
+    )
     args = parser.parse_args()
 
     ok = True
@@ -161,13 +174,20 @@ def main() -> int:
                 env = {**base_env, "SCEVAL_SOURCE": str(folders[n])}
                 for _ in range(args.repeat):  # interleaved: peer, ours, peer, ours
                     for name, model, model_args in (
-                            ("dummy", "dummy", ""),
-                            ("sceval_openai", "sceval_openai",
-                             f"base_url={url},model=fake,store=none,audio_canary=off,max_concurrency={args.concurrency}")):
+                        ("dummy", "dummy", ""),
+                        (
+                            "sceval_openai",
+                            "sceval_openai",
+                            f"base_url={url},model=fake,store=none,audio_canary=off,max_concurrency={args.concurrency}",
+                        ),
+                    ):
                         wall, requests = timed(model, model_args, env, args.tasks)
                         rates[(name, n)] = max(rates.get((name, n), 0.0), requests / wall)
-                        print(f"  {name:<14} {n:>5} items {requests:>7} requests {wall:>8.1f} s "
-                              f"{requests / wall:>8.1f} req/s", flush=True)
+                        print(
+                            f"  {name:<14} {n:>5} items {requests:>7} requests {wall:>8.1f} s "
+                            f"{requests / wall:>8.1f} req/s",
+                            flush=True,
+                        )
         finally:
             server.stdin.close()
             server.wait()
@@ -175,8 +195,10 @@ def main() -> int:
         print(f"\n(a) {args.tasks} through sceval_openai, zero-latency fake server, {os.cpu_count()} cores")
         for n in sizes:
             ours, peer = rates[("sceval_openai", n)], rates[("dummy", n)]
-            print(f"  {n:>5} items: {ours:7.1f} req/s; lmms-eval dummy {peer:7.1f} req/s; "
-                  f"ratio {ours / peer:.2f}x of lmms-eval's own overhead (goal >= {TARGET_RPS:g} req/s)")
+            print(
+                f"  {n:>5} items: {ours:7.1f} req/s; lmms-eval dummy {peer:7.1f} req/s; "
+                f"ratio {ours / peer:.2f}x of lmms-eval's own overhead (goal >= {TARGET_RPS:g} req/s)"
+            )
             ok &= ours >= TARGET_RPS
         if args.large_items:
             scaling = rates[("sceval_openai", args.large_items)] / rates[("sceval_openai", args.items)]
@@ -186,14 +208,17 @@ def main() -> int:
         server, url = serve("gemini", LATENCY)
         try:
             env = {**base_env, "SCEVAL_SOURCE": str(folders[args.gemini_items])}
-            wall, requests = timed("sceval_gemini", f"base_url={url},model_version=fake,store=none,"
-                                                    f"max_concurrency={CONCURRENCY}", env)
+            wall, requests = timed(
+                "sceval_gemini", f"base_url={url},model_version=fake,store=none,max_concurrency={CONCURRENCY}", env
+            )
         finally:
             server.stdin.close()
             server.wait()
         ideal = LATENCY * requests / CONCURRENCY
-        print(f"\n(b) sceval_gemini, concurrency {CONCURRENCY}, {LATENCY} s fake latency: {requests} requests in "
-              f"{wall:.1f} s; ideal {ideal:.1f} s; ratio {wall / ideal:.2f}x (goal <= {TARGET_GEMINI}x)")
+        print(
+            f"\n(b) sceval_gemini, concurrency {CONCURRENCY}, {LATENCY} s fake latency: {requests} requests in "
+            f"{wall:.1f} s; ideal {ideal:.1f} s; ratio {wall / ideal:.2f}x (goal <= {TARGET_GEMINI}x)"
+        )
         ok &= wall / ideal <= TARGET_GEMINI
 
     print("\n(c) one request's 8 frames of 640x360, lossless encodings")

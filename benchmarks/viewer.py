@@ -28,8 +28,14 @@ import time
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-       "NO_ALBUMENTATIONS_UPDATE": "1", "WANDB_MODE": "disabled"}
+ENV = {
+    **os.environ,
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "NO_ALBUMENTATIONS_UPDATE": "1",
+    "WANDB_MODE": "disabled",
+}
 
 
 def run(args: list[str]) -> float:
@@ -65,7 +71,7 @@ def synthesise(logs: Path, root: Path, models: int) -> int:
                 key = f"{record['condition_id']}|{record['sample_id']}|{record['variant']}"
                 if record["correct"] is not None and flipped(m, key):
                     record["correct"] = 1 - record["correct"]
-                    for name, value in line.items():  # the trial entries (schema 2, or 1: "c")
+                    for _name, value in line.items():  # the trial entries (schema 2, or 1: "c")
                         if isinstance(value, dict) and "sample_id" in value and "correct" in value:
                             value["correct"] = record["correct"]
                         elif isinstance(value, dict) and "c" in value and "s" in value:
@@ -74,7 +80,8 @@ def synthesise(logs: Path, root: Path, models: int) -> int:
                 out.append(json.dumps(line))
             lines += len(out)
             (folder / path.name.replace(path.name.split("_samples_")[0], "20261201_000000")).write_text(
-                "\n".join(out) + "\n")
+                "\n".join(out) + "\n"
+            )
     return lines
 
 
@@ -85,8 +92,10 @@ def compare(label: str, peer: list[str], html: list[str], site: Path, repeats: i
         html_s.append(run(html))
     mb, count = size(site)
     best_peer, best_html = min(peer_s), min(html_s)
-    print(f"{label}: report {best_peer:.1f} s; report + --html {best_html:.1f} s (ratio {best_html / best_peer:.2f}x, "
-          f"viewer {best_html - best_peer:+.1f} s); site {mb:.1f} MB in {count} files")
+    print(
+        f"{label}: report {best_peer:.1f} s; report + --html {best_html:.1f} s (ratio {best_html / best_peer:.2f}x, "
+        f"viewer {best_html - best_peer:+.1f} s); site {mb:.1f} MB in {count} files"
+    )
 
 
 def main() -> None:
@@ -103,8 +112,18 @@ def main() -> None:
         logs = args.logs
         if logs is None:
             logs = root / "demo_out"
-            seconds = run([str(BIN / "faultline-eval"), "--model", "sceval_reference", "--tasks",
-                           "sceval_panel,sceval_single,c3po_all", "--log_samples", "--output_path", str(logs)])
+            seconds = run(
+                [
+                    str(BIN / "faultline-eval"),
+                    "--model",
+                    "sceval_reference",
+                    "--tasks",
+                    "sceval_panel,sceval_single,c3po_all",
+                    "--log_samples",
+                    "--output_path",
+                    str(logs),
+                ]
+            )
             print(f"demo main job: {seconds:.1f} s")
         for tool in ("sceval", "c3po"):
             out = root / f"{tool}-report"
@@ -115,8 +134,13 @@ def main() -> None:
         print(f"synthetic: {args.models} models, {lines} trials")
         out = root / "synthetic-report"
         peer = [str(BIN / "sceval"), "report", str(synthetic), "-o", str(out), "--quiet"]
-        compare(f"{args.models} models, budget {args.budget}", peer, [*peer, "--html", "--html-budget", args.budget],
-                out / "html", args.repeats)
+        compare(
+            f"{args.models} models, budget {args.budget}",
+            peer,
+            [*peer, "--html", "--html-budget", args.budget],
+            out / "html",
+            args.repeats,
+        )
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

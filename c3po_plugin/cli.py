@@ -1,14 +1,14 @@
 """``c3po``: the C3PO command line.
 
-    c3po templates                               the template registry
-    c3po check [SOURCE]                          validate items and probe media, list every problem
-    c3po tasks tasks/c3po [--write]              check or regenerate the task folder
-    c3po judge RUN_DIR... --judge SPEC -o verdicts.jsonl
-                                                 re-grade finished runs with another judge
-    c3po judge-agreement A.jsonl B.jsonl         agreement and Cohen's kappa of two judges per model
-    c3po report RUN_DIR... -o OUT/ [--verdicts FILE]
-    c3po build {select,generate,classify,synthesize,audit,sample,import-answers,export,all,status} BUILD_DIR
-                                                 build a new C3PO benchmark from base media (paper §3.1)
+c3po templates                               the template registry
+c3po check [SOURCE]                          validate items and probe media, list every problem
+c3po tasks tasks/c3po [--write]              check or regenerate the task folder
+c3po judge RUN_DIR... --judge SPEC -o verdicts.jsonl
+                                             re-grade finished runs with another judge
+c3po judge-agreement A.jsonl B.jsonl         agreement and Cohen's kappa of two judges per model
+c3po report RUN_DIR... -o OUT/ [--verdicts FILE]
+c3po build {select,generate,classify,synthesize,audit,sample,import-answers,export,all,status} BUILD_DIR
+                                             build a new C3PO benchmark from base media (paper §3.1)
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from c3po_plugin.construction import pipeline
 from c3po_plugin.construction.ledger import format_reports
@@ -40,9 +40,19 @@ def cmd_templates(args: argparse.Namespace) -> int:
     rows = [("id", "paper id", "name", "category", "tier", "base", "modalities", "paper n", "task")]
     for t in registry():
         spec = specs().find(t.id)
-        rows.append((t.id, spec.paper_id if spec else "-", t.name, t.category.upper(), str(t.tier), t.base_modality,
-                     "+".join(m for m in ("video", "audio", "image", "text") if m in t.modalities),
-                     "" if t.paper_count is None else str(t.paper_count), t.task_name))
+        rows.append(
+            (
+                t.id,
+                spec.paper_id if spec else "-",
+                t.name,
+                t.category.upper(),
+                str(t.tier),
+                t.base_modality,
+                "+".join(m for m in ("video", "audio", "image", "text") if m in t.modalities),
+                "" if t.paper_count is None else str(t.paper_count),
+                t.task_name,
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
@@ -73,9 +83,11 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
     judge = make_judge(args.judge)
     counts = regrade(args.runs, judge, args.output)
-    print(f"{judge.judge_id}: {counts['trials']} trials ({counts['unanswered']} without an answer) and "
-          f"{counts['human']} human answers: {counts['exact_match']} by exact match, {counts['yes']} YES, "
-          f"{counts['no']} NO, {counts['errors']} judge errors -> {args.output}")
+    print(
+        f"{judge.judge_id}: {counts['trials']} trials ({counts['unanswered']} without an answer) and "
+        f"{counts['human']} human answers: {counts['exact_match']} by exact match, {counts['yes']} YES, "
+        f"{counts['no']} NO, {counts['errors']} judge errors -> {args.output}"
+    )
     return 0
 
 
@@ -87,21 +99,29 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0 if result["compared"] else 1
-    print(f"{result['judge_a']} vs {result['judge_b']}: {result['compared']} trials decided by both judges"
-          + (" (exact matches counted as YES by both)" if result["include_exact"] else ""))
+    print(
+        f"{result['judge_a']} vs {result['judge_b']}: {result['compared']} trials decided by both judges"
+        + (" (exact matches counted as YES by both)" if result["include_exact"] else "")
+    )
     width = max([len(r["model"]) for r in result["per_model"]] + [5])
     print(f"  {'model'.ljust(width)}  trials  agreement  kappa  (A/B: YES/YES YES/NO NO/YES NO/NO)")
     for r in result["per_model"]:
         c = r["confusion"]
-        print(f"  {r['model'].ljust(width)}  {r['compared']:6d}  {r['agreement']:9.3f}  {r['kappa']:5.2f}  "
-              f"({c['YES/YES']} {c['YES/NO']} {c['NO/YES']} {c['NO/NO']})")
+        print(
+            f"  {r['model'].ljust(width)}  {r['compared']:6d}  {r['agreement']:9.3f}  {r['kappa']:5.2f}  "
+            f"({c['YES/YES']} {c['YES/NO']} {c['NO/YES']} {c['NO/NO']})"
+        )
     kappa, agree = result["kappa"], result["agreement"]
-    print(f"across {result['models']} evaluated model(s) (Human left out): agreement mean {agree['mean']:.3f}; "
-          f"kappa mean {kappa['mean']:.2f}, min {kappa['min']:.2f}, max {kappa['max']:.2f}")
+    print(
+        f"across {result['models']} evaluated model(s) (Human left out): agreement mean {agree['mean']:.3f}; "
+        f"kappa mean {kappa['mean']:.2f}, min {kappa['min']:.2f}, max {kappa['max']:.2f}"
+    )
     pooled = result["pooled"]
     print(f"pooled over every trial: agreement {pooled['agreement']:.3f}, kappa {pooled['kappa']:.2f}")
-    print(f"left out: {'' if result['include_exact'] else str(result['exact_match_trials']) + ' exact-match trials, '}"
-          f"{result['either_failed']} with a judge error, {result['only_in_a']} only in A, {result['only_in_b']} only in B")
+    print(
+        f"left out: {'' if result['include_exact'] else str(result['exact_match_trials']) + ' exact-match trials, '}"
+        f"{result['either_failed']} with a judge error, {result['only_in_a']} only in A, {result['only_in_b']} only in B"
+    )
     return 0 if result["compared"] else 1
 
 
@@ -160,10 +180,15 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.stage == "all":
         pipeline.run_all(build_dir, templates=templates, **options)
         return pipeline.finish(build_dir, pipeline.STAGES, templates, args.max_failure_rate)
-    wants = {"select": ("pool", "per_template", "seed"), "generate": ("generator", "fit_threshold", "concurrency"),
-             "classify": ("classifier", "concurrency"), "synthesize": ("speech", "sfx", "image"),
-             "audit": ("auditor", "concurrency"), "sample": ("per_bucket", "annotators", "seed"),
-             "export": ("out", "push_to_hub")}[args.stage]
+    wants = {
+        "select": ("pool", "per_template", "seed"),
+        "generate": ("generator", "fit_threshold", "concurrency"),
+        "classify": ("classifier", "concurrency"),
+        "synthesize": ("speech", "sfx", "image"),
+        "audit": ("auditor", "concurrency"),
+        "sample": ("per_bucket", "annotators", "seed"),
+        "export": ("out", "push_to_hub"),
+    }[args.stage]
     kwargs = {k: options[k] for k in wants if k in options}
     if args.stage not in ("sample", "export"):
         kwargs["templates"] = templates
@@ -174,8 +199,23 @@ def cmd_build(args: argparse.Namespace) -> int:
     return pipeline.finish(build_dir, (args.stage,), templates, args.max_failure_rate)
 
 
-BUILD_OPTIONS = ("pool", "per_template", "seed", "generator", "fit_threshold", "concurrency", "classifier",
-                 "speech", "sfx", "image", "auditor", "per_bucket", "annotators", "out", "push_to_hub")
+BUILD_OPTIONS = (
+    "pool",
+    "per_template",
+    "seed",
+    "generator",
+    "fit_threshold",
+    "concurrency",
+    "classifier",
+    "speech",
+    "sfx",
+    "image",
+    "auditor",
+    "per_bucket",
+    "annotators",
+    "out",
+    "push_to_hub",
+)
 
 
 def _per_template(text: str) -> tuple[int, int]:
@@ -200,8 +240,12 @@ def model_default(role: str) -> str:
 
 
 def add_build_parser(sub) -> None:
-    build = sub.add_parser("build", help="build a new C3PO benchmark from base media (c3po build -h)",
-                           description=BUILD_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    build = sub.add_parser(
+        "build",
+        help="build a new C3PO benchmark from base media (c3po build -h)",
+        description=BUILD_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     stages = build.add_subparsers(dest="stage", required=True)
 
     def stage(name: str, help: str, *, templates: bool = True) -> argparse.ArgumentParser:
@@ -210,26 +254,40 @@ def add_build_parser(sub) -> None:
         if name not in ("status", "import-answers"):
             add_failure_rate_argument(parser)
         if templates:
-            parser.add_argument("--templates", help="comma-separated template ids, names or paper ids "
-                                                    "(IC02, InstructionalGapDetection, D_T1_001); default all")
+            parser.add_argument(
+                "--templates",
+                help="comma-separated template ids, names or paper ids "
+                "(IC02, InstructionalGapDetection, D_T1_001); default all",
+            )
         parser.set_defaults(func=cmd_build)
         return parser
 
     def pool(parser, required: bool) -> None:
         parser.add_argument("--pool", required=required, help="base media pool: a folder or a datasets dataset")
-        parser.add_argument("--per-template", type=_per_template, metavar="MIN-MAX",
-                            help="candidates per template, MIN-MAX or MIN:MAX (default 100-250, App. B)")
+        parser.add_argument(
+            "--per-template",
+            type=_per_template,
+            metavar="MIN-MAX",
+            help="candidates per template, MIN-MAX or MIN:MAX (default 100-250, App. B)",
+        )
         parser.add_argument("--seed", type=int, help="selection / sampling seed (default 0)")
 
     def model(parser, flag: str, what: str) -> None:
-        parser.add_argument(f"--{flag}", help=f"{what} model spec: gemini:<model>[,base_url=...] or "
-                                              f"lmms:<model>,<model_args> ({model_default(flag)})")
+        parser.add_argument(
+            f"--{flag}",
+            help=f"{what} model spec: gemini:<model>[,base_url=...] or "
+            f"lmms:<model>,<model_args> ({model_default(flag)})",
+        )
         parser.add_argument("--concurrency", type=int, help="requests in flight (default 4)")
 
     def generate_options(parser) -> None:
         model(parser, "generator", "generator")
-        parser.add_argument("--fit-threshold", type=int, choices=range(1, 6),
-                            help="reject items whose fit score (#### S ####) is below this (default 3)")
+        parser.add_argument(
+            "--fit-threshold",
+            type=int,
+            choices=range(1, 6),
+            help="reject items whose fit score (#### S ####) is below this (default 3)",
+        )
 
     def synth(parser) -> None:
         parser.add_argument("--speech", help="speech backend (default espeak)")
@@ -245,20 +303,33 @@ def add_build_parser(sub) -> None:
         parser.add_argument("--push-to-hub", help="also push the dataset to this Hugging Face repo id")
 
     pool(stage("select", "pick base media candidates per template from a pool and process them"), True)
-    generate_options(stage("generate", "the generator LLM writes one item per candidate (App. I); "
-                                       "rule breaks are rejected with the reason"))
-    model(stage("classify", "type each item's audio TTS or SFX (LLM; --classifier rules for the "
-                            "deterministic fallback)"), "classifier", "audio-typing")
+    generate_options(
+        stage(
+            "generate",
+            "the generator LLM writes one item per candidate (App. I); rule breaks are rejected with the reason",
+        )
+    )
+    model(
+        stage("classify", "type each item's audio TTS or SFX (LLM; --classifier rules for the deterministic fallback)"),
+        "classifier",
+        "audio-typing",
+    )
     synth(stage("synthesize", "synthesize each item's speech / sound effect / image"))
-    model(stage("audit", "the auditor judges each item with its real media: ACCEPT/REJECT, difficulty 1-10"),
-          "auditor", "auditor")
+    model(
+        stage("audit", "the auditor judges each item with its real media: ACCEPT/REJECT, difficulty 1-10"),
+        "auditor",
+        "auditor",
+    )
     sampling_parser = stage("sample", "write the stratified human-evaluation sheet (App. E)", templates=False)
     sampling(sampling_parser)
     sampling_parser.add_argument("--seed", type=int, help="sampling seed (default 0)")
     answers = stage("import-answers", "read a filled human-evaluation sheet back into the items", templates=False)
     answers.add_argument("sheet", help="the filled sheet (CSV)")
-    export(stage("export", "export accepted items as a datasets dataset, with the funnel report and Fig. 7",
-                 templates=False))
+    export(
+        stage(
+            "export", "export accepted items as a datasets dataset, with the funnel report and Fig. 7", templates=False
+        )
+    )
     everything = stage("all", "run every stage in order (resumes a killed build)")
     pool(everything, False)
     generate_options(everything)
@@ -279,7 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     templates.set_defaults(func=cmd_templates)
 
     check = sub.add_parser("check", help="validate a source's items and media; list every problem by sample")
-    check.add_argument("source", nargs="?", help="demo, a folder, items.jsonl/.parquet or hf:... (default $C3PO_SOURCE)")
+    check.add_argument(
+        "source", nargs="?", help="demo, a folder, items.jsonl/.parquet or hf:... (default $C3PO_SOURCE)"
+    )
     check.set_defaults(func=cmd_check)
 
     tasks = sub.add_parser("tasks", help="check (default) or --write the generated lmms-eval task folder")
@@ -289,8 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     judge = sub.add_parser("judge", help="re-grade finished runs with a judge; writes a verdict file")
     judge.add_argument("runs", nargs="+", help="lmms-eval --output_path folders")
-    judge.add_argument("--judge", required=True,
-                       help="embedding | exact | lmms:<model>[:<model_args>] | gemini:<model>[,base_url=...]")
+    judge.add_argument(
+        "--judge", required=True, help="embedding | exact | lmms:<model>[:<model_args>] | gemini:<model>[,base_url=...]"
+    )
     judge.add_argument("-o", "--output", required=True, help="verdict file (JSONL)")
     judge.set_defaults(func=cmd_judge)
 
@@ -298,8 +372,11 @@ def build_parser() -> argparse.ArgumentParser:
     agree.add_argument("a")
     agree.add_argument("b")
     agree.add_argument("--json", action="store_true")
-    agree.add_argument("--include-exact", action="store_true",
-                       help="count exact-match trials as YES by both judges (agreement on final grades)")
+    agree.add_argument(
+        "--include-exact",
+        action="store_true",
+        help="count exact-match trials as YES by both judges (agreement on final grades)",
+    )
     agree.set_defaults(func=cmd_agreement)
 
     report = sub.add_parser("report", help="tables and plots from lmms-eval output folders")

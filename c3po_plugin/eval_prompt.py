@@ -10,8 +10,8 @@ what each attachment is.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from faultline_eval.core.media import describe_frame_times
 

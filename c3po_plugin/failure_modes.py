@@ -30,7 +30,7 @@ split of §4.3 (86-95 % dominance across the paper's cohort).
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from faultline_eval.judges.matching import exact_match, normalize, token_f1
 
@@ -44,8 +44,12 @@ LABELS = {
     "incomplete_fusion": "incomplete fusion",
     "other": "other",
 }
-_FAMILY = {"audio": "audio_dominance", "image": "visual_dominance", "video": "visual_dominance",
-           "text": "text_dominance"}
+_FAMILY = {
+    "audio": "audio_dominance",
+    "image": "visual_dominance",
+    "video": "visual_dominance",
+    "text": "text_dominance",
+}
 #: Token-overlap F1 at or above which an answer counts as repeating a distractor.
 CLOSE_F1 = 0.6
 

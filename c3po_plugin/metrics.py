@@ -32,10 +32,23 @@ from c3po_plugin.failure_modes import DOMINANCE, MODES
 from c3po_plugin.templates import CATEGORIES, TIERS, registry
 from faultline_eval.core.accuracy import mean_of_sample_scores, worst_repeat_accuracy
 from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT, grouped_intervals
-from c3po_plugin.templates import registry
 
-TRIAL_COLUMNS = ("model", "sample_id", "template_id", "category", "tier", "run", "correct", "invalid", "exact",
-                 "judged", "judge_error", "failure_mode", "human_correct", "difficulty")
+TRIAL_COLUMNS = (
+    "model",
+    "sample_id",
+    "template_id",
+    "category",
+    "tier",
+    "run",
+    "correct",
+    "invalid",
+    "exact",
+    "judged",
+    "judge_error",
+    "failure_mode",
+    "human_correct",
+    "difficulty",
+)
 #: Categories of replies with no gradable answer (the task counts each as a metric).
 INVALID = ("api_failure", "empty", "refusal")
 HUMAN = "Human"
@@ -62,12 +75,21 @@ def per_sample(trials: pd.DataFrame) -> pd.DataFrame:
     (exact match as the only grader, over all trials), ``trials`` and ``valid`` (gradable
     trials), and the item's template, category, tier, difficulty (those the table has).
     The one definition of a sample's score: the report and the task's aggregations use it."""
-    t = trials.assign(valid=trials["correct"].notna(), strict=trials["correct"].fillna(0.0).astype(float),
-                      exact_only=trials["exact"].fillna(0).astype(float))
+    t = trials.assign(
+        valid=trials["correct"].notna(),
+        strict=trials["correct"].fillna(0.0).astype(float),
+        exact_only=trials["exact"].fillna(0).astype(float),
+    )
     g = t.groupby(["model", "sample_id"], sort=True, observed=True)
     item = {c: (c, "first") for c in ("template_id", "category", "tier", "difficulty") if c in t}
-    out = g.agg(**item, score=("strict", "mean"), score_gradable=("correct", "mean"),
-                exact=("exact_only", "mean"), trials=("valid", "size"), valid=("valid", "sum"))
+    out = g.agg(
+        **item,
+        score=("strict", "mean"),
+        score_gradable=("correct", "mean"),
+        exact=("exact_only", "mean"),
+        trials=("valid", "size"),
+        valid=("valid", "sum"),
+    )
     return out.reset_index()
 
 
@@ -94,16 +116,25 @@ def human_trials(trials: pd.DataFrame) -> pd.DataFrame:
     else:
         has = trials["human_answer"].notna() if "human_answer" in trials else trials["human_correct"].notna()
     h = trials[has]
-    return h.assign(model=HUMAN, correct=h["human_correct"].astype(float), exact=np.nan, invalid=None,
-                    judged=False, judge_error=h["human_correct"].isna(), failure_mode=None)
+    return h.assign(
+        model=HUMAN,
+        correct=h["human_correct"].astype(float),
+        exact=np.nan,
+        invalid=None,
+        judged=False,
+        judge_error=h["human_correct"].isna(),
+        failure_mode=None,
+    )
 
 
 def _grouped(samples: pd.DataFrame) -> pd.DataFrame:
     """Per-sample rows repeated once per level they count in, with ``level`` and ``group``."""
-    parts = [samples.assign(level="template", group=samples["template_id"]),
-             samples.assign(level="cell", group=[cell_name(c, t) for c, t in zip(samples["category"], samples["tier"])]),
-             samples.assign(level="category", group=samples["category"].str.upper()),
-             samples.assign(level="overall", group=OVERALL)]
+    parts = [
+        samples.assign(level="template", group=samples["template_id"]),
+        samples.assign(level="cell", group=[cell_name(c, t) for c, t in zip(samples["category"], samples["tier"])]),
+        samples.assign(level="category", group=samples["category"].str.upper()),
+        samples.assign(level="overall", group=OVERALL),
+    ]
     return pd.concat(parts, ignore_index=True)
 
 
@@ -116,16 +147,22 @@ def accuracy(trials: pd.DataFrame, *, b: int = B_DEFAULT, seed: int = SEED_DEFAU
     both = pd.concat([trials, human_trials(trials)], ignore_index=True)
     grouped = _grouped(per_sample(both))
     keys = ["model", "level", "group"]
-    acc = grouped_intervals(grouped, keys, "score", b=b, seed=seed).rename(columns={"score": "accuracy", "n": "n_samples"})
+    acc = grouped_intervals(grouped, keys, "score", b=b, seed=seed).rename(
+        columns={"score": "accuracy", "n": "n_samples"}
+    )
     by = grouped.groupby(keys, observed=True)
-    extra = pd.DataFrame({"accuracy_gradable": by["score_gradable"].mean(), "n_gradable": by["score_gradable"].count(),
-                          "exact_accuracy": by["exact"].mean()})
+    extra = pd.DataFrame(
+        {
+            "accuracy_gradable": by["score_gradable"].mean(),
+            "n_gradable": by["score_gradable"].count(),
+            "exact_accuracy": by["exact"].mean(),
+        }
+    )
     out = acc.join(extra).reset_index()
     out["n_samples"] = out["n_samples"].astype(int)
     out["n_gradable"] = out["n_gradable"].astype(int)
     out.loc[out["model"] == HUMAN, "exact_accuracy"] = np.nan
-    order = out.assign(_h=out["model"] == HUMAN, _l=out["level"].map(LEVELS.index),
-                       _g=out["group"].map(group_rank))
+    order = out.assign(_h=out["model"] == HUMAN, _l=out["level"].map(LEVELS.index), _g=out["group"].map(group_rank))
     return out.loc[order.sort_values(["_h", "model", "_l", "_g"]).index].reset_index(drop=True)
 
 
@@ -146,13 +183,21 @@ def tier_table(acc: pd.DataFrame) -> pd.DataFrame:
 def coverage(trials: pd.DataFrame) -> pd.DataFrame:
     """Per (model, category) and per model (category ``"all"``): trials, gradable trials,
     ``coverage`` (their share), invalid counts by kind, exact matches, judge decisions and errors."""
-    t = trials.assign(valid=trials["correct"].notna(), exact_hit=trials["exact"].fillna(0).astype(bool),
-                      **{f"invalid_{k}": trials["invalid"] == k for k in INVALID})
+    t = trials.assign(
+        valid=trials["correct"].notna(),
+        exact_hit=trials["exact"].fillna(0).astype(bool),
+        **{f"invalid_{k}": trials["invalid"] == k for k in INVALID},
+    )
     both = pd.concat([t, t.assign(category="all")], ignore_index=True)
     g = both.groupby(["model", "category"], observed=True)
-    out = g.agg(trials=("valid", "size"), valid_trials=("valid", "sum"), exact_matches=("exact_hit", "sum"),
-                judge_decisions=("judged", "sum"), judge_errors=("judge_error", "sum"),
-                **{f"invalid_{k}": (f"invalid_{k}", "sum") for k in INVALID}).reset_index()
+    out = g.agg(
+        trials=("valid", "size"),
+        valid_trials=("valid", "sum"),
+        exact_matches=("exact_hit", "sum"),
+        judge_decisions=("judged", "sum"),
+        judge_errors=("judge_error", "sum"),
+        **{f"invalid_{k}": (f"invalid_{k}", "sum") for k in INVALID},
+    ).reset_index()
     out["coverage"] = out["valid_trials"] / out["trials"]
     counts = [c for c in out.columns if c not in ("model", "category", "coverage")]
     out[counts] = out[counts].astype(int)
@@ -176,8 +221,14 @@ def failure_modes(trials: pd.DataFrame, *, pooled: str | None = COHORT) -> pd.Da
     wrong = t[(t["correct"] == 0) & t["invalid"].isna()]
     wrong = wrong.assign(failure_mode=wrong["failure_mode"].fillna("other"))
     index = pd.MultiIndex.from_frame(t[["model", "template_id"]].drop_duplicates())
-    counts = (wrong.groupby(["model", "template_id", "failure_mode"]).size().unstack("failure_mode")
-              .reindex(index=index, columns=list(MODES)).fillna(0).astype(int))
+    counts = (
+        wrong.groupby(["model", "template_id", "failure_mode"])
+        .size()
+        .unstack("failure_mode")
+        .reindex(index=index, columns=list(MODES))
+        .fillna(0)
+        .astype(int)
+    )
     counts.columns.name = None
     counts.insert(0, "wrong", counts.sum(axis=1))
     counts["dominance"] = counts[list(DOMINANCE)].sum(axis=1)
@@ -189,8 +240,7 @@ def failure_modes(trials: pd.DataFrame, *, pooled: str | None = COHORT) -> pd.Da
         sums = out.groupby("template_id", sort=False)[["wrong", *MODES, "dominance"]].sum()
         means = out.groupby("template_id", sort=False)[shares].mean()  # NaN shares (nothing wrong) skipped
         out = pd.concat([out, sums.join(means).reset_index().assign(model=pooled)], ignore_index=True)
-    order = out.assign(_p=out["model"] == pooled, _a=out["template_id"] == "all",
-                       _t=out["template_id"].map(group_rank))
+    order = out.assign(_p=out["model"] == pooled, _a=out["template_id"] == "all", _t=out["template_id"].map(group_rank))
     return out.loc[order.sort_values(["_p", "model", "_a", "_t"]).index].reset_index(drop=True)
 
 
@@ -210,9 +260,15 @@ def overall(acc: pd.DataFrame, cov: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for model in models_of(acc):
         o = a.loc[(model, "overall", OVERALL)]
-        row = {"model": model, "accuracy": o["accuracy"], "ci_low": o["ci_low"], "ci_high": o["ci_high"],
-               "n_samples": int(o["n_samples"]), "accuracy_gradable": o["accuracy_gradable"],
-               "exact_accuracy": o["exact_accuracy"]}
+        row = {
+            "model": model,
+            "accuracy": o["accuracy"],
+            "ci_low": o["ci_low"],
+            "ci_high": o["ci_high"],
+            "n_samples": int(o["n_samples"]),
+            "accuracy_gradable": o["accuracy_gradable"],
+            "exact_accuracy": o["exact_accuracy"],
+        }
         for category in CATEGORIES:
             key = (model, "category", category.upper())
             row[f"{category}_accuracy"] = a.loc[key, "accuracy"] if key in a.index else np.nan

@@ -14,7 +14,7 @@ _checkout = Path(__file__).resolve().parent.parent
 if (_checkout / "setup.cfg").is_file() and (_checkout / "model_wrappers").is_dir():
     # Imported from a source checkout (the current directory is on sys.path, e.g. under
     # `python -m lmms_eval`): there tasks/ and model_wrappers/ sit beside this folder, not in it.
-    __path__.append(str(_checkout))  # noqa: F821  (a package's __path__)
+    __path__.append(str(_checkout))
 
 try:
     __version__ = _version("faultline-eval")

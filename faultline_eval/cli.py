@@ -21,7 +21,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, records_of, report

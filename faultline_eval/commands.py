@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from faultline_eval.cli import main as evaluate
 from faultline_eval.core.offline import use_offline_defaults
@@ -22,11 +22,15 @@ COMMANDS: dict[str, str] = {"probe": "c3po_plugin.mechanistic.cli", "view": "fau
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="faultline", description="faultline-eval: where omni-modal models break. "
-                                     "`faultline eval ...` runs lmms-eval's evaluation (as faultline-eval).")
+    parser = argparse.ArgumentParser(
+        prog="faultline",
+        description="faultline-eval: where omni-modal models break. "
+        "`faultline eval ...` runs lmms-eval's evaluation (as faultline-eval).",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    sub.add_parser("eval", help="lmms-eval's evaluation with an honest exit status (faultline-eval's flags)",
-                   add_help=False)
+    sub.add_parser(
+        "eval", help="lmms-eval's evaluation with an honest exit status (faultline-eval's flags)", add_help=False
+    )
     for module in COMMANDS.values():
         importlib.import_module(module).add_parser(sub)
     return parser

@@ -43,9 +43,11 @@ class CanaryResult:
         return self.changed_by_silence > 0 and self.changed_by_swap > 0
 
     def summary(self) -> str:
-        return (f"{self.changed_by_silence}/{self.answered} replies change with silence, "
-                f"{self.changed_by_swap}/{self.answered} with the audio swapped between items "
-                f"({self.items} items)" + (f"; {self.detail}" if self.detail else ""))
+        return (
+            f"{self.changed_by_silence}/{self.answered} replies change with silence, "
+            f"{self.changed_by_swap}/{self.answered} with the audio swapped between items "
+            f"({self.items} items)" + (f"; {self.detail}" if self.detail else "")
+        )
 
 
 def audio_clip(messages: list[dict]) -> dict | None:
@@ -61,8 +63,10 @@ def audio_clip(messages: list[dict]) -> dict | None:
 
 def with_audio(messages: list[dict], clip: dict) -> list[dict]:
     """``messages`` with their audio part's clip replaced by ``clip``."""
-    return [{**m, "content": [{**p, "url": clip} if p.get("type") == "audio" else p for p in m.get("content", [])]}
-            for m in messages]
+    return [
+        {**m, "content": [{**p, "url": clip} if p.get("type") == "audio" else p for p in m.get("content", [])]}
+        for m in messages
+    ]
 
 
 def run_canary(requests: list[list[dict]], ask: Callable[[list[dict]], Any], *, concurrency: int = 4) -> CanaryResult:
@@ -74,15 +78,17 @@ def run_canary(requests: list[list[dict]], ask: Callable[[list[dict]], Any], *, 
     asked = []
     for i, messages in enumerate(requests):
         clip, donor = clips[i], clips[(i + 1) % len(requests)]
-        silence = {"array": np.zeros_like(np.asarray(clip["array"], dtype=np.float32)),
-                   "sampling_rate": clip["sampling_rate"]}
+        silence = {
+            "array": np.zeros_like(np.asarray(clip["array"], dtype=np.float32)),
+            "sampling_rate": clip["sampling_rate"],
+        }
         asked += [messages, with_audio(messages, silence), with_audio(messages, donor)]
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         replies = list(pool.map(ask, asked))
     silence_changed = swap_changed = answered = 0
     failures = []
     for i in range(len(requests)):
-        original, silent, swapped = replies[3 * i: 3 * i + 3]
+        original, silent, swapped = replies[3 * i : 3 * i + 3]
         failed = [r for r in (original, silent, swapped) if r.failure == "api_failure"]
         if failed:
             failures.append(failed[0].detail)
@@ -90,5 +96,10 @@ def run_canary(requests: list[list[dict]], ask: Callable[[list[dict]], Any], *, 
         answered += 1
         silence_changed += silent.text != original.text
         swap_changed += swapped.text != original.text
-    return CanaryResult(len(requests), silence_changed, swap_changed, answered,
-                        f"{len(failures)} item(s) unanswered: {failures[0]}" if failures else "")
+    return CanaryResult(
+        len(requests),
+        silence_changed,
+        swap_changed,
+        answered,
+        f"{len(failures)} item(s) unanswered: {failures[0]}" if failures else "",
+    )

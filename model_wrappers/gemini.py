@@ -39,15 +39,29 @@ from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expe
 class GeminiChat(RemoteChat):
     name = "sceval_gemini"
 
-    def __init__(self, model_version: str = "gemini-2.5-flash", base_url: str | None = None,
-                 max_concurrency: int = 4, max_retries: int = 4, timeout: float = 120.0,
-                 initial_backoff: float = 1.0, max_backoff: float = 60.0, max_output_tokens: int = 1024,
-                 json_mode: Any = True, store: str | None = None, image_encoding: str = DEFAULT_IMAGE_ENCODING,
-                 build_workers: int | None = None, lookahead: int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        model_version: str = "gemini-2.5-flash",
+        base_url: str | None = None,
+        max_concurrency: int = 4,
+        max_retries: int = 4,
+        timeout: float = 120.0,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        max_output_tokens: int = 1024,
+        json_mode: Any = True,
+        store: str | None = None,
+        image_encoding: str = DEFAULT_IMAGE_ENCODING,
+        build_workers: int | None = None,
+        lookahead: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__()
         if "api_key" in kwargs:
-            raise ValueError("sceval_gemini: pass the API key in the environment (GEMINI_API_KEY), not in "
-                             "--model_args, which lmms-eval writes into its results")
+            raise ValueError(
+                "sceval_gemini: pass the API key in the environment (GEMINI_API_KEY), not in "
+                "--model_args, which lmms-eval writes into its results"
+            )
         check_model_args(self.name, type(self), kwargs)
         self.model_version = str(model_version)
         self.set_pipeline(max_concurrency, build_workers, lookahead)
@@ -55,10 +69,18 @@ class GeminiChat(RemoteChat):
         self.json_mode = flag(json_mode, "json_mode")
         self.image_encoding = check_image_encoding(image_encoding, "sceval_gemini", IMAGE_ENCODINGS)
         # Finished replies persist (default $SCEVAL_CACHE/replies/gemini-<model>.jsonl; store=none: off).
-        self._client = GeminiClient(self.model_version, base_url=base_url, max_retries=max_retries, timeout=timeout,
-                                    initial_backoff=initial_backoff, max_backoff=max_backoff, who="sceval_gemini")
-        self._client.store = open_store(store, f"gemini-{self.model_version}", "sceval_gemini",
-                                        "those requests are not sent again")
+        self._client = GeminiClient(
+            self.model_version,
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
+            who="sceval_gemini",
+        )
+        self._client.store = open_store(
+            store, f"gemini-{self.model_version}", "sceval_gemini", "those requests are not sent again"
+        )
 
     def _build(self, request: Any) -> dict:
         doc = self.doc(request)
@@ -68,13 +90,27 @@ class GeminiChat(RemoteChat):
         key = None
         if self._client.store is not None:
             text = "\n".join(p.text or "" for p in contents[0].parts if getattr(p, "text", None))
-            key = request_key(self.model_version, fingerprint_of(doc["dataset"]), doc["row_id"], system, text,
-                              wants_json, *keyed)
-        return {"row_id": doc["row_id"], "contents": contents, "system": system, "json": wants_json, "key": key,
-                "temperature": temperature, "max_tokens": budget}
+            key = request_key(
+                self.model_version, fingerprint_of(doc["dataset"]), doc["row_id"], system, text, wants_json, *keyed
+            )
+        return {
+            "row_id": doc["row_id"],
+            "contents": contents,
+            "system": system,
+            "json": wants_json,
+            "key": key,
+            "temperature": temperature,
+            "max_tokens": budget,
+        }
 
     def _send(self, built: dict) -> str:
-        reply = self._client.generate(built["contents"], system=built["system"], temperature=built["temperature"],
-                                      max_output_tokens=built["max_tokens"], json_mode=built["json"],
-                                      store_key=built["key"], row_id=built["row_id"])
+        reply = self._client.generate(
+            built["contents"],
+            system=built["system"],
+            temperature=built["temperature"],
+            max_output_tokens=built["max_tokens"],
+            json_mode=built["json"],
+            store_key=built["key"],
+            row_id=built["row_id"],
+        )
         return reply.text

@@ -95,36 +95,60 @@ def parse_response(response: Any) -> tuple[str, str | None, str]:
 
 
 class GeminiClient(RequestLifecycle):
-    def __init__(self, model_version: str, *, base_url: str | None = None, max_retries: int = 4,
-                 timeout: float = 120.0, initial_backoff: float = 1.0, max_backoff: float = 60.0,
-                 store: Any = None, who: str = "gemini") -> None:
+    def __init__(
+        self,
+        model_version: str,
+        *,
+        base_url: str | None = None,
+        max_retries: int = 4,
+        timeout: float = 120.0,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        store: Any = None,
+        who: str = "gemini",
+    ) -> None:
         from google import genai
         from google.genai import types
 
-        super().__init__(max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff,
-                         store=store)
+        super().__init__(max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff, store=store)
         self.model_version = str(model_version)
-        options = types.HttpOptions(base_url=base_url or None, timeout=int(float(timeout) * 1000),
-                                    retry_options=types.HttpRetryOptions(attempts=1))  # we retry, and count
+        options = types.HttpOptions(
+            base_url=base_url or None,
+            timeout=int(float(timeout) * 1000),
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )  # we retry, and count
         self._client = genai.Client(api_key=api_key(who), http_options=options)
         self._types = types
 
-    def generate(self, contents: list, *, system: str | None = None, temperature: float = 0.0,
-                 max_output_tokens: int = 1024, json_mode: bool = False, response_schema: dict | None = None,
-                 store_key: str | None = None, row_id: str | None = None) -> Reply:
+    def generate(
+        self,
+        contents: list,
+        *,
+        system: str | None = None,
+        temperature: float = 0.0,
+        max_output_tokens: int = 1024,
+        json_mode: bool = False,
+        response_schema: dict | None = None,
+        store_key: str | None = None,
+        row_id: str | None = None,
+    ) -> Reply:
         """One request, answered from the store when ``store_key`` is there already; the task of
         ``row_id`` (an lmms-eval doc's) is told its latency, retries and failure category."""
         from google.genai import errors
 
         config = self._types.GenerateContentConfig(
-            system_instruction=system, temperature=temperature, max_output_tokens=max_output_tokens,
+            system_instruction=system,
+            temperature=temperature,
+            max_output_tokens=max_output_tokens,
             response_mime_type="application/json" if json_mode or response_schema else None,
-            response_json_schema=response_schema)
+            response_json_schema=response_schema,
+        )
 
         def attempt() -> Answer:
             try:
-                response = self._client.models.generate_content(model=self.model_version, contents=contents,
-                                                                config=config)
+                response = self._client.models.generate_content(
+                    model=self.model_version, contents=contents, config=config
+                )
             except errors.APIError as exc:
                 detail = f"HTTP {exc.code}: {str(exc.message or '')[:200]}"
                 raise (RetryableError if exc.code in RETRYABLE_STATUS else FatalError)(detail) from exc
@@ -132,8 +156,13 @@ class GeminiClient(RequestLifecycle):
                 raise RetryableError(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
             text, failure, detail = parse_response(response)
             usage = getattr(response, "usage_metadata", None)
-            return Answer(text, failure, detail, input_tokens=int(getattr(usage, "prompt_token_count", 0) or 0),
-                          output_tokens=int(getattr(usage, "candidates_token_count", 0) or 0)
-                          + int(getattr(usage, "thoughts_token_count", 0) or 0))
+            return Answer(
+                text,
+                failure,
+                detail,
+                input_tokens=int(getattr(usage, "prompt_token_count", 0) or 0),
+                output_tokens=int(getattr(usage, "candidates_token_count", 0) or 0)
+                + int(getattr(usage, "thoughts_token_count", 0) or 0),
+            )
 
         return self.send(attempt, store_key, row_id)

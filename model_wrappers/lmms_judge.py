@@ -44,8 +44,10 @@ ID_ARGS = ("pretrained", "model_version", "model", "model_name")
 # the system text (the judge's, or a build stage's prompt).
 def doc_to_messages(doc: dict) -> list[dict]:
     media = c3po_task.media_content(doc["item"]) if doc["item"] is not None else []
-    return [{"role": "system", "content": [{"type": "text", "text": doc["system"]}]},
-            {"role": "user", "content": media + [{"type": "text", "text": doc["text"]}]}]
+    return [
+        {"role": "system", "content": [{"type": "text", "text": doc["system"]}]},
+        {"role": "user", "content": media + [{"type": "text", "text": doc["text"]}]},
+    ]
 
 
 def doc_to_visual(doc: dict) -> list:
@@ -95,8 +97,11 @@ def generate(model: Any, docs: list[dict], gen_kwargs: dict, task: str = TASK) -
     for doc_id, doc in enumerate(docs):
         legend = c3po_task.attachment_legend(doc["item"]) + "\n" if doc["item"] is not None else ""
         context = f"{doc['system']}\n\n{legend}{doc['text']}"
-        args = ((context, dict(gen_kwargs), doc_to_visual, doc_id, task, SPLIT) if simple
-                else (context, doc_to_messages, dict(gen_kwargs), doc_id, task, SPLIT))
+        args = (
+            (context, dict(gen_kwargs), doc_to_visual, doc_id, task, SPLIT)
+            if simple
+            else (context, doc_to_messages, dict(gen_kwargs), doc_id, task, SPLIT)
+        )
         metadata = {"task": task, "doc_id": doc_id, "repeats": 1}
         instances.append(Instance("generate_until", args, idx=0, metadata=metadata))
     try:
@@ -113,8 +118,16 @@ def generate(model: Any, docs: list[dict], gen_kwargs: dict, task: str = TASK) -
 
 
 class LmmsJudge:
-    def __init__(self, model: str, model_args: str = "", model_instance: Any = None, *, media: bool = True,
-                 max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, thinking: bool | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        model_args: str = "",
+        model_instance: Any = None,
+        *,
+        media: bool = True,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        thinking: bool | None = None,
+    ) -> None:
         from lmms_eval.utils import simple_parse_args_string
 
         args = simple_parse_args_string(model_args) if model_args else {}
@@ -144,23 +157,38 @@ class LmmsJudge:
         """Build from a spec's model name and arguments, ``judge_*`` settings included."""
         args, settings = split_judge_settings(model_args)
         thinking = settings.get("judge_thinking", "auto")
-        return cls(model, args, media=flag(settings.get("judge_media", "true"), "judge setting judge_media"),
-                   max_new_tokens=int(settings.get("judge_max_new_tokens", DEFAULT_MAX_NEW_TOKENS)),
-                   thinking=None if thinking.lower() == "auto" else flag(thinking, "judge setting judge_thinking"))
+        return cls(
+            model,
+            args,
+            media=flag(settings.get("judge_media", "true"), "judge setting judge_media"),
+            max_new_tokens=int(settings.get("judge_max_new_tokens", DEFAULT_MAX_NEW_TOKENS)),
+            thinking=None if thinking.lower() == "auto" else flag(thinking, "judge setting judge_thinking"),
+        )
 
     def judge(self, requests: Sequence[JudgeRequest]) -> list[Verdict]:
         verdicts: list[Verdict | None] = [None] * len(requests)
         docs, asked = [], []
         for i, request in enumerate(requests):
             if self.sees_media and request.item is None:
-                verdicts[i] = Verdict(None, self.judge_id, error=f"media_unavailable: sample {request.sample_id!r}: "
-                                      "the judge shows media but the request carries no item")
+                verdicts[i] = Verdict(
+                    None,
+                    self.judge_id,
+                    error=f"media_unavailable: sample {request.sample_id!r}: "
+                    "the judge shows media but the request carries no item",
+                )
                 continue
             self._counter += 1
-            docs.append({"row_id": f"{TASK}/{request.sample_id}/{self._counter}", "dataset": TASK,
-                         "text": user_text(request, with_media=self.sees_media), "expects_json": False,
-                         "system": system_prompt(request.scale), "scale": request.scale,
-                         "item": request.item if self.sees_media else None})
+            docs.append(
+                {
+                    "row_id": f"{TASK}/{request.sample_id}/{self._counter}",
+                    "dataset": TASK,
+                    "text": user_text(request, with_media=self.sees_media),
+                    "expects_json": False,
+                    "system": system_prompt(request.scale),
+                    "scale": request.scale,
+                    "item": request.item if self.sees_media else None,
+                }
+            )
             asked.append(i)
         if not docs:
             return verdicts  # type: ignore[return-value]

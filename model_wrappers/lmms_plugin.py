@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from faultline_eval.core import telemetry
 from faultline_eval.core.registry import close_matches
@@ -41,8 +41,10 @@ def manifests() -> list:
         ),
         # The offline generator / audio typer / auditor of `c3po build` (demo-quality items).
         # layer 4: it answers the construction stages' prompts, so it lives with them (named, not imported)
-        ModelManifest(model_id="c3po_build_reference",
-                      chat_class_path="c3po_plugin.construction.reference_model.BuildReferenceChat"),
+        ModelManifest(
+            model_id="c3po_build_reference",
+            chat_class_path="c3po_plugin.construction.reference_model.BuildReferenceChat",
+        ),
         ModelManifest(model_id="sceval_gemini", chat_class_path=f"{PACKAGE}.gemini.GeminiChat"),
         # OpenAI-compatible endpoints (vLLM, vLLM-Omni) with the audio sent and checked (README, "Serving with vLLM").
         ModelManifest(model_id="sceval_openai", chat_class_path=f"{PACKAGE}.openai_chat.OpenAIChat"),
@@ -110,8 +112,10 @@ def our_task_dirs() -> list[Path]:
         except PluginError:  # only raised when strict mode (<PROJECT>_STRICT_PLUGINS) asks for it
             raise
         except Exception as exc:  # a broken third-party plugin must not break lmms-eval itself
-            logger.error(f"faultline-eval: {protocol} plugin tasks unavailable ({type(exc).__name__}: {exc}); "
-                         f"only the built-in {protocol} tasks are indexed")
+            logger.error(
+                f"faultline-eval: {protocol} plugin tasks unavailable ({type(exc).__name__}: {exc}); "
+                f"only the built-in {protocol} tasks are indexed"
+            )
             ours.append(TASKS_DIR / protocol)
     return ours
 
@@ -149,8 +153,9 @@ def our_task_names(dirs: Iterable[Path] | None = None) -> set[str]:
     return names
 
 
-def check_task_names(requested: Iterable[str], known: Iterable[str] | None = None,
-                     namespaces: tuple[str, ...] = NAMESPACES) -> None:
+def check_task_names(
+    requested: Iterable[str], known: Iterable[str] | None = None, namespaces: tuple[str, ...] = NAMESPACES
+) -> None:
     """Raise :class:`UnknownTaskError` naming each requested name in ``namespaces`` that is not in
     ``known`` (default: :func:`our_task_names`), with its close matches. Wildcards and YAML paths
     (which lmms-eval also accepts) are left to lmms-eval."""
@@ -165,6 +170,8 @@ def check_task_names(requested: Iterable[str], known: Iterable[str] | None = Non
     for name in missing:
         close = close_matches(name, known, cutoff=0.8)  # task names share long prefixes: only near-misses
         parts.append(f"{name}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
-    raise UnknownTaskError(f"unknown task name{'s' if len(parts) > 1 else ''}: {'; '.join(parts)}. "
-                           "`sceval conditions` lists the SCEval tasks; `lmms-eval --tasks list` (with --model) lists "
-                           "all.")
+    raise UnknownTaskError(
+        f"unknown task name{'s' if len(parts) > 1 else ''}: {'; '.join(parts)}. "
+        "`sceval conditions` lists the SCEval tasks; `lmms-eval --tasks list` (with --model) lists "
+        "all."
+    )

@@ -22,8 +22,12 @@ import io
 from typing import Any
 
 #: name -> (zlib level of the unfiltered PNG writer, or a Pillow format), MIME type
-IMAGE_ENCODINGS = {"png": ("PNG", "image/png"), "png-fast": (1, "image/png"), "png-stored": (0, "image/png"),
-                   "bmp": ("BMP", "image/bmp")}
+IMAGE_ENCODINGS = {
+    "png": ("PNG", "image/png"),
+    "png-fast": (1, "image/png"),
+    "png-stored": (0, "image/png"),
+    "bmp": ("BMP", "image/bmp"),
+}
 
 
 def check_image_encoding(name: str, who: str, allowed: tuple[str, ...] = tuple(IMAGE_ENCODINGS)) -> str:
@@ -41,14 +45,26 @@ def encode_image(image: Any, encoding: str = "png") -> tuple[bytes, str]:
         import numpy as np
 
         # OpenCV's libpng with the row filter fixed to None: Pillow has no such setting
-        ok, data = cv2.imencode(".png", np.asarray(image)[..., ::-1], [  # OpenCV wants BGR
-            cv2.IMWRITE_PNG_COMPRESSION, writer, cv2.IMWRITE_PNG_FILTER, cv2.IMWRITE_PNG_FILTER_NONE,
-            cv2.IMWRITE_PNG_ZLIBBUFFER_SIZE, 1 << 20])  # one deflate buffer per frame: 8 KB ones cost ~25 %
+        ok, data = cv2.imencode(
+            ".png",
+            np.asarray(image)[..., ::-1],
+            [  # OpenCV wants BGR
+                cv2.IMWRITE_PNG_COMPRESSION,
+                writer,
+                cv2.IMWRITE_PNG_FILTER,
+                cv2.IMWRITE_PNG_FILTER_NONE,
+                cv2.IMWRITE_PNG_ZLIBBUFFER_SIZE,
+                1 << 20,
+            ],
+        )  # one deflate buffer per frame: 8 KB ones cost ~25 %
         if ok:
             return data.tobytes(), mime
     buffer = io.BytesIO()  # Pillow's writers take any mode losslessly
-    image.save(buffer, format="PNG" if isinstance(writer, int) else writer,
-               **({"compress_level": writer} if isinstance(writer, int) else {}))
+    image.save(
+        buffer,
+        format="PNG" if isinstance(writer, int) else writer,
+        **({"compress_level": writer} if isinstance(writer, int) else {}),
+    )
     return buffer.getvalue(), mime
 
 
@@ -58,6 +74,11 @@ def encode_wav(audio: dict) -> bytes:
     import soundfile
 
     buffer = io.BytesIO()
-    soundfile.write(buffer, np.asarray(audio["array"], dtype=np.float32), int(audio["sampling_rate"]),
-                    format="WAV", subtype="PCM_16")
+    soundfile.write(
+        buffer,
+        np.asarray(audio["array"], dtype=np.float32),
+        int(audio["sampling_rate"]),
+        format="WAV",
+        subtype="PCM_16",
+    )
     return buffer.getvalue()

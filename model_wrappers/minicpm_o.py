@@ -33,11 +33,22 @@ class MiniCPMOAdapter:
 
     model_id = ""
 
-    def __init__(self, pretrained: str = "openbmb/MiniCPM-o-2_6", device: str | None = None,
-                 device_map: str | None = None, batch_size: int | str = 1, dtype: str = "auto",
-                 attn_implementation: str = "sdpa", init_vision: bool | str = True, init_audio: bool | str = True,
-                 init_tts: bool | str = False, max_num_frames: int | str = 64, max_new_tokens: int | str = 512,
-                 store: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        pretrained: str = "openbmb/MiniCPM-o-2_6",
+        device: str | None = None,
+        device_map: str | None = None,
+        batch_size: int | str = 1,
+        dtype: str = "auto",
+        attn_implementation: str = "sdpa",
+        init_vision: bool | str = True,
+        init_audio: bool | str = True,
+        init_tts: bool | str = False,
+        max_num_frames: int | str = 64,
+        max_new_tokens: int | str = 512,
+        store: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
@@ -50,18 +61,26 @@ class MiniCPMOAdapter:
         self.init_vision, self.init_audio = flag(init_vision, "init_vision"), flag(init_audio, "init_audio")
         self.init_tts = flag(init_tts, "init_tts")
         self._model = AutoModel.from_pretrained(
-            pretrained, trust_remote_code=True, attn_implementation=attn_implementation,
-            torch_dtype=getattr(torch, dtype), device_map=where.device_map,
-            init_vision=self.init_vision, init_audio=self.init_audio, init_tts=self.init_tts).eval()
+            pretrained,
+            trust_remote_code=True,
+            attn_implementation=attn_implementation,
+            torch_dtype=getattr(torch, dtype),
+            device_map=where.device_map,
+            init_vision=self.init_vision,
+            init_audio=self.init_audio,
+            init_tts=self.init_tts,
+        ).eval()
         self._tokenizer = AutoTokenizer.from_pretrained(pretrained, trust_remote_code=True)
         if self.init_tts and hasattr(self._model, "init_tts"):
             self._model.init_tts()
             self._model.tts.float()
         self._config = self._model.config
         if int(batch_size) > 1:
-            logger.warning(f"{self.model_id}: batch_size={batch_size} ignored: MiniCPM-o's chat() answers one "
-                           "conversation per call here (its batched form is not proven equal); requests go one "
-                           "at a time")
+            logger.warning(
+                f"{self.model_id}: batch_size={batch_size} ignored: MiniCPM-o's chat() answers one "
+                "conversation per call here (its batched form is not proven equal); requests go one "
+                "at a time"
+            )
         self.batch_size_per_gpu = 1
         self.use_cache = True
         self.max_num_frames = int(max_num_frames)
@@ -94,9 +113,11 @@ class MiniCPMOAdapter:
         content, has_audio = self._content(messages)
         temperature = float(gen_kwargs.get("temperature") or 0)
         chat_kwargs: dict[str, Any] = {
-            "msgs": [{"role": "user", "content": content}], "tokenizer": self._tokenizer,
+            "msgs": [{"role": "user", "content": content}],
+            "tokenizer": self._tokenizer,
             "sampling": temperature > 0,
-            "max_new_tokens": int(gen_kwargs.get("max_new_tokens") or self.default_max_new_tokens)}
+            "max_new_tokens": int(gen_kwargs.get("max_new_tokens") or self.default_max_new_tokens),
+        }
         if temperature > 0:
             chat_kwargs["temperature"] = temperature
             if gen_kwargs.get("top_p"):

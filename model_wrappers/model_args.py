@@ -59,20 +59,25 @@ def accepted_args(cls: type) -> list[str]:
         init = klass.__dict__.get("__init__")
         if init is None or not klass.__module__.startswith(PACKAGE):
             continue
-        names.update(p.name for p in list(inspect.signature(init).parameters.values())[1:]
-                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        names.update(
+            p.name
+            for p in list(inspect.signature(init).parameters.values())[1:]
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        )
     return sorted(names)
 
 
-def named_with_close_matches(unknown: list[str], known: list[str] | tuple[str, ...],
-                             options: tuple[str, ...] = LMMS_EVAL_OPTIONS) -> list[str]:
+def named_with_close_matches(
+    unknown: list[str], known: list[str] | tuple[str, ...], options: tuple[str, ...] = LMMS_EVAL_OPTIONS
+) -> list[str]:
     """Each unknown argument quoted, with its close matches among ``known`` (else the lmms-eval
     option among ``options`` it resembles): ``'pretrianed' (did you mean 'pretrained'?)``."""
     parts = []
     for name in unknown:
         option = close_matches(name, options, n=1)
-        hint = did_you_mean(name, known) or \
-            (f"did you mean lmms-eval's --{option[0]} option? it is not a model argument" if option else "")
+        hint = did_you_mean(name, known) or (
+            f"did you mean lmms-eval's --{option[0]} option? it is not a model argument" if option else ""
+        )
         parts.append(f"{name!r}" + (f" ({hint})" if hint else ""))
     return parts
 
@@ -97,4 +102,5 @@ def check_model_args(model: str, cls: type, leftover: dict[str, Any]) -> None:
         f"{model}: unknown model argument{'s' if len(parts) > 1 else ''} {', '.join(parts)}; "
         f"{model} takes {', '.join(ours) if ours else 'no model arguments of its own'} "
         f"(and lmms-eval's {', '.join(LMMS_EVAL_ARGS)}). Nothing was loaded or sent; pass "
-        f"{ALLOW_UNKNOWN}=true to run anyway with them ignored.")
+        f"{ALLOW_UNKNOWN}=true to run anyway with them ignored."
+    )

@@ -68,17 +68,34 @@ def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
 class OpenAIChat(RemoteChat):
     name = "sceval_openai"
 
-    def __init__(self, base_url: str = DEFAULT_BASE_URL, model: str | None = None, max_concurrency: int = 16,
-                 max_retries: int = 4, timeout: float = 300.0, initial_backoff: float = 1.0,
-                 max_backoff: float = 60.0, max_tokens: int = 1024, json_mode: Any = False,
-                 image_encoding: str = DEFAULT_IMAGE_ENCODING, frames_as: str = "images",
-                 audio_part: str = "input_audio", modalities: str | None = None, build_workers: int | None = None,
-                 lookahead: int | None = None, store: str | None = None, audio_canary: Any = True,
-                 canary_items: int = 4, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        base_url: str = DEFAULT_BASE_URL,
+        model: str | None = None,
+        max_concurrency: int = 16,
+        max_retries: int = 4,
+        timeout: float = 300.0,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        max_tokens: int = 1024,
+        json_mode: Any = False,
+        image_encoding: str = DEFAULT_IMAGE_ENCODING,
+        frames_as: str = "images",
+        audio_part: str = "input_audio",
+        modalities: str | None = None,
+        build_workers: int | None = None,
+        lookahead: int | None = None,
+        store: str | None = None,
+        audio_canary: Any = True,
+        canary_items: int = 4,
+        **kwargs: Any,
+    ) -> None:
         super().__init__()
         if "api_key" in kwargs:
-            raise ValueError("sceval_openai: pass the API key in the environment (SCEVAL_OPENAI_API_KEY or "
-                             "OPENAI_API_KEY), not in --model_args, which lmms-eval writes into its results")
+            raise ValueError(
+                "sceval_openai: pass the API key in the environment (SCEVAL_OPENAI_API_KEY or "
+                "OPENAI_API_KEY), not in --model_args, which lmms-eval writes into its results"
+            )
         check_model_args(self.name, type(self), kwargs)
         self.set_pipeline(max_concurrency, build_workers, lookahead)
         self.max_tokens = int(max_tokens)
@@ -93,19 +110,27 @@ class OpenAIChat(RemoteChat):
         # splits them by rank and gathers the results) and starts its round-robin on another endpoint.
         self._rank, self._world_size = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
         urls = [u.strip() for u in str(base_url).split("|") if u.strip()]
-        self._client = OpenAIChatClient(urls, model, max_retries=max_retries, timeout=timeout,
-                                        initial_backoff=initial_backoff, max_backoff=max_backoff,
-                                        first_endpoint=self._rank)
+        self._client = OpenAIChatClient(
+            urls,
+            model,
+            max_retries=max_retries,
+            timeout=timeout,
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
+            first_endpoint=self._rank,
+        )
         self.model_name = self._client.model
-        self._client.store = open_store(store, f"openai-{slug(self.model_name)}", "sceval_openai",
-                                        "those requests are not sent again")
+        self._client.store = open_store(
+            store, f"openai-{slug(self.model_name)}", "sceval_openai", "those requests are not sent again"
+        )
         self._canary_done = not self.audio_canary
 
     # --- one request: built in the pool, then sent ----------------------------------------------
 
     def _wire(self, messages: list[dict]) -> tuple[list[dict], dict]:
-        return chat_request(messages, image_encoding=self.image_encoding, frames_as=self.frames_as,
-                            audio_part=self.audio_part)
+        return chat_request(
+            messages, image_encoding=self.image_encoding, frames_as=self.frames_as, audio_part=self.audio_part
+        )
 
     def _build(self, request: Any) -> dict:
         doc = self.doc(request)
@@ -117,19 +142,43 @@ class OpenAIChat(RemoteChat):
             text = role_texts(messages)
             # video requests carry their frame timing and the picture as an image since wire 2
             wire = (self.frames_as, VIDEO_WIRE) if self.frames_as == "video" else self.frames_as
-            key = request_key("openai", self.model_name, fingerprint_of(doc["dataset"]), doc["row_id"], text,
-                              wants_json, self.max_tokens, wire, self.extra, *keyed)
+            key = request_key(
+                "openai",
+                self.model_name,
+                fingerprint_of(doc["dataset"]),
+                doc["row_id"],
+                text,
+                wants_json,
+                self.max_tokens,
+                wire,
+                self.extra,
+                *keyed,
+            )
         try:
             wire_messages, body = self._wire(messages)
         except ValueError as exc:
             raise ValueError(f"sceval_openai: {doc['row_id']}: {exc}") from exc
-        return {"row_id": doc["row_id"], "messages": wire_messages, "body": body, "json": wants_json, "key": key,
-                "temperature": temperature, "max_tokens": budget}
+        return {
+            "row_id": doc["row_id"],
+            "messages": wire_messages,
+            "body": body,
+            "json": wants_json,
+            "key": key,
+            "temperature": temperature,
+            "max_tokens": budget,
+        }
 
     def _send(self, built: dict) -> str:
-        reply = self._client.chat(built["messages"], temperature=built["temperature"], max_tokens=built["max_tokens"],
-                                  json_mode=built["json"], extra=self.extra, body=built["body"],
-                                  store_key=built["key"], row_id=built["row_id"])
+        reply = self._client.chat(
+            built["messages"],
+            temperature=built["temperature"],
+            max_tokens=built["max_tokens"],
+            json_mode=built["json"],
+            extra=self.extra,
+            body=built["body"],
+            store_key=built["key"],
+            row_id=built["row_id"],
+        )
         return reply.text
 
     # --- the audio canary ----------------------------------------------------------------------
@@ -148,6 +197,7 @@ class OpenAIChat(RemoteChat):
         if len(chosen) < 2:
             logger.info("sceval_openai: the run has fewer than two items with audio; audio canary skipped")
             return
+
         def ask(messages: list[dict]):
             wire_messages, body = self._wire(messages)
             return self._client.chat(wire_messages, max_tokens=self.max_tokens, extra=self.extra, body=body)
@@ -157,13 +207,15 @@ class OpenAIChat(RemoteChat):
             raise AudioCanaryError(
                 f"sceval_openai: the audio canary could not run on {self._client.base_urls} ({self.model_name}): "
                 f"{result.detail}. Nothing of the run was sent; fix what the error names (README, 'Serving with "
-                "vLLM'), or pass audio_canary=off to run anyway.")
+                "vLLM'), or pass audio_canary=off to run anyway."
+            )
         if not result.passed:
             raise AudioCanaryError(
                 f"sceval_openai: the audio canary failed on {self._client.base_urls} ({self.model_name}): "
                 f"{result.summary()}. The served model does not hear the audio, so every answer would be a "
                 "text-and-vision answer. Check the server's chat template and --limit-mm-per-prompt (README, "
-                "'Serving with vLLM'), or pass audio_canary=off to run anyway.")
+                "'Serving with vLLM'), or pass audio_canary=off to run anyway."
+            )
         logger.info(f"sceval_openai: audio canary passed: {result.summary()}")
 
     def generate_until(self, requests):

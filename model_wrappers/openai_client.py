@@ -100,8 +100,13 @@ def wire_items(parts: list[dict], frames_as: str = "images") -> list[tuple[str, 
 def mm_counts(messages: list[dict], frames_as: str = "images") -> collections.Counter:
     """How many ``image`` / ``video`` / ``audio`` items a request of ``messages`` sends: what
     vLLM's ``--limit-mm-per-prompt`` must allow (``sceval serve-limits``)."""
-    return collections.Counter(kind for message in messages if message.get("role", "user") != "system"
-                               for kind, _ in wire_items(message.get("content", []), frames_as) if kind != "text")
+    return collections.Counter(
+        kind
+        for message in messages
+        if message.get("role", "user") != "system"
+        for kind, _ in wire_items(message.get("content", []), frames_as)
+        if kind != "text"
+    )
 
 
 def video_timing(times: list[float | None]) -> dict:
@@ -137,18 +142,32 @@ def video_timing(times: list[float | None]) -> dict:
     step = min(gaps) if gaps else 1.0
     positions = [t / step for t in times] if gaps else [0.0]
     if any(abs(p - round(p)) > 1e-3 for p in positions):
-        raise ValueError(f"video frame times {list(times)} s are not on one grid, which vLLM's frames_indices "
-                         "need; send them with frames_as=images")
+        raise ValueError(
+            f"video frame times {list(times)} s are not on one grid, which vLLM's frames_indices "
+            "need; send them with frames_as=images"
+        )
     indices = [int(round(p)) for p in positions]
     mean_rate = (len(times) - 1) / (times[-1] - times[0]) if gaps else 1.0 / step
-    return {"media_io_kwargs": {"video": {"fps": 1.0 / step, "frames_indices": indices,
-                                          "total_num_frames": indices[-1] + 1,
-                                          "duration": (indices[-1] + 1) * step}},
-            "mm_processor_kwargs": {"fps": mean_rate}}
+    return {
+        "media_io_kwargs": {
+            "video": {
+                "fps": 1.0 / step,
+                "frames_indices": indices,
+                "total_num_frames": indices[-1] + 1,
+                "duration": (indices[-1] + 1) * step,
+            }
+        },
+        "mm_processor_kwargs": {"fps": mean_rate},
+    }
 
 
-def chat_request(messages: list[dict], *, image_encoding: str = DEFAULT_IMAGE_ENCODING,
-                 frames_as: str = "images", audio_part: str = "input_audio") -> tuple[list[dict], dict]:
+def chat_request(
+    messages: list[dict],
+    *,
+    image_encoding: str = DEFAULT_IMAGE_ENCODING,
+    frames_as: str = "images",
+    audio_part: str = "input_audio",
+) -> tuple[list[dict], dict]:
     """lmms-eval chat messages (text, PIL images, ``{"array", "sampling_rate"}`` audio) as
     chat-completions messages with the part types described in the module doc, and the extra
     body fields of the request (:func:`video_timing` of its video; ``{}`` without one)."""
@@ -161,8 +180,9 @@ def chat_request(messages: list[dict], *, image_encoding: str = DEFAULT_IMAGE_EN
         content: list[dict] = []
         for kind, item in wire_items(parts, frames_as):
             if kind == "video":
-                frames = ",".join(base64.b64encode(encode_image(p["url"], image_encoding)[0]).decode("ascii")
-                                  for p in item)
+                frames = ",".join(
+                    base64.b64encode(encode_image(p["url"], image_encoding)[0]).decode("ascii") for p in item
+                )
                 content.append({"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + frames}})
                 timings.append(video_timing([p[FRAME_TIME_KEY] for p in item]))
             elif kind == "image":
@@ -170,10 +190,14 @@ def chat_request(messages: list[dict], *, image_encoding: str = DEFAULT_IMAGE_EN
                 content.append({"type": "image_url", "image_url": {"url": _data_url(mime, data)}})
             elif kind == "audio":
                 wav = encode_wav(item["url"])
-                content.append({"type": "input_audio", "input_audio": {"data": base64.b64encode(wav).decode("ascii"),
-                                                                       "format": "wav"}}
-                               if audio_part == "input_audio" else
-                               {"type": "audio_url", "audio_url": {"url": _data_url("audio/wav", wav)}})
+                content.append(
+                    {
+                        "type": "input_audio",
+                        "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"},
+                    }
+                    if audio_part == "input_audio"
+                    else {"type": "audio_url", "audio_url": {"url": _data_url("audio/wav", wav)}}
+                )
             else:
                 content.append({"type": "text", "text": item["text"]})
         out.append({"role": role, "content": content})
@@ -185,8 +209,10 @@ def chat_request(messages: list[dict], *, image_encoding: str = DEFAULT_IMAGE_EN
 def parse_completion(completion: Any) -> Answer:
     """The :class:`Answer` of a chat completion: its text, or ``refusal`` / ``empty``."""
     usage = getattr(completion, "usage", None)
-    tokens = {"input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-              "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0)}
+    tokens = {
+        "input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+        "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+    }
     choices = getattr(completion, "choices", None) or []
     if not choices:
         return Answer("", "empty", "no choices", **tokens)
@@ -202,18 +228,28 @@ def parse_completion(completion: Any) -> Answer:
 class OpenAIChatClient(RequestLifecycle):
     """One model behind one or more OpenAI-compatible endpoints (``base_urls``)."""
 
-    def __init__(self, base_urls: list[str], model: str | None = None, *, max_retries: int = 4,
-                 timeout: float = 300.0, initial_backoff: float = 1.0, max_backoff: float = 60.0,
-                 store: Any = None, first_endpoint: int = 0) -> None:
+    def __init__(
+        self,
+        base_urls: list[str],
+        model: str | None = None,
+        *,
+        max_retries: int = 4,
+        timeout: float = 300.0,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        store: Any = None,
+        first_endpoint: int = 0,
+    ) -> None:
         import openai
 
-        super().__init__(max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff,
-                         store=store)
+        super().__init__(max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff, store=store)
         if not base_urls:
             raise ValueError("sceval_openai: base_url names no endpoint")
         self.base_urls = list(base_urls)
-        self._clients = [openai.OpenAI(base_url=url, api_key=api_key(), timeout=float(timeout), max_retries=0)
-                         for url in self.base_urls]
+        self._clients = [
+            openai.OpenAI(base_url=url, api_key=api_key(), timeout=float(timeout), max_retries=0)
+            for url in self.base_urls
+        ]
         self._in_flight = [0] * len(self._clients)
         self._turn = itertools.count(first_endpoint)  # data-parallel ranks start on different replicas
         self._lock = threading.Lock()
@@ -224,8 +260,10 @@ class OpenAIChatClient(RequestLifecycle):
         try:
             served = [m.id for m in self._clients[0].models.list()]
         except Exception as exc:
-            raise ValueError(f"sceval_openai: cannot list the models of {self.base_urls[0]} "
-                             f"({type(exc).__name__}: {exc}); pass model=...") from exc
+            raise ValueError(
+                f"sceval_openai: cannot list the models of {self.base_urls[0]} "
+                f"({type(exc).__name__}: {exc}); pass model=..."
+            ) from exc
         if not served:
             raise ValueError(f"sceval_openai: {self.base_urls[0]} serves no model")
         return served[0]
@@ -238,9 +276,18 @@ class OpenAIChatClient(RequestLifecycle):
             self._in_flight[index] += 1
             return index
 
-    def chat(self, messages: list[dict], *, temperature: float = 0.0, max_tokens: int = 1024,
-             json_mode: bool = False, extra: dict | None = None, body: dict | None = None,
-             store_key: str | None = None, row_id: str | None = None) -> Reply:
+    def chat(
+        self,
+        messages: list[dict],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        json_mode: bool = False,
+        extra: dict | None = None,
+        body: dict | None = None,
+        store_key: str | None = None,
+        row_id: str | None = None,
+    ) -> Reply:
         """One chat completion of already-encoded ``messages`` and the extra body fields the
         ``openai`` client has no parameter for (both from :func:`chat_request`); the task of
         ``row_id`` (an lmms-eval doc's) is told its latency, retries and failure category."""
@@ -255,14 +302,16 @@ class OpenAIChatClient(RequestLifecycle):
         def attempt() -> Answer:
             index = self._pick()
             try:
-                completion = self._clients[index].chat.completions.create(model=self.model, messages=messages,
-                                                                          **options)
+                completion = self._clients[index].chat.completions.create(
+                    model=self.model, messages=messages, **options
+                )
             except openai.APIStatusError as exc:
                 if exc.status_code == 400 and TRUST_FLAG in str(exc.message or ""):
                     raise TimingRefused(
                         f"sceval_openai: {self.base_urls[index]} refuses the per-request video timing that "
                         f"frames_as=video sends ({str(exc.message)[:400]}). Start vLLM with {TRUST_FLAG}, or run "
-                        "with frames_as=images (each frame an image, its time stated in the prompt)") from exc
+                        "with frames_as=images (each frame an image, its time stated in the prompt)"
+                    ) from exc
                 detail = f"HTTP {exc.status_code} from {self.base_urls[index]}: {str(exc.message or '')[:200]}"
                 raise (RetryableError if exc.status_code in RETRYABLE_STATUS else FatalError)(detail) from exc
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:

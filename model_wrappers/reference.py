@@ -53,6 +53,7 @@ def words(text: str) -> list[str]:
 
 # --- deciding ------------------------------------------------------------------------------------
 
+
 def _pick(options: list[tuple[str, str]], description: str | None) -> str | None:
     if description is None:
         return None
@@ -69,14 +70,14 @@ Reading = tuple[str | None, str]
 
 
 def _colour_at_beep_count(shapes: list[list[Shape]], tones: list[Tone]) -> Reading:
-    """"... beeps ... frame": the colour of the largest shape in the frame the beep count names."""
+    """ "... beeps ... frame": the colour of the largest shape in the frame the beep count names."""
     count = len(tones)
     described = shapes[count - 1][0].colour if 1 <= count <= len(shapes) and shapes[count - 1] else None
     return described, f"heard {count} beep(s); looked at frame {count}"
 
 
 def _shape_at_tone(which: str, shapes: list[list[Shape]], tones: list[Tone]) -> Reading:
-    """"... higher/lower ... tone": the largest shape in the frame where that tone starts."""
+    """ "... higher/lower ... tone": the largest shape in the frame where that tone starts."""
     if len(tones) < 2:
         return None, f"expected two tones, heard {len(tones)}"
     tone = (max if which == "higher" else min)(tones, key=lambda t: t.pitch_hz)
@@ -86,7 +87,7 @@ def _shape_at_tone(which: str, shapes: list[list[Shape]], tones: list[Tone]) -> 
 
 
 def _shape_by_size_if_pitch(named: str, asked: str, shapes: list[list[Shape]], tones: list[Tone]) -> Reading:
-    """"the largest/smallest shape if the tone is high/low" (the middle one otherwise)."""
+    """ "the largest/smallest shape if the tone is high/low" (the middle one otherwise)."""
     if not (tones and shapes and len(shapes[0]) == 3):
         return None, f"found {len(tones)} tone(s) and {len(shapes[0]) if shapes else 0} shape(s)"
     heard = "high" if max(tones, key=lambda t: t.length_s).pitch_hz > HIGH_PITCH_HZ else "low"
@@ -102,8 +103,9 @@ def _read(q: set[str], shapes: list[list[Shape]], tones: list[Tone]) -> Reading:
     if ("higher" in q or "lower" in q) and "tone" in q:
         return _shape_at_tone("higher" if "higher" in q else "lower", shapes, tones)
     if ("largest" in q or "smallest" in q) and ("high" in q or "low" in q):
-        return _shape_by_size_if_pitch("largest" if "largest" in q else "smallest", "high" if "high" in q else "low",
-                                       shapes, tones)
+        return _shape_by_size_if_pitch(
+            "largest" if "largest" in q else "smallest", "high" if "high" in q else "low", shapes, tones
+        )
     return None, "no recognisable task in the question"
 
 
@@ -151,6 +153,7 @@ def _reply(text: str, frames: list[np.ndarray], wave: np.ndarray | None) -> str:
 
 
 # --- lmms-eval models ----------------------------------------------------------------------------
+
 
 def _is_c3po(texts: list[str]) -> bool:
     """C3PO prompts ask for a free-form answer (``prompts.ANSWER_CUE``); SCEval's for a choice."""

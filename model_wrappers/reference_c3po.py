@@ -115,14 +115,15 @@ class Evidence:
 
 # --- reading what was sent -----------------------------------------------------------------------
 
+
 def read_user(text: str) -> tuple[str, str]:
     """(question, note) from the prompt's question block."""
     note = question = ""
     for line in text.splitlines():
         if line.startswith(prompts.CONTEXT_LABEL):
-            note = line[len(prompts.CONTEXT_LABEL):].strip()
+            note = line[len(prompts.CONTEXT_LABEL) :].strip()
         elif line.startswith(prompts.QUESTION_LABEL):
-            question = line[len(prompts.QUESTION_LABEL):].strip()
+            question = line[len(prompts.QUESTION_LABEL) :].strip()
     return question, note
 
 
@@ -142,8 +143,13 @@ def evidence_from_messages(messages: list[dict]) -> Evidence:
             if kind == "text":
                 text = part["text"]
                 texts.append(text)
-                target = "frames" if _VIDEO_LABEL.fullmatch(text.strip()) else \
-                    "picture" if text.strip() == prompts.IMAGE_LABEL else target
+                target = (
+                    "frames"
+                    if _VIDEO_LABEL.fullmatch(text.strip())
+                    else "picture"
+                    if text.strip() == prompts.IMAGE_LABEL
+                    else target
+                )
             elif kind == "image":
                 if target == "picture" and picture is None:
                     picture = image_array(part["url"])
@@ -167,6 +173,7 @@ def evidence_from_visuals(context: str, visuals: Iterable[Any]) -> Evidence:
 
 
 # --- perception helpers --------------------------------------------------------------------------
+
 
 def beeps(ev: Evidence) -> int:
     return len(ev.tones())
@@ -222,6 +229,7 @@ def visible_count(ev: Evidence) -> int:
 
 
 # --- the grammar ---------------------------------------------------------------------------------
+
 
 def count_along_row(ev: Evidence) -> str:
     row = sorted(ev.picture_shapes(), key=lambda s: s.x)
@@ -394,7 +402,8 @@ def place(ev: Evidence) -> str:
     if not tones:
         return UNKNOWN
     long_low = sum(t.length_s for t in tones if t.pitch_hz <= HIGH_PITCH_HZ) > sum(
-        t.length_s for t in tones if t.pitch_hz > HIGH_PITCH_HZ)
+        t.length_s for t in tones if t.pitch_hz > HIGH_PITCH_HZ
+    )
     return SOUND_OF_PLACE["horns" if long_low else "birdsong"]
 
 

@@ -73,5 +73,12 @@ class RemoteChat(lmms_base()):  # type: ignore[misc]
 
     def generate_until(self, requests):
         with tqdm(total=len(requests), disable=self.rank != 0, desc=self.name) as bar:
-            return pipelined(requests, self._build, self._send, concurrency=self.max_concurrency,
-                             build_workers=self.build_workers, lookahead=self.lookahead, progress=bar.update)
+            return pipelined(
+                requests,
+                self._build,
+                self._send,
+                concurrency=self.max_concurrency,
+                build_workers=self.build_workers,
+                lookahead=self.lookahead,
+                progress=bar.update,
+            )

@@ -17,22 +17,31 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any
 
 
 def default_build_workers() -> int:
     return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
-def pipelined(items: Sequence[Any], build: Callable[[Any], Any], send: Callable[[Any], Any], *,
-              concurrency: int, build_workers: int | None = None, lookahead: int | None = None,
-              progress: Callable[[], None] | None = None) -> list:
+def pipelined(
+    items: Sequence[Any],
+    build: Callable[[Any], Any],
+    send: Callable[[Any], Any],
+    *,
+    concurrency: int,
+    build_workers: int | None = None,
+    lookahead: int | None = None,
+    progress: Callable[[], None] | None = None,
+) -> list:
     """``[send(build(item)) for item in items]``, with builds running ahead of the sends."""
     concurrency = max(1, int(concurrency))
     workers = max(1, int(build_workers or default_build_workers()))
-    slots = threading.BoundedSemaphore(concurrency + max(workers, int(lookahead if lookahead is not None
-                                                                       else 2 * concurrency)))
+    slots = threading.BoundedSemaphore(
+        concurrency + max(workers, int(lookahead if lookahead is not None else 2 * concurrency))
+    )
     results: list[Future | None] = [None] * len(items)
     stop = threading.Event()
 
@@ -49,8 +58,10 @@ def pipelined(items: Sequence[Any], build: Callable[[Any], Any], send: Callable[
             if progress is not None:
                 progress()
 
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build") as builders, \
-            ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="send") as senders:
+    with (
+        ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build") as builders,
+        ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="send") as senders,
+    ):
         done_building = []
         for index, item in enumerate(items):
             slots.acquire()

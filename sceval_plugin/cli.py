@@ -1,14 +1,14 @@
 """``sceval``: the SCEval command line.
 
-    sceval operators                         list operators and their severity tables
-    sceval check [SOURCE]                    validate items and decode media, list every problem
-    sceval corrupt photo.png --op noise --severity 70 -o noisy.png
-    sceval corrupt clip.mp4 --grid -o clip-grid.png
-    sceval corrupt --text "Which shape moves?" --op word_shuffle --severity 50
-    sceval corrupt --probes temporal --sample demo-count-03 -o probes.png   mechanism probes on one item
-    sceval demo -o demo_out/                 contact sheets for a built-in synthetic sample
-    sceval prompt-subset RUN_DIR --model M   the G.6 prompt-robustness cells from M's own results
-    sceval serve-limits --tasks T            the --limit-mm-per-prompt a vLLM server needs for tasks T
+sceval operators                         list operators and their severity tables
+sceval check [SOURCE]                    validate items and decode media, list every problem
+sceval corrupt photo.png --op noise --severity 70 -o noisy.png
+sceval corrupt clip.mp4 --grid -o clip-grid.png
+sceval corrupt --text "Which shape moves?" --op word_shuffle --severity 50
+sceval corrupt --probes temporal --sample demo-count-03 -o probes.png   mechanism probes on one item
+sceval demo -o demo_out/                 contact sheets for a built-in synthetic sample
+sceval prompt-subset RUN_DIR --model M   the G.6 prompt-robustness cells from M's own results
+sceval serve-limits --tasks T            the --limit-mm-per-prompt a vLLM server needs for tasks T
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import argparse
 import collections
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from faultline_eval.core import decode_cache, media
 from faultline_eval.core.flag_spellings import add_argument
@@ -52,8 +53,9 @@ def _load(args: argparse.Namespace) -> tuple[str, Any, str, list[str]]:
         image, notes = media.read_image(path)
         return "vision", image, path.stem, notes
     if suffix in media.VIDEO_SUFFIXES:
-        frames, times, notes = media.read_video_frames(path, fps=args.fps, max_frames=args.max_frames,
-                                                       sampling=args.frame_sampling)
+        frames, times, notes = media.read_video_frames(
+            path, fps=args.fps, max_frames=args.max_frames, sampling=args.frame_sampling
+        )
         note = f"{path.name}: {len(frames)} frames at " + ", ".join(f"{t:.2f}s" for t in times)
         return "vision", frames, path.stem, [*notes, note]
     if suffix in media.AUDIO_SUFFIXES:
@@ -85,13 +87,22 @@ def cmd_probe_sheet(args: argparse.Namespace) -> int:
     sample = args.sample or next(iter(items))
     if sample not in items:
         raise SystemExit(f"sceval corrupt: no sample {sample!r} in {source.spec}")
-    wanted = [c for c in catalogue() if c.probe is not None
-              and args.probes in ("all", probes.get(c.probe.name).family, c.probe.name)]
+    wanted = [
+        c
+        for c in catalogue()
+        if c.probe is not None and args.probes in ("all", probes.get(c.probe.name).family, c.probe.name)
+    ]
     if not wanted:
-        raise SystemExit(f"sceval corrupt: --probes {args.probes!r} names no probe family or probe "
-                         f"(families: {', '.join(probes.PROBE_FAMILIES)})")
-    sheet = probe_sheet(items[sample], wanted, probes.DonorPicker(source.items),
-                        title=f"SCEval probes ({args.probes}) on {sample} from {source.spec}")
+        raise SystemExit(
+            f"sceval corrupt: --probes {args.probes!r} names no probe family or probe "
+            f"(families: {', '.join(probes.PROBE_FAMILIES)})"
+        )
+    sheet = probe_sheet(
+        items[sample],
+        wanted,
+        probes.DonorPicker(source.items),
+        title=f"SCEval probes ({args.probes}) on {sample} from {source.spec}",
+    )
     out = Path(args.output or f"{sample}.probes-{args.probes}.png")
     out.parent.mkdir(parents=True, exist_ok=True)
     sheet.save(out)
@@ -167,11 +178,24 @@ def cmd_conditions(args: argparse.Namespace) -> int:
     rows = [c for c in catalogue() if args.block in (None, c.block)]
     table = [("condition id", "task", "block", "operators@severity / control / probe", "variants", "notes")]
     for c in rows:
-        ops = (", ".join(f"{x.operator}@{x.severity}" for x in c.corruptions) or c.control
-               or (c.probe and f"{c.probe.name}={c.probe.parameter}") or "-")
-        notes = ", ".join(filter(None, [c.role, *c.suites, c.prompt_id if c.prompt != "json" else "",
-                                        f"order {c.option_order}" if c.block == "option_order" else "",
-                                        *(f"alias {a}" for a in c.aliases)]))
+        ops = (
+            ", ".join(f"{x.operator}@{x.severity}" for x in c.corruptions)
+            or c.control
+            or (c.probe and f"{c.probe.name}={c.probe.parameter}")
+            or "-"
+        )
+        notes = ", ".join(
+            filter(
+                None,
+                [
+                    c.role,
+                    *c.suites,
+                    c.prompt_id if c.prompt != "json" else "",
+                    f"order {c.option_order}" if c.block == "option_order" else "",
+                    *(f"alias {a}" for a in c.aliases),
+                ],
+            )
+        )
         table.append((c.id, c.task_name, c.block, ops, str(c.variants), notes))
     widths = [max(len(row[i]) for row in table) for i in range(5)]
     for row in table:
@@ -217,16 +241,31 @@ def cmd_report(args: argparse.Namespace) -> int:
     options = DiagnosticOptions(
         families=read_families(args.families) if args.families else None,
         human_trials=read_humans(args.humans, catalogue_info()) if args.humans else None,
-        shared_fraction=args.shared_hard, variant_ddof=0 if args.variant_std == "population" else 1,
-        by_source=args.by_source, trust_reading=args.trust_reading, holm_families=args.holm_families,
-        **({"confidence_values": args.confidence_values} if args.confidence_values else {}))
-    done = build_report(args.runs, args.output, b=args.bootstrap, seed=args.seed, delta_single=args.delta_single,
-                        model_pairs=not args.no_model_pairs, progress=not args.quiet, options=options,
-                        figures=not args.no_figures, cohort=args.cohort)
+        shared_fraction=args.shared_hard,
+        variant_ddof=0 if args.variant_std == "population" else 1,
+        by_source=args.by_source,
+        trust_reading=args.trust_reading,
+        holm_families=args.holm_families,
+        **({"confidence_values": args.confidence_values} if args.confidence_values else {}),
+    )
+    done = build_report(
+        args.runs,
+        args.output,
+        b=args.bootstrap,
+        seed=args.seed,
+        delta_single=args.delta_single,
+        model_pairs=not args.no_model_pairs,
+        progress=not args.quiet,
+        options=options,
+        figures=not args.no_figures,
+        cohort=args.cohort,
+    )
     for note in done["notes"]:
         print(f"note: {note}", file=sys.stderr)
-    print(f"{done['trials']} trials of {len(done['models'])} model(s) in {done['seconds']:.1f} s; wrote "
-          f"{len(done['written'])} files to {args.output}")
+    print(
+        f"{done['trials']} trials of {len(done['models'])} model(s) in {done['seconds']:.1f} s; wrote "
+        f"{len(done['written'])} files to {args.output}"
+    )
     if args.html:
         write_report_site(args, "sceval")
     return 0
@@ -250,8 +289,9 @@ def cmd_prompt_subset(args: argparse.Namespace) -> int:
 MODALITIES = ("image", "video", "audio")
 
 
-def needed_limits(tasks: list[str], *, frames_as: str = "images", limit: int | None = None
-                  ) -> dict[str, collections.Counter]:
+def needed_limits(
+    tasks: list[str], *, frames_as: str = "images", limit: int | None = None
+) -> dict[str, collections.Counter]:
     """Per task (groups expanded), the most images, videos and audio clips one request sends;
     ``limit`` counts only the first ``limit`` requests of each task.
 
@@ -273,7 +313,7 @@ def needed_limits(tasks: list[str], *, frames_as: str = "images", limit: int | N
         raise ValueError(f"frames_as={frames_as!r} is not one of {', '.join(FRAMES_AS)}")
     found = {}
     for output in get_task_list(get_task_dict(tasks, TaskManager("ERROR"), task_type="chat")):
-        most: collections.Counter = collections.Counter({m: 0 for m in MODALITIES})
+        most: collections.Counter = collections.Counter(dict.fromkeys(MODALITIES, 0))
         for index, doc in enumerate(output.task.eval_docs):
             if limit is not None and index >= limit:
                 break
@@ -319,8 +359,10 @@ def cmd_cache(args: argparse.Namespace) -> int:
         print(f"freed {decode_cache.clear() / 1e6:.1f} MB of decoded media in {where}")
     else:
         limit = decode_cache.setting(decode_cache.DISK_ENV, decode_cache.DEFAULT_DISK_GB)
-        print(f"{where}: {decode_cache.disk_usage() / 1e6:.1f} MB of decoded media "
-              f"(limit {limit:g} GB, {decode_cache.DISK_ENV})")
+        print(
+            f"{where}: {decode_cache.disk_usage() / 1e6:.1f} MB of decoded media "
+            f"(limit {limit:g} GB, {decode_cache.DISK_ENV})"
+        )
     return 0
 
 
@@ -339,11 +381,18 @@ def build_parser() -> argparse.ArgumentParser:
     corrupt.add_argument("--ops", help="comma-separated operators for --grid (default: all of the modality)")
     corrupt.add_argument("--fps", type=float, default=media.FRAME_RATE, help="video frames per second to sample")
     corrupt.add_argument("--max-frames", type=int, default=media.MAX_FRAMES)
-    corrupt.add_argument("--frame-sampling", choices=media.FRAME_SAMPLINGS,
-                         help="frames of a clip longer than max-frames/fps seconds: spread over the whole clip "
-                              "(uniform, the paper's) or its head only (default $FAULTLINE_FRAME_SAMPLING or uniform)")
-    corrupt.add_argument("--probes", metavar="FAMILY", help="contact sheet of the mechanism probes (a family, "
-                         "a probe, or all) on one item of --source: --sample ID (default: the first item)")
+    corrupt.add_argument(
+        "--frame-sampling",
+        choices=media.FRAME_SAMPLINGS,
+        help="frames of a clip longer than max-frames/fps seconds: spread over the whole clip "
+        "(uniform, the paper's) or its head only (default $FAULTLINE_FRAME_SAMPLING or uniform)",
+    )
+    corrupt.add_argument(
+        "--probes",
+        metavar="FAMILY",
+        help="contact sheet of the mechanism probes (a family, "
+        "a probe, or all) on one item of --source: --sample ID (default: the first item)",
+    )
     corrupt.add_argument("--sample", help="with --probes: the item's sample id")
     corrupt.add_argument("--source", help="with --probes: demo, a folder, items.jsonl, hf:... (default $SCEVAL_SOURCE)")
     corrupt.add_argument("-o", "--output", help="output file (folder of PNG frames for video)")
@@ -353,8 +402,9 @@ def build_parser() -> argparse.ArgumentParser:
     ops.set_defaults(func=cmd_operators)
 
     check = sub.add_parser("check", help="validate a source's items and media; list every problem by sample")
-    check.add_argument("source", nargs="?", help="demo, a folder, items.jsonl/.parquet, hf:... or lmms:... "
-                                                 "(default $SCEVAL_SOURCE)")
+    check.add_argument(
+        "source", nargs="?", help="demo, a folder, items.jsonl/.parquet, hf:... or lmms:... (default $SCEVAL_SOURCE)"
+    )
     check.set_defaults(func=cmd_check)
 
     conditions = sub.add_parser("conditions", help="print the condition catalogue (id, task, block, operators)")
@@ -370,45 +420,90 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("runs", nargs="+", help="lmms-eval --output_path folders (one per model, or many tasks in one)")
     report.add_argument("-o", "--output", required=True, help="folder for the report")
     report.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    report.add_argument("--delta-single", choices=("modality", "operator"), default="modality",
-                        help="Δsingle baseline (eq. 6): the weakest observed single cell of each corrupted modality "
-                        "(default, the paper's C.2/C.3) or of each of the joint cell's own operators")
+    report.add_argument(
+        "--delta-single",
+        choices=("modality", "operator"),
+        default="modality",
+        help="Δsingle baseline (eq. 6): the weakest observed single cell of each corrupted modality "
+        "(default, the paper's C.2/C.3) or of each of the joint cell's own operators",
+    )
     report.add_argument("--seed", type=int, default=20261129)
-    report.add_argument("--cohort", choices=("gold_preserved", "stress", "all"), default="gold_preserved",
-                        help="trials of the gold-preserved cohort (default, the paper's headline), of stress-only "
-                             "cells (manifest: interpretable, original gold not preserved) with clean, or all")
+    report.add_argument(
+        "--cohort",
+        choices=("gold_preserved", "stress", "all"),
+        default="gold_preserved",
+        help="trials of the gold-preserved cohort (default, the paper's headline), of stress-only "
+        "cells (manifest: interpretable, original gold not preserved) with clean, or all",
+    )
     report.add_argument("--no-model-pairs", action="store_true", help="skip model-vs-model comparisons")
-    report.add_argument("--no-figures", action="store_true",
-                        help="write tables and report.json only (a quick recompute; the notes list the figures skipped)")
+    report.add_argument(
+        "--no-figures",
+        action="store_true",
+        help="write tables and report.json only (a quick recompute; the notes list the figures skipped)",
+    )
     report.add_argument("--quiet", action="store_true", help="no progress bar")
 
     add_html_arguments(report, ("sceval",), switch=True)
-    report.add_argument("--families", metavar="FILE", help="model -> family (CSV model,family or JSON object): "
-                        "family means, per-modality drops, fault lines and gaps (Table 20)")
-    report.add_argument("--humans", metavar="PATH", help="human answers: a CSV/JSONL of per-item answers "
-                        "(sample_id, condition_id, correct or answer+gold, optional annotator) or an lmms-eval "
-                        "output folder of the humans' replies; adds the human reference (Tables 14/15)")
-    report.add_argument("--shared-hard", type=float, default=2 / 3, metavar="FRACTION",
-                        help="failure overlap: an item is shared-hard when at least this share of the models "
-                        "fail it (default 2/3, the paper's 10 of 15)")
-    report.add_argument("--confidence-values", type=_confidence_values, metavar="LEVEL=P,...",
-                        help="probabilities of the stated confidence levels for ECE "
-                        "(default low=0.1667,medium=0.5,high=0.8333)")
-    report.add_argument("--by-source", action="store_true",
-                        help="also write every table once per item source, under OUTPUT/by_source/<source>/")
-    report.add_argument("--variant-std", choices=("sample", "population"), default="sample",
-                        help="seed stability: standard deviation over variants (default sample, n-1)")
-    report.add_argument("--trust-reading", choices=("donor_gold", "donor_clean_answer"), default="donor_gold",
-                        help="trust bias T_m (G.9): the answer follows the replaced modality when it is the donor's "
-                        "gold answer (default) or the model's own clean answer to the donor item")
-    report.add_argument("--holm-families", choices=("model", "pooled"), default="model",
-                        help="Holm correction family (§2.4 'inside one experimental block'): each model's comparisons "
-                        "of a block (default; a model's p does not depend on the others reported) or every model's "
-                        "pooled")
+    report.add_argument(
+        "--families",
+        metavar="FILE",
+        help="model -> family (CSV model,family or JSON object): "
+        "family means, per-modality drops, fault lines and gaps (Table 20)",
+    )
+    report.add_argument(
+        "--humans",
+        metavar="PATH",
+        help="human answers: a CSV/JSONL of per-item answers "
+        "(sample_id, condition_id, correct or answer+gold, optional annotator) or an lmms-eval "
+        "output folder of the humans' replies; adds the human reference (Tables 14/15)",
+    )
+    report.add_argument(
+        "--shared-hard",
+        type=float,
+        default=2 / 3,
+        metavar="FRACTION",
+        help="failure overlap: an item is shared-hard when at least this share of the models "
+        "fail it (default 2/3, the paper's 10 of 15)",
+    )
+    report.add_argument(
+        "--confidence-values",
+        type=_confidence_values,
+        metavar="LEVEL=P,...",
+        help="probabilities of the stated confidence levels for ECE (default low=0.1667,medium=0.5,high=0.8333)",
+    )
+    report.add_argument(
+        "--by-source",
+        action="store_true",
+        help="also write every table once per item source, under OUTPUT/by_source/<source>/",
+    )
+    report.add_argument(
+        "--variant-std",
+        choices=("sample", "population"),
+        default="sample",
+        help="seed stability: standard deviation over variants (default sample, n-1)",
+    )
+    report.add_argument(
+        "--trust-reading",
+        choices=("donor_gold", "donor_clean_answer"),
+        default="donor_gold",
+        help="trust bias T_m (G.9): the answer follows the replaced modality when it is the donor's "
+        "gold answer (default) or the model's own clean answer to the donor item",
+    )
+    report.add_argument(
+        "--holm-families",
+        choices=("model", "pooled"),
+        default="model",
+        help="Holm correction family (§2.4 'inside one experimental block'): each model's comparisons "
+        "of a block (default; a model's p does not depend on the others reported) or every model's "
+        "pooled",
+    )
     report.set_defaults(func=cmd_report)
 
-    subset = sub.add_parser("prompt-subset", help="choose the prompt-robustness cells (G.6) from one model's own "
-                            "results; writes an lmms-eval group of them under $SCEVAL_CACHE")
+    subset = sub.add_parser(
+        "prompt-subset",
+        help="choose the prompt-robustness cells (G.6) from one model's own "
+        "results; writes an lmms-eval group of them under $SCEVAL_CACHE",
+    )
     subset.add_argument("runs", nargs="+", help="lmms-eval --output_path folders of that model's standard-prompt runs")
     subset.add_argument("--model", help="the model, as the report names it (default: the only one in the logs)")
     subset.add_argument("--prompts", default="cot,open", help="prompt variants to generate (default cot,open)")
@@ -420,13 +515,25 @@ def build_parser() -> argparse.ArgumentParser:
     smoke.add_argument("--limit", type=int, default=10)
     smoke.set_defaults(func=cmd_smoke)
 
-    limits = sub.add_parser("serve-limits", help="the --limit-mm-per-prompt a vLLM server needs for these tasks "
-                            "(the most images, videos, audio clips one request sends)")
+    limits = sub.add_parser(
+        "serve-limits",
+        help="the --limit-mm-per-prompt a vLLM server needs for these tasks "
+        "(the most images, videos, audio clips one request sends)",
+    )
     limits.add_argument("--tasks", required=True, help="lmms-eval tasks or groups, comma-separated, as for the run")
-    add_argument(limits, "--model-args", old=["--model_args"], default="",
-                 help="sceval_openai's model args; frames_as=video counts a video's frames as one video")
-    limits.add_argument("--limit", type=int, default=None, help="count only the first N requests of each task "
-                        "(default: all, as the run sends them)")
+    add_argument(
+        limits,
+        "--model-args",
+        old=["--model_args"],
+        default="",
+        help="sceval_openai's model args; frames_as=video counts a video's frames as one video",
+    )
+    limits.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="count only the first N requests of each task (default: all, as the run sends them)",
+    )
     limits.set_defaults(func=cmd_serve_limits)
 
     cache = sub.add_parser("cache", help="size of (info) or empty (clear) the decoded-media cache under $SCEVAL_CACHE")

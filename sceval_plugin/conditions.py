@@ -20,8 +20,8 @@ from typing import Any
 
 from faultline_eval.core.registry import PluginError, Registry
 from sceval_plugin import operators
-from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.eval_prompts import PROMPT_VARIANTS, prompt_template
+from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.plugins import fill_registry
 
 MODALITY_LETTER = {"text": "t", "vision": "v", "audio": "a"}
@@ -30,7 +30,7 @@ LETTER_MODALITY = {v: k for k, v in MODALITY_LETTER.items()}
 #: Controls: what each one changes (see sceval_plugin.render).
 CONTROLS = {
     "missing_text": "textual evidence beyond the question and options (the context) removed; question, options "
-                    "and media kept (G.4)",
+    "and media kept (G.4)",
     "missing_vision": "frames replaced by blank (mid-grey) frames of the same count and size",
     "missing_audio": "audio replaced by silence of the same duration",
     "shortcut_question_options": "question and options only: no context, no media",
@@ -38,7 +38,20 @@ CONTROLS = {
     "shortcut_visual_audio": "media and options with a generic instruction instead of the question",
     "shortcut_options_only": "the option strings only: no question, no context, no media",
 }
-BLOCKS = ("clean", "single", "tv", "ta", "va", "tva", "missing", "shortcut", "option_order", "prompt", "probe", "no_option")
+BLOCKS = (
+    "clean",
+    "single",
+    "tv",
+    "ta",
+    "va",
+    "tva",
+    "missing",
+    "shortcut",
+    "option_order",
+    "prompt",
+    "probe",
+    "no_option",
+)
 
 
 @dataclass(frozen=True)
@@ -95,8 +108,9 @@ def single_id(op: str, severity: int) -> str:
 
 def joint_id(*cells: tuple[str, int]) -> str:
     """The paper's id for a joint cell, e.g. ``bi_tv_drop_words_noise_t30_v70``."""
-    specs = sorted(((operators.get(op).modality, op, sev) for op, sev in cells),
-                   key=lambda c: "tva".index(MODALITY_LETTER[c[0]]))
+    specs = sorted(
+        ((operators.get(op).modality, op, sev) for op, sev in cells), key=lambda c: "tva".index(MODALITY_LETTER[c[0]])
+    )
     codes = "_".join(f"{MODALITY_LETTER[m]}{s}" for m, _, s in specs)
     ops = "_".join(op for _, op, _ in specs)
     if len(specs) == 2:
@@ -106,13 +120,12 @@ def joint_id(*cells: tuple[str, int]) -> str:
 
 def joint(*cells: tuple[str, int], role: str, suites: tuple[str, ...], alias: bool) -> Condition:
     corruptions = tuple(
-        Corruption(operators.get(op).modality, op, sev) for op, sev in
-        sorted(cells, key=lambda c: "tva".index(MODALITY_LETTER[operators.get(c[0]).modality]))
+        Corruption(operators.get(op).modality, op, sev)
+        for op, sev in sorted(cells, key=lambda c: "tva".index(MODALITY_LETTER[operators.get(c[0]).modality]))
     )
     block = "".join(MODALITY_LETTER[c.modality] for c in corruptions)
     short = "sceval_" + "_".join(c.code for c in corruptions)
-    return Condition(joint_id(*cells), block, corruptions, role=role, suites=suites,
-                     aliases=(short,) if alias else ())
+    return Condition(joint_id(*cells), block, corruptions, role=role, suites=suites, aliases=(short,) if alias else ())
 
 
 class ConditionRegistry(Registry[Condition]):
@@ -144,7 +157,7 @@ class ConditionRegistry(Registry[Condition]):
         out = {}
         for c in self:
             out[c.task_name] = c
-            out.update({a: c for a in c.aliases})
+            out.update(dict.fromkeys(c.aliases, c))
         return out
 
     def in_suite(self, suite: str) -> list[Condition]:
@@ -179,7 +192,7 @@ def _variants(condition: Condition) -> int:
     return variants
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def catalogue() -> ConditionRegistry:
     """Every registered condition (built-ins first, then plugins), built once per process."""
     return fill_registry("sceval_register_conditions", ConditionRegistry(), "conditions")
@@ -214,32 +227,52 @@ JOINT_SUITE = [
     ((("drop_words", 70), ("noise", 70), ("remove", 50)), R, True),
     ((("drop_words", 70), ("occlusion", 30), ("mute", 50)), R, True),
     ((("word_shuffle", 70), ("noise", 70), ("mute", 50)), R, True),
-    *[((("drop_words", t), ("noise", v), ("mute", a)), X, False)
-      for t, v, a in ((50, 50, 30), (50, 50, 50), (10, 70, 30), (10, 30, 50), (30, 50, 30), (70, 50, 50))],
+    *[
+        ((("drop_words", t), ("noise", v), ("mute", a)), X, False)
+        for t, v, a in ((50, 50, 30), (50, 50, 50), (10, 70, 30), (10, 30, 50), (30, 50, 30), (70, 50, 50))
+    ],
 ]
-CANONICAL_OPERATORS = {("drop_words", "noise"), ("drop_words", "mute"), ("noise", "mute"),
-                       ("drop_words", "noise", "mute")}
+CANONICAL_OPERATORS = {
+    ("drop_words", "noise"),
+    ("drop_words", "mute"),
+    ("noise", "mute"),
+    ("drop_words", "noise", "mute"),
+}
 
 #: Table 31: the 12-cell lightweight panel.
 PANEL = [
-    "bi_tv_drop_words_noise_t30_v30", "bi_tv_drop_words_noise_t30_v70",
-    "bi_tv_drop_words_noise_t70_v30", "bi_tv_drop_words_noise_t70_v70",
-    "bi_ta_drop_words_mute_t30_a30", "bi_ta_drop_words_mute_t70_a50",
-    "bi_va_noise_mute_v30_a30", "bi_va_noise_mute_v70_a50",
-    "tri_drop_words_noise_mute_t30_v30_a30", "tri_drop_words_noise_mute_t30_v70_a30",
-    "tri_drop_words_noise_mute_t70_v70_a30", "tri_word_shuffle_noise_mute_t70_v70_a50",
+    "bi_tv_drop_words_noise_t30_v30",
+    "bi_tv_drop_words_noise_t30_v70",
+    "bi_tv_drop_words_noise_t70_v30",
+    "bi_tv_drop_words_noise_t70_v70",
+    "bi_ta_drop_words_mute_t30_a30",
+    "bi_ta_drop_words_mute_t70_a50",
+    "bi_va_noise_mute_v30_a30",
+    "bi_va_noise_mute_v70_a50",
+    "tri_drop_words_noise_mute_t30_v30_a30",
+    "tri_drop_words_noise_mute_t30_v70_a30",
+    "tri_drop_words_noise_mute_t70_v70_a30",
+    "tri_word_shuffle_noise_mute_t70_v70_a50",
 ]
 #: Table 33: conditions evaluated under all four option orders.
 OPTION_ORDER_BASES = [
-    "clean", "single_drop_words_t70", "single_noise_v70", "bi_tv_drop_words_noise_t30_v70",
-    "bi_tv_drop_words_noise_t70_v70", "tri_drop_words_noise_mute_t30_v70_a30",
+    "clean",
+    "single_drop_words_t70",
+    "single_noise_v70",
+    "bi_tv_drop_words_noise_t30_v70",
+    "bi_tv_drop_words_noise_t70_v70",
+    "tri_drop_words_noise_mute_t30_v70_a30",
 ]
 #: G.6: the prompt-robustness subset (clean, the paper's steepest single cell per modality, the
 #: strongest text-vision and trimodal cells): the default, fixed list. ``sceval prompt-subset``
 #: chooses those cells from one model's own results instead (:mod:`sceval_plugin.prompt_subset`).
 PROMPT_BASES = [
-    "clean", "single_drop_words_t70", "single_noise_v70", "single_mute_a70",
-    "bi_tv_drop_words_noise_t30_v70", "tri_drop_words_noise_mute_t30_v70_a30",
+    "clean",
+    "single_drop_words_t70",
+    "single_noise_v70",
+    "single_mute_a70",
+    "bi_tv_drop_words_noise_t30_v70",
+    "tri_drop_words_noise_mute_t30_v70_a30",
 ]
 
 
@@ -249,8 +282,17 @@ PROMPT_ROBUSTNESS_VARIANTS = ("cot", "open")
 
 def prompt_variant(base: Condition, prompt: str) -> Condition:
     """``base`` under another prompt: condition ``prompt_<prompt>_<base id>`` of the prompt block."""
-    return replace(base, id=f"prompt_{prompt}_{base.id}", block="prompt", prompt=prompt, suites=(), role="",
-                    aliases=(), base=base.id, description=f"{PROMPT_VARIANTS[prompt].id} prompt")
+    return replace(
+        base,
+        id=f"prompt_{prompt}_{base.id}",
+        block="prompt",
+        prompt=prompt,
+        suites=(),
+        role="",
+        aliases=(),
+        base=base.id,
+        description=f"{PROMPT_VARIANTS[prompt].id} prompt",
+    )
 
 
 @hookimpl
@@ -259,8 +301,7 @@ def sceval_register_conditions(registry: ConditionRegistry) -> None:
     for name in operators.names():
         for severity in operators.CORRUPTING_SEVERITIES:
             spec = operators.get(name)
-            registry.add(Condition(single_id(name, severity), "single",
-                                   (Corruption(spec.modality, name, severity),)))
+            registry.add(Condition(single_id(name, severity), "single", (Corruption(spec.modality, name, severity),)))
     for cells, role, in_29 in JOINT_SUITE:
         ops = tuple(op for op, _ in cells)
         suites = (S29 if in_29 else S46) + (("panel",) if joint_id(*cells) in PANEL else ())
@@ -271,10 +312,19 @@ def sceval_register_conditions(registry: ConditionRegistry) -> None:
     for base_id in OPTION_ORDER_BASES:
         base = registry.get(base_id)
         for order in range(4):
-            registry.add(replace(base, id=f"order{order}_{base_id}", block="option_order", option_order=order,
-                                  suites=(), role="", aliases=(), base=base_id,
-                                  description=f"options cyclically shifted by {order}"))
+            registry.add(
+                replace(
+                    base,
+                    id=f"order{order}_{base_id}",
+                    block="option_order",
+                    option_order=order,
+                    suites=(),
+                    role="",
+                    aliases=(),
+                    base=base_id,
+                    description=f"options cyclically shifted by {order}",
+                )
+            )
     for base_id in PROMPT_BASES:
         for prompt in PROMPT_ROBUSTNESS_VARIANTS:
             registry.add(prompt_variant(registry.get(base_id), prompt))
-

@@ -8,7 +8,8 @@ scale (so ``remove`` visibly shortens it), text cells the corrupted stem as rend
 from __future__ import annotations
 
 import textwrap
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -131,9 +132,7 @@ def grid(
             spec = operators.get(name)
             row = []
             for severity in severities:
-                out = operators.apply(
-                    name, data, severity=severity, variant=min(variant, spec.variants - 1), key=key
-                )
+                out = operators.apply(name, data, severity=severity, variant=min(variant, spec.variants - 1), key=key)
                 row.append((_render(modality, out, data), f"{spec.parameter(severity):g}"))
                 bar.update()
             cells.append(row)
@@ -180,8 +179,14 @@ def probe_sheet(item, conditions: Sequence, donors, *, title: str = "") -> Image
     probe does not apply. ``donors`` is the run's :class:`sceval_plugin.probe_conditions.DonorPicker`."""
     rows = [(c, render(item, c, 0, donors=donors)) for c in [catalogue().get("clean"), *conditions]]
     reference = len(item.waveform())
-    cells = [(render_all_frames(t.frames), render_waveform(t.audio, reference),
-              render_text("\n".join(x for x in (t.context, t.question) if x))) for _, t in rows]
+    cells = [
+        (
+            render_all_frames(t.frames),
+            render_waveform(t.audio, reference),
+            render_text("\n".join(x for x in (t.context, t.question) if x)),
+        )
+        for _, t in rows
+    ]
     widths = [max(cell[k].width for cell in cells) for k in range(3)]
     cell_h = max(max(img.height for img in cell) for cell in cells) + CAPTION_HEIGHT
     label_w = 2 * LABEL_WIDTH
@@ -200,7 +205,9 @@ def probe_sheet(item, conditions: Sequence, donors, *, title: str = "") -> Image
         if trial.not_applicable:
             notes.append(f"not applicable: {trial.not_applicable}")
         for i, line in enumerate(textwrap.wrap("; ".join(notes), 44)[:5]):
-            draw.text((GAP, y + 20 + 13 * i), line, fill=MUTED if not trial.not_applicable else (180, 40, 40), font=small)
+            draw.text(
+                (GAP, y + 20 + 13 * i), line, fill=MUTED if not trial.not_applicable else (180, 40, 40), font=small
+            )
         x = label_w
         for img, width in zip(cell, widths):
             sheet.paste(img, (x, y))

@@ -24,9 +24,7 @@ class DemoSample:
 
 def make_demo_sample(frames: int = 8, height: int = 180, width: int = 320) -> DemoSample:
     y, x = np.mgrid[0:height, 0:width]
-    background = np.stack(
-        [60 + 80 * x / width, 110 + 60 * y / height, np.full_like(x, 150.0, dtype=float)], axis=-1
-    )
+    background = np.stack([60 + 80 * x / width, 110 + 60 * y / height, np.full_like(x, 150.0, dtype=float)], axis=-1)
     clip = np.empty((frames, height, width, 3), dtype=np.uint8)
     for i in range(frames):
         frame = background.copy()

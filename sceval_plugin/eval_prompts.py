@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from faultline_eval.core.media import describe_frame_times
 
@@ -48,7 +48,8 @@ class PromptTemplate:
         media = [
             f"Visual input: attached as {'an image' if visual == 'image' else 'a sequence of video frames, in order'}"
             f"{describe_frame_times(frame_times) if visual == 'video frames' else ''}."
-            if visual else "Visual input: none.",
+            if visual
+            else "Visual input: none.",
             "Audio input: attached as one audio clip." if audio else "Audio input: none.",
         ]
         return self.system, self.user.format(
@@ -124,13 +125,20 @@ TEMPLATE_ENV = "SCEVAL_PROMPT_TEMPLATE"
 def _template_from_file(path: str) -> PromptTemplate:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        template = PromptTemplate(id=data["id"], system=data["system"], user=data["user"],
-                                  answer_format=data["answer_format"], expects_json=bool(data.get("expects_json", True)))
+        template = PromptTemplate(
+            id=data["id"],
+            system=data["system"],
+            user=data["user"],
+            answer_format=data["answer_format"],
+            expects_json=bool(data.get("expects_json", True)),
+        )
         template.render("q", [("A", "x"), ("B", "y")], visual="image", audio=True)
     except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
-        raise ValueError(f"{TEMPLATE_ENV}={path}: not a usable prompt template ({type(exc).__name__}: {exc}); "
-                         "needs id, system, user (with {media} {context} {question} {options} "
-                         "{answer_format}) and answer_format") from exc
+        raise ValueError(
+            f"{TEMPLATE_ENV}={path}: not a usable prompt template ({type(exc).__name__}: {exc}); "
+            "needs id, system, user (with {media} {context} {question} {options} "
+            "{answer_format}) and answer_format"
+        ) from exc
     if template.id in {p.id for p in PROMPT_VARIANTS.values()}:
         raise ValueError(f"{TEMPLATE_ENV}={path}: give the replacement its own id, not {template.id!r}")
     return template

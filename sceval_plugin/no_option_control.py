@@ -50,8 +50,12 @@ if TYPE_CHECKING:  # pragma: no cover
 BLOCK = "no_option"  # one of sceval_plugin.conditions.BLOCKS
 #: Table 35's rows (drop_words@70, noise@70, TV t30/v70, TV t70/v70, TVA t30/v70/a30) and clean.
 NO_OPTION_BASES = (
-    "clean", "single_drop_words_t70", "single_noise_v70", "bi_tv_drop_words_noise_t30_v70",
-    "bi_tv_drop_words_noise_t70_v70", "tri_drop_words_noise_mute_t30_v70_a30",
+    "clean",
+    "single_drop_words_t70",
+    "single_noise_v70",
+    "bi_tv_drop_words_noise_t30_v70",
+    "bi_tv_drop_words_noise_t70_v70",
+    "tri_drop_words_noise_mute_t30_v70_a30",
 )
 TAG = "sceval_no_option"
 SCORER_ENVS = ("SCEVAL_NO_OPTION_SCORER_1", "SCEVAL_NO_OPTION_SCORER_2")
@@ -67,9 +71,19 @@ def condition_id(base: str) -> str:
 def sceval_register_conditions(registry: ConditionRegistry) -> None:
     for base_id in NO_OPTION_BASES:
         base = registry.get(base_id)
-        registry.add(replace(base, id=condition_id(base_id), block=BLOCK, prompt="no_option", suites=(), role="",
-                              aliases=(), base=base_id,
-                              description="options removed: the model writes a short answer and its evidence"))
+        registry.add(
+            replace(
+                base,
+                id=condition_id(base_id),
+                block=BLOCK,
+                prompt="no_option",
+                suites=(),
+                role="",
+                aliases=(),
+                base=base_id,
+                description="options removed: the model writes a short answer and its evidence",
+            )
+        )
 
 
 def in_tag(condition: Condition) -> bool:
@@ -78,6 +92,7 @@ def in_tag(condition: Condition) -> bool:
 
 
 # --- parsing ------------------------------------------------------------------------------------
+
 
 def parse_reply(reply: object) -> tuple[str | None, str | None, str | None]:
     """``(answer, evidence, invalid)`` of a no-option reply (see the module docstring)."""
@@ -99,11 +114,13 @@ def parse_reply(reply: object) -> tuple[str | None, str | None, str | None]:
 
 # --- blind grading ------------------------------------------------------------------------------
 
-def scorer_request(item: "OmniItem", answer: str) -> "JudgeRequest":
+
+def scorer_request(item: OmniItem, answer: str) -> JudgeRequest:
     """What a scorer is shown: built from the clean item and the answer alone, so it cannot
     know the condition (this function is never given one)."""
-    return JudgeRequest(item.sample_id, item.question, dict(item.options)[item.gold_key], answer,
-                        context=item.context, scale=SCALE)
+    return JudgeRequest(
+        item.sample_id, item.question, dict(item.options)[item.gold_key], answer, context=item.context, scale=SCALE
+    )
 
 
 def scorer_specs() -> tuple[str, str]:
@@ -116,8 +133,10 @@ def _scorers(specs: tuple[str, ...]):
     for env, spec in zip(SCORER_ENVS, specs):
         judge = make_judge(spec)
         if getattr(judge, "sees_media", False):
-            raise ValueError(f"{env}={spec!r}: no-option scorers grade text alone (blind to the corrupted media); "
-                             "add judge_media=false to the judge's arguments")
+            raise ValueError(
+                f"{env}={spec!r}: no-option scorers grade text alone (blind to the corrupted media); "
+                "add judge_media=false to the judge's arguments"
+            )
         built.append((spec, judge, open_cache(judge)))
     return tuple(built)
 
@@ -131,7 +150,7 @@ def scorers():
 _lock = threading.Lock()
 
 
-def grade_answer(item: "OmniItem", answer: str) -> list[dict]:
+def grade_answer(item: OmniItem, answer: str) -> list[dict]:
     """Both scorers' grades of ``answer``: spec, judge id, label (None on a scorer failure),
     whether exact match decided, the judge's raw reply and error category."""
     request = scorer_request(item, answer)
@@ -140,13 +159,20 @@ def grade_answer(item: "OmniItem", answer: str) -> list[dict]:
         for spec, judge, cache in scorers():
             graded = grade([request], judge, cache)[0]
             verdict = graded.verdict
-            out.append({"spec": spec, "judge_id": judge.judge_id, "label": graded.label,
-                        "exact_match": graded.exact_match, "raw": verdict.raw if verdict else "",
-                        "error": graded.judge_error})
+            out.append(
+                {
+                    "spec": spec,
+                    "judge_id": judge.judge_id,
+                    "label": graded.label,
+                    "exact_match": graded.exact_match,
+                    "raw": verdict.raw if verdict else "",
+                    "error": graded.judge_error,
+                }
+            )
     return out
 
 
-def score(item: "OmniItem", reply: object, failure: str | None = None) -> dict:
+def score(item: OmniItem, reply: object, failure: str | None = None) -> dict:
     """The record's ``no_option`` entry for one reply (``failure``: the model layer's category,
     e.g. ``api_failure``), with ``correct`` (1/0, None when invalid) and ``invalid``."""
     answer, evidence, invalid = parse_reply(reply)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 INVALID_CATEGORIES = ("api_failure", "parse_failure", "refusal", "empty")
 

@@ -8,8 +8,17 @@ import pluggy
 from faultline_eval.core.plugin_host import DEBUG_ENV, PluginError, PluginHost, SkippedPlugin, env_flag
 from sceval_plugin import hookspecs
 
-__all__ = ["DEBUG_ENV", "HOST", "PluginError", "SkippedPlugin", "call_per_plugin", "describe", "env_flag",
-           "fill_registry", "plugin_manager"]
+__all__ = [
+    "DEBUG_ENV",
+    "HOST",
+    "PluginError",
+    "SkippedPlugin",
+    "call_per_plugin",
+    "describe",
+    "env_flag",
+    "fill_registry",
+    "plugin_manager",
+]
 
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT

@@ -41,8 +41,9 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -81,8 +82,12 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
 #: paper's G.10/G.11 readings. :data:`REREAD_IN_2` kept their ids and changed meaning, so the report
 #: refuses logs of them made under reading 1 rather than pool two experiments under one name.
 READINGS = 2
-REREAD_IN_2 = ("probe_temporal_middle_drop", "probe_distractor_audio", "probe_distractor_image",
-               "probe_distractor_text")
+REREAD_IN_2 = (
+    "probe_temporal_middle_drop",
+    "probe_distractor_audio",
+    "probe_distractor_image",
+    "probe_distractor_text",
+)
 #: Length of the audio segments the temporal probe shuffles (seconds).
 AUDIO_SEGMENT_S = 1.0
 #: G.10 "drop middle frames" leaves the number open: ``middle_drop`` drops this share of the frames
@@ -110,11 +115,11 @@ NOT_APPLICABLE = {
     "too_few_frames": "too few frames to drop middle ones and keep the first and the last",
     "audio_too_short": "audio shorter than two segments (or than its gaps), so it cannot be reordered or gapped",
     "needs_audio": "evidence that needs their audio (hidden.evidence_modality), so they are no text-visual "
-                   "example an unrelated audio can be inserted into (G.11)",
+    "example an unrelated audio can be inserted into (G.11)",
     "needs_visual": "evidence that needs their visual, so they are no text-audio example unrelated frames can be "
-                    "inserted into (G.11)",
+    "inserted into (G.11)",
     "needs_text": "evidence that needs their text, so they are no visual-audio example misleading text can be "
-                  "inserted into (G.11)",
+    "inserted into (G.11)",
     "no_key_frame": "no key_frame_index in the record",
     "no_donor": "no donor of the probe's tier among the dataset's other items",
 }
@@ -181,9 +186,16 @@ class ProbeSpec:
     plugin: str = ""
 
 
-def probe(name: str, *, family: str, parameters: Sequence[Any], check: Callable[[Any], Any],
-          describe: Callable[[Any], str], donor: str | Callable[[Any], str | None] | None = None,
-          label: Callable[[Any], str] = default_label):
+def probe(
+    name: str,
+    *,
+    family: str,
+    parameters: Sequence[Any],
+    check: Callable[[Any], Any],
+    describe: Callable[[Any], str],
+    donor: str | Callable[[Any], str | None] | None = None,
+    label: Callable[[Any], str] = default_label,
+):
     """Declare ``func(evidence, parameter, rng, donor)`` as a probe (attached as ``func.sceval_probe``).
 
     Args:
@@ -199,8 +211,9 @@ def probe(name: str, *, family: str, parameters: Sequence[Any], check: Callable[
     tier = donor if callable(donor) else (lambda _p, _t=donor: _t)
 
     def decorate(func):
-        func.sceval_probe = ProbeSpec(name, family, func, tuple(check(p) for p in parameters), check, tier, describe,
-                                      label)
+        func.sceval_probe = ProbeSpec(
+            name, family, func, tuple(check(p) for p in parameters), check, tier, describe, label
+        )
         return func
 
     return decorate
@@ -217,14 +230,16 @@ class ProbeRegistry(Registry[ProbeSpec]):
         unknown family raises PluginError."""
         spec = func if isinstance(func, ProbeSpec) else getattr(func, "sceval_probe", None)
         if not isinstance(spec, ProbeSpec):
-            raise PluginError(f"plugin {self.plugin} tried to register {func!r}, which is not decorated with "
-                              "@sceval_plugin.probe_conditions.probe(...)")
+            raise PluginError(
+                f"plugin {self.plugin} tried to register {func!r}, which is not decorated with "
+                "@sceval_plugin.probe_conditions.probe(...)"
+            )
         if spec.family not in PROBE_FAMILIES:
             raise PluginError(f"probe {spec.name!r}: family must be one of {PROBE_FAMILIES}, got {spec.family!r}")
         return self.register(spec.name, replace(spec, plugin=self.plugin))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def registry() -> ProbeRegistry:
     """Every installed plugin's probes (built once per process)."""
     return fill_registry("sceval_register_probes", ProbeRegistry(), "probes")
@@ -235,6 +250,7 @@ def get(name: str) -> ProbeSpec:
 
 
 # --- donors -------------------------------------------------------------------------------------
+
 
 def option_text(s: str) -> str:
     return " ".join(s.lower().split())
@@ -282,8 +298,13 @@ class DonorPicker:
             return [d for d in others if (d.source, d.category) == (item.source, item.category)]
         if tier == "answer":
             gold = gold_text(item)
-            return [d for d in others if d.visual_kind == item.visual_kind and gold_text(d) != gold
-                    and option_key_of(item, gold_text(d)) is not None]
+            return [
+                d
+                for d in others
+                if d.visual_kind == item.visual_kind
+                and gold_text(d) != gold
+                and option_key_of(item, gold_text(d)) is not None
+            ]
         if tier == "unrelated":
             return [d for d in others if (d.source, d.category) != (item.source, item.category)] or others
         raise ValueError(f"unknown donor tier {tier!r}; tiers: {DONOR_TIERS}")
@@ -304,8 +325,13 @@ def fixed_donor(donor: OmniItem | None) -> Callable[[str, ProbeCall, int], OmniI
     return lambda sample_id, call, seed: donor
 
 
-def apply(call: ProbeCall, evidence: Evidence, *, variant: int = 0,
-          donors: Callable[[str, ProbeCall, int], OmniItem | None] | None = None) -> tuple[Evidence, str | None, str | None]:
+def apply(
+    call: ProbeCall,
+    evidence: Evidence,
+    *,
+    variant: int = 0,
+    donors: Callable[[str, ProbeCall, int], OmniItem | None] | None = None,
+) -> tuple[Evidence, str | None, str | None]:
     """Run ``call`` on ``evidence``: (evidence shown, donor sample id, not-applicable reason)."""
     spec = get(call.name)
     donor = None
@@ -323,6 +349,7 @@ def apply(call: ProbeCall, evidence: Evidence, *, variant: int = 0,
 
 
 # --- the maths ----------------------------------------------------------------------------------
+
 
 def _one_of(values: Sequence[str]) -> Callable[[Any], str]:
     def check(p: Any) -> str:
@@ -374,10 +401,16 @@ def _mismatch(modality: str):
 
 
 mismatch_text, mismatch_vision, mismatch_audio = (
-    probe(f"mismatch_{m}", family="mismatch", parameters=PARAMETERS[f"mismatch_{m}"],
-          check=_one_of(("random", "category", "answer")), donor=lambda tier: tier,
-          describe=lambda tier, m=m: f"{m} evidence replaced by the donor's ({tier} tier, G.9)")(_mismatch(m))
-    for m in ("text", "vision", "audio"))
+    probe(
+        f"mismatch_{m}",
+        family="mismatch",
+        parameters=PARAMETERS[f"mismatch_{m}"],
+        check=_one_of(("random", "category", "answer")),
+        donor=lambda tier: tier,
+        describe=lambda tier, m=m: f"{m} evidence replaced by the donor's ({tier} tier, G.9)",
+    )(_mismatch(m))
+    for m in ("text", "vision", "audio")
+)
 
 
 _MIDDLE_DROP = re.compile(r"middle_drop_([1-9][0-9]*)")
@@ -388,8 +421,10 @@ def _temporal_kind(p: Any) -> str:
     """A temporal kind: one of Table 17's, or ``middle_drop_<k>`` / ``audio_gaps_<n>x<s>s``."""
     if p in PARAMETERS["temporal"] or isinstance(p, str) and (_MIDDLE_DROP.fullmatch(p) or _gaps(p)):
         return p
-    raise ValueError(f"temporal kind must be one of {PARAMETERS['temporal']}, middle_drop_<frames> or "
-                     f"audio_gaps_<count>x<seconds>s (e.g. audio_gaps_2x0p25s), got {p!r}")
+    raise ValueError(
+        f"temporal kind must be one of {PARAMETERS['temporal']}, middle_drop_<frames> or "
+        f"audio_gaps_<count>x<seconds>s (e.g. audio_gaps_2x0p25s), got {p!r}"
+    )
 
 
 def _gaps(kind: str) -> tuple[int, float] | None:
@@ -397,8 +432,11 @@ def _gaps(kind: str) -> tuple[int, float] | None:
     if kind == "audio_gaps":
         return AUDIO_GAPS
     m = _AUDIO_GAPS.fullmatch(kind)
-    return (int(m.group(1)), float(m.group(2).replace("p", "."))) if m and float(m.group(2).replace("p", ".")) > 0 \
+    return (
+        (int(m.group(1)), float(m.group(2).replace("p", ".")))
+        if m and float(m.group(2).replace("p", ".")) > 0
         else None
+    )
 
 
 def _describe_temporal(kind: str) -> str:
@@ -407,14 +445,21 @@ def _describe_temporal(kind: str) -> str:
         return f"{gaps[0]} silent gap(s) of {gaps[1]:g} s inserted in the audio (G.10)"
     if kind.startswith("middle_drop"):
         k = _MIDDLE_DROP.fullmatch(kind)
-        return (f"the middle {k.group(1)} frame(s) dropped" if k else
-                f"the middle {MIDDLE_DROP_FRACTION:.0%} of the frames dropped") + " (G.10)"
-    return {"frame_shuffle": "frames in a random order", "frame_reverse": "frames reversed",
-            "audio_shuffle": f"audio cut in {AUDIO_SEGMENT_S:g} s segments, shuffled"}[kind] + " (G.10)"
+        return (
+            f"the middle {k.group(1)} frame(s) dropped"
+            if k
+            else f"the middle {MIDDLE_DROP_FRACTION:.0%} of the frames dropped"
+        ) + " (G.10)"
+    return {
+        "frame_shuffle": "frames in a random order",
+        "frame_reverse": "frames reversed",
+        "audio_shuffle": f"audio cut in {AUDIO_SEGMENT_S:g} s segments, shuffled",
+    }[kind] + " (G.10)"
 
 
-@probe("temporal", family="temporal", parameters=PARAMETERS["temporal"], check=_temporal_kind,
-       describe=_describe_temporal)
+@probe(
+    "temporal", family="temporal", parameters=PARAMETERS["temporal"], check=_temporal_kind, describe=_describe_temporal
+)
 def temporal(ev: Evidence, kind: str, rng: np.random.Generator, donor: None) -> Evidence:
     """G.10's temporal probes ("shuffle frames, reverse frame order, and drop middle frames ...
     shuffle audio segments or insert local gaps"). Frame times (stated for video frames) stay in
@@ -457,7 +502,7 @@ def _shuffle_audio(ev: Evidence, rng: np.random.Generator) -> Evidence:
     count = 0 if ev.audio is None else math.ceil(len(ev.audio) / seg)
     if count < 2:
         raise NotApplicable("audio_too_short")
-    parts = [ev.audio[i * seg:(i + 1) * seg] for i in range(count)]
+    parts = [ev.audio[i * seg : (i + 1) * seg] for i in range(count)]
     return replace(ev, audio=np.concatenate([parts[i] for i in _derangement(rng, count)]))
 
 
@@ -474,9 +519,14 @@ def _drop_middle_frames(ev: Evidence, kind: str) -> Evidence:
     return replace(ev, frames=ev.frames[keep], frame_times=times)
 
 
-@probe("desync", family="desync", parameters=PARAMETERS["desync"], check=_seconds,
-       label=lambda s: f"{'minus' if s < 0 else 'plus'}{abs(s):g}s".replace(".", "p"),
-       describe=lambda s: f"audio {'delayed' if s > 0 else 'advanced'} by {abs(s):g} s against the frames (G.10)")
+@probe(
+    "desync",
+    family="desync",
+    parameters=PARAMETERS["desync"],
+    check=_seconds,
+    label=lambda s: f"{'minus' if s < 0 else 'plus'}{abs(s):g}s".replace(".", "p"),
+    describe=lambda s: f"audio {'delayed' if s > 0 else 'advanced'} by {abs(s):g} s against the frames (G.10)",
+)
 def desync(ev: Evidence, shift_s: float, rng: np.random.Generator, donor: None) -> Evidence:
     """G.10: the audio shifted by ``shift_s`` seconds (+: later, so it starts with silence; -:
     earlier, so its head is cut and silence ends it); the clip keeps its duration."""
@@ -485,15 +535,23 @@ def desync(ev: Evidence, shift_s: float, rng: np.random.Generator, donor: None) 
     n, k = len(ev.audio), min(len(ev.audio), int(round(abs(shift_s) * SAMPLE_RATE)))
     out = np.zeros_like(ev.audio)
     if shift_s > 0:
-        out[k:] = ev.audio[:n - k]
+        out[k:] = ev.audio[: n - k]
     else:
-        out[:n - k] = ev.audio[k:]
+        out[: n - k] = ev.audio[k:]
     return replace(ev, audio=out)
 
 
-@probe("frame_budget", family="frame_budget", parameters=PARAMETERS["frame_budget"], check=_budget,
-       describe=lambda b: "the model's default frames (the protocol's F.2 decode)" if b == "default"
-       else f"{b} frame(s) sampled uniformly (G.10)")
+@probe(
+    "frame_budget",
+    family="frame_budget",
+    parameters=PARAMETERS["frame_budget"],
+    check=_budget,
+    describe=lambda b: (
+        "the model's default frames (the protocol's F.2 decode)"
+        if b == "default"
+        else f"{b} frame(s) sampled uniformly (G.10)"
+    ),
+)
 def frame_budget(ev: Evidence, budget: int | str, rng: np.random.Generator, donor: None) -> Evidence:
     """G.10's frame budget. A video is decoded again with exactly ``budget`` frames, frame *i* at
     ``i * duration / budget`` (F.2's uniform rule without its 1 fps cap); a frame list keeps the
@@ -514,8 +572,13 @@ def frame_budget(ev: Evidence, budget: int | str, rng: np.random.Generator, dono
     return replace(ev, frames=ev.frames[[i * n // budget for i in range(budget)]])
 
 
-@probe("key_frame", family="key_frame", parameters=PARAMETERS["key_frame"], check=_one_of(PARAMETERS["key_frame"]),
-       describe=lambda p: f"key frame moved to the {p} position (G.10)")
+@probe(
+    "key_frame",
+    family="key_frame",
+    parameters=PARAMETERS["key_frame"],
+    check=_one_of(PARAMETERS["key_frame"]),
+    describe=lambda p: f"key frame moved to the {p} position (G.10)",
+)
 def key_frame(ev: Evidence, position: str, rng: np.random.Generator, donor: None) -> Evidence:
     """G.10: the item's key frame (``key_frame_index``) moved to the first, middle (index
     ``(N - 1) // 2``) or last position; the other frames keep their order and the frame set is
@@ -543,8 +606,11 @@ def evidence_needs(item: OmniItem) -> set[str]:
     stated = item.hidden.get("evidence_modality")
     needs = set((stated if stated and stated != "unknown" else ASSUMED_EVIDENCE).split("+"))
     if not needs <= {"text", "visual", "audio"}:
-        raise field_error(item.sample_id, "hidden.evidence_modality",
-                          f"{stated!r} is not 'unknown' or text, visual, audio joined by '+'")
+        raise field_error(
+            item.sample_id,
+            "hidden.evidence_modality",
+            f"{stated!r} is not 'unknown' or text, visual, audio joined by '+'",
+        )
     return needs
 
 
@@ -553,18 +619,24 @@ def _distractor_donor(kind: str) -> str | None:
 
 
 def _describe_distractor(kind: str) -> str:
-    return {"audio": "an unrelated item's audio in place of the audio of an item that needs none",
-            "image": "an unrelated item's frames in place of the visual of an item that needs none",
-            "text": "misleading text (a wrong option named) as the textual evidence of an item that needs none",
-            "appended_audio": "an unrelated item's audio appended after the item's own",
-            "appended_frame": "an unrelated item's middle frame appended after the item's frames",
-            "appended_text": "an unrelated item's context (else question) appended to the item's context"}[kind] \
-        + " (G.11)"
+    return {
+        "audio": "an unrelated item's audio in place of the audio of an item that needs none",
+        "image": "an unrelated item's frames in place of the visual of an item that needs none",
+        "text": "misleading text (a wrong option named) as the textual evidence of an item that needs none",
+        "appended_audio": "an unrelated item's audio appended after the item's own",
+        "appended_frame": "an unrelated item's middle frame appended after the item's frames",
+        "appended_text": "an unrelated item's context (else question) appended to the item's context",
+    }[kind] + " (G.11)"
 
 
-@probe("distractor", family="distractor", parameters=PARAMETERS["distractor"],
-       check=_one_of(PARAMETERS["distractor"] + OPTIONS["distractor"]), donor=_distractor_donor,
-       describe=_describe_distractor)
+@probe(
+    "distractor",
+    family="distractor",
+    parameters=PARAMETERS["distractor"],
+    check=_one_of(PARAMETERS["distractor"] + OPTIONS["distractor"]),
+    donor=_distractor_donor,
+    describe=_describe_distractor,
+)
 def distractor(ev: Evidence, kind: str, rng: np.random.Generator, donor: OmniItem | None) -> Evidence:
     """G.11: "insert an unrelated but structurally clean modality into otherwise sufficient inputs:
     unrelated audio into text-visual examples, unrelated frames into text-audio examples, or
@@ -590,8 +662,12 @@ def distractor(ev: Evidence, kind: str, rng: np.random.Generator, donor: OmniIte
     if kind == "image":
         if "visual" in needs:
             raise NotApplicable("needs_visual")
-        return replace(ev, frames=donor.frames(), frame_times=donor.frame_times(),
-                       visual_kind="image" if donor.visual_kind == "image" else "video frames")
+        return replace(
+            ev,
+            frames=donor.frames(),
+            frame_times=donor.frame_times(),
+            visual_kind="image" if donor.visual_kind == "image" else "video frames",
+        )
     if kind == "text":
         if "text" in needs:
             raise NotApplicable("needs_text")
@@ -604,24 +680,28 @@ def distractor(ev: Evidence, kind: str, rng: np.random.Generator, donor: OmniIte
         if ev.frames is None:
             return ev
         extra = donor.frames()[len(donor.frames()) // 2]
-        return replace(ev, frames=np.concatenate([ev.frames, _fitted(extra, ev.frames.shape[1:])[None]]),
-                       frame_times=None, visual_kind="video frames")
+        return replace(
+            ev,
+            frames=np.concatenate([ev.frames, _fitted(extra, ev.frames.shape[1:])[None]]),
+            frame_times=None,
+            visual_kind="video frames",
+        )
     sentence = (donor.context or donor.question).strip()
     return replace(ev, context=f"{ev.context.strip()} {sentence}".strip())
 
 
 # --- the plugin -------------------------------------------------------------------------------
 
-BUILTIN_PROBES = (mismatch_text, mismatch_vision, mismatch_audio, temporal, desync, frame_budget, key_frame,
-                  distractor)
+BUILTIN_PROBES = (mismatch_text, mismatch_vision, mismatch_audio, temporal, desync, frame_budget, key_frame, distractor)
 
 
 def probe_condition(name: str, parameter: Any, *, suites: tuple[str, ...] = ()) -> Condition:
     """The condition running probe ``name`` at ``parameter`` (id ``probe_<name>_<parameter>``);
     ``suites=("probe_option",)`` for another reading than Table 17's (:data:`OPTIONS`)."""
     call = ProbeCall(name, parameter).checked()
-    return Condition(f"probe_{call.id}", "probe", probe=call, suites=suites,
-                     description=get(name).describe(call.parameter))
+    return Condition(
+        f"probe_{call.id}", "probe", probe=call, suites=suites, description=get(name).describe(call.parameter)
+    )
 
 
 @hookimpl

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
+from faultline_eval.core.paths import cache_dir
+from faultline_eval.core.store import write_atomic
 from sceval_plugin.conditions import ConditionRegistry, catalogue, prompt_variant
 from sceval_plugin.hookspecs import hookimpl
-from faultline_eval.core.store import write_atomic
-from faultline_eval.core.paths import cache_dir
 
 #: The role of each chosen cell, in the order G.6 lists them.
 ROLES = ("clean", "worst_text", "worst_vision", "worst_audio", "strongest_tv", "strongest_tva")
@@ -55,15 +55,21 @@ def group_name(model: str) -> str:
 def choose_bases(accuracy: Mapping[str, float], info: Mapping) -> tuple[dict[str, str], list[str]]:
     """``({role: condition id}, notes)`` from one model's accuracy per condition (standard
     prompt) and the catalogue info (``ConditionInfo`` by id); see the module docstring."""
+
     def pick(members: Iterable[str]) -> str | None:
-        ranked = sorted((accuracy[cid], -sum(c[2] for c in info[cid].corruptions), cid) for cid in members
-                        if cid in accuracy and accuracy[cid] == accuracy[cid])  # NaN: no valid output to rank
+        ranked = sorted(
+            (accuracy[cid], -sum(c[2] for c in info[cid].corruptions), cid)
+            for cid in members
+            if cid in accuracy and accuracy[cid] == accuracy[cid]
+        )  # NaN: no valid output to rank
         return ranked[0][2] if ranked else None
 
     candidates = {
         "clean": ["clean"],
-        **{f"worst_{m}": [cid for cid, c in info.items() if c.block == "single" and c.corruptions[0][0] == m]
-           for m in ("text", "vision", "audio")},
+        **{
+            f"worst_{m}": [cid for cid, c in info.items() if c.block == "single" and c.corruptions[0][0] == m]
+            for m in ("text", "vision", "audio")
+        },
         "strongest_tv": [cid for cid, c in info.items() if c.block == "tv"],
         "strongest_tva": [cid for cid, c in info.items() if c.block == "tva"],
     }
@@ -77,12 +83,25 @@ def choose_bases(accuracy: Mapping[str, float], info: Mapping) -> tuple[dict[str
     return chosen, notes
 
 
-def write_subset(model: str, chosen: Mapping[str, str], prompts: Sequence[str], runs: Sequence[str],
-                 accuracy: Mapping[str, float]) -> Path:
+def write_subset(
+    model: str, chosen: Mapping[str, str], prompts: Sequence[str], runs: Sequence[str], accuracy: Mapping[str, float]
+) -> Path:
     path = subset_dir() / f"{group_name(model)}.json"
-    write_atomic(path, json.dumps({"model": model, "group": group_name(model), "cells": dict(chosen),
-                                "accuracy": {cid: accuracy[cid] for cid in chosen.values()},
-                                "prompts": list(prompts), "runs": [str(r) for r in runs]}, indent=1) + "\n")
+    write_atomic(
+        path,
+        json.dumps(
+            {
+                "model": model,
+                "group": group_name(model),
+                "cells": dict(chosen),
+                "accuracy": {cid: accuracy[cid] for cid in chosen.values()},
+                "prompts": list(prompts),
+                "runs": [str(r) for r in runs],
+            },
+            indent=1,
+        )
+        + "\n",
+    )
     return path
 
 
@@ -94,8 +113,10 @@ def read_subsets() -> list[dict]:
             data = json.loads(path.read_text(encoding="utf-8"))
             cells, prompts, group = dict(data["cells"]), list(data["prompts"]), str(data["group"])
         except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise SubsetError(f"{path}: not a prompt-subset file ({type(exc).__name__}: {exc}); delete it or "
-                              "write it again with `sceval prompt-subset`") from exc
+            raise SubsetError(
+                f"{path}: not a prompt-subset file ({type(exc).__name__}: {exc}); delete it or "
+                "write it again with `sceval prompt-subset`"
+            ) from exc
         subsets.append({"path": path, "group": group, "cells": cells, "prompts": prompts})
     return subsets
 
@@ -114,8 +135,10 @@ def sceval_register_conditions(registry: ConditionRegistry) -> None:
     for subset in read_subsets():
         for base in dict.fromkeys(subset["cells"].values()):
             if base not in registry:
-                raise SubsetError(f"{subset['path']}: chosen cell {base!r} is not in the catalogue "
-                                  "(is the plugin that defines it installed?)")
+                raise SubsetError(
+                    f"{subset['path']}: chosen cell {base!r} is not in the catalogue "
+                    "(is the plugin that defines it installed?)"
+                )
             for prompt in subset["prompts"]:
                 if f"prompt_{prompt}_{base}" not in registry:
                     registry.add(prompt_variant(registry.get(base), prompt))
@@ -125,8 +148,11 @@ def group_files() -> dict[str, str]:
     """File name -> YAML of one lmms-eval group per subset file."""
     files = {}
     for subset in read_subsets():
-        lines = ["# Generated by `sceval prompt-subset` (sceval_plugin.prompt_subset); do not edit.",
-                 f"group: {subset['group']}", "task:"]
+        lines = [
+            "# Generated by `sceval prompt-subset` (sceval_plugin.prompt_subset); do not edit.",
+            f"group: {subset['group']}",
+            "task:",
+        ]
         lines += [f"  - {name}" for name in task_names(subset, catalogue())]
         files[f"{subset['group']}.yaml"] = "\n".join(lines) + "\n"
     return files

@@ -56,8 +56,7 @@ def control_not_applicable(item: OmniItem, condition: Condition) -> str | None:
     return None
 
 
-def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media: bool = True,
-           donors=None) -> Trial:
+def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media: bool = True, donors=None) -> Trial:
     """Apply ``condition`` (corruptions, control, probe, option order) to ``item`` for ``variant``.
 
     ``with_media=False`` renders the text alone (no decoding, no pixel or sample work), except
@@ -103,10 +102,32 @@ def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media
     not_applicable, donor_id = control_not_applicable(item, condition), None
     if condition.probe is not None:
         shown, donor_id, not_applicable = probes.apply(
-            condition.probe, probes.Evidence(item, question, context, frames, audio, times, kind), variant=variant,
-            donors=donors)
-        question, context, frames, audio, times, kind = (shown.question, shown.context, shown.frames, shown.audio,
-                                                         shown.frame_times, shown.visual_kind)
+            condition.probe,
+            probes.Evidence(item, question, context, frames, audio, times, kind),
+            variant=variant,
+            donors=donors,
+        )
+        question, context, frames, audio, times, kind = (
+            shown.question,
+            shown.context,
+            shown.frames,
+            shown.audio,
+            shown.frame_times,
+            shown.visual_kind,
+        )
     options, gold, original = reorder_options(item.options, item.gold_key, condition.option_order)
-    return Trial(item.sample_id, question, context, options, gold, frames, audio, kind, not no_media, original,
-                 not_applicable, times, donor_id)
+    return Trial(
+        item.sample_id,
+        question,
+        context,
+        options,
+        gold,
+        frames,
+        audio,
+        kind,
+        not no_media,
+        original,
+        not_applicable,
+        times,
+        donor_id,
+    )

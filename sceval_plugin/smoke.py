@@ -31,14 +31,20 @@ def _records(results: dict, task: str) -> list[dict]:
 
 
 def run_smoke(model: str, model_args: str = "", *, limit: int = 10) -> list[Check]:
+    import lmms_eval.models  # noqa: F401  (loads our entry point, which adds the SCEval tasks)
     from lmms_eval.evaluator import simple_evaluate
     from lmms_eval.tasks import TaskManager
 
-    import lmms_eval.models  # noqa: F401  (loads our entry point, which adds the SCEval tasks)
-
     tasks = ["sceval_clean", "sceval_missing_audio", SWAPPED_AUDIO_TASK]
-    results = simple_evaluate(model=model, model_args=model_args, tasks=tasks, limit=limit, log_samples=True,
-                              task_manager=TaskManager("ERROR"), verbosity="ERROR")
+    results = simple_evaluate(
+        model=model,
+        model_args=model_args,
+        tasks=tasks,
+        limit=limit,
+        log_samples=True,
+        task_manager=TaskManager("ERROR"),
+        verbosity="ERROR",
+    )
     clean, silent, swapped = (_records(results, task) for task in tasks)
     if not clean:
         return [Check("ran", False, "lmms-eval returned no per-sample records")]
@@ -52,12 +58,24 @@ def run_smoke(model: str, model_args: str = "", *, limit: int = 10) -> list[Chec
     swapped = [r for r in swapped if r["sample_id"] in by_sample and r["invalid"] != "api_failure"]
     changed_by_swap = sum(by_sample[r["sample_id"]] != r["raw_response"] for r in swapped)
     return [
-        Check("accepts the ordered frame set", failures == 0, f"{n - failures}/{n} clean requests answered"
-              + (f"; {failures} API failure(s): {next(r['failure_detail'] for r in clean if r['invalid'] == 'api_failure')}"
-                 if failures else "")),
-        Check("audio actually consumed", changed > 0, f"{changed}/{len(silent)} replies change when the audio is silence"),
-        Check("audio swapped between items changes answers", changed_by_swap > 0,
-              f"{changed_by_swap}/{len(swapped)} replies change with another item's audio"),
+        Check(
+            "accepts the ordered frame set",
+            failures == 0,
+            f"{n - failures}/{n} clean requests answered"
+            + (
+                f"; {failures} API failure(s): {next(r['failure_detail'] for r in clean if r['invalid'] == 'api_failure')}"
+                if failures
+                else ""
+            ),
+        ),
+        Check(
+            "audio actually consumed", changed > 0, f"{changed}/{len(silent)} replies change when the audio is silence"
+        ),
+        Check(
+            "audio swapped between items changes answers",
+            changed_by_swap > 0,
+            f"{changed_by_swap}/{len(swapped)} replies change with another item's audio",
+        ),
         Check("parser recovers an option key", parsed == n, f"{parsed}/{n} replies parsed"),
         Check("no refusals or empty outputs", refusals + empty == 0, f"{refusals} refusal(s), {empty} empty"),
     ]

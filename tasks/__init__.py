@@ -21,5 +21,7 @@ def video_frame_parts(frames: list, times, sample_id: str) -> list[dict]:
     """The ``image`` parts of a video's frames, each with its time (``times`` None: unknown)."""
     if times is not None and len(times) != len(frames):
         raise ValueError(f"sample {sample_id!r}: {len(frames)} video frames but {len(times)} frame times")
-    return [{"type": "image", "url": frame, FRAME_TIME_KEY: None if times is None else float(times[i])}
-            for i, frame in enumerate(frames)]
+    return [
+        {"type": "image", "url": frame, FRAME_TIME_KEY: None if times is None else float(times[i])}
+        for i, frame in enumerate(frames)
+    ]

@@ -10,8 +10,8 @@ cache folder at start-up, like SCEval's plugin conditions.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from c3po_plugin.plugins import BUILTIN_PLUGINS, HOST
 from c3po_plugin.templates import CATEGORIES, Template, TemplateRegistry, registry
@@ -49,8 +49,12 @@ def selector_tasks(cells: Iterable[tuple[str, int]], whole: bool = True) -> dict
 
 
 def template_task(template: Template) -> str:
-    return _task(template.task_name, template.snake_name,
-                 f"{template.id} {template.name} ({template.category_name}, tier {template.tier})", ["c3po_templates"])
+    return _task(
+        template.task_name,
+        template.snake_name,
+        f"{template.id} {template.name} ({template.category_name}, tier {template.tier})",
+        ["c3po_templates"],
+    )
 
 
 def render_task_files(templates: Iterable[Template], known_cells: Iterable[tuple[str, int]] = ()) -> dict[str, str]:
@@ -64,9 +68,15 @@ def render_task_files(templates: Iterable[Template], known_cells: Iterable[tuple
     known = set(known_cells)
     files = {
         TEMPLATE_NAME: template_text(
-            HEADER, ["Shared by every C3PO task. The placeholder dataset is replaced by process_docs with",
-                     "the task's items, read from $C3PO_SOURCE (default: the embedded demo)."],
-            MODULE, PLACEHOLDER_NAME, ((m, f.__name__, higher) for m, (f, higher) in METRICS.items())),
+            HEADER,
+            [
+                "Shared by every C3PO task. The placeholder dataset is replaced by process_docs with",
+                "the task's items, read from $C3PO_SOURCE (default: the embedded demo).",
+            ],
+            MODULE,
+            PLACEHOLDER_NAME,
+            ((m, f.__name__, higher) for m, (f, higher) in METRICS.items()),
+        ),
         PLACEHOLDER_NAME: '{"placeholder": "replaced by process_docs; see _c3po_template_yaml"}\n',
     }
     cells = {(t.category, t.tier) for t in templates} - known

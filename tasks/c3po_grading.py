@@ -27,8 +27,9 @@ from faultline_eval.judges.base import JudgeRequest
 from faultline_eval.judges.judge_prompt import describe_sample
 from faultline_eval.tasks.c3po_settings import task_settings
 
-_REFUSAL = re.compile(r"^\s*(i('m| am) sorry|i can(no|')t (help|answer|assist)|i('m| am) (unable|not able) to)",
-                      re.IGNORECASE)
+_REFUSAL = re.compile(
+    r"^\s*(i('m| am) sorry|i can(no|')t (help|answer|assist)|i('m| am) (unable|not able) to)", re.IGNORECASE
+)
 _ANSWER_PREFIX = re.compile(r"^\s*(final answer|answer)\s*[:\-]\s*", re.IGNORECASE)
 
 
@@ -56,8 +57,9 @@ class Grader:
         self._lock = threading.Lock()
 
     def __call__(self, item: C3POItem, answer: str) -> Grade:
-        request = JudgeRequest(item.sample_id, item.question, item.answer, answer,
-                               describe_sample(item.template, item.context), item=item)
+        request = JudgeRequest(
+            item.sample_id, item.question, item.answer, answer, describe_sample(item.template, item.context), item=item
+        )
         with self._lock:
             return grade([request], self.judge, self.cache)[0]
 
@@ -106,8 +108,9 @@ def human_correct(item: C3POItem, grade_answer: Grader) -> int | None:
     return None if human is None or human.correct is None else int(human.correct)
 
 
-def trial_record(doc: dict, item: C3POItem, reply: str, call: telemetry.Call | None,
-                 grade_answer: Grader) -> dict[str, Any]:
+def trial_record(
+    doc: dict, item: C3POItem, reply: str, call: telemetry.Call | None, grade_answer: Grader
+) -> dict[str, Any]:
     """The per-sample record of one C3PO trial (``c3po_record``)."""
     template = item.template
     graded = graded_reply(item, reply, call, grade_answer)

@@ -39,6 +39,7 @@ from faultline_eval.tasks.sceval_task import excluded_trials, functions_by_name,
 
 # --- docs ---------------------------------------------------------------------------------------
 
+
 def selects(selector: str, template: Template) -> bool:
     """Whether a task selector (``all``, ``ic``, ``cc_t2``, a template's snake name) takes it."""
     if selector == "all":
@@ -52,12 +53,22 @@ def selects(selector: str, template: Template) -> bool:
 
 
 def _item_json(item: C3POItem) -> str:
-    return json.dumps({
-        "sample_id": item.sample_id, "template": item.template_id, "question": item.question, "answer": item.answer,
-        "source": item.source, "context": item.context, "distractors": dict(item.distractors),
-        "difficulty": item.difficulty, "human_answer": item.human_answer, "hidden": dict(item.hidden),
-        "root": item.root, **item.relative_media(),
-    })
+    return json.dumps(
+        {
+            "sample_id": item.sample_id,
+            "template": item.template_id,
+            "question": item.question,
+            "answer": item.answer,
+            "source": item.source,
+            "context": item.context,
+            "distractors": dict(item.distractors),
+            "difficulty": item.difficulty,
+            "human_answer": item.human_answer,
+            "hidden": dict(item.hidden),
+            "root": item.root,
+            **item.relative_media(),
+        }
+    )
 
 
 # sized as sceval_task._item (an LRU smaller than the dataset misses on every call)
@@ -81,9 +92,18 @@ def build_rows(selector: str) -> tuple[list[dict], collections.Counter]:
         logger.error(f"c3po {selector}: excluded, {problem}")
     dataset, runs = f"{source.spec}#{source.fingerprint}", task_settings().runs
     rows = [
-        {"row_id": f"{selector}/{item.sample_id}/{run}", "sample_id": item.sample_id, "template_id": item.template_id,
-         "run": run, "target": item.answer, "dataset": dataset, "item": _item_json(item)}
-        for item in items if selects(selector, item.template) for run in range(runs)
+        {
+            "row_id": f"{selector}/{item.sample_id}/{run}",
+            "sample_id": item.sample_id,
+            "template_id": item.template_id,
+            "run": run,
+            "target": item.answer,
+            "dataset": dataset,
+            "item": _item_json(item),
+        }
+        for item in items
+        if selects(selector, item.template)
+        for run in range(runs)
     ]
     return rows, excluded
 
@@ -104,6 +124,7 @@ __getattr__ = functions_by_name("process_docs__", process_docs)
 
 
 # --- what the model sees ------------------------------------------------------------------------
+
 
 def _media(item: C3POItem) -> tuple[list, Any, dict | None]:
     from PIL import Image
@@ -139,8 +160,10 @@ def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) ->
     then the optional note and the question."""
     item = _item(doc["item"])
     content = media_content(item) + [{"type": "text", "text": prompts.build(item.question, item.context).user}]
-    return [{"role": "system", "content": [{"type": "text", "text": prompts.SYSTEM}]},
-            {"role": "user", "content": content}]
+    return [
+        {"role": "system", "content": [{"type": "text", "text": prompts.SYSTEM}]},
+        {"role": "user", "content": content},
+    ]
 
 
 def media_list(item: C3POItem) -> list:
@@ -168,13 +191,15 @@ def doc_to_target(doc: dict) -> str:
 
 # --- scoring ------------------------------------------------------------------------------------
 
+
 def process_results(doc: dict, results: list) -> dict:
     """Grade the reply and return the per-sample record (never raises: lmms-eval retries). The
     judge is called here: lmms-eval computes the metrics from what this returns."""
     item = _item(doc["item"])
     reply = results[0] if results else ""
-    record = trial_record(doc, item, reply if isinstance(reply, str) else str(reply), telemetry.take(doc["row_id"]),
-                          grader())
+    record = trial_record(
+        doc, item, reply if isinstance(reply, str) else str(reply), telemetry.take(doc["row_id"]), grader()
+    )
     # The typed trial entry `c3po report` and the aggregations read (lmms-eval writes each metric
     # value into every per-sample line).
     trial = C3POTrial.from_record(record).to_json()
@@ -187,6 +212,7 @@ def process_results(doc: dict, results: list) -> dict:
 
 # --- aggregations -------------------------------------------------------------------------------
 
+
 def _trial_table(items: list[dict]) -> pd.DataFrame:
     """The trial entries as :mod:`c3po_plugin.metrics`' trial table (one model)."""
     trials = [C3POTrial.from_json(it) for it in items]
@@ -194,12 +220,17 @@ def _trial_table(items: list[dict]) -> pd.DataFrame:
     def number(values: list[int | None]) -> np.ndarray:
         return np.array([np.nan if v is None else v for v in values], dtype=float)
 
-    return pd.DataFrame({
-        "model": "", "sample_id": [t.sample_id for t in trials], "run": [t.variant for t in trials],
-        "correct": number([t.correct for t in trials]), "exact": [t.exact_match for t in trials],
-        "human_correct": number([t.human_correct for t in trials]),
-        "has_human_answer": [t.has_human_answer for t in trials],
-    })
+    return pd.DataFrame(
+        {
+            "model": "",
+            "sample_id": [t.sample_id for t in trials],
+            "run": [t.variant for t in trials],
+            "correct": number([t.correct for t in trials]),
+            "exact": [t.exact_match for t in trials],
+            "human_correct": number([t.human_correct for t in trials]),
+            "has_human_answer": [t.has_human_answer for t in trials],
+        }
+    )
 
 
 def accuracy(items: list[dict]) -> float:

@@ -9,8 +9,8 @@ conditions from third-party plugins are written to a cache folder at start-up in
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.store import write_atomic
@@ -45,18 +45,24 @@ def tags(condition: Condition) -> list[str]:
         out.append("sceval_prompts")
     if condition.probe is not None:
         # another reading than Table 17's (probes.OPTIONS): run by name or with the options' tag only
-        out += ["sceval_probe_options"] if "probe_option" in condition.suites else \
-            ["sceval_probes", f"sceval_probes_{probes.get(condition.probe.name).family}"]
+        out += (
+            ["sceval_probe_options"]
+            if "probe_option" in condition.suites
+            else ["sceval_probes", f"sceval_probes_{probes.get(condition.probe.name).family}"]
+        )
     if no_option.in_tag(condition):
         out.append(no_option.TAG)
     return out + ["sceval_all"]
 
 
-def template_text(header: str, comment: list[str], module: str, placeholder: str,
-                  metrics: Iterable[tuple[str, str, bool]]) -> str:
+def template_text(
+    header: str, comment: list[str], module: str, placeholder: str, metrics: Iterable[tuple[str, str, bool]]
+) -> str:
     """The shared task template of a protocol: placeholder dataset, the module's doc and result
     functions, greedy generation, and one metric line per ``(name, aggregation, higher)``."""
-    lines = [header.rstrip("\n"), *(f"# {c}" for c in comment),
+    lines = [
+        header.rstrip("\n"),
+        *(f"# {c}" for c in comment),
         "dataset_path: json",
         "dataset_kwargs:",
         f"  data_files: {placeholder}",
@@ -74,8 +80,11 @@ def template_text(header: str, comment: list[str], module: str, placeholder: str
         "metric_list:",
     ]
     for name, function, higher in metrics:
-        lines += [f"  - metric: {name}", f"    aggregation: !function {module}.{function}",
-                  f"    higher_is_better: {'true' if higher else 'false'}"]
+        lines += [
+            f"  - metric: {name}",
+            f"    aggregation: !function {module}.{function}",
+            f"    higher_is_better: {'true' if higher else 'false'}",
+        ]
     lines += ["metadata:", "  version: 1.0"]
     return "\n".join(lines) + "\n"
 
@@ -98,9 +107,15 @@ def render_task_files(conditions: Iterable[Condition]) -> dict[str, str]:
     higher = {"sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage", "sceval_valid_trials"}
     files = {
         TEMPLATE_NAME: template_text(
-            HEADER, ["Shared by every SCEval task. The placeholder dataset is replaced by process_docs with",
-                     "the trials of the task's condition, read from $SCEVAL_SOURCE (default: the embedded demo)."],
-            MODULE, PLACEHOLDER_NAME, ((m, f.__name__, m in higher) for m, f in METRICS.items())),
+            HEADER,
+            [
+                "Shared by every SCEval task. The placeholder dataset is replaced by process_docs with",
+                "the trials of the task's condition, read from $SCEVAL_SOURCE (default: the embedded demo).",
+            ],
+            MODULE,
+            PLACEHOLDER_NAME,
+            ((m, f.__name__, m in higher) for m, f in METRICS.items()),
+        ),
         PLACEHOLDER_NAME: '{"placeholder": "replaced by process_docs; see _sceval_template_yaml"}\n',
     }
     for condition in conditions:
@@ -145,8 +160,11 @@ def is_builtin(condition: Condition) -> bool:
     """Registered by SCEval itself and using only SCEval's own operators (so its task file is
     committed under tasks/sceval)."""
     builtin = {describe(p) for p in BUILTIN_PLUGINS if p not in GENERATED_PLUGINS}
-    return (condition.plugin in builtin and all(operators.get(c.operator).plugin in builtin for c in condition.corruptions)
-            and (condition.probe is None or probes.get(condition.probe.name).plugin in builtin))
+    return (
+        condition.plugin in builtin
+        and all(operators.get(c.operator).plugin in builtin for c in condition.corruptions)
+        and (condition.probe is None or probes.get(condition.probe.name).plugin in builtin)
+    )
 
 
 def task_dirs() -> list[Path]:

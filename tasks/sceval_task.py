@@ -58,13 +58,22 @@ def record_exclusions(key: str, reasons: collections.Counter) -> None:
 
 
 def _item_json(item: OmniItem) -> str:
-    return json.dumps({
-        "sample_id": item.sample_id, "source": item.source, "question": item.question,
-        "options": dict(item.options), "gold_key": item.gold_key, "context": item.context,
-        "visual": [str(Path(p).relative_to(item.root)) for p in item.visual],
-        "audio": str(Path(item.audio).relative_to(item.root)), "root": item.root, "hidden": dict(item.hidden),
-        "category": item.category, "key_frame_index": item.key_frame_index,
-    })
+    return json.dumps(
+        {
+            "sample_id": item.sample_id,
+            "source": item.source,
+            "question": item.question,
+            "options": dict(item.options),
+            "gold_key": item.gold_key,
+            "context": item.context,
+            "visual": [str(Path(p).relative_to(item.root)) for p in item.visual],
+            "audio": str(Path(item.audio).relative_to(item.root)),
+            "root": item.root,
+            "hidden": dict(item.hidden),
+            "category": item.category,
+            "key_frame_index": item.key_frame_index,
+        }
+    )
 
 
 # A run visits every item once per task, in dataset order: an LRU smaller than the dataset
@@ -89,14 +98,19 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     trials, released_mode = _source_trials(source, condition)
     problems = list(source.problems)
     # a record that is not an item would have given one trial per variant (one released row)
-    excluded = collections.Counter({reason: n * (1 if released_mode else condition.variants) for reason, n in
-                                    collections.Counter(p.reason for p in problems).items()})
+    excluded = collections.Counter(
+        {
+            reason: n * (1 if released_mode else condition.variants)
+            for reason, n in collections.Counter(p.reason for p in problems).items()
+        }
+    )
     donors = _donor_picker(source, condition)
     dataset = f"{source.spec}#{source.fingerprint}"  # hashes every item: once, not per trial
     rows = []
     for item, variant, released in trials:
-        reason = manifest.exclusion_reason(item.sample_id, condition, variant, stress_only=stress_only) \
-            if manifest else None
+        reason = (
+            manifest.exclusion_reason(item.sample_id, condition, variant, stress_only=stress_only) if manifest else None
+        )
         problem = None if reason else decode_problem(item, check_media, media_paths)
         if problem:
             reason = problem.reason
@@ -106,8 +120,9 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
             excluded[reason] += 1
             continue
         cohort = manifest.cohort(item.sample_id, condition, variant) if manifest else GOLD_PRESERVED
-        rows.append(_row(condition, item, variant, released, dataset, _donor_json(donors, item, condition, variant),
-                         cohort))
+        rows.append(
+            _row(condition, item, variant, released, dataset, _donor_json(donors, item, condition, variant), cohort)
+        )
     if problems and policy == "error":
         raise refuse(source.spec, problems, BAD_INPUT_ENV)
     for problem in problems:
@@ -136,8 +151,9 @@ def _donor_picker(source: Any, condition: Condition) -> probes.DonorPicker | Non
     return probes.DonorPicker([it for it in source.items if not decode_problem(it, check_media, media_paths)])
 
 
-def _row(condition: Condition, item: OmniItem, variant: int, released: bool, dataset: str, donor: str,
-         cohort: str) -> dict:
+def _row(
+    condition: Condition, item: OmniItem, variant: int, released: bool, dataset: str, donor: str, cohort: str
+) -> dict:
     """One trial's dataset row (what the task's functions get as ``doc``)."""
     _, shown_gold, _ = reorder_options(item.options, item.gold_key, condition.option_order)
     return {
@@ -164,13 +180,16 @@ def _donor_json(donors: probes.DonorPicker | None, item: OmniItem, condition: Co
 
 def process_docs(dataset: Any, condition_id: str) -> Any:
     import datasets
+
     condition = catalogue().get(condition_id)
     if condition.block == no_option.BLOCK:
         no_option.scorers()  # a misconfigured scorer fails before any model call
     rows, excluded = build_rows(condition)
     record_exclusions(condition_id, excluded)
     if excluded:
-        logger.warning(f"sceval {condition_id}: {sum(excluded.values())} trial(s) excluded, by reason: {dict(excluded)}")
+        logger.warning(
+            f"sceval {condition_id}: {sum(excluded.values())} trial(s) excluded, by reason: {dict(excluded)}"
+        )
     if not rows:
         raise SourceError(f"sceval {condition_id}: every trial is excluded ({dict(excluded)}); nothing to evaluate")
     return datasets.Dataset.from_list(rows)
@@ -183,7 +202,7 @@ def functions_by_name(prefix: str, function: Callable[[Any, str], Any]) -> Calla
     def module_getattr(name: str) -> Callable[[Any], Any]:
         if not name.startswith(prefix):
             raise AttributeError(name)
-        key = name[len(prefix):]
+        key = name[len(prefix) :]
 
         def bound(dataset: Any) -> Any:
             return function(dataset, key)
@@ -200,6 +219,7 @@ __getattr__ = functions_by_name("process_docs__", process_docs)
 
 # --- what the model sees ------------------------------------------------------------------------
 
+
 def trial_for(doc: dict, *, with_media: bool = True) -> tuple[Condition, Trial]:
     condition = catalogue().get(doc["condition_id"])
     shown = condition
@@ -207,13 +227,18 @@ def trial_for(doc: dict, *, with_media: bool = True) -> tuple[Condition, Trial]:
         shown = replace(condition, corruptions=())
     variant = 0 if doc["released"] else doc["variant"]
     donor = _item(doc["donor"]) if doc.get("donor") else None
-    return condition, render(_item(doc["item"]), shown, variant, with_media=with_media,
-                             donors=probes.fixed_donor(donor))
+    return condition, render(
+        _item(doc["item"]), shown, variant, with_media=with_media, donors=probes.fixed_donor(donor)
+    )
 
 
 def _prompt(condition: Condition, trial: Trial) -> tuple[str, str]:
     return prompt_template(condition.prompt).render(
-        trial.question, trial.options, visual=trial.visual_kind, audio=trial.audio_shown, context=trial.context,
+        trial.question,
+        trial.options,
+        visual=trial.visual_kind,
+        audio=trial.audio_shown,
+        context=trial.context,
         frame_times=trial.frame_times,
     )
 
@@ -235,8 +260,11 @@ def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) ->
     condition, trial = trial_for(doc)
     system, user = _prompt(condition, trial)
     images = _images(trial)
-    content: list[dict] = [{"type": "image", "url": image} for image in images] if trial.visual_kind == "image" \
+    content: list[dict] = (
+        [{"type": "image", "url": image} for image in images]
+        if trial.visual_kind == "image"
         else video_frame_parts(images, trial.frame_times, doc["sample_id"])
+    )
     audio = _audio(trial)
     if audio is not None:
         content.append({"type": "audio", "url": audio})
@@ -266,6 +294,7 @@ def doc_to_target(doc: dict) -> str:
 
 
 # --- scoring ------------------------------------------------------------------------------------
+
 
 def process_results(doc: dict, results: list) -> dict:
     """Parse the reply and return the per-sample record (never raises: lmms-eval retries)."""
@@ -311,8 +340,11 @@ def _trial_context(doc: dict, condition: Condition, item: OmniItem, probed: Tria
         "released_variant": bool(doc["released"]),
         "seed_scheme": seed_scheme(),  # how the variant's random draws were made
         "probe_readings": probes.READINGS if condition.probe is not None else None,
-        "media": {"root": item.root, "visual": [str(Path(p).relative_to(item.root)) for p in item.visual],
-                  "audio": str(Path(item.audio).relative_to(item.root))},
+        "media": {
+            "root": item.root,
+            "visual": [str(Path(p).relative_to(item.root)) for p in item.visual],
+            "audio": str(Path(item.audio).relative_to(item.root)),
+        },
         # the times of the frames sent (None: not stated, e.g. a frame list or an added distractor frame)
         "frame_times_s": item.frame_times() if probed is None else probed.frame_times,
         "media_notes": item.media_notes(),
@@ -352,8 +384,13 @@ def probe_record(doc: dict, condition: Condition, item: OmniItem, trial: Trial) 
     the item's key with the same text. Both leave out (None, "-") what no option matches and the
     item's own gold key: an answer there cannot tell following the donor from following the item."""
     call = condition.probe  # ``trial``: the rendered probe (its applicability may depend on the media)
-    out = {"family": probes.get(call.name).family, "name": call.name, "parameter": call.parameter,
-           "not_applicable": trial.not_applicable, "donor": trial.donor_id}
+    out = {
+        "family": probes.get(call.name).family,
+        "name": call.name,
+        "parameter": call.parameter,
+        "not_applicable": trial.not_applicable,
+        "donor": trial.donor_id,
+    }
     if trial.donor_id is not None:
         donor = _item(doc["donor"])
         out["donor_gold_key"] = donor.gold_key
@@ -373,8 +410,13 @@ def _scored(items: list[dict]) -> pd.DataFrame:
     import pandas as pd  # heavy: only the metric hooks need it, not `sceval` commands that list tasks
 
     trials = [t for t in map(SCEvalTrial.from_json, items) if t.scored]
-    return pd.DataFrame({"sample_id": [t.sample_id for t in trials], "variant": [t.variant for t in trials],
-                         "correct": np.array([np.nan if t.correct is None else t.correct for t in trials], float)})
+    return pd.DataFrame(
+        {
+            "sample_id": [t.sample_id for t in trials],
+            "variant": [t.variant for t in trials],
+            "correct": np.array([np.nan if t.correct is None else t.correct for t in trials], float),
+        }
+    )
 
 
 def mean_variant_accuracy(items: list[dict]) -> float:
@@ -423,8 +465,13 @@ def excluded_trials(items: list[str]) -> int:
 
 
 #: The metrics whose per-sample value is the trial entry.
-TRIAL_METRICS = ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage", "sceval_valid_trials",
-                 "sceval_stress_only_trials")
+TRIAL_METRICS = (
+    "sceval_accuracy",
+    "sceval_worst_variant_accuracy",
+    "sceval_coverage",
+    "sceval_valid_trials",
+    "sceval_stress_only_trials",
+)
 #: metric name -> aggregation; the task template lists exactly these.
 METRICS: dict[str, Callable[[list[dict]], float]] = {
     "sceval_accuracy": mean_variant_accuracy,

@@ -30,31 +30,57 @@ def write_candidates(build_dir: Path, template_id: str, n: int) -> list[dict]:
     ledger = Ledger(build_dir, "select")
     out = []
     for i in range(n):
-        data = {"candidate_id": f"{template_id}__b{i:02d}", "template_id": template_id, "base_id": f"b{i:02d}",
-                "base_modality": base, "media": {base: paths[base]}, "annotations": {"tags": ["objects"]},
-                "source": {"pool": "test", "path": paths[base]}}
+        data = {
+            "candidate_id": f"{template_id}__b{i:02d}",
+            "template_id": template_id,
+            "base_id": f"b{i:02d}",
+            "base_modality": base,
+            "media": {base: paths[base]},
+            "annotations": {"tags": ["objects"]},
+            "source": {"pool": "test", "path": paths[base]},
+        }
         ledger.record(f"{template_id}/b{i:02d}", "ok", data=data)
         out.append(data)
     return out
 
 
-def item_reply(sample_id: str, *, query: str = "Which one is it?", fit: int | None = 4,
-               rationale: str | None = None, transcript: str = "Grab the blue one, please.",
-               style: str = "calm adult voice", answer: str = "the star logo", drop: str | None = None,
-               audit_ok: bool = True) -> str:
+def item_reply(
+    sample_id: str,
+    *,
+    query: str = "Which one is it?",
+    fit: int | None = 4,
+    rationale: str | None = None,
+    transcript: str = "Grab the blue one, please.",
+    style: str = "calm adult voice",
+    answer: str = "the star logo",
+    drop: str | None = None,
+    audit_ok: bool = True,
+) -> str:
     rationale = rationale or f"The picture has three mugs that differ by colour. #### {fit} ####"
     reply = {
-        "sample_id": sample_id, "template_selection_rationale": rationale, "template_id": sample_id[:8],
+        "sample_id": sample_id,
+        "template_selection_rationale": rationale,
+        "template_id": sample_id[:8],
         "template_name": "AttributeComposition",
-        "base_modality": {"type": "image", "source_file": "photo.png", "content_summary": "three mugs",
-                          "processing_action": "Keep the image."},
+        "base_modality": {
+            "type": "image",
+            "source_file": "photo.png",
+            "content_summary": "three mugs",
+            "processing_action": "Keep the image.",
+        },
         "generated_components": {
             "audio": {"transcript": transcript, "voice_style_prompt": style, "logic_check": "names the colour only"},
             "text": {"role": "user_query", "content": query, "reasoning_required": "colour -> mug -> logo"},
-            "image": None},
+            "image": None,
+        },
         "ground_truth": {"answer": answer, "evidence_modality": "audio_visual_fusion", "timestamp_evidence": None},
-        "self_audit": {"mute_test_passed": True, "blind_test_passed": audit_ok, "prior_test_passed": True,
-                       "ambiguity_check_passed": True, "notes": "needs both"},
+        "self_audit": {
+            "mute_test_passed": True,
+            "blind_test_passed": audit_ok,
+            "prior_test_passed": True,
+            "ambiguity_check_passed": True,
+            "notes": "needs both",
+        },
     }
     if drop:
         reply.pop(drop)
@@ -66,11 +92,13 @@ GENERATOR = {
     "malformed": lambda sid, attempt: '{"sample_id": "' + sid + '", "template_selection_rationale": ',
     "malformed-then-good": lambda sid, attempt: "not json at all" if attempt == 1 else item_reply(sid),
     "banned-word": lambda sid, attempt: item_reply(sid, query="What does the narrator pick?"),
-    "does-not-fit": lambda sid, attempt: item_reply(sid, rationale="Only one mug. THIS BASE MEDIA DOES NOT FIT "
-                                                                  "THE GIVEN LOGIC. #### 1 ####"),
+    "does-not-fit": lambda sid, attempt: item_reply(
+        sid, rationale="Only one mug. THIS BASE MEDIA DOES NOT FIT THE GIVEN LOGIC. #### 1 ####"
+    ),
     "low-fit": lambda sid, attempt: item_reply(sid, fit=2),
-    "long-query": lambda sid, attempt: item_reply(sid, query="Which of the three mugs on the shelf has the logo "
-                                                             "that you want now?"),
+    "long-query": lambda sid, attempt: item_reply(
+        sid, query="Which of the three mugs on the shelf has the logo that you want now?"
+    ),
     "missing-field": lambda sid, attempt: item_reply(sid, drop="ground_truth"),
     "self-audit-failed": lambda sid, attempt: item_reply(sid, audit_ok=False),
     "sfx": lambda sid, attempt: item_reply(sid, transcript="", style="a glass shattering on tiles"),
@@ -79,8 +107,16 @@ GENERATOR = {
 
 
 def audit_reply(decision: str, difficulty: int, pillar: str | None = None) -> str:
-    return json.dumps({"template_id": "D_T1_002", "decision": decision, "failure_pillar": pillar,
-                       "rationale": "scripted", "generation_confidence_score": "4", "difficulty_score": difficulty})
+    return json.dumps(
+        {
+            "template_id": "D_T1_002",
+            "decision": decision,
+            "failure_pillar": pillar,
+            "rationale": "scripted",
+            "generation_confidence_score": "4",
+            "difficulty_score": difficulty,
+        }
+    )
 
 
 AUDITOR = {

@@ -25,7 +25,7 @@ def clip(path: Path, seconds: int, fps: int = 2, audio: bool = True) -> Path:
 
     frames = [np.full((24, 32, 3), (37 * i) % 256, np.uint8) for i in range(seconds * fps)]
     for i, frame in enumerate(frames):
-        frame[8:16, (2 * i) % 24:(2 * i) % 24 + 8] = 255
+        frame[8:16, (2 * i) % 24 : (2 * i) % 24 + 8] = 255
     return write_clip(path, frames, Fraction(fps), tone(seconds) if audio else None)
 
 
@@ -39,13 +39,27 @@ def social_iq2_copy(root: Path) -> Path:
     clip(base / "video" / "vidD.mp4", 4, audio=False)  # no audio at all
 
     def qa(qid, vid, ts="0.00-10.000", answer=1, q="What does the man say while he looks at the door?"):
-        row = {"qid": qid, "q": q, "vid_name": vid, "ts": ts, "a0": "Hello", "a1": "Goodbye", "a2": "Stop",
-               "a3": "Run", "idx_types": ["corr", "matched", "rewrite", "matched"]}
+        row = {
+            "qid": qid,
+            "q": q,
+            "vid_name": vid,
+            "ts": ts,
+            "a0": "Hello",
+            "a1": "Goodbye",
+            "a2": "Stop",
+            "a3": "Run",
+            "idx_types": ["corr", "matched", "rewrite", "matched"],
+        }
         return row if answer is None else {**row, "answer_idx": answer}
 
-    val = [qa("vidA_q1_0", "vidA"), qa("vidA_q2_0", "vidA", q="How does the woman feel?", answer=3),
-           qa("vidB_q1_0", "vidB", ts="1.00-4.00", answer=0), qa("vidC_q1_0", "vidC"),
-           qa("vidA_q3_0", "vidA", answer=7), qa("vidD_q1_0", "vidD", ts="0.00-4.0")]
+    val = [
+        qa("vidA_q1_0", "vidA"),
+        qa("vidA_q2_0", "vidA", q="How does the woman feel?", answer=3),
+        qa("vidB_q1_0", "vidB", ts="1.00-4.00", answer=0),
+        qa("vidC_q1_0", "vidC"),
+        qa("vidA_q3_0", "vidA", answer=7),
+        qa("vidD_q1_0", "vidD", ts="0.00-4.0"),
+    ]
     (base / "qa").mkdir(parents=True)
     (base / "qa" / "qa_val.json").write_text("".join(json.dumps(r) + "\n" for r in val))
     (base / "qa" / "qa_test.json").write_text(json.dumps(qa("vidB_q2_0", "vidB", answer=None)) + "\n")
@@ -66,10 +80,24 @@ def valor_copy(root: Path) -> Path:
     for video_id in list(VALOR_CAPTIONS)[:4]:  # "eee" has a caption but no clip
         clip(root / "videos" / f"{video_id}.mp4", 3)
     (root / "desc_test.json").write_text(json.dumps([{"video_id": v, "desc": d} for v, d in VALOR_CAPTIONS.items()]))
-    qa = [{"id": "q-1", "video_id": "aaa_0.000_10.000", "question": "What sound does the animal make while it runs?",
-           "options": ["barking", "meowing", "neighing", "silence"], "correct_answer_idx": 0,
-           "modality": "audio-visual", "category": "action"},
-          {"id": "q-2", "video_id": "bbb_30.000_40.000", "question": "What falls?", "options": ["rain", "snow"],
-           "correct_answer_idx": 5, "modality": "visual"}]
+    qa = [
+        {
+            "id": "q-1",
+            "video_id": "aaa_0.000_10.000",
+            "question": "What sound does the animal make while it runs?",
+            "options": ["barking", "meowing", "neighing", "silence"],
+            "correct_answer_idx": 0,
+            "modality": "audio-visual",
+            "category": "action",
+        },
+        {
+            "id": "q-2",
+            "video_id": "bbb_30.000_40.000",
+            "question": "What falls?",
+            "options": ["rain", "snow"],
+            "correct_answer_idx": 5,
+            "modality": "visual",
+        },
+    ]
     (root / "avqa_test.json").write_text(json.dumps(qa))
     return root

@@ -40,8 +40,13 @@ def item(sample_id: str, template: str, paths: dict[str, str], **extra) -> dict:
     from c3po_plugin.templates import registry
 
     t = registry().get(template)
-    row = {"sample_id": sample_id, "template": template, "question": "What colour is it?", "answer": "red",
-           **{kind: paths[kind] for kind in t.media}}
+    row = {
+        "sample_id": sample_id,
+        "template": template,
+        "question": "What colour is it?",
+        "answer": "red",
+        **{kind: paths[kind] for kind in t.media},
+    }
     row.update(extra)
     return {k: v for k, v in row.items() if v is not None}
 

@@ -9,7 +9,7 @@ import os
 # torch's tiny models by an order of magnitude. Set before any test imports torch.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 import pytest
 from hypothesis import settings
 

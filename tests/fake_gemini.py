@@ -24,8 +24,10 @@ PATH = re.compile(r"/models/(?P<model>[^:/]+):generateContent$")
 
 
 def _answer(text: str, finish: str = "STOP") -> dict:
-    return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": finish,
-                            "index": 0}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5}}
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": finish, "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5},
+    }
 
 
 class FakeGemini(LocalServer):
@@ -40,14 +42,22 @@ class FakeGemini(LocalServer):
             def log_message(self, *args):  # quiet
                 pass
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 match = PATH.search(self.path.split("?")[0])
                 texts = [p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", [])]
                 scenario = next((m.group(1) for t in texts for m in [re.search(r"\[\[([a-z0-9-]+)\]\]", t)] if m), "ok")
                 with lock:
-                    server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body,
-                                            "scenario": scenario, "model": match and match.group("model"), "texts": texts})
+                    server.requests.append(
+                        {
+                            "path": self.path,
+                            "headers": {k.lower(): v for k, v in self.headers.items()},
+                            "body": body,
+                            "scenario": scenario,
+                            "model": match and match.group("model"),
+                            "texts": texts,
+                        }
+                    )
                     seen = scenario + "|" + (texts[-1] if script is not None else texts[-1][:200])
                     server.attempts[seen] += 1
                     attempt = server.attempts[seen]
@@ -55,8 +65,9 @@ class FakeGemini(LocalServer):
                 if latency:
                     time.sleep(latency)
                 if script is not None:
-                    scripted = script({"texts": texts, "body": body, "model": match and match.group("model"),
-                                       "attempt": attempt})
+                    scripted = script(
+                        {"texts": texts, "body": body, "model": match and match.group("model"), "attempt": attempt}
+                    )
                     if isinstance(scripted, str):
                         payload = _answer(scripted)
                     elif "status" in scripted:
@@ -65,7 +76,10 @@ class FakeGemini(LocalServer):
                     else:
                         payload = scripted["payload"]
                 elif scenario == "429-then-ok" and attempt == 1:
-                    status, payload = 429, {"error": {"code": 429, "message": "Resource exhausted", "status": "RESOURCE_EXHAUSTED"}}
+                    status, payload = (
+                        429,
+                        {"error": {"code": 429, "message": "Resource exhausted", "status": "RESOURCE_EXHAUSTED"}},
+                    )
                 elif scenario == "500":
                     status, payload = 500, {"error": {"code": 500, "message": "Internal error", "status": "INTERNAL"}}
                 elif scenario == "timeout":

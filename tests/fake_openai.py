@@ -37,10 +37,20 @@ from local_server import LocalServer, send_json
 
 
 def _completion(text: str = "", finish: str = "stop", refusal: str | None = None) -> dict:
-    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
-            "choices": [{"index": 0, "finish_reason": finish,
-                         "message": {"role": "assistant", "content": text or None, "refusal": refusal}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": finish,
+                "message": {"role": "assistant", "content": text or None, "refusal": refusal},
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
 
 
 def _modality(kind: str) -> str | None:
@@ -63,9 +73,11 @@ def _rejection(body: dict, limits: dict, trust_mm_kwargs: bool) -> str | None:
     """Why vLLM would refuse this request (None: it would not)."""
     for field in ("mm_processor_kwargs", "media_io_kwargs"):
         if body.get(field) and not trust_mm_kwargs:
-            return (f"Per-request {field} are disabled by default because they can change multimodal "
-                    "preprocessing resource usage. Start the server with --trust-request-mm-kwargs only when "
-                    "clients are trusted.")
+            return (
+                f"Per-request {field} are disabled by default because they can change multimodal "
+                "preprocessing resource usage. Start the server with --trust-request-mm-kwargs only when "
+                "clients are trusted."
+            )
     parts = _parts(body)
     for modality, count in _counts(parts).items():
         if count > limits.get(modality, 999):
@@ -109,9 +121,17 @@ def request_digest(body: dict) -> str:
 
 
 class FakeOpenAI(LocalServer):
-    def __init__(self, mode: str = "hears", latency: float = 0.0, served: str = "fake-omni",
-                 parse: bool = True, fail_status: int | None = None, tag_replies: bool = False,
-                 limits: dict | None = None, trust_mm_kwargs: bool = False) -> None:
+    def __init__(
+        self,
+        mode: str = "hears",
+        latency: float = 0.0,
+        served: str = "fake-omni",
+        parse: bool = True,
+        fail_status: int | None = None,
+        tag_replies: bool = False,
+        limits: dict | None = None,
+        trust_mm_kwargs: bool = False,
+    ) -> None:
         assert mode in ("hears", "drops_audio")
         self.requests: list[dict] = []
         self.attempts: Counter = Counter()
@@ -129,10 +149,10 @@ class FakeOpenAI(LocalServer):
             def _reply(self, status: int, payload: dict | bytes) -> None:
                 send_json(self, status, payload)
 
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 self._reply(200, {"object": "list", "data": [{"id": served, "object": "model"}]})
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 raw = self.rfile.read(int(self.headers["Content-Length"]))
                 if latency:
                     time.sleep(latency)
@@ -143,9 +163,16 @@ class FakeOpenAI(LocalServer):
                 if fail_status is not None:
                     with lock:
                         server.requests.append({"bytes": len(raw), "status": fail_status})
-                    return self._reply(fail_status, {"error": {"message": f"fake error {fail_status}: this server "
-                                                               "takes no request", "type": "BadRequestError",
-                                                               "code": fail_status}})
+                    return self._reply(
+                        fail_status,
+                        {
+                            "error": {
+                                "message": f"fake error {fail_status}: this server takes no request",
+                                "type": "BadRequestError",
+                                "code": fail_status,
+                            }
+                        },
+                    )
                 body = json.loads(raw)
                 texts, images, audio = [], [], []
                 for message in body.get("messages", []):
@@ -158,17 +185,27 @@ class FakeOpenAI(LocalServer):
                 counts = _counts(parts)
                 video_frames = [_frames(p) for p in parts if p.get("type") == "video_url"]
                 with lock:
-                    server.requests.append({"body": body, "texts": texts, "images": images, "audio": audio,
-                                            "scenario": scenario, "bytes": len(raw), "counts": dict(counts),
-                                            "video_frames": video_frames,
-                                            "headers": {k.lower(): v for k, v in self.headers.items()}})
+                    server.requests.append(
+                        {
+                            "body": body,
+                            "texts": texts,
+                            "images": images,
+                            "audio": audio,
+                            "scenario": scenario,
+                            "bytes": len(raw),
+                            "counts": dict(counts),
+                            "video_frames": video_frames,
+                            "headers": {k.lower(): v for k, v in self.headers.items()},
+                        }
+                    )
                     seen = scenario + "|" + texts[-1][:200]
                     server.attempts[seen] += 1
                     attempt = server.attempts[seen]
                 refused = _rejection(body, limits or {}, trust_mm_kwargs)
                 if refused:
-                    return self._reply(400, {"object": "error", "message": refused, "type": "BadRequestError",
-                                             "code": 400})
+                    return self._reply(
+                        400, {"object": "error", "message": refused, "type": "BadRequestError", "code": 400}
+                    )
                 if scenario == "429-then-ok" and attempt == 1:
                     return self._reply(429, {"error": {"message": "rate limited", "type": "rate_limit", "code": 429}})
                 if scenario == "500":
@@ -189,7 +226,8 @@ class FakeOpenAI(LocalServer):
                     reasoning += f"; request {digest}"
                     with lock:
                         server.answered[digest] += 1
-                return self._reply(200, _completion(json.dumps(
-                    {"answer": letter, "confidence": "high", "reasoning": reasoning})))
+                return self._reply(
+                    200, _completion(json.dumps({"answer": letter, "confidence": "high", "reasoning": reasoning}))
+                )
 
         self._listen(Handler, "/v1")

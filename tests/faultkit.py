@@ -14,9 +14,9 @@ import random
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 
 @dataclass
@@ -31,8 +31,15 @@ class KillLog:
 
 
 def _start(command: Sequence[str], env: dict | None, cwd: str | Path | None) -> subprocess.Popen:
-    return subprocess.Popen(list(command), env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    return subprocess.Popen(
+        list(command),
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -43,10 +50,18 @@ def _kill_group(process: subprocess.Popen) -> None:
     process.communicate()
 
 
-def run_with_kills(command: Sequence[str], *, kill_points: int, seed: int, window_s: tuple[float, float],
-                   env: dict | None = None, cwd: str | Path | None = None, timeout_s: float = 600,
-                   between: Callable[[int], None] | None = None,
-                   started: Callable[[], bool] | None = None) -> KillLog:
+def run_with_kills(
+    command: Sequence[str],
+    *,
+    kill_points: int,
+    seed: int,
+    window_s: tuple[float, float],
+    env: dict | None = None,
+    cwd: str | Path | None = None,
+    timeout_s: float = 600,
+    between: Callable[[int], None] | None = None,
+    started: Callable[[], bool] | None = None,
+) -> KillLog:
     """Run ``command`` ``kill_points`` times, each killed with SIGKILL after a delay drawn uniformly
     from ``window_s`` by ``random.Random(seed)``, then once more to completion.
 
@@ -82,11 +97,13 @@ def run_with_kills(command: Sequence[str], *, kill_points: int, seed: int, windo
 def file_digests(root: str | Path, ignore: Callable[[Path], bool] = lambda path: False) -> dict[str, str]:
     """sha256 of every file under ``root``, keyed by its path relative to ``root``."""
     root = Path(root)
-    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(root.rglob("*")) if path.is_file() and not ignore(path.relative_to(root))}
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and not ignore(path.relative_to(root))
+    }
 
 
 def differing_files(a: dict[str, str], b: dict[str, str]) -> list[str]:
     """Paths present in only one of two :func:`file_digests`, or with different bytes."""
     return sorted(name for name in a.keys() | b.keys() if a.get(name) != b.get(name))
-

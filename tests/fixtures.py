@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+from faultline_eval.core import media
 from faultline_eval.tasks import sceval_task as task
 from sceval_plugin import operators
-from faultline_eval.core import media
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import DEMO_DIR
 
@@ -62,35 +62,60 @@ def release_fixture(folder: Path, n: int = 3) -> Path:
     baseline, single, combined = [], [], []
     for row in demo_rows(n):
         sid, src = row["sample_id"], "demo"
-        frames = [media.read_image(DEMO_DIR / p)[0] for p in (row["visual"] if isinstance(row["visual"], list) else [row["visual"]])]
+        frames = [
+            media.read_image(DEMO_DIR / p)[0]
+            for p in (row["visual"] if isinstance(row["visual"], list) else [row["visual"]])
+        ]
         wave, _, _ = media.read_audio(DEMO_DIR / row["audio"])
         clean_dir = f"{src}/{sid}/clean/none/0/0"
         for i, f in enumerate(frames):
             media.write_image(folder / clean_dir / f"frame_{i}.png", f)
         media.write_audio(folder / clean_dir / "audio.wav", wave)
         clean_visual = [f"{clean_dir}/frame_{i}.png" for i in range(len(frames))]
-        base = {"sample_id": sid, "source": src, "question": row["question"],
-                "options": [row["options"][k] for k in "ABCD"], "gold_key": row["gold_key"],
-                "visual_url": json.dumps(clean_visual), "audio_url": HUB_PREFIX + f"{clean_dir}/audio.wav",
-                "corruption_modality": "none", "corruption_type": "none", "severity_base": 0, "severity_variant": 0}
+        base = {
+            "sample_id": sid,
+            "source": src,
+            "question": row["question"],
+            "options": [row["options"][k] for k in "ABCD"],
+            "gold_key": row["gold_key"],
+            "visual_url": json.dumps(clean_visual),
+            "audio_url": HUB_PREFIX + f"{clean_dir}/audio.wav",
+            "corruption_modality": "none",
+            "corruption_type": "none",
+            "severity_base": 0,
+            "severity_variant": 0,
+        }
         baseline.append(base)
         for variant in range(3):
             noisy = operators.apply("noise", np.stack(frames), severity=70, variant=variant, key=sid)
             vdir = f"{src}/{sid}/vision/noise/70/{variant}"
             for i, f in enumerate(noisy):
                 media.write_image(folder / vdir / f"frame_{i}.png", f)
-            single.append({**base, "options": [f"{k}. {row['options'][k]}" for k in "ABCD"],
-                           "visual_url": json.dumps([f"{vdir}/frame_{i}.png" for i in range(len(frames))]),
-                           "corruption_modality": "vision", "corruption_type": "noise",
-                           "severity_base": 70, "severity_variant": variant})
+            single.append(
+                {
+                    **base,
+                    "options": [f"{k}. {row['options'][k]}" for k in "ABCD"],
+                    "visual_url": json.dumps([f"{vdir}/frame_{i}.png" for i in range(len(frames))]),
+                    "corruption_modality": "vision",
+                    "corruption_type": "noise",
+                    "severity_base": 70,
+                    "severity_variant": variant,
+                }
+            )
             muted = operators.apply("mute", wave, severity=50, variant=variant, key=sid)
             adir = f"{src}/{sid}/audio/mute/50/{variant}"
             media.write_audio(folder / adir / "audio.wav", muted)
-            combined.append({**base, "question": operators.apply("drop_words", row["question"], severity=70,
-                                                                  variant=variant, key=sid),
-                             "audio_url": f"{adir}/audio.wav", "corruption_modality": "text+audio",
-                             "corruption_type": "drop_words+mute", "severity_base": "t70_a50",
-                             "severity_variant": variant})
+            combined.append(
+                {
+                    **base,
+                    "question": operators.apply("drop_words", row["question"], severity=70, variant=variant, key=sid),
+                    "audio_url": f"{adir}/audio.wav",
+                    "corruption_modality": "text+audio",
+                    "corruption_type": "drop_words+mute",
+                    "severity_base": "t70_a50",
+                    "severity_variant": variant,
+                }
+            )
     for name, rows in (("baseline", baseline), ("single", single), ("combined", combined)):
         (folder / name).mkdir(exist_ok=True)
         (folder / name / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -126,22 +151,42 @@ def omni_bench_fixture(folder: Path, n: int = 3, *, m_a_p: bool = False, mutate=
         else:
             soundfile.write(wav, wave, rate, format="WAV")
         options = [row["options"][k] for k in "ABCD"]
-        record = {"question": row["question"], "options": options, "answer": row["options"][row["gold_key"]],
-                  "image": {"bytes": png.getvalue(), "path": None}, "audio": {"bytes": wav.getvalue(), "path": None},
-                  "task type": "demo", "index": 100 + i, "audio type": "sound event",
-                  "image content": "a caption", "audio content": "a transcript"}
+        record = {
+            "question": row["question"],
+            "options": options,
+            "answer": row["options"][row["gold_key"]],
+            "image": {"bytes": png.getvalue(), "path": None},
+            "audio": {"bytes": wav.getvalue(), "path": None},
+            "task type": "demo",
+            "index": 100 + i,
+            "audio type": "sound event",
+            "image content": "a caption",
+            "audio content": "a transcript",
+        }
         if mutate:
             mutate(i, record)
         for name in columns:
             records[name].append(record[name])
-    features = datasets.Features({
-        "question": datasets.Value("string"), "options": datasets.Sequence(datasets.Value("string")),
-        "answer": datasets.Value("string"), "image": datasets.Image(),
-        "audio": {"bytes": datasets.Value("binary"), "path": datasets.Value("string")},
-        "task type": datasets.Value("string"),
-        **({"index": datasets.Value("int64"), "audio type": datasets.Value("string"),
-            "image content": datasets.Value("string"), "audio content": datasets.Value("string")} if m_a_p else {}),
-    })
+    features = datasets.Features(
+        {
+            "question": datasets.Value("string"),
+            "options": datasets.Sequence(datasets.Value("string")),
+            "answer": datasets.Value("string"),
+            "image": datasets.Image(),
+            "audio": {"bytes": datasets.Value("binary"), "path": datasets.Value("string")},
+            "task type": datasets.Value("string"),
+            **(
+                {
+                    "index": datasets.Value("int64"),
+                    "audio type": datasets.Value("string"),
+                    "image content": datasets.Value("string"),
+                    "audio content": datasets.Value("string"),
+                }
+                if m_a_p
+                else {}
+            ),
+        }
+    )
     # Cast the storage to the hub's Audio feature (encoding through it would need torchcodec).
     table = datasets.Dataset.from_dict(records, features=features).cast_column("audio", datasets.Audio())
     (folder / "data").mkdir(parents=True, exist_ok=True)

@@ -24,8 +24,15 @@ def evaluate(model, task_manager, limit: int) -> dict[str, str]:
     """``sceval_clean`` on ``limit`` items with lmms-eval's evaluator: row id -> reply."""
     from lmms_eval.evaluator import simple_evaluate
 
-    out = simple_evaluate(model=model, tasks=["sceval_clean"], limit=limit, gen_kwargs="max_new_tokens=4",
-                          log_samples=True, verbosity="ERROR", task_manager=task_manager)
+    out = simple_evaluate(
+        model=model,
+        tasks=["sceval_clean"],
+        limit=limit,
+        gen_kwargs="max_new_tokens=4",
+        log_samples=True,
+        verbosity="ERROR",
+        task_manager=task_manager,
+    )
     return {s["doc"]["row_id"]: s["resps"][0][0] for s in out["samples"]["sceval_clean"]}
 
 
@@ -88,13 +95,24 @@ def test_batches_never_mix_gen_kwargs_and_a_failed_batch_is_retried_one_request_
         batches.append([text(m) for m in conversations])
         return [answer(m, gen_kwargs) for m in conversations]  # any bad doc fails the whole batch
 
-    wrapper = SimpleNamespace(is_simple=False, rank=0, task_dict={"t": {"test": docs}}, batch_size_per_gpu=2,
-                              cache_hook=SimpleNamespace(add_partial=lambda *a: None))
+    wrapper = SimpleNamespace(
+        is_simple=False,
+        rank=0,
+        task_dict={"t": {"test": docs}},
+        batch_size_per_gpu=2,
+        cache_hook=SimpleNamespace(add_partial=lambda *a: None),
+    )
     requests = [SimpleNamespace(args=("ctx", doc_to_messages, settings[i], i, "t", "test")) for i in range(6)]
     replies = answer_requests(wrapper, requests, answer, "faultline_test", answer_batch)
     # in request order; the failed batch (3, 5) was answered again one by one: only 3 failed
-    assert replies == ["clean/demo-0/0@4", "clean/demo-1/0@8", "clean/demo-2/0@4", "", "clean/demo-4/0@8",
-                       "clean/demo-5/0@4"]
+    assert replies == [
+        "clean/demo-0/0@4",
+        "clean/demo-1/0@8",
+        "clean/demo-2/0@4",
+        "",
+        "clean/demo-4/0@8",
+        "clean/demo-5/0@4",
+    ]
     assert batches == [[f"clean/demo-{i}/0" for i in pair] for pair in ((0, 2), (1, 4), (3, 5))]
     calls = {doc["row_id"]: telemetry.take(doc["row_id"]) for doc in docs}
     assert calls["clean/demo-3/0"].failure == "api_failure" and "corrupt media" in calls["clean/demo-3/0"].detail

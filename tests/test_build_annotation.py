@@ -15,13 +15,13 @@ import pytest
 from fixtures import copy_demo
 
 from faultline_eval.core.agreement import fleiss_kappa, label_kappa
+from sceval_plugin.cli import main
 from sceval_plugin.construction import annotate, simulate
 from sceval_plugin.construction import annotator_agreement as agreement
 from sceval_plugin.construction.sheets import (
     SheetError,
     xlsx_available,
 )
-from sceval_plugin.cli import main
 
 BIN = Path(sys.executable).parent
 
@@ -48,17 +48,33 @@ def build(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("build")
     pool = copy_demo(root / "pool", 3)
     ids = [json.loads(line)["sample_id"] for line in (pool / "items.jsonl").read_text().splitlines()]
-    (pool / "funnel.json").write_text(json.dumps({"seed": 0, "budget": 3, "sources": {
-        "sceval-demo": {"examples": 10, "converted": 9, "eligible": 5, "pooled": 3}},
-        "excluded": [{"source_ref": "demo/raw-7", "source": "sceval-demo", "stage": "convert",
-                      "reason": "no audio track"}]}))
+    (pool / "funnel.json").write_text(
+        json.dumps(
+            {
+                "seed": 0,
+                "budget": 3,
+                "sources": {"sceval-demo": {"examples": 10, "converted": 9, "eligible": 5, "pooled": 3}},
+                "excluded": [
+                    {
+                        "source_ref": "demo/raw-7",
+                        "source": "sceval-demo",
+                        "stage": "convert",
+                        "reason": "no audio track",
+                    }
+                ],
+            }
+        )
+    )
     annotate.export(root, "full", ["ann1", "ann2"], per_item=2)
 
     def items(row):
         good = row["sample_id"] == ids[0]
-        row.update(valid="no" if row["sample_id"] == ids[1] else "yes", answerable="yes",
-                   availability="text leakage" if row["sample_id"] == ids[2] else "ok",
-                   failure_reason="" if good else "broken media" if row["sample_id"] == ids[1] else "text leakage")
+        row.update(
+            valid="no" if row["sample_id"] == ids[1] else "yes",
+            answerable="yes",
+            availability="text leakage" if row["sample_id"] == ids[2] else "ok",
+            failure_reason="" if good else "broken media" if row["sample_id"] == ids[1] else "text leakage",
+        )
 
     for annotator in ("ann1", "ann2"):
         _fill(root / "annotation/full" / annotator / "items.csv", items)
@@ -68,14 +84,18 @@ def build(tmp_path_factory) -> Path:
             row.update(interpretable="yes", gold_preserved="yes", stress_test="no")
             if cell == (ids[0], "noise", "70", "0"):
                 row.update(gold_preserved="no", stress_test="yes")
-            if cell == (ids[0], "noise", "70", "1") or (cell == (ids[0], "occlusion", "70", "0") and annotator == "ann2"):
+            if cell == (ids[0], "noise", "70", "1") or (
+                cell == (ids[0], "occlusion", "70", "0") and annotator == "ann2"
+            ):
                 row.update(interpretable="no", gold_preserved="", stress_test="")
 
         _fill(root / "annotation/full" / annotator / "cells.csv", cells)
     annotate.import_pass(root, "full")
     annotate.export(root, "adjudication", ["senior"])
-    _fill(root / "annotation/adjudication/senior/cells.csv",
-          lambda row: row.update(interpretable="no", note="patches hide the disc"))
+    _fill(
+        root / "annotation/adjudication/senior/cells.csv",
+        lambda row: row.update(interpretable="no", note="patches hide the disc"),
+    )
     annotate.import_pass(root, "adjudication")
     return root
 
@@ -86,8 +106,9 @@ def test_export_fill_import_round_trip(build, tmp_path):
     first = {(l["annotator"], l["sample_id"]): l for l in labels if l["sheet"] == "items"}
     assert {l["valid"] for l in first.values()} == {"yes", "no"}
     adjudicated = annotate.read_labels(build, "adjudication")
-    assert [(l["operator"], l["severity"], l["variant"], l["interpretable"], l["note"]) for l in adjudicated] == \
-        [("occlusion", 70, 0, "no", "patches hide the disc")]
+    assert [(l["operator"], l["severity"], l["variant"], l["interpretable"], l["note"]) for l in adjudicated] == [
+        ("occlusion", 70, 0, "no", "patches hide the disc")
+    ]
     if xlsx_available():  # filled in the spreadsheet instead: the same labels come back
         from openpyxl import load_workbook
 
@@ -166,8 +187,12 @@ def test_report_cohorts_split_stress_only_trials():
 
     from sceval_plugin.report import ReportError, select_cohort
 
-    trials = pd.DataFrame({"condition_id": ["clean", "single_noise_v70", "single_noise_v70"],
-                           "cohort": pd.Categorical([None, "stress_only", None])})
+    trials = pd.DataFrame(
+        {
+            "condition_id": ["clean", "single_noise_v70", "single_noise_v70"],
+            "cohort": pd.Categorical([None, "stress_only", None]),
+        }
+    )
     notes: list[str] = []
     kept = select_cohort(trials, "gold_preserved", notes)
     assert len(kept) == 2 and not (kept["cohort"] == "stress_only").any()
@@ -185,10 +210,21 @@ def test_kappas_match_textbook_values():
     b = ["yes"] * 20 + ["no"] * 5 + ["yes"] * 10 + ["no"] * 15
     assert label_kappa(a, b) == pytest.approx(0.4)
     # Fleiss (1971) as tabulated on Wikipedia: 10 items, 14 raters, 5 categories -> 0.210
-    table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-             [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
-    assert fleiss_kappa([[k for k, c in enumerate(row) for _ in range(c)] for row in table]) == \
-        pytest.approx(0.2099, abs=5e-4)
+    table = [
+        [0, 0, 0, 0, 14],
+        [0, 2, 6, 4, 2],
+        [0, 0, 3, 5, 6],
+        [0, 3, 9, 2, 0],
+        [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0],
+        [3, 2, 6, 3, 0],
+        [2, 5, 3, 2, 2],
+        [6, 5, 2, 1, 0],
+        [0, 2, 2, 3, 7],
+    ]
+    assert fleiss_kappa([[k for k, c in enumerate(row) for _ in range(c)] for row in table]) == pytest.approx(
+        0.2099, abs=5e-4
+    )
     row = agreement.field_agreement([["yes", "yes"], ["no", "yes"], ["no", "no"], ["no", "no"]])
     assert row["full_agree_pct"] == 75.0 and row["adjudicated_pct"] == 25.0 and row["fleiss_kappa"] is None
     assert row["cohen_kappa"] == pytest.approx(0.5)
@@ -222,9 +258,24 @@ def test_manifest_funnel_and_retention(build, capsys):
 def test_lmms_eval_records_stress_only_trials_outside_the_headline(build, tmp_path):
     assert main(["build", "manifest", str(build)]) == 0
     env = {**os.environ, "SCEVAL_SOURCE": str(build / "pool"), "SCEVAL_MANIFEST": str(build / "manifest.json")}
-    done = subprocess.run([str(BIN / "lmms-eval"), "--model", "sceval_reference", "--tasks", "sceval_single_noise_v70",
-                           "--log_samples", "--output_path", "out/"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    done = subprocess.run(
+        [
+            str(BIN / "lmms-eval"),
+            "--model",
+            "sceval_reference",
+            "--tasks",
+            "sceval_single_noise_v70",
+            "--log_samples",
+            "--output_path",
+            "out/",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(next((tmp_path / "out").rglob("*_results.json")).read_text())["results"]
     metrics = result["sceval_single_noise_v70"]
@@ -241,7 +292,6 @@ def test_lmms_eval_records_stress_only_trials_outside_the_headline(build, tmp_pa
 
 def test_stress_only_trials_are_run_unless_excluded(build, monkeypatch):
     from faultline_eval.tasks import sceval_task as task
-
     from sceval_plugin.conditions import catalogue
     from sceval_plugin.data.manifest import ManifestError
 
@@ -263,8 +313,9 @@ SCEVAL = BIN / "sceval"
 
 
 def _sceval(*args, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(SCEVAL), *map(str, args)], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [str(SCEVAL), *map(str, args)], capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})}
+    )
 
 
 @pytest.fixture
@@ -284,10 +335,12 @@ def test_import_checks_the_rows_exported_not_todays_operator_plugins(filled_full
     site = tmp_path / "site"  # an installed distribution as pip lays it out: module, dist-info, entry point
     (site / "sceval_salt_pepper-0.1.dist-info").mkdir(parents=True)
     (site / "sceval_salt_pepper.py").write_text(SALT_PEPPER)
-    (site / "sceval_salt_pepper-0.1.dist-info/METADATA").write_text("Metadata-Version: 2.1\nName: sceval-salt-pepper\n"
-                                                                    "Version: 0.1\n")
+    (site / "sceval_salt_pepper-0.1.dist-info/METADATA").write_text(
+        "Metadata-Version: 2.1\nName: sceval-salt-pepper\nVersion: 0.1\n"
+    )
     (site / "sceval_salt_pepper-0.1.dist-info/entry_points.txt").write_text(
-        "[sceval]\nsceval_salt_pepper = sceval_salt_pepper\n")
+        "[sceval]\nsceval_salt_pepper = sceval_salt_pepper\n"
+    )
     done = _sceval("build", "annotate", "import", filled_full, "--pass", "full", env={"PYTHONPATH": str(site)})
     assert done.returncode == 0, done.stderr
     assert "note: pass 'full': operator plugins differ from the export (installed since: salt_pepper)" in done.stdout
@@ -305,8 +358,17 @@ def test_import_checks_the_rows_exported_not_todays_operator_plugins(filled_full
     # the other way round: exported with the plugin, imported and decided without it
     root = tmp_path / "removed"
     copy_demo(root / "pool", 1)
-    done = _sceval("build", "annotate", "export", root, "--pass", "full", "--annotators", "ann1,ann2",
-                   env={"PYTHONPATH": str(site)})
+    done = _sceval(
+        "build",
+        "annotate",
+        "export",
+        root,
+        "--pass",
+        "full",
+        "--annotators",
+        "ann1,ann2",
+        env={"PYTHONPATH": str(site)},
+    )
     assert done.returncode == 0, done.stderr
     simulate.simulate(root, "full", seed=1, disagreement=0)
     done = _sceval("build", "annotate", "import", root, "--pass", "full")
@@ -329,8 +391,11 @@ def test_sheets_that_are_not_utf8_name_file_annotator_and_fix(filled_full):
     done = _sceval("build", "annotate", "import", filled_full, "--pass", "full")
     assert done.returncode != 0
     assert "utf-8' codec" not in done.stderr
-    assert f"annotator 'ann1', {folder / 'ann1/items.csv'}: this is an Excel workbook (.xlsx), not a CSV sheet" \
-        in done.stderr and "--format xlsx" in done.stderr
+    assert (
+        f"annotator 'ann1', {folder / 'ann1/items.csv'}: this is an Excel workbook (.xlsx), not a CSV sheet"
+        in done.stderr
+        and "--format xlsx" in done.stderr
+    )
     assert f"annotator 'ann2', {folder / 'ann2/cells.csv'}: not UTF-8 text" in done.stderr
     assert "Save it again as 'CSV UTF-8 (comma delimited)'" in done.stderr
 
@@ -350,10 +415,13 @@ def test_import_lists_every_problem_of_every_sheet(filled_full):
     _fill(folder / "ann2/cells.csv", lambda row: row.update(interpretable="perhaps"))
     done = _sceval("build", "annotate", "import", filled_full, "--pass", "full")
     assert done.returncode != 0
-    for expected in ("row 2, column 'valid': 'maybe' is not one of", "row 3: duplicate of row 2",
-                     "row 4, column 'sample_id': unknown sample id 'demo-nope'",
-                     f"annotator 'ann2', {folder / 'ann2/cells.csv'}: 72 problem(s)",
-                     "pass 'full': 2 sheet(s) cannot be imported; nothing was written"):
+    for expected in (
+        "row 2, column 'valid': 'maybe' is not one of",
+        "row 3: duplicate of row 2",
+        "row 4, column 'sample_id': unknown sample id 'demo-nope'",
+        f"annotator 'ann2', {folder / 'ann2/cells.csv'}: 72 problem(s)",
+        "pass 'full': 2 sheet(s) cannot be imported; nothing was written",
+    ):
         assert expected in done.stderr, expected
     assert not (folder / "labels.jsonl").exists()
 
@@ -370,8 +438,10 @@ def test_author_audit_lists_items_rejected_at_corruption_interpretability(build,
         if label["sample_id"] == first and label["operator"] == "noise":
             label.update(interpretable="no", gold_preserved="", stress_test="")
     full.write_text("".join(json.dumps(l) + "\n" for l in labels))
-    assert main(["build", "annotate", "export", str(root), "--pass", "audit", "--annotators", "author",
-                 "--fraction", "0"]) == 0
+    assert (
+        main(["build", "annotate", "export", str(root), "--pass", "audit", "--annotators", "author", "--fraction", "0"])
+        == 0
+    )
     rows = {r["sample_id"]: r for r in csv.DictReader((root / "annotation/audit/author/audit.csv").open())}
     assert rows[first]["decision"] == "reject"
     assert rows[first]["stage"] == "corruption interpretability"
@@ -407,6 +477,7 @@ def test_publish_a_pool_copied_by_hand_as_the_readme_demo_does(tmp_path):
     done = _sceval("build", "publish", root)
     assert done.returncode == 0, done.stderr
     funnel = json.loads((root / "published/funnel.json").read_text())
-    assert funnel["sources"] == {"sceval-demo": {"examples": 3, "converted": 3, "eligible": 3, "pooled": 3,
-                                                 "published": 3}}
+    assert funnel["sources"] == {
+        "sceval-demo": {"examples": 3, "converted": 3, "eligible": 3, "pooled": 3, "published": 3}
+    }
     assert "| sceval-demo | 3 | 3 | 3 | 3 | 3 |" in (root / "published/README.md").read_text()

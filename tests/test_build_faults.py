@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import faults  # noqa: E402
+import faults
 
 pytestmark = pytest.mark.slow
 KILL_POINTS = 20

@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile
-
 from build_sources import VALOR_CAPTIONS, social_iq2_copy, valor_copy
 from fixtures import copy_demo, demo_rows, omni_bench_fixture
+from test_lmms_cli import lmms_eval, results
+from test_plugins import install, run_python
+
 from sceval_plugin.construction import convert, pool, publish
 from sceval_plugin.construction.converters import CAPTION_QUESTION
 from sceval_plugin.data.sources import load_source
-from test_lmms_cli import lmms_eval, results
-from test_plugins import install, run_python
 
 SCEVAL = Path(sys.executable).with_name("sceval")
 
@@ -33,15 +33,22 @@ def _omni_problems(i: int, record: dict) -> None:
 @pytest.fixture(scope="module")
 def copies(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("sources")
-    return {"social_iq2": social_iq2_copy(root / "siq"), "valor": valor_copy(root / "valor"),
-            "omni_bench": omni_bench_fixture(root / "omni", 4, m_a_p=True, mutate=_omni_problems)}
+    return {
+        "social_iq2": social_iq2_copy(root / "siq"),
+        "valor": valor_copy(root / "valor"),
+        "omni_bench": omni_bench_fixture(root / "omni", 4, m_a_p=True, mutate=_omni_problems),
+    }
 
 
 @pytest.fixture(scope="module")
 def build(copies, tmp_path_factory) -> Path:
     build_dir = tmp_path_factory.mktemp("build")
-    done = subprocess.run([SCEVAL, "build", "convert", build_dir, *(f"{k}={v}" for k, v in copies.items())],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [SCEVAL, "build", "convert", build_dir, *(f"{k}={v}" for k, v in copies.items())],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "social_iq2: 7 example(s), 3 converted, 4 problem(s)" in done.stdout
     return build_dir
@@ -77,8 +84,9 @@ def test_social_iq2_release_converts_with_windows_and_problems(build, copies):
     assert "check the source's terms" in whole["hidden"]["license"]
     assert whole["visual"] == rows["social_iq2-vidA_q2_0"]["visual"], "questions on one clip share its media"
     # the whole clip is copied byte for byte; its 22.05 kHz stereo WAV becomes 16 kHz mono, duration kept
-    assert (build / "converted/social_iq2" / whole["visual"]).read_bytes() == \
-        (copies["social_iq2"] / "siq2/video/vidA.mp4").read_bytes()
+    assert (build / "converted/social_iq2" / whole["visual"]).read_bytes() == (
+        copies["social_iq2"] / "siq2/video/vidA.mp4"
+    ).read_bytes()
     assert audio_form(build / "converted/social_iq2" / whole["audio"]) == (16_000, 1, 10.0)
 
     items = {it.sample_id: it for it in load_source(str(build / "converted/social_iq2")).items}
@@ -90,8 +98,11 @@ def test_social_iq2_release_converts_with_windows_and_problems(build, copies):
     assert audio_form(Path(window.audio))[:2] == (16_000, 1)
 
     assert {ref: p["reason"] for ref, p in problems.items()} == {
-        "social_iq2/test/vidB_q2_0": "missing_answer", "social_iq2/val/vidC_q1_0": "missing_video",
-        "social_iq2/val/vidA_q3_0": "bad_answer_index", "social_iq2/val/vidD_q1_0": "no_audio_track"}
+        "social_iq2/test/vidB_q2_0": "missing_answer",
+        "social_iq2/val/vidC_q1_0": "missing_video",
+        "social_iq2/val/vidA_q3_0": "bad_answer_index",
+        "social_iq2/val/vidD_q1_0": "no_audio_track",
+    }
 
 
 def test_omni_bench_hub_schema_converts_through_the_lmms_adapter(build):
@@ -117,7 +128,9 @@ def test_valor_captions_become_caption_matching_questions(build):
     assert qa["gold_key"] == "A" and qa["hidden"]["evidence_modality"] == "audio+visual"
     assert qa["hidden"]["source_meta"]["modality"] == "audio-visual"
     assert {ref: p["reason"] for ref, p in problems.items()} == {
-        "valor/avqa_test/q-2": "bad_answer_index", "valor/test/eee_0.000_10.000": "missing_video"}
+        "valor/avqa_test/q-2": "bad_answer_index",
+        "valor/test/eee_0.000_10.000": "missing_video",
+    }
 
 
 def test_converting_twice_gives_the_same_bytes(build, copies, tmp_path):
@@ -126,7 +139,7 @@ def test_converting_twice_gives_the_same_bytes(build, copies, tmp_path):
         assert folder_digest(tmp_path / "converted" / name) == folder_digest(build / "converted" / name), name
 
 
-TOY_CONVERTER = '''
+TOY_CONVERTER = """
 import json
 from pathlib import Path
 
@@ -149,20 +162,33 @@ def convert(root, out):
 @hookimpl
 def sceval_register_converters(registry):
     registry.add(Converter("toy", convert, "CC0-1.0", evidence_modality="visual"))
-'''
+"""
+
 
 def test_a_third_party_converter_arrives_through_the_hook(tmp_path):
     site = install(tmp_path, "sceval-toy-source", "sceval_toy_source", TOY_CONVERTER)
     demo = copy_demo(tmp_path / "demo", 3)
     size = [json.loads(line) for line in (demo / "items.jsonl").read_text().splitlines()][2]  # one picture
-    entries = [{"id": "one", "q": size["question"], "options": size["options"], "gold": size["gold_key"],
-                "image": size["visual"], "audio": size["audio"]}, {"id": "two"}]
+    entries = [
+        {
+            "id": "one",
+            "q": size["question"],
+            "options": size["options"],
+            "gold": size["gold_key"],
+            "image": size["visual"],
+            "audio": size["audio"],
+        },
+        {"id": "two"},
+    ]
     (demo / "toy.json").write_text(json.dumps(entries))
-    done = run_python(site, f"""
+    done = run_python(
+        site,
+        f"""
         import sys
         from sceval_plugin.cli import main
-        sys.exit(main(["build", "convert", {str(tmp_path / 'b')!r}, "toy={demo}"]))
-    """)
+        sys.exit(main(["build", "convert", {str(tmp_path / "b")!r}, "toy={demo}"]))
+    """,
+    )
     assert done.returncode == 0, done.stderr
     assert "toy: 2 example(s), 1 converted, 1 problem(s)" in done.stdout and not done.stderr.strip()
     rows, problems = converted(tmp_path / "b", "toy")
@@ -178,7 +204,9 @@ def test_a_converter_name_taken_twice_names_both_plugins():
     with registry.adding_for("'first' (distribution a 1)"):
         registry.add(convert.Converter("clips", lambda root, out: iter(()), "MIT"))
     with registry.adding_for("'second' (distribution b 2)"):
-        with pytest.raises(PluginError, match=r"converter 'clips' is registered by two plugins: 'first' .* and 'second'"):
+        with pytest.raises(
+            PluginError, match=r"converter 'clips' is registered by two plugins: 'first' .* and 'second'"
+        ):
             registry.add(convert.Converter("clips", lambda root, out: iter(()), "MIT"))
         with pytest.raises(PluginError, match="evidence_modality must be one of"):
             registry.add(convert.Converter("other", lambda root, out: iter(()), "MIT", evidence_modality="smell"))
@@ -187,9 +215,11 @@ def test_a_converter_name_taken_twice_names_both_plugins():
 def _demo_converted(build_dir: Path, tmp_path: Path) -> None:
     """The 30 demo items through the ``items`` converter: odd ones without sound cues in the
     question, and demo-size-05 with a silent track."""
+
     def mutate(row):
         if int(row["sample_id"][-2:]) % 2:
             row["question"] = "Which of these options is right?"
+
     folder = copy_demo(tmp_path / "unified", mutate=mutate)
     silent = next(r for r in demo_rows() if r["sample_id"] == "demo-size-05")["audio"]
     soundfile.write(folder / silent, np.zeros(16_000, np.float32), 16_000, format="FLAC")
@@ -202,8 +232,14 @@ def test_pool_is_seeded_within_budget_and_oversamples_tri_modal_items(tmp_path):
     funnel = pool.build_pool(build_dir, budget=10, seed=3)
     first = (build_dir / "pool" / "items.jsonl").read_bytes()
     counts = funnel["sources"]["items"]
-    assert counts == {"examples": 30, "converted": 30, "eligible": 29, "pooled": 10,
-                      "tri_modal_eligible": 15, "tri_modal_pooled": counts["tri_modal_pooled"]}
+    assert counts == {
+        "examples": 30,
+        "converted": 30,
+        "eligible": 29,
+        "pooled": 10,
+        "tri_modal_eligible": 15,
+        "tri_modal_pooled": counts["tri_modal_pooled"],
+    }
     assert counts["tri_modal_pooled"] / 10 > 15 / 29, "weight 4 draws tri-modal items more often than their share"
     pooled = [json.loads(line) for line in first.decode().splitlines()]
     assert all(r["hidden"]["pool"]["tri_modal_cues"] == pool.tri_modal_cues(r) for r in pooled)
@@ -228,8 +264,16 @@ def test_publish_is_a_datasets_folder_the_tasks_run_on(build, tmp_path, monkeypa
     pooled = [json.loads(line)["sample_id"] for line in (build / "pool/items.jsonl").read_text().splitlines()]
     rejected, unannotated = pooled[0], pooled[1]
     entries = [{"sample_id": s, "valid": True, "answerable": True, "source": s.split("-")[0]} for s in pooled[2:]]
-    entries.append({"sample_id": rejected, "valid": True, "answerable": False, "failure_reason": "text leakage",
-                    "adjudication_note": "the question names the sound", "source": rejected.split("-")[0]})
+    entries.append(
+        {
+            "sample_id": rejected,
+            "valid": True,
+            "answerable": False,
+            "failure_reason": "text leakage",
+            "adjudication_note": "the question names the sound",
+            "source": rejected.split("-")[0],
+        }
+    )
     (build / "manifest.json").write_text(json.dumps({"schema": "sceval-manifest/2", "samples": entries, "cells": []}))
     kept_expected = set(pooled[2:])
     done = subprocess.run([SCEVAL, "build", "publish", build], capture_output=True, text=True, timeout=300)
@@ -247,8 +291,17 @@ def test_publish_is_a_datasets_folder_the_tasks_run_on(build, tmp_path, monkeypa
         publish.publish(build, out=tmp_path / "p", push_to_hub="me/x")
     assert not (tmp_path / "p").exists(), "nothing is written before the offline guard"
 
-    lmms_eval("--model", "sceval_reference", "--tasks", "sceval_clean", "--log_samples", "--output_path", "out",
-              cwd=tmp_path, env={"SCEVAL_SOURCE": str(out), "SCEVAL_MANIFEST": str(out / "manifest.json")})
+    lmms_eval(
+        "--model",
+        "sceval_reference",
+        "--tasks",
+        "sceval_clean",
+        "--log_samples",
+        "--output_path",
+        "out",
+        cwd=tmp_path,
+        env={"SCEVAL_SOURCE": str(out), "SCEVAL_MANIFEST": str(out / "manifest.json")},
+    )
     summary, samples = results(tmp_path / "out")
     assert len(samples["sceval_clean"]) == len(kept_expected)
     assert summary["results"]["sceval_clean"]["sceval_valid_trials,none"] == len(kept_expected)
@@ -264,10 +317,12 @@ def test_a_flat_picture_of_one_colour_is_no_visual_evidence(tmp_path):
     def mutate(row):
         if row["sample_id"] == flat:
             row.update(visual="media/flat_red.png", key_frame_index=None)
+
     folder = copy_demo(tmp_path / "unified", 2, mutate=mutate)
     Image.new("RGB", (64, 48), (255, 0, 0)).save(folder / "media/flat_red.png")
-    done = subprocess.run([SCEVAL, "build", "convert", tmp_path / "b", f"items={folder}"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [SCEVAL, "build", "convert", tmp_path / "b", f"items={folder}"], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     rows, _ = converted(tmp_path / "b", "items")
     assert rows[f"items-{flat}"]["hidden"]["modalities"]["visual"] is False

@@ -13,9 +13,15 @@ from c3po_plugin.report.verdict_files import agreement
 # (model, sample, verdict A, verdict B, exact match)
 LINES = (
     # m1: 4 decided pairs, 3 agree: YES/YES, NO/NO, NO/NO, YES/NO -> kappa 0.5
-    [("m1", f"s{i}", a, b, False) for i, (a, b) in enumerate([("YES", "YES"), ("NO", "NO"), ("NO", "NO"), ("YES", "NO")])]
+    [
+        ("m1", f"s{i}", a, b, False)
+        for i, (a, b) in enumerate([("YES", "YES"), ("NO", "NO"), ("NO", "NO"), ("YES", "NO")])
+    ]
     # m2: perfect agreement on 2 YES and 2 NO -> kappa 1; one exact match; one judge error
-    + [("m2", f"s{i}", a, b, False) for i, (a, b) in enumerate([("YES", "YES"), ("YES", "YES"), ("NO", "NO"), ("NO", "NO")])]
+    + [
+        ("m2", f"s{i}", a, b, False)
+        for i, (a, b) in enumerate([("YES", "YES"), ("YES", "YES"), ("NO", "NO"), ("NO", "NO")])
+    ]
     + [("m2", "s8", None, None, True), ("m2", "s9", "YES", None, False)]
     # Human: total disagreement; listed, but not part of the judge's validation summary
     + [("Human", "s0", "YES", "NO", False), ("Human", "s1", "NO", "YES", False)]
@@ -23,8 +29,10 @@ LINES = (
 
 
 def write(path, index: int, judge_id: str) -> str:
-    rows = [{"model": m, "sample_id": s, "run": 0, "verdict": v[index], "exact_match": x, "judge_id": judge_id}
-            for m, s, *v, x in LINES]
+    rows = [
+        {"model": m, "sample_id": s, "run": 0, "verdict": v[index], "exact_match": x, "judge_id": judge_id}
+        for m, s, *v, x in LINES
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return str(path)
 
@@ -61,4 +69,6 @@ def test_the_command_prints_one_line_per_model_and_the_spread(files, capsys):
     assert main(["judge-agreement", *files]) == 0
     out = capsys.readouterr().out
     assert "m1" in out and "0.750" in out and "0.50" in out
-    assert "across 2 evaluated model(s) (Human left out): agreement mean 0.875; kappa mean 0.75, min 0.50, max 1.00" in out
+    assert (
+        "across 2 evaluated model(s) (Human left out): agreement mean 0.875; kappa mean 0.75, min 0.50, max 1.00" in out
+    )

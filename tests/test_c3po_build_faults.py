@@ -62,8 +62,11 @@ def test_the_same_text_gives_the_same_speech_bytes_in_any_order_and_process():
     from c3po_plugin.construction.speech import EspeakSpeech
 
     speech = EspeakSpeech()
-    lines = [("Next, put it down.", "calm"), ("Hello there, quickly now!", "fast female whisper"),
-             ("Whisper this softly to me.", "whispering old british")]  # whisper: eSpeak's noise generator
+    lines = [
+        ("Next, put it down.", "calm"),
+        ("Hello there, quickly now!", "fast female whisper"),
+        ("Whisper this softly to me.", "whispering old british"),
+    ]  # whisper: eSpeak's noise generator
 
     def digest(text: str, style: str) -> str:
         return hashlib.sha256(speech.speak(text, style, key="k")[0].tobytes()).hexdigest()
@@ -112,8 +115,22 @@ def test_a_build_is_the_same_bytes_in_any_stage_order_ledger_order_and_process(t
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     rng = random.Random(24)
     with FakeGemini(script=Scripted(GENERATOR, AUDITOR)) as server:
-        done = c3po("build", "all", str(tmp_path / "a"), "--pool", "demo", "--generator", spec_of(server),
-                    "--templates", ",".join(TEMPLATES), "--per-template", "1-7", "--annotators", "1", cwd=tmp_path)
+        done = c3po(
+            "build",
+            "all",
+            str(tmp_path / "a"),
+            "--pool",
+            "demo",
+            "--generator",
+            spec_of(server),
+            "--templates",
+            ",".join(TEMPLATES),
+            "--per-template",
+            "1-7",
+            "--annotators",
+            "1",
+            cwd=tmp_path,
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
         b = tmp_path / "b"
@@ -131,8 +148,11 @@ def test_a_build_is_the_same_bytes_in_any_stage_order_ledger_order_and_process(t
         assert differing_files(a_digests, b_digests) == []
 
         # a lost ledger line: the sample is named, not dropped; the next run brings the same bytes back
-        exported = sorted(json.loads(line)["key"] for line in Ledger(b, "export").snapshot().splitlines()
-                          if json.loads(line)["status"] == "ok")
+        exported = sorted(
+            json.loads(line)["key"]
+            for line in Ledger(b, "export").snapshot().splitlines()
+            if json.loads(line)["status"] == "ok"
+        )
         lost = exported[0]
         kept = [json.loads(line) for line in Ledger(b, "generate").snapshot().splitlines()]
         (b / "ledger" / "generate.jsonl").write_bytes(b"".join(encode_record(e) for e in kept if e["key"] != lost))
@@ -147,6 +167,7 @@ def test_a_build_is_the_same_bytes_in_any_stage_order_ledger_order_and_process(t
 
 
 # --- the status machine ----------------------------------------------------------------------------
+
 
 class BadSfxTyping(Scripted):
     """The generator as scripted; the audio typer answers non-JSON for a sound effect (an empty
@@ -202,6 +223,7 @@ def test_a_rejected_audio_typing_is_carried_as_rejected_and_never_retried(tmp_pa
 
 # --- exit status -----------------------------------------------------------------------------------
 
+
 def c3po_main(capsys, *args: str) -> tuple[int, str]:
     """The ``c3po`` command line in this process (no re-import per call): exit status and stdout."""
     from c3po_plugin.cli import main
@@ -219,8 +241,16 @@ def test_exit_status_and_summary_follow_the_failure_rate(tmp_path, capsys, monke
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     write_candidates(tmp_path / "down", "IC01", 2)
     with FakeGemini(script=lambda request: {"status": 500}) as server:
-        down = c3po("build", "generate", str(tmp_path / "down"), "--generator", spec_of(server, retries=0),
-                    "--templates", "IC01", cwd=tmp_path)
+        down = c3po(
+            "build",
+            "generate",
+            str(tmp_path / "down"),
+            "--generator",
+            spec_of(server, retries=0),
+            "--templates",
+            "IC01",
+            cwd=tmp_path,
+        )
     assert down.returncode == 1, down.stdout + down.stderr
     assert "FAILED generate: all 2 items failed" in down.stdout
     assert "FAILED      2  api_failure  (first: D_T1_002_000: api_failure:" in down.stdout
@@ -248,6 +278,7 @@ def test_exit_status_and_summary_follow_the_failure_rate(tmp_path, capsys, monke
 
 
 # --- kill -9 -----------------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_kill_9_at_20_seeded_points_of_c3po_build_all_loses_and_changes_nothing(tmp_path):

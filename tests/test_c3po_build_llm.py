@@ -42,6 +42,7 @@ def inline_kinds(request: dict) -> list[str]:
 
 # --- specs ---------------------------------------------------------------------------------------
 
+
 def test_every_template_has_a_spec_with_machine_filters_and_the_paper_ids_resolve():
     from c3po_plugin.templates import registry
 
@@ -62,7 +63,8 @@ def test_every_template_has_a_spec_with_machine_filters_and_the_paper_ids_resolv
     shown = gap.prompt_json()  # what the generator sees: App. G's fields, not our machine keys
     assert shown["template_id"] == "D_T1_001" and "actions" not in shown["generation_spec"]["video"]
     assert shown["generation_spec"]["video"]["selection_filter"] == {
-        "requirement": "Clip containing a distinct multi-step procedural sequence."}
+        "requirement": "Clip containing a distinct multi-step procedural sequence."
+    }
     assert specs.spec_for("C_T2_004").template_name == "AcousticSceneMismatch"
     with pytest.raises(KeyError, match="unknown C3PO template"):
         specs.spec_for("D_T9_999")
@@ -82,15 +84,34 @@ def test_a_template_without_a_spec_is_named_and_skipped(monkeypatch):
 
 def test_a_bad_spec_names_the_template_and_field():
     with pytest.raises(ValueError, match="IC99.*unknown selection_filter.match key"):
-        specs.GenerationSpec("IC99", "Mine", "DISPERSAL (Tier 1)", "image", "x", "y",
-                             {"image": {"selection_filter": {"requirement": "r", "match": {"colour": "red"}}},
-                              "text": {"query_skeleton": "q"}})
+        specs.GenerationSpec(
+            "IC99",
+            "Mine",
+            "DISPERSAL (Tier 1)",
+            "image",
+            "x",
+            "y",
+            {
+                "image": {"selection_filter": {"requirement": "r", "match": {"colour": "red"}}},
+                "text": {"query_skeleton": "q"},
+            },
+        )
 
 
 # --- generate, classify, audit against the fake server --------------------------------------------
 
-SCENARIOS = {1: "malformed", 2: "malformed-then-good", 3: "banned-word", 4: "does-not-fit", 5: "low-fit",
-             6: "long-query", 7: "500", 8: "missing-field", 9: "self-audit-failed", 10: "sfx"}
+SCENARIOS = {
+    1: "malformed",
+    2: "malformed-then-good",
+    3: "banned-word",
+    4: "does-not-fit",
+    5: "low-fit",
+    6: "long-query",
+    7: "500",
+    8: "missing-field",
+    9: "self-audit-failed",
+    10: "sfx",
+}
 
 
 def test_generate_enforces_the_papers_rules_and_records_every_reason(tmp_path, gemini_key):
@@ -100,7 +121,7 @@ def test_generate_enforces_the_papers_rules_and_records_every_reason(tmp_path, g
         counts = run_generate(tmp_path, generator=spec_of(server), concurrency=3, templates=["AttributeComposition"])
         first = list(server.requests)
         again = run_generate(tmp_path, templates=["IC01"])  # the generator spec comes from settings.json
-        resent = server.requests[len(first):]
+        resent = server.requests[len(first) :]
     ledger = Ledger(tmp_path, "generate")
     entry = {i: ledger.get(f"D_T1_002_{i:03d}") for i in range(12)}
     assert {i for i, e in entry.items() if e["status"] == "ok"} == {0, 2, 10, 11}
@@ -142,8 +163,13 @@ def test_classify_types_audio_through_the_model_and_the_rules_fallback(tmp_path,
         asked = server.requests[before:]
     assert counts["ok"] == 3 and counts["rejected"] == 0 and len(asked) == 3  # items 0, 2 and 10
     got = Ledger(tmp_path, "classify").ok()
-    assert got["D_T1_002_000"] == {"kind": "tts", "transcript": "Grab the blue one, please.",
-                                   "voice_style_prompt": "calm adult voice", "sfx_prompt": None, "duration_s": None}
+    assert got["D_T1_002_000"] == {
+        "kind": "tts",
+        "transcript": "Grab the blue one, please.",
+        "voice_style_prompt": "calm adult voice",
+        "sfx_prompt": None,
+        "duration_s": None,
+    }
     assert got["D_T1_002_010"]["kind"] == "sfx" and got["D_T1_002_010"]["duration_s"] == 10.0  # 14 s clamped
     assert got["D_T1_002_010"]["sfx_prompt"] == "glass shattering" and got["D_T1_002_010"]["transcript"] is None
     assert asked[0]["body"]["generationConfig"]["temperature"] == 0
@@ -162,9 +188,13 @@ def test_classify_types_audio_through_the_model_and_the_rules_fallback(tmp_path,
     run_classify(rules, classifier="rules", templates=["IC01"])
     by_rules = Ledger(rules, "classify").ok()
     assert by_rules["D_T1_002_000"]["kind"] == "tts"
-    assert by_rules["D_T1_002_010"] == {"kind": "sfx", "transcript": None,
-                                        "voice_style_prompt": "a glass shattering on tiles",
-                                        "sfx_prompt": "a glass shattering on tiles", "duration_s": 5.0}
+    assert by_rules["D_T1_002_010"] == {
+        "kind": "sfx",
+        "transcript": None,
+        "voice_style_prompt": "a glass shattering on tiles",
+        "sfx_prompt": "a glass shattering on tiles",
+        "duration_s": 5.0,
+    }
 
 
 def test_audit_sees_the_real_media_and_records_accept_reject_and_difficulty(tmp_path, gemini_key):
@@ -174,9 +204,17 @@ def test_audit_sees_the_real_media_and_records_accept_reject_and_difficulty(tmp_
     synth = Ledger(tmp_path, "synthesize")
     for i in (0, 2, 10):  # 11 was not synthesized yet: not audited
         write_audio(tmp_path / "media" / "items" / f"D_T1_002_{i:03d}" / "audio.wav", tone(True))
-        synth.record(f"D_T1_002_{i:03d}", "ok", data={"audio": f"media/items/D_T1_002_{i:03d}/audio.wav",
-                                                      "audio_kind": "tts", "audio_duration_s": 2.0, "image": None,
-                                                      "backends": {"speech": "test", "sfx": "test", "image": "none"}})
+        synth.record(
+            f"D_T1_002_{i:03d}",
+            "ok",
+            data={
+                "audio": f"media/items/D_T1_002_{i:03d}/audio.wav",
+                "audio_kind": "tts",
+                "audio_duration_s": 2.0,
+                "image": None,
+                "backends": {"speech": "test", "sfx": "test", "image": "none"},
+            },
+        )
     script = Scripted(SCENARIOS, {2: "reject", 10: "accept-unusable-media"})
     with FakeGemini(script=script) as server:
         run_generate(tmp_path, generator=spec_of(server), templates=["IC01"])
@@ -185,8 +223,13 @@ def test_audit_sees_the_real_media_and_records_accept_reject_and_difficulty(tmp_
         asked = server.requests[before:]
     assert counts == {"ok": 1, "rejected": 2, "failed": 0, "skipped": 0, "waiting": 1}
     audit = Ledger(tmp_path, "audit")
-    assert audit.get("D_T1_002_000")["data"] == {"decision": "ACCEPT", "failing_pillar": None, "rationale": "scripted",
-                                                 "fit_score": 4, "difficulty": 6}
+    assert audit.get("D_T1_002_000")["data"] == {
+        "decision": "ACCEPT",
+        "failing_pillar": None,
+        "rationale": "scripted",
+        "fit_score": 4,
+        "difficulty": 6,
+    }
     rejected = audit.get("D_T1_002_002")
     assert rejected["status"] == "rejected" and rejected["reason"] == "Query Sanitization: scripted"
     assert rejected["data"]["decision"] == "REJECT" and rejected["data"]["difficulty"] == -1
@@ -235,7 +278,9 @@ def test_sample_ids_stay_put_when_a_failed_candidate_is_selected_later(tmp_path,
         assert len(server.requests) == 3
     assert first == {"D_T1_002_000": "IC01__b00", "D_T1_002_002": "IC01__b02"}
     assert {k: v["candidate_id"] for k, v in Ledger(tmp_path, "generate").ok().items()} == {
-        **first, "D_T1_002_001": "IC01__b01"}
+        **first,
+        "D_T1_002_001": "IC01__b01",
+    }
 
 
 def test_a_video_base_goes_as_labelled_frames_and_model_specs_parse(tmp_path, gemini_key):
@@ -251,7 +296,10 @@ def test_a_video_base_goes_as_labelled_frames_and_model_specs_parse(tmp_path, ge
     assert request["texts"][0].startswith("Video (") and '"template_id": "D_T1_001"' in request["texts"][-1]
     assert Ledger(tmp_path, "generate").get("D_T1_001_000")["data"]["template_id"] == "IC02"
     assert parse_spec("lmms:faultline_qwen3_omni,pretrained=Qwen/X,device=cpu") == (
-        "lmms", "faultline_qwen3_omni", "pretrained=Qwen/X,device=cpu")
+        "lmms",
+        "faultline_qwen3_omni",
+        "pretrained=Qwen/X,device=cpu",
+    )
     assert parse_spec("lmms:qwen3_omni:pretrained=a") == ("lmms", "qwen3_omni", "pretrained=a")
     assert parse_spec("gemini:gemini-2.5-flash") == ("gemini", "gemini-2.5-flash", "")
     with pytest.raises(ValueError, match="use gemini:<model>"):
@@ -263,21 +311,31 @@ def test_a_misspelt_gemini_spec_argument_names_the_close_match(tmp_path, gemini_
     from c3po_plugin.construction.client import make_client
 
     with pytest.raises(ValueError) as refused:
-        make_client("gemini:gemini-test,base_ur=http://127.0.0.1:9,max_retrys=1", tmp_path, "generate",
-                    temperature=0.0)
+        make_client("gemini:gemini-test,base_ur=http://127.0.0.1:9,max_retrys=1", tmp_path, "generate", temperature=0.0)
     assert "'base_ur' (did you mean 'base_url'?)" in str(refused.value)
     assert "'max_retrys' (did you mean 'max_retries'?)" in str(refused.value)
 
 
 # --- the command line, killed and resumed -------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_a_killed_build_resumes_without_resending_finished_calls(tmp_path):
     write_candidates(tmp_path, "IC01", 8)
     ledger = tmp_path / "ledger" / "generate.jsonl"
     with FakeGemini(script=Scripted({}), latency=0.4) as server:
-        command = [str(Path(sys.executable).with_name("c3po")), "build", "generate", str(tmp_path),
-                   "--generator", spec_of(server), "--concurrency", "1", "--templates", "D_T1_002"]
+        command = [
+            str(Path(sys.executable).with_name("c3po")),
+            "build",
+            "generate",
+            str(tmp_path),
+            "--generator",
+            spec_of(server),
+            "--concurrency",
+            "1",
+            "--templates",
+            "D_T1_002",
+        ]
         env = {**os.environ, "GEMINI_API_KEY": KEY, "SCEVAL_CACHE": str(tmp_path / "cache")}
         first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 120
@@ -298,6 +356,7 @@ def test_a_killed_build_resumes_without_resending_finished_calls(tmp_path):
 
 
 # --- an lmms-eval model as generator and auditor ----------------------------------------------------
+
 
 @pytest.mark.slow
 def test_a_tiny_lmms_eval_model_as_generator_and_auditor(tmp_path, monkeypatch):
@@ -322,8 +381,12 @@ def test_a_tiny_lmms_eval_model_as_generator_and_auditor(tmp_path, monkeypatch):
     # the auditor: one item written as generate would have
     from build_fakes import item_reply
 
-    item = {**json.loads(item_reply("D_T1_002_000")), "template_id": "IC01", "candidate_id": "IC01__b00",
-            "fit_score": 4}
+    item = {
+        **json.loads(item_reply("D_T1_002_000")),
+        "template_id": "IC01",
+        "candidate_id": "IC01__b00",
+        "fit_score": 4,
+    }
     Ledger(build_dir, "generate").record("D_T1_002_000", "ok", data=item)
     Ledger(build_dir, "synthesize").record("D_T1_002_000", "ok", data={"audio": "media/base/shared/media/tone.wav"})
     counts = run_audit(build_dir, auditor=model, templates=["IC01"])

@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 import soundfile
 
-from faultline_eval.core import media_processing as processing
 from c3po_plugin.construction.ledger import Ledger
 from c3po_plugin.construction.sample import SheetError, bucket_of, import_answers, run_sample, stratified_round_robin
 from c3po_plugin.construction.select import candidates_for, load_pool, rank, run_select
 from c3po_plugin.construction.synthesize import registry, run_synthesize
 from faultline_eval.core import media
+from faultline_eval.core import media_processing as processing
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,10 @@ class Spec:
     generation_spec: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        self.generation_spec[self.base_modality] = {"selection_filter": {"requirement": "test", "match": self.match},
-                                                    "actions": self.actions}
+        self.generation_spec[self.base_modality] = {
+            "selection_filter": {"requirement": "test", "match": self.match},
+            "actions": self.actions,
+        }
 
 
 SPECS = [
@@ -107,7 +109,10 @@ def test_select_filters_processes_and_records_broken_files(tmp_path):
     entries = {e["key"]: e for e in Ledger(build, "select").entries()}
 
     # IC01: the two big pictures; the 40 px one fails min_side_px; the missing file is failed, named.
-    assert {k for k, e in entries.items() if k.startswith("IC01/") and e["status"] == "ok"} == {"IC01/pic1", "IC01/pic2"}
+    assert {k for k, e in entries.items() if k.startswith("IC01/") and e["status"] == "ok"} == {
+        "IC01/pic1",
+        "IC01/pic2",
+    }
     assert entries["IC01/gone"]["status"] == "failed" and "gone.png" in entries["IC01/gone"]["reason"]
     assert "IC01/tiny" not in entries
     pic = entries["IC01/pic1"]["data"]
@@ -158,10 +163,13 @@ def test_select_from_a_datasets_pool(tmp_path):
     import datasets
 
     folder = make_pool(tmp_path / "pool")
-    table = datasets.Dataset.from_dict({
-        "id": ["pic1", "pic2"], "tags": [["objects"], ["outdoor"]],
-        "picture": [str(folder / "files/pic1.png"), str(folder / "files/pic2.png")],
-    }).cast_column("picture", datasets.Image())
+    table = datasets.Dataset.from_dict(
+        {
+            "id": ["pic1", "pic2"],
+            "tags": [["objects"], ["outdoor"]],
+            "picture": [str(folder / "files/pic1.png"), str(folder / "files/pic2.png")],
+        }
+    ).cast_column("picture", datasets.Image())
     table.save_to_disk(str(tmp_path / "saved"))
     for pool in (table, f"hf:{tmp_path / 'saved'}"):
         build = tmp_path / f"build-{type(pool).__name__}"
@@ -205,8 +213,12 @@ def test_espeak_speech_is_real_speech_at_16k_shaped_by_the_style():
 
 def test_procedural_sfx_has_the_requested_duration_and_follows_its_prompt():
     sfx = registry().make("sfx", "procedural")
-    for prompt, seconds in (("Three loud knocks on a wooden door", 2.5), ("A smoke alarm beeping", 4.0),
-                            ("Heavy rain on a tin roof", 7.0), ("something nobody can name", 1.0)):
+    for prompt, seconds in (
+        ("Three loud knocks on a wooden door", 2.5),
+        ("A smoke alarm beeping", 4.0),
+        ("Heavy rain on a tin roof", 7.0),
+        ("something nobody can name", 1.0),
+    ):
         wave, rate = sfx.sound(prompt, seconds, key="CC08_001")
         assert rate == 16000 and len(wave) == round(seconds * 16000) and np.abs(wave).max() > 0.1
     first, _ = sfx.sound("A smoke alarm beeping", 2.0, key="CC08_001")
@@ -214,24 +226,46 @@ def test_procedural_sfx_has_the_requested_duration_and_follows_its_prompt():
     assert not np.array_equal(first, sfx.sound("A smoke alarm beeping", 2.0, key="CC08_002")[0])
     tone, _ = sfx.sound("A smoke alarm beeping", 2.0, key="x")
     noise, _ = sfx.sound("Heavy rain on a tin roof", 2.0, key="x")
-    flatness = [np.exp(np.mean(np.log(s + 1e-12))) / np.mean(s) for s in
-                (np.abs(np.fft.rfft(w)) ** 2 for w in (tone, noise))]
+    flatness = [
+        np.exp(np.mean(np.log(s + 1e-12))) / np.mean(s) for s in (np.abs(np.fft.rfft(w)) ** 2 for w in (tone, noise))
+    ]
     assert flatness[0] < flatness[1]  # beeps are tonal, rain is noise
 
 
-def _generated(sample_id: str, template_id: str, candidate_id: str, *, transcript="", style="", image=None,
-               question="What happened?", answer="red circle") -> dict:
-    return {"sample_id": sample_id, "template_id": template_id, "candidate_id": candidate_id,
-            "template_selection_rationale": "fits #### 4 ####",
-            "base_modality": {"type": next(s.base_modality for s in SPECS if s.template_id == template_id),
-                              "content_summary": "x"},
-            "generated_components": {"audio": {"transcript": transcript, "voice_style_prompt": style,
-                                               "logic_check": "x"},
-                                     "text": {"role": "user_query", "content": question, "reasoning_required": "x"},
-                                     "image": image},
-            "ground_truth": {"answer": answer, "evidence_modality": "visual_inference", "timestamp_evidence": "0-3s"},
-            "self_audit": {"mute_test_passed": True, "blind_test_passed": True, "prior_test_passed": True,
-                           "ambiguity_check_passed": True, "notes": "x"}}
+def _generated(
+    sample_id: str,
+    template_id: str,
+    candidate_id: str,
+    *,
+    transcript="",
+    style="",
+    image=None,
+    question="What happened?",
+    answer="red circle",
+) -> dict:
+    return {
+        "sample_id": sample_id,
+        "template_id": template_id,
+        "candidate_id": candidate_id,
+        "template_selection_rationale": "fits #### 4 ####",
+        "base_modality": {
+            "type": next(s.base_modality for s in SPECS if s.template_id == template_id),
+            "content_summary": "x",
+        },
+        "generated_components": {
+            "audio": {"transcript": transcript, "voice_style_prompt": style, "logic_check": "x"},
+            "text": {"role": "user_query", "content": question, "reasoning_required": "x"},
+            "image": image,
+        },
+        "ground_truth": {"answer": answer, "evidence_modality": "visual_inference", "timestamp_evidence": "0-3s"},
+        "self_audit": {
+            "mute_test_passed": True,
+            "blind_test_passed": True,
+            "prior_test_passed": True,
+            "ambiguity_check_passed": True,
+            "notes": "x",
+        },
+    }
 
 
 def hand_made_build(tmp_path: Path) -> Path:
@@ -240,23 +274,85 @@ def hand_made_build(tmp_path: Path) -> Path:
     run_select(build, pool=make_pool(tmp_path / "pool"), specs=SPECS, per_template=(1, 10))
     generate, classify = Ledger(build, "generate"), Ledger(build, "classify")
     samples = [  # (id, template, candidate, classify data, extra)
-        ("CC08_000", "CC08", "CC08__walk", {"kind": "tts", "transcript": TRANSCRIPT, "voice_style_prompt": "calm",
-                                            "sfx_prompt": None, "duration_s": None}, {}),
-        ("CC08_001", "CC08", "CC08__talk", {"kind": "sfx", "transcript": None, "voice_style_prompt": None,
-                                            "sfx_prompt": "A heavy door slams twice", "duration_s": 3}, {}),
-        ("IC01_000", "IC01", "IC01__pic1", {"kind": "sfx", "transcript": None, "voice_style_prompt": None,
-                                            "sfx_prompt": "A bell rings", "duration_s": 2}, {"answer": "blue"}),
-        ("IC01_001", "IC01", "IC01__pic2", {"kind": "tts", "transcript": "Second from the left.",
-                                            "voice_style_prompt": "a deep voice", "sfx_prompt": None,
-                                            "duration_s": None}, {"answer": "square"}),
-        ("CC12_000", "CC12", "CC12__walk", {"kind": "tts", "transcript": "It is blue, trust me.",
-                                            "voice_style_prompt": "british", "sfx_prompt": None, "duration_s": None},
-         {"image": "A catalogue photo of a blue ball on a white table.", "answer": "red"}),
-        ("IC06_000", "IC06", "IC06__song", {"kind": "none", "transcript": None, "voice_style_prompt": None,
-                                            "sfx_prompt": None, "duration_s": None},
-         {"image": "A kitchen counter with dough being kneaded.", "answer": "adding water"}),
-        ("CC12_001", "CC12", "CC12__walk", {"kind": "tts", "transcript": "Blue.", "voice_style_prompt": "",
-                                            "sfx_prompt": None, "duration_s": None}, {"image": None}),  # no caption
+        (
+            "CC08_000",
+            "CC08",
+            "CC08__walk",
+            {
+                "kind": "tts",
+                "transcript": TRANSCRIPT,
+                "voice_style_prompt": "calm",
+                "sfx_prompt": None,
+                "duration_s": None,
+            },
+            {},
+        ),
+        (
+            "CC08_001",
+            "CC08",
+            "CC08__talk",
+            {
+                "kind": "sfx",
+                "transcript": None,
+                "voice_style_prompt": None,
+                "sfx_prompt": "A heavy door slams twice",
+                "duration_s": 3,
+            },
+            {},
+        ),
+        (
+            "IC01_000",
+            "IC01",
+            "IC01__pic1",
+            {
+                "kind": "sfx",
+                "transcript": None,
+                "voice_style_prompt": None,
+                "sfx_prompt": "A bell rings",
+                "duration_s": 2,
+            },
+            {"answer": "blue"},
+        ),
+        (
+            "IC01_001",
+            "IC01",
+            "IC01__pic2",
+            {
+                "kind": "tts",
+                "transcript": "Second from the left.",
+                "voice_style_prompt": "a deep voice",
+                "sfx_prompt": None,
+                "duration_s": None,
+            },
+            {"answer": "square"},
+        ),
+        (
+            "CC12_000",
+            "CC12",
+            "CC12__walk",
+            {
+                "kind": "tts",
+                "transcript": "It is blue, trust me.",
+                "voice_style_prompt": "british",
+                "sfx_prompt": None,
+                "duration_s": None,
+            },
+            {"image": "A catalogue photo of a blue ball on a white table.", "answer": "red"},
+        ),
+        (
+            "IC06_000",
+            "IC06",
+            "IC06__song",
+            {"kind": "none", "transcript": None, "voice_style_prompt": None, "sfx_prompt": None, "duration_s": None},
+            {"image": "A kitchen counter with dough being kneaded.", "answer": "adding water"},
+        ),
+        (
+            "CC12_001",
+            "CC12",
+            "CC12__walk",
+            {"kind": "tts", "transcript": "Blue.", "voice_style_prompt": "", "sfx_prompt": None, "duration_s": None},
+            {"image": None},
+        ),  # no caption
         ("CC08_002", "CC08", "CC08__walk", None, {}),  # not classified yet
     ]
     for sample_id, template, candidate, typed, extra in samples:
@@ -299,8 +395,10 @@ def test_synthesize_makes_real_media_and_records_what_it_cannot(tmp_path):
 
     nothing = run_export(build)  # nothing audited yet: the funnel, but no dataset
     assert nothing["ok"] == 0 and "no dataset" in nothing["note"] and not (build / "export/items.parquet").exists()
-    assert json.loads((build / "export/funnel.json").read_text())["total"]["candidates"] == \
-        Ledger(build, "select").counts()["ok"]
+    assert (
+        json.loads((build / "export/funnel.json").read_text())["total"]["candidates"]
+        == Ledger(build, "select").counts()["ok"]
+    )
 
 
 def test_backends_register_through_the_hook_and_clashes_name_both_plugins():
@@ -308,7 +406,10 @@ def test_backends_register_through_the_hook_and_clashes_name_both_plugins():
     from sceval_plugin.plugins import PluginError
 
     assert {k: registry().names(k) for k in ("speech", "sfx", "image")} == {
-        "speech": ["espeak", "qwen3-tts"], "sfx": ["audioldm2", "procedural"], "image": ["caption-card", "diffusers"]}
+        "speech": ["espeak", "qwen3-tts"],
+        "sfx": ["audioldm2", "procedural"],
+        "image": ["caption-card", "diffusers"],
+    }
     mine = SynthesisRegistry()
     c3po_register_synthesis_backends(mine)  # the built-ins' own hook implementation
     with mine.adding_for("'my_tts' (distribution my-tts 1.0)"):
@@ -327,13 +428,14 @@ def test_a_missing_gpu_backend_names_the_extra():
 
 def test_speech_without_the_build_extra_names_it_before_any_sample(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "espeakng_loader", None)  # as if `[build]` were not installed
-    with pytest.raises(RuntimeError, match=r'faultline-eval\[build\]'):
+    with pytest.raises(RuntimeError, match=r"faultline-eval\[build\]"):
         run_synthesize(tmp_path)  # stops at the start, not with a failed entry per sample
     ledger = tmp_path / "ledger" / "synthesize.jsonl"
     assert not ledger.exists() or not ledger.read_text()
 
 
 # --- human-evaluation sample ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Item:
@@ -344,8 +446,16 @@ class Item:
 
 
 def test_buckets_and_stratified_round_robin():
-    assert [bucket_of(d) for d in (1, 2, 3, 4, 5, 7, 8, 10)] == \
-        ["<2.5", "<2.5", "2.5-4.9", "2.5-4.9", "5.0-7.4", "5.0-7.4", ">=7.5", ">=7.5"]
+    assert [bucket_of(d) for d in (1, 2, 3, 4, 5, 7, 8, 10)] == [
+        "<2.5",
+        "<2.5",
+        "2.5-4.9",
+        "2.5-4.9",
+        "5.0-7.4",
+        "5.0-7.4",
+        ">=7.5",
+        ">=7.5",
+    ]
     items = [Item(f"IC01_{i:03d}", "IC01", "ic", 3) for i in range(10)]
     items += [Item(f"IC04_{i:03d}", "IC04", "ic", 4) for i in range(2)]
     items += [Item(f"IC05_{i:03d}", "IC05", "ic", 3) for i in range(1)]
@@ -366,12 +476,30 @@ def _accept(build: Path, verdicts: dict[str, int | None]) -> None:
     audit = Ledger(build, "audit")
     for sample_id, difficulty in verdicts.items():
         if difficulty is None:
-            audit.record(sample_id, "rejected", {"decision": "REJECT", "failing_pillar": "Query Sanitisation",
-                                                 "rationale": "leaks", "fit_score": 4, "difficulty": -1},
-                         reason="Query Sanitisation: leaks")
+            audit.record(
+                sample_id,
+                "rejected",
+                {
+                    "decision": "REJECT",
+                    "failing_pillar": "Query Sanitisation",
+                    "rationale": "leaks",
+                    "fit_score": 4,
+                    "difficulty": -1,
+                },
+                reason="Query Sanitisation: leaks",
+            )
         else:
-            audit.record(sample_id, "ok", {"decision": "ACCEPT", "failing_pillar": None, "rationale": "fine",
-                                           "fit_score": 5, "difficulty": difficulty})
+            audit.record(
+                sample_id,
+                "ok",
+                {
+                    "decision": "ACCEPT",
+                    "failing_pillar": None,
+                    "rationale": "fine",
+                    "fit_score": 5,
+                    "difficulty": difficulty,
+                },
+            )
 
 
 def test_sample_sheets_are_disjoint_and_answers_are_validated(tmp_path):
@@ -400,7 +528,8 @@ def test_sample_sheets_are_disjoint_and_answers_are_validated(tmp_path):
         "row 3, column 'sample_id': unknown sample id 'NOPE_1' (not in this build's human-evaluation sample)",
         "row 4, column 'sample_id': 'CC08_000' repeats row 2",
         "row 5, column 'human_answer': empty answer for 'IC01_000' (write 'Insufficient Information' if it cannot "
-        "be answered)"]
+        "be answered)",
+    ]
     assert all("human_answer" not in d for d in Ledger(build, "sample").ok().values())  # nothing imported
     with pytest.raises(SheetError, match="column 'human_answer' is missing"):
         (tmp_path / "nohead.csv").write_text("sample_id,answer\nCC08_000,x\n")
@@ -421,6 +550,7 @@ def test_sample_sheets_are_disjoint_and_answers_are_validated(tmp_path):
 
 # --- export -----------------------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_export_runs_through_lmms_eval_c3po_all(tmp_path):
     from test_lmms_cli import lmms_eval, results
@@ -431,8 +561,11 @@ def test_export_runs_through_lmms_eval_c3po_all(tmp_path):
     build = hand_made_build(tmp_path)
     run_synthesize(build)
     _accept(build, {"CC08_000": 3, "CC08_001": None, "IC01_000": 2, "IC01_001": 6, "CC12_000": 8, "IC06_000": 9})
-    Ledger(build, "audit").record("CC08_002", "ok", {"decision": "ACCEPT", "difficulty": 4, "fit_score": 4,
-                                                     "rationale": "x", "failing_pillar": None})  # never synthesized
+    Ledger(build, "audit").record(
+        "CC08_002",
+        "ok",
+        {"decision": "ACCEPT", "difficulty": 4, "fit_score": 4, "rationale": "x", "failing_pillar": None},
+    )  # never synthesized
     run_sample(build, annotators=1)
     sheet = build / "sample" / "annotator_1.csv"
     rows = list(csv.DictReader(sheet.open()))
@@ -448,8 +581,13 @@ def test_export_runs_through_lmms_eval_c3po_all(tmp_path):
     failed = {e["key"]: e["reason"] for e in Ledger(build, "export").entries("failed")}
     assert "synthesized media" in failed["CC08_002"]
     source, items, problems = checked_items(str(out))  # the tasks' own loader, media decoded in full
-    assert problems == [] and {it.sample_id for it in items} == {"CC08_000", "IC01_000", "IC01_001", "CC12_000",
-                                                                 "IC06_000"}
+    assert problems == [] and {it.sample_id for it in items} == {
+        "CC08_000",
+        "IC01_000",
+        "IC01_001",
+        "CC12_000",
+        "IC06_000",
+    }
     by_id = {it.sample_id: it for it in items}
     assert by_id["CC12_000"].human_answer == "red" and by_id["CC12_000"].difficulty == 8
     assert by_id["CC12_000"].video and by_id["CC12_000"].image and by_id["CC12_000"].audio
@@ -460,15 +598,34 @@ def test_export_runs_through_lmms_eval_c3po_all(tmp_path):
     funnel = json.loads((out / "funnel.json").read_text())
     # CC08_002 was never typed: waiting, not a synthesis failure; the hand-made ids are not the
     # candidates' (D_T..._idx), so both CC08 candidates are unsettled as far as the funnel can tell
-    assert funnel["CC08"] == {"candidates": 2, "generated": 4, "rule_rejected": 1, "audited": 3, "accepted": 2,
-                              "exported": 1, "generate_failed": 0, "classify_rejected": 0, "synthesis_failed": 0,
-                              "synthesis_rejected": 0, "unsettled": 2}
+    assert funnel["CC08"] == {
+        "candidates": 2,
+        "generated": 4,
+        "rule_rejected": 1,
+        "audited": 3,
+        "accepted": 2,
+        "exported": 1,
+        "generate_failed": 0,
+        "classify_rejected": 0,
+        "synthesis_failed": 0,
+        "synthesis_rejected": 0,
+        "unsettled": 2,
+    }
     assert funnel["IC01"]["generate_failed"] == 1 and funnel["total"]["exported"] == 5
     assert (out / "funnel.md").read_text().count("| CC08 |") == 1
     assert (out / "difficulty.png").stat().st_size > 10_000 and (out / "difficulty.pdf").is_file()
 
-    lmms_eval("--model", "sceval_reference", "--tasks", "c3po_all", "--log_samples", "--output_path", "run/",
-              cwd=tmp_path, env={"C3PO_SOURCE": str(out), "SCEVAL_CACHE": str(tmp_path / "cache")})
+    lmms_eval(
+        "--model",
+        "sceval_reference",
+        "--tasks",
+        "c3po_all",
+        "--log_samples",
+        "--output_path",
+        "run/",
+        cwd=tmp_path,
+        env={"C3PO_SOURCE": str(out), "SCEVAL_CACHE": str(tmp_path / "cache")},
+    )
     summary, samples = results(tmp_path / "run")
     records = [line["c3po_record"] for line in samples["c3po_all"]]
     assert sorted(r["sample_id"] for r in records) == sorted(by_id)
@@ -479,8 +636,9 @@ def test_export_runs_through_lmms_eval_c3po_all(tmp_path):
 
     done = c3po("build", "export", str(build), "--out", str(tmp_path / "again"), cwd=tmp_path)
     assert done.returncode == 1 and "export: 1 of 6 items failed" in done.stdout  # CC08_002, above 0.1
-    done = c3po("build", "export", str(build), "--out", str(tmp_path / "again"), "--max-failure-rate", "0.2",
-                cwd=tmp_path)
+    done = c3po(
+        "build", "export", str(build), "--out", str(tmp_path / "again"), "--max-failure-rate", "0.2", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "again" / "items.parquet").read_bytes() == (out / "items.parquet").read_bytes()
 
@@ -496,8 +654,13 @@ def test_demo_pool_is_reproducible_and_covers_every_base_modality(tmp_path):
     pool = load_pool(first, tmp_path)
     headers = {it.base_id: pool.header(it) for it in pool.items}
     assert not [b for b, h in headers.items() if isinstance(h, str)]  # every file decodes
-    assert {json.loads(line)["license"] for line in (first / "annotations.jsonl").read_text().splitlines()} == {"CC0-1.0"}
+    assert {json.loads(line)["license"] for line in (first / "annotations.jsonl").read_text().splitlines()} == {
+        "CC0-1.0"
+    }
     for base in {t.base_modality for t in templates()}:
-        fitting = [it for it in pool.items if it.modality == base or (base == "audio" and headers[it.base_id].has_audio
-                                                                      and it.modality == "video")]
+        fitting = [
+            it
+            for it in pool.items
+            if it.modality == base or (base == "audio" and headers[it.base_id].has_audio and it.modality == "video")
+        ]
         assert len(fitting) >= 2, base

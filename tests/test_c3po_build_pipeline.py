@@ -23,8 +23,11 @@ TEMPLATES = ("IC01", "IC02")  # an image base and a video base
 #: generator scenario by sample index (every other index: a good reply); the rejected ones with
 #: the start of the reason the generate ledger must keep
 GENERATOR = {1: "malformed", 2: "banned-word", 3: "does-not-fit", 4: "malformed-then-good", 5: "sfx"}
-GENERATE_REASONS = {"malformed": "malformed reply", "banned-word": "query uses banned word",
-                    "does-not-fit": "does not fit"}
+GENERATE_REASONS = {
+    "malformed": "malformed reply",
+    "banned-word": "query uses banned word",
+    "does-not-fit": "does not fit",
+}
 AUDITOR = {0: "reject", 6: "accept-unusable-media"}
 AUDIT_REASONS = {"reject": "Query Sanitization: scripted", "accept-unusable-media": "Media Verifiability"}
 
@@ -32,9 +35,29 @@ AUDIT_REASONS = {"reject": "Query Sanitization: scripted", "accept-unusable-medi
 def build_all(build_dir: Path, server: FakeGemini, cwd: Path) -> subprocess.CompletedProcess:
     spec = f"gemini:gemini-test,base_url={server.url},max_retries=1,initial_backoff=0.01,timeout=10"
     env = {**os.environ, "GEMINI_API_KEY": "test-key-pipeline", "SCEVAL_CACHE": str(cwd / "cache")}
-    done = subprocess.run([C3PO, "build", "all", str(build_dir), "--pool", "demo", "--generator", spec,
-                           "--templates", ",".join(TEMPLATES), "--per-template", "1-250", "--annotators", "1"],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            C3PO,
+            "build",
+            "all",
+            str(build_dir),
+            "--pool",
+            "demo",
+            "--generator",
+            spec,
+            "--templates",
+            ",".join(TEMPLATES),
+            "--per-template",
+            "1-250",
+            "--annotators",
+            "1",
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
 
@@ -43,8 +66,13 @@ def expected_funnel(indices: list[int]) -> dict:
     """What the scripts above must leave of a template's candidates ``indices``."""
     generated = [i for i in indices if GENERATOR.get(i) not in GENERATE_REASONS]
     accepted = [i for i in generated if i not in AUDITOR]
-    return {"candidates": len(indices), "rule_rejected": len(indices) - len(generated),
-            "audited": len(generated), "accepted": len(accepted), "exported": len(accepted)}
+    return {
+        "candidates": len(indices),
+        "rule_rejected": len(indices) - len(generated),
+        "audited": len(generated),
+        "accepted": len(accepted),
+        "exported": len(accepted),
+    }
 
 
 @pytest.mark.slow
@@ -91,8 +119,17 @@ def test_c3po_build_all_then_lmms_eval_grades_the_export(tmp_path):
     assert generate.get(f"{spec_for('IC01').paper_id}_004")["status"] == "ok"  # re-asked after the bad reply
     assert first.stdout.count("D_T1_002") >= 1  # the summary table
 
-    lmms_eval("--model", "sceval_reference", "--tasks", "c3po_all", "--log_samples", "--output_path", "run/",
-              cwd=tmp_path, env={"C3PO_SOURCE": str(build / "export"), "SCEVAL_CACHE": str(tmp_path / "cache")})
+    lmms_eval(
+        "--model",
+        "sceval_reference",
+        "--tasks",
+        "c3po_all",
+        "--log_samples",
+        "--output_path",
+        "run/",
+        cwd=tmp_path,
+        env={"C3PO_SOURCE": str(build / "export"), "SCEVAL_CACHE": str(tmp_path / "cache")},
+    )
     summary, samples = results(tmp_path / "run")
     records = [line["c3po_record"] for line in samples["c3po_all"]]
     assert sorted(r["sample_id"] for r in records) == sorted(exported)

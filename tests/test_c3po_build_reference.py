@@ -16,8 +16,8 @@ from PIL import Image
 
 from c3po_plugin.construction.audit import prompt_parts
 from c3po_plugin.construction.ledger import Ledger
-from c3po_plugin.construction.specs import spec_for
 from c3po_plugin.construction.reference_model import reply
+from c3po_plugin.construction.specs import spec_for
 
 C3PO = str(Path(sys.executable).with_name("c3po"))
 #: a sound-effect template, an audio base with a generated picture, a video base with both generated
@@ -31,8 +31,20 @@ def test_the_readme_demo_build_runs_offline_and_exports_loadable_items(tmp_path)
     from c3po_plugin.data.sources import checked_items
 
     env = {**os.environ, "SCEVAL_CACHE": str(tmp_path / "cache")}
-    command = [C3PO, "build", "all", "demo_build", "--pool", "demo", "--generator", "lmms:c3po_build_reference",
-               "--templates", ",".join(TEMPLATES), "--annotators", "1"]
+    command = [
+        C3PO,
+        "build",
+        "all",
+        "demo_build",
+        "--pool",
+        "demo",
+        "--generator",
+        "lmms:c3po_build_reference",
+        "--templates",
+        ",".join(TEMPLATES),
+        "--annotators",
+        "1",
+    ]
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     build = tmp_path / "demo_build"
@@ -44,8 +56,10 @@ def test_the_readme_demo_build_runs_offline_and_exports_loadable_items(tmp_path)
     for sample_id, verdict in accepted.items():
         template = Ledger(build, "generate").get(sample_id)["data"]["template_id"]
         assert verdict["difficulty"] == DIFFICULTY[template], (sample_id, verdict)
-    kinds = {Ledger(build, "generate").get(k)["data"]["template_id"]: v["audio_kind"]
-             for k, v in Ledger(build, "synthesize").ok().items()}
+    kinds = {
+        Ledger(build, "generate").get(k)["data"]["template_id"]: v["audio_kind"]
+        for k, v in Ledger(build, "synthesize").ok().items()
+    }
     assert kinds == {"IC03": "sfx", "IC06": None, "CC12": "tts"}
 
     _, items, problems = checked_items(str(build / "export"))  # the C3PO tasks' own loader, media decoded
@@ -64,10 +78,18 @@ def _audit(item: dict, picture: np.ndarray, wave: np.ndarray | None) -> dict:
     system, text = prompt_parts(spec_for("IC01"), item)
     media = [{"type": "text", "text": "Image:"}, {"type": "image", "url": Image.fromarray(picture)}]
     if wave is not None:
-        media += [{"type": "text", "text": "Audio:"},
-                  {"type": "audio", "url": {"array": wave, "sampling_rate": 16_000}}]
-    return json.loads(reply([{"role": "system", "content": [{"type": "text", "text": system}]},
-                             {"role": "user", "content": media + [{"type": "text", "text": text}]}]))
+        media += [
+            {"type": "text", "text": "Audio:"},
+            {"type": "audio", "url": {"array": wave, "sampling_rate": 16_000}},
+        ]
+    return json.loads(
+        reply(
+            [
+                {"role": "system", "content": [{"type": "text", "text": system}]},
+                {"role": "user", "content": media + [{"type": "text", "text": text}]},
+            ]
+        )
+    )
 
 
 def test_the_reference_auditor_checks_the_media_and_the_query():

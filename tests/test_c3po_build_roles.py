@@ -16,8 +16,8 @@ from fake_gemini import FakeGemini
 from fake_openai import FakeOpenAI
 from test_c3po_build_llm import KEY, spec_of
 
-from c3po_plugin.construction.ledger import Ledger
 from c3po_plugin.cli import main
+from c3po_plugin.construction.ledger import Ledger
 
 
 @pytest.fixture
@@ -35,9 +35,17 @@ def synthesized(build_dir, n: int) -> None:
     for i in range(n):
         sample = f"D_T1_002_{i:03d}"
         write_audio(build_dir / "media" / "items" / sample / "audio.wav", tone(True))
-        Ledger(build_dir, "synthesize").record(sample, "ok", data={
-            "audio": f"media/items/{sample}/audio.wav", "audio_kind": "tts", "audio_duration_s": 2.0, "image": None,
-            "backends": {"speech": "test", "sfx": "test", "image": "none"}})
+        Ledger(build_dir, "synthesize").record(
+            sample,
+            "ok",
+            data={
+                "audio": f"media/items/{sample}/audio.wav",
+                "audio_kind": "tts",
+                "audio_duration_s": 2.0,
+                "image": None,
+                "backends": {"speech": "test", "sfx": "test", "image": "none"},
+            },
+        )
 
 
 def build_and_export(build_dir, server, capsys) -> tuple[str, str, list[str]]:
@@ -55,7 +63,8 @@ def build_and_export(build_dir, server, capsys) -> tuple[str, str, list[str]]:
 
 
 def test_the_auditor_is_configured_apart_from_the_generator_and_a_shared_one_is_warned_about(
-        tmp_path, monkeypatch, capsys, gemini_key):
+    tmp_path, monkeypatch, capsys, gemini_key
+):
     """App. C audits with another model than the generator "to avoid propagating the biases from
     the generator model". $C3PO_BUILD_AUDITOR configures it (pinned in settings.json); when
     nothing does, the generator's model audits and the summary and the dataset card say so."""
@@ -113,14 +122,21 @@ def test_a_gemini_stage_does_not_import_lmms_eval(tmp_path):
     build = tmp_path / "build"
     write_candidates(build, "IC01", 1)
     synthesized(build, 1)
-    script = ("import json, sys\nfrom c3po_plugin.cli import main\nfor stage in ('generate', 'classify', 'audit'):\n"
-              f"    assert main(['build', stage, {str(build)!r}, '--templates', 'IC01'] + sys.argv[1:]) == 0\n"
-              "    sys.argv = sys.argv[:1]\n"
-              "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'lmms_eval')))")
+    script = (
+        "import json, sys\nfrom c3po_plugin.cli import main\nfor stage in ('generate', 'classify', 'audit'):\n"
+        f"    assert main(['build', stage, {str(build)!r}, '--templates', 'IC01'] + sys.argv[1:]) == 0\n"
+        "    sys.argv = sys.argv[:1]\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'lmms_eval')))"
+    )
     with FakeGemini(script=Scripted({})) as server:
-        done = subprocess.run([sys.executable, "-c", script, "--generator", spec_of(server)], capture_output=True,
-                              text=True, timeout=300, cwd=tmp_path,
-                              env={**os.environ, "GEMINI_API_KEY": KEY, "SCEVAL_CACHE": str(tmp_path / "cache")})
+        done = subprocess.run(
+            [sys.executable, "-c", script, "--generator", spec_of(server)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+            env={**os.environ, "GEMINI_API_KEY": KEY, "SCEVAL_CACHE": str(tmp_path / "cache")},
+        )
         roles = list(server.requests)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []

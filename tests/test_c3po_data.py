@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from c3po_fixtures import item, write_items, write_media
 
 from c3po_plugin.data import sources
 from c3po_plugin.data.records import item_from_row
 from c3po_plugin.templates import registry
 from sceval_plugin.data.records import RecordError
 from sceval_plugin.data.sources import SourceError
-from c3po_fixtures import item, write_items, write_media
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +24,10 @@ def fresh_sources(monkeypatch):
 
 def test_a_valid_record_for_every_tier_loads_with_its_media(tmp_path):
     paths = write_media(tmp_path)
-    rows = [item(f"s{t.tier}{t.id}", t.id, paths, distractors={"audio": "blue"}, difficulty=4, human_answer="Red")
-            for t in registry()]
+    rows = [
+        item(f"s{t.tier}{t.id}", t.id, paths, distractors={"audio": "blue"}, difficulty=4, human_answer="Red")
+        for t in registry()
+    ]
     write_items(tmp_path, rows)
     source = sources.load_source(str(tmp_path))
     assert not source.problems and len(source.items) == 25
@@ -34,18 +36,21 @@ def test_a_valid_record_for_every_tier_loads_with_its_media(tmp_path):
     assert it.distractors == {"audio": "blue"} and it.human_answer == "Red" and it.difficulty == 4
 
 
-@pytest.mark.parametrize("change, field, words", [
-    (lambda r: r.pop("audio"), "audio", "missing: template AttributeComposition (tier 1) needs image, audio"),
-    (lambda r: r.update(video="media/clip.mp4"), "video", "has no video"),
-    (lambda r: r.update(template="NoSuchTemplate"), "template", "unknown template 'NoSuchTemplate'"),
-    (lambda r: r.update(tier=2), "tier", "contradicts template AttributeComposition (tier 1)"),
-    (lambda r: r.update(category="cc"), "category", "contradicts"),
-    (lambda r: r.update(answer=" "), "answer", "missing or empty"),
-    (lambda r: r.update(image="../outside.png"), "image", "escapes the dataset root"),
-    (lambda r: r.update(image="media/tone.wav"), "image", "is not a image file"),
-    (lambda r: r.update(distractors={"smell": "x"}), "distractors", "unknown ['smell']"),
-    (lambda r: r.update(difficulty=11), "difficulty", "integer 1-10"),
-])
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        (lambda r: r.pop("audio"), "audio", "missing: template AttributeComposition (tier 1) needs image, audio"),
+        (lambda r: r.update(video="media/clip.mp4"), "video", "has no video"),
+        (lambda r: r.update(template="NoSuchTemplate"), "template", "unknown template 'NoSuchTemplate'"),
+        (lambda r: r.update(tier=2), "tier", "contradicts template AttributeComposition (tier 1)"),
+        (lambda r: r.update(category="cc"), "category", "contradicts"),
+        (lambda r: r.update(answer=" "), "answer", "missing or empty"),
+        (lambda r: r.update(image="../outside.png"), "image", "escapes the dataset root"),
+        (lambda r: r.update(image="media/tone.wav"), "image", "is not a image file"),
+        (lambda r: r.update(distractors={"smell": "x"}), "distractors", "unknown ['smell']"),
+        (lambda r: r.update(difficulty=11), "difficulty", "integer 1-10"),
+    ],
+)
 def test_bad_records_name_the_sample_and_field(tmp_path, change, field, words):
     row = item("bad-1", "AttributeComposition", write_media(tmp_path))
     change(row)
@@ -110,8 +115,8 @@ def test_unknown_source_spec_says_what_is_accepted():
 def test_a_long_video_is_spread_over_its_duration_and_the_model_is_told_when(tmp_path, monkeypatch):
     from c3po_fixtures import write_mp4
 
-    from faultline_eval.tasks import c3po_task
     from faultline_eval.model_wrappers.reference_c3po import evidence_from_messages
+    from faultline_eval.tasks import c3po_task
 
     paths = write_media(tmp_path)
     write_mp4(tmp_path / "media" / "long.mp4", frames=24, fps=2)  # 12 s

@@ -13,11 +13,11 @@ import pytest
 from PIL import Image
 
 from c3po_plugin import eval_prompt as prompts
+from c3po_plugin.data.make_demo import generate
 from c3po_plugin.data.records import C3POItem, check_media
 from c3po_plugin.data.sources import DEMO_DIR, load_source
-from c3po_plugin.data.make_demo import generate
-from faultline_eval.judges.matching import exact_match
 from c3po_plugin.templates import BUILTIN, registry
+from faultline_eval.judges.matching import exact_match
 from faultline_eval.model_wrappers.reference import answer_messages, answer_visuals
 
 
@@ -29,6 +29,7 @@ def demo_items() -> tuple[C3POItem, ...]:
 
 
 # --- the demo set --------------------------------------------------------------------------------
+
 
 def test_committed_demo_equals_a_fresh_generation_byte_for_byte(tmp_path):
     generate(tmp_path)
@@ -71,7 +72,11 @@ def test_every_template_tier_and_category_is_covered():
     have = {it.template_id for it in items}
     assert {t.id for t in BUILTIN} <= have
     cells = {(it.template.category, it.template.tier) for it in items}
-    assert cells == set(registry().cells()) >= {("ic", 1), ("ic", 2), ("ic", 3), ("cc", 1), ("cc", 2), ("cc", 3), ("cc", 4)}
+    assert (
+        cells
+        == set(registry().cells())
+        >= {("ic", 1), ("ic", 2), ("ic", 3), ("cc", 1), ("cc", 2), ("cc", 3), ("cc", 4)}
+    )
     assert any(it.context for it in items if it.template.tier == 4)
     with_human = [it for it in items if it.human_answer]
     assert len(items) / 5 <= len(with_human) <= len(items) / 2
@@ -83,6 +88,7 @@ def test_every_template_tier_and_category_is_covered():
 
 # --- the reference model on C3PO ------------------------------------------------------------------
 
+
 def messages(item: C3POItem, *, wave: np.ndarray | None = None) -> list[dict]:
     """The chat turn the C3PO task hands a model (tasks/c3po_task.py's contract)."""
     parts: list[dict] = []
@@ -91,13 +97,21 @@ def messages(item: C3POItem, *, wave: np.ndarray | None = None) -> list[dict]:
         parts.append({"type": "text", "text": prompts.video_label(item.frame_times())})
         parts += [{"type": "image", "url": Image.fromarray(f)} for f in frames]
     if item.image:
-        parts += [{"type": "text", "text": prompts.IMAGE_LABEL}, {"type": "image", "url": Image.fromarray(item.picture())}]
+        parts += [
+            {"type": "text", "text": prompts.IMAGE_LABEL},
+            {"type": "image", "url": Image.fromarray(item.picture())},
+        ]
     if item.audio:
         audio = item.waveform() if wave is None else wave
-        parts += [{"type": "text", "text": prompts.AUDIO_LABEL},
-                  {"type": "audio", "url": {"array": audio, "sampling_rate": 16000}}]
+        parts += [
+            {"type": "text", "text": prompts.AUDIO_LABEL},
+            {"type": "audio", "url": {"array": audio, "sampling_rate": 16000}},
+        ]
     parts.append({"type": "text", "text": prompts.build(item.question, item.context).user})
-    return [{"role": "system", "content": [{"type": "text", "text": prompts.SYSTEM}]}, {"role": "user", "content": parts}]
+    return [
+        {"role": "system", "content": [{"type": "text", "text": prompts.SYSTEM}]},
+        {"role": "user", "content": parts},
+    ]
 
 
 def simple_request(item: C3POItem) -> tuple[str, list]:
@@ -125,7 +139,10 @@ def test_reference_accuracy_and_failure_modes():
     wrong = [it for it in items if it not in correct]
     dominated = [it for it in wrong if any(exact_match(answers[it.sample_id], v) for v in it.distractors.values())]
     assert len(dominated) >= 3
-    assert {k for it in dominated for k, v in it.distractors.items() if exact_match(answers[it.sample_id], v)} >= {"audio", "image"}
+    assert {k for it in dominated for k, v in it.distractors.items() if exact_match(answers[it.sample_id], v)} >= {
+        "audio",
+        "image",
+    }
     assert len(wrong) - len(dominated) >= 1  # failures no distractor explains
     assert all(a and len(a.split()) <= 4 for a in answers.values())  # short free-form answers
     assert "unknown" not in answers.values()  # every demo question is in its grammar
@@ -143,8 +160,11 @@ def test_chat_and_simple_interfaces_agree():
 
 
 def test_silence_changes_answers():
-    changed = [it.sample_id for it in demo_items() if it.audio and
-               answer_messages(messages(it, wave=np.zeros_like(it.waveform()))) != chat_answers()[it.sample_id]]
+    changed = [
+        it.sample_id
+        for it in demo_items()
+        if it.audio and answer_messages(messages(it, wave=np.zeros_like(it.waveform()))) != chat_answers()[it.sample_id]
+    ]
     assert len(changed) >= 5
 
 

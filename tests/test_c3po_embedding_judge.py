@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from faultline_eval.judges import embedding
 from faultline_eval.core.agreement import agreement_rate, best_threshold, cohen_kappa
+from faultline_eval.judges import embedding
 from faultline_eval.judges.base import NO, YES, JudgeRequest
 
 
@@ -24,6 +24,7 @@ def _requests(rows: list[dict]) -> list[JudgeRequest]:
 
 
 # --- agreement statistics (no model) ---------------------------------------------------------
+
 
 def test_cohen_kappa_matches_a_hand_computed_example():
     a = [1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
@@ -83,6 +84,7 @@ def test_calibration_set_shares_no_pair_with_the_demo():
 
 # --- guard rules (no model) ------------------------------------------------------------------
 
+
 def test_numbers_are_read_after_normalisation():
     assert embedding.numbers("Three cups") == ["3"]
     assert embedding.numbers("twenty-one, 2.50 and 3rd") == ["2.5", "21", "3"]
@@ -92,44 +94,50 @@ def test_numbers_are_read_after_normalisation():
     assert embedding.numbers("just one dog") == ["1"]
 
 
-@pytest.mark.parametrize("gold, prediction, value, raw", [
-    ("3", "4", NO, "rule:numbers 3!=4"),
-    ("three", "5", NO, "rule:numbers 3!=5"),
-    ("2", "2 or 3", NO, "rule:numbers 2!=2,3"),
-    ("10 minutes", "12 minutes", NO, "rule:numbers 10!=12"),
-    ("a cat", "2 cats", NO, "rule:numbers none!=2"),
-    ("twice", "three times", NO, "rule:numbers 2!=3"),
-    ("12", "a dozen", NO, "rule:numbers 12!=none"),  # a known miss, documented
-    ("yes", "no", NO, "rule:polarity yes!=no"),
-    ("no", "yes", NO, "rule:polarity no!=yes"),
-    ("yes", "it is open", NO, "rule:polarity yes!=none"),
-    ("no", "yes and no", NO, "rule:polarity no!=no+yes"),
-    ("yes", "probably yes", NO, "rule:polarity yes hedged by probably"),
-    ("true", "Yes.", YES, "rule:polarity yes"),
-    ("no", "it didn't stop", YES, "rule:polarity no"),
-    ("yes", "yes, 4 of them", YES, "rule:polarity yes"),  # polarity runs before numbers
-    ("red", "red and blue", NO, "rule:containment adds and"),
-    ("red", "not red", NO, "rule:containment adds not"),
-    ("red", "it isn't red", NO, "rule:containment adds not"),
-    ("red", "a red t-shirt", YES, "rule:containment +2"),
-    ("red", "maybe red", NO, "rule:containment adds maybe"),
-    ("a plate", "a plate and a glass", NO, "rule:containment adds and"),
-    ("3", "step 3", YES, "rule:containment +1"),
-    ("two", "2 more", YES, "rule:containment +1"),
-    ("left", "to her left", YES, "rule:containment +2"),
-    ("a sandwich", "a sandwich cut in half", YES, "rule:containment +3"),
-])
+@pytest.mark.parametrize(
+    "gold, prediction, value, raw",
+    [
+        ("3", "4", NO, "rule:numbers 3!=4"),
+        ("three", "5", NO, "rule:numbers 3!=5"),
+        ("2", "2 or 3", NO, "rule:numbers 2!=2,3"),
+        ("10 minutes", "12 minutes", NO, "rule:numbers 10!=12"),
+        ("a cat", "2 cats", NO, "rule:numbers none!=2"),
+        ("twice", "three times", NO, "rule:numbers 2!=3"),
+        ("12", "a dozen", NO, "rule:numbers 12!=none"),  # a known miss, documented
+        ("yes", "no", NO, "rule:polarity yes!=no"),
+        ("no", "yes", NO, "rule:polarity no!=yes"),
+        ("yes", "it is open", NO, "rule:polarity yes!=none"),
+        ("no", "yes and no", NO, "rule:polarity no!=no+yes"),
+        ("yes", "probably yes", NO, "rule:polarity yes hedged by probably"),
+        ("true", "Yes.", YES, "rule:polarity yes"),
+        ("no", "it didn't stop", YES, "rule:polarity no"),
+        ("yes", "yes, 4 of them", YES, "rule:polarity yes"),  # polarity runs before numbers
+        ("red", "red and blue", NO, "rule:containment adds and"),
+        ("red", "not red", NO, "rule:containment adds not"),
+        ("red", "it isn't red", NO, "rule:containment adds not"),
+        ("red", "a red t-shirt", YES, "rule:containment +2"),
+        ("red", "maybe red", NO, "rule:containment adds maybe"),
+        ("a plate", "a plate and a glass", NO, "rule:containment adds and"),
+        ("3", "step 3", YES, "rule:containment +1"),
+        ("two", "2 more", YES, "rule:containment +1"),
+        ("left", "to her left", YES, "rule:containment +2"),
+        ("a sandwich", "a sandwich cut in half", YES, "rule:containment +3"),
+    ],
+)
 def test_guard_rules(gold, prediction, value, raw):
     assert embedding.guard(gold, prediction) == (value, raw)
 
 
-@pytest.mark.parametrize("gold, prediction", [
-    ("red", "blue"),  # nothing to rule on
-    ("forest", "harbour"),
-    ("an onion", "she is slicing a red onion"),  # contained, but 4 tokens added
-    ("the doorbell rang", "someone rang the doorbell"),  # not in order
-    ("10 minutes", "ten mins"),  # same numbers: no verdict from them
-])
+@pytest.mark.parametrize(
+    "gold, prediction",
+    [
+        ("red", "blue"),  # nothing to rule on
+        ("forest", "harbour"),
+        ("an onion", "she is slicing a red onion"),  # contained, but 4 tokens added
+        ("the doorbell rang", "someone rang the doorbell"),  # not in order
+        ("10 minutes", "ten mins"),  # same numbers: no verdict from them
+    ],
+)
 def test_guards_leave_the_rest_to_the_embedding(gold, prediction):
     assert embedding.guard(gold, prediction) is None
 
@@ -140,16 +148,21 @@ def test_guard_verdicts_need_no_model(monkeypatch):
 
     monkeypatch.setattr(embedding, "load_model", broken)
     q = "The beeps count the steps of the recipe from the start; which step does the cook skip before the oven is opened?"
-    verdicts = embedding.EmbeddingJudge().judge([
-        JudgeRequest("a", q, "three", "5"), JudgeRequest("b", q, "3", "step 3"),
-        JudgeRequest("c", q, "red", "red and blue"), JudgeRequest("d", q, "no", "yes"),
-    ])
+    verdicts = embedding.EmbeddingJudge().judge(
+        [
+            JudgeRequest("a", q, "three", "5"),
+            JudgeRequest("b", q, "3", "step 3"),
+            JudgeRequest("c", q, "red", "red and blue"),
+            JudgeRequest("d", q, "no", "yes"),
+        ]
+    )
     assert [v.value for v in verdicts] == [NO, YES, NO, NO]
     assert all(v.error is None and v.raw.startswith("rule:") for v in verdicts)
     assert embedding.score(verdicts[0]) == -math.inf and embedding.score(verdicts[1]) == math.inf
 
 
 # --- the judge (loads the model: a few seconds, mostly importing sentence-transformers) -------
+
 
 @pytest.mark.slow
 def test_loads_offline_with_sockets_blocked(monkeypatch):
@@ -186,10 +199,12 @@ def test_model_is_loaded_once_across_threads(monkeypatch):
 def test_paraphrases_are_closer_than_unrelated_answers(form):
     judge = embedding.EmbeddingJudge(text_form=form)
     q = "What does the man do after shutting the door?"
-    paraphrase, unrelated = judge.similarities([
-        JudgeRequest("p", q, "he locks it", "locks the door"),
-        JudgeRequest("u", q, "he locks it", "a bowl of soup"),
-    ])
+    paraphrase, unrelated = judge.similarities(
+        [
+            JudgeRequest("p", q, "he locks it", "locks the door"),
+            JudgeRequest("u", q, "he locks it", "a bowl of soup"),
+        ]
+    )
     assert paraphrase > unrelated + 0.1
 
 
@@ -215,10 +230,19 @@ def test_calibration_kappa_reaches_the_documented_figure():
 @pytest.mark.slow
 def test_long_shared_question_no_longer_makes_everything_equivalent():
     """The v1 failure on the demo: with the question embedded, every pair scored 0.95-0.999."""
-    q = ("Three readings of one tank, one bar or beep per litre: the gauge being filmed was calibrated "
-         "today, the photographed one last year. How many litres are in the tank?")
-    cases = [("three", "5", NO), ("3", "4", NO), ("red", "blue", NO), ("no", "yes", NO),
-             ("forest", "harbour", NO), ("two", "2 more", YES), ("3", "step 3", YES)]
+    q = (
+        "Three readings of one tank, one bar or beep per litre: the gauge being filmed was calibrated "
+        "today, the photographed one last year. How many litres are in the tank?"
+    )
+    cases = [
+        ("three", "5", NO),
+        ("3", "4", NO),
+        ("red", "blue", NO),
+        ("no", "yes", NO),
+        ("forest", "harbour", NO),
+        ("two", "2 more", YES),
+        ("3", "step 3", YES),
+    ]
     verdicts = embedding.EmbeddingJudge().judge([JudgeRequest("s", q, g, p) for g, p, _ in cases])
     assert [v.value for v in verdicts] == [want for _, _, want in cases], [v.raw for v in verdicts]
     raws = [v.raw for v in verdicts]
@@ -234,20 +258,24 @@ def test_batched_verdicts_equal_one_by_one():
     batched = judge.judge(requests)
     single = [judge.judge([r])[0] for r in requests]
     assert [v.value for v in batched] == [v.value for v in single]
-    assert all(a.raw == b.raw if not a.raw.startswith("cos:") else abs(embedding.score(a) - embedding.score(b)) <= 2e-4
-               for a, b in zip(batched, single))
+    assert all(
+        a.raw == b.raw if not a.raw.startswith("cos:") else abs(embedding.score(a) - embedding.score(b)) <= 2e-4
+        for a, b in zip(batched, single)
+    )
     assert sum(v.raw.startswith("cos:") for v in batched) >= 8  # the embedding path is exercised
 
 
 @pytest.mark.slow
 def test_empty_prediction_is_no_and_empty_gold_is_an_error():
     judge = embedding.EmbeddingJudge()
-    empty, punct, no_gold, fine = judge.judge([
-        JudgeRequest("e", "What colour?", "red", ""),
-        JudgeRequest("p", "What colour?", "red", " ?! "),
-        JudgeRequest("g", "What colour?", "", "red"),
-        JudgeRequest("f", "What colour?", "red", "scarlet"),
-    ])
+    empty, punct, no_gold, fine = judge.judge(
+        [
+            JudgeRequest("e", "What colour?", "red", ""),
+            JudgeRequest("p", "What colour?", "red", " ?! "),
+            JudgeRequest("g", "What colour?", "", "red"),
+            JudgeRequest("f", "What colour?", "red", "scarlet"),
+        ]
+    )
     assert (empty.value, empty.raw, empty.error) == (NO, "rule:empty", None)
     assert punct.value == NO
     assert no_gold.value is None and no_gold.error.startswith("bad_request")
@@ -259,14 +287,15 @@ def test_model_failure_gives_errors_not_exceptions(monkeypatch):
         raise RuntimeError("weights missing")
 
     monkeypatch.setattr(embedding, "load_model", broken)
-    verdicts = embedding.EmbeddingJudge().judge([
-        JudgeRequest("a", "q", "red", "crimson"),
-        JudgeRequest("b", "q", "red", ""),
-        JudgeRequest("c", "q", "red", "red and blue"),
-    ])
+    verdicts = embedding.EmbeddingJudge().judge(
+        [
+            JudgeRequest("a", "q", "red", "crimson"),
+            JudgeRequest("b", "q", "red", ""),
+            JudgeRequest("c", "q", "red", "red and blue"),
+        ]
+    )
     assert verdicts[0].value is None and "weights missing" in verdicts[0].error
     assert verdicts[1].value == NO and verdicts[2].value == NO  # decided without the model
-
 
 
 def test_judge_id_carries_the_threshold():

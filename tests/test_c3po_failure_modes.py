@@ -10,17 +10,20 @@ from c3po_plugin.failure_modes import DOMINANCE, MODES, close, failure_mode
 DISTRACTORS = {"audio": "five", "image": "blue triangle", "text": "it fell", "partial": "red triangle"}
 
 
-@pytest.mark.parametrize("prediction, mode", [
-    ("5", "audio_dominance"),                      # rule 5, one family; number word vs digit
-    ("Five.", "audio_dominance"),
-    ("a blue triangle", "visual_dominance"),
-    ("the blue triangle on the left", "visual_dominance"),  # rule 1: the claim inside a longer answer
-    ("It fell", "text_dominance"),
-    ("red triangle", "incomplete_fusion"),         # rule 4: only the partial fusion says it
-    ("five, blue triangle", "incomplete_fusion"),  # rule 3: repeats two disagreeing claims at once
-    ("green circle", "other"),                     # rule 2
-    ("", "other"),
-])
+@pytest.mark.parametrize(
+    "prediction, mode",
+    [
+        ("5", "audio_dominance"),  # rule 5, one family; number word vs digit
+        ("Five.", "audio_dominance"),
+        ("a blue triangle", "visual_dominance"),
+        ("the blue triangle on the left", "visual_dominance"),  # rule 1: the claim inside a longer answer
+        ("It fell", "text_dominance"),
+        ("red triangle", "incomplete_fusion"),  # rule 4: only the partial fusion says it
+        ("five, blue triangle", "incomplete_fusion"),  # rule 3: repeats two disagreeing claims at once
+        ("green circle", "other"),  # rule 2
+        ("", "other"),
+    ],
+)
 def test_failure_mode(prediction, mode):
     assert failure_mode(prediction, DISTRACTORS) == mode
     assert mode in MODES

@@ -6,43 +6,94 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faultline_eval.judges.matching import exact_match, normalize, token_f1
 from faultline_eval.judges import ExactOnly, grade
 from faultline_eval.judges.base import NO, YES, JudgeRequest, Verdict
 from faultline_eval.judges.cache import VerdictCache, verdict_key
 from faultline_eval.judges.judge_prompt import parse_verdict
+from faultline_eval.judges.matching import exact_match, normalize, token_f1
 
 
-@pytest.mark.parametrize("prediction, gold", [
-    ("The red box.", "red box"), ("Three", "3"), ("twenty-one", "21"), ("two hundred and five", "205"),
-    ("  A  Cat!! ", "cat"), ("one thousand", "1,000"), ("2.5 kg", "2.5 KG"), ("well-known", "well known"),
-])
+@pytest.mark.parametrize(
+    "prediction, gold",
+    [
+        ("The red box.", "red box"),
+        ("Three", "3"),
+        ("twenty-one", "21"),
+        ("two hundred and five", "205"),
+        ("  A  Cat!! ", "cat"),
+        ("one thousand", "1,000"),
+        ("2.5 kg", "2.5 KG"),
+        ("well-known", "well known"),
+    ],
+)
 def test_exact_match_folds_case_punctuation_articles_numbers(prediction, gold):
     assert exact_match(prediction, gold)
 
 
-@pytest.mark.parametrize("prediction, gold", [
-    ("It's 12", "its twelve"), ("minus five", "-5"), ("\u22125", "-5"), ("5 percent", "5%"), ("2.50", "2.5"),
-    ("5 degrees", "5°"), ("A red box", "red box"), ("a the cat", "cat"), ("5kg", "5 kg"),
-    ("didn't", "didnt"),
-])
+@pytest.mark.parametrize(
+    "prediction, gold",
+    [
+        ("It's 12", "its twelve"),
+        ("minus five", "-5"),
+        ("\u22125", "-5"),
+        ("5 percent", "5%"),
+        ("2.50", "2.5"),
+        ("5 degrees", "5°"),
+        ("A red box", "red box"),
+        ("a the cat", "cat"),
+        ("5kg", "5 kg"),
+        ("didn't", "didnt"),
+    ],
+)
 def test_exact_match_folds_contractions_number_spellings_and_unit_words(prediction, gold):
     assert exact_match(prediction, gold)
 
 
-@pytest.mark.parametrize("prediction, gold", [
-    ("red", "blue"), ("3", "4"), ("two", "12"), ("the red box", "red boxes"), ("", ""), ("2.5", "25"),
-    ("red box", "box red"),
-    # signs, units, currency, percent and option letters are meaning (issue 11)
-    ("-5", "5"), ("-3°C", "3°C"), ("3°C", "3°F"), ("5%", "5"), ("$5", "5"), ("€5", "$5"), ("Plan A", "plan"),
-    ("Option A", "option"), ("plan a", "plan"), ("A", ""), (".5", "5"), ("+5", "5"), ("5 kg", "5 g"),
-])
+@pytest.mark.parametrize(
+    "prediction, gold",
+    [
+        ("red", "blue"),
+        ("3", "4"),
+        ("two", "12"),
+        ("the red box", "red boxes"),
+        ("", ""),
+        ("2.5", "25"),
+        ("red box", "box red"),
+        # signs, units, currency, percent and option letters are meaning (issue 11)
+        ("-5", "5"),
+        ("-3°C", "3°C"),
+        ("3°C", "3°F"),
+        ("5%", "5"),
+        ("$5", "5"),
+        ("€5", "$5"),
+        ("Plan A", "plan"),
+        ("Option A", "option"),
+        ("plan a", "plan"),
+        ("A", ""),
+        (".5", "5"),
+        ("+5", "5"),
+        ("5 kg", "5 g"),
+    ],
+)
 def test_exact_match_keeps_meaningful_differences(prediction, gold):
     assert not exact_match(prediction, gold)
 
 
-_WORDS = {0: "zero", 1: "one", 2: "two", 3: "three", 5: "five", 7: "seven", 12: "twelve", 20: "twenty",
-          21: "twenty-one", 40: "forty", 100: "one hundred", 105: "one hundred and five", 1000: "one thousand"}
+_WORDS = {
+    0: "zero",
+    1: "one",
+    2: "two",
+    3: "three",
+    5: "five",
+    7: "seven",
+    12: "twelve",
+    20: "twenty",
+    21: "twenty-one",
+    40: "forty",
+    100: "one hundred",
+    105: "one hundred and five",
+    1000: "one thousand",
+}
 UNITS = ["", "%", "°C", "°F", "kg", "g", "km", "m", "cm", "dollars", "percent points"]
 CURRENCY = ["", "$", "€", "£"]
 
@@ -50,16 +101,22 @@ CURRENCY = ["", "$", "€", "£"]
 @st.composite
 def quantity(draw):
     """An answer stating one quantity, spelled in one of several ways, and what it means."""
-    value = draw(st.one_of(st.sampled_from(sorted(_WORDS)), st.integers(0, 10_000),
-                           st.decimals(min_value=-100, max_value=100, places=2, allow_nan=False)))
+    value = draw(
+        st.one_of(
+            st.sampled_from(sorted(_WORDS)),
+            st.integers(0, 10_000),
+            st.decimals(min_value=-100, max_value=100, places=2, allow_nan=False),
+        )
+    )
     negative = draw(st.booleans()) and value != 0
     unit, currency = draw(st.sampled_from(UNITS)), draw(st.sampled_from(CURRENCY))
     space = draw(st.sampled_from(["", " "]))
     if isinstance(value, int) and value in _WORDS and draw(st.booleans()):
         number, space = ("minus " if negative else "") + _WORDS[value], " "  # "fivekg" is one word
     else:
-        number = ("-" if negative else "") + (f"{value:,}" if isinstance(value, int) and draw(st.booleans())
-                                              else str(abs(value) if negative else value))
+        number = ("-" if negative else "") + (
+            f"{value:,}" if isinstance(value, int) and draw(st.booleans()) else str(abs(value) if negative else value)
+        )
     prefix = draw(st.sampled_from(["", "The ", "about ", "It's "]))
     meaning = (prefix.lower().strip(" '").replace("'", ""), -abs(value) if negative else value, unit, currency)
     return f"{prefix}{currency}{number}{space if unit else ''}{unit}", meaning
@@ -75,8 +132,9 @@ def test_normalisation_never_merges_answers_that_differ_in_number_sign_or_unit(a
         assert normalize(text_a) == normalize(text_b), (text_a, text_b)
 
 
-text = st.lists(st.sampled_from(list("abcXYZ 019,.-!?'") + ["the ", "an ", "two ", "Seven ", "hundred "]),
-                max_size=12).map("".join)
+text = st.lists(
+    st.sampled_from(list("abcXYZ 019,.-!?'") + ["the ", "an ", "two ", "Seven ", "hundred "]), max_size=12
+).map("".join)
 
 
 @settings(max_examples=200, deadline=None)
@@ -95,10 +153,22 @@ def test_exact_match_is_symmetric_and_f1_is_bounded(a, b):
         assert token_f1(a, b) == 1.0
 
 
-@pytest.mark.parametrize("reply, verdict", [
-    ("YES", YES), ("no", NO), ("**Yes**", YES), ("No.", NO), ('"YES"', YES), ("  yes, they match", YES),
-    ("Yes and no", None), ("NO - but yes partly", None), ("Maybe", None), ("", None), ("The answer is yes", None),
-])
+@pytest.mark.parametrize(
+    "reply, verdict",
+    [
+        ("YES", YES),
+        ("no", NO),
+        ("**Yes**", YES),
+        ("No.", NO),
+        ('"YES"', YES),
+        ("  yes, they match", YES),
+        ("Yes and no", None),
+        ("NO - but yes partly", None),
+        ("Maybe", None),
+        ("", None),
+        ("The answer is yes", None),
+    ],
+)
 def test_parse_verdict_accepts_only_one_clear_word(reply, verdict):
     assert parse_verdict(reply) == verdict
 
@@ -130,7 +200,9 @@ def _req(pred, gold="red box", sid="s1", question="What is it?"):
 
 def test_grade_uses_exact_match_first_and_the_judge_only_for_the_rest(tmp_path):
     judge = CountingJudge()
-    grades = grade([_req("The red box"), _req("a red crate"), _req("blue box")], judge, VerdictCache(tmp_path / "v.jsonl"))
+    grades = grade(
+        [_req("The red box"), _req("a red crate"), _req("blue box")], judge, VerdictCache(tmp_path / "v.jsonl")
+    )
     assert [g.correct for g in grades] == [True, True, False]
     assert [g.decided_by for g in grades] == ["exact_match", "judge", "judge"]
     assert judge.asked == ["a red crate", "blue box"]
@@ -162,8 +234,13 @@ def test_the_cache_key_covers_everything_the_judge_sees(tmp_path):
     first = next(it for it in items if it.image)
     other_media = next(it for it in items if it.image and it.sample_id != first.sample_id)
     base = JudgeRequest(first.sample_id, "What is it?", "red box", "red crate", "tier 1", item=first)
-    variants = [base, replace(base, question="Which?"), replace(base, gold="red"), replace(base, context="tier 2"),
-                replace(base, prediction="blue crate")]
+    variants = [
+        base,
+        replace(base, question="Which?"),
+        replace(base, gold="red"),
+        replace(base, context="tier 2"),
+        replace(base, prediction="blue crate"),
+    ]
     keys = {verdict_key(Named(), r) for r in variants}
     keys |= {verdict_key(Named("other"), base), verdict_key(Named(prompt_version="t2"), base)}
     assert len(keys) == 7

@@ -11,11 +11,11 @@ import pytest
 from fake_gemini import FakeGemini
 
 from c3po_plugin.data.sources import load_source
+from c3po_plugin.templates import registry
 from faultline_eval.judges import grade, make_judge
 from faultline_eval.judges.base import NO, YES, JudgeRequest
 from faultline_eval.judges.cache import VerdictCache
 from faultline_eval.judges.judge_prompt import MEDIA_NOTE, PROMPT_VERSION, SYSTEM
-from c3po_plugin.templates import registry
 
 KEY = "judge-key-never-logged"
 
@@ -56,9 +56,14 @@ def test_gemini_judge_sees_the_media_decides_and_records_failures_without_saying
     item = demo_item()  # video, image and audio
     with FakeGemini(reply_text=fake_judge_reply) as server:
         judge = make_judge(_spec(server))
-        requests = [_req("a", "a red crate", item=item), _req("b", "green bottle", item=item),
-                    _req("c", "ramble on", item=item), _req("d", "red thing", question="[[500]] What is it?", item=item),
-                    _req("e", "red", question="[[blocked]] Which?", item=item), _req("f", "red box")]
+        requests = [
+            _req("a", "a red crate", item=item),
+            _req("b", "green bottle", item=item),
+            _req("c", "ramble on", item=item),
+            _req("d", "red thing", question="[[500]] What is it?", item=item),
+            _req("e", "red", question="[[blocked]] Which?", item=item),
+            _req("f", "red box"),
+        ]
         verdicts = judge.judge(requests)
         sent = list(server.requests)
     assert [v.value for v in verdicts] == [YES, NO, None, None, None, None]
@@ -75,8 +80,11 @@ def test_gemini_judge_sees_the_media_decides_and_records_failures_without_saying
     # The media exactly as the evaluated models get them: labelled frames, picture, audio, then the text.
     n_frames = len(item.frames())
     for request in sent:
-        assert _parts(request) == (["text:Video (5 fra"] + ["image/png"] * n_frames
-                                   + ["text:Image:", "image/png", "text:Audio:", "audio/wav", "text:" + MEDIA_NOTE[:12]])
+        assert _parts(request) == (
+            ["text:Video (5 fra"]
+            + ["image/png"] * n_frames
+            + ["text:Image:", "image/png", "text:Audio:", "audio/wav", "text:" + MEDIA_NOTE[:12]]
+        )
     texts = [r["body"]["contents"][0]["parts"][-1]["text"] for r in sent]
     assert any("Reference answer: red box\nModel answer: a red crate" in t for t in texts)
     assert all(KEY not in str(r["body"]) for r in sent)
@@ -136,10 +144,18 @@ def test_a_thinking_judge_is_read_after_its_reasoning_and_never_guessed(monkeypa
         assert (verdict.error or "").split(":")[0] == (error or ""), (shape, verdict.error)
 
 
-@pytest.mark.parametrize("reply, value", [
-    ("Yes. The crate is the box.", YES), ("No, it is green.", NO), ("Yes, they match", YES),
-    ("是的", YES), ("不是", NO), ("Yes and no", None), ("The answer is yes", None),
-])
+@pytest.mark.parametrize(
+    "reply, value",
+    [
+        ("Yes. The crate is the box.", YES),
+        ("No, it is green.", NO),
+        ("Yes, they match", YES),
+        ("是的", YES),
+        ("不是", NO),
+        ("Yes and no", None),
+        ("The answer is yes", None),
+    ],
+)
 def test_a_plain_judge_accepts_one_clear_word_with_trailing_text(monkeypatch, reply, value):
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     with FakeGemini(reply_text=lambda texts: reply) as server:
@@ -189,8 +205,7 @@ def test_a_hugging_face_model_through_lmms_eval_as_judge_sees_the_media(tmp_path
     log = tmp_path / "media.jsonl"
     monkeypatch.setenv("FAULTLINE_MEDIA_TOKEN_LOG", str(log))
     folder = build(tmp_path / "tiny")
-    judge = make_judge(f"lmms:faultline_qwen2_5_omni:pretrained={folder},device=cpu,store=none,"
-                       "judge_max_new_tokens=8")
+    judge = make_judge(f"lmms:faultline_qwen2_5_omni:pretrained={folder},device=cpu,store=none,judge_max_new_tokens=8")
     assert judge.judge_id == f"lmms:faultline_qwen2_5_omni:{folder}" and judge.max_new_tokens == 8
     item = demo_item("c3po-demo-12-reference-side")
     verdicts = judge.judge([_req("a", "a red crate", item=item), _req("b", "green bottle", item=item)])

@@ -28,12 +28,24 @@ from PIL import Image
 from c3po_plugin.report import ReportError, build_report
 from c3po_plugin.report.reader import read_runs
 
-TEMPLATES = {"IC01": ("AttributeComposition", "ic", 1), "IC07": ("ContextualReinterpretation", "ic", 2),
-             "CC01": ("AttributeAuthorityArbitration", "cc", 1), "CC08": ("CausalMisattribution", "cc", 2)}
+TEMPLATES = {
+    "IC01": ("AttributeComposition", "ic", 1),
+    "IC07": ("ContextualReinterpretation", "ic", 2),
+    "CC01": ("AttributeAuthorityArbitration", "cc", 1),
+    "CC08": ("CausalMisattribution", "cc", 2),
+}
 SAMPLES = {f"{t.lower()}-{k}": t for t in TEMPLATES for k in "ab"}
 HUMAN = {"ic01-a": 1, "cc01-a": 0, "cc08-a": 1}
-METRIC_KEYS = ("c3po_accuracy", "c3po_worst_run_accuracy", "c3po_exact_match_accuracy", "c3po_coverage",
-               "c3po_graded", "c3po_judge_decisions", "c3po_judge_errors", "c3po_human_accuracy")
+METRIC_KEYS = (
+    "c3po_accuracy",
+    "c3po_worst_run_accuracy",
+    "c3po_exact_match_accuracy",
+    "c3po_coverage",
+    "c3po_graded",
+    "c3po_judge_decisions",
+    "c3po_judge_errors",
+    "c3po_human_accuracy",
+)
 DATASET = "c3po_demo#abc123"
 
 # (correct, invalid, exact, judged, judge_error, failure_mode) shorthands
@@ -48,12 +60,23 @@ def wrong(mode: str) -> tuple:
     return (0, None, 0, True, False, mode)
 
 
-ALPHA_R0 = {s: RIGHT_EXACT for s in SAMPLES} | {"cc08-a": wrong("text_dominance"),
-                                                "cc08-b": wrong("incomplete_fusion")}
+ALPHA_R0 = dict.fromkeys(SAMPLES, RIGHT_EXACT) | {
+    "cc08-a": wrong("text_dominance"),
+    "cc08-b": wrong("incomplete_fusion"),
+}
 ALPHA_R1 = ALPHA_R0 | {"ic01-b": wrong("visual_dominance")}
-BETA = {0: {"ic01-a": RIGHT_JUDGE, "ic01-b": EMPTY, "ic07-a": API, "ic07-b": RIGHT_EXACT,
-            "cc01-a": wrong("audio_dominance"), "cc01-b": wrong("text_dominance"),
-            "cc08-a": wrong("audio_dominance"), "cc08-b": JUDGE_ERROR}}
+BETA = {
+    0: {
+        "ic01-a": RIGHT_JUDGE,
+        "ic01-b": EMPTY,
+        "ic07-a": API,
+        "ic07-b": RIGHT_EXACT,
+        "cc01-a": wrong("audio_dominance"),
+        "cc01-b": wrong("text_dominance"),
+        "cc08-a": wrong("audio_dominance"),
+        "cc08-b": JUDGE_ERROR,
+    }
+}
 BETA[1] = BETA[0] | {"cc08-b": RIGHT_JUDGE}
 
 
@@ -62,29 +85,70 @@ def line(doc_id: int, sample: str, run: int, outcome: tuple, model: str, prompt_
     template = SAMPLES[sample]
     name, category, tier = TEMPLATES[template]
     prediction = "" if invalid == "empty" else ("gold" if exact else "red car")
-    entry = {"s": sample, "v": run, "c": correct, "i": invalid, "t": template, "x": exact, "j": judged,
-             "e": error, "m": mode, "h": HUMAN.get(sample)}
-    record = {"model": model, "prompt_id": prompt_id, "sample_id": sample, "template_id": template,
-              "template": name, "category": category, "tier": tier, "run": run, "dataset": DATASET,
-              "question": "What?", "gold": "gold", "prediction": prediction, "judge_id": "qwen3-omni-judge",
-              "correct": correct, "failure_mode": mode, "distractors": {"audio": "red car", "image": "blue bike"},
-              "difficulty": 3, "human_answer": "gold" if sample in HUMAN else None,
-              "human_correct": HUMAN.get(sample)}
-    out = {"doc_id": doc_id, "target": "gold", "filtered_resps": [prediction], **{k: entry for k in METRIC_KEYS},
-           **{f"c3po_invalid_{c}": invalid for c in ("api_failure", "empty", "refusal")},
-           "c3po_excluded": "all", "c3po_record": repr(record)}
+    entry = {
+        "s": sample,
+        "v": run,
+        "c": correct,
+        "i": invalid,
+        "t": template,
+        "x": exact,
+        "j": judged,
+        "e": error,
+        "m": mode,
+        "h": HUMAN.get(sample),
+    }
+    record = {
+        "model": model,
+        "prompt_id": prompt_id,
+        "sample_id": sample,
+        "template_id": template,
+        "template": name,
+        "category": category,
+        "tier": tier,
+        "run": run,
+        "dataset": DATASET,
+        "question": "What?",
+        "gold": "gold",
+        "prediction": prediction,
+        "judge_id": "qwen3-omni-judge",
+        "correct": correct,
+        "failure_mode": mode,
+        "distractors": {"audio": "red car", "image": "blue bike"},
+        "difficulty": 3,
+        "human_answer": "gold" if sample in HUMAN else None,
+        "human_correct": HUMAN.get(sample),
+    }
+    out = {
+        "doc_id": doc_id,
+        "target": "gold",
+        "filtered_resps": [prediction],
+        **dict.fromkeys(METRIC_KEYS, entry),
+        **{f"c3po_invalid_{c}": invalid for c in ("api_failure", "empty", "refusal")},
+        "c3po_excluded": "all",
+        "c3po_record": repr(record),
+    }
     return json.dumps(out)
 
 
-def write_run(folder: Path, model: str, model_args: str, runs: dict[int, dict], *, tasks=("all",),
-              prompt_id: str = "c3po-short-v1") -> None:
+def write_run(
+    folder: Path,
+    model: str,
+    model_args: str,
+    runs: dict[int, dict],
+    *,
+    tasks=("all",),
+    prompt_id: str = "c3po-short-v1",
+) -> None:
     folder.mkdir(parents=True)
     stamp = "20261129_120000"
     (folder / f"{stamp}_results.json").write_text(json.dumps({"config": {"model": model, "model_args": model_args}}))
     for task in tasks:
-        lines = [line(i, s, run, outcomes[s], model, prompt_id)
-                 for run, outcomes in runs.items() for i, s in enumerate(SAMPLES)
-                 if task == "all" or SAMPLES[s].lower().startswith(task[:2]) and TEMPLATES[SAMPLES[s]][2] == int(task[-1])]
+        lines = [
+            line(i, s, run, outcomes[s], model, prompt_id)
+            for run, outcomes in runs.items()
+            for i, s in enumerate(SAMPLES)
+            if task == "all" or SAMPLES[s].lower().startswith(task[:2]) and TEMPLATES[SAMPLES[s]][2] == int(task[-1])
+        ]
         (folder / f"{stamp}_samples_c3po_{task}.jsonl").write_text("\n".join(lines) + "\n")
 
 
@@ -111,14 +175,31 @@ def acc(report_json: dict, model: str, group: str) -> dict:
     return next(r for r in report_json["accuracy"] if r["model"] == model and r["group"] == group)
 
 
-@pytest.mark.parametrize("model, group, expected, n", [
-    (ALPHA, "IC01", 0.75, 2), (ALPHA, "IC07", 1.0, 2), (ALPHA, "CC01", 1.0, 2), (ALPHA, "CC08", 0.0, 2),
-    (ALPHA, "IC T1", 0.75, 2), (ALPHA, "CC T2", 0.0, 2), (ALPHA, "IC", 0.875, 4), (ALPHA, "CC", 0.5, 4),
-    (ALPHA, "Overall", 5.5 / 8, 8),
-    (BETA_M, "IC01", 0.5, 2), (BETA_M, "IC07", 0.5, 2), (BETA_M, "CC01", 0.0, 2), (BETA_M, "CC08", 0.25, 2),
-    (BETA_M, "IC", 0.5, 4), (BETA_M, "CC", 0.125, 4), (BETA_M, "Overall", 2.5 / 8, 8),
-    ("Human", "IC T1", 1.0, 1), ("Human", "CC T1", 0.0, 1), ("Human", "CC T2", 1.0, 1), ("Human", "Overall", 2 / 3, 3),
-])
+@pytest.mark.parametrize(
+    "model, group, expected, n",
+    [
+        (ALPHA, "IC01", 0.75, 2),
+        (ALPHA, "IC07", 1.0, 2),
+        (ALPHA, "CC01", 1.0, 2),
+        (ALPHA, "CC08", 0.0, 2),
+        (ALPHA, "IC T1", 0.75, 2),
+        (ALPHA, "CC T2", 0.0, 2),
+        (ALPHA, "IC", 0.875, 4),
+        (ALPHA, "CC", 0.5, 4),
+        (ALPHA, "Overall", 5.5 / 8, 8),
+        (BETA_M, "IC01", 0.5, 2),
+        (BETA_M, "IC07", 0.5, 2),
+        (BETA_M, "CC01", 0.0, 2),
+        (BETA_M, "CC08", 0.25, 2),
+        (BETA_M, "IC", 0.5, 4),
+        (BETA_M, "CC", 0.125, 4),
+        (BETA_M, "Overall", 2.5 / 8, 8),
+        ("Human", "IC T1", 1.0, 1),
+        ("Human", "CC T1", 0.0, 1),
+        ("Human", "CC T2", 1.0, 1),
+        ("Human", "Overall", 2 / 3, 3),
+    ],
+)
 def test_accuracy_by_hand(report, model, group, expected, n):
     """#YES / #Total (paper §3.2): API failures and judge errors count as not correct."""
     row = acc(report[2], model, group)
@@ -126,9 +207,17 @@ def test_accuracy_by_hand(report, model, group, expected, n):
     assert row["ci_low"] - 1e-12 <= row["accuracy"] <= row["ci_high"] + 1e-12
 
 
-@pytest.mark.parametrize("group, expected, n", [
-    ("IC07", 1.0, 1), ("CC08", 0.5, 2), ("IC", 2 / 3, 3), ("CC", 0.25, 4), ("Overall", 3 / 7, 7), ("IC01", 0.5, 2),
-])
+@pytest.mark.parametrize(
+    "group, expected, n",
+    [
+        ("IC07", 1.0, 1),
+        ("CC08", 0.5, 2),
+        ("IC", 2 / 3, 3),
+        ("CC", 0.25, 4),
+        ("Overall", 3 / 7, 7),
+        ("IC01", 0.5, 2),
+    ],
+)
 def test_the_ungradable_as_missing_figure_is_beside_it(report, group, expected, n):
     row = acc(report[2], BETA_M, group)
     assert row["accuracy_gradable"] == pytest.approx(expected) and row["n_gradable"] == n
@@ -191,8 +280,17 @@ def test_failure_mode_shares(report):
     assert modes[("Cohort mean", "IC01")]["share_visual_dominance"] == 1.0  # beta had nothing wrong there
     for r in report[2]["failure_modes"]:
         if r["wrong"]:
-            assert sum(r[f"share_{m}"] for m in ("audio_dominance", "visual_dominance", "text_dominance",
-                                                 "joint_dominance", "incomplete_fusion", "other")) == pytest.approx(1.0)
+            assert sum(
+                r[f"share_{m}"]
+                for m in (
+                    "audio_dominance",
+                    "visual_dominance",
+                    "text_dominance",
+                    "joint_dominance",
+                    "incomplete_fusion",
+                    "other",
+                )
+            ) == pytest.approx(1.0)
     md = (report[0] / "failure_modes.md").read_text()
     assert "dom-multi" in md and "| dominance |" in md and "CC08 CausalMisattribution" in md
 
@@ -213,8 +311,14 @@ def test_every_output_exists_and_images_are_valid(report):
     assert result["models"] == [ALPHA, BETA_M] and result["trials"] == 32
     assert "beta: 31.2 [" in result["summary"] and "42.9 with ungradable trials as missing" in result["summary"]
     assert "repeated trial" in result["summary"] and "judge qwen3-omni-judge" in result["summary"]
-    assert data["graded_by"] == {ALPHA: ["qwen3-omni-judge"], BETA_M: ["qwen3-omni-judge"], "Human": ["qwen3-omni-judge"]}
-    assert "graded by" in (out / "overall.md").read_text() and "ungradable as missing" in (out / "overall.md").read_text()
+    assert data["graded_by"] == {
+        ALPHA: ["qwen3-omni-judge"],
+        BETA_M: ["qwen3-omni-judge"],
+        "Human": ["qwen3-omni-judge"],
+    }
+    assert (
+        "graded by" in (out / "overall.md").read_text() and "ungradable as missing" in (out / "overall.md").read_text()
+    )
     assert not any("stand-in" in n for n in result["notes"])  # only the embedding judge is flagged
     assert data["settings"]["bootstrap_resamples"] == 300 and data["settings"]["seed"] == 7
     fp = {f["model"]: f for f in data["fingerprints"]}
@@ -227,8 +331,9 @@ def test_intervals_are_reproducible_with_the_seed(runs, report, tmp_path):
     other = json.loads(Path(build_report(runs, tmp_path / "b", b=300, seed=8)["written"][-1]).read_text())
     point = [(r["accuracy"]) for r in other["accuracy"]]
     assert point == [r["accuracy"] for r in report[2]["accuracy"]]
-    assert [(r["ci_low"], r["ci_high"]) for r in other["accuracy"]] != \
-           [(r["ci_low"], r["ci_high"]) for r in report[2]["accuracy"]]
+    assert [(r["ci_low"], r["ci_high"]) for r in other["accuracy"]] != [
+        (r["ci_low"], r["ci_high"]) for r in report[2]["accuracy"]
+    ]
 
 
 def test_verdicts_override_the_judge(runs, tmp_path):
@@ -281,8 +386,11 @@ def test_human_lines_of_a_verdict_file_regrade_the_human_answers(runs, tmp_path)
 
 def test_refuses_mixed_prompt_ids(runs, tmp_path):
     write_run(tmp_path / "alpha_r2", "alpha", "pretrained=org/alpha", {0: ALPHA_R0}, prompt_id="c3po-long-v2")
-    with pytest.raises(ReportError, match=r"alpha:org/alpha.*prompt_id.*c3po-long-v2.*c3po-short-v1|"
-                                          r"alpha:org/alpha.*prompt_id.*c3po-short-v1.*c3po-long-v2"):
+    with pytest.raises(
+        ReportError,
+        match=r"alpha:org/alpha.*prompt_id.*c3po-long-v2.*c3po-short-v1|"
+        r"alpha:org/alpha.*prompt_id.*c3po-short-v1.*c3po-long-v2",
+    ):
         build_report([*runs, tmp_path / "alpha_r2"], tmp_path / "r", b=50)
 
 
@@ -304,7 +412,9 @@ def test_a_group_without_human_answers_gets_no_bar_and_a_note(report):
     groups = ["IC T1", "IC T2", "CC T1", "CC T2"]
     fig, ax = pyplot().subplots()
     notes = plots._grouped_bars(ax, cells, groups, [ALPHA, BETA_M, "Human"])
-    bars = {c.get_label(): [round(p.get_height(), 6) for p in c.patches] for c in ax.containers if hasattr(c, "patches")}
+    bars = {
+        c.get_label(): [round(p.get_height(), 6) for p in c.patches] for c in ax.containers if hasattr(c, "patches")
+    }
     pyplot().close(fig)
     assert bars["Human"] == [100.0, 0.0, 100.0]  # IC T1, CC T1 (a real 0), CC T2; nothing for IC T2
     assert len(bars[ALPHA]) == len(bars[BETA_M]) == 4
@@ -317,8 +427,14 @@ def test_one_dataset_found_in_two_folders_is_one_dataset():
 
     from c3po_plugin.report.reader import check_fingerprints
 
-    trials = pd.DataFrame({"model": ["m", "m"], "prompt_id": ["p", "p"], "folder": ["a", "b"],
-                           "dataset": ["/mnt/a/c3po#c1-0123456789abcdef", "/home/b/c3po#c1-0123456789abcdef"]})
+    trials = pd.DataFrame(
+        {
+            "model": ["m", "m"],
+            "prompt_id": ["p", "p"],
+            "folder": ["a", "b"],
+            "dataset": ["/mnt/a/c3po#c1-0123456789abcdef", "/home/b/c3po#c1-0123456789abcdef"],
+        }
+    )
     check_fingerprints(trials)
     trials.loc[1, "dataset"] = "/home/b/c3po#c1-fedcba9876543210"
     with pytest.raises(ReportError, match="mix fingerprint values"):

@@ -9,15 +9,21 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from faultline_eval.tasks.c3po_configs import out_of_date, render_task_files, split_builtin
-from c3po_plugin.templates import TIER_MODALITIES, Template, TemplateRegistry, registry
-from faultline_eval.tasks import TASKS_DIR
-from sceval_plugin.plugins import PluginError
 from test_plugins import install, run_python
 
+from c3po_plugin.templates import TIER_MODALITIES, Template, TemplateRegistry, registry
+from faultline_eval.tasks import TASKS_DIR
+from faultline_eval.tasks.c3po_configs import out_of_date, render_task_files, split_builtin
+from sceval_plugin.plugins import PluginError
+
 PAPER_TABLE_13 = {  # (category, tier) -> items, from the paper's Table 13
-    ("ic", 1): 692, ("ic", 2): 624, ("ic", 3): 47, ("cc", 1): 729, ("cc", 2): 857, ("cc", 3): 292, ("cc", 4): 163,
+    ("ic", 1): 692,
+    ("ic", 2): 624,
+    ("ic", 3): 47,
+    ("cc", 1): 729,
+    ("cc", 2): 857,
+    ("cc", 3): 292,
+    ("cc", 4): 163,
 }
 
 
@@ -59,7 +65,7 @@ def test_committed_task_files_match_the_registry():
     assert len(names) == 3 + 7 + 25
 
 
-BEEPS = '''
+BEEPS = """
 from c3po_plugin import Template, hookimpl
 from c3po_plugin.construction.specs import GenerationSpec
 
@@ -80,21 +86,23 @@ def c3po_register_generation_specs(registry):
          "audio": {"source_type": "generation (SFX)", "content_logic": "N beeps."},
          "text": {"query_skeleton": "How many are there in all?"}},
         aliases=("D_T4_901",)))
-'''
+"""
 
-CLASH = '''
+CLASH = """
 from c3po_plugin import Template, hookimpl
 
 @hookimpl
 def c3po_register_templates(registry):
     registry.add(Template("ZZ01", "CausalMisattribution", "cc", 2, "video", "Again."))
-'''
+"""
 
 
 @pytest.mark.slow
 def test_an_installed_template_plugin_gets_its_tasks(tmp_path):
     site = install(tmp_path, "c3po-beeps", "c3po_beeps", BEEPS, group="c3po")
-    done = run_python(site, """
+    done = run_python(
+        site,
+        """
         import json
         from c3po_plugin.templates import registry
         from faultline_eval.tasks.c3po_configs import task_dirs
@@ -106,15 +114,20 @@ def test_an_installed_template_plugin_gets_its_tasks(tmp_path):
                           "files": sorted(p.name for p in dirs[-1].glob("c3po_*.yaml")),
                           "spec": [s.template_id for s in found], "spec_plugin": found[0].plugin,
                           "specs": len(specs.all_specs())}))
-    """)
+    """,
+    )
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["n"] == 26 and "c3po-beeps 0.1" in got["plugin"]
     # its generation spec comes through the spec hook and answers to its alias, beside the 25 built-ins
     assert got["spec"] == ["BX01"] and "c3po-beeps 0.1" in got["spec_plugin"] and got["specs"] == 26
     assert got["files"] == ["c3po_beep_counting_conflict.yaml", "c3po_ic_t4.yaml"]  # a new cell gets its tier task
-    cli = subprocess.run([Path(sys.executable).with_name("c3po"), "templates"],
-                         env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True)
+    cli = subprocess.run(
+        [Path(sys.executable).with_name("c3po"), "templates"],
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+    )
     assert cli.returncode == 0 and "BeepCountingConflict" in cli.stdout
 
 

@@ -12,8 +12,8 @@ import pytest
 import soundfile
 from PIL import Image
 
-from sceval_plugin import contact_sheet, operators
 from faultline_eval.core import media
+from sceval_plugin import contact_sheet, operators
 
 SCEVAL = str(Path(sys.executable).with_name("sceval"))
 
@@ -54,8 +54,9 @@ def files(tmp_path, rng):
 
 @pytest.mark.slow
 def test_corrupt_image_matches_the_api(files):
-    done = sceval("corrupt", "photo.png", "--op", "noise", "--severity", "70", "--variant", "2",
-                  "-o", "out.png", cwd=files)
+    done = sceval(
+        "corrupt", "photo.png", "--op", "noise", "--severity", "70", "--variant", "2", "-o", "out.png", cwd=files
+    )
     assert done.returncode == 0, done.stderr
     assert "key=photo.png seed-scheme=2" in done.stdout
     written = np.asarray(Image.open(files / "out.png"))
@@ -85,8 +86,18 @@ def test_corrupt_audio_notes_conversions_and_writes_16k(files):
 
 @pytest.mark.slow
 def test_corrupt_text_prints_the_result(files):
-    done = sceval("corrupt", "--text", "Which shape moves to the right?", "--op", "typo_ocr",
-                  "--severity", "30", "--key", "q1", cwd=files)
+    done = sceval(
+        "corrupt",
+        "--text",
+        "Which shape moves to the right?",
+        "--op",
+        "typo_ocr",
+        "--severity",
+        "30",
+        "--key",
+        "q1",
+        cwd=files,
+    )
     assert done.returncode == 0, done.stderr
     expected = operators.apply("typo_ocr", "Which shape moves to the right?", severity=30, key="q1")
     assert done.stdout.strip() == expected
@@ -110,16 +121,20 @@ def test_grid_writes_one_contact_sheet(files, source, rows):
 def test_contact_sheet_has_a_row_per_operator_and_a_column_per_severity(rng):
     frames = rng.integers(0, 256, size=(2, 30, 40, 3), dtype=np.uint8)
     two = contact_sheet.grid(frames, "vision", names=["noise", "brightness"], progress=False)
-    four = contact_sheet.grid(frames, "vision", names=["noise", "brightness", "occlusion", "motion_blur"],
-                              progress=False)
-    three_cols = contact_sheet.grid(frames, "vision", names=["noise", "brightness"], severities=(0, 30, 70),
-                                    progress=False)
+    four = contact_sheet.grid(
+        frames, "vision", names=["noise", "brightness", "occlusion", "motion_blur"], progress=False
+    )
+    three_cols = contact_sheet.grid(
+        frames, "vision", names=["noise", "brightness"], severities=(0, 30, 70), progress=False
+    )
     row = (four.height - two.height) / 2
     assert row >= contact_sheet.FRAME_HEIGHT and two.width == four.width
     assert two.width - three_cols.width == 2 * (two.width - contact_sheet.LABEL_WIDTH) / 5
     # the clean column shows the clean frames, untouched
-    cell = np.asarray(two)[contact_sheet.HEADER_HEIGHT: contact_sheet.HEADER_HEIGHT + contact_sheet.FRAME_HEIGHT,
-                           contact_sheet.LABEL_WIDTH: contact_sheet.LABEL_WIDTH + 160]
+    cell = np.asarray(two)[
+        contact_sheet.HEADER_HEIGHT : contact_sheet.HEADER_HEIGHT + contact_sheet.FRAME_HEIGHT,
+        contact_sheet.LABEL_WIDTH : contact_sheet.LABEL_WIDTH + 160,
+    ]
     expected = np.asarray(Image.fromarray(frames[0]).resize((160, 120), Image.Resampling.BOX))
     assert np.array_equal(cell, expected)
     with pytest.raises(ValueError, match="is a audio operator, not vision"):
@@ -134,7 +149,10 @@ def test_contact_sheet_has_a_row_per_operator_and_a_column_per_severity(rng):
         (["corrupt", "broken.mp4", "--grid"], "broken.mp4: cannot decode video"),
         (["corrupt", "missing.wav", "--grid"], "missing.wav: no such file"),
         (["corrupt", "rgba.png", "--op", "nosie", "--severity", "30"], "did you mean 'noise'"),
-        (["corrupt", "photo.png", "--op", "mute", "--severity", "30"], "'mute' is a audio operator but the input is vision"),
+        (
+            ["corrupt", "photo.png", "--op", "mute", "--severity", "30"],
+            "'mute' is a audio operator but the input is vision",
+        ),
         (["corrupt", "notes.docx", "--grid"], "notes.docx: unsupported file type '.docx'"),
     ],
 )

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from fixtures import copy_demo, demo_rows, omni_bench_fixture, release_fixture
 
-from sceval_plugin import operators
 from faultline_eval.core import media
+from sceval_plugin import operators
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.manifest import ManifestError, parse_manifest
 from sceval_plugin.data.records import RecordError, check_media, item_from_row
@@ -102,8 +102,6 @@ def test_frame_times_follow_the_paper_for_short_and_long_clips():
     assert media.sample_times(80.0, sampling="head") == [float(i) for i in range(8)]
 
 
-
-
 @pytest.mark.parametrize(
     "change, message",
     [
@@ -132,8 +130,12 @@ def test_broken_media_names_the_sample_and_file(tmp_path):
     assert [i.sample_id for i in source.items] == [demo_rows(2)[1]["sample_id"]]
     [problem] = source.problems
     assert problem.sample_id == first["sample_id"] and problem.reason == "media_unreadable"
-    assert re.search(rf"sample '{first['sample_id']}': field 'audio': .*audio.flac: cannot decode audio", problem.detail)
-    with pytest.raises(RecordError, match=rf"sample '{first['sample_id']}': field 'audio': .*audio.flac: cannot decode audio"):
+    assert re.search(
+        rf"sample '{first['sample_id']}': field 'audio': .*audio.flac: cannot decode audio", problem.detail
+    )
+    with pytest.raises(
+        RecordError, match=rf"sample '{first['sample_id']}': field 'audio': .*audio.flac: cannot decode audio"
+    ):
         check_media(item_from_row(first, folder))
 
 
@@ -144,7 +146,8 @@ def test_duplicate_ids_and_missing_items_are_refused(tmp_path):
     source = load_source(str(folder))
     assert len(source.items) == 2
     assert [str(p) for p in source.problems] == [
-        f"record: sample {rows[0]['sample_id']!r}: duplicate sample_id (items.jsonl line 3)"]
+        f"record: sample {rows[0]['sample_id']!r}: duplicate sample_id (items.jsonl line 3)"
+    ]
     with pytest.raises(SourceError, match="is not 'demo', an existing folder"):
         load_source(str(tmp_path / "nowhere"))
 
@@ -157,8 +160,10 @@ def test_release_in_apply_mode_gives_the_baseline_items(tmp_path):
     for item in source.items:
         assert item.question == demo[item.sample_id]["question"]
         assert dict(item.options) == demo[item.sample_id]["options"]
-        assert np.array_equal(item.frames(), load_source("demo").items[
-            [i.sample_id for i in load_source("demo").items].index(item.sample_id)].frames())
+        assert np.array_equal(
+            item.frames(),
+            load_source("demo").items[[i.sample_id for i in load_source("demo").items].index(item.sample_id)].frames(),
+        )
 
 
 def test_release_in_released_mode_maps_variants_to_our_conditions(tmp_path):
@@ -193,12 +198,17 @@ def test_omni_bench_adapter_turns_docs_into_records(tmp_path, monkeypatch):
 
 def test_manifest_excludes_and_names_reasons(tmp_path):
     path = tmp_path / "manifest.jsonl"
-    path.write_text("\n".join(json.dumps(e) for e in [
-        {"sample_id": "s1", "valid": False},
-        {"sample_id": "s2", "answerable": False},
-        {"sample_id": "s3", "operator": "noise", "severity": 70, "variant": 2, "interpretable": False},
-        {"sample_id": "s3", "operator": "mute", "severity": 50, "variant": 0, "gold_preserved": False},
-    ]))
+    path.write_text(
+        "\n".join(
+            json.dumps(e)
+            for e in [
+                {"sample_id": "s1", "valid": False},
+                {"sample_id": "s2", "answerable": False},
+                {"sample_id": "s3", "operator": "noise", "severity": 70, "variant": 2, "interpretable": False},
+                {"sample_id": "s3", "operator": "mute", "severity": 50, "variant": 0, "gold_preserved": False},
+            ]
+        )
+    )
     manifest = parse_manifest(path)
     noise70 = catalogue().get("single_noise_v70")
     joint = catalogue().get("bi_va_noise_mute_v70_a50")

@@ -15,10 +15,9 @@ import pytest
 from c3po_fixtures import write_mp4
 
 from c3po_plugin.data.records import item_from_row as c3po_item
-from faultline_eval.core import media
+from faultline_eval.core import decode_cache, media
 from sceval_plugin.cli import main
 from sceval_plugin.conditions import catalogue
-from faultline_eval.core import decode_cache
 from sceval_plugin.data.records import RecordError, item_from_row
 from sceval_plugin.render import render
 
@@ -35,8 +34,14 @@ def dataset(tmp_path, monkeypatch):
 
 
 def video_item(root: Path, sample_id: str = "v1"):
-    row = {"sample_id": sample_id, "question": "q?", "options": ["a", "b"], "gold_key": "A",
-           "visual": "clip.mp4", "audio": "a.wav"}
+    row = {
+        "sample_id": sample_id,
+        "question": "q?",
+        "options": ["a", "b"],
+        "gold_key": "A",
+        "visual": "clip.mp4",
+        "audio": "a.wav",
+    }
     return item_from_row(row, root)
 
 
@@ -54,8 +59,14 @@ def item_script(code: str, root: Path) -> str:
 
 def run_python(code: str, root: Path) -> dict:
     """Run ``code`` in a fresh interpreter (same cache folder) and return the JSON it prints last."""
-    out = subprocess.run([sys.executable, "-c", item_script(code, root)], capture_output=True, text=True,
-                         env=os.environ.copy(), timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", item_script(code, root)],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -70,8 +81,11 @@ def test_a_second_task_and_a_second_process_do_not_decode_again(dataset):
 
     fresh = media.read_video_frames(dataset / "clip.mp4")
     wave, _, notes = media.read_audio(dataset / "a.wav")
-    other = run_python('print(json.dumps({"digest": digest(), "decodes": decode_cache.stats.decodes,'
-                       ' "disk_hits": decode_cache.stats.disk_hits, "notes": item.media_notes()}))', dataset)
+    other = run_python(
+        'print(json.dumps({"digest": digest(), "decodes": decode_cache.stats.decodes,'
+        ' "disk_hits": decode_cache.stats.disk_hits, "notes": item.media_notes()}))',
+        dataset,
+    )
     assert other["decodes"] == 0 and other["disk_hits"] == 2  # read from disk, memory-mapped
     assert other["digest"] == hashlib.sha256(fresh.frames.tobytes() + wave.tobytes()).hexdigest()  # byte-identical
     assert other["notes"] == [*fresh.notes, *notes] and any("resampled 22050 Hz" in n for n in notes)
@@ -81,8 +95,14 @@ def test_a_second_task_and_a_second_process_do_not_decode_again(dataset):
     assert not cached.frames().flags.writeable
 
     # A C3PO item with the same clip shares the entry: one mechanism for both plugins.
-    row = {"sample_id": "c1", "template": "IC02", "question": "q?", "answer": "a", "video": "clip.mp4",
-           "audio": "a.wav"}
+    row = {
+        "sample_id": "c1",
+        "template": "IC02",
+        "question": "q?",
+        "answer": "a",
+        "video": "clip.mp4",
+        "audio": "a.wav",
+    }
     c3po = c3po_item(row, dataset)
     assert np.array_equal(c3po.frames(), fresh.frames) and decode_cache.stats.decodes == 0
 
@@ -97,8 +117,16 @@ def test_concurrent_writers_and_evictions_never_give_a_corrupt_read(dataset):
                 decode_cache.evict(0)  # the other process may be reading or writing this entry now
         print(json.dumps({"ok": True}))
     """.replace("EXPECTED", repr(expected))
-    procs = [subprocess.Popen([sys.executable, "-c", item_script(code, dataset)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=os.environ.copy()) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", item_script(code, dataset)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
+        for _ in range(2)
+    ]
     for proc in procs:
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err[-2000:]
@@ -112,8 +140,14 @@ def test_a_changed_file_is_decoded_again(tmp_path, monkeypatch):
     image = tmp_path / "f.png"
     media.write_image(image, np.full((8, 8, 3), 10, np.uint8))
     media.write_audio(tmp_path / "a.wav", np.zeros(160, np.float32))
-    row = {"sample_id": "s", "question": "q?", "options": ["a", "b"], "gold_key": "A", "visual": "f.png",
-           "audio": "a.wav"}
+    row = {
+        "sample_id": "s",
+        "question": "q?",
+        "options": ["a", "b"],
+        "gold_key": "A",
+        "visual": "f.png",
+        "audio": "a.wav",
+    }
     assert item_from_row(row, tmp_path).frames().max() == 10
     media.write_image(image, np.full((8, 8, 3), 200, np.uint8))
     os.utime(image, ns=(os.stat(image).st_atime_ns, os.stat(image).st_mtime_ns + 1_000_000))
@@ -127,8 +161,14 @@ def test_a_broken_file_raises_the_same_error_every_time_and_is_not_cached(tmp_pa
     decode_cache.clear_memory()
     (tmp_path / "f.png").write_bytes(b"not a png")
     media.write_audio(tmp_path / "a.wav", np.zeros(160, np.float32))
-    row = {"sample_id": "s", "question": "q?", "options": ["a", "b"], "gold_key": "A", "visual": "f.png",
-           "audio": "a.wav"}
+    row = {
+        "sample_id": "s",
+        "question": "q?",
+        "options": ["a", "b"],
+        "gold_key": "A",
+        "visual": "f.png",
+        "audio": "a.wav",
+    }
     item = item_from_row(row, tmp_path)
     for _ in range(2):
         with pytest.raises(RecordError, match=r"sample 's': field 'visual': .*f\.png: cannot decode image"):

@@ -31,18 +31,29 @@ TV_T30_V30 = "bi_tv_drop_words_noise_t30_v30"  # canonical, panel
 TVA_PANEL = "tri_drop_words_noise_mute_t30_v70_a30"
 
 
-def trials(model: str, condition: str, outcomes, *, confidence=None, source=None, invalid="parse_failure",
-           answers=None) -> list[dict]:
+def trials(
+    model: str, condition: str, outcomes, *, confidence=None, source=None, invalid="parse_failure", answers=None
+) -> list[dict]:
     """Trial rows: ``outcomes[i]`` is sample i's list of per-variant outcomes (1, 0 or None = invalid)."""
     rows = []
     for i, per_variant in enumerate(outcomes):
         for v, c in enumerate(per_variant if isinstance(per_variant, (list, tuple)) else [per_variant]):
-            rows.append({"model": model, "condition_id": condition, "sample_id": f"s{i}", "variant": v,
-                         "correct": np.nan if c is None else float(c), "invalid": invalid if c is None else None,
-                         "n_options": 4, "prompt_id": "sceval-json-v1", "dataset": "d#1",
-                         "answer": None if c is None else (answers[i] if answers else ("A" if c else "B")),
-                         "confidence": confidence[i] if confidence else None,
-                         "source": source[i] if source else "src"})
+            rows.append(
+                {
+                    "model": model,
+                    "condition_id": condition,
+                    "sample_id": f"s{i}",
+                    "variant": v,
+                    "correct": np.nan if c is None else float(c),
+                    "invalid": invalid if c is None else None,
+                    "n_options": 4,
+                    "prompt_id": "sceval-json-v1",
+                    "dataset": "d#1",
+                    "answer": None if c is None else (answers[i] if answers else ("A" if c else "B")),
+                    "confidence": confidence[i] if confidence else None,
+                    "source": source[i] if source else "src",
+                }
+            )
     return rows
 
 
@@ -64,8 +75,12 @@ def everything(t: pd.DataFrame, options: DiagnosticOptions | None = None):
 def test_seed_stability_at_the_weakest_single_cell_and_every_stochastic_cell():
     # variant accuracies of single_noise_v70: v0 = 3/4, v1 = 2/4, v2 = 1/4
     noisy = [[1, 1, 1], [1, 0, 0], [1, 1, 0], [0, 0, 0]]
-    t = frame(trials("m", "clean", [1, 1, 1, 1]), trials("m", "single_noise_v70", noisy),
-              trials("m", "single_noise_v30", [[1, 1, 1]] * 4), trials("m", "single_drop_words_t70", [1, 0, 1, 0]))
+    t = frame(
+        trials("m", "clean", [1, 1, 1, 1]),
+        trials("m", "single_noise_v70", noisy),
+        trials("m", "single_noise_v30", [[1, 1, 1]] * 4),
+        trials("m", "single_drop_words_t70", [1, 0, 1, 0]),
+    )
     out = seed_stability(t, numbers_of(t).summary, INFO).set_index("condition_id")
     v70 = out.loc["single_noise_v70"]
     assert v70["weakest_for"] == "vision" and v70["n_var"] == 3
@@ -83,16 +98,21 @@ def test_seed_stability_at_the_weakest_single_cell_and_every_stochastic_cell():
 
 
 def test_sub_additivity_uses_same_severity_single_drops():
-    t = frame(trials("m", "clean", [1, 1, 1, 1]),
-              trials("m", "single_drop_words_t30", [1, 1, 1, 0]),
-              trials("m", "single_noise_v70", [1, 1, 0, 0]), trials("m", "single_noise_v30", [1, 1, 1, 1]),
-              trials("m", TV_T30_V70, [1, 1, 0, 0]),   # additive 1 - .25 - .5 = .25, Δint = +.25
-              trials("m", TV_T30_V30, [1, 0, 1, 0]),   # additive 1 - .25 - 0 = .75, Δint = -.25
-              trials("m", "bi_tv_drop_words_noise_t70_v70", [0, 0, 0, 0]),  # no t70 single: left out
-              trials("m", "bi_tv_word_shuffle_noise_t70_v70", [0, 0, 0, 0]),  # replacement: not canonical
-              # a second model where every item is far gentler than additive: Δint = 0 - (1 - 1 - 1) = +1
-              trials("n", "clean", [1, 1, 1, 1]), trials("n", "single_drop_words_t30", [0, 0, 0, 0]),
-              trials("n", "single_noise_v70", [0, 0, 0, 0]), trials("n", TV_T30_V70, [0, 0, 0, 0]))
+    t = frame(
+        trials("m", "clean", [1, 1, 1, 1]),
+        trials("m", "single_drop_words_t30", [1, 1, 1, 0]),
+        trials("m", "single_noise_v70", [1, 1, 0, 0]),
+        trials("m", "single_noise_v30", [1, 1, 1, 1]),
+        trials("m", TV_T30_V70, [1, 1, 0, 0]),  # additive 1 - .25 - .5 = .25, Δint = +.25
+        trials("m", TV_T30_V30, [1, 0, 1, 0]),  # additive 1 - .25 - 0 = .75, Δint = -.25
+        trials("m", "bi_tv_drop_words_noise_t70_v70", [0, 0, 0, 0]),  # no t70 single: left out
+        trials("m", "bi_tv_word_shuffle_noise_t70_v70", [0, 0, 0, 0]),  # replacement: not canonical
+        # a second model where every item is far gentler than additive: Δint = 0 - (1 - 1 - 1) = +1
+        trials("n", "clean", [1, 1, 1, 1]),
+        trials("n", "single_drop_words_t30", [0, 0, 0, 0]),
+        trials("n", "single_noise_v70", [0, 0, 0, 0]),
+        trials("n", TV_T30_V70, [0, 0, 0, 0]),
+    )
     n = numbers_of(t)
     cells = interaction_cells(n.summary, INFO).set_index(["model", "condition_id"])
     assert cells.loc[("m", TV_T30_V70), "additive"] == pytest.approx(0.25)
@@ -124,8 +144,12 @@ def test_calibration_ece_and_over_confident_errors():
 
 def test_failure_overlap_jaccard_shared_hard_and_idiosyncratic():
     # failure sets: a = {s1, s2}, b = {s2, s3}, c = {s2}
-    t = frame(trials("a", "clean", [1, 0, 0, 1, 1, 1]), trials("b", "clean", [1, 1, 0, 0, 1, 1]),
-              trials("c", "clean", [1, 1, 0, 1, 1, 1]), trials("a", "missing_text", [1, 1]))
+    t = frame(
+        trials("a", "clean", [1, 0, 0, 1, 1, 1]),
+        trials("b", "clean", [1, 1, 0, 0, 1, 1]),
+        trials("c", "clean", [1, 1, 0, 1, 1, 1]),
+        trials("a", "missing_text", [1, 1]),
+    )
     out = failure_overlap(per_sample(t)).set_index("condition_id")
     clean = out.loc["clean"]
     assert clean["models"] == 3 and clean["items"] == 6 and clean["pairs"] == 3
@@ -146,9 +170,12 @@ def test_failure_overlap_counts_invalid_outputs_as_failures():
 
 def test_source_breakdown_splits_every_cell_by_source():
     src = ["A", "A", "B", "B"]
-    t = frame(trials("m", "clean", [1, 1, 1, 0], source=src), trials("m", TV_T30_V70, [1, 0, 0, 0], source=src),
-              trials("m", TVA_PANEL, [0, 0, 0, 0], source=src),
-              trials("m", "single_noise_v70", [1, 1, 1, 0], source=src))
+    t = frame(
+        trials("m", "clean", [1, 1, 1, 0], source=src),
+        trials("m", TV_T30_V70, [1, 0, 0, 0], source=src),
+        trials("m", TVA_PANEL, [0, 0, 0, 0], source=src),
+        trials("m", "single_noise_v70", [1, 1, 1, 0], source=src),
+    )
     by_source = accuracy_by_source(per_sample(t), t)
     cell = by_source.set_index(["condition_id", "source"])
     assert cell.loc[("clean", "B"), "accuracy"] == 0.5 and cell.loc[("clean", "B"), "n"] == 2
@@ -160,11 +187,15 @@ def test_source_breakdown_splits_every_cell_by_source():
 
 
 def test_families_and_steepest_channel():
-    t = frame(trials("p1", "clean", [1, 1, 1, 1]), trials("p1", "single_drop_words_t70", [1, 1, 0, 0]),
-              trials("p1", "single_noise_v70", [1, 1, 1, 1]),
-              trials("o1", "clean", [1, 1, 0, 0]), trials("o1", "single_drop_words_t70", [1, 1, 0, 0]),
-              trials("o1", "single_noise_v70", [1, 0, 0, 0]),
-              trials("x", "clean", [1, 0, 0, 0]))
+    t = frame(
+        trials("p1", "clean", [1, 1, 1, 1]),
+        trials("p1", "single_drop_words_t70", [1, 1, 0, 0]),
+        trials("p1", "single_noise_v70", [1, 1, 1, 1]),
+        trials("o1", "clean", [1, 1, 0, 0]),
+        trials("o1", "single_drop_words_t70", [1, 1, 0, 0]),
+        trials("o1", "single_noise_v70", [1, 0, 0, 0]),
+        trials("x", "clean", [1, 0, 0, 0]),
+    )
     n = numbers_of(t)
     steep = steepest_channels(n.diagnostics).set_index("model")
     assert steep.loc["p1", "steepest"] == "text" and steep.loc["o1", "steepest"] == "vision"
@@ -180,8 +211,12 @@ def test_families_and_steepest_channel():
 
 
 def test_operator_groups_split_primary_and_stress_operators():
-    t = frame(trials("m", "clean", [1, 1, 1, 1]), trials("m", "single_noise_v70", [1, 1, 0, 0]),
-              trials("m", "single_mute_a70", [0, 0, 0, 0]), trials("m", "single_noise_v30", [0, 0, 0, 0]))
+    t = frame(
+        trials("m", "clean", [1, 1, 1, 1]),
+        trials("m", "single_noise_v70", [1, 1, 0, 0]),
+        trials("m", "single_mute_a70", [0, 0, 0, 0]),
+        trials("m", "single_noise_v30", [0, 0, 0, 0]),
+    )
     out = operator_groups(numbers_of(t).summary, INFO).set_index(["model", "group"])
     assert out.loc[("m", "primary"), "mean_drop"] == pytest.approx(0.5)
     assert out.loc[("m", "stress"), "mean_drop"] == pytest.approx(1.0)
@@ -190,8 +225,11 @@ def test_operator_groups_split_primary_and_stress_operators():
 
 
 def test_prompt_shift_compares_the_same_cells():
-    t = frame(trials("m", "clean", [1, 1, 1, 1]), trials("m", "prompt_cot_clean", [1, 1, 0, None]),
-              trials("m", "single_noise_v70", [0, 0, 0, 0]))  # a base cell with no variant run: not compared
+    t = frame(
+        trials("m", "clean", [1, 1, 1, 1]),
+        trials("m", "prompt_cot_clean", [1, 1, 0, None]),
+        trials("m", "single_noise_v70", [0, 0, 0, 0]),
+    )  # a base cell with no variant run: not compared
     row = prompt_shift(numbers_of(t).summary, INFO).iloc[0]
     assert row["bases"] == 1 and row["accuracy_json"] == 1.0 and row["accuracy_cot"] == pytest.approx(2 / 3)
     assert row["coverage_cot"] == pytest.approx(0.75) and row["invalid_shift"] == pytest.approx(0.25)
@@ -199,9 +237,11 @@ def test_prompt_shift_compares_the_same_cells():
 
 
 def test_invalid_items_per_block_by_category():
-    t = frame(trials("m", TV_T30_V70, [None, 1, 0, 1], invalid="parse_failure"),
-              trials("m", "bi_va_noise_mute_v70_a50", [1, None, 1, 1], invalid="refusal"),
-              trials("m", TVA_PANEL, [None, 1, 1, 1], invalid="empty"))
+    t = frame(
+        trials("m", TV_T30_V70, [None, 1, 0, 1], invalid="parse_failure"),
+        trials("m", "bi_va_noise_mute_v70_a50", [1, None, 1, 1], invalid="refusal"),
+        trials("m", TVA_PANEL, [None, 1, 1, 1], invalid="empty"),
+    )
     out = invalid_items(t, INFO).set_index("group")
     bi = out.loc["bimodal"]
     assert bi["items"] == 4 and bi["items_parse_failure"] == 1 and bi["items_refusal"] == 1
@@ -213,10 +253,14 @@ def test_invalid_items_per_block_by_category():
 def test_human_reference_excess_drop_on_the_shared_cohort():
     model = frame(trials("m", "clean", [1, 1, 1, 1, 1]), trials("m", "single_noise_v70", [1, 0, 0, 0, 0]))
     # humans: clean s0 by two annotators who agree, s4 unanswered; noise s3 by two who disagree
-    humans = frame(trials(HUMAN, "clean", [[1, 1], 1, 1, 1], answers=["A", "A", "A", "A"]),
-                   trials(HUMAN, "single_noise_v70", [1, 1, 1, [0, 1]], answers=["A", "A", "A", "B"]))
-    humans.loc[(humans["condition_id"] == "single_noise_v70") & (humans["sample_id"] == "s3") &
-               (humans["variant"] == 1), "answer"] = "A"
+    humans = frame(
+        trials(HUMAN, "clean", [[1, 1], 1, 1, 1], answers=["A", "A", "A", "A"]),
+        trials(HUMAN, "single_noise_v70", [1, 1, 1, [0, 1]], answers=["A", "A", "A", "B"]),
+    )
+    humans.loc[
+        (humans["condition_id"] == "single_noise_v70") & (humans["sample_id"] == "s3") & (humans["variant"] == 1),
+        "answer",
+    ] = "A"
     audit = human_audit(humans).set_index("condition_id")
     assert audit.loc["clean", "items"] == 4 and audit.loc["clean", "human_accuracy"] == 1.0
     assert audit.loc["clean", "agreement"] == 1.0 and audit.loc["clean", "agreement_items"] == 1
@@ -229,26 +273,43 @@ def test_human_reference_excess_drop_on_the_shared_cohort():
     assert 0 <= row["ci_low"] <= 0.625 <= row["ci_high"] <= 1
 
 
-@pytest.mark.parametrize("shape", ["one condition", "one model no clean", "invalid only", "no singles",
-                                   "singles only"])
+@pytest.mark.parametrize("shape", ["one condition", "one model no clean", "invalid only", "no singles", "singles only"])
 def test_every_diagnostic_degrades_on_partial_runs(shape):
     if shape == "one condition":
         t = frame(trials("m", "clean", [1, 0, 1]))
     elif shape == "one model no clean":
         t = frame(trials("m", "single_noise_v70", [[1, 0, 1]] * 3), trials("m", TV_T30_V70, [0, 1, 1]))
     elif shape == "invalid only":
-        t = frame(trials("m", "clean", [None, None]), trials("n", "clean", [None, None]),
-                  trials("m", TV_T30_V70, [None, None]))
+        t = frame(
+            trials("m", "clean", [None, None]),
+            trials("n", "clean", [None, None]),
+            trials("m", TV_T30_V70, [None, None]),
+        )
     elif shape == "no singles":
-        t = frame(trials("m", "clean", [1, 1]), trials("n", "clean", [1, 0]), trials("m", TV_T30_V70, [0, 1]),
-                  trials("n", TV_T30_V70, [0, 0]))
+        t = frame(
+            trials("m", "clean", [1, 1]),
+            trials("n", "clean", [1, 0]),
+            trials("m", TV_T30_V70, [0, 1]),
+            trials("n", TV_T30_V70, [0, 0]),
+        )
     else:
         t = frame(trials("m", "clean", [1, 1]), trials("m", "single_noise_v70", [[1, 0, 1]] * 2))
     humans = frame(trials(HUMAN, "clean", [1, 1]))
     out = everything(t, DiagnosticOptions(families={"m": "F"}, human_trials=humans))
-    assert set(out) >= {"seed_stability", "sub_additivity", "calibration", "failure_overlap", "source_breakdown",
-                        "families", "steepest_channel", "operator_groups", "prompt_shift", "invalid_items",
-                        "human_audit", "human_excess_drop"}
+    assert set(out) >= {
+        "seed_stability",
+        "sub_additivity",
+        "calibration",
+        "failure_overlap",
+        "source_breakdown",
+        "families",
+        "steepest_channel",
+        "operator_groups",
+        "prompt_shift",
+        "invalid_items",
+        "human_audit",
+        "human_excess_drop",
+    }
     for name, d in out.items():
         assert isinstance(d.frame, pd.DataFrame), name
         assert d.notes or not d.frame.empty, name  # what cannot be computed says why

@@ -27,24 +27,52 @@ def test_gemini_records_every_failure_with_its_category(tmp_path):
 
     data = copy_demo(tmp_path / "data", len(SCENARIOS), mutate=tag)
     with FakeGemini(timeout_sleep=3.0) as server:
-        args = (f"base_url={server.url},model_version=gemini-test,max_retries=2,timeout=1,initial_backoff=0.01,"
-                "max_concurrency=3")
+        args = (
+            f"base_url={server.url},model_version=gemini-test,max_retries=2,timeout=1,initial_backoff=0.01,"
+            "max_concurrency=3"
+        )
         env = {**os.environ, "SCEVAL_SOURCE": str(data), "GEMINI_API_KEY": KEY, "SCEVAL_CACHE": str(tmp_path / "cache")}
         env.pop("GOOGLE_API_KEY", None)
-        done = subprocess.run([str(Path(sys.executable).with_name("lmms-eval")), "eval", "--model", "sceval_gemini",
-                               "--model_args", args, "--tasks", "sceval_clean", "--log_samples", "--output_path", "out/"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("lmms-eval")),
+                "eval",
+                "--model",
+                "sceval_gemini",
+                "--model_args",
+                args,
+                "--tasks",
+                "sceval_clean",
+                "--log_samples",
+                "--output_path",
+                "out/",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         requests = list(server.requests)
     samples = next((tmp_path / "out").rglob("*_samples_sceval_clean.jsonl"))
     records = {}
     for line in samples.read_text().splitlines():
         r = json.loads(line)["sceval_record"]
-        question = json.loads(Path(data / "items.jsonl").read_text().splitlines()[json.loads(line)["doc_id"]])["question"]
+        question = json.loads(Path(data / "items.jsonl").read_text().splitlines()[json.loads(line)["doc_id"]])[
+            "question"
+        ]
         records[question.split("]]")[0][2:]] = r
-    expect = {"ok": (None, 0, 1), "429-then-ok": (None, 1, 1), "500": ("api_failure", 2, None),
-              "timeout": ("api_failure", 2, None), "blocked": ("refusal", 0, None), "safety-stop": ("refusal", 0, None),
-              "malformed": ("parse_failure", 0, None), "empty": ("empty", 0, None)}
+    expect = {
+        "ok": (None, 0, 1),
+        "429-then-ok": (None, 1, 1),
+        "500": ("api_failure", 2, None),
+        "timeout": ("api_failure", 2, None),
+        "blocked": ("refusal", 0, None),
+        "safety-stop": ("refusal", 0, None),
+        "malformed": ("parse_failure", 0, None),
+        "empty": ("empty", 0, None),
+    }
     for scenario, (invalid, retries, correct) in expect.items():
         r = records[scenario]
         assert (r["invalid"], r["retries"], r["correct"]) == (invalid, retries, correct), scenario
@@ -93,9 +121,19 @@ def test_a_killed_run_resumes_without_resending_finished_requests(tmp_path):
     data = copy_demo(tmp_path / "data", 8, mutate=tag)
     store = tmp_path / "replies.jsonl"
     with FakeGemini() as server:
-        command = [str(Path(sys.executable).with_name("lmms-eval")), "eval", "--model", "sceval_gemini", "--model_args",
-                   f"base_url={server.url},model_version=gemini-test,max_concurrency=1,store={store}",
-                   "--tasks", "sceval_clean", "--log_samples", "--output_path", "out/"]
+        command = [
+            str(Path(sys.executable).with_name("lmms-eval")),
+            "eval",
+            "--model",
+            "sceval_gemini",
+            "--model_args",
+            f"base_url={server.url},model_version=gemini-test,max_concurrency=1,store={store}",
+            "--tasks",
+            "sceval_clean",
+            "--log_samples",
+            "--output_path",
+            "out/",
+        ]
         env = {**os.environ, "SCEVAL_SOURCE": str(data), "GEMINI_API_KEY": KEY}
         first = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 120

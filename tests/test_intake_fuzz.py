@@ -25,24 +25,47 @@ from hypothesis import strategies as st
 
 from c3po_plugin import cli as c3po_cli
 from c3po_plugin.data import sources as c3po_sources
+from faultline_eval.core.intake import REASONS
 from faultline_eval.tasks import sceval_task as task
 from sceval_plugin import cli as sceval_cli
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data import sources as sceval_sources
-from faultline_eval.core.intake import REASONS
 
 JSON_VALUES = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True),
-              st.text(max_size=12), st.sampled_from(["A", "B", "../x.png", "media", "/etc/hostname", "", " "])),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(10**6), 10**6),
+        st.floats(allow_nan=True),
+        st.text(max_size=12),
+        st.sampled_from(["A", "B", "../x.png", "media", "/etc/hostname", "", " "]),
+    ),
     lambda inner: st.one_of(st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=3), inner, max_size=4)),
     max_leaves=8,
 )
 SCEVAL_FIELDS = ("sample_id", "question", "options", "gold_key", "visual", "audio", "context", "hidden", "source")
-C3PO_FIELDS = ("sample_id", "template", "category", "tier", "question", "answer", "video", "image", "audio",
-               "context", "distractors", "difficulty", "human_answer", "hidden")
+C3PO_FIELDS = (
+    "sample_id",
+    "template",
+    "category",
+    "tier",
+    "question",
+    "answer",
+    "video",
+    "image",
+    "audio",
+    "context",
+    "distractors",
+    "difficulty",
+    "human_answer",
+    "hidden",
+)
 #: keep a file, cut it short, or overwrite a few bytes of its header
-MEDIA_DAMAGE = st.one_of(st.just(("keep", 0, b"")), st.tuples(st.just("truncate"), st.integers(0, 300), st.just(b"")),
-                         st.tuples(st.just("patch"), st.integers(0, 48), st.binary(min_size=1, max_size=6)))
+MEDIA_DAMAGE = st.one_of(
+    st.just(("keep", 0, b"")),
+    st.tuples(st.just("truncate"), st.integers(0, 300), st.just(b"")),
+    st.tuples(st.just("patch"), st.integers(0, 48), st.binary(min_size=1, max_size=6)),
+)
 GARBAGE_LINE = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b" "))
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
@@ -53,7 +76,7 @@ def damage(path: Path, how: tuple[str, int, bytes]) -> None:
     if kind == "truncate":
         path.write_bytes(data[:at])
     elif kind == "patch":
-        path.write_bytes(data[:at] + patch + data[at + len(patch):])
+        path.write_bytes(data[:at] + patch + data[at + len(patch) :])
 
 
 def run_check(cli, source: Path) -> tuple[int, str, str]:
@@ -80,10 +103,13 @@ def write_lines(path: Path, rows: list[dict], garbage: list[bytes]) -> int:
 
 
 @FUZZ
-@given(overrides=st.lists(st.dictionaries(st.sampled_from(SCEVAL_FIELDS), JSON_VALUES, max_size=3),
-                          min_size=3, max_size=3),
-       media_damage=st.lists(MEDIA_DAMAGE, min_size=2, max_size=2),
-       garbage=st.lists(GARBAGE_LINE, max_size=2))
+@given(
+    overrides=st.lists(
+        st.dictionaries(st.sampled_from(SCEVAL_FIELDS), JSON_VALUES, max_size=3), min_size=3, max_size=3
+    ),
+    media_damage=st.lists(MEDIA_DAMAGE, min_size=2, max_size=2),
+    garbage=st.lists(GARBAGE_LINE, max_size=2),
+)
 def test_sceval_check_and_builder_account_for_every_row(overrides, media_damage, garbage):
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as env:
         folder = copy_demo(Path(tmp) / "data", 3)
@@ -107,10 +133,11 @@ def test_sceval_check_and_builder_account_for_every_row(overrides, media_damage,
 
 
 @FUZZ
-@given(overrides=st.lists(st.dictionaries(st.sampled_from(C3PO_FIELDS), JSON_VALUES, max_size=3),
-                          min_size=2, max_size=2),
-       media_damage=st.lists(MEDIA_DAMAGE, min_size=3, max_size=3),
-       garbage=st.lists(GARBAGE_LINE, max_size=2))
+@given(
+    overrides=st.lists(st.dictionaries(st.sampled_from(C3PO_FIELDS), JSON_VALUES, max_size=3), min_size=2, max_size=2),
+    media_damage=st.lists(MEDIA_DAMAGE, min_size=3, max_size=3),
+    garbage=st.lists(GARBAGE_LINE, max_size=2),
+)
 def test_c3po_check_accounts_for_every_row(overrides, media_damage, garbage):
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -14,14 +14,30 @@ from fixtures import copy_demo, release_fixture
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
-RECORD_FIELDS = {"model", "prompt_id", "sample_id", "source", "condition_id", "operators", "variant", "media",
-                 "raw_response", "parsed_answer", "gold_key", "correct", "latency_s", "retries", "invalid"}
+RECORD_FIELDS = {
+    "model",
+    "prompt_id",
+    "sample_id",
+    "source",
+    "condition_id",
+    "operators",
+    "variant",
+    "media",
+    "raw_response",
+    "parsed_answer",
+    "gold_key",
+    "correct",
+    "latency_s",
+    "retries",
+    "invalid",
+}
 
 
 def lmms_eval(*args: str, cwd: Path, env: dict | None = None, launcher: list[str] | None = None):
     command = (launcher or [str(BIN / "lmms-eval")]) + list(args)
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})},
-                          timeout=600)
+    done = subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=600
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
 
@@ -43,8 +59,17 @@ def test_short_alias_with_limit(tmp_path):
 
 
 def test_panel_writes_results_and_complete_records(tmp_path):
-    lmms_eval("eval", "--model", "sceval_reference", "--tasks", "sceval_panel", "--log_samples",
-              "--output_path", "out/", cwd=tmp_path)
+    lmms_eval(
+        "eval",
+        "--model",
+        "sceval_reference",
+        "--tasks",
+        "sceval_panel",
+        "--log_samples",
+        "--output_path",
+        "out/",
+        cwd=tmp_path,
+    )
     summary, samples = results(tmp_path / "out")
     assert len(summary["results"]) == 13 and len(samples) == 13
     acc = {task: r["sceval_accuracy,none"] for task, r in summary["results"].items()}
@@ -60,14 +85,23 @@ def test_panel_writes_results_and_complete_records(tmp_path):
             assert record["model"] == "sceval_reference" and record["latency_s"] is not None
             assert task == f"sceval_{record['condition_id']}"
     tri = samples["sceval_tri_drop_words_noise_mute_t30_v70_a30"][0]["sceval_record"]
-    assert tri["operators"] == {"text": {"operator": "drop_words", "severity": 30},
-                                "vision": {"operator": "noise", "severity": 70},
-                                "audio": {"operator": "mute", "severity": 30}}
+    assert tri["operators"] == {
+        "text": {"operator": "drop_words", "severity": 30},
+        "vision": {"operator": "noise", "severity": 70},
+        "audio": {"operator": "mute", "severity": 30},
+    }
 
 
 def test_any_model_runs_the_tasks(tmp_path):
-    done = lmms_eval("--model", "dummy", "--tasks", "sceval_shortcut_options_only,sceval_single_mute_a50",
-                     "--limit", "4", cwd=tmp_path)
+    done = lmms_eval(
+        "--model",
+        "dummy",
+        "--tasks",
+        "sceval_shortcut_options_only,sceval_single_mute_a50",
+        "--limit",
+        "4",
+        cwd=tmp_path,
+    )
     assert "sceval_single_mute_a50" in done.stdout and "sceval_shortcut_options_only" in done.stdout
 
 
@@ -80,8 +114,18 @@ def test_the_reference_never_sees_the_gold_key(tmp_path):
     rotated = copy_demo(tmp_path / "rotated", 12, mutate=rotate)
     replies = {}
     for name, folder in (("honest", honest), ("rotated", rotated)):
-        lmms_eval("eval", "--model", "sceval_reference", "--tasks", "sceval_clean,sceval_single_noise_v50",
-                  "--log_samples", "--output_path", f"out_{name}/", cwd=tmp_path, env={"SCEVAL_SOURCE": str(folder)})
+        lmms_eval(
+            "eval",
+            "--model",
+            "sceval_reference",
+            "--tasks",
+            "sceval_clean,sceval_single_noise_v50",
+            "--log_samples",
+            "--output_path",
+            f"out_{name}/",
+            cwd=tmp_path,
+            env={"SCEVAL_SOURCE": str(folder)},
+        )
         summary, samples = results(tmp_path / f"out_{name}")
         replies[name] = {(t, l["doc_id"]): l["sceval_record"]["raw_response"] for t, ls in samples.items() for l in ls}
         replies[name + "_acc"] = summary["results"]["sceval_clean"]["sceval_accuracy,none"]
@@ -91,24 +135,45 @@ def test_the_reference_never_sees_the_gold_key(tmp_path):
 
 def test_data_parallel_matches_one_process(tmp_path):
     task = "sceval_single_noise_v70"
-    lmms_eval("eval", "--model", "sceval_reference", "--tasks", task, "--log_samples", "--output_path", "one/",
-              cwd=tmp_path)
-    lmms_eval("--model", "sceval_reference", "--tasks", task, "--log_samples", "--output_path", "two/", cwd=tmp_path,
-              launcher=[str(BIN / "accelerate"), "launch", "--num_processes", "2", "--cpu", "-m", "lmms_eval"])
+    lmms_eval(
+        "eval", "--model", "sceval_reference", "--tasks", task, "--log_samples", "--output_path", "one/", cwd=tmp_path
+    )
+    lmms_eval(
+        "--model",
+        "sceval_reference",
+        "--tasks",
+        task,
+        "--log_samples",
+        "--output_path",
+        "two/",
+        cwd=tmp_path,
+        launcher=[str(BIN / "accelerate"), "launch", "--num_processes", "2", "--cpu", "-m", "lmms_eval"],
+    )
     one, one_samples = results(tmp_path / "one")
     two, two_samples = results(tmp_path / "two")
     for metric in ("sceval_accuracy,none", "sceval_worst_variant_accuracy,none", "sceval_valid_trials,none"):
         assert one["results"][task][metric] == two["results"][task][metric]
     assert two["results"][task]["sceval_valid_trials,none"] == 90
-    assert sorted((l["sceval_record"]["sample_id"], l["sceval_record"]["variant"]) for l in two_samples[task]) == \
-        sorted((l["sceval_record"]["sample_id"], l["sceval_record"]["variant"]) for l in one_samples[task])
+    assert sorted(
+        (l["sceval_record"]["sample_id"], l["sceval_record"]["variant"]) for l in two_samples[task]
+    ) == sorted((l["sceval_record"]["sample_id"], l["sceval_record"]["variant"]) for l in one_samples[task])
 
 
 def test_released_variants_of_the_authors_release(tmp_path):
     folder = release_fixture(tmp_path / "release", n=3)
     env = {"SCEVAL_SOURCE": f"hf:{folder}", "SCEVAL_HF_MODE": "released"}
-    lmms_eval("eval", "--model", "sceval_reference", "--tasks", "sceval_single_noise_v70,sceval_t70_a50,sceval_clean",
-              "--log_samples", "--output_path", "out/", cwd=tmp_path, env=env)
+    lmms_eval(
+        "eval",
+        "--model",
+        "sceval_reference",
+        "--tasks",
+        "sceval_single_noise_v70,sceval_t70_a50,sceval_clean",
+        "--log_samples",
+        "--output_path",
+        "out/",
+        cwd=tmp_path,
+        env=env,
+    )
     summary, samples = results(tmp_path / "out")
     assert len(samples["sceval_single_noise_v70"]) == 9 and len(samples["sceval_clean"]) == 3
     records = [l["sceval_record"] for l in samples["sceval_t70_a50"]]

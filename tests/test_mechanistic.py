@@ -37,15 +37,28 @@ def _records(folder: Path, probe: str) -> list[dict]:
 
 
 def _probe(model: str, path: Path, out: Path, *extra: str, probe: str = "all", tasks: str = "c3po_ic_t1") -> None:
-    args = ["probe", probe, "--model", model, "--model_args",
-            f"pretrained={path},device=cpu,attn_implementation=eager,store=none", "--tasks", tasks, "--limit", "1",
-            "--max_new_tokens", "2", "--output_path", str(out), *extra]
+    args = [
+        "probe",
+        probe,
+        "--model",
+        model,
+        "--model_args",
+        f"pretrained={path},device=cpu,attn_implementation=eager,store=none",
+        "--tasks",
+        tasks,
+        "--limit",
+        "1",
+        "--max_new_tokens",
+        "2",
+        "--output_path",
+        str(out),
+        *extra,
+    ]
     assert faultline(args) == 0
 
 
 @pytest.mark.slow
-def test_every_probe_runs_through_the_cli_and_the_report_has_the_tables(checkpoint, tmp_path, monkeypatch,
-                                                                          capsys):
+def test_every_probe_runs_through_the_cli_and_the_report_has_the_tables(checkpoint, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
     model, path = checkpoint
     from c3po_plugin.data.sources import checked_items
@@ -88,8 +101,20 @@ def test_every_probe_runs_through_the_cli_and_the_report_has_the_tables(checkpoi
     [record] = _records(tmp_path / "sceval", "e1")
     assert record["status"] == "ok" and record["positions"]["audio"] > 0
     assert np.allclose(np.array(record["alpha"]).sum(axis=1), 1.0)
-    args = ["probe", "e1", "--model", model, "--model_args", f"pretrained={path},device=cpu,attn_implementation=sdpa",
-            "--tasks", "c3po_ic_t1", "--limit", "1", "--output_path", str(tmp_path / "sdpa")]
+    args = [
+        "probe",
+        "e1",
+        "--model",
+        model,
+        "--model_args",
+        f"pretrained={path},device=cpu,attn_implementation=sdpa",
+        "--tasks",
+        "c3po_ic_t1",
+        "--limit",
+        "1",
+        "--output_path",
+        str(tmp_path / "sdpa"),
+    ]
     assert faultline(args) == 2
     assert "eager" in capsys.readouterr().err
 
@@ -124,13 +149,17 @@ def test_an_unsupported_model_is_blocked_with_its_reason_and_still_gets_e3(tmp_p
     from c3po_plugin.mechanistic.runner import ProbeError, run_probes
 
     monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
-    adapter = SimpleNamespace(model=SimpleNamespace(config=SimpleNamespace(model_type="minicpmo")),
-                              model_id="faultline_minicpm_o", pretrained="openbmb/MiniCPM-o-2_6",
-                              _answer=lambda messages, gen: "AUDIO: beeps count shapes\nIMAGE: red green shapes")
+    adapter = SimpleNamespace(
+        model=SimpleNamespace(config=SimpleNamespace(model_type="minicpmo")),
+        model_id="faultline_minicpm_o",
+        pretrained="openbmb/MiniCPM-o-2_6",
+        _answer=lambda messages, gen: "AUDIO: beeps count shapes\nIMAGE: red green shapes",
+    )
     with pytest.raises(spans.Blocked, match="inputs_embeds"):
         spans.family_of(adapter)
-    summary = run_probes(["e1", "e2", "e3"], "faultline_minicpm_o", "", ["c3po_ic_t1"], tmp_path / "out", limit=1,
-                         adapter=adapter)
+    summary = run_probes(
+        ["e1", "e2", "e3"], "faultline_minicpm_o", "", ["c3po_ic_t1"], tmp_path / "out", limit=1, adapter=adapter
+    )
     assert "inputs_embeds" in summary["blocked"] and set(summary["counts"]) == {"e3"}
     again = run_probes(["e3"], "faultline_minicpm_o", "", ["c3po_ic_t1"], tmp_path / "out", limit=1, adapter=adapter)
     assert again["counts"]["e3"]["skipped"] == 1 and len(_records(tmp_path / "out", "e3")) == 1  # resumed
@@ -152,21 +181,49 @@ def test_entropy_gaps_tier_gaps_and_fingerprints_by_hand(tmp_path):
     audio = {s: 0.1 + 0.01 * k for k, s in enumerate(SAMPLES)}
     probes = tmp_path / "probes"
     probes.mkdir()
-    (probes / "run.json").write_text(json.dumps({"model": "faultline_qwen2_5_omni", "pretrained": "ckpt",
-                                                 "family": "Qwen2.5-Omni thinker", "blocked": None, "counts": {}}))
+    (probes / "run.json").write_text(
+        json.dumps(
+            {
+                "model": "faultline_qwen2_5_omni",
+                "pretrained": "ckpt",
+                "family": "Qwen2.5-Omni thinker",
+                "blocked": None,
+                "counts": {},
+            }
+        )
+    )
     lines = []
     for sample, template in SAMPLES.items():
         _, category, tier = TEMPLATES[template]
-        lines.append(json.dumps({"probe": "e1", "status": "ok", "model": "faultline_qwen2_5_omni", "sample_id": sample,
-                                 "category": category, "tier": tier, "mid_entropy": entropy[sample],
-                                 "argmin_depth": 0.25, "alpha_mean": [0.9 - audio[sample], audio[sample], 0.1]}))
+        lines.append(
+            json.dumps(
+                {
+                    "probe": "e1",
+                    "status": "ok",
+                    "model": "faultline_qwen2_5_omni",
+                    "sample_id": sample,
+                    "category": category,
+                    "tier": tier,
+                    "mid_entropy": entropy[sample],
+                    "argmin_depth": 0.25,
+                    "alpha_mean": [0.9 - audio[sample], audio[sample], 0.1],
+                }
+            )
+        )
     (probes / "e1.jsonl").write_text("\n".join(lines) + "\n")
-    write_run(tmp_path / "eval", "faultline_qwen2_5_omni", "pretrained=ckpt,device=cuda",
-              {0: {s: RIGHT_EXACT if s in correct else wrong("text_dominance") for s in SAMPLES}})
+    write_run(
+        tmp_path / "eval",
+        "faultline_qwen2_5_omni",
+        "pretrained=ckpt,device=cuda",
+        {0: {s: RIGHT_EXACT if s in correct else wrong("text_dominance") for s in SAMPLES}},
+    )
 
     tables = write_report([probes], tmp_path / "report", verdicts=[str(tmp_path / "eval")])["tables"]
     gaps = tables["entropy_correctness"].set_index(["model", "category"])
-    mean = lambda names: float(np.mean([entropy[s] for s in names]))
+
+    def mean(names):
+        return float(np.mean([entropy[s] for s in names]))
+
     cc = gaps.loc[("faultline_qwen2_5_omni:ckpt", "cc")]
     assert math.isclose(cc["delta_h_bits"], mean(["cc01-a", "cc01-b"]) - mean(["cc08-a", "cc08-b"]))
     assert cc["ci_low"] <= cc["delta_h_bits"] <= cc["ci_high"] and cc["n_correct"] == 2
@@ -187,10 +244,19 @@ def test_caption_fidelity_is_rouge1_recall_of_content_lemmas_per_section():
     reply = "AUDIO: a dog barks twice\n**IMAGE:** two cats on a mat"
     assert sections(reply) == {"audio": "a dog barks twice", "image": "two cats on a mat"}
     assert sections("just words") is None
-    messages = [{"role": "system", "content": [{"type": "text", "text": "answer briefly"}]},
-                {"role": "user", "content": [{"type": "text", "text": "Image:"}, {"type": "image", "url": "x"},
-                                             {"type": "text", "text": "Audio:"}, {"type": "audio", "url": "y"},
-                                             {"type": "text", "text": "Question?"}]}]
+    messages = [
+        {"role": "system", "content": [{"type": "text", "text": "answer briefly"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Image:"},
+                {"type": "image", "url": "x"},
+                {"type": "text", "text": "Audio:"},
+                {"type": "audio", "url": "y"},
+                {"type": "text", "text": "Question?"},
+            ],
+        },
+    ]
     [image_only] = describe_messages(messages, audio=False)
     assert [p.get("text", p["type"]) for p in image_only["content"]] == ["Image:", "image", IMAGE_ONLY_PROMPT]
 
@@ -200,10 +266,16 @@ def test_frames_after_the_video_label_are_video_and_each_image_run_is_one_image_
 
     from c3po_plugin import eval_prompt as prompts
 
-    content = [{"type": "text", "text": prompts.video_label([0.0, 1.0])}, {"type": "image", "url": "f0"},
-               {"type": "image", "url": "f1"}, {"type": "text", "text": prompts.IMAGE_LABEL},
-               {"type": "image", "url": "pic"}, {"type": "text", "text": prompts.AUDIO_LABEL},
-               {"type": "audio", "url": "a"}, {"type": "text", "text": "Question?"}]
+    content = [
+        {"type": "text", "text": prompts.video_label([0.0, 1.0])},
+        {"type": "image", "url": "f0"},
+        {"type": "image", "url": "f1"},
+        {"type": "text", "text": prompts.IMAGE_LABEL},
+        {"type": "image", "url": "pic"},
+        {"type": "text", "text": prompts.AUDIO_LABEL},
+        {"type": "audio", "url": "a"},
+        {"type": "text", "text": "Question?"},
+    ]
     roles = spans.image_part_roles([{"role": "user", "content": content}])
     assert roles == ["video", "video", "image"]
     bos, eos, img, aud = (TOKEN_ID[t] for t in ("<|vision_bos|>", "<|vision_eos|>", "<|IMAGE|>", "<|AUDIO|>"))

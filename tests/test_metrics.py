@@ -43,19 +43,29 @@ def summarise(trials, b=200):
 
 
 def test_mean_and_worst_variant_with_missing_variants_and_partial_coverage():
-    trials = frame([
-        ("m", "single_noise_v70", "s1", 0, 1, None), ("m", "single_noise_v70", "s1", 1, 0, None),
-        ("m", "single_noise_v70", "s1", 2, None, "parse_failure"),
-        ("m", "single_noise_v70", "s2", 0, 1, None), ("m", "single_noise_v70", "s2", 1, 1, None),  # variant 2 missing
-        ("m", "single_noise_v70", "s3", 0, None, "refusal"), ("m", "single_noise_v70", "s3", 1, None, "empty"),
-        ("m", "single_noise_v70", "s3", 2, None, "api_failure"),
-    ])
+    trials = frame(
+        [
+            ("m", "single_noise_v70", "s1", 0, 1, None),
+            ("m", "single_noise_v70", "s1", 1, 0, None),
+            ("m", "single_noise_v70", "s1", 2, None, "parse_failure"),
+            ("m", "single_noise_v70", "s2", 0, 1, None),
+            ("m", "single_noise_v70", "s2", 1, 1, None),  # variant 2 missing
+            ("m", "single_noise_v70", "s3", 0, None, "refusal"),
+            ("m", "single_noise_v70", "s3", 1, None, "empty"),
+            ("m", "single_noise_v70", "s3", 2, None, "api_failure"),
+        ]
+    )
     samples, summary = summarise(trials)
     row = summary.iloc[0]
     assert row["accuracy"] == pytest.approx((0.5 + 1.0) / 2)  # s3 has no valid output
     assert row["worst_variant_accuracy"] == pytest.approx(0.5)  # variant 1: (0 + 1) / 2
     assert row["coverage"] == pytest.approx(4 / 8) and row["valid_trials"] == 4 and row["trials"] == 8
-    assert (row["invalid_parse_failure"], row["invalid_refusal"], row["invalid_empty"], row["invalid_api_failure"]) == (1, 1, 1, 1)
+    assert (row["invalid_parse_failure"], row["invalid_refusal"], row["invalid_empty"], row["invalid_api_failure"]) == (
+        1,
+        1,
+        1,
+        1,
+    )
     assert row["n_samples"] == 2
     strict = samples.set_index("sample_id")["strict"]
     assert strict.to_dict() == pytest.approx({"s1": 1 / 3, "s2": 1.0, "s3": 0.0})
@@ -86,7 +96,7 @@ def test_bootstrap_is_a_seeded_resample_of_samples():
 def test_mcnemar_exact_against_the_binomial_formula():
     assert mcnemar_exact(0, 0) == 1.0
     assert mcnemar_exact(5, 0) == pytest.approx(2 * 0.5**5)
-    p = 2 * sum(math.comb(12, k) for k in range(0, 3)) / 2**12  # b=10, c=2, two-sided
+    p = 2 * sum(math.comb(12, k) for k in range(3)) / 2**12  # b=10, c=2, two-sided
     assert mcnemar_exact(10, 2) == pytest.approx(p)
     assert mcnemar_exact(2, 10) == pytest.approx(p)
 
@@ -112,8 +122,17 @@ def acc_rows(model, values):
 
 
 def test_delta_single_uses_the_weakest_single_component_from_the_catalogue():
-    trials = frame(acc_rows("m", {"clean": 0.9, "single_drop_words_t30": 0.6, "single_noise_v70": 0.5,
-                                  "bi_tv_drop_words_noise_t30_v70": 0.4}))
+    trials = frame(
+        acc_rows(
+            "m",
+            {
+                "clean": 0.9,
+                "single_drop_words_t30": 0.6,
+                "single_noise_v70": 0.5,
+                "bi_tv_drop_words_noise_t30_v70": 0.4,
+            },
+        )
+    )
     _, summary = summarise(trials)
     row = summary.set_index("condition_id").loc["bi_tv_drop_words_noise_t30_v70"]
     assert row["weakest_single"] == "single_noise_v70"
@@ -121,8 +140,13 @@ def test_delta_single_uses_the_weakest_single_component_from_the_catalogue():
 
 
 def test_fault_line_misleading_fragility_and_shortcut_gap():
-    values = {"clean": 0.9, "missing_vision": 0.6, "shortcut_text_only": 0.5,
-              "bi_tv_drop_words_noise_t30_v30": 0.6, "bi_tv_drop_words_noise_t70_v70": 0.4}
+    values = {
+        "clean": 0.9,
+        "missing_vision": 0.6,
+        "shortcut_text_only": 0.5,
+        "bi_tv_drop_words_noise_t30_v30": 0.6,
+        "bi_tv_drop_words_noise_t70_v70": 0.4,
+    }
     for op in ("noise", "occlusion"):
         values.update({f"single_{op}_v10": 0.9, f"single_{op}_v30": 0.7, f"single_{op}_v50": 0.5})
     values.update({"single_noise_v70": 0.3, "single_occlusion_v70": 0.5})

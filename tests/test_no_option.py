@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from faultline_eval.judges import grade
 from faultline_eval.core.agreement import cohen_kappa, label_kappa
+from faultline_eval.judges import grade
 from faultline_eval.judges.base import CORRECT, INCORRECT, PARTIAL, UNANSWERABLE, JudgeRequest, Verdict
 from faultline_eval.judges.embedding import EmbeddingJudge
-from faultline_eval.model_wrappers.lmms_judge import LmmsJudge
 from faultline_eval.judges.judge_prompt import parse_reply, parse_verdict
+from faultline_eval.model_wrappers.lmms_judge import LmmsJudge
 from faultline_eval.tasks import sceval_task
 from sceval_plugin import no_option_control as no_option
 from sceval_plugin.conditions import catalogue
@@ -28,6 +28,7 @@ BIN = Path(sys.executable).parent
 
 
 # --- conditions and prompt -------------------------------------------------------------------------
+
 
 def test_every_table_35_cell_has_a_no_option_twin_with_the_same_corruptions():
     for base in no_option.NO_OPTION_BASES:
@@ -53,8 +54,16 @@ def test_the_reference_model_answers_freely_and_says_when_it_cannot_tell():
     item = sceval_task._item(row["item"])
     reply = json.loads(answer_messages(sceval_task.doc_to_messages({**row, "released": False})))
     assert reply["answer"] == dict(item.options)[item.gold_key] and reply["evidence"]
-    blind = json.loads(answer_messages([{"role": "user", "content": [
-        {"type": "text", "text": sceval_task.doc_to_text({**row, "released": False})}]}]))
+    blind = json.loads(
+        answer_messages(
+            [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": sceval_task.doc_to_text({**row, "released": False})}],
+                }
+            ]
+        )
+    )
     assert blind["answer"] == CANNOT_TELL  # no frames, no audio: nothing to describe
     assert decide(item.question, list(item.options), [], None)["answer"] in dict(item.options)  # MC guesses
 
@@ -66,26 +75,41 @@ def _rows(condition_id: str, limit: int | None = None) -> list[dict]:
 
 # --- parsing -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("reply, expected", [
-    ('{"answer": "red circle", "evidence": "frame 2"}', ("red circle", "frame 2", None)),
-    ('```json\n{"answer": 3}\n```', ("3", None, None)),
-    ("green", ("green", None, None)),
-    ("I cannot tell from the input", ("I cannot tell from the input", None, None)),
-    ("   ", (None, None, "empty")),
-    ('{"answer": "", "evidence": "noise"}', (None, "noise", "parse_failure")),
-    ('{"answer": "red", "evid', (None, None, "parse_failure")),
-])
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ('{"answer": "red circle", "evidence": "frame 2"}', ("red circle", "frame 2", None)),
+        ('```json\n{"answer": 3}\n```', ("3", None, None)),
+        ("green", ("green", None, None)),
+        ("I cannot tell from the input", ("I cannot tell from the input", None, None)),
+        ("   ", (None, None, "empty")),
+        ('{"answer": "", "evidence": "noise"}', (None, "noise", "parse_failure")),
+        ('{"answer": "red", "evid', (None, None, "parse_failure")),
+    ],
+)
 def test_parse_reply(reply, expected):
     assert no_option.parse_reply(reply) == expected
 
 
 # --- the graded scale ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("reply, label", [
-    ("CORRECT", CORRECT), ("correct.", CORRECT), ("**Partially correct**", PARTIAL), ("PARTIAL", PARTIAL),
-    ("Incorrect: it names blue", INCORRECT), ("UNANSWERABLE", UNANSWERABLE),
-    ("Correct, but also incorrect", None), ("Partial or unanswerable", None), ("YES", None), ("It is right", None),
-])
+
+@pytest.mark.parametrize(
+    "reply, label",
+    [
+        ("CORRECT", CORRECT),
+        ("correct.", CORRECT),
+        ("**Partially correct**", PARTIAL),
+        ("PARTIAL", PARTIAL),
+        ("Incorrect: it names blue", INCORRECT),
+        ("UNANSWERABLE", UNANSWERABLE),
+        ("Correct, but also incorrect", None),
+        ("Partial or unanswerable", None),
+        ("YES", None),
+        ("It is right", None),
+    ],
+)
 def test_graded_labels_are_parsed_strictly(reply, label):
     assert parse_verdict(reply, "graded") == label
 
@@ -101,13 +125,16 @@ def _request(gold: str, prediction: str, scale: str = "graded") -> JudgeRequest:
     return JudgeRequest("s1", "What colour is it?", gold, prediction, scale=scale)
 
 
-@pytest.mark.parametrize("gold, prediction, label", [
-    ("red circle", "red circle", CORRECT),  # exact match
-    ("red circle", "red square", PARTIAL),
-    ("red circle", "cannot tell from the input", UNANSWERABLE),
-    ("3", "4", INCORRECT),  # the numbers guard, no embedding needed
-    ("red", "red and blue", INCORRECT),  # containment with a marker
-])
+@pytest.mark.parametrize(
+    "gold, prediction, label",
+    [
+        ("red circle", "red circle", CORRECT),  # exact match
+        ("red circle", "red square", PARTIAL),
+        ("red circle", "cannot tell from the input", UNANSWERABLE),
+        ("3", "4", INCORRECT),  # the numbers guard, no embedding needed
+        ("red", "red and blue", INCORRECT),  # containment with a marker
+    ],
+)
 def test_exact_and_embedding_scorers_give_graded_labels(gold, prediction, label):
     for judge in (no_option_judge("exact"), EmbeddingJudge()):
         (graded,) = grade([_request(gold, prediction)], judge)
@@ -137,6 +164,7 @@ def test_label_kappa_matches_its_definition_and_the_binary_case():
 
 
 # --- blind grading ---------------------------------------------------------------------------------
+
 
 class RecordingJudge:
     """A scorer that keeps every request it is shown and answers with one fixed verdict."""
@@ -171,8 +199,9 @@ def test_scorers_never_see_the_condition_or_its_corruption(monkeypatch):
     clean_request = shown["no_option_clean"][0]
     for cid, (request, corrupted_question) in shown.items():
         assert request == clean_request  # the same sample and answer give the same request in every condition
-        text = " ".join(str(v) for v in (request.sample_id, request.question, request.gold, request.prediction,
-                                         request.context))
+        text = " ".join(
+            str(v) for v in (request.sample_id, request.question, request.gold, request.prediction, request.context)
+        )
         condition = catalogue().get(cid)
         for leak in (cid, condition.base, "drop_words", "noise", "mute", "evidence", "missing words"):
             assert leak not in text
@@ -192,8 +221,9 @@ def test_a_malformed_judge_reply_is_recorded_with_its_category_and_never_counted
     llm = LmmsJudge("fake", model_instance=Replies(), media=False, thinking=False)
     _use_scorers(monkeypatch, no_option_judge("exact"), llm)
     row = _rows("no_option_clean", limit=1)[0]
-    record = sceval_task.process_results({**row, "released": False},
-                                         ['{"answer": "a purple hexagon", "evidence": "x"}'])["sceval_record"]
+    record = sceval_task.process_results(
+        {**row, "released": False}, ['{"answer": "a purple hexagon", "evidence": "x"}']
+    )["sceval_record"]
     entry = record["no_option"]
     assert entry["scorers"][0]["label"] == INCORRECT and entry["scorers"][1]["label"] is None
     assert entry["scorers"][1]["error"].startswith("unparseable")
@@ -208,30 +238,59 @@ def test_a_scorer_that_would_see_media_is_refused(monkeypatch):
 
 # --- Table 35 by hand ------------------------------------------------------------------------------
 
+
 def _mc(cid, sample, correct, variant=0, invalid=None):
-    return {"model": "m", "condition_id": cid, "sample_id": sample, "variant": variant, "correct": correct,
-            "invalid": invalid, "n_options": 4, "prompt_id": "p", "dataset": "d"}
+    return {
+        "model": "m",
+        "condition_id": cid,
+        "sample_id": sample,
+        "variant": variant,
+        "correct": correct,
+        "invalid": invalid,
+        "n_options": 4,
+        "prompt_id": "p",
+        "dataset": "d",
+    }
 
 
 def _no(cid, sample, labels, variant=0, invalid=None, exact=False):
     scorers = [{"label": label, "judge_id": f"j{k}", "exact_match": exact} for k, label in enumerate(labels)]
-    return {"model": "m", "condition_id": cid, "sample_id": sample, "variant": variant, "invalid": invalid,
-            "no_option": {"scorers": scorers if invalid is None else [], "invalid": invalid}}
+    return {
+        "model": "m",
+        "condition_id": cid,
+        "sample_id": sample,
+        "variant": variant,
+        "invalid": invalid,
+        "no_option": {"scorers": scorers if invalid is None else [], "invalid": invalid},
+    }
 
 
 def test_transfer_delta_recomputed_by_hand():
     cell, twin_clean, twin = "single_noise_v70", "no_option_clean", "no_option_single_noise_v70"
-    mc = trials_frame([
-        _mc("clean", "a", 1), _mc("clean", "b", 1), _mc("clean", "c", 1), _mc("clean", "d", 0),
-        _mc(cell, "a", 1, 0), _mc(cell, "a", 0, 1), _mc(cell, "b", 0), _mc(cell, "c", None, invalid="empty"),
-        _mc(cell, "d", 0),
-    ])
-    no = no_option_frame([
-        _no(twin_clean, "a", [CORRECT, CORRECT]), _no(twin_clean, "b", [CORRECT, CORRECT]),
-        _no(twin_clean, "c", [PARTIAL, CORRECT]), _no(twin_clean, "d", [CORRECT, CORRECT]),
-        _no(twin, "a", [UNANSWERABLE, UNANSWERABLE]), _no(twin, "b", [PARTIAL, PARTIAL]),
-        _no(twin, "c", [CORRECT, CORRECT]),  # "d" has no no-option cell trial: the manifest excluded it
-    ])
+    mc = trials_frame(
+        [
+            _mc("clean", "a", 1),
+            _mc("clean", "b", 1),
+            _mc("clean", "c", 1),
+            _mc("clean", "d", 0),
+            _mc(cell, "a", 1, 0),
+            _mc(cell, "a", 0, 1),
+            _mc(cell, "b", 0),
+            _mc(cell, "c", None, invalid="empty"),
+            _mc(cell, "d", 0),
+        ]
+    )
+    no = no_option_frame(
+        [
+            _no(twin_clean, "a", [CORRECT, CORRECT]),
+            _no(twin_clean, "b", [CORRECT, CORRECT]),
+            _no(twin_clean, "c", [PARTIAL, CORRECT]),
+            _no(twin_clean, "d", [CORRECT, CORRECT]),
+            _no(twin, "a", [UNANSWERABLE, UNANSWERABLE]),
+            _no(twin, "b", [PARTIAL, PARTIAL]),
+            _no(twin, "c", [CORRECT, CORRECT]),  # "d" has no no-option cell trial: the manifest excluded it
+        ]
+    )
     table = transfer_table(mc, no, catalogue_info(), b=200)
     row = table.set_index("condition").loc[cell]
     # shared subset a, b, c. MC: clean 1,1,1; cell 0.5,0,0 (invalid counts as wrong) -> drops .5,1,1
@@ -255,43 +314,77 @@ def test_transfer_delta_recomputed_by_hand():
 
 
 def test_agreement_table_counts_labels_and_kappa():
-    frame = no_option_frame([
-        _no("no_option_clean", "a", [CORRECT, CORRECT], exact=True), _no("no_option_clean", "b", [PARTIAL, CORRECT]),
-        _no("no_option_clean", "c", [UNANSWERABLE, UNANSWERABLE]), _no("no_option_clean", "d", [], invalid="empty"),
-    ])
+    frame = no_option_frame(
+        [
+            _no("no_option_clean", "a", [CORRECT, CORRECT], exact=True),
+            _no("no_option_clean", "b", [PARTIAL, CORRECT]),
+            _no("no_option_clean", "c", [UNANSWERABLE, UNANSWERABLE]),
+            _no("no_option_clean", "d", [], invalid="empty"),
+        ]
+    )
     row = agreement_table(frame).set_index("condition_id").loc["no_option_clean"]
     assert (row["graded"], row["ungraded"], row["decided_without_exact_match"]) == (3, 1, 2)
     assert row["agreement"] == pytest.approx(2 / 3)
-    assert row["kappa"] == pytest.approx(label_kappa([CORRECT, PARTIAL, UNANSWERABLE], [CORRECT, CORRECT, UNANSWERABLE]))
+    assert row["kappa"] == pytest.approx(
+        label_kappa([CORRECT, PARTIAL, UNANSWERABLE], [CORRECT, CORRECT, UNANSWERABLE])
+    )
     assert (row["correct"], row["partial"], row["unanswerable"]) == (2, 0, 1)
 
 
 # --- through the real CLI --------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_sceval_no_option_runs_through_lmms_eval_and_the_report_shows_table_35(tmp_path):
     tasks = "sceval_clean,sceval_single_noise_v70,sceval_no_option_clean,sceval_no_option_single_noise_v70"
-    done = subprocess.run([str(BIN / "lmms-eval"), "--model", "sceval_reference", "--tasks", tasks, "--limit", "6",
-                           "--log_samples", "--output_path", "out/"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [
+            str(BIN / "lmms-eval"),
+            "--model",
+            "sceval_reference",
+            "--tasks",
+            tasks,
+            "--limit",
+            "6",
+            "--log_samples",
+            "--output_path",
+            "out/",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     records = {}
     for path in (tmp_path / "out").rglob("*_samples_sceval_*.jsonl"):
-        records[path.stem.split("_samples_", 1)[1]] = [json.loads(x)["sceval_record"] for x in path.read_text().splitlines()]
+        records[path.stem.split("_samples_", 1)[1]] = [
+            json.loads(x)["sceval_record"] for x in path.read_text().splitlines()
+        ]
     clean = records["sceval_no_option_clean"]
-    assert all(r["no_option"]["label"] == CORRECT and r["correct"] == 1 for r in clean)  # the reference model reads the demo
+    assert all(
+        r["no_option"]["label"] == CORRECT and r["correct"] == 1 for r in clean
+    )  # the reference model reads the demo
     assert all(r["no_option"]["answer"] == r["no_option"]["gold_text"] for r in clean)
     noisy = records["sceval_no_option_single_noise_v70"]
     assert {r["no_option"]["scorers"][0]["judge_id"] for r in noisy} == {"exact"}
-    report = subprocess.run([str(BIN / "sceval"), "report", "out/", "-o", "rep", "--no-figures", "--quiet"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    report = subprocess.run(
+        [str(BIN / "sceval"), "report", "out/", "-o", "rep", "--no-figures", "--quiet"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert report.returncode == 0, report.stderr[-3000:]
     table = pd.read_csv(tmp_path / "rep" / "no_option_transfer.csv")
     shared = set.intersection(*({r["sample_id"] for r in rs} for rs in records.values()))
     assert list(table["condition"]) == ["single_noise_v70"] and table["n_shared"].iloc[0] == len(shared) >= 2
+
     def by_sample(rs):
         frame = pd.DataFrame(rs)
-        return frame[frame["sample_id"].isin(shared)].groupby("sample_id")["correct"].apply(lambda c: c.fillna(0).mean())
+        return (
+            frame[frame["sample_id"].isin(shared)].groupby("sample_id")["correct"].apply(lambda c: c.fillna(0).mean())
+        )
 
     mc_drop = (by_sample(records["sceval_clean"]) - by_sample(records["sceval_single_noise_v70"])).mean()
     no_drop = (by_sample(clean) - by_sample(noisy)).mean()
@@ -301,5 +394,6 @@ def test_sceval_no_option_runs_through_lmms_eval_and_the_report_shows_table_35(t
     assert "Table 35" in (tmp_path / "rep" / "no_option_transfer.md").read_text()
     everything = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert everything["no_option"]["agreement"] and not any(
-        c["condition_id"].startswith("no_option") for c in everything["conditions"])  # never in headline tables
+        c["condition_id"].startswith("no_option") for c in everything["conditions"]
+    )  # never in headline tables
     assert np.isfinite(table["transfer_low"].iloc[0])

@@ -38,10 +38,23 @@ def test_a_served_model_records_failures_and_a_killed_run_resumes_without_resend
     with FakeOpenAI() as first, FakeOpenAI() as second:
         # Two replicas behind one endpoint list; the first two items (plain ok) feed the canary. One
         # builder and one connection: requests finish in order, so the kill lands on the slow ones.
-        args = (f"base_url={first.url}|{second.url},max_retries=2,initial_backoff=0.01,max_concurrency=1,"
-                f"build_workers=1,canary_items=2,store={store}")
-        command = [LMMS_EVAL, "eval", "--model", "sceval_openai", "--model_args", args, "--tasks", "sceval_clean",
-                   "--log_samples", "--output_path", "out/"]
+        args = (
+            f"base_url={first.url}|{second.url},max_retries=2,initial_backoff=0.01,max_concurrency=1,"
+            f"build_workers=1,canary_items=2,store={store}"
+        )
+        command = [
+            LMMS_EVAL,
+            "eval",
+            "--model",
+            "sceval_openai",
+            "--model_args",
+            args,
+            "--tasks",
+            "sceval_clean",
+            "--log_samples",
+            "--output_path",
+            "out/",
+        ]
         run = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 120
         while time.time() < deadline and (not store.exists() or len(store.read_text().splitlines()) < 5):
@@ -58,7 +71,7 @@ def test_a_served_model_records_failures_and_a_killed_run_resumes_without_resend
 
         done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        resent = chat_requests(first)[before[0]:] + chat_requests(second)[before[1]:]
+        resent = chat_requests(first)[before[0] :] + chat_requests(second)[before[1] :]
     # The resumed run: the canary's 6 asks, the 500 item (api failures are retried), the two slow ones.
     scenarios = sorted(r["scenario"] for r in resent)
     assert scenarios == sorted(["ok"] * 6 + ["500"] * 3 + ["slow"] * 2), scenarios
@@ -68,8 +81,14 @@ def test_a_served_model_records_failures_and_a_killed_run_resumes_without_resend
         sample = json.loads(line)
         records.setdefault(SCENARIOS[sample["doc_id"]], []).append(sample["sceval_record"])
     # Attempts alternate between the replicas, and each throttles its first sight of the 429 item.
-    expect = {"ok": (None, 0), "429-then-ok": (None, 2), "500": ("api_failure", 2), "refusal": ("refusal", 0),
-              "empty": ("empty", 0), "slow": (None, 0)}
+    expect = {
+        "ok": (None, 0),
+        "429-then-ok": (None, 2),
+        "500": ("api_failure", 2),
+        "refusal": ("refusal", 0),
+        "empty": ("empty", 0),
+        "slow": (None, 0),
+    }
     for scenario, (invalid, retries) in expect.items():
         for r in records[scenario]:
             assert (r["invalid"], r["retries"]) == (invalid, retries), scenario
@@ -103,8 +122,15 @@ def _model_over(server: FakeOpenAI, docs: list[dict], **args):
 
     model = OpenAIChat(base_url=server.url, store="none", **args)
     model.task_dict = {"t": {"test": docs}}
-    requests = [Instance(request_type="generate_until", arguments=("", sceval_task.doc_to_messages, {}, i, "t", "test"),
-                         idx=0, metadata={"task": "t", "doc_id": i, "repeats": 1}) for i in range(len(docs))]
+    requests = [
+        Instance(
+            request_type="generate_until",
+            arguments=("", sceval_task.doc_to_messages, {}, i, "t", "test"),
+            idx=0,
+            metadata={"task": "t", "doc_id": i, "repeats": 1},
+        )
+        for i in range(len(docs))
+    ]
     return model, requests
 
 
@@ -158,8 +184,17 @@ def test_sceval_smoke_on_a_served_model_catches_dropped_audio(capsys, monkeypatc
 
     monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
     with FakeOpenAI(mode="drops_audio") as server:
-        status = main(["smoke", "--model", "sceval_openai", "--limit", "3", "--model_args",
-                       f"base_url={server.url},store=none,audio_canary=off"])
+        status = main(
+            [
+                "smoke",
+                "--model",
+                "sceval_openai",
+                "--limit",
+                "3",
+                "--model_args",
+                f"base_url={server.url},store=none,audio_canary=off",
+            ]
+        )
         sent = chat_requests(server)
     out = capsys.readouterr().out
     assert status == 1 and out.splitlines()[-1] == "IFACE FAILED: audio actually consumed", out
@@ -195,9 +230,19 @@ def test_a_c3po_picture_goes_as_an_image_beside_one_timed_video(tmp_path):
 
     env = {"SCEVAL_CACHE": str(tmp_path / "cache"), "C3PO_JUDGE": "exact"}
     with FakeOpenAI(limits=VLLM_LIMITS, trust_mm_kwargs=True) as server:
-        lmms_eval("--model", "sceval_openai", "--model_args",
-                  f"base_url={server.url},frames_as=video,store=none,audio_canary=off,max_retries=0",
-                  "--tasks", "c3po_cc_t3", "--log_samples", "--output_path", "out/", cwd=tmp_path, env=env)
+        lmms_eval(
+            "--model",
+            "sceval_openai",
+            "--model_args",
+            f"base_url={server.url},frames_as=video,store=none,audio_canary=off,max_retries=0",
+            "--tasks",
+            "c3po_cc_t3",
+            "--log_samples",
+            "--output_path",
+            "out/",
+            cwd=tmp_path,
+            env=env,
+        )
         sent = chat_requests(server)
     records = [s["c3po_record"] for s in results(tmp_path / "out")[1]["c3po_cc_t3"]]
     assert len(sent) == len(records) > 0
@@ -209,9 +254,14 @@ def test_a_c3po_picture_goes_as_an_image_beside_one_timed_video(tmp_path):
         times = record["frame_times_s"]
         step = times[1] - times[0]
         assert request["video_frames"] == [len(times)]
-        assert request["body"]["media_io_kwargs"] == {"video": {
-            "fps": pytest.approx(1 / step), "frames_indices": list(range(len(times))),
-            "total_num_frames": len(times), "duration": pytest.approx(len(times) * step)}}
+        assert request["body"]["media_io_kwargs"] == {
+            "video": {
+                "fps": pytest.approx(1 / step),
+                "frames_indices": list(range(len(times))),
+                "total_num_frames": len(times),
+                "duration": pytest.approx(len(times) * step),
+            }
+        }
         assert request["body"]["mm_processor_kwargs"] == {"fps": pytest.approx(1 / step)}
 
 
@@ -243,9 +293,19 @@ def test_a_long_clip_tells_vllm_when_its_frames_were_taken(tmp_path):
     env = {"SCEVAL_SOURCE": str(data), "SCEVAL_CACHE": str(tmp_path / "cache")}
     tasks = ["sceval_clean", "sceval_probe_frame_budget_16", "sceval_probe_temporal_middle_drop"]
     with FakeOpenAI(limits=VLLM_LIMITS, trust_mm_kwargs=True) as server:
-        lmms_eval("--model", "sceval_openai", "--model_args",
-                  f"base_url={server.url},frames_as=video,store=none,audio_canary=off,max_retries=0",
-                  "--tasks", ",".join(tasks), "--log_samples", "--output_path", "out/", cwd=tmp_path, env=env)
+        lmms_eval(
+            "--model",
+            "sceval_openai",
+            "--model_args",
+            f"base_url={server.url},frames_as=video,store=none,audio_canary=off,max_retries=0",
+            "--tasks",
+            ",".join(tasks),
+            "--log_samples",
+            "--output_path",
+            "out/",
+            cwd=tmp_path,
+            env=env,
+        )
         sent = chat_requests(server)
     seen = {}
     for request in sent:
@@ -272,10 +332,12 @@ def test_a_server_that_refuses_request_timing_stops_the_run_with_the_fix(monkeyp
     monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
     docs = sceval_task.build_rows(catalogue().get("clean"))[0]
     with FakeOpenAI(limits=VLLM_LIMITS) as server:
-        model, requests = _model_over(server, docs, frames_as="video", audio_canary="off", max_concurrency=1,
-                                      build_workers=1)
-        with pytest.raises(TimingRefused, match="Start vLLM with --trust-request-mm-kwargs, or run with "
-                                                "frames_as=images"):
+        model, requests = _model_over(
+            server, docs, frames_as="video", audio_canary="off", max_concurrency=1, build_workers=1
+        )
+        with pytest.raises(
+            TimingRefused, match="Start vLLM with --trust-request-mm-kwargs, or run with frames_as=images"
+        ):
             model.generate_until(requests)
         assert len(chat_requests(server)) == 1
 
@@ -302,9 +364,11 @@ def test_serve_limits_counts_what_each_task_sends(capsys, monkeypatch, tmp_path)
     assert main(["serve-limits", "--tasks", tasks]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert dict(line.split(None, 1) for line in lines[:-1]) == {
-        "sceval_clean": "image 8  video 0  audio 1", "sceval_probe_frame_budget_16": "image 16  video 0  audio 1",
+        "sceval_clean": "image 8  video 0  audio 1",
+        "sceval_probe_frame_budget_16": "image 16  video 0  audio 1",
         "sceval_probe_distractor_appended_frame": "image 9  video 0  audio 1",
-        "c3po_cc_t3": "image 6  video 0  audio 1"}  # the demo's 5 frames and its picture
+        "c3po_cc_t3": "image 6  video 0  audio 1",
+    }  # the demo's 5 frames and its picture
     assert lines[-1] == """--limit-mm-per-prompt '{"image": 16, "video": 0, "audio": 1}'"""
     assert main(["serve-limits", "--tasks", tasks, "--model_args", "base_url=http://x:8000/v1,frames_as=video"]) == 0
     lines = capsys.readouterr().out.splitlines()

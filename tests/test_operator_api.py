@@ -80,8 +80,11 @@ def test_output_keeps_the_container(name, rng):
             assert out.shape == data.shape and out.dtype == np.uint8
         if modality == "audio":
             assert out.dtype == np.float32 and out.ndim == 1
-            assert out.size == (data.size - round(data.size * operators.get(name).parameter(severity))
-                                if name == "remove" else data.size)
+            assert out.size == (
+                data.size - round(data.size * operators.get(name).parameter(severity))
+                if name == "remove"
+                else data.size
+            )
 
 
 @pytest.mark.parametrize("name", sorted(n for n, v in TABLE_29.items() if v[1]))

@@ -24,7 +24,8 @@ def test_tasks_and_model_wrappers_are_installed_under_faultline_eval():
 def test_console_script_and_plugin_groups_are_declared():
     eps = distribution("faultline-eval").entry_points
     assert {(ep.group, ep.name, ep.value) for ep in eps} >= {
-        ("console_scripts", "sceval", "sceval_plugin.cli:main"), ("console_scripts", "c3po", "c3po_plugin.cli:main"),
+        ("console_scripts", "sceval", "sceval_plugin.cli:main"),
+        ("console_scripts", "c3po", "c3po_plugin.cli:main"),
     }
 
 
@@ -32,10 +33,16 @@ def test_package_data_ships_the_task_files_demo_sets_and_calibration():
     files = {str(f) for f in distribution("faultline-eval").files or []}
     if not any(f.startswith("c3po_plugin/") for f in files):
         pytest.skip("editable install: the data files are read from the checkout")
-    for needed in ("faultline_eval/tasks/c3po/c3po_all.yaml", "faultline_eval/tasks/c3po/_c3po_template_yaml",
-                   "faultline_eval/tasks/sceval/sceval_clean.yaml", "c3po_plugin/data/demo/items.jsonl",
-                   "faultline_eval/judges/calibration.jsonl", "sceval_plugin/data/demo/items.jsonl",
-                   "faultline_eval/viewer/assets/viewer.js", "faultline_eval/viewer/assets/viewer.css"):
+    for needed in (
+        "faultline_eval/tasks/c3po/c3po_all.yaml",
+        "faultline_eval/tasks/c3po/_c3po_template_yaml",
+        "faultline_eval/tasks/sceval/sceval_clean.yaml",
+        "c3po_plugin/data/demo/items.jsonl",
+        "faultline_eval/judges/calibration.jsonl",
+        "sceval_plugin/data/demo/items.jsonl",
+        "faultline_eval/viewer/assets/viewer.js",
+        "faultline_eval/viewer/assets/viewer.css",
+    ):
         assert needed in files, needed
     assert any(f.startswith("c3po_plugin/data/demo/media/video/") for f in files)
 
@@ -52,6 +59,7 @@ def test_lmms_eval_evaluator_imports_offline():
     # filelock 4 breaks this import in lmms-eval 0.7.3; torch/torchvision must be a matching pair.
     done = subprocess.run(
         [sys.executable, "-c", "import lmms_eval.evaluator, torchvision.ops; print('ok')"],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

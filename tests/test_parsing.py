@@ -69,9 +69,13 @@ def test_never_raises_and_never_invents(reply):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-                    max_leaves=8))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+        max_leaves=8,
+    )
+)
 def test_arbitrary_json_never_raises(value):
     reply = json.dumps({"answer": value})
     parsed = parse_answer(reply, OPTIONS)

@@ -40,27 +40,27 @@ def sceval_register_operators(registry):
     registry.add(salt_pepper)
 '''
 
-CLASH_WITH_NOISE = '''
+CLASH_WITH_NOISE = """
 from sceval_plugin import hookimpl
 from sceval_plugin.operators.vision import noise  # re-registering a built-in name
 
 @hookimpl
 def sceval_register_operators(registry):
     registry.add(noise)
-'''
+"""
 
-EXTRA_CONDITION = '''
+EXTRA_CONDITION = """
 from sceval_plugin import hookimpl
 from sceval_plugin.conditions import joint
 
 @hookimpl
 def sceval_register_conditions(registry):
     registry.add(joint(("typo_ocr", 50), ("defocus_blur", 50), role="extended", suites=(), alias=False))
-'''
+"""
 
-BROKEN_IMPORT = '''
+BROKEN_IMPORT = """
 raise ImportError("this plugin needs a package that is not installed")
-'''
+"""
 
 
 def install(tmp_path: Path, dist: str, module: str, source: str, group: str = "sceval") -> Path:
@@ -68,16 +68,30 @@ def install(tmp_path: Path, dist: str, module: str, source: str, group: str = "s
     project = tmp_path / "src" / dist
     project.mkdir(parents=True)
     (project / f"{module}.py").write_text(textwrap.dedent(source))
-    (project / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+    (project / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+    )
     (project / "setup.cfg").write_text(
         f"[metadata]\nname = {dist}\nversion = 0.1\n\n[options]\npy_modules = {module}\n\n"
         f"[options.entry_points]\n{group} =\n    {module} = {module}\n"
     )
     site = tmp_path / "site"
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-         "--no-build-isolation", "--target", str(site), str(project)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(project),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     return site
@@ -85,13 +99,14 @@ def install(tmp_path: Path, dist: str, module: str, source: str, group: str = "s
 
 def run_python(site: Path, code: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(site), **(env or {})}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=env,
-                          capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=env, capture_output=True, text=True)
 
 
 def test_installed_plugin_operator_is_listed_and_applied(tmp_path):
     site = install(tmp_path, "sceval-salt-pepper", "sceval_salt_pepper", SALT_PEPPER)
-    done = run_python(site, """
+    done = run_python(
+        site,
+        """
         import json, numpy as np
         from sceval_plugin import operators
         spec = operators.get("salt_pepper")
@@ -105,7 +120,8 @@ def test_installed_plugin_operator_is_listed_and_applied(tmp_path):
             "distinct": len({o.tobytes() for o in outs}), "repeat": bool((again == outs[2]).all()),
             "shape_ok": all(o.shape == frames.shape for o in outs),
         }))
-    """)
+    """,
+    )
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert "salt_pepper" in got["vision"] and "noise" in got["vision"]
@@ -114,8 +130,12 @@ def test_installed_plugin_operator_is_listed_and_applied(tmp_path):
     assert all(abs(f - 0.15) < 0.02 for f in got["flipped"])
     assert got["distinct"] == 3 and got["repeat"] and got["shape_ok"]
 
-    cli = subprocess.run([Path(sys.executable).with_name("sceval"), "operators"],
-                         env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True)
+    cli = subprocess.run(
+        [Path(sys.executable).with_name("sceval"), "operators"],
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+    )
     assert cli.returncode == 0 and "salt_pepper" in cli.stdout
 
 
@@ -149,8 +169,12 @@ def test_clash_with_a_builtin_names_the_builtin(tmp_path):
     message = one_warning(done.stderr)
     assert "'noise' is registered by two plugins" in message
     assert "sceval_plugin.operators.vision' (built in)" in message and "sceval-noise-again" in message
-    cli = subprocess.run([Path(sys.executable).with_name("sceval"), "operators"],
-                         env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True)
+    cli = subprocess.run(
+        [Path(sys.executable).with_name("sceval"), "operators"],
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+    )
     assert cli.returncode == 0 and len(cli.stdout.strip().splitlines()) == 1 + 14
     assert one_warning(cli.stderr) == message
 
@@ -168,19 +192,20 @@ def test_a_plugin_that_fails_to_import_is_named(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", "from sceval_plugin import operators; print(len(operators.names()))"],
         env={**os.environ, "PYTHONPATH": str(site), "SCEVAL_DISABLE_PLUGIN_AUTOLOAD": "1"},
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0 and done.stdout.strip() == "14" and not done.stderr.strip()
 
 
-ONE_TEMPLATE = '''
+ONE_TEMPLATE = """
 from c3po_plugin import Template, hookimpl
 
 @hookimpl
 def c3po_register_templates(registry):
     registry.add(Template("BX01", "BeepColourLookup", "ic", 1, "image",
                           "The audio beeps N times; the picture shows a row of shapes; which colour is the Nth?"))
-'''
+"""
 
 #: In a fresh process with the plugins: the task's own render of each logged SCEval trial (the
 #: operator's frames), saved per condition, and whether it differs from the clean render.
@@ -223,23 +248,52 @@ def test_plugin_conditions_operators_and_templates_run_in_lmms_eval_and_show_in_
         (items / row[kind]).parent.mkdir(parents=True, exist_ok=True)
         (items / row[kind]).write_bytes((C3PO_DEMO / row[kind]).read_bytes())
     (items / "items.jsonl").write_text(json.dumps({**row, "template": "BX01", "sample_id": "beep-colour-0"}) + "\n")
-    env = {**os.environ, "PYTHONPATH": str(site), "SCEVAL_CACHE": str(tmp_path / "cache"), "C3PO_JUDGE": "exact",
-           "C3PO_SOURCE": str(items)}
-    listing = subprocess.run([Path(sys.executable).with_name("sceval"), "conditions", "--block", "tv"], env=env,
-                             capture_output=True, text=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(site),
+        "SCEVAL_CACHE": str(tmp_path / "cache"),
+        "C3PO_JUDGE": "exact",
+        "C3PO_SOURCE": str(items),
+    }
+    listing = subprocess.run(
+        [Path(sys.executable).with_name("sceval"), "conditions", "--block", "tv"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert "bi_tv_typo_ocr_defocus_blur_t50_v50" in listing.stdout
     tasks = "sceval_single_salt_pepper_v50,sceval_bi_tv_typo_ocr_defocus_blur_t50_v50,c3po_all"
-    done = subprocess.run([Path(sys.executable).with_name("lmms-eval"), "--model", "sceval_reference", "--tasks",
-                           tasks, "--limit", "1", "--log_samples", "--output_path", "out/"], env=env,
-                          capture_output=True, text=True, cwd=tmp_path)
+    done = subprocess.run(
+        [
+            Path(sys.executable).with_name("lmms-eval"),
+            "--model",
+            "sceval_reference",
+            "--tasks",
+            tasks,
+            "--limit",
+            "1",
+            "--log_samples",
+            "--output_path",
+            "out/",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     for task in tasks.split(",")[:2]:
         assert any(line.startswith(f"|{task}") and "sceval_valid_trials" in line for line in done.stdout.splitlines())
     generated = list((tmp_path / "cache" / "tasks").rglob("sceval_single_salt_pepper_v50.yaml"))
     assert len(generated) == 1
 
-    view = subprocess.run([Path(sys.executable).with_name("faultline"), "view", "out", "-o", "site"], env=env,
-                          capture_output=True, text=True, cwd=tmp_path)
+    view = subprocess.run(
+        [Path(sys.executable).with_name("faultline"), "view", "out", "-o", "site"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert view.returncode == 0, view.stderr[-3000:]
     assert "SCEval: 2 trials, 2 shown" in view.stdout and "C3PO: 1 trials, 1 shown" in view.stdout
     (tmp_path / "rendered").mkdir()
@@ -275,8 +329,11 @@ def test_plugin_conditions_operators_and_templates_run_in_lmms_eval_and_show_in_
         assert np.array_equal(shown, np.load(tmp_path / "rendered" / f"{condition}.npy")), condition
         assert next((out / "sceval" / "cells").glob(f"{condition}-*.html")).is_file()
     c3po_page = next((out / "c3po" / "samples").glob("beep-colour-0-*.html")).read_text()
-    assert "BX01" in c3po_page and "<audio" in c3po_page and "BeepColourLookup" in (
-        next((out / "c3po" / "cells").glob("BX01-*.html")).read_text())
+    assert (
+        "BX01" in c3po_page
+        and "<audio" in c3po_page
+        and "BeepColourLookup" in (next((out / "c3po" / "cells").glob("BX01-*.html")).read_text())
+    )
     media = [line.split('src="')[1].split('"')[0] for line in c3po_page.split("<img")[1:]]
     assert media and all((out / "c3po" / "samples" / m).is_file() for m in media)
 
@@ -284,14 +341,32 @@ def test_plugin_conditions_operators_and_templates_run_in_lmms_eval_and_show_in_
 def test_a_broken_plugin_does_not_break_other_lmms_eval_tasks(tmp_path):
     site = install(tmp_path, "sceval-broken", "sceval_broken", BROKEN_IMPORT)
     env = {**os.environ, "PYTHONPATH": str(site), "C3PO_JUDGE": "exact"}
-    done = subprocess.run([Path(sys.executable).with_name("lmms-eval"), "--model", "sceval_reference", "--tasks",
-                           "sceval_clean,c3po_all", "--limit", "1", "--output_path", "out/"], env=env,
-                          capture_output=True, text=True, cwd=tmp_path)
+    done = subprocess.run(
+        [
+            Path(sys.executable).with_name("lmms-eval"),
+            "--model",
+            "sceval_reference",
+            "--tasks",
+            "sceval_clean,c3po_all",
+            "--limit",
+            "1",
+            "--output_path",
+            "out/",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(next((tmp_path / "out").rglob("*_results.json")).read_text())
     assert summary["results"]["sceval_clean"]["sceval_valid_trials,none"] == 1
     assert summary["results"]["c3po_all"]["c3po_graded,none"] == 1
     warned = [line for line in done.stderr.splitlines() if "sceval_broken" in line]
-    assert warned and all(line.startswith("warning: sceval plugin 'sceval_broken' (distribution sceval-broken "
-                                          "0.1) skipped: failed to import") for line in warned)
+    assert warned and all(
+        line.startswith(
+            "warning: sceval plugin 'sceval_broken' (distribution sceval-broken 0.1) skipped: failed to import"
+        )
+        for line in warned
+    )
     assert "Traceback" not in done.stderr

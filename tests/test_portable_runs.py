@@ -21,8 +21,14 @@ BIN = Path(sys.executable).parent
 
 
 def _env(place: Path) -> dict:
-    return {**os.environ, "SCEVAL_SOURCE": str(place / "data"), "SCEVAL_CACHE": str(place / "cache"),
-            "C3PO_SOURCE": str(place / "c3po"), "OPENAI_API_KEY": "k", "GEMINI_API_KEY": "k"}
+    return {
+        **os.environ,
+        "SCEVAL_SOURCE": str(place / "data"),
+        "SCEVAL_CACHE": str(place / "cache"),
+        "C3PO_SOURCE": str(place / "c3po"),
+        "OPENAI_API_KEY": "k",
+        "GEMINI_API_KEY": "k",
+    }
 
 
 def _run(command: list, place: Path) -> subprocess.CompletedProcess:
@@ -35,9 +41,19 @@ def test_a_run_copied_with_its_data_resumes_reports_and_views_elsewhere(tmp_path
     here, there = tmp_path / "here", tmp_path / "there"
     copy_demo(here / "data", 4)
     with FakeOpenAI() as server:
-        command = [str(BIN / "lmms-eval"), "eval", "--model", "sceval_openai", "--model_args",
-                   f"base_url={server.url},audio_canary=off,max_concurrency=1", "--tasks", "sceval_clean",
-                   "--log_samples", "--output_path", "out/"]
+        command = [
+            str(BIN / "lmms-eval"),
+            "eval",
+            "--model",
+            "sceval_openai",
+            "--model_args",
+            f"base_url={server.url},audio_canary=off,max_concurrency=1",
+            "--tasks",
+            "sceval_clean",
+            "--log_samples",
+            "--output_path",
+            "out/",
+        ]
         _run(command, here)
         sent = len(server.requests)
         assert sent == 4
@@ -68,16 +84,36 @@ def test_a_c3po_run_copied_elsewhere_reports_regrades_with_media_and_views(tmp_p
         row["answer"] = "something the reference never says"
         row.pop("human_answer", None)
     copy_c3po_demo(here / "c3po", rows)
-    run = [str(BIN / "lmms-eval"), "eval", "--model", "sceval_reference", "--tasks", "c3po_all", "--log_samples",
-           "--output_path", "out/"]
-    subprocess.run(run, cwd=here, env={**_env(here), "C3PO_JUDGE": "exact"}, check=True, capture_output=True,
-                   timeout=300)
+    run = [
+        str(BIN / "lmms-eval"),
+        "eval",
+        "--model",
+        "sceval_reference",
+        "--tasks",
+        "c3po_all",
+        "--log_samples",
+        "--output_path",
+        "out/",
+    ]
+    subprocess.run(
+        run, cwd=here, env={**_env(here), "C3PO_JUDGE": "exact"}, check=True, capture_output=True, timeout=300
+    )
     shutil.copytree(here, there)
     shutil.rmtree(here)
     _run([str(BIN / "c3po"), "report", "out/", "-o", "report/"], there)
     with FakeGemini(reply_text=fake_judge_reply) as server:
-        _run([str(BIN / "c3po"), "judge", "out/", "--judge", f"gemini:gemini-judge,base_url={server.url},max_retries=0",
-              "-o", "regraded.jsonl"], there)
+        _run(
+            [
+                str(BIN / "c3po"),
+                "judge",
+                "out/",
+                "--judge",
+                f"gemini:gemini-judge,base_url={server.url},max_retries=0",
+                "-o",
+                "regraded.jsonl",
+            ],
+            there,
+        )
         asked = list(server.requests)
     assert asked and all(_inline_parts(r) for r in asked), "the judge was shown the items' media"
     verdicts = [json.loads(line) for line in (there / "regraded.jsonl").read_text().splitlines()]

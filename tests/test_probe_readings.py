@@ -40,9 +40,25 @@ def unaffected(doc: dict) -> str:
 
 def report(tmp_path: Path, logs: list[Path], name: str, *flags: str) -> Path:
     env = {**os.environ, "SCEVAL_CACHE": str(tmp_path / "cache")}
-    done = subprocess.run([str(BIN / "sceval"), "report", *map(str, logs), "-o", str(tmp_path / name), "--bootstrap",
-                           "50", "--quiet", "--no-figures", "--no-model-pairs", *flags],
-                          capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [
+            str(BIN / "sceval"),
+            "report",
+            *map(str, logs),
+            "-o",
+            str(tmp_path / name),
+            "--bootstrap",
+            "50",
+            "--quiet",
+            "--no-figures",
+            "--no-model-pairs",
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return tmp_path / name
 
@@ -50,11 +66,19 @@ def report(tmp_path: Path, logs: list[Path], name: str, *flags: str) -> Path:
 @pytest.mark.slow
 def test_probe_accuracy_drop_and_desync_slope_leave_invalid_answers_out_but_tests_count_them_wrong(tmp_path):
     """~15 s: demo logs of clean, the ten desync shifts and frame reverse, then `sceval report`."""
-    records = write_logs(tmp_path / "logs", "unaffected", unaffected,
-                         ["clean", *DESYNC, "probe_temporal_frame_reverse"])
+    records = write_logs(
+        tmp_path / "logs", "unaffected", unaffected, ["clean", *DESYNC, "probe_temporal_frame_reverse"]
+    )
     out = report(tmp_path, [tmp_path / "logs"], "report")
-    trials = pd.DataFrame({"condition_id": r["condition_id"], "sample_id": r["sample_id"], "correct": r["correct"],
-                           "not_applicable": (r.get("probe") or {}).get("not_applicable")} for r in records)
+    trials = pd.DataFrame(
+        {
+            "condition_id": r["condition_id"],
+            "sample_id": r["sample_id"],
+            "correct": r["correct"],
+            "not_applicable": (r.get("probe") or {}).get("not_applicable"),
+        }
+        for r in records
+    )
     clean = trials[trials["condition_id"] == "clean"].set_index("sample_id")["correct"]
     table = pd.concat([pd.read_csv(out / f"probes_{f}.csv") for f in ("desync", "temporal")]).set_index("condition_id")
     assert len(table) == 11
@@ -106,7 +130,9 @@ def test_running_a_named_option_does_not_change_table_17_conditions_adjusted_p(t
     """~10 s: a named option (``probe_temporal_middle_drop_1``, sceval_probe_options) is another
     reading, not one more of Table 17's comparisons: logging it beside the temporal probes leaves
     their Holm-adjusted p as it was (the option is corrected among the family's options)."""
-    temporal = [c.id for c in catalogue() if c.id.startswith("probe_temporal_") and c.id != "probe_temporal_middle_drop_1"]
+    temporal = [
+        c.id for c in catalogue() if c.id.startswith("probe_temporal_") and c.id != "probe_temporal_middle_drop_1"
+    ]
     write_logs(tmp_path / "paper", "sceval_reference", reference, ["clean", *temporal])
     write_logs(tmp_path / "option", "sceval_reference", reference, ["probe_temporal_middle_drop_1"])
     alone = pd.read_csv(report(tmp_path, [tmp_path / "paper"], "alone") / "probes_temporal.csv")
@@ -124,15 +150,30 @@ def test_trust_bias_over_all_tiers_resamples_items_not_trials():
     for k in range(12):
         follows = k % 3 == 0
         for tier in ("random", "category", "answer"):
-            rows.append({"model": "m", "condition_id": f"probe_mismatch_audio_{tier}", "sample_id": f"s{k:02d}",
-                         "variant": 0, "correct": float(not follows), "invalid": None, "n_options": 4,
-                         "prompt_id": "p", "dataset": "d", "answer": "B" if follows else "A", "not_applicable": None,
-                         "donor": "x", "follows_donor": "B", "donor_key_map": "-B--"})
+            rows.append(
+                {
+                    "model": "m",
+                    "condition_id": f"probe_mismatch_audio_{tier}",
+                    "sample_id": f"s{k:02d}",
+                    "variant": 0,
+                    "correct": float(not follows),
+                    "invalid": None,
+                    "n_options": 4,
+                    "prompt_id": "p",
+                    "dataset": "d",
+                    "answer": "B" if follows else "A",
+                    "not_applicable": None,
+                    "donor": "x",
+                    "follows_donor": "B",
+                    "donor_key_map": "-B--",
+                }
+            )
     t = pd.DataFrame(rows)[list(TRIAL_COLUMNS) + ["donor", "follows_donor", "donor_key_map"]]
     found = trust_bias(t, catalogue_info(), b=400).set_index("tier")
     assert found.loc["all", "trust_bias"] == pytest.approx(1 / 3) and found.loc["all", "determinable"] == 36
     assert found.loc["all", ["ci_low", "ci_high"]].tolist() == pytest.approx(
-        found.loc["random", ["ci_low", "ci_high"]].tolist())
+        found.loc["random", ["ci_low", "ci_high"]].tolist()
+    )
 
 
 def test_a_frame_budget_record_states_the_times_of_the_frames_sent(tmp_path):
@@ -142,12 +183,31 @@ def test_a_frame_budget_record_states_the_times_of_the_frames_sent(tmp_path):
 
     write_mp4(tmp_path / "media" / "clip.mp4", frames=16, fps=1)
     soundfile.write(tmp_path / "media" / "a.wav", np.zeros(16_000 * 16, np.float32), 16_000)
-    item = item_from_row({"sample_id": "v1", "question": "What happens?", "options": ["a", "b"], "gold_key": "A",
-                          "visual": "media/clip.mp4", "audio": "media/a.wav"}, tmp_path)
+    item = item_from_row(
+        {
+            "sample_id": "v1",
+            "question": "What happens?",
+            "options": ["a", "b"],
+            "gold_key": "A",
+            "visual": "media/clip.mp4",
+            "audio": "media/a.wav",
+        },
+        tmp_path,
+    )
     assert item.frame_times() == pytest.approx([0, 2, 4, 6, 8, 10, 12, 14])
-    doc = {"row_id": "probe_frame_budget_4/v1/0", "condition_id": "probe_frame_budget_4", "sample_id": "v1",
-           "source": "local", "variant": 0, "released": False, "target": "A", "dataset": "d",
-           "item": task._item_json(item), "donor": "", "cohort": "gold_preserved"}
+    doc = {
+        "row_id": "probe_frame_budget_4/v1/0",
+        "condition_id": "probe_frame_budget_4",
+        "sample_id": "v1",
+        "source": "local",
+        "variant": 0,
+        "released": False,
+        "target": "A",
+        "dataset": "d",
+        "item": task._item_json(item),
+        "donor": "",
+        "cohort": "gold_preserved",
+    }
     record = task.process_results(doc, ['{"answer": "A"}'])["sceval_record"]
     assert record["frame_times_s"] == pytest.approx([0, 4, 8, 12])
     assert "taken at 0, 4, 8, 12 s" in task.doc_to_text(doc)  # what the prompt states
@@ -171,8 +231,12 @@ def test_logs_of_a_reread_probe_made_under_the_earlier_reading_are_refused_by_na
                 assert line["sceval_record"].pop("probe_readings") == 2
             text = "\n".join(map(json.dumps, lines)) + "\n"
         (old / path.name).write_text(text)
-    done = subprocess.run([str(BIN / "sceval"), "report", str(old), "-o", str(tmp_path / "stale"), "--quiet",
-                           "--no-figures"], capture_output=True, text=True,
-                          env={**os.environ, "SCEVAL_CACHE": str(tmp_path / "cache")}, timeout=300)
+    done = subprocess.run(
+        [str(BIN / "sceval"), "report", str(old), "-o", str(tmp_path / "stale"), "--quiet", "--no-figures"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SCEVAL_CACHE": str(tmp_path / "cache")},
+        timeout=300,
+    )
     assert done.returncode != 0
     assert "probe_distractor_text: reference" in done.stderr and "earlier reading" in done.stderr

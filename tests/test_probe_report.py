@@ -21,10 +21,24 @@ EXTRA = ("confidence", "source", "donor", "follows_donor", "donor_key_map")
 
 
 def trial(cid, sample, correct, answer, *, donor=None, follows=None, key_map=None, na=None):
-    return {"model": "m", "condition_id": cid, "sample_id": sample, "variant": 0,
-            "correct": np.nan if correct is None else float(correct), "invalid": None, "n_options": 4,
-            "prompt_id": "sceval-json-v1", "dataset": "d", "answer": answer, "not_applicable": na,
-            "confidence": "high", "source": "s", "donor": donor, "follows_donor": follows, "donor_key_map": key_map}
+    return {
+        "model": "m",
+        "condition_id": cid,
+        "sample_id": sample,
+        "variant": 0,
+        "correct": np.nan if correct is None else float(correct),
+        "invalid": None,
+        "n_options": 4,
+        "prompt_id": "sceval-json-v1",
+        "dataset": "d",
+        "answer": answer,
+        "not_applicable": na,
+        "confidence": "high",
+        "source": "s",
+        "donor": donor,
+        "follows_donor": follows,
+        "donor_key_map": key_map,
+    }
 
 
 def frame(rows):
@@ -86,8 +100,13 @@ def test_desync_slope_budget_gap_position_gap_and_distractor_effect():
     assert m["distractor_effect"] == pytest.approx((0.3 + 0.0) / 2) and m["distractor_effect_appended_audio"] == 1.0
     # every probe family is its own Holm family in the clean-vs-condition tests, its named options another
     families = set(numbers.comparisons.loc[numbers.comparisons["condition_b"].str.startswith("probe_"), "family"])
-    assert families == {"probe_desync", "probe_frame_budget", "probe_key_frame", "probe_distractor",
-                        "probe_distractor_options"}
+    assert families == {
+        "probe_desync",
+        "probe_frame_budget",
+        "probe_key_frame",
+        "probe_distractor",
+        "probe_distractor_options",
+    }
     row = table.set_index("condition_id").loc["probe_frame_budget_1"]
     assert row["drop"] == pytest.approx(0.6) and row["p_holm"] >= row["p_mcnemar"]
 
@@ -99,19 +118,51 @@ BIN = Path(sys.executable).parent
 def test_probes_run_through_lmms_eval_and_sceval_report_writes_their_tables(tmp_path):
     env = {**os.environ, "SCEVAL_CACHE": str(tmp_path / "cache")}
     tasks = "sceval_clean,sceval_probes_mismatch,sceval_probes_key_frame,sceval_probes_desync"
-    done = subprocess.run([str(BIN / "lmms-eval"), "--model", "sceval_reference", "--tasks", tasks, "--log_samples",
-                           "--output_path", "out/"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run(
+        [
+            str(BIN / "lmms-eval"),
+            "--model",
+            "sceval_reference",
+            "--tasks",
+            tasks,
+            "--log_samples",
+            "--output_path",
+            "out/",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "sceval_probe_desync_minus8s" in done.stdout and "sceval_probe_key_frame_middle" in done.stdout
     line = json.loads(next(tmp_path.rglob("*_samples_sceval_probe_key_frame_first.jsonl")).read_text().splitlines()[-1])
-    assert line["sceval_record"]["probe"] == {"family": "key_frame", "name": "key_frame", "parameter": "first",
-                                              "not_applicable": "single_frame", "donor": None}  # a size item
-    done = subprocess.run([str(BIN / "sceval"), "report", "out", "-o", "report", "--bootstrap", "200", "--quiet"],
-                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    assert line["sceval_record"]["probe"] == {
+        "family": "key_frame",
+        "name": "key_frame",
+        "parameter": "first",
+        "not_applicable": "single_frame",
+        "donor": None,
+    }  # a size item
+    done = subprocess.run(
+        [str(BIN / "sceval"), "report", "out", "-o", "report", "--bootstrap", "200", "--quiet"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = tmp_path / "report"
-    for name in ("probes_mismatch", "probes_key_frame", "probes_desync", "probes_summary", "probes_trust_bias",
-                 "probes_calibration"):
+    for name in (
+        "probes_mismatch",
+        "probes_key_frame",
+        "probes_desync",
+        "probes_summary",
+        "probes_trust_bias",
+        "probes_calibration",
+    ):
         assert (report / f"{name}.md").is_file() and (report / f"{name}.csv").is_file(), name
     for name in ("probe_desync", "probe_key_frame"):
         assert (report / f"{name}.png").stat().st_size > 10_000 and (report / f"{name}.pdf").is_file()

@@ -11,16 +11,16 @@ import pytest
 from c3po_fixtures import write_mp4
 from fixtures import copy_demo
 
-from faultline_eval.tasks import sceval_task as task
+from faultline_eval.core.media import SAMPLE_RATE
 from faultline_eval.model_wrappers.reference import answer_messages
+from faultline_eval.tasks import sceval_task as task
+from faultline_eval.tasks.sceval_configs import tags
 from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition, ConditionRegistry, catalogue
 from sceval_plugin.data.records import RecordError, check_media, item_from_row
 from sceval_plugin.data.sources import load_source
-from faultline_eval.core.media import SAMPLE_RATE
 from sceval_plugin.plugins import PluginError
 from sceval_plugin.render import render
-from faultline_eval.tasks.sceval_configs import tags
 
 ITEMS = load_source("demo").items
 BY_ID = {it.sample_id: it for it in ITEMS}
@@ -37,20 +37,26 @@ def shown(cid, sample_id="demo-count-03"):
 
 # --- the catalogue ----------------------------------------------------------------------------
 
+
 def test_every_table_17_condition_is_in_the_catalogue_with_its_tags():
     ids = {c.id for c in catalogue() if c.block == "probe" and "probe_option" not in c.suites}
     expected = {f"probe_{probes.ProbeCall(n, p).id}" for n, ps in probes.PARAMETERS.items() for p in ps}
     assert ids == expected and len(ids) == 35
     # the other readings are conditions too, run by name or by their own tag, never in sceval_probes
     options = {c.id: tags(c) for c in catalogue() if "probe_option" in c.suites}
-    assert set(options) == {"probe_temporal_middle_drop_1", "probe_distractor_appended_audio",
-                            "probe_distractor_appended_frame", "probe_distractor_appended_text"}
+    assert set(options) == {
+        "probe_temporal_middle_drop_1",
+        "probe_distractor_appended_audio",
+        "probe_distractor_appended_frame",
+        "probe_distractor_appended_text",
+    }
     assert all(t == ["sceval_probe_options", "sceval_all"] for t in options.values())
     assert "probe_desync_minus0p5s" in ids and "probe_frame_budget_default" in ids
     c = cond("probe_mismatch_vision_answer")
     assert c.plugin.startswith("'sceval_plugin.probe_conditions'") and "sceval_probes_mismatch" in tags(c)
     assert {t for c in catalogue() if c.block == "probe" for t in tags(c) if t.startswith("sceval_probes_")} == {
-        f"sceval_probes_{f}" for f in probes.PROBE_FAMILIES}
+        f"sceval_probes_{f}" for f in probes.PROBE_FAMILIES
+    }
 
 
 def test_a_probe_condition_must_name_a_registered_probe_and_a_valid_parameter():
@@ -65,6 +71,7 @@ def test_a_probe_condition_must_name_a_registered_probe_and_a_valid_parameter():
 
 
 # --- what each probe shows ----------------------------------------------------------------------
+
 
 def test_desync_shifts_the_audio_with_silence_and_keeps_its_length():
     clean = BY_ID["demo-count-03"].waveform()
@@ -89,7 +96,7 @@ def test_temporal_probes_reorder_or_drop_frames_and_shuffle_audio_segments():
     assert np.array_equal(shown("probe_temporal_middle_drop_1").frames, frames[[0, 1, 3, 4]])
     # audio: the same 1 s segments in another order (a two-tone item, whose segments differ)
     audio, wave = shown("probe_temporal_audio_shuffle", "demo-order-02").audio, BY_ID["demo-order-02"].waveform()
-    segments = lambda w: sorted(w[i:i + SAMPLE_RATE].tobytes() for i in range(0, len(w), SAMPLE_RATE))  # noqa: E731
+    segments = lambda w: sorted(w[i : i + SAMPLE_RATE].tobytes() for i in range(0, len(w), SAMPLE_RATE))  # noqa: E731
     assert not np.array_equal(audio, wave) and segments(audio) == segments(wave)
     # the same trial in another process would draw the same order: a pure function of the sample id
     assert np.array_equal(shown("probe_temporal_frame_shuffle").frames, shuffled)
@@ -102,7 +109,7 @@ def test_audio_gaps_insert_silence_at_seeded_points_and_keep_every_sample_in_ord
     gap = int(seconds * SAMPLE_RATE)
     assert len(gapped) == len(wave) + count * gap
     # the clip's own sounds, in order, once the silences are taken out
-    assert np.array_equal(gapped[gapped != 0], wave[wave != 0]) and not np.array_equal(gapped[:len(wave)], wave)
+    assert np.array_equal(gapped[gapped != 0], wave[wave != 0]) and not np.array_equal(gapped[: len(wave)], wave)
     assert np.array_equal(shown("probe_temporal_audio_gaps", "demo-order-02").audio, gapped)  # deterministic
     other = render(BY_ID["demo-order-02"], probes.probe_condition("temporal", "audio_gaps_2x1s"), 0).audio
     assert len(other) == len(wave) + 2 * SAMPLE_RATE
@@ -111,9 +118,12 @@ def test_audio_gaps_insert_silence_at_seeded_points_and_keep_every_sample_in_ord
 
 
 def test_probes_that_need_frames_do_not_apply_to_a_single_image_and_say_why():
-    for cid, reason in (("probe_temporal_frame_shuffle", "single_frame"), ("probe_temporal_middle_drop",
-                        "too_few_frames"), ("probe_frame_budget_1", "single_frame"),
-                        ("probe_key_frame_first", "single_frame")):
+    for cid, reason in (
+        ("probe_temporal_frame_shuffle", "single_frame"),
+        ("probe_temporal_middle_drop", "too_few_frames"),
+        ("probe_frame_budget_1", "single_frame"),
+        ("probe_key_frame_first", "single_frame"),
+    ):
         t = shown(cid, "demo-size-00")
         assert t.not_applicable == reason and t.frames.shape[0] == 1
     assert shown("probe_desync_plus1s", "demo-size-00").not_applicable is None
@@ -137,8 +147,14 @@ def test_frame_budget_samples_a_frame_list_and_redecodes_a_video(tmp_path):
         assert np.array_equal(shown(cid).frames, frames)  # frames cannot be invented
     write_mp4(tmp_path / "media" / "clip.mp4", frames=12, fps=2)  # 6 s: F.2 takes 6 frames at 1 fps
     (tmp_path / "media" / "a.wav").write_bytes(b"")
-    row = {"sample_id": "v1", "question": "q?", "options": ["a", "b"], "gold_key": "A", "visual": "media/clip.mp4",
-           "audio": "media/a.wav"}
+    row = {
+        "sample_id": "v1",
+        "question": "q?",
+        "options": ["a", "b"],
+        "gold_key": "A",
+        "visual": "media/clip.mp4",
+        "audio": "media/a.wav",
+    }
     video = item_from_row(row, tmp_path)
     assert len(video.frames()) == 6
     budget = video.frames_at_budget(4)
@@ -200,12 +216,16 @@ def test_mismatch_replaces_one_modality_with_the_donors():
 
 # --- the donor hook -----------------------------------------------------------------------------
 
+
 def test_donors_are_a_pure_function_of_sample_probe_and_seed_and_fit_their_tier():
     call = probes.ProbeCall("mismatch_vision", "answer")
     picks = {it.sample_id: PICKER(it.sample_id, call, 0) for it in ITEMS}
     reordered = probes.DonorPicker(list(reversed(ITEMS)))  # the dataset's order does not matter
-    assert all(reordered(s, call, 0) is not None and reordered(s, call, 0).sample_id == (d and d.sample_id)
-               for s, d in picks.items() if d)
+    assert all(
+        reordered(s, call, 0) is not None and reordered(s, call, 0).sample_id == (d and d.sample_id)
+        for s, d in picks.items()
+        if d
+    )
     for sample_id, donor in picks.items():
         if donor is None:
             continue
@@ -216,8 +236,10 @@ def test_donors_are_a_pure_function_of_sample_probe_and_seed_and_fit_their_tier(
     assert len({PICKER("demo-count-03", call, seed).sample_id for seed in range(6)}) > 1
     # an item with no donor of its tier is recorded as not applicable, not dropped
     lonely = [s for s, d in picks.items() if d is None]
-    assert all(render(BY_ID[s], cond("probe_mismatch_vision_answer"), donors=PICKER).not_applicable == "no_donor"
-               for s in lonely)
+    assert all(
+        render(BY_ID[s], cond("probe_mismatch_vision_answer"), donors=PICKER).not_applicable == "no_donor"
+        for s in lonely
+    )
     with pytest.raises(ValueError, match="needs a donor"):
         render(ITEMS[0], cond("probe_mismatch_vision_answer"))
 
@@ -233,8 +255,12 @@ def test_task_rows_carry_the_donor_and_records_what_following_it_means():
     assert probe["family"] == "mismatch" and probe["parameter"] == "answer" and probe["donor"] == donor.sample_id
     assert probe["follows_donor_key"] == follow != item.gold_key
     entry = out["sceval_accuracy"]
-    assert (entry["donor"], entry["follows_donor_key"], entry["answer_key"], entry["correct"]) == \
-        (donor.sample_id, follow, follow, 0)
+    assert (entry["donor"], entry["follows_donor_key"], entry["answer_key"], entry["correct"]) == (
+        donor.sample_id,
+        follow,
+        follow,
+        0,
+    )
     assert len(entry["donor_key_map"]) == len(donor.options)
 
 
@@ -256,6 +282,7 @@ def test_an_item_whose_media_do_not_decode_is_never_a_donor(tmp_path, monkeypatc
 
 # --- the schema ---------------------------------------------------------------------------------
 
+
 def test_the_demo_names_every_items_key_frame_and_category():
     for it in ITEMS:
         assert it.category == it.hidden["family"] and 0 <= it.key_frame_index < len(it.frames())
@@ -267,9 +294,16 @@ def test_key_frame_index_accepts_what_parquet_writes(tmp_path):
         assert item_from_row({**row, "key_frame_index": value}, tmp_path).key_frame_index == expected
 
 
-@pytest.mark.parametrize("value, problem", [(-1, "expected a frame index"), (True, "expected a frame index"),
-                                            ("2", "expected a frame index"), (2.5, "expected a frame index"),
-                                            (5, "past the last")])
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        (-1, "expected a frame index"),
+        (True, "expected a frame index"),
+        ("2", "expected a frame index"),
+        (2.5, "expected a frame index"),
+        (5, "past the last"),
+    ],
+)
 def test_key_frame_index_is_validated_naming_sample_and_field(value, problem, tmp_path):
     row = dict(json.loads((copy_demo(tmp_path, 1) / "items.jsonl").read_text()))  # a 5-frame count item
     row["key_frame_index"] = value
@@ -282,8 +316,15 @@ def test_a_video_key_frame_is_checked_against_the_decoded_frames(tmp_path):
     from faultline_eval.core import media
 
     media.write_audio(tmp_path / "a.wav", np.zeros(SAMPLE_RATE, np.float32))
-    row = {"sample_id": "v2", "question": "q?", "options": ["a", "b"], "gold_key": "A", "visual": "clip.mp4",
-           "audio": "a.wav", "key_frame_index": 5}
+    row = {
+        "sample_id": "v2",
+        "question": "q?",
+        "options": ["a", "b"],
+        "gold_key": "A",
+        "visual": "clip.mp4",
+        "audio": "a.wav",
+        "key_frame_index": 5,
+    }
     with pytest.raises(RecordError, match="'v2'.*'key_frame_index'.*3 frames decoded"):
         check_media(item_from_row(row, tmp_path))
     from faultline_eval.core.intake import decode_problem
@@ -303,6 +344,7 @@ def test_items_without_a_key_frame_are_not_applicable_not_dropped(tmp_path, monk
 
 
 # --- the reference model reacts as its design implies --------------------------------------------
+
 
 def reference_accuracy(cid: str, family: str | None = None) -> float:
     """The offline reference model's accuracy on ``cid`` over the applicable demo trials (of one
@@ -382,9 +424,25 @@ def test_a_third_party_probe_gets_its_donor_through_the_hook_and_runs_in_lmms_ev
     site = install(tmp_path, "sceval-echo-probe", "sceval_echo_probe", ECHO_PROBE)
     env = {**os.environ, "PYTHONPATH": str(site), "SCEVAL_CACHE": str(tmp_path / "cache")}
     tasks = "sceval_probe_echo_donor_0p5,sceval_probe_desync_plus0p25s"
-    done = subprocess.run([str(Path(sys.executable).with_name("lmms-eval")), "--model", "sceval_reference",
-                           "--tasks", tasks, "--limit", "4", "--log_samples", "--output_path", "out/"], env=env,
-                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("lmms-eval")),
+            "--model",
+            "sceval_reference",
+            "--tasks",
+            tasks,
+            "--limit",
+            "4",
+            "--log_samples",
+            "--output_path",
+            "out/",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = next((tmp_path / "out").rglob("*_samples_sceval_probe_echo_donor_0p5.jsonl")).read_text().splitlines()
     records = [json.loads(line)["sceval_record"] for line in lines]

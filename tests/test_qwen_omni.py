@@ -24,8 +24,13 @@ from faultline_eval.model_wrappers.media_token_log import MEDIA_TOKEN_LOG_ENV
 from sceval_plugin.parsing import INVALID_CATEGORIES
 
 BIN = Path(sys.executable).parent
-OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "HF_HUB_DISABLE_TELEMETRY": "1", "WANDB_MODE": "disabled"}
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "WANDB_MODE": "disabled",
+}
 
 
 def frames(n: int) -> list:
@@ -51,8 +56,10 @@ def test_simple_path_messages_keep_every_frame_in_order_then_audio_then_text():
 
 
 def test_a_system_turn_is_added_only_when_the_task_sent_none():
-    ours = [{"role": "system", "content": [{"type": "text", "text": "task rules"}]},
-            {"role": "user", "content": [{"type": "text", "text": "q"}]}]
+    ours = [
+        {"role": "system", "content": [{"type": "text", "text": "task rules"}]},
+        {"role": "user", "content": [{"type": "text", "text": "q"}]},
+    ]
     assert with_system_turn(ours, "You are Qwen") == ours
     added = with_system_turn(ours[1:], "You are Qwen")
     assert [m["role"] for m in added] == ["system", "user"]
@@ -70,8 +77,12 @@ def test_a_failing_request_is_recorded_and_the_run_goes_on():
             raise RuntimeError("CUDA out of memory")
         return '{"answer": "A"}'
 
-    wrapper = SimpleNamespace(is_simple=False, rank=0, task_dict={"t": {"test": docs}},
-                              cache_hook=SimpleNamespace(add_partial=lambda *a: None))
+    wrapper = SimpleNamespace(
+        is_simple=False,
+        rank=0,
+        task_dict={"t": {"test": docs}},
+        cache_hook=SimpleNamespace(add_partial=lambda *a: None),
+    )
     requests = [SimpleNamespace(args=("ctx", doc_to_messages, {}, i, "t", "test")) for i in range(2)]
     replies = answer_requests(wrapper, requests, answer, "faultline_test")
     assert replies == ["", '{"answer": "A"}']
@@ -97,10 +108,16 @@ def test_greedy_replies_are_stored_and_restored_but_sampled_and_failed_ones_are_
         return f"reply {len(sent)}"
 
     def run(gen_kwargs):
-        wrapper = SimpleNamespace(is_simple=False, rank=0, task_dict={"t": {"test": docs}}, pretrained="tiny",
-                                  default_max_new_tokens=16, system_prompt=None,
-                                  reply_store=ReplyStore(tmp_path / "replies.jsonl"),
-                                  cache_hook=SimpleNamespace(add_partial=lambda *a: None))
+        wrapper = SimpleNamespace(
+            is_simple=False,
+            rank=0,
+            task_dict={"t": {"test": docs}},
+            pretrained="tiny",
+            default_max_new_tokens=16,
+            system_prompt=None,
+            reply_store=ReplyStore(tmp_path / "replies.jsonl"),
+            cache_hook=SimpleNamespace(add_partial=lambda *a: None),
+        )
         requests = [SimpleNamespace(args=("ctx", doc_to_messages, dict(gen_kwargs), i, "t", "test")) for i in range(3)]
         sent.clear()
         replies = answer_requests(wrapper, requests, answer, "faultline_test")
@@ -143,10 +160,17 @@ def test_minicpm_o_gets_every_frame_and_the_audio_array_in_order():
     wrapper._model, wrapper._tokenizer, wrapper.init_audio = FakeMiniCPM(), None, True
     wrapper.max_num_frames, wrapper.default_max_new_tokens = 8, 32
     images = frames(3)
-    messages = [{"role": "system", "content": [{"type": "text", "text": "rules"}]},
-                {"role": "user", "content": [{"type": "image", "url": im} for im in images]
-                 + [{"type": "audio", "url": {"array": np.zeros(800, np.float32), "sampling_rate": 8000}},
-                    {"type": "text", "text": "question"}]}]
+    messages = [
+        {"role": "system", "content": [{"type": "text", "text": "rules"}]},
+        {
+            "role": "user",
+            "content": [{"type": "image", "url": im} for im in images]
+            + [
+                {"type": "audio", "url": {"array": np.zeros(800, np.float32), "sampling_rate": 8000}},
+                {"type": "text", "text": "question"},
+            ],
+        },
+    ]
     assert wrapper._answer(messages, {"max_new_tokens": 5, "temperature": 0}) == "B"
     [turn] = sent["msgs"]
     content = turn["content"]
@@ -159,14 +183,18 @@ def test_minicpm_o_gets_every_frame_and_the_audio_array_in_order():
 def test_the_adapters_are_registered_with_lmms_eval():
     from lmms_eval.models import get_model
 
-    for model_id, module in (("faultline_qwen2_5_omni", "qwen2_5_omni"), ("faultline_qwen3_omni", "qwen3_omni"),
-                             ("faultline_minicpm_o", "minicpm_o")):
+    for model_id, module in (
+        ("faultline_qwen2_5_omni", "qwen2_5_omni"),
+        ("faultline_qwen3_omni", "qwen3_omni"),
+        ("faultline_minicpm_o", "minicpm_o"),
+    ):
         chat, simple = get_model(model_id), get_model(model_id, force_simple=True)
         assert chat.__module__ == simple.__module__ == f"faultline_eval.model_wrappers.{module}"
         assert chat.is_simple is False and simple.is_simple is True
 
 
 # --- a real checkpoint through the real CLI --------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def tiny_qwen_omni(tmp_path_factory) -> Path:
@@ -180,14 +208,33 @@ def run_sceval_clean(model: str, checkpoint: Path, tmp_path: Path, *, simple: bo
     """``lmms-eval --tasks sceval_clean --limit 2`` with a tiny checkpoint; checks that every frame
     and the audio reached the model and that each record is complete. Returns the token log."""
     token_log = tmp_path / "media_tokens.jsonl"
-    command = [str(BIN / "lmms-eval"), "eval", "--model", model,
-               "--model_args", f"pretrained={checkpoint},device=cpu", "--tasks", "sceval_clean",
-               "--limit", "2", "--gen_kwargs", "max_new_tokens=16", "--log_samples", "--output_path", "out/"]
+    command = [
+        str(BIN / "lmms-eval"),
+        "eval",
+        "--model",
+        model,
+        "--model_args",
+        f"pretrained={checkpoint},device=cpu",
+        "--tasks",
+        "sceval_clean",
+        "--limit",
+        "2",
+        "--gen_kwargs",
+        "max_new_tokens=16",
+        "--log_samples",
+        "--output_path",
+        "out/",
+    ]
     if simple:
         command.append("--force_simple")
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **OFFLINE, MEDIA_TOKEN_LOG_ENV: str(token_log),
-                               "SCEVAL_CACHE": str(tmp_path / "cache")})
+    done = subprocess.run(
+        command,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **OFFLINE, MEDIA_TOKEN_LOG_ENV: str(token_log), "SCEVAL_CACHE": str(tmp_path / "cache")},
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     [samples_file] = (tmp_path / "out").rglob("*_samples_sceval_clean.jsonl")
@@ -209,7 +256,9 @@ def run_sceval_clean(model: str, checkpoint: Path, tmp_path: Path, *, simple: bo
 @pytest.mark.parametrize("path", ["chat", "simple"])
 def test_tiny_qwen2_5_omni_runs_sceval_through_the_cli(tiny_qwen_omni, tmp_path, path):
     received = run_sceval_clean("faultline_qwen2_5_omni", tiny_qwen_omni, tmp_path, simple=path == "simple")
-    print(f"{path}: media tokens per request: {[(v['n_image_tokens'], v['n_audio_tokens']) for v in received.values()]}")
+    print(
+        f"{path}: media tokens per request: {[(v['n_image_tokens'], v['n_audio_tokens']) for v in received.values()]}"
+    )
 
 
 @pytest.mark.slow
@@ -219,12 +268,37 @@ def test_tiny_qwen2_5_omni_runs_c3po_through_the_cli(tiny_qwen_omni, tmp_path):
     from c3po_plugin.data.sources import load_source
 
     token_log = tmp_path / "media_tokens.jsonl"
-    command = [str(BIN / "lmms-eval"), "eval", "--model", "faultline_qwen2_5_omni",
-               "--model_args", f"pretrained={tiny_qwen_omni},device=cpu", "--tasks", "c3po_cc_t3",
-               "--limit", "2", "--gen_kwargs", "max_new_tokens=8", "--log_samples", "--output_path", "out/"]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **OFFLINE, MEDIA_TOKEN_LOG_ENV: str(token_log),
-                               "C3PO_JUDGE": "exact", "SCEVAL_CACHE": str(tmp_path / "cache")})
+    command = [
+        str(BIN / "lmms-eval"),
+        "eval",
+        "--model",
+        "faultline_qwen2_5_omni",
+        "--model_args",
+        f"pretrained={tiny_qwen_omni},device=cpu",
+        "--tasks",
+        "c3po_cc_t3",
+        "--limit",
+        "2",
+        "--gen_kwargs",
+        "max_new_tokens=8",
+        "--log_samples",
+        "--output_path",
+        "out/",
+    ]
+    done = subprocess.run(
+        command,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            **os.environ,
+            **OFFLINE,
+            MEDIA_TOKEN_LOG_ENV: str(token_log),
+            "C3PO_JUDGE": "exact",
+            "SCEVAL_CACHE": str(tmp_path / "cache"),
+        },
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     [samples_file] = (tmp_path / "out").rglob("*_samples_c3po_cc_t3.jsonl")
     records = [json.loads(line)["c3po_record"] for line in samples_file.read_text().splitlines()]
@@ -257,17 +331,36 @@ def test_a_killed_tiny_qwen2_5_omni_run_resumes_without_generating_finished_requ
     replies = tmp_path / "cache" / "replies"
     # The random model never emits its end token, so 2000 new tokens take about a second per request
     # on CPU: the first run is still generating when it is killed after two stored replies.
-    command = [str(BIN / "lmms-eval"), "eval", "--model", "faultline_qwen2_5_omni",
-               "--model_args", f"pretrained={tiny_qwen_omni},device=cpu", "--tasks", "sceval_clean",
-               "--limit", "4", "--gen_kwargs", "max_new_tokens=2000", "--log_samples", "--output_path", "out/"]
+    command = [
+        str(BIN / "lmms-eval"),
+        "eval",
+        "--model",
+        "faultline_qwen2_5_omni",
+        "--model_args",
+        f"pretrained={tiny_qwen_omni},device=cpu",
+        "--tasks",
+        "sceval_clean",
+        "--limit",
+        "4",
+        "--gen_kwargs",
+        "max_new_tokens=2000",
+        "--log_samples",
+        "--output_path",
+        "out/",
+    ]
     env = {**os.environ, **OFFLINE, "SCEVAL_CACHE": str(tmp_path / "cache")}
 
     def stored() -> list[dict]:
         return [row for path in replies.glob("faultline_qwen2_5_omni-*.jsonl") for row in _jsonl(path)]
 
-    first = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             env={**env, MEDIA_TOKEN_LOG_ENV: str(tmp_path / "first_tokens.jsonl")},
-                             start_new_session=True)
+    first = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**env, MEDIA_TOKEN_LOG_ENV: str(tmp_path / "first_tokens.jsonl")},
+        start_new_session=True,
+    )
     deadline = time.time() + 900  # the loop ends at the second stored reply; the bound is for a hung run only
     while time.time() < deadline and len(stored()) < 2 and first.poll() is None:
         time.sleep(0.02)
@@ -277,8 +370,14 @@ def test_a_killed_tiny_qwen2_5_omni_run_resumes_without_generating_finished_requ
     assert 2 <= len(finished) < 4, f"the run must be killed part-way ({len(finished)} replies stored)"
 
     token_log = tmp_path / "rerun_tokens.jsonl"
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=1200,
-                          env={**env, MEDIA_TOKEN_LOG_ENV: str(token_log)})
+    done = subprocess.run(
+        command,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**env, MEDIA_TOKEN_LOG_ENV: str(token_log)},
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     generated = {row["row_id"] for row in _jsonl(token_log)}  # what reached the model in the rerun
@@ -287,14 +386,14 @@ def test_a_killed_tiny_qwen2_5_omni_run_resumes_without_generating_finished_requ
     records = [json.loads(line)["sceval_record"] for line in samples_file.read_text().splitlines()]
     row_ids = {f"clean/{r['sample_id']}/{r['variant']}" for r in records}
     assert len(records) == 4 and len(row_ids) == 4 and generated == row_ids - finished
-    restored = {f"clean/{r['sample_id']}/{r['variant']}" for r in records
-                if r["failure_detail"] == RESTORED_DETAIL}
+    restored = {f"clean/{r['sample_id']}/{r['variant']}" for r in records if r["failure_detail"] == RESTORED_DETAIL}
     assert restored == finished
     assert all(r["latency_s"] is not None and r["invalid"] != "api_failure" for r in records)
     assert {row["row_id"] for row in stored()} == row_ids  # no finished record lost
 
 
 # --- Qwen3-Omni (MoE thinker) ----------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def tiny_qwen3_omni(tmp_path_factory) -> Path:

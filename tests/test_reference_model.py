@@ -36,8 +36,12 @@ def test_accuracy_falls_as_severity_rises(operator, letter):
 
 
 def test_perception_helpers():
-    assert [colour_name(c) for c in [(215, 45, 45), (45, 70, 215), (45, 165, 65), (225, 195, 35)]] == \
-        ["red", "blue", "green", "yellow"]
+    assert [colour_name(c) for c in [(215, 45, 45), (45, 70, 215), (45, 165, 65), (225, 195, 35)]] == [
+        "red",
+        "blue",
+        "green",
+        "yellow",
+    ]
     import numpy as np
 
     t = np.arange(32000) / 16000

@@ -23,29 +23,29 @@ from fixtures import copy_demo, demo_rows
 from PIL import Image
 from test_plugins import install
 
-from faultline_eval.tasks import sceval_task as task
 from faultline_eval.core import media
+from faultline_eval.tasks import sceval_task as task
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import SourceError, load_source
 from sceval_plugin.operators import SeverityTable
 
 BIN = Path(sys.executable).parent
 
-STRING_IN_TABLE = '''
+STRING_IN_TABLE = """
 from sceval_plugin import hookimpl
 from sceval_plugin.operators import SeverityTable, operator
 
 GAIN = SeverityTable("gain", {10: 1.0, 30: "strong", 50: 2.0, 70: 3.0}, identity=1.0)
-'''
+"""
 
-NAN_IN_TABLE = '''
+NAN_IN_TABLE = """
 from sceval_plugin.operators import SeverityTable
 
 GAIN = SeverityTable("gain", {10: 1.0, 30: float("nan"), 50: 2.0, 70: 3.0}, identity=1.0)
-'''
+"""
 
 # registers a good operator, then an invalid spec: the good one must be undone with it
-HALF_VALID = '''
+HALF_VALID = """
 import dataclasses
 from sceval_plugin import hookimpl
 from sceval_plugin.operators import SeverityTable, operator
@@ -59,12 +59,18 @@ def fine_op(frames, parameter, rng):
 def sceval_register_operators(registry):
     registry.add(fine_op)
     registry.add(dataclasses.replace(fine_op.sceval_operator, name="no_variants", stochastic=True, variants=0))
-'''
+"""
 
 
 def run(*command: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / command[0]), *command[1:]], env={**os.environ, **(env or {})}, cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [str(BIN / command[0]), *command[1:]],
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.mark.slow
@@ -139,8 +145,9 @@ def test_sceval_check_lists_every_problem_and_the_task_builder_says_the_same(tmp
     with pytest.raises(SourceError) as refused:
         task.build_rows(catalogue().get("clean"))
     listed = str(refused.value).splitlines()
-    assert listed[0].endswith("6 bad record(s), found before any model call (set SCEVAL_ON_BAD_INPUT=exclude "
-                              "to run the rest):")
+    assert listed[0].endswith(
+        "6 bad record(s), found before any model call (set SCEVAL_ON_BAD_INPUT=exclude to run the rest):"
+    )
     assert [line.strip() for line in listed[1:]] == problems, "the builder words them as `sceval check` does"
 
 
@@ -151,16 +158,27 @@ def test_c3po_check_names_the_file_line_and_column_of_undecodable_text(tmp_path)
         out.write(b'{"sample_id": "bad", "question": "caf\xe9?"}\n')
     check = run("c3po", "check", str(tmp_path))
     assert check.returncode == 1
-    assert f"record: {tmp_path}/items.jsonl:2:38: not UTF-8 text (invalid continuation byte: byte 0xe9)" \
+    assert (
+        f"record: {tmp_path}/items.jsonl:2:38: not UTF-8 text (invalid continuation byte: byte 0xe9)"
         in check.stdout.splitlines()
+    )
     assert check.stdout.strip().endswith("1 usable item(s), 1 problem(s)")
 
 
 @pytest.mark.slow
 def test_a_run_that_cannot_build_its_task_fails_through_faultline_eval(tmp_path):
     folder, rows = bad_sceval_source(tmp_path / "bad")
-    done = run("faultline-eval", "--model", "sceval_reference", "--tasks", "sceval_clean", "--output_path", "out/",
-               env={"SCEVAL_SOURCE": str(folder)}, cwd=tmp_path)
+    done = run(
+        "faultline-eval",
+        "--model",
+        "sceval_reference",
+        "--tasks",
+        "sceval_clean",
+        "--output_path",
+        "out/",
+        env={"SCEVAL_SOURCE": str(folder)},
+        cwd=tmp_path,
+    )
     assert done.returncode == 1 and not (tmp_path / "out").exists()
     assert "Traceback" not in done.stdout + done.stderr
     error = done.stderr.strip().splitlines()
@@ -176,8 +194,11 @@ def write_png(path: Path, size: tuple[int, int], mode: str = "RGB") -> Path:
 
 def test_oversized_media_are_downscaled_or_refused_before_decoding(tmp_path, monkeypatch):
     huge = write_png(tmp_path / "huge.png", (8000, 8000), mode="1")  # 64 MP, a few kB on disk
-    with pytest.raises(media.MediaTooLarge, match=r"8000x8000 \(64.0 MP\), over the 50 MP limit "
-                                                  r"\(FAULTLINE_MAX_MEGAPIXELS\)"):
+    with pytest.raises(
+        media.MediaTooLarge,
+        match=r"8000x8000 \(64.0 MP\), over the 50 MP limit "
+        r"\(FAULTLINE_MAX_MEGAPIXELS\)",
+    ):
         media.probe(huge)
     wide = write_png(tmp_path / "wide.png", (3000, 200))
     image, notes = media.read_image(wide)
@@ -208,16 +229,26 @@ def test_excluded_and_downscaled_media_show_in_the_run(tmp_path):
         row.pop("key_frame_index")  # one picture now: the demo's key frame is gone
     (folder / rows[2]["audio"]).write_bytes(b"not audio")
     (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    done = run("faultline-eval", "--model", "sceval_reference", "--tasks", "sceval_clean", "--log_samples",
-               "--output_path", "out/", env={"SCEVAL_SOURCE": str(folder), "SCEVAL_ON_BAD_INPUT": "exclude"},
-               cwd=tmp_path)
+    done = run(
+        "faultline-eval",
+        "--model",
+        "sceval_reference",
+        "--tasks",
+        "sceval_clean",
+        "--log_samples",
+        "--output_path",
+        "out/",
+        env={"SCEVAL_SOURCE": str(folder), "SCEVAL_ON_BAD_INPUT": "exclude"},
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(next((tmp_path / "out").rglob("*_results.json")).read_text())
     assert summary["results"]["sceval_clean"]["sceval_excluded_trials,none"] == 2
     assert summary["results"]["sceval_clean"]["sceval_valid_trials,none"] == 1
     [sample] = [json.loads(line) for line in next((tmp_path / "out").rglob("*sceval_clean.jsonl")).open()]
-    assert sample["sceval_record"]["media_notes"] == ["big.png: downscaled 2400x1800 to 1920x1440 "
-                                                      "(FAULTLINE_MAX_FRAME_SIDE=1920)"]
+    assert sample["sceval_record"]["media_notes"] == [
+        "big.png: downscaled 2400x1800 to 1920x1440 (FAULTLINE_MAX_FRAME_SIDE=1920)"
+    ]
     log = done.stdout + done.stderr
     assert f"media_too_large: sample {rows[0]['sample_id']!r}" in log and "over the 50 MP limit" in log
     assert f"media_unreadable: sample {rows[2]['sample_id']!r}" in log
@@ -239,6 +270,8 @@ def test_symlinks_inside_the_dataset_are_followed_and_an_escape_names_path_targe
     first = demo_rows(2)[0]
     visual = first["visual"][0] if isinstance(first["visual"], list) else first["visual"]
     assert check.returncode == 1
-    assert (f"record: sample {first['sample_id']!r}: field 'visual': path {visual!r} (which resolves to "
-            f"{outside / visual.split('/', 1)[1]}) escapes the dataset root {folder}") in check.stdout.splitlines()
+    assert (
+        f"record: sample {first['sample_id']!r}: field 'visual': path {visual!r} (which resolves to "
+        f"{outside / visual.split('/', 1)[1]}) escapes the dataset root {folder}"
+    ) in check.stdout.splitlines()
     assert load_source(str(folder)).items == []

@@ -51,16 +51,28 @@ def test_no_text_control_removes_the_context_but_keeps_question_and_options(tmp_
     bare = render(ITEM, cond("missing_text"))
     assert bare.not_applicable == "no_text_evidence"
     assert task._prompt(cond("missing_text"), bare) == task._prompt(cond("clean"), render(ITEM, cond("clean")))
-    folder = copy_demo(tmp_path / "ctx", 2, mutate=lambda r: r.update(context="A hint.") if r["sample_id"].endswith("00") else None)
+    folder = copy_demo(
+        tmp_path / "ctx", 2, mutate=lambda r: r.update(context="A hint.") if r["sample_id"].endswith("00") else None
+    )
     monkeypatch.setenv("SCEVAL_SOURCE", str(folder))
     # the item without context answered right, the other wrong: scoring both would give 0.5
-    records = [task.process_results(doc, [doc["target"] if doc["sample_id"] == "demo-order-05"
-                                          else next(k for k in "ABCD" if k != doc["target"])])
-               for doc in _docs("missing_text")]
+    records = [
+        task.process_results(
+            doc,
+            [doc["target"] if doc["sample_id"] == "demo-order-05" else next(k for k in "ABCD" if k != doc["target"])],
+        )
+        for doc in _docs("missing_text")
+    ]
     flags = {r["sceval_record"]["sample_id"]: r["sceval_record"]["control_not_applicable"] for r in records}
     assert flags == {"demo-count-00": None, "demo-order-05": "no_text_evidence"}
-    assert [r["sceval_accuracy"].get("not_applicable") for r in records if r["sceval_record"]["control_not_applicable"]] == ["no_text_evidence"]
-    assert all("not_applicable" not in r["sceval_accuracy"] for r in records if not r["sceval_record"]["control_not_applicable"])
+    assert [
+        r["sceval_accuracy"].get("not_applicable") for r in records if r["sceval_record"]["control_not_applicable"]
+    ] == ["no_text_evidence"]
+    assert all(
+        "not_applicable" not in r["sceval_accuracy"]
+        for r in records
+        if not r["sceval_record"]["control_not_applicable"]
+    )
     # lmms-eval's own aggregations score only the item the control applies to
     entries = [r["sceval_accuracy"] for r in records]
     assert task.valid_trials(entries) == 1 and task.coverage(entries) == 1.0
@@ -150,10 +162,25 @@ def test_prompt_lists_plain_option_keys_and_the_json_schema():
 
 def test_process_results_record_and_invalid_categories():
     doc = _docs("single_noise_v70")[4]
-    good = task.process_results(doc, ['{"answer": "%s", "confidence": "high"}' % doc["target"]])
+    good = task.process_results(doc, [f'{{"answer": "{doc["target"]}", "confidence": "high"}}'])
     record = good["sceval_record"]
-    for field in ("model", "prompt_id", "sample_id", "source", "condition_id", "operators", "variant", "media",
-                  "raw_response", "parsed_answer", "gold_key", "correct", "latency_s", "retries", "invalid"):
+    for field in (
+        "model",
+        "prompt_id",
+        "sample_id",
+        "source",
+        "condition_id",
+        "operators",
+        "variant",
+        "media",
+        "raw_response",
+        "parsed_answer",
+        "gold_key",
+        "correct",
+        "latency_s",
+        "retries",
+        "invalid",
+    ):
         assert field in record
     assert record["correct"] == 1 and record["invalid"] is None
     assert record["operators"] == {"vision": {"operator": "noise", "severity": 70}}
@@ -174,24 +201,38 @@ def trials(*rows):
 
 
 def test_variant_aggregations_by_sample():
-    items, invalid = trials(("a", 0, 1, None), ("a", 1, 0, None), ("a", 2, None, "parse_failure"),
-                            ("b", 0, 1, None), ("b", 1, 1, None), ("b", 2, 1, None),
-                            ("c", 0, None, "refusal"), ("c", 1, None, "empty"), ("c", 2, None, "api_failure"),
-                            ("d", 0, 0, None), ("d", 1, 1, None), ("d", 2, 0, None))
+    items, invalid = trials(
+        ("a", 0, 1, None),
+        ("a", 1, 0, None),
+        ("a", 2, None, "parse_failure"),
+        ("b", 0, 1, None),
+        ("b", 1, 1, None),
+        ("b", 2, 1, None),
+        ("c", 0, None, "refusal"),
+        ("c", 1, None, "empty"),
+        ("c", 2, None, "api_failure"),
+        ("d", 0, 0, None),
+        ("d", 1, 1, None),
+        ("d", 2, 0, None),
+    )
     # eq. 3: a = 1/2, b = 1, d = 1/3 (c has no valid variant and drops out)
     assert task.mean_variant_accuracy(items) == pytest.approx((0.5 + 1 + 1 / 3) / 3)
     # eq. 4: variant 0 -> (1+1+0)/3, variant 1 -> (0+1+1)/3, variant 2 -> (1+0)/2; the lowest
     assert task.worst_variant_accuracy(items) == pytest.approx(0.5)
     assert task.coverage(items) == pytest.approx(8 / 12)
     assert task.valid_trials(items) == 8
-    assert [task.METRICS[f"sceval_invalid_{c}"](invalid) for c in ("parse_failure", "refusal", "empty", "api_failure")] == [1, 1, 1, 1]
+    assert [
+        task.METRICS[f"sceval_invalid_{c}"](invalid) for c in ("parse_failure", "refusal", "empty", "api_failure")
+    ] == [1, 1, 1, 1]
     assert math.isnan(task.mean_variant_accuracy(trials(("z", 0, None, "empty"))[0]))
 
 
 def test_manifest_exclusions_are_counted(tmp_path, monkeypatch):
     path = tmp_path / "m.json"
-    path.write_text('{"samples": [{"sample_id": "demo-count-00", "valid": false}], "cells": ['
-                    '{"sample_id": "demo-count-01", "operator": "noise", "severity": 70, "variant": 1, "interpretable": false}]}')
+    path.write_text(
+        '{"samples": [{"sample_id": "demo-count-00", "valid": false}], "cells": ['
+        '{"sample_id": "demo-count-01", "operator": "noise", "severity": 70, "variant": 1, "interpretable": false}]}'
+    )
     monkeypatch.setenv("SCEVAL_MANIFEST", str(path))
     rows, excluded = task.build_rows(cond("single_noise_v70"))
     assert len(rows) == 90 - 4 and excluded == {"sample_invalid": 3, "cell_uninterpretable:noise@70": 1}
@@ -204,8 +245,11 @@ def test_unreadable_media_are_excluded_with_their_reason(tmp_path, monkeypatch):
     rows = [__import__("json").loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
     (folder / rows[1]["audio"]).write_bytes(b"garbage")
     monkeypatch.setenv("SCEVAL_SOURCE", str(folder))
-    with pytest.raises(SourceError, match=rf"1 bad record\(s\), found before any model call \(set SCEVAL_ON_BAD_INPUT="
-                                          rf"exclude to run the rest\):\n  media_unreadable: sample '{rows[1]['sample_id']}'"):
+    with pytest.raises(
+        SourceError,
+        match=rf"1 bad record\(s\), found before any model call \(set SCEVAL_ON_BAD_INPUT="
+        rf"exclude to run the rest\):\n  media_unreadable: sample '{rows[1]['sample_id']}'",
+    ):
         task.build_rows(cond("single_mute_a30"))
     monkeypatch.setenv("SCEVAL_ON_BAD_INPUT", "exclude")
     built, excluded = task.build_rows(cond("single_mute_a30"))
@@ -216,8 +260,12 @@ def test_unreadable_media_are_excluded_with_their_reason(tmp_path, monkeypatch):
 def test_the_standard_prompt_is_replaceable(tmp_path, monkeypatch):
     import json
 
-    custom = {"id": "lab-prompt-v2", "system": "Be brief.", "user": "{media}\n{question}{options}\n{answer_format}",
-              "answer_format": 'JSON: {{"answer": "<key>"}}'}
+    custom = {
+        "id": "lab-prompt-v2",
+        "system": "Be brief.",
+        "user": "{media}\n{question}{options}\n{answer_format}",
+        "answer_format": 'JSON: {{"answer": "<key>"}}',
+    }
     (tmp_path / "p.json").write_text(json.dumps(custom))
     monkeypatch.setenv("SCEVAL_PROMPT_TEMPLATE", str(tmp_path / "p.json"))
     doc = _docs("clean")[0]

@@ -17,17 +17,28 @@ from faultline_eval.tasks import sceval_task as task
 from sceval_plugin.metrics import compute, trials_frame
 
 SCEVAL = str(Path(sys.executable).with_name("sceval"))
-CONDITIONS = ["clean", "missing_vision", "missing_audio", "missing_text", "shortcut_text_only",
-              *[f"single_noise_v{s}" for s in (10, 30, 50, 70)], "single_mute_a70", "single_drop_words_t70",
-              "bi_tv_drop_words_noise_t30_v70", "bi_va_noise_mute_v70_a50", "tri_drop_words_noise_mute_t30_v70_a30",
-              *[f"order{k}_clean" for k in range(4)]]
+CONDITIONS = [
+    "clean",
+    "missing_vision",
+    "missing_audio",
+    "missing_text",
+    "shortcut_text_only",
+    *[f"single_noise_v{s}" for s in (10, 30, 50, 70)],
+    "single_mute_a70",
+    "single_drop_words_t70",
+    "bi_tv_drop_words_noise_t30_v70",
+    "bi_va_noise_mute_v70_a50",
+    "tri_drop_words_noise_mute_t30_v70_a30",
+    *[f"order{k}_clean" for k in range(4)],
+]
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    ref = write_logs(root / "reference", "sceval_reference", lambda doc: answer_messages(task.doc_to_messages(doc)),
-                     CONDITIONS)
+    ref = write_logs(
+        root / "reference", "sceval_reference", lambda doc: answer_messages(task.doc_to_messages(doc)), CONDITIONS
+    )
     guess = write_logs(root / "guesser", "guesser", guesser, CONDITIONS)
     return root, ref, guess
 
@@ -35,8 +46,20 @@ def runs(tmp_path_factory):
 @pytest.mark.slow
 def test_report_writes_tables_plots_and_every_number(runs, tmp_path):
     root, ref, guess = runs
-    done = subprocess.run([SCEVAL, "report", str(root / "reference"), str(root / "guesser"), "-o", str(tmp_path / "r"),
-                           "--bootstrap", "300"], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            SCEVAL,
+            "report",
+            str(root / "reference"),
+            str(root / "guesser"),
+            "-o",
+            str(tmp_path / "r"),
+            "--bootstrap",
+            "300",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert "reading logs" in done.stderr and "2 model(s)" in done.stdout
     out = tmp_path / "r"
@@ -73,8 +96,12 @@ def test_report_writes_tables_plots_and_every_number(runs, tmp_path):
     assert "‡" in (out / "controls.md").read_text()
     joint = {(j["model"], j["condition"]): j for j in pd.read_csv(out / "joint.csv").to_dict("records")}
     cell = joint[("sceval_reference", "bi_tv_drop_words_noise_t30_v70")]
-    weakest = min(c["accuracy"] for c in report["conditions"] if c["model"] == "sceval_reference"
-                  and c["condition_id"] in ("single_drop_words_t70", *[f"single_noise_v{s}" for s in (10, 30, 50, 70)]))
+    weakest = min(
+        c["accuracy"]
+        for c in report["conditions"]
+        if c["model"] == "sceval_reference"
+        and c["condition_id"] in ("single_drop_words_t70", *[f"single_noise_v{s}" for s in (10, 30, 50, 70)])
+    )
     assert cell["delta_single"] == pytest.approx(weakest - cell["accuracy"]) and cell["single_grid"] == "partial"
     diag = {d["model"]: d for d in report["diagnostics"]}
     assert diag["sceval_reference"]["S_v"] < 0 and diag["sceval_reference"]["FS_tv"] > 0
@@ -86,13 +113,17 @@ def test_report_writes_tables_plots_and_every_number(runs, tmp_path):
 def test_report_is_reproducible_and_refuses_bad_folders(runs, tmp_path):
     root, *_ = runs
     for name in ("a", "b"):
-        done = subprocess.run([SCEVAL, "report", str(root / "reference"), "-o", str(tmp_path / name), "--quiet",
-                               "--no-model-pairs"], capture_output=True, text=True)
+        done = subprocess.run(
+            [SCEVAL, "report", str(root / "reference"), "-o", str(tmp_path / name), "--quiet", "--no-model-pairs"],
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == 0, done.stderr
     assert (tmp_path / "a" / "conditions.csv").read_text() == (tmp_path / "b" / "conditions.csv").read_text()
     (tmp_path / "empty").mkdir()
-    done = subprocess.run([SCEVAL, "report", str(tmp_path / "empty"), "-o", str(tmp_path / "x")],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [SCEVAL, "report", str(tmp_path / "empty"), "-o", str(tmp_path / "x")], capture_output=True, text=True
+    )
     assert done.returncode == 2 and "holds no SCEval per-sample logs" in done.stderr
     pd.read_csv(tmp_path / "a" / "comparisons.csv")
 
@@ -105,15 +136,20 @@ def test_repeated_runs_keep_the_latest_log(runs, tmp_path):
     copy = tmp_path / "rerun"
     shutil.copytree(root / "reference", copy)
     newer = copy / "20261130_090000_samples_sceval_clean.jsonl"
-    lines = [json.loads(line) for line in (copy / "20261129_120000_samples_sceval_clean.jsonl").read_text().splitlines()]
+    lines = [
+        json.loads(line) for line in (copy / "20261129_120000_samples_sceval_clean.jsonl").read_text().splitlines()
+    ]
     for line in lines:
         line["sceval_record"]["correct"] = 0
         for metric in ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage", "sceval_valid_trials"):
             line[metric]["correct"] = 0  # the trial entry (schema 2; "c" in schema 1)
     newer.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     shutil.copy(copy / "20261129_120000_results.json", copy / "20261130_090000_results.json")
-    done = subprocess.run([SCEVAL, "report", str(copy), "-o", str(tmp_path / "r"), "--quiet", "--no-model-pairs"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [SCEVAL, "report", str(copy), "-o", str(tmp_path / "r"), "--quiet", "--no-model-pairs"],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert "30 repeated trial(s)" in done.stderr
     summary = pd.read_csv(tmp_path / "r" / "conditions.csv").set_index("condition_id")
@@ -121,13 +157,18 @@ def test_repeated_runs_keep_the_latest_log(runs, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("conditions", [["bi_tv_drop_words_noise_t30_v70"], ["clean", "prompt_cot_clean"]],
-                         ids=["the README's sceval_t30_v70", "clean and a prompt variant"])
+@pytest.mark.parametrize(
+    "conditions",
+    [["bi_tv_drop_words_noise_t30_v70"], ["clean", "prompt_cot_clean"]],
+    ids=["the README's sceval_t30_v70", "clean and a prompt variant"],
+)
 def test_a_run_of_one_condition_gets_a_report(conditions, tmp_path):
-    write_logs(tmp_path / "run", "sceval_reference", lambda doc: answer_messages(task.doc_to_messages(doc)),
-               conditions)
-    done = subprocess.run([SCEVAL, "report", str(tmp_path / "run"), "-o", str(tmp_path / "r"), "--quiet",
-                           "--bootstrap", "100"], capture_output=True, text=True)
+    write_logs(tmp_path / "run", "sceval_reference", lambda doc: answer_messages(task.doc_to_messages(doc)), conditions)
+    done = subprocess.run(
+        [SCEVAL, "report", str(tmp_path / "run"), "-o", str(tmp_path / "r"), "--quiet", "--bootstrap", "100"],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert {c["condition_id"] for c in report["conditions"]} == set(conditions)

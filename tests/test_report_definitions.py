@@ -43,8 +43,11 @@ def test_delta_single_reproduces_the_papers_c3_counts():
     assert (flash["delta_single"] <= 0).all()
     assert set(flash["weakest_single"]) == {"single_drop_words_t70", "single_noise_v70"}
     positive = qwen[qwen["delta_single"] > 0]
-    assert sorted(positive.index) == ["bi_tv_drop_words_noise_t30_v70", "tri_drop_words_noise_mute_t30_v70_a30",
-                                      "tri_drop_words_noise_mute_t70_v70_a30"]
+    assert sorted(positive.index) == [
+        "bi_tv_drop_words_noise_t30_v70",
+        "tri_drop_words_noise_mute_t30_v70_a30",
+        "tri_drop_words_noise_mute_t70_v70_a30",
+    ]
     # by hand: drop_words@70 (64.10) is Qwen's weakest cell; 64.10 - 63.01, - 64.08, - 63.86
     assert positive["delta_single"].to_numpy() * 100 == pytest.approx([1.09, 0.02, 0.24])
     vision_audio = qwen.index.str.startswith("bi_va_")
@@ -84,8 +87,13 @@ def test_below_weakest_single_counts_per_block():
 
 
 def test_a_partial_single_grid_is_said_so():
-    values = {"clean": 0.9, "single_noise_v70": 0.5, "single_drop_words_t30": 0.6, "single_drop_words_t70": 0.3,
-              "bi_tv_drop_words_noise_t30_v70": 0.4}
+    values = {
+        "clean": 0.9,
+        "single_noise_v70": 0.5,
+        "single_drop_words_t30": 0.6,
+        "single_drop_words_t70": 0.3,
+        "bi_tv_drop_words_noise_t30_v70": 0.4,
+    }
     numbers = compute(frame(acc_rows("m", values)), INFO, b=50)
     row = numbers.summary.set_index("condition_id").loc["bi_tv_drop_words_noise_t30_v70"]
     assert row["weakest_single"] == "single_drop_words_t70" and row["single_grid"] == "partial"
@@ -114,8 +122,12 @@ def test_fault_lines_panel_fault_and_asymmetry_match_table_8():
     """Gemini 3.1 Pro in Table 8: clean 84.15, TV 78.62, TA 79.97, VA 81.17, TVA 78.04, panel
     fault 4.70, C_asym +1.15."""
     values = panel_values(0.8415, 0.7862, 0.7997, 0.8117, 0.7804, asymmetry=0.0115)
-    summary = add_drops(pd.DataFrame([("g", c, a) for c, a in values.items()],
-                                     columns=["model", "condition_id", "accuracy"]).assign(coverage=1.0), INFO)
+    summary = add_drops(
+        pd.DataFrame([("g", c, a) for c, a in values.items()], columns=["model", "condition_id", "accuracy"]).assign(
+            coverage=1.0
+        ),
+        INFO,
+    )
     trials = frame([("g", "clean", "s0", 0, 1, None)])
     d = model_diagnostics(summary, trials, INFO).iloc[0]
     assert [d[f"FS_{b}"] for b in ("tv", "ta", "va", "tva")] == pytest.approx([0.0553, 0.0418, 0.0298, 0.0611])
@@ -143,14 +155,20 @@ def test_no_text_control_counts_items_without_textual_evidence_and_restricts_m_t
     for op in ("drop_words", "typo_ocr", "word_shuffle", "sentence_break"):
         rows += [("m", single_id(op, 70), f"s{i}", 0, 1 if i < 2 else 0, None) for i in range(10)]
     trials = frame(rows)
-    trials["not_applicable"] = [("no_text_evidence" if r[1] == "missing_text" and r[2] in flagged else None)
-                                for r in rows]
+    trials["not_applicable"] = [
+        ("no_text_evidence" if r[1] == "missing_text" and r[2] in flagged else None) for r in rows
+    ]
     numbers = compute(trials, INFO, b=50)
     acc = numbers.summary.set_index("condition_id")["accuracy"]
     assert acc["missing_text"] == pytest.approx(3 / 4)  # s0..s3, not the 6 items it does not apply to
     assert numbers.diagnostics.iloc[0]["M_t"] == pytest.approx(3 / 4 - 2 / 4)  # text cells on s0..s3 too
     na = numbers.not_applicable.iloc[0]
-    assert (na["condition_id"], na["reason"], na["items"], na["items_run"]) == ("missing_text", "no_text_evidence", 6, 10)
+    assert (na["condition_id"], na["reason"], na["items"], na["items_run"]) == (
+        "missing_text",
+        "no_text_evidence",
+        6,
+        10,
+    )
     assert any("6 of 10 item(s) have no textual evidence beyond the question and options" in n for n in numbers.notes)
     # no item with textual evidence: no missing_text accuracy, no M_t, and a note that says why
     trials["not_applicable"] = ["no_text_evidence" if r[1] == "missing_text" else None for r in rows]
@@ -165,10 +183,21 @@ def test_no_text_control_counts_items_without_textual_evidence_and_restricts_m_t
 SHAPES = {
     "one condition": [("m", {"bi_tv_drop_words_noise_t30_v70": 0.4})],
     "clean and a prompt variant": [("m", {"clean": 0.8, "prompt_cot_clean": 0.7})],
-    "one model, no clean": [("m", {"single_noise_v70": 0.5, "single_drop_words_t30": 0.6,
-                                   "bi_tv_drop_words_noise_t30_v70": 0.4, "bi_ta_drop_words_mute_t30_a30": 0.5})],
-    "no single cells": [("a", {"clean": 0.9, "bi_tv_drop_words_noise_t30_v70": 0.4}),
-                        ("b", {"clean": 0.7, "bi_tv_drop_words_noise_t30_v70": 0.5})],
+    "one model, no clean": [
+        (
+            "m",
+            {
+                "single_noise_v70": 0.5,
+                "single_drop_words_t30": 0.6,
+                "bi_tv_drop_words_noise_t30_v70": 0.4,
+                "bi_ta_drop_words_mute_t30_a30": 0.5,
+            },
+        )
+    ],
+    "no single cells": [
+        ("a", {"clean": 0.9, "bi_tv_drop_words_noise_t30_v70": 0.4}),
+        ("b", {"clean": 0.7, "bi_tv_drop_words_noise_t30_v70": 0.5}),
+    ],
     "invalid-only samples": [("m", {"clean": 0.9, "single_noise_v70": None, "bi_va_noise_mute_v70_a50": 0.3})],
 }
 
@@ -197,7 +226,9 @@ def test_every_subset_shape_computes_what_it_can_and_notes_the_rest(shape):
     elif shape == "one model, no clean":
         row = numbers.summary.set_index("condition_id").loc["bi_tv_drop_words_noise_t30_v70"]
         assert row["delta_single"] == pytest.approx(0.1) and math.isnan(row["delta_base"])
-        assert math.isnan(numbers.summary.set_index("condition_id").loc["bi_ta_drop_words_mute_t30_a30", "delta_single"])
+        assert math.isnan(
+            numbers.summary.set_index("condition_id").loc["bi_ta_drop_words_mute_t30_a30", "delta_single"]
+        )
         assert "no clean condition" in notes and "1 joint cell(s) have no Δsingle" in notes
     elif shape == "no single cells":
         assert numbers.summary["delta_single"].isna().all()

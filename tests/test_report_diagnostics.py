@@ -15,14 +15,22 @@ from test_report import SCEVAL, write_logs
 from test_viewer import report_links, selected
 
 from faultline_eval.model_wrappers.reference import answer_messages
+from faultline_eval.tasks import sceval_task as task
 from faultline_eval.viewer import write_site
 from faultline_eval.viewer.budget import Budget
-from faultline_eval.tasks import sceval_task as task
 from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES
 
-CONDITIONS = ["clean", "single_drop_words_t30", "single_noise_v30", "single_noise_v70", "single_mute_a30",
-              "bi_tv_drop_words_noise_t30_v30", "bi_tv_drop_words_noise_t30_v70",
-              "tri_drop_words_noise_mute_t30_v70_a30", "prompt_cot_clean"]
+CONDITIONS = [
+    "clean",
+    "single_drop_words_t30",
+    "single_noise_v30",
+    "single_noise_v70",
+    "single_mute_a30",
+    "bi_tv_drop_words_noise_t30_v30",
+    "bi_tv_drop_words_noise_t30_v70",
+    "tri_drop_words_noise_mute_t30_v70_a30",
+    "prompt_cot_clean",
+]
 
 
 def _hash(text: str) -> int:
@@ -67,20 +75,53 @@ def runs(tmp_path_factory):
 
 
 def report(root: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([SCEVAL, "report", str(root / "reference"), str(root / "guesser"), "-o", str(out),
-                           "--bootstrap", "200", "--quiet", "--no-model-pairs", *extra], capture_output=True, text=True)
+    return subprocess.run(
+        [
+            SCEVAL,
+            "report",
+            str(root / "reference"),
+            str(root / "guesser"),
+            "-o",
+            str(out),
+            "--bootstrap",
+            "200",
+            "--quiet",
+            "--no-model-pairs",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+    )
 
 
 @pytest.mark.slow
 def test_report_writes_every_diagnostic(runs, tmp_path):
     root, ref, guess = runs
-    done = report(root, tmp_path / "r", "--families", str(root / "families.csv"), "--humans", str(root / "humans.csv"),
-                  "--by-source")
+    done = report(
+        root,
+        tmp_path / "r",
+        "--families",
+        str(root / "families.csv"),
+        "--humans",
+        str(root / "humans.csv"),
+        "--by-source",
+    )
     assert done.returncode == 0, done.stderr
     out = tmp_path / "r"
-    for name in ("seed_stability", "sub_additivity", "calibration", "failure_overlap", "source_breakdown",
-                 "families", "steepest_channel", "operator_groups", "prompt_shift", "invalid_items",
-                 "human_audit", "human_excess_drop"):
+    for name in (
+        "seed_stability",
+        "sub_additivity",
+        "calibration",
+        "failure_overlap",
+        "source_breakdown",
+        "families",
+        "steepest_channel",
+        "operator_groups",
+        "prompt_shift",
+        "invalid_items",
+        "human_audit",
+        "human_excess_drop",
+    ):
         for ext in ("md", "csv", "tex"):
             assert (out / f"{name}.{ext}").stat().st_size > 0, (name, ext)
     assert (out / "accuracy_by_source.csv").is_file()
@@ -99,8 +140,11 @@ def test_report_writes_every_diagnostic(runs, tmp_path):
 
     # per-source accuracy from the records
     clean_b = [r for r in ref if r["condition_id"] == "clean" and _hash(r["sample_id"]) % 2]
-    row = next(r for r in diag["accuracy_by_source"]["rows"]
-               if r["model"] == "sceval_reference" and r["condition_id"] == "clean" and r["source"] == "demo-b")
+    row = next(
+        r
+        for r in diag["accuracy_by_source"]["rows"]
+        if r["model"] == "sceval_reference" and r["condition_id"] == "clean" and r["source"] == "demo-b"
+    )
     assert row["n"] == len(clean_b) and row["accuracy"] == pytest.approx(1.0)
     assert {r["source"] for r in diag["source_breakdown"]["rows"]} == {"demo-a", "demo-b"}
 
@@ -130,15 +174,23 @@ def test_report_writes_every_diagnostic(runs, tmp_path):
     for source in ("demo-a", "demo-b"):
         part = json.loads((out / "by_source" / source / "report.json").read_text())
         clean = next(c for c in part["conditions"] if c["model"] == "guesser" and c["condition_id"] == "clean")
-        split = next(r for r in diag["accuracy_by_source"]["rows"]
-                     if r["model"] == "guesser" and r["condition_id"] == "clean" and r["source"] == source)
+        split = next(
+            r
+            for r in diag["accuracy_by_source"]["rows"]
+            if r["model"] == "guesser" and r["condition_id"] == "clean" and r["source"] == source
+        )
         assert clean["accuracy"] == pytest.approx(split["accuracy"]) and clean["n_samples"] == split["n"]
         assert (out / "by_source" / source / "joint.md").is_file()
         assert (out / "by_source" / source / "seed_stability.csv").is_file()
 
     # the viewer of this report: Table 11's and Table 10's numbers open the trials they were computed from
-    write_site([root / "reference", root / "guesser"], tmp_path / "site", benchmarks=("sceval",), sceval_report=out,
-               budget=Budget(per_cell=0))
+    write_site(
+        [root / "reference", root / "guesser"],
+        tmp_path / "site",
+        benchmarks=("sceval",),
+        sceval_report=out,
+        budget=Budget(per_cell=0),
+    )
     tables = report_links(tmp_path / "site" / "sceval" / "index.html")
     (clean, href), *_ = tables["Per-source breakdown (Table 11)"]["guesser"]  # its last row: source demo-b
     trials = selected(href)

@@ -20,18 +20,29 @@ from pathlib import Path
 import pytest
 from fake_openai import FakeOpenAI
 
-from faultline_eval.model_wrappers.lmms_plugin import (UnknownTaskError, check_task_names, manifests, our_task_dirs,
-                                                       our_task_names)
+from faultline_eval.core.run_status import SCREEN_TASKS, TaskOutcome, report
+from faultline_eval.model_wrappers.lmms_plugin import (
+    UnknownTaskError,
+    check_task_names,
+    manifests,
+    our_task_dirs,
+    our_task_names,
+)
 from faultline_eval.model_wrappers.model_args import UnknownModelArgError, check_model_args, flag
 from faultline_eval.model_wrappers.reference import ReferenceChat
-from faultline_eval.core.run_status import SCREEN_TASKS, TaskOutcome, report
 
 BIN = Path(sys.executable).parent
 
 
 def run(*command: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / command[0]), *command[1:]], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "SCEVAL_CACHE": str(cwd or Path.cwd())})
+    return subprocess.run(
+        [str(BIN / command[0]), *command[1:]],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "SCEVAL_CACHE": str(cwd or Path.cwd())},
+    )
 
 
 def model_classes() -> list[tuple[str, type]]:
@@ -48,6 +59,7 @@ def model_classes() -> list[tuple[str, type]]:
 
 
 # --- model arguments ------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_every_registered_model_refuses_a_misspelt_argument_before_loading_anything():
@@ -75,20 +87,38 @@ def test_the_opt_out_runs_with_the_unknown_argument_ignored_and_a_bad_flag_is_an
 @pytest.mark.slow
 def test_faultline_eval_refuses_a_misspelt_model_argument_and_writes_nothing(tmp_path):
     """~12 s: lmms-eval starts, indexes its tasks, and stops at the model's constructor."""
-    done = run("faultline-eval", "eval", "--model", "sceval_reference", "--model_args", "sed=3",
-               "--tasks", "sceval_clean", "--limit", "2", "--output_path", "out/", cwd=tmp_path)
+    done = run(
+        "faultline-eval",
+        "eval",
+        "--model",
+        "sceval_reference",
+        "--model_args",
+        "sed=3",
+        "--tasks",
+        "sceval_clean",
+        "--limit",
+        "2",
+        "--output_path",
+        "out/",
+        cwd=tmp_path,
+    )
     assert done.returncode == 1 and not (tmp_path / "out").exists()
-    assert ("UnknownModelArgError: sceval_reference: unknown model argument 'sed' (did you mean lmms-eval's "
-            "--seed option? it is not a model argument)") in done.stderr
+    assert (
+        "UnknownModelArgError: sceval_reference: unknown model argument 'sed' (did you mean lmms-eval's "
+        "--seed option? it is not a model argument)"
+    ) in done.stderr
     assert "faultline-eval: summary" not in done.stdout  # no summary of a run that did not run
 
 
 # --- task names -----------------------------------------------------------------------------------
 
+
 def test_an_unknown_task_name_of_ours_fails_before_lmms_eval_is_imported():
     """Through faultline-eval's entry point in a fresh interpreter: about a second."""
-    code = ("import sys; from faultline_eval.cli import main; code = main(['eval', '--model', 'sceval_reference', "
-            "'--tasks', 'sceval_clean,sceval_t30_v7O']); print('lmms_eval' in sys.modules); sys.exit(code)")
+    code = (
+        "import sys; from faultline_eval.cli import main; code = main(['eval', '--model', 'sceval_reference', "
+        "'--tasks', 'sceval_clean,sceval_t30_v7O']); print('lmms_eval' in sys.modules); sys.exit(code)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stdout.strip() == "False"
     assert "unknown task name: sceval_t30_v7O (did you mean sceval_t30_v70" in done.stderr
@@ -112,18 +142,30 @@ def test_task_names_outside_our_namespaces_wildcards_and_files_are_left_to_lmms_
 def test_faultline_eval_names_the_close_match_of_an_lmms_eval_task_name(tmp_path):
     """~10 s: a name outside our namespaces is checked once lmms-eval has indexed every task
     (the wrapped TaskManager.match_tasks: plain lmms-eval gets the same message)."""
-    done = run("faultline-eval", "eval", "--model", "sceval_reference", "--tasks", "sceval_clean,mmmu_vall",
-               "--output_path", "out/", cwd=tmp_path)
+    done = run(
+        "faultline-eval",
+        "eval",
+        "--model",
+        "sceval_reference",
+        "--tasks",
+        "sceval_clean,mmmu_vall",
+        "--output_path",
+        "out/",
+        cwd=tmp_path,
+    )
     assert done.returncode == 1 and not (tmp_path / "out").exists()
     assert "UnknownTaskError: unknown task name: mmmu_vall (did you mean mmmu_val" in done.stderr
 
 
 # --- exit status and summary ----------------------------------------------------------------------
 
+
 def test_summary_lists_each_task_and_the_exit_status_follows_coverage_and_the_failure_rate():
-    records = ([{"invalid": None, "correct": 1}] * 17 + [{"invalid": "api_failure", "correct": None,
-                                                           "failure_detail": "HTTP 503 from http://x/v1"}] * 2
-               + [{"invalid": "refusal", "correct": None}])
+    records = (
+        [{"invalid": None, "correct": 1}] * 17
+        + [{"invalid": "api_failure", "correct": None, "failure_detail": "HTTP 503 from http://x/v1"}] * 2
+        + [{"invalid": "refusal", "correct": None}]
+    )
     outcome = TaskOutcome.from_records("sceval_clean", records)
     assert (outcome.requests, outcome.answered, outcome.failed) == (20, 17, 2)
     assert outcome.failures == collections.Counter(api_failure=2, refusal=1)
@@ -140,8 +182,9 @@ def test_summary_lists_each_task_and_the_exit_status_follows_coverage_and_the_fa
 
 def test_a_run_of_many_tasks_keeps_its_summary_to_one_screen_and_names_every_failing_task():
     clean = [TaskOutcome(f"sceval_single_{i:02d}", 30, 30) for i in range(SCREEN_TASKS)]
-    flaky = TaskOutcome.from_records("sceval_clean", [{"invalid": None, "correct": 1}] * 29
-                                     + [{"invalid": "refusal", "correct": None}])
+    flaky = TaskOutcome.from_records(
+        "sceval_clean", [{"invalid": None, "correct": 1}] * 29 + [{"invalid": "refusal", "correct": None}]
+    )
     out = io.StringIO()
     assert report([*clean, flaky], out=out) == 0
     lines = out.getvalue().splitlines()
@@ -159,11 +202,25 @@ def test_a_run_where_every_request_failed_exits_1_with_the_summary(tmp_path):
     threshold is set to 100 %, so what fails the run is its coverage of 0; the option is
     faultline-eval's own (lmms-eval would refuse it)."""
     with FakeOpenAI(fail_status=400) as fake:
-        done = run("faultline-eval", "eval", "--max-failure-rate", "1", "--model", "sceval_openai", "--model_args",
-                   f"base_url={fake.url},max_retries=1,initial_backoff=0.01,store=none,audio_canary=off",
-                   "--tasks", "sceval_clean", "--limit", "3", "--output_path", "out/", cwd=tmp_path)
+        done = run(
+            "faultline-eval",
+            "eval",
+            "--max-failure-rate",
+            "1",
+            "--model",
+            "sceval_openai",
+            "--model_args",
+            f"base_url={fake.url},max_retries=1,initial_backoff=0.01,store=none,audio_canary=off",
+            "--tasks",
+            "sceval_clean",
+            "--limit",
+            "3",
+            "--output_path",
+            "out/",
+            cwd=tmp_path,
+        )
     assert done.returncode == 1, done.stderr[-3000:]
-    summary = done.stdout[done.stdout.index("faultline-eval: summary"):].splitlines()
+    summary = done.stdout[done.stdout.index("faultline-eval: summary") :].splitlines()
     assert summary[0] == "faultline-eval: summary (exit 1 on coverage 0 or a failure rate above 100%):"
     assert summary[1] == "  sceval_clean: 3 requests, 0 answered (0%); api_failure 3 -> FAILED: coverage 0"
     assert summary[2].startswith("      first error: HTTP 400 from ") and "fake error 400" in summary[2]
@@ -172,8 +229,17 @@ def test_a_run_where_every_request_failed_exits_1_with_the_summary(tmp_path):
 
 
 def test_the_failure_rate_threshold_is_checked_before_anything_runs(tmp_path):
-    bad = run("faultline-eval", "--max-failure-rate", "5", "--model", "sceval_reference", "--tasks", "sceval_clean",
-              cwd=tmp_path, timeout=120)
+    bad = run(
+        "faultline-eval",
+        "--max-failure-rate",
+        "5",
+        "--model",
+        "sceval_reference",
+        "--tasks",
+        "sceval_clean",
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "--max-failure-rate must be between 0 and 1, got 5" in bad.stderr
 
 
@@ -182,12 +248,25 @@ def test_sceval_build_convert_with_nothing_converted_exits_1_with_the_summary(tm
     base = tmp_path / "copy" / "siq2"
     for folder in ("qa", "video", "audio/wav"):
         (base / folder).mkdir(parents=True)
-    rows = [{"qid": f"vidZ_q{i}_0", "q": "What does he say?", "vid_name": "vidZ", "ts": "0.00-4.00", "a0": "Hello",
-             "a1": "Bye", "a2": "Stop", "a3": "Run", "answer_idx": 1} for i in (1, 2)]
+    rows = [
+        {
+            "qid": f"vidZ_q{i}_0",
+            "q": "What does he say?",
+            "vid_name": "vidZ",
+            "ts": "0.00-4.00",
+            "a0": "Hello",
+            "a1": "Bye",
+            "a2": "Stop",
+            "a3": "Run",
+            "answer_idx": 1,
+        }
+        for i in (1, 2)
+    ]
     (base / "qa" / "qa_val.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (base / "qa" / "qa_test.json").write_text("")
-    done = run("sceval", "build", "convert", str(tmp_path / "b"), f"social_iq2={tmp_path / 'copy'}", cwd=tmp_path,
-               timeout=120)
+    done = run(
+        "sceval", "build", "convert", str(tmp_path / "b"), f"social_iq2={tmp_path / 'copy'}", cwd=tmp_path, timeout=120
+    )
     assert done.returncode == 1, done.stderr
     assert "  social_iq2: 2 examples, 0 converted (0%); missing_video 2 -> FAILED: coverage 0" in done.stdout
     assert "      first error: " in done.stdout

@@ -54,8 +54,12 @@ def test_default_scheme_is_2_and_same_bytes_in_a_subprocess(monkeypatch):
     assert operators.seed_scheme() == 2
     here = noise_digest()
     env = {k: v for k, v in os.environ.items() if k != "SCEVAL_SEED_SCHEME"}
-    done = subprocess.run([sys.executable, "-c", NOISE_DIGEST + "\nprint(noise_digest())"],
-                          env={**env, "PYTHONHASHSEED": "3"}, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", NOISE_DIGEST + "\nprint(noise_digest())"],
+        env={**env, "PYTHONHASHSEED": "3"},
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == here == f"2 {PINNED_NOISE_DIGEST[2]}"
 
@@ -66,9 +70,11 @@ def test_schemes_change_only_noise(monkeypatch, clip, wave):
     outputs = {}
     for scheme in (1, 2):
         monkeypatch.setenv("SCEVAL_SEED_SCHEME", str(scheme))
-        outputs[scheme] = {name: operators.apply(name, inputs[operators.get(name).modality], severity=50,
-                                                 variant=1, key="s")
-                           for name in operators.names() if operators.get(name).stochastic}
+        outputs[scheme] = {
+            name: operators.apply(name, inputs[operators.get(name).modality], severity=50, variant=1, key="s")
+            for name in operators.names()
+            if operators.get(name).stochastic
+        }
     for name, old in outputs[1].items():
         same = old == outputs[2][name] if isinstance(old, str) else np.array_equal(old, outputs[2][name])
         assert same == (name != "noise"), name
@@ -113,11 +119,11 @@ def test_scheme_2_noise_is_the_saturated_sum_with_the_pinned_distribution(monkey
     out = operators.apply("noise", clip, severity=10, variant=0, key="grey")
     assert np.array_equal(out, np.clip(clip.astype(int) + residual, 0, 255))
 
+
 def test_unknown_scheme_is_refused_by_name(monkeypatch, clip):
     monkeypatch.setenv("SCEVAL_SEED_SCHEME", "3")
     with pytest.raises(ValueError, match=r"SCEVAL_SEED_SCHEME='3' is not a seed scheme; known: 1 \(.*\), 2 \("):
         operators.apply("noise", clip, severity=10, key="k")
-
 
 
 def test_report_reads_the_scheme_and_refuses_to_mix_schemes(monkeypatch, tmp_path):

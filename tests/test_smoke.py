@@ -13,7 +13,9 @@ SCEVAL = str(Path(sys.executable).with_name("sceval"))
 
 @pytest.mark.slow
 def test_reference_model_passes(tmp_path):
-    done = subprocess.run([SCEVAL, "smoke", "--model", "sceval_reference"], cwd=tmp_path, capture_output=True, text=True)
+    done = subprocess.run(
+        [SCEVAL, "smoke", "--model", "sceval_reference"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[-1] == "IFACE OK"

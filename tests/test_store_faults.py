@@ -11,14 +11,21 @@ import os
 import resource
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
+import faultkit
 import numpy as np
 import pytest
 
-import faultkit
-from faultline_eval.core.store import Journal, ReplyStore, StoreError, encode_record, open_store, read_records, replacing
+from faultline_eval.core.store import (
+    Journal,
+    ReplyStore,
+    StoreError,
+    encode_record,
+    open_store,
+    read_records,
+    replacing,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +54,7 @@ def _tear(path: Path, record: dict) -> int:
     offset = path.stat().st_size
     line = encode_record(record)
     with open(path, "ab") as handle:
-        handle.write(line[:len(line) // 2])
+        handle.write(line[: len(line) // 2])
     return offset
 
 
@@ -62,6 +69,7 @@ def test_the_issue_reproduction_keeps_the_record_appended_after_a_torn_line(tmp_
 
 
 # --- a torn last line in every store kind, then a resume ------------------------------------------
+
 
 def _reply_store(folder: Path):
     store = open_store(None, "model-x", "test", "resumed")
@@ -87,26 +95,41 @@ def _verdicts(folder: Path):
     from faultline_eval.judges.cache import VerdictCache
 
     cache = VerdictCache(folder / "verdicts.jsonl")
-    return (cache.path, lambda i: cache.put(f"k{i}", Verdict("yes", "judge", raw=f"r{i}")),
-            lambda: {k for k in (f"k{i}" for i in range(10)) if cache.get(k) is not None})
+    return (
+        cache.path,
+        lambda i: cache.put(f"k{i}", Verdict("yes", "judge", raw=f"r{i}")),
+        lambda: {k for k in (f"k{i}" for i in range(10)) if cache.get(k) is not None},
+    )
 
 
 def _probe_records(folder: Path):
     journal = Journal(folder / "e3.jsonl")
-    return journal.path, lambda i: journal.append({"task": "t", "doc_id": i}), \
-        lambda: {f"k{r['doc_id']}" for r in journal.records()}
+    return (
+        journal.path,
+        lambda i: journal.append({"task": "t", "doc_id": i}),
+        lambda: {f"k{r['doc_id']}" for r in journal.records()},
+    )
 
 
 def _media_token_log(folder: Path):
     from faultline_eval.model_wrappers.media_token_log import token_log
 
     path = str(folder / "media_tokens.jsonl")
-    return Path(path), lambda i: token_log(path).append({"doc_id": i}), \
-        lambda: {f"k{r['doc_id']}" for r in read_records(path)}
+    return (
+        Path(path),
+        lambda i: token_log(path).append({"doc_id": i}),
+        lambda: {f"k{r['doc_id']}" for r in read_records(path)},
+    )
 
 
-STORE_KINDS = {"reply store": _reply_store, "build ledger": _ledger, "build replies": _build_replies,
-               "verdict cache": _verdicts, "probe records": _probe_records, "media token log": _media_token_log}
+STORE_KINDS = {
+    "reply store": _reply_store,
+    "build ledger": _ledger,
+    "build replies": _build_replies,
+    "verdict cache": _verdicts,
+    "probe records": _probe_records,
+    "media token log": _media_token_log,
+}
 
 
 @pytest.mark.parametrize("kind", STORE_KINDS)
@@ -175,8 +198,13 @@ except StoreError as exc:
 
 def test_a_full_disk_raises_a_clear_error_and_leaves_no_partial_record(tmp_path, warnings):
     path, limit = tmp_path / "replies.jsonl", 20_000
-    done = subprocess.run([sys.executable, "-c", FULL_DISK_WRITER, str(path)], capture_output=True, text=True,
-                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)), check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", FULL_DISK_WRITER, str(path)],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)),
+        check=True,
+    )
     acknowledged, message = done.stdout.splitlines()[:2]
     assert str(path) in message and "could not append" in message and "unchanged" in message
     assert path.stat().st_size <= limit and path.read_bytes().endswith(b"\n")
@@ -202,8 +230,9 @@ for i in range(int(sys.argv[3])):
 def test_two_processes_appending_to_one_store_never_interleave(tmp_path, warnings):
     path, n = tmp_path / "shared.jsonl", 400
     watching = ReplyStore(path)  # opened before the writers: their records must become visible
-    writers = [subprocess.Popen([sys.executable, "-c", CONCURRENT_WRITER, str(path), name, str(n)])
-               for name in ("a", "b")]
+    writers = [
+        subprocess.Popen([sys.executable, "-c", CONCURRENT_WRITER, str(path), name, str(n)]) for name in ("a", "b")
+    ]
     assert [w.wait(timeout=120) for w in writers] == [0, 0]
     assert watching.get("b-399")["payload"] == "b" * 399  # a miss reads the other processes' appends
     assert len(watching) == 2 * n
@@ -214,6 +243,7 @@ def test_two_processes_appending_to_one_store_never_interleave(tmp_path, warning
 
 
 # --- kill -9 at seeded points ---------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_kill_9_at_20_seeded_points_of_an_appending_process_loses_and_duplicates_nothing(tmp_path):
@@ -253,8 +283,13 @@ def test_a_kill_during_an_atomic_parquet_write_leaves_the_old_or_the_new_file(tm
 
     # each run rewrites the file for 2.5 s, longer than any delay: every kill lands among the writes,
     # however fast the machine
-    log = faultkit.run_with_kills([sys.executable, "-c", PARQUET_WRITER, str(target), "2.5"], kill_points=8, seed=1,
-                                  window_s=(0.4, 1.6), between=check)
+    log = faultkit.run_with_kills(
+        [sys.executable, "-c", PARQUET_WRITER, str(target), "2.5"],
+        kill_points=8,
+        seed=1,
+        window_s=(0.4, 1.6),
+        between=check,
+    )
     assert log.returncode == 0 and log.killed == 8
     check(None)
     assert not list(tmp_path.glob(".items.parquet.*.tmp"))  # the killed writers' temporary files were removed
@@ -272,6 +307,7 @@ def test_replacing_keeps_the_old_file_when_the_writer_fails(tmp_path):
 
 # --- decode cache ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("damage", ["bit flip", "cut short"])
 def test_a_damaged_decode_cache_entry_is_named_and_decoded_again(damage, tmp_path, monkeypatch, warnings):
     from faultline_eval.core import decode_cache
@@ -281,7 +317,10 @@ def test_a_damaged_decode_cache_entry_is_named_and_decoded_again(damage, tmp_pat
     medium = tmp_path / "clip.bin"
     medium.write_bytes(b"media")
     decoded = np.arange(4096, dtype=np.float32).reshape(64, 64)
-    decode = lambda: Decoded(decoded.copy(), (0.0,), ())
+
+    def decode():
+        return Decoded(decoded.copy(), (0.0,), ())
+
     decode_cache.clear_memory()
     decode_cache.load("test", [str(medium)], decode)
     [entry] = decode_cache.folder().rglob("*.bin")

@@ -31,13 +31,21 @@ from faultline_eval.tasks import c3po_task, sceval_task
 from sceval_plugin.report.reader import read_runs as read_sceval_runs
 
 SCHEMA_1_RUN = Path(__file__).parent / "data" / "schema1_run"
-ENTRY_KEYS = ("sceval_accuracy", "sceval_worst_variant_accuracy", "sceval_coverage", "sceval_valid_trials",
-              "sceval_stress_only_trials", *c3po_task.TRIAL_METRICS)
+ENTRY_KEYS = (
+    "sceval_accuracy",
+    "sceval_worst_variant_accuracy",
+    "sceval_coverage",
+    "sceval_valid_trials",
+    "sceval_stress_only_trials",
+    *c3po_task.TRIAL_METRICS,
+)
 
 
 def _lines(folder: Path) -> dict[str, list[dict]]:
-    return {p.name: [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
-            for p in sorted(folder.glob("*_samples_*.jsonl"))}
+    return {
+        p.name: [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+        for p in sorted(folder.glob("*_samples_*.jsonl"))
+    }
 
 
 def _rewrite(folder: Path, out: Path, change) -> Path:
@@ -54,8 +62,9 @@ def _as_schema_2(line: dict) -> dict:
 
 
 def test_the_committed_json_schema_is_the_codes():
-    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), \
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), (
         "trial_schema.json is stale: run python -m faultline_eval.core.trial"
+    )
     assert json_schema()["$defs"]["SCEvalTrial"]["properties"]["schema_version"] == {"const": SCHEMA_VERSION}
 
 
@@ -63,10 +72,25 @@ def test_schema_2_entries_match_their_json_schema_and_round_trip():
     """What the task writes has every required field, no other, each of its declared type."""
     types = {"string": str, "integer": int, "boolean": bool, "null": type(None)}
     defs = json_schema()["$defs"]
-    for trial in [SCEvalTrial("s1", 2, None, "refusal", None, 4, None, "demo", not_applicable="no_text_evidence",
-                              cohort=STRESS_ONLY, donor="s9", follows_donor_key="B", donor_key_map="B-AC"),
-                  SCEvalTrial("s1", 0, 1, None, "A", 3, "high", None),
-                  C3POTrial("c1", 1, None, None, "IC01", 0, True, True, None, None, False)]:
+    for trial in [
+        SCEvalTrial(
+            "s1",
+            2,
+            None,
+            "refusal",
+            None,
+            4,
+            None,
+            "demo",
+            not_applicable="no_text_evidence",
+            cohort=STRESS_ONLY,
+            donor="s9",
+            follows_donor_key="B",
+            donor_key_map="B-AC",
+        ),
+        SCEvalTrial("s1", 0, 1, None, "A", 3, "high", None),
+        C3POTrial("c1", 1, None, None, "IC01", 0, True, True, None, None, False),
+    ]:
         entry = trial.to_json()
         schema = defs[type(trial).__name__]
         assert set(schema["required"]) <= set(entry) <= set(schema["properties"])
@@ -81,8 +105,11 @@ def test_schema_2_entries_match_their_json_schema_and_round_trip():
 
 def test_schema_1_entries_read_as_the_same_trials():
     lines = _lines(SCHEMA_1_RUN)
-    assert all({"s", "v", "c"} <= set(line.get("sceval_accuracy") or line["c3po_accuracy"])
-               for group in lines.values() for line in group), "the fixture is schema 1"
+    assert all(
+        {"s", "v", "c"} <= set(line.get("sceval_accuracy") or line["c3po_accuracy"])
+        for group in lines.values()
+        for line in group
+    ), "the fixture is schema 1"
     for group in lines.values():
         for line in group:
             if "c3po_record" in line:
@@ -90,21 +117,42 @@ def test_schema_1_entries_read_as_the_same_trials():
             else:
                 assert SCEvalTrial.from_json(line["sceval_accuracy"]) == SCEvalTrial.from_record(line["sceval_record"])
     # the rarer schema-1 keys, and what older logs left out
-    old = SCEvalTrial.from_json({"s": "x", "v": 1, "c": None, "i": "empty", "a": None, "n": 4, "u": "why",
-                                 "k": STRESS_ONLY, "d": "y", "r": "C", "m": "-CAB"})
-    assert (old.not_applicable, old.cohort, old.donor, old.follows_donor_key, old.donor_key_map, old.confidence) == \
-        ("why", STRESS_ONLY, "y", "C", "-CAB", None)
+    old = SCEvalTrial.from_json(
+        {
+            "s": "x",
+            "v": 1,
+            "c": None,
+            "i": "empty",
+            "a": None,
+            "n": 4,
+            "u": "why",
+            "k": STRESS_ONLY,
+            "d": "y",
+            "r": "C",
+            "m": "-CAB",
+        }
+    )
+    assert (old.not_applicable, old.cohort, old.donor, old.follows_donor_key, old.donor_key_map, old.confidence) == (
+        "why",
+        STRESS_ONLY,
+        "y",
+        "C",
+        "-CAB",
+        None,
+    )
     assert not old.scored
-    assert C3POTrial.from_json({"s": "x", "v": 0, "c": 1, "i": None, "t": "CC01", "x": 0, "j": True, "e": False,
-                                "m": None, "h": 0}).has_human_answer  # before "hn": a human grade means an answer
+    assert C3POTrial.from_json(
+        {"s": "x", "v": 0, "c": 1, "i": None, "t": "CC01", "x": 0, "j": True, "e": False, "m": None, "h": 0}
+    ).has_human_answer  # before "hn": a human grade means an answer
 
 
 def test_an_unknown_version_or_a_missing_field_is_named():
     with pytest.raises(TrialEntryError, match=r"line 7: schema_version 3 .*upgrade"):
         SCEvalTrial.from_json({"schema_version": 3, "sample_id": "x"}, "line 7")
     with pytest.raises(TrialEntryError, match=r"no 'n_options' \(schema 2\)"):
-        SCEvalTrial.from_json({"schema_version": 2, "sample_id": "x", "variant": 0, "correct": 1, "invalid": None,
-                               "answer_key": "A"})
+        SCEvalTrial.from_json(
+            {"schema_version": 2, "sample_id": "x", "variant": 0, "correct": 1, "invalid": None, "answer_key": "A"}
+        )
     with pytest.raises(run_logs.ReportError, match="f.jsonl:3: no c3po_accuracy trial entry; is this a C3PO"):
         run_logs.trial_from_line({"doc_id": 0}, "c3po_accuracy", C3POTrial, "f.jsonl:3")
 
@@ -113,8 +161,11 @@ def test_reports_read_schema_1_and_schema_2_logs_alike(tmp_path):
     """Old logs stay readable: the same lines with schema-2 entries, or with no entries at all
     (read from the records), give the reports the same trial tables."""
     new = _rewrite(SCHEMA_1_RUN, tmp_path / "schema2", _as_schema_2)
-    bare = _rewrite(SCHEMA_1_RUN, tmp_path / "bare", lambda line: {k: v for k, v in line.items() if k not in ENTRY_KEYS
-                                                                   or "c3po_record" in line})
+    bare = _rewrite(
+        SCHEMA_1_RUN,
+        tmp_path / "bare",
+        lambda line: {k: v for k, v in line.items() if k not in ENTRY_KEYS or "c3po_record" in line},
+    )
     assert '"schema_version": 2' in next(new.glob("*sceval_clean.jsonl")).read_text()
     old_table, notes = read_sceval_runs([SCHEMA_1_RUN], workers=1, progress=False)
     assert len(old_table) == 8 and not notes and set(old_table["model"]) == {"sceval_reference"}

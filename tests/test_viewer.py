@@ -32,11 +32,23 @@ from sceval_plugin.render import render
 from sceval_plugin.report.tables import drop
 
 BIN = Path(sys.executable).parent
-CONDITIONS = ["clean", "single_drop_words_t70", "bi_ta_drop_words_mute_t70_a50", "missing_audio",
-              "probe_mismatch_audio_random"]
+CONDITIONS = [
+    "clean",
+    "single_drop_words_t70",
+    "bi_ta_drop_words_mute_t70_a50",
+    "missing_audio",
+    "probe_mismatch_audio_random",
+]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run"]
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def guesser(doc: dict) -> str:
@@ -66,7 +78,7 @@ def write_c3po_logs(folder: Path) -> None:
     for i, doc in enumerate(rows[:8]):
         out = c3po_task.process_results(doc, [doc["target"] if i % 2 else "a purple elephant"])
         out["c3po_record"]["model"] = "sceval_reference"
-        lines.append(json.dumps({"doc_id": i, "target": doc["target"], **{**out, "c3po_record": repr(out["c3po_record"])}}))
+        lines.append(json.dumps({"doc_id": i, "target": doc["target"], **out, "c3po_record": repr(out["c3po_record"])}))
     (folder / "20261201_120000_samples_c3po_all.jsonl").write_text("\n".join(lines) + "\n")
 
 
@@ -77,12 +89,26 @@ def site(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("C3PO_JUDGE", "exact")
         mp.setenv("SCEVAL_CACHE", str(root / "cache"))
-        write_sceval_logs(root / "logs", {"sceval_reference": lambda doc: answer_messages(task.doc_to_messages(doc)),
-                                          "guesser": guesser})
+        write_sceval_logs(
+            root / "logs",
+            {"sceval_reference": lambda doc: answer_messages(task.doc_to_messages(doc)), "guesser": guesser},
+        )
         write_c3po_logs(root / "logs" / "sceval_reference")
-        done = subprocess.run([str(BIN / "faultline"), "view", str(root / "logs"), "-o", str(root / "site"),
-                               "--html-budget", "per_cell=3,max_mb=20"], capture_output=True, text=True,
-                              env=dict(os.environ), timeout=300)
+        done = subprocess.run(
+            [
+                str(BIN / "faultline"),
+                "view",
+                str(root / "logs"),
+                "-o",
+                str(root / "site"),
+                "--html-budget",
+                "per_cell=3,max_mb=20",
+            ],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            timeout=300,
+        )
     assert done.returncode == 0, done.stderr[-3000:]
     return root / "site", done.stdout, root
 
@@ -116,7 +142,7 @@ def test_every_link_and_media_path_is_relative_and_resolves(site):
     targets = 0
     for page in pages:
         links = parsed(page)
-        for tag, link in links.links:
+        for _tag, link in links.links:
             url = urlparse(link)
             assert not url.scheme and not url.netloc and not link.startswith("/"), f"{page}: {link}"
             target = (page.parent / unquote(url.path)).resolve() if url.path else page
@@ -155,8 +181,12 @@ def test_a_sample_page_shows_sent_and_clean_media_the_diff_and_every_model(site)
 def test_media_are_the_trial_the_task_rendered(site):
     """The viewer's regeneration of a logged trial is the task's render of it: the same clip, text."""
     out, _, root = site
-    record = next(json.loads(line)["sceval_record"] for line in
-                  next((root / "logs" / "guesser").glob("*_bi_ta_drop_words_mute_t70_a50.jsonl")).read_text().splitlines())
+    record = next(
+        json.loads(line)["sceval_record"]
+        for line in next((root / "logs" / "guesser").glob("*_bi_ta_drop_words_mute_t70_a50.jsonl"))
+        .read_text()
+        .splitlines()
+    )
     shown = Renderer().trial(record)
     item = next(i for i in load_source("demo").items if i.sample_id == record["sample_id"])
     trial = render(item, catalogue().get("bi_ta_drop_words_mute_t70_a50"), record["variant"])
@@ -165,9 +195,20 @@ def test_media_are_the_trial_the_task_rendered(site):
 
 
 def test_budget_per_cell_wrong_only_and_alignment():
-    rows = pd.DataFrame([{"model": m, "cell": c, "sample_id": f"s{i}", "variant": 0,
-                          "verdict": "correct" if (i + len(m)) % 3 else "wrong"}
-                         for m in ("a", "bb") for c in ("x", "y") for i in range(20)])
+    rows = pd.DataFrame(
+        [
+            {
+                "model": m,
+                "cell": c,
+                "sample_id": f"s{i}",
+                "variant": 0,
+                "verdict": "correct" if (i + len(m)) % 3 else "wrong",
+            }
+            for m in ("a", "bb")
+            for c in ("x", "y")
+            for i in range(20)
+        ]
+    )
     shown = rows[select(rows, Budget(per_cell=4))]
     assert shown.groupby(["model", "cell"]).size().tolist() == [4, 4, 4, 4]
     assert shown.groupby("cell")["sample_id"].apply(frozenset).nunique() == 1  # the same samples in every cell
@@ -182,14 +223,20 @@ def test_past_max_mb_trials_are_listed_without_media_and_the_overview_says_so(si
     from faultline_eval.viewer import write_site
 
     _, _, root = site
-    done = write_site([root / "logs" / "guesser"], tmp_path / "site", budget=Budget.parse("per_cell=2,max_mb=0.05"),
-                      benchmarks=("sceval",))
+    done = write_site(
+        [root / "logs" / "guesser"],
+        tmp_path / "site",
+        budget=Budget.parse("per_cell=2,max_mb=0.05"),
+        benchmarks=("sceval",),
+    )
     assert done["media_skipped"] > 0 and done["media_bytes"] < 0.05e6 + 2e6
     pages = [p.read_text() for p in (tmp_path / "site" / "sceval" / "samples").glob("*.html")]
     sent = [p.split("<h3>sent</h3>")[1:] for p in pages]
-    without = sum(part.startswith('<p class="muted">media not written (size budget spent)') for ps in sent for part in ps)
+    without = sum(
+        part.startswith('<p class="muted">media not written (size budget spent)') for ps in sent for part in ps
+    )
     assert 0 < without <= done["media_skipped"] and without < sum(map(len, sent))  # the first ones have media
-    assert all("<pre class=\"text\">" in p for p in pages)  # the text sent is shown all the same
+    assert all('<pre class="text">' in p for p in pages)  # the text sent is shown all the same
     assert f"{done['media_skipped']} trial(s) are shown without media" in (tmp_path / "site" / "index.html").read_text()
 
 
@@ -209,19 +256,28 @@ def test_viewer_options_without_html_are_refused_naming_both_flags(tool, tmp_pat
 
 
 def test_word_diff_marks_dropped_and_inserted_words():
-    assert word_diff("which shape moves left", "which moves right") == \
-        "which<del> shape</del> moves <del>left</del><ins>right</ins>"
+    assert (
+        word_diff("which shape moves left", "which moves right")
+        == "which<del> shape</del> moves <del>left</del><ins>right</ins>"
+    )
     assert word_diff("a <b>", "a <b>") == "a &lt;b&gt;"
 
 
 def test_public_spec_keeps_no_machine_folder():
     assert public_spec("/home/x/data/items.jsonl#ab") == "items.jsonl"
-    assert public_spec("hf:/srv/copy#1") == "hf:copy" and public_spec("hf:KZL96/ModalityFaultLines-SCEval#1") == \
-        "hf:KZL96/ModalityFaultLines-SCEval"
+    assert (
+        public_spec("hf:/srv/copy#1") == "hf:copy"
+        and public_spec("hf:KZL96/ModalityFaultLines-SCEval#1") == "hf:KZL96/ModalityFaultLines-SCEval"
+    )
     assert public_spec("lmms:omni_bench@/srv/omni") == "lmms:omni_bench@omni"
-    assert without_paths("sample 's1': field 'visual': /home/x/d/frame_0.png: no such file (see ~/cache/x)") == \
-        "sample 's1': field 'visual': frame_0.png: no such file (see x)"
-    assert without_paths("hf:KZL96/ModalityFaultLines-SCEval, 3/4 trials") == "hf:KZL96/ModalityFaultLines-SCEval, 3/4 trials"
+    assert (
+        without_paths("sample 's1': field 'visual': /home/x/d/frame_0.png: no such file (see ~/cache/x)")
+        == "sample 's1': field 'visual': frame_0.png: no such file (see x)"
+    )
+    assert (
+        without_paths("hf:KZL96/ModalityFaultLines-SCEval, 3/4 trials")
+        == "hf:KZL96/ModalityFaultLines-SCEval, 3/4 trials"
+    )
 
 
 @pytest.mark.parametrize("kind", ["local", "release", "omni_bench"])
@@ -231,10 +287,12 @@ def test_every_data_source_regenerates_its_media(kind, tmp_path, monkeypatch):
     monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
     cases = {
         "local": [(str(copy_demo(tmp_path / "local", 2)), "apply", "single_drop_words_t70")],
-        "release": [(f"hf:{release_fixture(tmp_path / 'release')}", mode, "single_noise_v70")
-                    for mode in ("apply", "released")],
-        "omni_bench": [(f"lmms:omni_bench@{omni_bench_fixture(tmp_path / 'omni', 2)}", "apply",
-                        "bi_tv_drop_words_noise_t30_v70")],
+        "release": [
+            (f"hf:{release_fixture(tmp_path / 'release')}", mode, "single_noise_v70") for mode in ("apply", "released")
+        ],
+        "omni_bench": [
+            (f"lmms:omni_bench@{omni_bench_fixture(tmp_path / 'omni', 2)}", "apply", "bi_tv_drop_words_noise_t30_v70")
+        ],
     }[kind]
     for spec, mode, cid in cases:
         monkeypatch.setenv("SCEVAL_SOURCE", spec)
@@ -279,7 +337,8 @@ def test_c3po_media_come_from_a_local_folder_and_a_hugging_face_copy(kind, tmp_p
         monkeypatch.setenv("C3PO_SOURCE", spec)
         expected = [*(sent.frames() if sent.video else []), *([sent.picture()] if sent.image else [])]
         assert len(shown.images) == len(expected) > 0 and all(
-            np.array_equal(a, b) for (_, a), b in zip(shown.images, expected)), record["sample_id"]
+            np.array_equal(a, b) for (_, a), b in zip(shown.images, expected)
+        ), record["sample_id"]
         assert np.array_equal(shown.audio, sent.waveform()) and sent.question in shown.text
         assert tmp_path.as_posix() not in public_spec(record["dataset"])
 
@@ -317,9 +376,26 @@ def test_a_moved_source_is_found_by_content_and_legacy_logs_are_read_with_a_note
 def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
     _, _, root = site
     env = {**os.environ, "SCEVAL_CACHE": str(root / "cache")}
-    done = subprocess.run([str(BIN / "sceval"), "report", str(root / "logs"), "-o", str(tmp_path / "report"), "--html",
-                           "--bootstrap", "20", "--quiet", "--no-figures", "--html-budget", "per_cell=1,wrong_only"],
-                          capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [
+            str(BIN / "sceval"),
+            "report",
+            str(root / "logs"),
+            "-o",
+            str(tmp_path / "report"),
+            "--html",
+            "--bootstrap",
+            "20",
+            "--quiet",
+            "--no-figures",
+            "--html-budget",
+            "per_cell=1,wrong_only",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     overview = (tmp_path / "report" / "html" / "sceval" / "index.html").read_text()
     assert "report tables" in overview and "Missing-modality" in overview and "not correct (wrong" in overview
@@ -339,8 +415,11 @@ def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
         assert "probe_mismatch_audio_random" in href and {t["model"] for t in trials} == {model}
         assert int(determinable) == len(trials) > 0 and all(t["donor_answer"] for t in trials)
         assert tm.split(" [")[0] == f"{100 * sum(t['answer'] == t['donor_answer'] for t in trials) / len(trials):.1f}"
-        assert all(t["donor_answer"] is None and t["verdict"] in ("correct", "wrong")
-                   for _, h in undetermined for t in selected(h))
+        assert all(
+            t["donor_answer"] is None and t["verdict"] in ("correct", "wrong")
+            for _, h in undetermined
+            for t in selected(h)
+        )
         [(summary, same)] = [(t, h) for t, h in tables["Mechanism probes (Table 17)"][model] if "donor_answer" in h]
         assert summary == tm.split(" [")[0] and selected(same) == trials
     # Table 8's strongest fault line is a drop from clean: its link selects the cell and clean, and the
@@ -352,7 +431,7 @@ def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
         assert {t["cell"] for t in trials} == {cell, "clean"} and {t["model"] for t in trials} == {model}
 
         def valid_accuracy(cid):
-            verdicts = [t["verdict"] for t in trials if t["cell"] == cid and t["verdict"] in ("correct", "wrong")]
+            verdicts = [t["verdict"] for t in trials if t["cell"] == cid and t["verdict"] in ("correct", "wrong")]  # noqa: B023
             return sum(v == "correct" for v in verdicts) / len(verdicts)
 
         assert text == f"{cell} ({drop(valid_accuracy('clean') - valid_accuracy(cell))})"
@@ -399,22 +478,46 @@ def test_c3po_report_numbers_link_their_trials_and_two_folders_stay_two_runs(sit
     runs = [tmp_path / "run_a", tmp_path / "run_b"]
     # the judge decided the non-matching answers; a re-grading (in both folders) accepts one and
     # calls another an exact match: no longer a judge decision
-    answers = [json.loads(line)["c3po_accuracy"] for line in next(logs.glob("*_samples_c3po_*.jsonl")).read_text()
-               .splitlines()]
+    answers = [
+        json.loads(line)["c3po_accuracy"] for line in next(logs.glob("*_samples_c3po_*.jsonl")).read_text().splitlines()
+    ]
     yes, exact, *judged = [a["sample_id"] for a in answers if a["judge_decided"]]
     verdicts = tmp_path / "verdicts.jsonl"
-    verdicts.write_text("".join(json.dumps({"model": "sceval_reference", "sample_id": s, "run": 0, "judge_id": "test",
-                                            "verdict": "YES", "exact_match": s == exact}) + "\n" for s in (yes, exact)))
+    verdicts.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "model": "sceval_reference",
+                    "sample_id": s,
+                    "run": 0,
+                    "judge_id": "test",
+                    "verdict": "YES",
+                    "exact_match": s == exact,
+                }
+            )
+            + "\n"
+            for s in (yes, exact)
+        )
+    )
     build_report(runs, tmp_path / "report", b=20, verdicts=verdicts)
-    done = write_site(runs, tmp_path / "site", benchmarks=("c3po",), c3po_report=tmp_path / "report",
-                      budget=Budget(per_cell=1), verdicts=verdicts)
+    done = write_site(
+        runs,
+        tmp_path / "site",
+        benchmarks=("c3po",),
+        c3po_report=tmp_path / "report",
+        budget=Budget(per_cell=1),
+        verdicts=verdicts,
+    )
     assert done["sections"][0]["trials"] == 16  # 8 per folder, none lost to a shared (model, sample, run 0)
     tables = report_links(tmp_path / "site" / "c3po" / "index.html")
     overall = tables["Overall accuracy (%) as #YES/#Total and with ungradable trials as missing"]["sceval_reference"]
     (text, href), *_ = overall
     trials = selected(href)
-    assert len(trials) == 16 and {t["run"] for t in trials} == {0, 1} and {t["model"] for t in trials} == {
-        "sceval_reference"}
+    assert (
+        len(trials) == 16
+        and {t["run"] for t in trials} == {0, 1}
+        and {t["model"] for t in trials} == {"sceval_reference"}
+    )
     assert text.split(" [")[0] == f"{100 * sum(t['verdict'] == 'correct' for t in trials) / 16:.1f}"
     wrong = [h for rows in tables.values() for links in rows.values() for t, h in links if "verdict=%3Dwrong" in h]
     assert wrong and all(selected(h) and {t["verdict"] for t in selected(h)} == {"wrong"} for h in wrong)
@@ -433,8 +536,11 @@ def report_links(overview: Path) -> dict[str, dict[str, list[tuple[str, str]]]]:
         caption = re.search(r"<caption>(.*?)</caption>", table).group(1)
         for row in re.findall(r"<tr>(.*?)</tr>", table.split("</table>")[0])[1:]:
             cells = re.findall(r"<td>(.*?)</td>", row)
-            links = [(html.unescape(t), overview.parent.joinpath(html.unescape(h)).as_posix())
-                     for c in cells for h, t in re.findall(r'<a href="([^"]+)">([^<]*)</a>', c)]
+            links = [
+                (html.unescape(t), overview.parent.joinpath(html.unescape(h)).as_posix())
+                for c in cells
+                for h, t in re.findall(r'<a href="([^"]+)">([^<]*)</a>', c)
+            ]
             found.setdefault(caption.split(",")[0].split(":")[0], {})[re.sub("<[^>]+>", "", cells[0])] = links
     return found
 
@@ -477,9 +583,13 @@ def test_the_site_in_a_headless_browser(site, tmp_path):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.route("**/*", lambda route: (requests.append(route.request.url),
-                                          route.continue_() if route.request.url.startswith("file://")
-                                          else route.abort()))
+        page.route(
+            "**/*",
+            lambda route: (
+                requests.append(route.request.url),
+                route.continue_() if route.request.url.startswith("file://") else route.abort(),
+            ),
+        )
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto((out / "index.html").as_uri())
@@ -502,7 +612,10 @@ def test_the_site_in_a_headless_browser(site, tmp_path):
         page.locator("#samples tbody a").first.click()
         page.wait_for_load_state("load")
         assert "/samples/" in page.url and page.locator("section.trial").count() >= 1
-        for sample_page in [page.url.split("#")[0], *[p.as_uri() for p in (out / "c3po" / "samples").glob("*.html")][:2]]:
+        for sample_page in [
+            page.url.split("#")[0],
+            *[p.as_uri() for p in (out / "c3po" / "samples").glob("*.html")][:2],
+        ]:
             page.goto(sample_page)
             page.wait_for_load_state("load")
             for img in page.locator("img").all():
@@ -516,6 +629,7 @@ def test_the_site_in_a_headless_browser(site, tmp_path):
         page.screenshot(path=tmp_path / "sample.png", full_page=True)
         browser.close()
     assert errors == []
-    assert requests and all(url.startswith("file://") for url in requests), [u for u in requests
-                                                                             if not u.startswith("file://")]
+    assert requests and all(url.startswith("file://") for url in requests), [
+        u for u in requests if not u.startswith("file://")
+    ]
     assert any(url.endswith("/assets/viewer.js") for url in requests)

@@ -50,14 +50,14 @@ def test_occlusion_covers_the_fraction_with_one_box_on_every_frame(rng, severity
         rows, cols = np.flatnonzero(hidden[0].any(1)), np.flatnonzero(hidden[0].any(0))
         assert hidden[0][rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1].all(), "one filled box"
         assert hidden[0].mean() == pytest.approx(area, abs=0.01)
-        assert (out[~np.broadcast_to(hidden.reshape(out.shape[:-1]), out.shape[:-1])] ==
-                frames[~np.broadcast_to(hidden.reshape(out.shape[:-1]), out.shape[:-1])]).all()
+        assert (
+            out[~np.broadcast_to(hidden.reshape(out.shape[:-1]), out.shape[:-1])]
+            == frames[~np.broadcast_to(hidden.reshape(out.shape[:-1]), out.shape[:-1])]
+        ).all()
 
 
 def test_occlusion_variants_move_the_box(clip):
-    boxes = {
-        operators.apply("occlusion", clip, severity=30, variant=v, key="s").tobytes() for v in range(3)
-    }
+    boxes = {operators.apply("occlusion", clip, severity=30, variant=v, key="s").tobytes() for v in range(3)}
     assert len(boxes) == 3
 
 
@@ -117,8 +117,9 @@ def test_defocus_blur_is_the_exact_disk_mean_rounded(clip, severity):
     # random pixels, 0/255 noise (the largest high-frequency energy), a ramp and a sparse field:
     # the FFT path's float error is largest on these, and must still round like the exact sum
     yy, xx = np.mgrid[0:96, 0:128]
-    hard = np.stack([(clip[0] > 127) * 255, np.stack([xx * 2, yy * 2, xx + yy], -1),
-                     (clip[1] > 252) * 255]).astype(np.uint8)
+    hard = np.stack([(clip[0] > 127) * 255, np.stack([xx * 2, yy * 2, xx + yy], -1), (clip[1] > 252) * 255]).astype(
+        np.uint8
+    )
     frames = np.concatenate([clip, hard])
     out = operators.apply("defocus_blur", frames, severity=severity)
     for frame, got in zip(frames, out):
@@ -130,8 +131,7 @@ def test_defocus_blur_mirrors_borders_on_frames_smaller_than_the_disk(rng, shape
     frame = rng.integers(0, 256, size=shape, dtype=np.uint8)
     for severity in (50, 70):  # the FFT path
         radius = operators.get("defocus_blur").parameter(severity)
-        assert np.array_equal(operators.apply("defocus_blur", frame, severity=severity),
-                              exact_disk_mean(frame, radius))
+        assert np.array_equal(operators.apply("defocus_blur", frame, severity=severity), exact_disk_mean(frame, radius))
 
 
 #: sha256 of defocus_blur at every severity, computed with OpenCV's filter2D before the FFT path
@@ -161,8 +161,9 @@ def test_gain_operators_multiply_with_clipping(clip, name, severity):
     assert (gain > 1) == (out.astype(int).sum() > clip.astype(int).sum())
 
 
-@pytest.mark.parametrize("name", ["noise", "occlusion", "low_resolution", "motion_blur", "defocus_blur",
-                                  "overexposure", "brightness"])
+@pytest.mark.parametrize(
+    "name", ["noise", "occlusion", "low_resolution", "motion_blur", "defocus_blur", "overexposure", "brightness"]
+)
 def test_image_equals_a_one_frame_clip_and_input_is_untouched(clip, name):
     image = clip[0].copy()
     before = image.copy()

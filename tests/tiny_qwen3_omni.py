@@ -24,8 +24,12 @@ PATCH_SIZE = 16  # Qwen3-Omni's vision patch (Qwen2.5-Omni's is 14)
 
 
 def build_processor(tokenizer):
-    from transformers import (Qwen2VLImageProcessor, Qwen2VLVideoProcessor, Qwen3OmniMoeProcessor,
-                              WhisperFeatureExtractor)
+    from transformers import (
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+        Qwen3OmniMoeProcessor,
+        WhisperFeatureExtractor,
+    )
 
     return Qwen3OmniMoeProcessor(
         image_processor=Qwen2VLImageProcessor(merge_size=MERGE_SIZE, patch_size=PATCH_SIZE),
@@ -42,29 +46,68 @@ def build_model(vocab_size: int):
 
     hidden = 32
     thinker = Qwen3OmniMoeThinkerConfig(
-        audio_config={"d_model": hidden, "encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 32,
-                      "num_mel_bins": NUM_MEL_BINS, "max_source_positions": 1500, "n_window": 50,
-                      "n_window_infer": 400, "conv_chunksize": 100, "downsample_hidden_size": 8,
-                      "output_dim": hidden},
-        vision_config={"depth": 2, "hidden_size": hidden, "intermediate_size": 32, "num_heads": 2,
-                       "patch_size": PATCH_SIZE, "spatial_merge_size": MERGE_SIZE, "temporal_patch_size": 2,
-                       "out_hidden_size": hidden, "num_position_embeddings": 576, "deepstack_visual_indexes": [0]},
-        text_config={"vocab_size": vocab_size, "hidden_size": hidden, "intermediate_size": 37,
-                     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
-                     "max_position_embeddings": 4096, "num_experts": 4, "num_experts_per_tok": 2,
-                     "moe_intermediate_size": 16,
-                     # mrope sections must add up to head_dim / 2 (8 / 2 = 4)
-                     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2],
-                                         "interleaved": True},
-                     "pad_token_id": TOKEN_ID["<|endoftext|>"], "eos_token_id": TOKEN_ID["<|im_end|>"]},
-        audio_token_id=TOKEN_ID["<|AUDIO|>"], image_token_id=TOKEN_ID["<|IMAGE|>"],
-        video_token_id=TOKEN_ID["<|VIDEO|>"], audio_start_token_id=TOKEN_ID["<|audio_bos|>"],
-        vision_start_token_id=TOKEN_ID["<|vision_bos|>"], user_token_id=TOKEN_ID["<|im_start|>"],
+        audio_config={
+            "d_model": hidden,
+            "encoder_layers": 1,
+            "encoder_attention_heads": 2,
+            "encoder_ffn_dim": 32,
+            "num_mel_bins": NUM_MEL_BINS,
+            "max_source_positions": 1500,
+            "n_window": 50,
+            "n_window_infer": 400,
+            "conv_chunksize": 100,
+            "downsample_hidden_size": 8,
+            "output_dim": hidden,
+        },
+        vision_config={
+            "depth": 2,
+            "hidden_size": hidden,
+            "intermediate_size": 32,
+            "num_heads": 2,
+            "patch_size": PATCH_SIZE,
+            "spatial_merge_size": MERGE_SIZE,
+            "temporal_patch_size": 2,
+            "out_hidden_size": hidden,
+            "num_position_embeddings": 576,
+            "deepstack_visual_indexes": [0],
+        },
+        text_config={
+            "vocab_size": vocab_size,
+            "hidden_size": hidden,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 8,
+            "max_position_embeddings": 4096,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 16,
+            # mrope sections must add up to head_dim / 2 (8 / 2 = 4)
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": [1, 1, 2],
+                "interleaved": True,
+            },
+            "pad_token_id": TOKEN_ID["<|endoftext|>"],
+            "eos_token_id": TOKEN_ID["<|im_end|>"],
+        },
+        audio_token_id=TOKEN_ID["<|AUDIO|>"],
+        image_token_id=TOKEN_ID["<|IMAGE|>"],
+        video_token_id=TOKEN_ID["<|VIDEO|>"],
+        audio_start_token_id=TOKEN_ID["<|audio_bos|>"],
+        vision_start_token_id=TOKEN_ID["<|vision_bos|>"],
+        user_token_id=TOKEN_ID["<|im_start|>"],
         position_id_per_seconds=13,
     )
     torch.manual_seed(0)
-    config = Qwen3OmniMoeConfig(thinker_config=thinker.to_dict(), enable_audio_output=False,
-                                im_start_token_id=TOKEN_ID["<|im_start|>"], im_end_token_id=TOKEN_ID["<|im_end|>"])
+    config = Qwen3OmniMoeConfig(
+        thinker_config=thinker.to_dict(),
+        enable_audio_output=False,
+        im_start_token_id=TOKEN_ID["<|im_start|>"],
+        im_end_token_id=TOKEN_ID["<|im_end|>"],
+    )
     return Qwen3OmniMoeForConditionalGeneration(config).eval()
 
 

@@ -16,8 +16,18 @@ import sys
 from pathlib import Path
 
 #: Special tokens in id order (ids 0..); the thinker config below uses these ids.
-SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|AUDIO|>", "<|IMAGE|>", "<|VIDEO|>",
-                  "<|audio_bos|>", "<|audio_eos|>", "<|vision_bos|>", "<|vision_eos|>")
+SPECIAL_TOKENS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|AUDIO|>",
+    "<|IMAGE|>",
+    "<|VIDEO|>",
+    "<|audio_bos|>",
+    "<|audio_eos|>",
+    "<|vision_bos|>",
+    "<|vision_eos|>",
+)
 TOKEN_ID = {token: index for index, token in enumerate(SPECIAL_TOKENS)}
 NUM_MEL_BINS = 128  # what the real checkpoint's WhisperFeatureExtractor produces
 MERGE_SIZE = 2
@@ -52,34 +62,51 @@ def build_tokenizer():
     backend = Tokenizer(models.BPE())
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     backend.train_from_iterator(CORPUS, trainer=trainer)
     vocab = backend.get_vocab()
     assert all(vocab[t] == i for t, i in TOKEN_ID.items()), "special tokens must keep the config's ids"
     import json
 
-    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m)
-              for m in json.loads(backend.to_str())["model"]["merges"]]
+    merges = [
+        tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in json.loads(backend.to_str())["model"]["merges"]
+    ]
     tokenizer = Qwen2TokenizerFast(
-        vocab=vocab, merges=merges, unk_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        vocab=vocab,
+        merges=merges,
+        unk_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
         extra_special_tokens={  # the processor reads these named tokens off the tokenizer
-            "image_token": "<|IMAGE|>", "audio_token": "<|AUDIO|>", "video_token": "<|VIDEO|>",
-            "vision_bos_token": "<|vision_bos|>", "vision_eos_token": "<|vision_eos|>",
-            "audio_bos_token": "<|audio_bos|>", "audio_eos_token": "<|audio_eos|>",
+            "image_token": "<|IMAGE|>",
+            "audio_token": "<|AUDIO|>",
+            "video_token": "<|VIDEO|>",
+            "vision_bos_token": "<|vision_bos|>",
+            "vision_eos_token": "<|vision_eos|>",
+            "audio_bos_token": "<|audio_bos|>",
+            "audio_eos_token": "<|audio_eos|>",
         },
     )
-    tokenizer.add_special_tokens({"additional_special_tokens": [t for t in SPECIAL_TOKENS if t not in
-                                                                (tokenizer.eos_token, tokenizer.pad_token)]},
-                                 replace_extra_special_tokens=False)
+    tokenizer.add_special_tokens(
+        {
+            "additional_special_tokens": [
+                t for t in SPECIAL_TOKENS if t not in (tokenizer.eos_token, tokenizer.pad_token)
+            ]
+        },
+        replace_extra_special_tokens=False,
+    )
     for token, index in TOKEN_ID.items():
         assert tokenizer.convert_tokens_to_ids(token) == index, token
     return tokenizer
 
 
 def build_processor(tokenizer):
-    from transformers import (Qwen2_5OmniProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor,
-                              WhisperFeatureExtractor)
+    from transformers import Qwen2_5OmniProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor, WhisperFeatureExtractor
 
     return Qwen2_5OmniProcessor(
         image_processor=Qwen2VLImageProcessor(merge_size=MERGE_SIZE),
@@ -96,24 +123,52 @@ def build_model(vocab_size: int):
 
     hidden = 32
     thinker = Qwen2_5OmniThinkerConfig(
-        audio_config={"d_model": hidden, "encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 32,
-                      "num_mel_bins": NUM_MEL_BINS, "max_source_positions": 1500, "n_window": 100,
-                      "output_dim": hidden},
-        vision_config={"depth": 1, "hidden_size": hidden, "intermediate_size": 32, "num_heads": 2,
-                       "patch_size": 14, "spatial_merge_size": MERGE_SIZE, "temporal_patch_size": 2,
-                       "out_hidden_size": hidden, "fullatt_block_indexes": [0], "window_size": 112,
-                       "hidden_act": "quick_gelu"},
-        text_config={"vocab_size": vocab_size, "hidden_size": hidden, "intermediate_size": 37,
-                     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-                     "max_position_embeddings": 4096,
-                     # mrope sections must add up to head_dim / 2 (32 / 4 heads / 2 = 4)
-                     "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2]},
-                     "pad_token_id": TOKEN_ID["<|endoftext|>"], "eos_token_id": TOKEN_ID["<|im_end|>"]},
-        audio_token_index=TOKEN_ID["<|AUDIO|>"], image_token_index=TOKEN_ID["<|IMAGE|>"],
-        video_token_index=TOKEN_ID["<|VIDEO|>"], audio_start_token_id=TOKEN_ID["<|audio_bos|>"],
-        audio_end_token_id=TOKEN_ID["<|audio_eos|>"], vision_start_token_id=TOKEN_ID["<|vision_bos|>"],
-        vision_end_token_id=TOKEN_ID["<|vision_eos|>"], user_token_id=TOKEN_ID["<|im_start|>"],
-        position_id_per_seconds=25, seconds_per_chunk=2,
+        audio_config={
+            "d_model": hidden,
+            "encoder_layers": 1,
+            "encoder_attention_heads": 2,
+            "encoder_ffn_dim": 32,
+            "num_mel_bins": NUM_MEL_BINS,
+            "max_source_positions": 1500,
+            "n_window": 100,
+            "output_dim": hidden,
+        },
+        vision_config={
+            "depth": 1,
+            "hidden_size": hidden,
+            "intermediate_size": 32,
+            "num_heads": 2,
+            "patch_size": 14,
+            "spatial_merge_size": MERGE_SIZE,
+            "temporal_patch_size": 2,
+            "out_hidden_size": hidden,
+            "fullatt_block_indexes": [0],
+            "window_size": 112,
+            "hidden_act": "quick_gelu",
+        },
+        text_config={
+            "vocab_size": vocab_size,
+            "hidden_size": hidden,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 4096,
+            # mrope sections must add up to head_dim / 2 (32 / 4 heads / 2 = 4)
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2]},
+            "pad_token_id": TOKEN_ID["<|endoftext|>"],
+            "eos_token_id": TOKEN_ID["<|im_end|>"],
+        },
+        audio_token_index=TOKEN_ID["<|AUDIO|>"],
+        image_token_index=TOKEN_ID["<|IMAGE|>"],
+        video_token_index=TOKEN_ID["<|VIDEO|>"],
+        audio_start_token_id=TOKEN_ID["<|audio_bos|>"],
+        audio_end_token_id=TOKEN_ID["<|audio_eos|>"],
+        vision_start_token_id=TOKEN_ID["<|vision_bos|>"],
+        vision_end_token_id=TOKEN_ID["<|vision_eos|>"],
+        user_token_id=TOKEN_ID["<|im_start|>"],
+        position_id_per_seconds=25,
+        seconds_per_chunk=2,
     )
     torch.manual_seed(0)
     config = Qwen2_5OmniConfig(thinker_config=thinker.to_dict(), enable_audio_output=False)

@@ -65,7 +65,9 @@ def _text(data: Any, *keys: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def accepted_items(build_dir: str | Path, templates: set[str] | None = None) -> tuple[list[BuiltItem], list[tuple[str, str]]]:
+def accepted_items(
+    build_dir: str | Path, templates: set[str] | None = None
+) -> tuple[list[BuiltItem], list[tuple[str, str]]]:
     """(items, ``(sample id, reason)`` of accepted samples that cannot be items), in audit order."""
     build_dir = Path(build_dir)
     generated = Ledger(build_dir, "generate").ok()
@@ -91,12 +93,17 @@ def accepted_items(build_dir: str | Path, templates: set[str] | None = None) -> 
         question = _text(sample, "generated_components", "text", "content")
         answer = _text(sample, "ground_truth", "answer")
         difficulty = verdict.get("difficulty")
-        missing = [what for what, ok in (("base media (select)", base is not None),
-                                         ("synthesized media (synthesize)", synth is not None),
-                                         ("question (generated_components.text.content)", bool(question)),
-                                         ("answer (ground_truth.answer)", bool(answer)),
-                                         ("difficulty 1-10 (audit)", isinstance(difficulty, (int, float))
-                                          and 1 <= difficulty <= 10)) if not ok]
+        missing = [
+            what
+            for what, ok in (
+                ("base media (select)", base is not None),
+                ("synthesized media (synthesize)", synth is not None),
+                ("question (generated_components.text.content)", bool(question)),
+                ("answer (ground_truth.answer)", bool(answer)),
+                ("difficulty 1-10 (audit)", isinstance(difficulty, (int, float)) and 1 <= difficulty <= 10),
+            )
+            if not ok
+        ]
         if missing:
             problems.append((sample_id, "missing " + ", ".join(missing)))
             continue
@@ -106,13 +113,27 @@ def accepted_items(build_dir: str | Path, templates: set[str] | None = None) -> 
                 continue
             rel = synth.get(kind) or base["media"].get(kind)
             if not rel:
-                problems.append((sample_id, f"template {template.id} needs {kind}, which neither the base nor "
-                                            "the synthesis made"))
+                problems.append(
+                    (sample_id, f"template {template.id} needs {kind}, which neither the base nor the synthesis made")
+                )
                 break
             found[kind] = build_dir / rel
         else:
-            items.append(BuiltItem(sample_id, template.id, template.category, question, answer, found,
-                                   int(difficulty), sample, base, synth, verdict))
+            items.append(
+                BuiltItem(
+                    sample_id,
+                    template.id,
+                    template.category,
+                    question,
+                    answer,
+                    found,
+                    int(difficulty),
+                    sample,
+                    base,
+                    synth,
+                    verdict,
+                )
+            )
     return items, problems
 
 
@@ -131,5 +152,6 @@ def sample_fates(build_dir: str | Path, templates: list[str] | None = None) -> d
     build_dir = Path(build_dir)
     specs, _ = resolve(templates)
     chain = Upstream(build_dir, SAMPLE_STAGES)
-    return {sample_id: (spec.template_id, chain.verdict(sample_id))
-            for sample_id, spec, _ in sample_ids(build_dir, specs)}
+    return {
+        sample_id: (spec.template_id, chain.verdict(sample_id)) for sample_id, spec, _ in sample_ids(build_dir, specs)
+    }

@@ -35,8 +35,8 @@ from typing import Any
 from c3po_plugin.construction import settings as build_settings
 from c3po_plugin.construction.client import Ask, run_stage_asks, stage_counts
 from c3po_plugin.construction.ledger import Ledger, Upstream
-from c3po_plugin.construction.stage_prompts import AUDITOR, fill
 from c3po_plugin.construction.specs import GenerationSpec, resolve
+from c3po_plugin.construction.stage_prompts import AUDITOR, fill
 
 STAGE = "audit"
 SPLIT_AT = "**SAMPLE TO AUDIT**"
@@ -45,13 +45,25 @@ MEDIA_PILLAR = "Media Verifiability"
 OURS = ("candidate_id", "fit_score")
 
 #: App. I's auditor output format.
-SCHEMA = {"type": "object",
-          "required": ["template_id", "decision", "failure_pillar", "rationale", "generation_confidence_score",
-                       "difficulty_score"],
-          "properties": {"template_id": {"type": "string"},
-                         "decision": {"type": "string", "enum": ["ACCEPT", "REJECT"]},
-                         "failure_pillar": {"type": ["string", "null"]}, "rationale": {"type": "string"},
-                         "generation_confidence_score": {"type": "string"}, "difficulty_score": {"type": "integer"}}}
+SCHEMA = {
+    "type": "object",
+    "required": [
+        "template_id",
+        "decision",
+        "failure_pillar",
+        "rationale",
+        "generation_confidence_score",
+        "difficulty_score",
+    ],
+    "properties": {
+        "template_id": {"type": "string"},
+        "decision": {"type": "string", "enum": ["ACCEPT", "REJECT"]},
+        "failure_pillar": {"type": ["string", "null"]},
+        "rationale": {"type": "string"},
+        "generation_confidence_score": {"type": "string"},
+        "difficulty_score": {"type": "integer"},
+    },
+}
 
 
 def prompt_parts(spec: GenerationSpec, item: dict) -> tuple[str, str]:
@@ -59,9 +71,12 @@ def prompt_parts(spec: GenerationSpec, item: dict) -> tuple[str, str]:
     rubric, _, sample = AUDITOR.partition(SPLIT_AT)
     shown = {k: v for k, v in item.items() if k not in OURS}
     shown["template_id"] = spec.paper_id
-    text = fill(SPLIT_AT + sample, SCORE=item.get("fit_score"),
-                TEMPLATE_LOGIC=json.dumps(spec.prompt_json(), indent=2, ensure_ascii=False),
-                SAMPLE_DATA=json.dumps(shown, indent=2, ensure_ascii=False))
+    text = fill(
+        SPLIT_AT + sample,
+        SCORE=item.get("fit_score"),
+        TEMPLATE_LOGIC=json.dumps(spec.prompt_json(), indent=2, ensure_ascii=False),
+        SAMPLE_DATA=json.dumps(shown, indent=2, ensure_ascii=False),
+    )
     return rubric.strip(), text
 
 
@@ -82,8 +97,13 @@ def verdict(answer: dict, fit_score: int | None) -> tuple[dict | None, str | Non
         rationale = f"difficulty -1: media not fit to evaluate. {rationale}".strip()
     if decision == "ACCEPT" and not 1 <= difficulty <= 10:
         return None, f"an ACCEPT needs difficulty_score 1-10, got {difficulty}"
-    return {"decision": decision, "failing_pillar": pillar if decision == "REJECT" else None, "rationale": rationale,
-            "fit_score": fit_score, "difficulty": difficulty if decision == "ACCEPT" else -1}, None
+    return {
+        "decision": decision,
+        "failing_pillar": pillar if decision == "REJECT" else None,
+        "rationale": rationale,
+        "fit_score": fit_score,
+        "difficulty": difficulty if decision == "ACCEPT" else -1,
+    }, None
 
 
 def _media(build_dir: Path, candidate: dict, synthesized: dict | None) -> dict[str, str]:
@@ -94,8 +114,15 @@ def _media(build_dir: Path, candidate: dict, synthesized: dict | None) -> dict[s
     return {k: str(build_dir / v) for k, v in media.items()}
 
 
-def run_audit(build_dir: str | Path, *, auditor: str | None = None, concurrency: int | None = None,
-              templates: list[str] | None = None, model_instance: Any = None, **options: Any) -> dict:
+def run_audit(
+    build_dir: str | Path,
+    *,
+    auditor: str | None = None,
+    concurrency: int | None = None,
+    templates: list[str] | None = None,
+    model_instance: Any = None,
+    **options: Any,
+) -> dict:
     """Audit every generated item whose media are ready; returns the counts (``skipped``: settled
     before; ``waiting``: for synthesis)."""
     build_dir = Path(build_dir)
@@ -128,19 +155,41 @@ def run_audit(build_dir: str | Path, *, auditor: str | None = None, concurrency:
             continue
         system, text = prompt_parts(spec, item)
         fits[sample_id] = item.get("fit_score")
-        asks.append(Ask(sample_id, spec.template_id, system, text,
-                        _media(build_dir, candidate, synthesized.get(sample_id)), SCHEMA))
+        asks.append(
+            Ask(
+                sample_id,
+                spec.template_id,
+                system,
+                text,
+                _media(build_dir, candidate, synthesized.get(sample_id)),
+                SCHEMA,
+            )
+        )
+
     def finish(ask: Ask, answer: dict) -> str | None:
         data, unusable = verdict(answer, fits[ask.key])
         if data is None:
             return unusable
         if data["decision"] == "REJECT":
-            ledger.record(ask.key, "rejected", data=data,
-                          reason=f"{data['failing_pillar'] or 'unnamed pillar'}: {data['rationale']}")
+            ledger.record(
+                ask.key,
+                "rejected",
+                data=data,
+                reason=f"{data['failing_pillar'] or 'unnamed pillar'}: {data['rationale']}",
+            )
         else:
             ledger.record(ask.key, "ok", data=data)
         return None
 
-    run_stage_asks(build_dir, STAGE, build_settings.model_for(config, "auditor"), asks, ledger, config,
-                   temperature=config["auditor_temperature"], finish=finish, model_instance=model_instance)
+    run_stage_asks(
+        build_dir,
+        STAGE,
+        build_settings.model_for(config, "auditor"),
+        asks,
+        ledger,
+        config,
+        temperature=config["auditor_temperature"],
+        finish=finish,
+        model_instance=model_instance,
+    )
     return {**stage_counts(ledger, specs, skipped), "waiting": waiting}

@@ -46,7 +46,7 @@ class CaptionCard:
         lines = textwrap.wrap(caption.strip(), width=58)
         limit = (HEIGHT - 60) // 22
         if len(lines) > limit:
-            lines = lines[:limit - 1] + [lines[limit - 1][:48] + " ..."]
+            lines = lines[: limit - 1] + [lines[limit - 1][:48] + " ..."]
         for i, line in enumerate(lines):
             pen.text((14, 48 + 22 * i), line, font=body, fill=(20, 20, 20))
         return np.asarray(img, dtype=np.uint8).copy()

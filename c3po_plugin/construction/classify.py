@@ -30,8 +30,8 @@ from typing import Any
 from c3po_plugin.construction import settings as build_settings
 from c3po_plugin.construction.client import Ask, run_stage_asks, stage_counts
 from c3po_plugin.construction.ledger import Ledger
-from c3po_plugin.construction.stage_prompts import AUDIO_TYPING
 from c3po_plugin.construction.specs import resolve
+from c3po_plugin.construction.stage_prompts import AUDIO_TYPING
 
 STAGE = "classify"
 RULES = "rules"
@@ -40,10 +40,15 @@ MIN_SFX_S, MAX_SFX_S = 1.0, 10.0
 PLACEHOLDER = re.compile(r"^\s*(\[[^\]]*\]|\(?null\)?|none|n/?a)?\s*$", re.IGNORECASE)
 
 #: App. I's audio-typing output format.
-SCHEMA = {"type": "object", "required": ["audio_type", "duration_seconds", "sfx_prompt"],
-          "properties": {"audio_type": {"type": "string", "enum": ["TTS", "SFX"]},
-                         "duration_seconds": {"type": ["integer", "null"]},
-                         "sfx_prompt": {"type": ["string", "null"]}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["audio_type", "duration_seconds", "sfx_prompt"],
+    "properties": {
+        "audio_type": {"type": "string", "enum": ["TTS", "SFX"]},
+        "duration_seconds": {"type": ["integer", "null"]},
+        "sfx_prompt": {"type": ["string", "null"]},
+    },
+}
 
 
 def audio_of(item: dict) -> dict | None:
@@ -59,8 +64,13 @@ def classified(audio: dict, audio_type: str, duration: Any, sfx_prompt: str | No
     if kind == "tts":
         if not (audio.get("transcript") or "").strip():
             return None, "TTS without a transcript"
-        return {"kind": "tts", "transcript": audio["transcript"].strip(),
-                "voice_style_prompt": audio.get("voice_style_prompt"), "sfx_prompt": None, "duration_s": None}, None
+        return {
+            "kind": "tts",
+            "transcript": audio["transcript"].strip(),
+            "voice_style_prompt": audio.get("voice_style_prompt"),
+            "sfx_prompt": None,
+            "duration_s": None,
+        }, None
     prompt = (sfx_prompt or "").strip() or (audio.get("voice_style_prompt") or "").strip()
     if not prompt:
         return None, "SFX without a prompt"
@@ -68,8 +78,13 @@ def classified(audio: dict, audio_type: str, duration: Any, sfx_prompt: str | No
         seconds = float(duration)
     except (TypeError, ValueError):
         return None, f"SFX duration_seconds must be a number of seconds, got {duration!r}"
-    return {"kind": "sfx", "transcript": None, "voice_style_prompt": audio.get("voice_style_prompt"),
-            "sfx_prompt": prompt, "duration_s": min(MAX_SFX_S, max(MIN_SFX_S, seconds))}, None
+    return {
+        "kind": "sfx",
+        "transcript": None,
+        "voice_style_prompt": audio.get("voice_style_prompt"),
+        "sfx_prompt": prompt,
+        "duration_s": min(MAX_SFX_S, max(MIN_SFX_S, seconds)),
+    }, None
 
 
 def by_rules(audio: dict) -> dict:
@@ -82,8 +97,15 @@ def by_rules(audio: dict) -> dict:
 NONE = {"kind": "none", "transcript": None, "voice_style_prompt": None, "sfx_prompt": None, "duration_s": None}
 
 
-def run_classify(build_dir: str | Path, *, classifier: str | None = None, concurrency: int | None = None,
-                 templates: list[str] | None = None, model_instance: Any = None, **options: Any) -> dict:
+def run_classify(
+    build_dir: str | Path,
+    *,
+    classifier: str | None = None,
+    concurrency: int | None = None,
+    templates: list[str] | None = None,
+    model_instance: Any = None,
+    **options: Any,
+) -> dict:
     """Type the audio of every generated item not yet classified; returns the counts."""
     import json
 
@@ -107,16 +129,29 @@ def run_classify(build_dir: str | Path, *, classifier: str | None = None, concur
             ledger.record(sample_id, "ok", data=by_rules(audio))
         else:
             audios[sample_id] = audio
-            text = json.dumps({"transcript": audio.get("transcript"),
-                               "voice_style_prompt": audio.get("voice_style_prompt")}, ensure_ascii=False)
+            text = json.dumps(
+                {"transcript": audio.get("transcript"), "voice_style_prompt": audio.get("voice_style_prompt")},
+                ensure_ascii=False,
+            )
             asks.append(Ask(sample_id, item["template_id"], AUDIO_TYPING, text, {}, SCHEMA))
+
     def finish(ask: Ask, answer: dict) -> str | None:
-        data, unusable = classified(audios[ask.key], answer.get("audio_type"), answer.get("duration_seconds"),
-                                    answer.get("sfx_prompt"))
+        data, unusable = classified(
+            audios[ask.key], answer.get("audio_type"), answer.get("duration_seconds"), answer.get("sfx_prompt")
+        )
         if data is not None:
             ledger.record(ask.key, "ok", data=data)
         return unusable
 
-    run_stage_asks(build_dir, STAGE, model, asks, ledger, config, temperature=config["classifier_temperature"],
-                   finish=finish, model_instance=model_instance)
+    run_stage_asks(
+        build_dir,
+        STAGE,
+        model,
+        asks,
+        ledger,
+        config,
+        temperature=config["classifier_temperature"],
+        finish=finish,
+        model_instance=model_instance,
+    )
     return stage_counts(ledger, specs, settled)

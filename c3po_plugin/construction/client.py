@@ -26,10 +26,11 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from c3po_plugin.construction import settings as build_settings
 from c3po_plugin.construction.model_specs import parse_spec, spec_arguments
@@ -59,7 +60,7 @@ class Ask:
     schema: dict | None = None
     attempt: int = 0
 
-    def again(self) -> "Ask":
+    def again(self) -> Ask:
         return replace(self, attempt=self.attempt + 1)
 
 
@@ -72,7 +73,7 @@ def parse_json_reply(text: str) -> tuple[dict | None, str | None]:
     if start < 0 or end <= start:
         return None, "malformed reply: no JSON object"
     try:
-        value = json.loads(body[start:end + 1])
+        value = json.loads(body[start : end + 1])
     except json.JSONDecodeError as exc:
         return None, f"malformed reply: {exc.msg} at character {exc.pos}"
     if not isinstance(value, dict):
@@ -83,8 +84,16 @@ def parse_json_reply(text: str) -> tuple[dict | None, str | None]:
 def media_item(ask: Ask, build_dir: Path):
     """A :class:`~c3po_plugin.data.records.C3POItem` carrying only the ask's media, so stage
     requests load and label media exactly as the C3PO tasks and the judge do."""
-    return C3POItem(sample_id=ask.key, template_id=ask.template_id, question="", answer="", root=str(build_dir),
-                    video=ask.media.get("video"), image=ask.media.get("image"), audio=ask.media.get("audio"))
+    return C3POItem(
+        sample_id=ask.key,
+        template_id=ask.template_id,
+        question="",
+        answer="",
+        root=str(build_dir),
+        video=ask.media.get("video"),
+        image=ask.media.get("image"),
+        audio=ask.media.get("audio"),
+    )
 
 
 def _messages(ask: Ask, build_dir: Path) -> list[dict]:
@@ -92,8 +101,10 @@ def _messages(ask: Ask, build_dir: Path) -> list[dict]:
     from faultline_eval.tasks.c3po_task import media_content
 
     media = media_content(media_item(ask, build_dir)) if ask.media else []
-    return [{"role": "system", "content": [{"type": "text", "text": ask.system}]},
-            {"role": "user", "content": media + [{"type": "text", "text": ask.text}]}]
+    return [
+        {"role": "system", "content": [{"type": "text", "text": ask.system}]},
+        {"role": "user", "content": media + [{"type": "text", "text": ask.text}]},
+    ]
 
 
 class BuildClient:
@@ -101,8 +112,9 @@ class BuildClient:
 
     model_id: str
 
-    def __init__(self, build_dir: Path, stage: str, *, temperature: float, max_output_tokens: int,
-                 concurrency: int) -> None:
+    def __init__(
+        self, build_dir: Path, stage: str, *, temperature: float, max_output_tokens: int, concurrency: int
+    ) -> None:
         self.build_dir = Path(build_dir)
         self.stage = stage
         self.temperature = float(temperature)
@@ -113,10 +125,23 @@ class BuildClient:
         self._version = PROMPT_VERSION
 
     def store_key(self, ask: Ask) -> str:
-        media = sorted((k, str(Path(v).relative_to(self.build_dir)) if Path(v).is_relative_to(self.build_dir) else v)
-                       for k, v in ask.media.items())
-        return request_key(self.model_id, self._version, self.stage, ask.key, ask.attempt, ask.system, ask.text,
-                           media, self.temperature, self.max_output_tokens, json.dumps(ask.schema, sort_keys=True))
+        media = sorted(
+            (k, str(Path(v).relative_to(self.build_dir)) if Path(v).is_relative_to(self.build_dir) else v)
+            for k, v in ask.media.items()
+        )
+        return request_key(
+            self.model_id,
+            self._version,
+            self.stage,
+            ask.key,
+            ask.attempt,
+            ask.system,
+            ask.text,
+            media,
+            self.temperature,
+            self.max_output_tokens,
+            json.dumps(ask.schema, sort_keys=True),
+        )
 
     def ask_many(self, asks: list[Ask]) -> Iterator[tuple[Ask, Reply]]:
         raise NotImplementedError
@@ -132,8 +157,9 @@ class GeminiBuildClient(BuildClient):
         model = args.pop("model_version")
         numbers = {k: float(v) for k, v in args.items() if k != "base_url"}
         self.model_id = f"gemini:{model}"
-        self._client = GeminiClient(model, base_url=args.get("base_url"), store=self.store,
-                                    who=f"c3po build {stage}", **numbers)
+        self._client = GeminiClient(
+            model, base_url=args.get("base_url"), store=self.store, who=f"c3po build {stage}", **numbers
+        )
         self._client.usage = self.usage
 
     def _ask(self, ask: Ask) -> Reply:
@@ -144,9 +170,14 @@ class GeminiBuildClient(BuildClient):
             contents, system = message_parts(_messages(ask, self.build_dir))
         except (OSError, ValueError) as exc:
             return Reply("", failure="media_unavailable", detail=f"{type(exc).__name__}: {exc}")
-        return self._client.generate(contents, system=system, temperature=self.temperature,
-                                     max_output_tokens=self.max_output_tokens, response_schema=ask.schema,
-                                     store_key=key)
+        return self._client.generate(
+            contents,
+            system=system,
+            temperature=self.temperature,
+            max_output_tokens=self.max_output_tokens,
+            response_schema=ask.schema,
+            store_key=key,
+        )
 
     def ask_many(self, asks: list[Ask]) -> Iterator[tuple[Ask, Reply]]:
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
@@ -156,8 +187,9 @@ class GeminiBuildClient(BuildClient):
 
 
 class LmmsBuildClient(BuildClient):
-    def __init__(self, model: str, model_args: str, build_dir: Path, stage: str, model_instance: Any = None,
-                 **settings: Any) -> None:
+    def __init__(
+        self, model: str, model_args: str, build_dir: Path, stage: str, model_instance: Any = None, **settings: Any
+    ) -> None:
         super().__init__(build_dir, stage, **settings)
         self.model_id = f"lmms:{model}" + (f",{model_args}" if model_args else "")
         self.model = model_instance or load_model(model, model_args)
@@ -178,16 +210,27 @@ class LmmsBuildClient(BuildClient):
                 yield ask, Reply("", failure="media_unavailable", detail=str(exc))
                 continue
             pending.append(ask)
-        gen_kwargs = {"max_new_tokens": self.max_output_tokens, "temperature": self.temperature,
-                      "do_sample": self.temperature > 0, "until": []}
+        gen_kwargs = {
+            "max_new_tokens": self.max_output_tokens,
+            "temperature": self.temperature,
+            "do_sample": self.temperature > 0,
+            "until": [],
+        }
         for start in range(0, len(pending), self.concurrency):
-            batch = pending[start:start + self.concurrency]
+            batch = pending[start : start + self.concurrency]
             docs = []
             for ask in batch:
                 self._counter += 1
-                docs.append({"row_id": f"c3po_build_{self.stage}/{ask.key}/{self._counter}",
-                             "dataset": f"c3po_build_{self.stage}", "system": ask.system, "text": ask.text,
-                             "expects_json": True, "item": media_item(ask, self.build_dir) if ask.media else None})
+                docs.append(
+                    {
+                        "row_id": f"c3po_build_{self.stage}/{ask.key}/{self._counter}",
+                        "dataset": f"c3po_build_{self.stage}",
+                        "system": ask.system,
+                        "text": ask.text,
+                        "expects_json": True,
+                        "item": media_item(ask, self.build_dir) if ask.media else None,
+                    }
+                )
             began = time.perf_counter()
             answers = generate(self.model, docs, gen_kwargs, task=f"c3po_build_{self.stage}")
             latency = (time.perf_counter() - began) / max(1, len(batch))
@@ -200,8 +243,16 @@ class LmmsBuildClient(BuildClient):
                 yield ask, reply
 
 
-def make_client(spec: str, build_dir: str | Path, stage: str, *, temperature: float, max_output_tokens: int = 8192,
-                concurrency: int = 4, model_instance: Any = None) -> BuildClient:
+def make_client(
+    spec: str,
+    build_dir: str | Path,
+    stage: str,
+    *,
+    temperature: float,
+    max_output_tokens: int = 8192,
+    concurrency: int = 4,
+    model_instance: Any = None,
+) -> BuildClient:
     """The client a model spec names, for one stage of one build. lmms-eval is imported only
     for an ``lmms:`` spec."""
     backend, model, args = parse_spec(spec)
@@ -214,8 +265,7 @@ def make_client(spec: str, build_dir: str | Path, stage: str, *, temperature: fl
     return LmmsBuildClient(model, args, Path(build_dir), stage, model_instance=model_instance, **settings)
 
 
-def drive(client: BuildClient, asks: Iterable[Ask], settle: Callable[[Ask, Reply], Ask | None], *,
-          desc: str) -> None:
+def drive(client: BuildClient, asks: Iterable[Ask], settle: Callable[[Ask, Reply], Ask | None], *, desc: str) -> None:
     """Send every ask and hand each reply to ``settle`` (which writes the ledger); an ask that
     ``settle`` returns is sent in the next round (a re-ask after a malformed reply)."""
     from tqdm import tqdm
@@ -234,6 +284,7 @@ def drive(client: BuildClient, asks: Iterable[Ask], settle: Callable[[Ask, Reply
 
 
 # --- a stage's replies into its ledger -------------------------------------------------------
+
 
 def settle_reply(ledger, ask: Ask, reply: Reply, config: dict, *, finish: Callable[[dict], str | None]) -> Ask | None:
     """The shared fate of a stage reply. A transient failure is ``failed``. Otherwise the reply's
@@ -259,18 +310,38 @@ def settle_reply(ledger, ask: Ask, reply: Reply, config: dict, *, finish: Callab
     return None
 
 
-def run_stage_asks(build_dir: str | Path, stage: str, model: str, asks: list[Ask], ledger, config: dict, *,
-                   temperature: float, finish: Callable[[Ask, dict], str | None], model_instance: Any = None) -> None:
+def run_stage_asks(
+    build_dir: str | Path,
+    stage: str,
+    model: str,
+    asks: list[Ask],
+    ledger,
+    config: dict,
+    *,
+    temperature: float,
+    finish: Callable[[Ask, dict], str | None],
+    model_instance: Any = None,
+) -> None:
     """Ask ``model`` every ask of a stage, settle each reply into ``ledger`` (:func:`settle_reply`;
     ``finish(ask, parsed JSON)`` writes the entry or says why the answer is unusable) and add the
     run's cost to the stage's usage file."""
     if not asks:
         return
-    client = make_client(model, build_dir, stage, temperature=temperature, concurrency=config["concurrency"],
-                         max_output_tokens=config["max_output_tokens"], model_instance=model_instance)
-    drive(client, asks, lambda ask, reply: settle_reply(ledger, ask, reply, config,
-                                                        finish=lambda parsed: finish(ask, parsed)),
-          desc=f"c3po build {stage}")
+    client = make_client(
+        model,
+        build_dir,
+        stage,
+        temperature=temperature,
+        concurrency=config["concurrency"],
+        max_output_tokens=config["max_output_tokens"],
+        model_instance=model_instance,
+    )
+    drive(
+        client,
+        asks,
+        lambda ask, reply: settle_reply(ledger, ask, reply, config, finish=lambda parsed: finish(ask, parsed)),
+        desc=f"c3po build {stage}",
+    )
     build_settings.add_usage(build_dir, stage, client.model_id, client.usage.summary())
 
 

@@ -22,16 +22,16 @@ run with the same libraries.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-from faultline_eval.core.demo_media import tone_events
-from faultline_eval.core.media_processing import write_clip
 from c3po_plugin.data import make_demo as demo
 from faultline_eval.core import media
+from faultline_eval.core.demo_media import tone_events
+from faultline_eval.core.media_processing import write_clip
 from faultline_eval.core.store import write_atomic
 
 SEED = 4113
@@ -73,20 +73,24 @@ def _procedure(rng):
 def _moving(rng):
     colours = demo.pick(rng, demo.COLOURS, 2)
     xs = np.linspace(16, 112, 5)
-    return [[("circle", colours[0], float(x), 36, 10), ("circle", colours[1], float(128 - x), 64, 10)]
-            for x in xs], {"balls": colours}
+    return [[("circle", colours[0], float(x), 36, 10), ("circle", colours[1], float(128 - x), 64, 10)] for x in xs], {
+        "balls": colours
+    }
 
 
 def _knock(rng):
     ball_x, box_x = [16, 40, 64, 64, 64], [90, 90, 90, 102, 114]
-    return [[("circle", "red", ball_x[t], 52, 10), ("square", "blue", box_x[t], 52, 10)] for t in range(5)], \
-        {"cause": "red circle"}
+    return [[("circle", "red", ball_x[t], 52, 10), ("square", "blue", box_x[t], 52, 10)] for t in range(5)], {
+        "cause": "red circle"
+    }
 
 
 def _lights(rng):
     colours, order = demo.pick(rng, demo.COLOURS, 3), [int(i) for i in rng.integers(0, 3, size=5)]
-    return [[(SHAPES[j], colours[j] if j == order[t] else "grey", x, 48, 13) for j, x in enumerate(demo.row(3))]
-            for t in range(5)], {"order": order}
+    return [
+        [(SHAPES[j], colours[j] if j == order[t] else "grey", x, 48, 13) for j, x in enumerate(demo.row(3))]
+        for t in range(5)
+    ], {"order": order}
 
 
 def _tones(rng) -> np.ndarray:
@@ -137,8 +141,16 @@ def make_demo_pool(out: str | Path) -> Path:
                     demo.write_video(out / rel, frames)
                 else:
                     write_clip(out / rel, frames, Fraction(demo.VIDEO_FPS), _tones(rng))
-            rows.append({"id": base_id, "path": rel, "modality": kind.split("+")[0], "tags": list(tags),
-                         "license": LICENSE, "description": facts})
+            rows.append(
+                {
+                    "id": base_id,
+                    "path": rel,
+                    "modality": kind.split("+")[0],
+                    "tags": list(tags),
+                    "license": LICENSE,
+                    "description": facts,
+                }
+            )
     # written last, atomically: its presence means the pool is complete
     write_atomic(annotations, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
     return out

@@ -91,29 +91,52 @@ def _pool_name(item: BuiltItem) -> str:
 
 
 def _row(item: BuiltItem, out: Path, human: str | None) -> dict[str, Any]:
-    row: dict[str, Any] = {"sample_id": item.sample_id, "template": item.template_id, "question": item.question,
-                           "answer": item.answer, "video": None, "image": None, "audio": None,
-                           "difficulty": item.difficulty, "human_answer": human, "source": "c3po-build"}
+    row: dict[str, Any] = {
+        "sample_id": item.sample_id,
+        "template": item.template_id,
+        "question": item.question,
+        "answer": item.answer,
+        "video": None,
+        "image": None,
+        "audio": None,
+        "difficulty": item.difficulty,
+        "human_answer": human,
+        "source": "c3po-build",
+    }
     for kind, path in item.media.items():
         rel = Path("media") / kind / f"{item.sample_id}{path.suffix.lower()}"
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, out / rel)
         row[kind] = rel.as_posix()
     truth = item.generated.get("ground_truth") or {}
-    row["hidden"] = json.dumps({
-        "base_id": item.base.get("base_id"), "candidate_id": item.base.get("candidate_id"),
-        "pool": _pool_name(item), "license": (item.base.get("source") or {}).get("license"),
-        "fit_score": item.audit.get("fit_score"), "evidence_modality": truth.get("evidence_modality"),
-        "timestamp_evidence": truth.get("timestamp_evidence"), "audio_kind": item.synthesized.get("audio_kind"),
-        "backends": item.synthesized.get("backends"),
-        # what was spoken and drawn: the mechanistic probes' reference text (`faultline probe e2|e3`)
-        "transcript": item.synthesized.get("transcript"), "image_description": item.synthesized.get("image_description"),
-    }, sort_keys=True)
+    row["hidden"] = json.dumps(
+        {
+            "base_id": item.base.get("base_id"),
+            "candidate_id": item.base.get("candidate_id"),
+            "pool": _pool_name(item),
+            "license": (item.base.get("source") or {}).get("license"),
+            "fit_score": item.audit.get("fit_score"),
+            "evidence_modality": truth.get("evidence_modality"),
+            "timestamp_evidence": truth.get("timestamp_evidence"),
+            "audio_kind": item.synthesized.get("audio_kind"),
+            "backends": item.synthesized.get("backends"),
+            # what was spoken and drawn: the mechanistic probes' reference text (`faultline probe e2|e3`)
+            "transcript": item.synthesized.get("transcript"),
+            "image_description": item.synthesized.get("image_description"),
+        },
+        sort_keys=True,
+    )
     return row
 
 
-def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub: str | None = None,
-               templates: list[str] | None = None, figures: bool = True) -> dict:
+def run_export(
+    build_dir: str | Path,
+    *,
+    out: str | Path | None = None,
+    push_to_hub: str | None = None,
+    templates: list[str] | None = None,
+    figures: bool = True,
+) -> dict:
     """Write the dataset, the funnel and the histogram; returns the counts and the paths."""
     build_dir = Path(build_dir)
     out = Path(out) if out is not None else build_dir / "export"
@@ -130,14 +153,19 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
     if unsettled:
         shown = "; ".join(f"{sid}: {v.reason}" for sid, v in list(unsettled.items())[:5])
         counts["unsettled"] = len(unsettled)
-        counts["note"] = (f"{len(unsettled)} candidate(s) not settled yet, rerun the build to finish them: {shown}"
-                          + (" ..." if len(unsettled) > 5 else ""))
+        counts["note"] = f"{len(unsettled)} candidate(s) not settled yet, rerun the build to finish them: {shown}" + (
+            " ..." if len(unsettled) > 5 else ""
+        )
     if not rows:
         (out / "items.parquet").unlink(missing_ok=True)
         (out / "README.md").unlink(missing_ok=True)
-        counts.update(files=[str(p) for p in written], out=None,
-                      note=counts.get("note", "") + ("; " if counts.get("note") else "")
-                      + "no accepted item to export: no dataset written (see funnel.md and ledger/export.jsonl)")
+        counts.update(
+            files=[str(p) for p in written],
+            out=None,
+            note=counts.get("note", "")
+            + ("; " if counts.get("note") else "")
+            + "no accepted item to export: no dataset written (see funnel.md and ledger/export.jsonl)",
+        )
         return counts
     _write_dataset(build_dir, out, rows, exported)
     if figures:
@@ -149,8 +177,9 @@ def run_export(build_dir: str | Path, *, out: str | Path | None = None, push_to_
     return counts
 
 
-def _export_items(build_dir: Path, out: Path, items: list[BuiltItem],
-                  problems: list[tuple[str, str]]) -> tuple[list[dict], list[BuiltItem], dict]:
+def _export_items(
+    build_dir: Path, out: Path, items: list[BuiltItem], problems: list[tuple[str, str]]
+) -> tuple[list[dict], list[BuiltItem], dict]:
     """Each accepted item's row and media under ``out``, checked as the task will read them, and
     every item's fate (``problems``: the accepted ones that cannot be exported) in the export
     ledger. Returns the rows, their items and the counts."""
@@ -185,15 +214,23 @@ def _write_dataset(build_dir: Path, out: Path, rows: list[dict], exported: list[
     with replacing(out / "items.parquet") as temporary:
         datasets.Dataset.from_list(rows).to_parquet(str(temporary))
     pools = sorted({_pool_name(it) for it in exported})
-    write_atomic(out / "README.md", CARD.format(pools=", ".join(pools), n=len(rows),
-                                                templates=len({it.template_id for it in exported}),
-                                                models=build_settings.card_section(build_dir)))
+    write_atomic(
+        out / "README.md",
+        CARD.format(
+            pools=", ".join(pools),
+            n=len(rows),
+            templates=len({it.template_id for it in exported}),
+            models=build_settings.card_section(build_dir),
+        ),
+    )
 
 
 # --- funnel -------------------------------------------------------------------------------------------
 
-def funnel_counts(build_dir: Path, exported: set[str], fates: dict[str, tuple[str, Any]],
-                  templates: set[str] | None = None) -> dict[str, dict[str, int]]:
+
+def funnel_counts(
+    build_dir: Path, exported: set[str], fates: dict[str, tuple[str, Any]], templates: set[str] | None = None
+) -> dict[str, dict[str, int]]:
     """``{template id: {column: n}}`` (see the module docstring), plus ``"total"``; ``exported``:
     the sample ids this export wrote; ``fates`` (:func:`~c3po_plugin.construction.assemble.sample_fates`)
     give ``unsettled``.
@@ -255,11 +292,16 @@ def write_funnel(funnel: dict[str, dict[str, int]], out: Path) -> list[Path]:
         writer.writerow(("template",) + columns)
         for template, row in funnel.items():
             writer.writerow((template,) + tuple(row[c] for c in columns))
-    lines = ["# C3PO build funnel", "",
-             "candidates (select) -> generated (settled generator replies) -> rule_rejected (rules, fit threshold, "
-             "malformed) -> audited -> accepted -> exported; the last columns are losses outside that chain "
-             "(unsettled: failed or not yet reached at some stage; a rerun finishes them).", "",
-             "| template | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    lines = [
+        "# C3PO build funnel",
+        "",
+        "candidates (select) -> generated (settled generator replies) -> rule_rejected (rules, fit threshold, "
+        "malformed) -> audited -> accepted -> exported; the last columns are losses outside that chain "
+        "(unsettled: failed or not yet reached at some stage; a rerun finishes them).",
+        "",
+        "| template | " + " | ".join(columns) + " |",
+        "|---" * (len(columns) + 1) + "|",
+    ]
     for template, row in funnel.items():
         name = f"**{template}**" if template == "total" else template
         lines.append(f"| {name} | " + " | ".join(str(row[c]) for c in columns) + " |")
@@ -268,6 +310,7 @@ def write_funnel(funnel: dict[str, dict[str, int]], out: Path) -> list[Path]:
 
 
 # --- figure -------------------------------------------------------------------------------------------
+
 
 def difficulty_histogram(items: list[BuiltItem], stem: Path) -> list[Path]:
     """The paper's Fig. 7: items per difficulty score (1-10), stacked by category."""
@@ -291,5 +334,3 @@ def difficulty_histogram(items: list[BuiltItem], stem: Path) -> list[Path]:
     ax.yaxis.get_major_locator().set_params(integer=True)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return save(fig, stem)
-
-

@@ -53,8 +53,8 @@ from typing import Any
 from c3po_plugin.construction import settings as build_settings
 from c3po_plugin.construction.client import Ask, run_stage_asks, stage_counts
 from c3po_plugin.construction.ledger import Ledger
-from c3po_plugin.construction.stage_prompts import GENERATOR_SYSTEM, GENERATOR_TASK, fill
 from c3po_plugin.construction.specs import GenerationSpec, resolve
+from c3po_plugin.construction.stage_prompts import GENERATOR_SYSTEM, GENERATOR_TASK, fill
 
 STAGE = "generate"
 DOES_NOT_FIT = "THIS BASE MEDIA DOES NOT FIT THE GIVEN LOGIC"
@@ -65,28 +65,44 @@ _NULLABLE_STR = {"type": ["string", "null"]}
 
 
 def _object(properties: dict, nullable: bool = False) -> dict:
-    return {"type": ["object", "null"] if nullable else "object", "properties": properties,
-            "required": list(properties)}
+    return {
+        "type": ["object", "null"] if nullable else "object",
+        "properties": properties,
+        "required": list(properties),
+    }
 
 
 #: App. I's output format as a JSON schema (every field required; audio and image may be null).
-SCHEMA = _object({
-    "sample_id": _STR,
-    "template_selection_rationale": _STR,
-    "template_id": _STR,
-    "template_name": _STR,
-    "base_modality": _object({"type": _STR, "source_file": _STR, "content_summary": _STR,
-                              "processing_action": _STR}),
-    "generated_components": _object({
-        "audio": _object({"transcript": _NULLABLE_STR, "voice_style_prompt": _STR, "logic_check": _STR},
-                         nullable=True),
-        "text": _object({"role": _STR, "content": _STR, "reasoning_required": _STR}),
-        "image": _NULLABLE_STR,
-    }),
-    "ground_truth": _object({"answer": _STR, "evidence_modality": _STR, "timestamp_evidence": _NULLABLE_STR}),
-    "self_audit": _object({"mute_test_passed": _BOOL, "blind_test_passed": _BOOL, "prior_test_passed": _BOOL,
-                           "ambiguity_check_passed": _BOOL, "notes": _STR}),
-})
+SCHEMA = _object(
+    {
+        "sample_id": _STR,
+        "template_selection_rationale": _STR,
+        "template_id": _STR,
+        "template_name": _STR,
+        "base_modality": _object(
+            {"type": _STR, "source_file": _STR, "content_summary": _STR, "processing_action": _STR}
+        ),
+        "generated_components": _object(
+            {
+                "audio": _object(
+                    {"transcript": _NULLABLE_STR, "voice_style_prompt": _STR, "logic_check": _STR}, nullable=True
+                ),
+                "text": _object({"role": _STR, "content": _STR, "reasoning_required": _STR}),
+                "image": _NULLABLE_STR,
+            }
+        ),
+        "ground_truth": _object({"answer": _STR, "evidence_modality": _STR, "timestamp_evidence": _NULLABLE_STR}),
+        "self_audit": _object(
+            {
+                "mute_test_passed": _BOOL,
+                "blind_test_passed": _BOOL,
+                "prior_test_passed": _BOOL,
+                "ambiguity_check_passed": _BOOL,
+                "notes": _STR,
+            }
+        ),
+    }
+)
 
 _JSON_TYPES = {"string": str, "boolean": bool, "object": dict, "null": type(None)}
 
@@ -170,8 +186,12 @@ def sample_ids(build_dir: Path, specs: list[GenerationSpec]) -> list[tuple[str, 
     for entry in Ledger(build_dir, "select").entries():
         template = entry["key"].split("/", 1)[0]
         by_template.setdefault(template, []).append(entry["data"] if entry["status"] == "ok" else None)
-    return [(f"{spec.paper_id}_{idx:03d}", spec, candidate) for spec in specs
-            for idx, candidate in enumerate(by_template.get(spec.template_id, [])) if candidate is not None]
+    return [
+        (f"{spec.paper_id}_{idx:03d}", spec, candidate)
+        for spec in specs
+        for idx, candidate in enumerate(by_template.get(spec.template_id, []))
+        if candidate is not None
+    ]
 
 
 def _asks(build_dir: Path, specs: list[GenerationSpec], ledger: Ledger) -> tuple[list[Ask], dict, int]:
@@ -184,37 +204,65 @@ def _asks(build_dir: Path, specs: list[GenerationSpec], ledger: Ledger) -> tuple
             continue
         if spec.template_id not in shown_of:
             shown_of[spec.template_id] = json.dumps(spec.prompt_json(), indent=2, ensure_ascii=False)
-        text = fill(GENERATOR_TASK, TEMPLATE=shown_of[spec.template_id], BASE_MODALITY_INPUT=spec.base_modality,
-                    BASE_MODALITY_FILE=base_file(candidate), TEMPLATE_ID=spec.paper_id,
-                    idx=sample_id.rsplit("_", 1)[1])
+        text = fill(
+            GENERATOR_TASK,
+            TEMPLATE=shown_of[spec.template_id],
+            BASE_MODALITY_INPUT=spec.base_modality,
+            BASE_MODALITY_FILE=base_file(candidate),
+            TEMPLATE_ID=spec.paper_id,
+            idx=sample_id.rsplit("_", 1)[1],
+        )
         media = {k: str(build_dir / v) for k, v in candidate.get("media", {}).items()}
         asks.append(Ask(sample_id, spec.template_id, GENERATOR_SYSTEM, text, media, SCHEMA))
         context[sample_id] = (spec, candidate)
     return asks, context, settled
 
 
-def run_generate(build_dir: str | Path, *, generator: str | None = None, fit_threshold: int | None = None,
-                 concurrency: int | None = None, templates: list[str] | None = None,
-                 model_instance: Any = None, **options: Any) -> dict:
+def run_generate(
+    build_dir: str | Path,
+    *,
+    generator: str | None = None,
+    fit_threshold: int | None = None,
+    concurrency: int | None = None,
+    templates: list[str] | None = None,
+    model_instance: Any = None,
+    **options: Any,
+) -> dict:
     """Generate an item for every selected candidate not yet settled; returns the ledger's counts
     (for these templates) and ``skipped``: candidates settled by an earlier run."""
     from loguru import logger
 
     build_dir = Path(build_dir)
-    config = build_settings.resolve(build_dir, generator=generator, fit_threshold=fit_threshold,
-                                    concurrency=concurrency, **options)
+    config = build_settings.resolve(
+        build_dir, generator=generator, fit_threshold=fit_threshold, concurrency=concurrency, **options
+    )
     specs, without = resolve(templates)
     for template in without:
         logger.warning(f"c3po build generate: template {template} has no generation spec; skipped")
     ledger = Ledger(build_dir, STAGE)
     asks, context, settled = _asks(build_dir, specs, ledger)
+
     def finish(ask: Ask, data: dict) -> None:  # a reply breaking a rule is final: never re-asked
         spec, candidate = context[ask.key]
         fit, reason = check_reply(data, spec, config)
-        data = {**data, "sample_id": ask.key, "template_id": spec.template_id,
-                "candidate_id": candidate["candidate_id"], "fit_score": fit}
+        data = {
+            **data,
+            "sample_id": ask.key,
+            "template_id": spec.template_id,
+            "candidate_id": candidate["candidate_id"],
+            "fit_score": fit,
+        }
         ledger.record(ask.key, "rejected" if reason else "ok", data=data, reason=reason)
 
-    run_stage_asks(build_dir, STAGE, config["generator"], asks, ledger, config,
-                   temperature=config["generator_temperature"], finish=finish, model_instance=model_instance)
+    run_stage_asks(
+        build_dir,
+        STAGE,
+        config["generator"],
+        asks,
+        ledger,
+        config,
+        temperature=config["generator_temperature"],
+        finish=finish,
+        model_instance=model_instance,
+    )
     return stage_counts(ledger, specs, settled)

@@ -41,8 +41,9 @@ def require(module: str, backend: str, extra: str = EXTRA):
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise RuntimeError(f"synthesis backend {backend!r} needs {module!r}: pip install "
-                           f"\"faultline-eval[{extra}]\" ({exc})") from exc
+        raise RuntimeError(
+            f'synthesis backend {backend!r} needs {module!r}: pip install "faultline-eval[{extra}]" ({exc})'
+        ) from exc
 
 
 def _seed(key: str) -> int:
@@ -72,8 +73,11 @@ class QwenVoiceDesign(_Checkpoint):
         from qwen_tts import Qwen3TTSModel
 
         if self._model is None:
-            self._model = Qwen3TTSModel.from_pretrained(self.model_id, device_map=_device(torch),
-                                                        dtype=torch.bfloat16 if torch.cuda.is_available() else torch.float32)
+            self._model = Qwen3TTSModel.from_pretrained(
+                self.model_id,
+                device_map=_device(torch),
+                dtype=torch.bfloat16 if torch.cuda.is_available() else torch.float32,
+            )
         torch.manual_seed(_seed(key))
         wavs, rate = self._model.generate_voice_design(text=text, language=LANGUAGE, instruct=style or "")
         return np.asarray(wavs[0], dtype=np.float32), int(rate)
@@ -90,8 +94,13 @@ class AudioLdm2(_Checkpoint):
             dtype = torch.float16 if torch.cuda.is_available() else torch.float32
             self._model = AudioLDM2Pipeline.from_pretrained(self.model_id, torch_dtype=dtype).to(_device(torch))
         generator = torch.Generator(_device(torch)).manual_seed(_seed(key))
-        audio = self._model(prompt, negative_prompt=NEGATIVE_PROMPT, num_inference_steps=AUDIOLDM2_STEPS,
-                           audio_length_in_s=float(duration_s), generator=generator).audios[0]
+        audio = self._model(
+            prompt,
+            negative_prompt=NEGATIVE_PROMPT,
+            num_inference_steps=AUDIOLDM2_STEPS,
+            audio_length_in_s=float(duration_s),
+            generator=generator,
+        ).audios[0]
         rate = 16000  # AudioLDM2's vocoder rate
         return np.asarray(audio, dtype=np.float32)[: int(round(duration_s * rate))], rate
 

@@ -30,17 +30,25 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from faultline_eval.core.run_status import DEFAULT_MAX_FAILURE_RATE, TaskOutcome
 from faultline_eval.core.store import ReplyStore
 
 STATUSES = ("ok", "rejected", "failed")
 #: What each stage decides about, for carried rejection reasons ("audio typing rejected at classify: ...").
-DECIDES = {"select": "selection", "generate": "generation", "classify": "audio typing", "synthesize": "synthesis",
-           "audit": "audit", "sample": "sampling", "export": "export"}
+DECIDES = {
+    "select": "selection",
+    "generate": "generation",
+    "classify": "audio typing",
+    "synthesize": "synthesis",
+    "audit": "audit",
+    "sample": "sampling",
+    "export": "export",
+}
 
 
 class Ledger:
@@ -49,8 +57,9 @@ class Ledger:
         self.path = Path(build_dir) / "ledger" / f"{stage}.jsonl"
         self._store = ReplyStore(self.path)
 
-    def record(self, key: str, status: str, data: Any = None, reason: str | None = None,
-               origin: str | None = None) -> None:
+    def record(
+        self, key: str, status: str, data: Any = None, reason: str | None = None, origin: str | None = None
+    ) -> None:
         if status not in STATUSES:
             raise ValueError(f"ledger {self.stage}: status {status!r} is not one of {STATUSES}")
         if status != "ok" and not reason:
@@ -58,7 +67,7 @@ class Ledger:
         extra = {"origin": origin} if origin else {}
         self._store.put(key, status=status, reason=reason, data=data, **extra)
 
-    def carry(self, key: str, upstream: "Verdict") -> None:
+    def carry(self, key: str, upstream: Verdict) -> None:
         """Record ``key`` rejected here because an earlier stage rejected it (final, not retried)."""
         self.record(key, "rejected", reason=upstream.reason, origin=upstream.origin)
 
@@ -90,12 +99,15 @@ class Ledger:
     def snapshot(self) -> str:
         """What the ledger holds, independent of how it was written: the last entry of each key
         (key, status, reason, origin, data), one JSON line each, sorted by key."""
-        lines = [json.dumps({k: e.get(k) for k in ("key", "status", "reason", "origin", "data")}, sort_keys=True)
-                 for e in sorted(self.entries(), key=lambda e: e["key"])]
+        lines = [
+            json.dumps({k: e.get(k) for k in ("key", "status", "reason", "origin", "data")}, sort_keys=True)
+            for e in sorted(self.entries(), key=lambda e: e["key"])
+        ]
         return "".join(line + "\n" for line in lines)
 
 
 # --- the status machine across stages ------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -143,6 +155,7 @@ class Upstream:
 
 
 # --- what a run did, and its exit status -----------------------------------------------------------
+
 
 def reason_category(reason: str | None) -> str:
     """A reason without its particulars, to count reasons by kind: the text before the first
@@ -193,12 +206,18 @@ class StageReport:
             return None
         if outcome.coverage == 0:
             return f"{self.stage}: all {self.items_in} items failed"
-        return (f"{self.stage}: {self.n_failed} of {self.items_in} items failed ({self.failure_rate:.0%} > "
-                f"--max-failure-rate {max_failure_rate:g})")
+        return (
+            f"{self.stage}: {self.n_failed} of {self.items_in} items failed ({self.failure_rate:.0%} > "
+            f"--max-failure-rate {max_failure_rate:g})"
+        )
 
 
-def stage_report(build_dir: str | Path, stage: str, in_scope: Callable[[dict], bool] = lambda entry: True,
-                 waiting: dict[str, int] | None = None) -> StageReport:
+def stage_report(
+    build_dir: str | Path,
+    stage: str,
+    in_scope: Callable[[dict], bool] = lambda entry: True,
+    waiting: dict[str, int] | None = None,
+) -> StageReport:
     """The :class:`StageReport` of ``stage``'s ledger over the entries ``in_scope`` accepts."""
     report = StageReport(stage, waiting=dict(waiting or {}))
     for entry in sorted(Ledger(build_dir, stage).entries(), key=lambda e: e["key"]):
@@ -220,8 +239,9 @@ def format_reports(reports: list[StageReport], width: int = 100) -> str:
     category (with the first error, cut to ``width``)."""
     lines = ["stage        in      ok  rejected  failed  waiting"]
     for r in reports:
-        lines.append(f"{r.stage:<10} {r.items_in:>4} {r.ok:>7} {r.n_rejected:>9} {r.n_failed:>7} "
-                     f"{sum(r.waiting.values()):>8}")
+        lines.append(
+            f"{r.stage:<10} {r.items_in:>4} {r.ok:>7} {r.n_rejected:>9} {r.n_failed:>7} {sum(r.waiting.values()):>8}"
+        )
         for category, n in sorted(r.rejected.items(), key=lambda kv: (-kv[1], kv[0]))[:6]:
             lines.append(f"    rejected {n:>4}  {category}"[:width])
         for category, n in sorted(r.failed.items(), key=lambda kv: (-kv[1], kv[0]))[:6]:

@@ -28,7 +28,9 @@ def stage_function(stage: str):
     except ModuleNotFoundError as exc:
         if exc.name != f"c3po_plugin.construction.{stage}":
             raise
-        raise RuntimeError(f"c3po build: the {stage} stage (c3po_plugin.construction.{stage}) is not installed") from exc
+        raise RuntimeError(
+            f"c3po build: the {stage} stage (c3po_plugin.construction.{stage}) is not installed"
+        ) from exc
     return getattr(module, f"run_{stage}")
 
 
@@ -36,45 +38,83 @@ def _given(**options: Any) -> dict:
     return {k: v for k, v in options.items() if v is not None}
 
 
-def run_all(build_dir: str | Path, *, pool: str | Path | None = None, templates: list[str] | None = None,
-            generator: str | None = None, classifier: str | None = None, auditor: str | None = None,
-            fit_threshold: int | None = None, concurrency: int | None = None,
-            per_template: tuple[int, int] | None = None, seed: int | None = None,
-            speech: str | None = None, sfx: str | None = None, image: str | None = None,
-            per_bucket: int | None = None, annotators: int | None = None, out: str | Path | None = None,
-            push_to_hub: str | None = None, model_instance: Any = None) -> dict[str, dict]:
+def run_all(
+    build_dir: str | Path,
+    *,
+    pool: str | Path | None = None,
+    templates: list[str] | None = None,
+    generator: str | None = None,
+    classifier: str | None = None,
+    auditor: str | None = None,
+    fit_threshold: int | None = None,
+    concurrency: int | None = None,
+    per_template: tuple[int, int] | None = None,
+    seed: int | None = None,
+    speech: str | None = None,
+    sfx: str | None = None,
+    image: str | None = None,
+    per_bucket: int | None = None,
+    annotators: int | None = None,
+    out: str | Path | None = None,
+    push_to_hub: str | None = None,
+    model_instance: Any = None,
+) -> dict[str, dict]:
     """Every stage on ``build_dir``; returns ``{stage: counts}``. ``pool`` is needed unless the
     ``select`` ledger is there already (a resumed build). ``model_instance`` (an lmms-eval model
     object) serves every LLM stage, for tests and notebooks."""
     build_dir = Path(build_dir)
     # what the build was started with, for the record and for stages run later on their own
-    build_settings.resolve(build_dir, **_given(pool=None if pool is None else str(pool), templates=templates,
-                                               classifier=classifier, auditor=auditor, speech=speech, sfx=sfx,
-                                               image=image, per_bucket=per_bucket, annotators=annotators))
+    build_settings.resolve(
+        build_dir,
+        **_given(
+            pool=None if pool is None else str(pool),
+            templates=templates,
+            classifier=classifier,
+            auditor=auditor,
+            speech=speech,
+            sfx=sfx,
+            image=image,
+            per_bucket=per_bucket,
+            annotators=annotators,
+        ),
+    )
     results: dict[str, dict] = {}
     if pool is not None or not (build_dir / "ledger" / "select.jsonl").is_file():
         if pool is None:
             raise ValueError(f"{build_dir}: no select ledger yet; pass the base media pool")
-        results["select"] = stage_function("select")(build_dir, pool=pool, templates=templates,
-                                                     **_given(per_template=per_template, seed=seed))
-    results["generate"] = stage_function("generate")(build_dir, templates=templates, model_instance=model_instance,
-                                                     **_given(generator=generator, fit_threshold=fit_threshold,
-                                                              concurrency=concurrency))
-    results["classify"] = stage_function("classify")(build_dir, templates=templates, model_instance=model_instance,
-                                                     **_given(classifier=classifier, concurrency=concurrency))
-    results["synthesize"] = stage_function("synthesize")(build_dir, templates=templates,
-                                                         **_given(speech=speech, sfx=sfx, image=image))
-    results["audit"] = stage_function("audit")(build_dir, templates=templates, model_instance=model_instance,
-                                               **_given(auditor=auditor, concurrency=concurrency))
-    results["sample"] = stage_function("sample")(build_dir, **_given(per_bucket=per_bucket, annotators=annotators,
-                                                                     seed=seed))
+        results["select"] = stage_function("select")(
+            build_dir, pool=pool, templates=templates, **_given(per_template=per_template, seed=seed)
+        )
+    results["generate"] = stage_function("generate")(
+        build_dir,
+        templates=templates,
+        model_instance=model_instance,
+        **_given(generator=generator, fit_threshold=fit_threshold, concurrency=concurrency),
+    )
+    results["classify"] = stage_function("classify")(
+        build_dir,
+        templates=templates,
+        model_instance=model_instance,
+        **_given(classifier=classifier, concurrency=concurrency),
+    )
+    results["synthesize"] = stage_function("synthesize")(
+        build_dir, templates=templates, **_given(speech=speech, sfx=sfx, image=image)
+    )
+    results["audit"] = stage_function("audit")(
+        build_dir,
+        templates=templates,
+        model_instance=model_instance,
+        **_given(auditor=auditor, concurrency=concurrency),
+    )
+    results["sample"] = stage_function("sample")(
+        build_dir, **_given(per_bucket=per_bucket, annotators=annotators, seed=seed)
+    )
     results["export"] = stage_function("export")(build_dir, **_given(out=out, push_to_hub=push_to_hub))
     print(summary(build_dir, templates))
     return results
 
 
-def stage_reports(build_dir: str | Path, stages: tuple[str, ...] = STAGES,
-                  templates: list[str] | None = None) -> list:
+def stage_reports(build_dir: str | Path, stages: tuple[str, ...] = STAGES, templates: list[str] | None = None) -> list:
     """A :class:`~c3po_plugin.construction.ledger.StageReport` per stage that has a ledger, over these
     templates' entries; ``waiting`` counts the samples whose fate (:func:`~c3po_plugin.construction.assemble.sample_fates`)
     is open at an earlier stage (keyed by that stage) or that have no entry here yet (keyed by this stage)."""
@@ -102,8 +142,7 @@ def stage_reports(build_dir: str | Path, stages: tuple[str, ...] = STAGES,
     return reports
 
 
-def finish(build_dir: str | Path, stages: tuple[str, ...], templates: list[str] | None,
-           max_failure_rate: float) -> int:
+def finish(build_dir: str | Path, stages: tuple[str, ...], templates: list[str] | None, max_failure_rate: float) -> int:
     """Print the one-screen summary of ``stages`` and return the exit status: 1 when a stage's
     items all failed or its failure rate is above ``max_failure_rate`` (each reason printed)."""
     reports = stage_reports(build_dir, stages, templates)
@@ -116,21 +155,32 @@ def finish(build_dir: str | Path, stages: tuple[str, ...], templates: list[str] 
 
 def _table(rows: list[tuple]) -> str:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in
-                               enumerate(zip(row, widths))).rstrip() for row in rows)
+    return "\n".join(
+        "  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+        for row in rows
+    )
 
 
 def template_counts(build_dir: str | Path, templates: list[str] | None = None) -> list[dict]:
     """Per template: selected candidates, then ok / rejected / failed of each later stage."""
     build_dir = Path(build_dir)
     specs, _ = resolve(templates)
-    ledgers = {stage: list(Ledger(build_dir, stage).entries()) for stage in STAGES[:5]
-               if (build_dir / "ledger" / f"{stage}.jsonl").is_file()}
+    ledgers = {
+        stage: list(Ledger(build_dir, stage).entries())
+        for stage in STAGES[:5]
+        if (build_dir / "ledger" / f"{stage}.jsonl").is_file()
+    }
     rows = []
     for spec in specs:
-        row = {"template": spec.template_id, "paper_id": spec.paper_id,
-               "candidates": sum(1 for e in ledgers.get("select", []) if e["status"] == "ok"
-                                 and (e.get("data") or {}).get("template_id") == spec.template_id)}
+        row = {
+            "template": spec.template_id,
+            "paper_id": spec.paper_id,
+            "candidates": sum(
+                1
+                for e in ledgers.get("select", [])
+                if e["status"] == "ok" and (e.get("data") or {}).get("template_id") == spec.template_id
+            ),
+        }
         for stage in STAGES[1:5]:
             mine = [e for e in ledgers.get(stage, []) if e["key"].rsplit("_", 1)[0] == spec.paper_id]
             for status in ("ok", "rejected", "failed"):
@@ -145,20 +195,40 @@ def summary(build_dir: str | Path, templates: list[str] | None = None) -> str:
     about its models (:func:`~c3po_plugin.construction.settings.model_warnings`)."""
     import json
 
-    rows = [r for r in template_counts(build_dir, templates) if any(v for k, v in r.items() if k not in
-                                                                      ("template", "paper_id"))]
+    rows = [
+        r
+        for r in template_counts(build_dir, templates)
+        if any(v for k, v in r.items() if k not in ("template", "paper_id"))
+    ]
     head = [("template", "paper id", "candidates", *(f"{s} ok/rej/fail" for s in STAGES[1:5]))]
-    body = [(r["template"], r["paper_id"], r["candidates"],
-             *(f"{r[f'{s}_ok']}/{r[f'{s}_rejected']}/{r[f'{s}_failed']}" for s in STAGES[1:5])) for r in rows]
+    body = [
+        (
+            r["template"],
+            r["paper_id"],
+            r["candidates"],
+            *(f"{r[f'{s}_ok']}/{r[f'{s}_rejected']}/{r[f'{s}_failed']}" for s in STAGES[1:5]),
+        )
+        for r in rows
+    ]
     text = [_table(head + body) if body else "no candidates yet"]
     cost = [("stage", "model", "sent", "restored", "retries", "failures", "tokens in", "tokens out", "mean latency s")]
     for stage in LLM_STAGES:
         file = build_settings.usage_path(build_dir, stage)
         if file.is_file():
             u = json.loads(file.read_text(encoding="utf-8"))
-            cost.append((stage, u.get("model", ""), u.get("sent", 0), u.get("restored", 0), u.get("retries", 0),
-                         sum(u.get("failures", {}).values()), u.get("input_tokens", 0), u.get("output_tokens", 0),
-                         "" if u.get("mean_latency_s") is None else f"{u['mean_latency_s']:.3f}"))
+            cost.append(
+                (
+                    stage,
+                    u.get("model", ""),
+                    u.get("sent", 0),
+                    u.get("restored", 0),
+                    u.get("retries", 0),
+                    sum(u.get("failures", {}).values()),
+                    u.get("input_tokens", 0),
+                    u.get("output_tokens", 0),
+                    "" if u.get("mean_latency_s") is None else f"{u['mean_latency_s']:.3f}",
+                )
+            )
     if len(cost) > 1:
         text.append(_table(cost))
     return "\n\n".join(text + build_settings.model_warnings(build_dir))

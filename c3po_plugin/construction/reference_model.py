@@ -85,6 +85,7 @@ def _media(messages: list[dict]) -> tuple[list[np.ndarray], np.ndarray | None, s
 
 # --- generator --------------------------------------------------------------------------------
 
+
 def _target(images: list[np.ndarray], sample_id: str):
     """A shape of a colour no other shape in its picture or frame has, or None."""
     options = []
@@ -112,43 +113,65 @@ def generate_item(text: str, images: list[np.ndarray], wave: np.ndarray | None) 
         summary = f"shapes, among them one {target.colour} {target.kind}" if fits else "no shape of a colour of its own"
         colour, kind = (target.colour, target.kind) if fits else ("grey", "shape")
         query, answer, reasoning = QUERY, kind, "colour -> shape -> kind"
-    rationale = (f"The base {base} shows {summary}; the selector can come from another stream. #### {FIT_SCORE} ####"
-                 if fits else f"The base {base} shows {summary}. {DOES_NOT_FIT}. #### 1 ####")
+    rationale = (
+        f"The base {base} shows {summary}; the selector can come from another stream. #### {FIT_SCORE} ####"
+        if fits
+        else f"The base {base} shows {summary}. {DOES_NOT_FIT}. #### 1 ####"
+    )
     audio_spec = spec.get("audio") if base != "audio" else None
     audio = None
     if isinstance(audio_spec, dict):
         sfx = "SFX" in str(audio_spec.get("source_type", ""))
-        audio = {"transcript": "" if sfx else f"I mean the {colour} one.",
-                 "voice_style_prompt": "a short bright chime" if sfx else "calm adult voice, even pace",
-                 "logic_check": "names the colour only; the shape is seen"}
+        audio = {
+            "transcript": "" if sfx else f"I mean the {colour} one.",
+            "voice_style_prompt": "a short bright chime" if sfx else "calm adult voice, even pace",
+            "logic_check": "names the colour only; the shape is seen",
+        }
     image = f"A {colour} {kind} on a plain white background." if "image" in spec and base != "image" else None
     return {
-        "sample_id": sample_id, "template_selection_rationale": rationale,
-        "template_id": template.get("template_id", ""), "template_name": template.get("template_name", ""),
-        "base_modality": {"type": base, "source_file": _between(text, "<base_input_file>", "</base_input_file>"),
-                          "content_summary": summary, "processing_action": "Keep as selected."},
+        "sample_id": sample_id,
+        "template_selection_rationale": rationale,
+        "template_id": template.get("template_id", ""),
+        "template_name": template.get("template_name", ""),
+        "base_modality": {
+            "type": base,
+            "source_file": _between(text, "<base_input_file>", "</base_input_file>"),
+            "content_summary": summary,
+            "processing_action": "Keep as selected.",
+        },
         "generated_components": {
             "audio": audio,
             "text": {"role": "user_query", "content": query, "reasoning_required": reasoning},
-            "image": image},
+            "image": image,
+        },
         "ground_truth": {"answer": answer, "evidence_modality": "audio_visual_fusion", "timestamp_evidence": None},
-        "self_audit": {"mute_test_passed": True, "blind_test_passed": True, "prior_test_passed": True,
-                       "ambiguity_check_passed": True, "notes": "demo item from c3po_build_reference"},
+        "self_audit": {
+            "mute_test_passed": True,
+            "blind_test_passed": True,
+            "prior_test_passed": True,
+            "ambiguity_check_passed": True,
+            "notes": "demo item from c3po_build_reference",
+        },
     }
 
 
 # --- audio typing -----------------------------------------------------------------------------
 
+
 def type_audio(text: str) -> dict:
     """App. I's audio-typing answer for the ``{"transcript", "voice_style_prompt"}`` JSON ``text``."""
     audio = json.loads(text)
     if PLACEHOLDER.match(audio.get("transcript") or ""):
-        return {"audio_type": "SFX", "duration_seconds": SFX_SECONDS,
-                "sfx_prompt": audio.get("voice_style_prompt") or "a short chime"}
+        return {
+            "audio_type": "SFX",
+            "duration_seconds": SFX_SECONDS,
+            "sfx_prompt": audio.get("voice_style_prompt") or "a short chime",
+        }
     return {"audio_type": "TTS", "duration_seconds": None, "sfx_prompt": None}
 
 
 # --- auditor ----------------------------------------------------------------------------------
+
 
 def _failure(item: dict, images: list[np.ndarray], wave: np.ndarray | None) -> tuple[str, str] | None:
     components = item.get("generated_components") or {}
@@ -160,7 +183,7 @@ def _failure(item: dict, images: list[np.ndarray], wave: np.ndarray | None) -> t
         return "Media Verifiability", "the generated audio is not attached"
     if components.get("image") and not images:
         return "Media Verifiability", "the generated picture is not attached"
-    query = ((components.get("text") or {}).get("content") or "")
+    query = (components.get("text") or {}).get("content") or ""
     if query_words(query) > DEFAULTS["max_query_words"]:
         return "Query Sanitization", f"the query has {query_words(query)} words"
     word = banned_word(query, DEFAULTS["banned_words"])
@@ -179,13 +202,24 @@ def audit_item(text: str, images: list[np.ndarray], wave: np.ndarray | None, mod
     score = _between(text, "**Generation Confidence Score:**", "/ 5")
     failure = _failure(item, images, wave)
     if failure:
-        return {"template_id": logic.get("template_id", ""), "decision": "REJECT", "failure_pillar": failure[0],
-                "rationale": failure[1], "generation_confidence_score": score, "difficulty_score": -1}
+        return {
+            "template_id": logic.get("template_id", ""),
+            "decision": "REJECT",
+            "failure_pillar": failure[0],
+            "rationale": failure[1],
+            "generation_confidence_score": score,
+            "difficulty_score": -1,
+        }
     reasoning = str(((item.get("generated_components") or {}).get("text") or {}).get("reasoning_required") or "")
     steps = len([s for s in reasoning.split("->") if s.strip()])
-    return {"template_id": logic.get("template_id", ""), "decision": "ACCEPT", "failure_pillar": None,
-            "rationale": "media present and not blank; query within the rules",
-            "generation_confidence_score": score, "difficulty_score": int(min(10, max(1, 2 * modalities + steps)))}
+    return {
+        "template_id": logic.get("template_id", ""),
+        "decision": "ACCEPT",
+        "failure_pillar": None,
+        "rationale": "media present and not blank; query within the rules",
+        "generation_confidence_score": score,
+        "difficulty_score": int(min(10, max(1, 2 * modalities + steps))),
+    }
 
 
 def reply(messages: list[dict]) -> str:

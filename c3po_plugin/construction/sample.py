@@ -49,7 +49,8 @@ INSTRUCTIONS = (
     "refuse to answer. Answer in only one word or few words, not in a full sentence. The ground truth answer is "
     "only one word or few words and your answer has to be semantically equivalent to the ground truth answer to be "
     "considered correct. If you believe there is insufficient information to answer the question, say "
-    "**Insufficient Information**.\n")
+    "**Insufficient Information**.\n"
+)
 
 
 class SheetError(ValueError):
@@ -91,8 +92,14 @@ def stratified_round_robin(items: list, per_bucket: int, seed: int = 0) -> dict[
     return strata
 
 
-def run_sample(build_dir: str | Path, *, per_bucket: int = 25, annotators: int = 3, seed: int = 0,
-               templates: list[str] | None = None) -> dict:
+def run_sample(
+    build_dir: str | Path,
+    *,
+    per_bucket: int = 25,
+    annotators: int = 3,
+    seed: int = 0,
+    templates: list[str] | None = None,
+) -> dict:
     """Draw the sample, record it, write the annotators' sheets; a build that already has a
     sample keeps it (rewriting the sheets) so answers never end up on a changed sheet. The draw
     counts as made once ``sample/drawn.json`` is written after its last entry: a draw a kill cut
@@ -101,7 +108,9 @@ def run_sample(build_dir: str | Path, *, per_bucket: int = 25, annotators: int =
         raise ValueError(f"annotators and per_bucket must be >= 1 (got {annotators}, {per_bucket})")
     build_dir = Path(build_dir)
     ledger = Ledger(build_dir, STAGE)
-    items, problems = accepted_items(build_dir, None if templates is None else {project_template_id(t) for t in templates})
+    items, problems = accepted_items(
+        build_dir, None if templates is None else {project_template_id(t) for t in templates}
+    )
     by_id = {it.sample_id: it for it in items}
     existing = ledger.ok()
     counts = {"ok": 0, "rejected": 0, "failed": 0, "skipped": len(existing)}
@@ -113,20 +122,38 @@ def run_sample(build_dir: str | Path, *, per_bucket: int = 25, annotators: int =
             if it.sample_id in existing:
                 continue
             annotator = index % annotators + 1
-            ledger.record(it.sample_id, "ok", {"template_id": it.template_id, "category": category,
-                                               "difficulty": it.difficulty, "bucket": bucket,
-                                               "annotator": annotator, "sheet": f"annotator_{annotator}.csv"})
+            ledger.record(
+                it.sample_id,
+                "ok",
+                {
+                    "template_id": it.template_id,
+                    "category": category,
+                    "difficulty": it.difficulty,
+                    "bucket": bucket,
+                    "annotator": annotator,
+                    "sheet": f"annotator_{annotator}.csv",
+                },
+            )
             counts["ok"] += 1
         drawn_marker.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(drawn_marker, json.dumps({"drawn": len(drawn), "per_bucket": per_bucket, "annotators": annotators,
-                                               "seed": seed}, sort_keys=True) + "\n")
+        write_atomic(
+            drawn_marker,
+            json.dumps(
+                {"drawn": len(drawn), "per_bucket": per_bucket, "annotators": annotators, "seed": seed}, sort_keys=True
+            )
+            + "\n",
+        )
         existing = ledger.ok()
     sheets = _write_sheets(build_dir, existing, by_id)
     strata_counts: dict[str, int] = {f"{c}/{b[0]}": 0 for c in CATEGORIES for b in BUCKETS}
     for data in existing.values():
         strata_counts[f"{data['category']}/{data['bucket']}"] += 1
-    counts.update(strata=strata_counts, short=sorted(k for k, n in strata_counts.items() if n < per_bucket),
-                  sheets=[str(p.relative_to(build_dir)) for p in sheets], not_items=len(problems))
+    counts.update(
+        strata=strata_counts,
+        short=sorted(k for k, n in strata_counts.items() if n < per_bucket),
+        sheets=[str(p.relative_to(build_dir)) for p in sheets],
+        not_items=len(problems),
+    )
     return counts
 
 
@@ -178,15 +205,19 @@ def import_answers(build_dir: str | Path, sheet_csv: str | Path) -> dict:
             problems.append(f"row {number}, column 'sample_id': empty")
             continue
         if sample_id not in sampled:
-            problems.append(f"row {number}, column 'sample_id': unknown sample id {sample_id!r} (not in this "
-                            "build's human-evaluation sample)")
+            problems.append(
+                f"row {number}, column 'sample_id': unknown sample id {sample_id!r} (not in this "
+                "build's human-evaluation sample)"
+            )
         elif sample_id in first_row:
             problems.append(f"row {number}, column 'sample_id': {sample_id!r} repeats row {first_row[sample_id]}")
         else:
             first_row[sample_id] = number
         if not answer:
-            problems.append(f"row {number}, column 'human_answer': empty answer for {sample_id!r} (write "
-                            "'Insufficient Information' if it cannot be answered)")
+            problems.append(
+                f"row {number}, column 'human_answer': empty answer for {sample_id!r} (write "
+                "'Insufficient Information' if it cannot be answered)"
+            )
         answers.setdefault(sample_id, answer)
     if problems:
         raise SheetError(sheet, problems)

@@ -54,9 +54,10 @@ import hashlib
 import json
 import re
 import shutil
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from c3po_plugin.construction import specs as spec_registry
 from c3po_plugin.construction.demo_pool import make_demo_pool
@@ -70,8 +71,11 @@ from faultline_eval.core.store import write_atomic
 STAGE = "select"
 MODALITIES = ("video", "image", "audio")
 DEFAULT_PER_TEMPLATE = (100, 250)  # App. B: "between 100-250 candidate base media files"
-_SUFFIX_MODALITY = {**dict.fromkeys(media.VIDEO_SUFFIXES, "video"), **dict.fromkeys(media.IMAGE_SUFFIXES, "image"),
-                    **dict.fromkeys(media.AUDIO_SUFFIXES, "audio")}
+_SUFFIX_MODALITY = {
+    **dict.fromkeys(media.VIDEO_SUFFIXES, "video"),
+    **dict.fromkeys(media.IMAGE_SUFFIXES, "image"),
+    **dict.fromkeys(media.AUDIO_SUFFIXES, "audio"),
+}
 _DEFAULT_SUFFIX = {"video": ".mp4", "image": ".png", "audio": ".wav"}
 
 
@@ -125,6 +129,7 @@ def problem_with(item: BaseMedia, exc: BaseException) -> str:
 
 # --- pools ------------------------------------------------------------------------------------------
 
+
 def load_pool(pool: str | Path | Any, build_dir: Path) -> Pool:
     """A :class:`Pool` from ``demo``, a folder, ``hf:<dataset>[@split]`` or a ``datasets.Dataset``."""
     if not isinstance(pool, (str, Path)):
@@ -138,8 +143,11 @@ def load_pool(pool: str | Path | Any, build_dir: Path) -> Pool:
         name, _, split = spec[3:].partition("@")
         local = Path(name).expanduser()
         try:
-            table = datasets.load_from_disk(str(local)) if (local / "dataset_info.json").is_file() or \
-                (local / "dataset_dict.json").is_file() else datasets.load_dataset(name, split=split or "train")
+            table = (
+                datasets.load_from_disk(str(local))
+                if (local / "dataset_info.json").is_file() or (local / "dataset_dict.json").is_file()
+                else datasets.load_dataset(name, split=split or "train")
+            )
         except Exception as exc:
             raise PoolError(f"pool {spec}: cannot load: {type(exc).__name__}: {exc}") from exc
         if isinstance(table, datasets.DatasetDict):
@@ -188,6 +196,7 @@ def _from_dataset(table: Any, name: str, build_dir: Path) -> Pool:
                 row["modality"] = row.get("modality") or _FEATURE_MODALITY[type(table.features[column]).__name__]
                 row["path"] = _materialise(value, build_dir, str(row.get("id", number)), row["modality"], where)
             yield where, row, lambda rel: build_dir / rel  # an absolute path column stays absolute
+
     return Pool(name, _items(rows(), name))
 
 
@@ -227,18 +236,30 @@ def _items(rows: Iterable[tuple[str, Mapping[str, Any], Any]], name: str) -> lis
         path = Path(resolve(rel))
         modality = str(row.get("modality") or _SUFFIX_MODALITY.get(path.suffix.lower(), "")).strip().lower()
         if modality not in MODALITIES:
-            raise PoolError(f"pool {name}: {where} (id {base_id!r}): field 'modality' must be one of "
-                            f"{', '.join(MODALITIES)} (got {row.get('modality')!r} for {rel!r})")
+            raise PoolError(
+                f"pool {name}: {where} (id {base_id!r}): field 'modality' must be one of "
+                f"{', '.join(MODALITIES)} (got {row.get('modality')!r} for {rel!r})"
+            )
         tags = row.get("tags") or []
         if isinstance(tags, str):
             tags = re.split(r"[;,]", tags)
         extra = {k: v for k, v in row.items() if k not in ("id", "path", "modality", "tags", "license")}
-        items.append(BaseMedia(base_id, modality, path, rel, frozenset(str(t).strip().lower() for t in tags if str(t).strip()),
-                               str(row["license"]) if row.get("license") else None, extra))
+        items.append(
+            BaseMedia(
+                base_id,
+                modality,
+                path,
+                rel,
+                frozenset(str(t).strip().lower() for t in tags if str(t).strip()),
+                str(row["license"]) if row.get("license") else None,
+                extra,
+            )
+        )
     return items
 
 
 # --- filtering ----------------------------------------------------------------------------------------
+
 
 def probe_header(path: Path, modality: str) -> Header:
     """Duration, audio track and shorter side of a base file, checked with
@@ -285,8 +306,9 @@ def rank(seed: int, template_id: str, base_id: str) -> str:
 
 def _compatible(item: BaseMedia, base_modality: str, actions: list[str]) -> bool:
     """A base of the same modality, or a video whose audio track is extracted for an audio base."""
-    return item.modality == base_modality or (base_modality == "audio" and item.modality == "video"
-                                              and "extract_audio" in actions)
+    return item.modality == base_modality or (
+        base_modality == "audio" and item.modality == "video" and "extract_audio" in actions
+    )
 
 
 def candidates_for(spec: Any, pool: Pool, *, seed: int = 0) -> Iterator[tuple[BaseMedia, str | None]]:
@@ -304,6 +326,7 @@ def candidates_for(spec: Any, pool: Pool, *, seed: int = 0) -> Iterator[tuple[Ba
 
 
 # --- the stage ------------------------------------------------------------------------------------------
+
 
 def _file_safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "item"
@@ -328,9 +351,15 @@ def resolve_specs(templates: list[str] | None, specs: Iterable[Any] | None = Non
     return found
 
 
-def run_select(build_dir: str | Path, *, pool: str | Path | Any, templates: list[str] | None = None,
-               per_template: int | tuple[int, int] = DEFAULT_PER_TEMPLATE, seed: int = 0,
-               specs: Iterable[Any] | None = None) -> dict:
+def run_select(
+    build_dir: str | Path,
+    *,
+    pool: str | Path | Any,
+    templates: list[str] | None = None,
+    per_template: int | tuple[int, int] = DEFAULT_PER_TEMPLATE,
+    seed: int = 0,
+    specs: Iterable[Any] | None = None,
+) -> dict:
     """Select and process up to ``per_template`` candidates per template (``(min, max)``: take up
     to max; a template with fewer than min is listed under ``"below_minimum"``). Resumable: an
     ``ok`` key is kept, a ``failed`` one retried. ``specs`` overrides the spec registry."""
@@ -364,8 +393,12 @@ def run_select(build_dir: str | Path, *, pool: str | Path | Any, templates: list
                     except (media.MediaError, OSError) as exc:
                         problem = problem_with(item, exc)
                 if problem is not None:
-                    ledger.record(key, "failed", {"template_id": spec.template_id, "base_id": item.base_id,
-                                                  "path": item.listed_path}, reason=problem)
+                    ledger.record(
+                        key,
+                        "failed",
+                        {"template_id": spec.template_id, "base_id": item.base_id, "path": item.listed_path},
+                        reason=problem,
+                    )
                     counts["failed"] += 1
                     continue
                 ledger.record(key, "ok", data)
@@ -387,7 +420,9 @@ def _select_one(build_dir: Path, spec: Any, item: BaseMedia, actions: list[str],
     plan = processing.parse_actions(actions_for(actions, item.modality), item.modality, f"template {spec.template_id}")
     done = processing.process(item.path, item.modality, spec.base_modality, plan, out_dir)
     data: dict[str, Any] = {
-        "candidate_id": cid, "template_id": spec.template_id, "base_id": item.base_id,
+        "candidate_id": cid,
+        "template_id": spec.template_id,
+        "base_id": item.base_id,
         "base_modality": spec.base_modality,
         "media": {kind: str(path.relative_to(build_dir)) for kind, path in sorted(done.media.items())},
         "annotations": {"tags": sorted(item.tags), **dict(item.annotations)},

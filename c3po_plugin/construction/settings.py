@@ -125,10 +125,12 @@ def model_warnings(build_dir: str | Path) -> list[str]:
     same = [model_label(m) for m in models["auditor"] if model_identity(m) in generators]
     if not same:
         return []
-    return [f"WARNING: the auditor is the generator's model ({', '.join(same)}). The paper audits with a "
-            f"different model ({PAPER_MODELS['auditor']}, App. C) so that the filter does not share the "
-            f"generator's biases; name one with --auditor, settings.json's \"auditor\" or ${ROLE_ENV['auditor']} "
-            f"(e.g. {PAPER_AUDITOR})."]
+    return [
+        f"WARNING: the auditor is the generator's model ({', '.join(same)}). The paper audits with a "
+        f"different model ({PAPER_MODELS['auditor']}, App. C) so that the filter does not share the "
+        f"generator's biases; name one with --auditor, settings.json's \"auditor\" or ${ROLE_ENV['auditor']} "
+        f"(e.g. {PAPER_AUDITOR})."
+    ]
 
 
 def card_section(build_dir: str | Path) -> str:

@@ -49,8 +49,19 @@ FAMILIES = {
     "bark": r"\b(dog\w*|bark\w*)\b",
     "noise": r"\b(rain\w*|wind\w*|water|stream\w*|pour\w*|sizzl\w*|static|crowd\w*|applause|traffic|engine\w*|fire)\b",
 }
-_COUNTS = {"once": 1, "one": 1, "single": 1, "twice": 2, "two": 2, "double": 2, "three": 3, "thrice": 3,
-           "four": 4, "five": 5, "six": 6}
+_COUNTS = {
+    "once": 1,
+    "one": 1,
+    "single": 1,
+    "twice": 2,
+    "two": 2,
+    "double": 2,
+    "three": 3,
+    "thrice": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+}
 
 
 def _rng(key: str, prompt: str) -> np.random.Generator:
@@ -70,7 +81,7 @@ def _envelope(n: int, attack_s: float, decay_s: float) -> np.ndarray:
 def _place(out: np.ndarray, sound: np.ndarray, start: int) -> None:
     end = min(len(out), start + len(sound))
     if start < end:
-        out[start:end] += sound[:end - start]
+        out[start:end] += sound[: end - start]
 
 
 def _pink(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -98,8 +109,11 @@ def _layer(family: str, rng: np.random.Generator, n: int, count: int | None, pro
         for start in _events(rng, n, count or int(rng.integers(1, 4))):
             m = int(0.25 * SAMPLE_RATE)
             burst = _lowpass(rng.standard_normal(m), rng.uniform(800, 3000)) * _envelope(m, 0.002, 0.04)
-            _place(out, burst + 0.6 * np.sin(2 * np.pi * rng.uniform(60, 140) * _t(m)) * _envelope(m, 0.002, 0.08),
-                   max(start, 0))
+            _place(
+                out,
+                burst + 0.6 * np.sin(2 * np.pi * rng.uniform(60, 140) * _t(m)) * _envelope(m, 0.002, 0.08),
+                max(start, 0),
+            )
     elif family == "beep":
         freq, on = rng.uniform(800, 2000), 0.18
         for start in range(0, n, int(0.45 * SAMPLE_RATE))[: count or None]:
@@ -117,7 +131,9 @@ def _layer(family: str, rng: np.random.Generator, n: int, count: int | None, pro
     elif family == "tone":
         low = re.search(r"\b(horn\w*|hum\w*)\b", prompt)
         freq = rng.uniform(90, 220) if low else rng.uniform(1500, 2800)
-        out = sum(np.sin(2 * np.pi * freq * k * t) / k for k in (1, 2, 3)) * np.minimum(1, np.minimum(t, t[::-1]) / 0.05)
+        out = sum(np.sin(2 * np.pi * freq * k * t) / k for k in (1, 2, 3)) * np.minimum(
+            1, np.minimum(t, t[::-1]) / 0.05
+        )
     elif family == "bird":
         for start in range(int(rng.uniform(0, 0.2) * SAMPLE_RATE), n, int(rng.uniform(0.25, 0.6) * SAMPLE_RATE)):
             m = int(rng.uniform(0.05, 0.12) * SAMPLE_RATE)

@@ -54,11 +54,14 @@ class Voice:
 
 
 _WORDS = {
-    "female": r"\b(female|woman|girl|feminine)\b", "whisper": r"\b(whisper\w*|hushed)\b",
-    "british": r"\b(british|english accent|received pronunciation)\b", "scottish": r"\bscottish\b",
+    "female": r"\b(female|woman|girl|feminine)\b",
+    "whisper": r"\b(whisper\w*|hushed)\b",
+    "british": r"\b(british|english accent|received pronunciation)\b",
+    "scottish": r"\bscottish\b",
     "slow": r"\b(slow\w*|calm\w*|measured|deliberate\w*|relaxed)\b",
     "fast": r"\b(fast|quick\w*|rapid\w*|hurried\w*|urgent\w*|excited\w*)\b",
-    "high": r"\b(high-pitched|high|young|child\w*)\b", "deep": r"\b(deep|low|gravelly|elderly|old)\b",
+    "high": r"\b(high-pitched|high|young|child\w*)\b",
+    "deep": r"\b(deep|low|gravelly|elderly|old)\b",
 }
 
 
@@ -111,7 +114,7 @@ _PRIVATE: str | None = None
 def _unload(lib: ctypes.CDLL) -> None:
     import _ctypes
 
-    (getattr(_ctypes, "dlclose", None) or getattr(_ctypes, "FreeLibrary"))(lib._handle)
+    (getattr(_ctypes, "dlclose", None) or _ctypes.FreeLibrary)(lib._handle)
 
 
 def synthesise(text: str, voice: Voice) -> tuple[np.ndarray, int]:
@@ -133,16 +136,26 @@ def synthesise(text: str, voice: Voice) -> tuple[np.ndarray, int]:
         lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
         lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
         lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
-        lib.espeak_Synth.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int, ctypes.c_uint,
-                                     ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
+        lib.espeak_Synth.argtypes = [
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+            ctypes.c_uint,
+            ctypes.c_int,
+            ctypes.c_uint,
+            ctypes.c_uint,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+        ]
         rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, data_path.encode(), 0)
         if rate <= 0:
             raise RuntimeError(f"eSpeak NG failed to initialise (data at {data_path})")
         try:
             seed = lib.espeak_ng_SetRandSeed
         except AttributeError:
-            raise RuntimeError("this eSpeak NG has no espeak_ng_SetRandSeed (1.52 or later needed for "
-                               "reproducible speech); update espeakng-loader") from None
+            raise RuntimeError(
+                "this eSpeak NG has no espeak_ng_SetRandSeed (1.52 or later needed for "
+                "reproducible speech); update espeakng-loader"
+            ) from None
         seed.argtypes = [ctypes.c_long]
         seed(NOISE_SEED)
         try:

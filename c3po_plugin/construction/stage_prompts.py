@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 
 #: The generator's system prompt (App. I, "Sample Generation Prompt", system role).
-GENERATOR_SYSTEM = r'''**SYSTEM ROLE**
+GENERATOR_SYSTEM = r"""**SYSTEM ROLE**
 You are the **Omni-Modal Benchmark Architect**. Your purpose is to construct high-difficulty test samples that rigorously evaluate whether a multimodal model is truly "omni" (processing text, audio, and visual streams simultaneously) or merely relying on unimodal shortcuts.
 **OPERATIONAL OBJECTIVE**
 You will be provided with a **Logic Template** and a specific **Base Media Input**. You must NOT simply match keywords. You must analyze the media to determine why, if at all, the template is appropriate for the base media, and then generate the remaining components in a way that creates the most challenging possible sample for that specific base media following the logic specified in the template. Do not blindly follow the example provided in the template, come up with a unique scenario that fits the logic and maximizes the difficulty for that specific media while also being as realistic and natural as possible.
@@ -41,10 +41,10 @@ Before finalizing any sample, you must SIMULATE the following checks within your
 5. **Aggressive Conciseness:** The text query must NOT exceed 12 words. Ask the core question as bluntly and directly as possible.
 6. **Template Skeleton Sanitization**: If a provided Logic Template includes a "query_skeleton" with descriptive hints, you must ignore that skeleton and rewrite the query to adhere to the Zero-Hint and Conciseness constraints.
 **STRICT OUTPUT PROTOCOL**
-Output strict JSON. The JSON must include your rationale and your self-audit confirmation.'''
+Output strict JSON. The JSON must include your rationale and your self-audit confirmation."""
 
 #: The generator's task prompt: the logic template, the base input, the output format and two examples.
-GENERATOR_TASK = r'''**TASK INSTRUCTIONS**
+GENERATOR_TASK = r"""**TASK INSTRUCTIONS**
 I am providing you with a **Logic Template** and a **Base Modality Input**.
 **STEP 1: SYNTHESIZE SAMPLE**
 1. Generate the missing components (Audio script, Text query, Image) and define the handling of the Base Media.
@@ -147,10 +147,10 @@ Generate the following JSON response. Do not include markdown text outside the J
 "evidence_modality": "audio-visual fusion"
 }}
 }}
-</example_2_counterfactual>'''
+</example_2_counterfactual>"""
 
 #: Audio typing and sanitisation (App. B: the paper ran it on Gemma-3-12B): TTS or SFX, duration, SFX prompt.
-AUDIO_TYPING = r'''You are an expert audio processing director. Your job is to look at a transcript and a voice style prompt, and determine:
+AUDIO_TYPING = r"""You are an expert audio processing director. Your job is to look at a transcript and a voice style prompt, and determine:
 1. Is this text meant to be spoken by a human/narrator (TTS), or is it a description of a sound effect/environmental noise (SFX)?
 2. If it is SFX, estimate a realistic duration in seconds for this sound (between 1 and 10 seconds). For example: a gunshot = 2s, a dog barking = 4s, background rain = 6-8s. If it is TTS, set duration to null.
 3. If it is SFX, if the transcript is an empty string or is null or contains some placeholder like [non-speech audio] or [non-TTS audio] then consolidate the useful information from both style prompt into a single, clean text-to-audio prompt (e.g., "A heavy wooden door slamming shut"). Remove any useless placeholders like "[non-speech sound]" or "null". If it is TTS, set this to null. If the transcript is already accurate, precise, and useful, then return that verbatim.
@@ -161,10 +161,10 @@ Output STRICTLY in this JSON format and nothing else:
 "audio_type": "TTS" or "SFX",
 "duration_seconds": <int or null>,
 "sfx_prompt": "<string or null>"
-}'''
+}"""
 
 #: The auditor (App. C; the paper ran it on Qwen3-Omni-30B-A3B-Thinking): four pillars, bypass tests.
-AUDITOR = r'''You are the **Multimodal Benchmark Auditor**. Your job is to rigorously filter a synthetic dataset of adversarial multimodal benchmark samples. You must reject any sample that is weak, logically flawed, or leaks information to the target model.
+AUDITOR = r"""You are the **Multimodal Benchmark Auditor**. Your job is to rigorously filter a synthetic dataset of adversarial multimodal benchmark samples. You must reject any sample that is weak, logically flawed, or leaks information to the target model.
 **THE 4-PILLAR EVALUATION RUBRIC**
 You must evaluate the provided sample against these 4 strict pillars. If it fails ANY pillar, you must REJECT it.
 1. **Media Verifiability**
@@ -214,10 +214,11 @@ You must output a strict JSON object. Do not include markdown formatting blocks.
 {TEMPLATE_LOGIC}
 **Sample Information:**
 {SAMPLE_DATA}
-Evaluate this sample against the 4 Pillars. Output the strict JSON decision.'''
+Evaluate this sample against the 4 Pillars. Output the strict JSON decision."""
 
-PROMPT_VERSION = hashlib.sha256("\x1f".join((GENERATOR_SYSTEM, GENERATOR_TASK, AUDIO_TYPING, AUDITOR))
-                                .encode("utf-8")).hexdigest()[:12]
+PROMPT_VERSION = hashlib.sha256(
+    "\x1f".join((GENERATOR_SYSTEM, GENERATOR_TASK, AUDIO_TYPING, AUDITOR)).encode("utf-8")
+).hexdigest()[:12]
 
 
 def fill(prompt: str, **values: str) -> str:

@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -105,8 +106,10 @@ def registry() -> SynthesisRegistry:
 
 def _lazy(module: str, cls: str) -> Callable[..., Any]:
     """A factory that imports its module only when a build asks for the backend."""
+
     def make(model: str | None = None) -> Any:
         return getattr(importlib.import_module(module), cls)(model)
+
     return make
 
 
@@ -122,6 +125,7 @@ def c3po_register_synthesis_backends(registry: SynthesisRegistry) -> None:
 
 # --- the stage -------------------------------------------------------------------------------------------
 
+
 class Rejected(ValueError):
     """The sample cannot have the media its template needs (a content problem, final)."""
 
@@ -134,8 +138,14 @@ def needs(template_id: str) -> tuple[bool, bool]:
     return ("audio" in template.modalities and base != "audio", "image" in template.modalities and base != "image")
 
 
-def run_synthesize(build_dir: str | Path, *, speech: str = DEFAULTS["speech"], sfx: str = DEFAULTS["sfx"],
-                   image: str = DEFAULTS["image"], templates: list[str] | None = None) -> dict:
+def run_synthesize(
+    build_dir: str | Path,
+    *,
+    speech: str = DEFAULTS["speech"],
+    sfx: str = DEFAULTS["sfx"],
+    image: str = DEFAULTS["image"],
+    templates: list[str] | None = None,
+) -> dict:
     """Synthesise the media of every generated sample not yet settled; the stage's counts."""
     from tqdm import tqdm
 
@@ -185,13 +195,19 @@ def _template_filter(templates: list[str] | None) -> set[str] | None:
     return None if templates is None else {project_template_id(t) for t in templates}
 
 
-def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict | None,
-                    backends: dict[str, Any], names: dict[str, str]) -> dict:
+def _synthesize_one(
+    build_dir: Path, sample_id: str, sample: dict, typed: dict | None, backends: dict[str, Any], names: dict[str, str]
+) -> dict:
     template_id = template_id_of(sample_id, sample)
     wants_audio, wants_image = needs(template_id)
     out = build_dir / "media" / "items" / sample_id
-    data: dict[str, Any] = {"audio": None, "audio_kind": None, "audio_duration_s": None, "image": None,
-                            "backends": dict(names)}
+    data: dict[str, Any] = {
+        "audio": None,
+        "audio_kind": None,
+        "audio_duration_s": None,
+        "image": None,
+        "backends": dict(names),
+    }
     if wants_audio:  # typed is set here: run_synthesize checked the classify entry
         data.update(_synthesize_audio(build_dir, out, sample_id, sample, typed, template_id, backends, names))
     if wants_image:
@@ -199,8 +215,16 @@ def _synthesize_one(build_dir: Path, sample_id: str, sample: dict, typed: dict |
     return data
 
 
-def _synthesize_audio(build_dir: Path, out: Path, sample_id: str, sample: dict, typed: dict, template_id: str,
-                      backends: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+def _synthesize_audio(
+    build_dir: Path,
+    out: Path,
+    sample_id: str,
+    sample: dict,
+    typed: dict,
+    template_id: str,
+    backends: dict[str, Any],
+    names: dict[str, str],
+) -> dict[str, Any]:
     """The sample's speech or sound effect, as classify typed it, written at 16 kHz."""
     import soxr
 
@@ -216,8 +240,9 @@ def _synthesize_audio(build_dir: Path, out: Path, sample_id: str, sample: dict, 
     elif kind == "sfx":
         prompt, duration = typed.get("sfx_prompt"), typed.get("duration_s")
         if not prompt or not duration:
-            raise Rejected(f"audio typed as sfx without a prompt or duration (prompt {prompt!r}, "
-                           f"duration {duration!r})")
+            raise Rejected(
+                f"audio typed as sfx without a prompt or duration (prompt {prompt!r}, duration {duration!r})"
+            )
         wave, rate = backends["sfx"].sound(str(prompt), float(duration), key=sample_id)
     else:
         raise Rejected(f"template {template_id} needs audio but the audio was typed {kind!r}")
@@ -227,12 +252,23 @@ def _synthesize_audio(build_dir: Path, out: Path, sample_id: str, sample: dict, 
     if not len(wave) or not np.any(wave):
         raise RuntimeError(f"{names['speech' if kind == 'tts' else 'sfx']} produced silence")
     path = media.write_audio(out / "audio.wav", np.clip(wave, -1, 1))
-    return {**data, "audio": str(path.relative_to(build_dir)), "audio_kind": kind,
-            "audio_duration_s": round(len(wave) / SAMPLE_RATE, 3)}
+    return {
+        **data,
+        "audio": str(path.relative_to(build_dir)),
+        "audio_kind": kind,
+        "audio_duration_s": round(len(wave) / SAMPLE_RATE, 3),
+    }
 
 
-def _synthesize_image(build_dir: Path, out: Path, sample_id: str, sample: dict, template_id: str,
-                      backends: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+def _synthesize_image(
+    build_dir: Path,
+    out: Path,
+    sample_id: str,
+    sample: dict,
+    template_id: str,
+    backends: dict[str, Any],
+    names: dict[str, str],
+) -> dict[str, Any]:
     """The sample's picture, drawn from the generator's caption."""
     caption = nested(sample, "generated_components", "image")
     if isinstance(caption, dict):  # a generator that nests it: {"caption": ...}
@@ -242,5 +278,7 @@ def _synthesize_image(build_dir: Path, out: Path, sample_id: str, sample: dict, 
     picture = np.asarray(backends["image"].draw(str(caption), key=sample_id), dtype=np.uint8)
     if picture.ndim != 3 or picture.shape[2] != 3:
         raise RuntimeError(f"image backend {names['image']} returned shape {picture.shape}, not (H, W, 3)")
-    return {"image_description": str(caption),
-            "image": str(media.write_image(out / "image.png", picture).relative_to(build_dir))}
+    return {
+        "image_description": str(caption),
+        "image": str(media.write_image(out / "image.png", picture).relative_to(build_dir)),
+    }

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import soundfile
@@ -50,6 +50,7 @@ Obj = tuple
 
 
 # --- drawing -------------------------------------------------------------------------------------
+
 
 def canvas(rng: np.random.Generator) -> np.ndarray:
     tint = rng.integers(-5, 6, size=3)
@@ -85,8 +86,10 @@ def video(rng: np.random.Generator, seconds: list[list[Obj]]) -> list[np.ndarray
         for half_step in (0, 1):
             nxt = seconds[i + 1] if i + 1 < len(seconds) else objs
             same = len(nxt) == len(objs) and all(a[:2] == b[:2] for a, b in zip(objs, nxt))
-            shown = [(a[0], a[1], (a[2] + b[2]) / 2, (a[3] + b[3]) / 2, a[4]) if half_step and same else a
-                     for a, b in zip(objs, nxt if same else objs)]
+            shown = [
+                (a[0], a[1], (a[2] + b[2]) / 2, (a[3] + b[3]) / 2, a[4]) if half_step and same else a
+                for a, b in zip(objs, nxt if same else objs)
+            ]
             img = base.copy()
             for obj in shown:
                 draw(img, obj)
@@ -118,6 +121,7 @@ def write_audio(path: Path, wave: np.ndarray) -> None:
 
 # --- sounds --------------------------------------------------------------------------------------
 
+
 def beeps(k: int, seconds: float = 3.0) -> np.ndarray:
     return tone_events(seconds, [(0.3 + 0.4 * j, 0.15, BEEP_HZ) for j in range(k)])
 
@@ -131,6 +135,7 @@ def tone_run(highs: list[bool], seconds: float = 3.0) -> np.ndarray:
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
 
 def pick(rng: np.random.Generator, pool, k: int) -> list[str]:
     return [str(v) for v in rng.choice(list(pool), size=k, replace=False)]
@@ -152,6 +157,7 @@ def word(n: int) -> str:
 
 # --- Information Composition ---------------------------------------------------------------------
 
+
 def ic01_colour(rng):
     colours, kinds = pick(rng, COLOURS, 3), pick(rng, ("circle", "square", "triangle"), 3)
     k = int(rng.integers(1, 4))
@@ -159,20 +165,31 @@ def ic01_colour(rng):
     d = {"image": colours[0]}
     if colours[3 - k] != colours[k - 1]:
         d["partial"] = colours[3 - k]
-    return dict(image=picture(rng, objs), audio=beeps(k),
-                question="The beeps count along the row of shapes from the left. What colour is the shape they land on?",
-                answer=colours[k - 1], distractors=d, difficulty=3,
-                human_answer="crimson" if colours[k - 1] == "red" else colours[k - 1], hidden={"beeps": k})
+    return dict(
+        image=picture(rng, objs),
+        audio=beeps(k),
+        question="The beeps count along the row of shapes from the left. What colour is the shape they land on?",
+        answer=colours[k - 1],
+        distractors=d,
+        difficulty=3,
+        human_answer="crimson" if colours[k - 1] == "red" else colours[k - 1],
+        hidden={"beeps": k},
+    )
 
 
 def ic01_shape(rng):
     colours, kinds = pick(rng, COLOURS, 3), pick(rng, ("circle", "square", "triangle"), 3)
     k = 3  # counting from the right would land on the first shape, the image-only guess
     objs = [(kd, c, x, 48 + rng.uniform(-8, 8), 14) for kd, c, x in zip(kinds, colours, row(3))]
-    return dict(image=picture(rng, objs), audio=beeps(k),
-                question="The beeps count along the row of shapes from the left. What shape do they land on?",
-                answer=kinds[k - 1], distractors={"image": kinds[0]}, difficulty=3,
-                hidden={"beeps": k})
+    return dict(
+        image=picture(rng, objs),
+        audio=beeps(k),
+        question="The beeps count along the row of shapes from the left. What shape do they land on?",
+        answer=kinds[k - 1],
+        distractors={"image": kinds[0]},
+        difficulty=3,
+        hidden={"beeps": k},
+    )
 
 
 def ic02(rng):
@@ -180,42 +197,63 @@ def ic02(rng):
     k = 3
     seconds = [[(kinds[i], colours[i], 64 + rng.uniform(-20, 20), 48 + rng.uniform(-10, 10), 16)] for i in range(5)]
     gold = 5 - k - 1
-    return dict(video=video(rng, seconds), audio=beeps(k),
-                question="Each beep narrates one step of the sequence, and the beeps describe only the final steps. "
-                         "What is the last step that goes unnarrated? Give its colour and shape.",
-                answer=f"{colours[gold]} {kinds[gold]}",
-                distractors={"video": f"{colours[0]} {kinds[0]}", "partial": f"{colours[gold + 1]} {kinds[gold + 1]}"},
-                difficulty=6, hidden={"beeps": k})
+    return dict(
+        video=video(rng, seconds),
+        audio=beeps(k),
+        question="Each beep narrates one step of the sequence, and the beeps describe only the final steps. "
+        "What is the last step that goes unnarrated? Give its colour and shape.",
+        answer=f"{colours[gold]} {kinds[gold]}",
+        distractors={"video": f"{colours[0]} {kinds[0]}", "partial": f"{colours[gold + 1]} {kinds[gold + 1]}"},
+        difficulty=6,
+        hidden={"beeps": k},
+    )
 
 
 def ic03(rng):
     n, k = 5, 2
     colour = pick(rng, COLOURS, 1)[0]
     objs = [("box", "grey", 64, 52, 62)] + [("circle", colour, x, 52, 9) for x in row(n)]
-    return dict(image=picture(rng, objs), audio=beeps(k),
-                question="The tray started empty. Each beep is a ball rolling onto it from outside the frame; "
-                         "the rest were put there by hand. How many balls were put there by hand?",
-                answer=str(n - k), distractors={"image": str(n), "audio": str(k)}, difficulty=5,
-                hidden={"visible": n, "beeps": k})
+    return dict(
+        image=picture(rng, objs),
+        audio=beeps(k),
+        question="The tray started empty. Each beep is a ball rolling onto it from outside the frame; "
+        "the rest were put there by hand. How many balls were put there by hand?",
+        answer=str(n - k),
+        distractors={"image": str(n), "audio": str(k)},
+        difficulty=5,
+        hidden={"visible": n, "beeps": k},
+    )
 
 
 def ic04_more(rng):
     n, k = 3, 5
     colour = pick(rng, COLOURS, 1)[0]
     objs = [("square", colour, x, 48 + rng.uniform(-6, 6), 11) for x in row(n)]
-    return dict(image=picture(rng, objs), audio=beeps(k),
-                question="The order calls for one square per beep. How many more squares are needed to fill it?",
-                answer=word(k - n), distractors={"image": str(n), "audio": str(k)}, difficulty=4,
-                human_answer=str(k - n), hidden={"visible": n, "beeps": k})
+    return dict(
+        image=picture(rng, objs),
+        audio=beeps(k),
+        question="The order calls for one square per beep. How many more squares are needed to fill it?",
+        answer=word(k - n),
+        distractors={"image": str(n), "audio": str(k)},
+        difficulty=4,
+        human_answer=str(k - n),
+        hidden={"visible": n, "beeps": k},
+    )
 
 
 def ic04_enough(rng):
     n, k = 4, 3
     colour = pick(rng, COLOURS, 1)[0]
     objs = [("circle", colour, x, 48 + rng.uniform(-6, 6), 11) for x in row(n)]
-    return dict(image=picture(rng, objs), audio=beeps(k),
-                question="The order calls for one circle per beep. Are there enough circles to fill it?",
-                answer="yes", distractors={}, difficulty=3, hidden={"visible": n, "beeps": k})
+    return dict(
+        image=picture(rng, objs),
+        audio=beeps(k),
+        question="The order calls for one circle per beep. Are there enough circles to fill it?",
+        answer="yes",
+        distractors={},
+        difficulty=3,
+        hidden={"visible": n, "beeps": k},
+    )
 
 
 def ic05(rng):
@@ -226,11 +264,17 @@ def ic05(rng):
     high = bool(rng.integers(0, 2))
     target = at - 1 if high else at + 1
     objs = [(kd, c, x, 48 + rng.uniform(-10, 10), 11) for kd, c, x in zip(kinds, colours, row(4))]
-    return dict(image=picture(rng, objs), audio=tone(high),
-                question="A high tone means the spot just left of the square; a low tone means the spot just right "
-                         "of it. What colour is the shape in that spot?",
-                answer=colours[target], distractors={"partial": colours[at + 1 if high else at - 1]}, difficulty=4,
-                human_answer=colours[at + 1 if high else at - 1], hidden={"high": high})
+    return dict(
+        image=picture(rng, objs),
+        audio=tone(high),
+        question="A high tone means the spot just left of the square; a low tone means the spot just right "
+        "of it. What colour is the shape in that spot?",
+        answer=colours[target],
+        distractors={"partial": colours[at + 1 if high else at - 1]},
+        difficulty=4,
+        human_answer=colours[at + 1 if high else at - 1],
+        hidden={"high": high},
+    )
 
 
 def ic06(rng):
@@ -238,11 +282,16 @@ def ic06(rng):
     n = 2  # the picture shows the first n placements
     colour = pick(rng, COLOURS, 1)[0]
     objs = [("circle" if h else "square", colour, x, 48, 10) for h, x in zip(highs[:n], row(5))]
-    return dict(image=picture(rng, objs), audio=tone_run(highs),
-                question="Each high tone placed a circle and each low tone a square, left to right, in the order "
-                         "heard. The row is shown partway through. What shape was placed next?",
-                answer="square", distractors={"image": "circle", "audio": "circle"}, difficulty=5,
-                hidden={"tones": ["high" if h else "low" for h in highs], "shown": n})
+    return dict(
+        image=picture(rng, objs),
+        audio=tone_run(highs),
+        question="Each high tone placed a circle and each low tone a square, left to right, in the order "
+        "heard. The row is shown partway through. What shape was placed next?",
+        answer="square",
+        distractors={"image": "circle", "audio": "circle"},
+        difficulty=5,
+        hidden={"tones": ["high" if h else "low" for h in highs], "shown": n},
+    )
 
 
 def ic07(rng):
@@ -251,11 +300,17 @@ def ic07(rng):
     xs = np.linspace(20, 108, 5) if rightwards else np.linspace(108, 20, 5)
     seconds = [[("circle", colour, float(x), 50, 12)] for x in xs]
     high = True  # home is on the left, and the circle moves right: leaving
-    return dict(video=video(rng, seconds), audio=tone(high),
-                question="A high tone means home is to the left; a low tone means home is to the right. "
-                         "Is the ball heading home or leaving home?",
-                answer="leaving home", distractors={"partial": "heading home"}, difficulty=4,
-                human_answer="leaving", hidden={"high": high, "moves": "right"})
+    return dict(
+        video=video(rng, seconds),
+        audio=tone(high),
+        question="A high tone means home is to the left; a low tone means home is to the right. "
+        "Is the ball heading home or leaving home?",
+        answer="leaving home",
+        distractors={"partial": "heading home"},
+        difficulty=4,
+        human_answer="leaving",
+        hidden={"high": high, "moves": "right"},
+    )
 
 
 def ic08(rng):
@@ -269,41 +324,72 @@ def ic08(rng):
         ca, cb = (first[0], first[1]) if t == 0 else ("yellow", "yellow")
         seconds.append([("circle", ca, *a[t], 11), ("circle", cb, *b[t], 11)])
     high = False  # singles out B, which ends on the left
-    return dict(video=video(rng, seconds), audio=tone(high),
-                question=f"At first one ball is {first[0]} and the other {first[1]}; a high tone singles out the "
-                         f"{first[0]} one, a low tone the {first[1]} one. Where does the singled-out ball end up, "
-                         "left or right?",
-                answer="left", distractors={"partial": "right"}, difficulty=7, hidden={"high": high})
+    return dict(
+        video=video(rng, seconds),
+        audio=tone(high),
+        question=f"At first one ball is {first[0]} and the other {first[1]}; a high tone singles out the "
+        f"{first[0]} one, a low tone the {first[1]} one. Where does the singled-out ball end up, "
+        "left or right?",
+        answer="left",
+        distractors={"partial": "right"},
+        difficulty=7,
+        hidden={"high": high},
+    )
 
 
 def ic09(rng):
     colours, kinds = pick(rng, COLOURS, 3), pick(rng, ("circle", "square", "triangle"), 3)
     order = [2, 0, 1, 0, 2]
     chime = 2
-    seconds = [[(kinds[j], colours[j] if j == order[t] else "grey", x, 48, 13) for j, x in enumerate(row(3))]
-               for t in range(5)]
+    seconds = [
+        [(kinds[j], colours[j] if j == order[t] else "grey", x, 48, 13) for j, x in enumerate(row(3))] for t in range(5)
+    ]
     target = order[chime]
-    return dict(video=video(rng, seconds), audio=tone_events(4.0, [(chime + 0.3, 0.4, BEEP_HZ)]),
-                question="The shapes light up one at a time, and one of them chimes as it lights up. Which one "
-                         "chimed? Give its colour and shape.",
-                answer=f"{colours[target]} {kinds[target]}",
-                distractors={"video": f"{colours[order[0]]} {kinds[order[0]]}",
-                             "partial": f"{colours[order[chime + 1]]} {kinds[order[chime + 1]]}"},
-                difficulty=5, human_answer=f"the {colours[target]} one", hidden={"chime_s": chime})
+    return dict(
+        video=video(rng, seconds),
+        audio=tone_events(4.0, [(chime + 0.3, 0.4, BEEP_HZ)]),
+        question="The shapes light up one at a time, and one of them chimes as it lights up. Which one "
+        "chimed? Give its colour and shape.",
+        answer=f"{colours[target]} {kinds[target]}",
+        distractors={
+            "video": f"{colours[order[0]]} {kinds[order[0]]}",
+            "partial": f"{colours[order[chime + 1]]} {kinds[order[chime + 1]]}",
+        },
+        difficulty=5,
+        human_answer=f"the {colours[target]} one",
+        hidden={"chime_s": chime},
+    )
 
 
 def ic10(rng):
     c_left, c_right = pick(rng, COLOURS, 2)
     heading_left = True
     xs = np.linspace(64, 44, 5) if heading_left else np.linspace(64, 84, 5)
-    seconds = [[("square", c_left, 18, 80, 12), ("square", c_right, 110, 80, 12),
-                ("circle", next(c for c in ("yellow", "cyan", "green") if c not in (c_left, c_right)),
-                 float(x), 14 + 8 * t, 7)] for t, x in enumerate(xs)]
+    seconds = [
+        [
+            ("square", c_left, 18, 80, 12),
+            ("square", c_right, 110, 80, 12),
+            (
+                "circle",
+                next(c for c in ("yellow", "cyan", "green") if c not in (c_left, c_right)),
+                float(x),
+                14 + 8 * t,
+                7,
+            ),
+        ]
+        for t, x in enumerate(xs)
+    ]
     high = False  # bounced into the other bin
-    return dict(video=video(rng, seconds), audio=tone(high),
-                question="A high plop means the ball landed in the bin it was heading for; a low clang means it "
-                         "bounced into the other bin. What colour is the bin it ended up in?",
-                answer=c_right, distractors={"video": c_left}, difficulty=6, hidden={"high": high})
+    return dict(
+        video=video(rng, seconds),
+        audio=tone(high),
+        question="A high plop means the ball landed in the bin it was heading for; a low clang means it "
+        "bounced into the other bin. What colour is the bin it ended up in?",
+        answer=c_right,
+        distractors={"video": c_left},
+        difficulty=6,
+        hidden={"high": high},
+    )
 
 
 def ic11(rng, ask_frame: bool):
@@ -325,83 +411,134 @@ def ic11(rng, ask_frame: bool):
         seconds.append(objs)
     img = picture(rng, [(ref_kind, ref_colour, 64, 48, 22)])
     if ask_frame:
-        return dict(video=video(rng, seconds), image=img, audio=beeps(2),
-                    question="The beeps say which appearance of the shape in the picture to look for, counting "
-                             "from its first. At which second does that appearance start, counting seconds from 1?",
-                    answer="3", distractors={"partial": "1"}, difficulty=8,
-                    hidden={"appearances": [1, 3, 4], "beeps": 2})
-    return dict(video=video(rng, seconds), image=img, audio=beeps(3),
-                question="The beeps say which appearance of the shape in the picture to look for, counting from "
-                         "its first. On which side of the screen is it at that appearance?",
-                answer="left", distractors={"partial": "right"}, difficulty=6, hidden={"beeps": 3})
+        return dict(
+            video=video(rng, seconds),
+            image=img,
+            audio=beeps(2),
+            question="The beeps say which appearance of the shape in the picture to look for, counting "
+            "from its first. At which second does that appearance start, counting seconds from 1?",
+            answer="3",
+            distractors={"partial": "1"},
+            difficulty=8,
+            hidden={"appearances": [1, 3, 4], "beeps": 2},
+        )
+    return dict(
+        video=video(rng, seconds),
+        image=img,
+        audio=beeps(3),
+        question="The beeps say which appearance of the shape in the picture to look for, counting from "
+        "its first. On which side of the screen is it at that appearance?",
+        answer="left",
+        distractors={"partial": "right"},
+        difficulty=6,
+        hidden={"beeps": 3},
+    )
 
 
 # --- Counterfactual Conflict ---------------------------------------------------------------------
 
+
 def cc01(rng):
     colour = pick(rng, ("blue", "cyan", "magenta", "yellow"), 1)[0]
-    return dict(image=picture(rng, [("square", colour, 64, 48, 20)]), audio=tone(True),
-                question="The square is the printed tag. Someone who has never seen it hums high if they think it "
-                         "is red and low if they think it is green. What colour is the tag?",
-                answer=colour, distractors={"audio": "red"}, difficulty=3,
-                hidden={"high": True})
+    return dict(
+        image=picture(rng, [("square", colour, 64, 48, 20)]),
+        audio=tone(True),
+        question="The square is the printed tag. Someone who has never seen it hums high if they think it "
+        "is red and low if they think it is green. What colour is the tag?",
+        answer=colour,
+        distractors={"audio": "red"},
+        difficulty=3,
+        hidden={"high": True},
+    )
 
 
 def cc02(rng):
     colour = pick(rng, COLOURS, 1)[0]
     objs = [("box", "grey", 64, 50, 58)] + [("triangle", colour, x, 50, 10) for x in (36, 64, 92)]
-    return dict(image=picture(rng, objs), audio=tone(True),
-                question="The crate's owner hums high to say it holds circles and low to say it holds squares. "
-                         "What shapes does the crate actually hold?",
-                answer="triangles", distractors={"audio": "circles"}, difficulty=3,
-                hidden={"high": True})
+    return dict(
+        image=picture(rng, objs),
+        audio=tone(True),
+        question="The crate's owner hums high to say it holds circles and low to say it holds squares. "
+        "What shapes does the crate actually hold?",
+        answer="triangles",
+        distractors={"audio": "circles"},
+        difficulty=3,
+        hidden={"high": True},
+    )
 
 
 def cc03(rng):
-    return dict(image=picture(rng, [("box", "grey", 64, 48, 16), ("circle", "green", 64, 48, 13)]),
-                audio=tone(False),
-                question="The tones were recorded an hour ago: high meant the signal light was green, low that it "
-                         "was red. What colour is the signal light now?",
-                answer="green", distractors={"audio": "red"}, difficulty=4, hidden={"high": False})
+    return dict(
+        image=picture(rng, [("box", "grey", 64, 48, 16), ("circle", "green", 64, 48, 13)]),
+        audio=tone(False),
+        question="The tones were recorded an hour ago: high meant the signal light was green, low that it "
+        "was red. What colour is the signal light now?",
+        answer="green",
+        distractors={"audio": "red"},
+        difficulty=4,
+        hidden={"high": False},
+    )
 
 
 def cc04(rng):
     n, k = 2, 4
     objs = [("box", "grey", 64, 48, 56)] + [("square", "blue", x, 48, 10) for x in (48, 80)]
-    return dict(image=picture(rng, objs), audio=beeps(k),
-                question="The sign shows the open gate's number as a count of squares, but it is from last week. "
-                         "A minute ago the number of the gate open now was announced, one beep per number. "
-                         "Which gate is open now?",
-                answer=str(k), distractors={"image": str(n)}, difficulty=5, human_answer="gate 4",
-                hidden={"sign": n, "beeps": k})
+    return dict(
+        image=picture(rng, objs),
+        audio=beeps(k),
+        question="The sign shows the open gate's number as a count of squares, but it is from last week. "
+        "A minute ago the number of the gate open now was announced, one beep per number. "
+        "Which gate is open now?",
+        answer=str(k),
+        distractors={"image": str(n)},
+        difficulty=5,
+        human_answer="gate 4",
+        hidden={"sign": n, "beeps": k},
+    )
 
 
 def cc05(rng, n: int, k: int, kind: str):
     colour = pick(rng, COLOURS, 1)[0]
     objs = [(kind, colour, x, 48 + rng.uniform(-12, 12), 10) for x in row(n)]
-    return dict(image=picture(rng, objs), audio=beeps(k),
-                question=f"A helper called out a tally of the {plural(kind)}, one beep each. How many {plural(kind)} "
-                         "are actually there?",
-                answer=word(n), distractors={"audio": str(k)}, difficulty=4,
-                human_answer=word(n) if n != 4 else "5", hidden={"visible": n, "beeps": k})
+    return dict(
+        image=picture(rng, objs),
+        audio=beeps(k),
+        question=f"A helper called out a tally of the {plural(kind)}, one beep each. How many {plural(kind)} "
+        "are actually there?",
+        answer=word(n),
+        distractors={"audio": str(k)},
+        difficulty=4,
+        human_answer=word(n) if n != 4 else "5",
+        hidden={"visible": n, "beeps": k},
+    )
 
 
 def cc06(rng):
-    return dict(image=picture(rng, [("circle", "yellow", 96, 22, 14), ("triangle", "green", 30, 70, 20)]),
-                audio=tone(False),
-                question="In this world the sun is a yellow ball and the moon a cyan one. The tone comes from a "
-                         "recording made at another time: high by day, low by night. Was the picture taken by day "
-                         "or by night?",
-                answer="day", distractors={"audio": "night"}, difficulty=3, hidden={"high": False})
+    return dict(
+        image=picture(rng, [("circle", "yellow", 96, 22, 14), ("triangle", "green", 30, 70, 20)]),
+        audio=tone(False),
+        question="In this world the sun is a yellow ball and the moon a cyan one. The tone comes from a "
+        "recording made at another time: high by day, low by night. Was the picture taken by day "
+        "or by night?",
+        answer="day",
+        distractors={"audio": "night"},
+        difficulty=3,
+        hidden={"high": False},
+    )
 
 
 def cc07(rng):
-    seconds = [[("triangle", "green", x, 40 + 20 * ((i + t) % 2), 12) for i, x in enumerate(row(4))]
-               for t in range(5)]
-    return dict(video=video(rng, seconds), audio=tone_events(3.5, [(0.3, 1.2, LOW_HZ), (2.0, 1.2, LOW_HZ)]),
-                question="Trees are green triangles and boats blue squares; birdsong is quick high chirps and ship "
-                         "horns are long low tones. Where is this, the forest or the harbour?",
-                answer="forest", distractors={"audio": "harbour"}, difficulty=5, hidden={})
+    seconds = [[("triangle", "green", x, 40 + 20 * ((i + t) % 2), 12) for i, x in enumerate(row(4))] for t in range(5)]
+    return dict(
+        video=video(rng, seconds),
+        audio=tone_events(3.5, [(0.3, 1.2, LOW_HZ), (2.0, 1.2, LOW_HZ)]),
+        question="Trees are green triangles and boats blue squares; birdsong is quick high chirps and ship "
+        "horns are long low tones. Where is this, the forest or the harbour?",
+        answer="forest",
+        distractors={"audio": "harbour"},
+        difficulty=5,
+        hidden={},
+    )
 
 
 def cc08(rng):
@@ -409,31 +546,50 @@ def cc08(rng):
     ball_x = [16, 40, 64, 64, 64]
     box_x = [90, 90, 90, 102, 114]
     seconds = [[("circle", "red", ball_x[t], 52, 10), ("square", "blue", box_x[t], 52, 10)] for t in range(5)]
-    return dict(video=video(rng, seconds), audio=tone_events(3.0, [(0.5, 1.5, HIGH_HZ)]),
-                question="A long high whistle is the wind. What set the square moving?",
-                answer="red circle", distractors={"audio": "wind"}, difficulty=5, human_answer="the ball",
-                hidden={})
+    return dict(
+        video=video(rng, seconds),
+        audio=tone_events(3.0, [(0.5, 1.5, HIGH_HZ)]),
+        question="A long high whistle is the wind. What set the square moving?",
+        answer="red circle",
+        distractors={"audio": "wind"},
+        difficulty=5,
+        human_answer="the ball",
+        hidden={},
+    )
 
 
 def cc09(rng, ask_now: bool):
     n, k = 2, 4
     seconds = [[("triangle", "green", x, 50, 14) for x in (40, 88)] for _ in range(5)]
-    question = ("The beeps recall how many towers stood here long ago, one beep per tower. "
-                + ("How many towers stand here today?" if ask_now else "How many towers stood here long ago?"))
-    return dict(video=video(rng, seconds), audio=beeps(k), question=question,
-                answer=str(n if ask_now else k), distractors={"audio": str(k)} if ask_now else {"video": str(n)},
-                difficulty=4 if ask_now else 3, hidden={"now": n, "past": k})
+    question = "The beeps recall how many towers stood here long ago, one beep per tower. " + (
+        "How many towers stand here today?" if ask_now else "How many towers stood here long ago?"
+    )
+    return dict(
+        video=video(rng, seconds),
+        audio=beeps(k),
+        question=question,
+        answer=str(n if ask_now else k),
+        distractors={"audio": str(k)} if ask_now else {"video": str(n)},
+        difficulty=4 if ask_now else 3,
+        hidden={"now": n, "past": k},
+    )
 
 
 def cc10(rng):
     colour = pick(rng, COLOURS, 1)[0]
     xs = np.linspace(100, 24, 5)
     seconds = [[("circle", colour, float(x), 48, 12)] for x in xs]
-    return dict(video=video(rng, seconds), audio=tone(False),
-                question="The commentator hums high to say the ball went left and low to say it went right. Which "
-                         "way did the ball actually go?",
-                answer="left", distractors={"audio": "right"}, difficulty=3, human_answer="to the left",
-                hidden={"high": False})
+    return dict(
+        video=video(rng, seconds),
+        audio=tone(False),
+        question="The commentator hums high to say the ball went left and low to say it went right. Which "
+        "way did the ball actually go?",
+        answer="left",
+        distractors={"audio": "right"},
+        difficulty=3,
+        human_answer="to the left",
+        hidden={"high": False},
+    )
 
 
 def cc11(rng):
@@ -441,33 +597,54 @@ def cc11(rng):
     done = [True, False, False, True]  # step 3 placed a square instead
     colour = pick(rng, COLOURS, 1)[0]
     xs = row(4)
-    seconds = [[("circle" if done[j] else "square", colour, xs[j], 48, 11) for j in range(min(t + 1, 4))]
-               for t in range(5)]
-    return dict(video=video(rng, seconds), audio=tone_run(proper),
-                question="The proper procedure is played as tones, one per step: high for placing a circle, low for "
-                         "a square. At which step did the worker depart from it?",
-                answer="3", distractors={"text": "none"}, difficulty=6, hidden={})  # text prior: done as told
+    seconds = [
+        [("circle" if done[j] else "square", colour, xs[j], 48, 11) for j in range(min(t + 1, 4))] for t in range(5)
+    ]
+    return dict(
+        video=video(rng, seconds),
+        audio=tone_run(proper),
+        question="The proper procedure is played as tones, one per step: high for placing a circle, low for "
+        "a square. At which step did the worker depart from it?",
+        answer="3",
+        distractors={"text": "none"},
+        difficulty=6,
+        hidden={},
+    )  # text prior: done as told
 
 
 def cc12(rng):
     real, shown = "red", "blue"
     seconds = [[("circle", real, float(x), 56, 12)] for x in np.linspace(24, 104, 5)]
-    return dict(video=video(rng, seconds), image=picture(rng, [("circle", shown, 64, 48, 20)]), audio=tone(True),
-                question="The picture is only an illustration from the catalogue. The seller hums high to say the "
-                         "ball is red and low to say it is blue. What colour is the ball being sold?",
-                answer=real, distractors={"image": shown}, difficulty=6, human_answer="scarlet", hidden={})
+    return dict(
+        video=video(rng, seconds),
+        image=picture(rng, [("circle", shown, 64, 48, 20)]),
+        audio=tone(True),
+        question="The picture is only an illustration from the catalogue. The seller hums high to say the "
+        "ball is red and low to say it is blue. What colour is the ball being sold?",
+        answer=real,
+        distractors={"image": shown},
+        difficulty=6,
+        human_answer="scarlet",
+        hidden={},
+    )
 
 
 def cc13(rng):
     n_video, n_image, k = 3, 5, 2
     seconds = [[("box", "grey", 64, 48, 60)] + [("square", "green", x, 48, 9) for x in row(n_video)] for _ in range(5)]
     img = picture(rng, [("box", "grey", 64, 48, 60)] + [("square", "green", x, 48, 8) for x in row(n_image)])
-    return dict(video=video(rng, seconds), image=img, audio=beeps(k),
-                question="Three readings of one tank, one bar or beep per litre: the gauge being filmed was "
-                         "calibrated today, the photographed one last year, and the beeps are a worker's guess. "
-                         "How many litres are in the tank?",
-                answer=str(n_video), distractors={"image": str(n_image), "audio": str(k)}, difficulty=7,
-                hidden={})
+    return dict(
+        video=video(rng, seconds),
+        image=img,
+        audio=beeps(k),
+        question="Three readings of one tank, one bar or beep per litre: the gauge being filmed was "
+        "calibrated today, the photographed one last year, and the beeps are a worker's guess. "
+        "How many litres are in the tank?",
+        answer=str(n_video),
+        distractors={"image": str(n_image), "audio": str(k)},
+        difficulty=7,
+        hidden={},
+    )
 
 
 def cc14_limit(rng):
@@ -475,23 +652,35 @@ def cc14_limit(rng):
     counts = [1, 2, 3, 3, 2]
     seconds = [[("circle", colour, x, 48, 10) for x in row(4)[:c]] for c in counts]
     sign = picture(rng, [("box", "grey", 64, 48, 60)] + [("circle", colour, x, 48, 8) for x in row(4)])
-    return dict(video=video(rng, seconds), image=sign, audio=tone(True),
-                context="Since Monday at most two balls may be in the pen at once; the posted sign still shows "
-                        "the old limit.",
-                question="The keeper hums high to report that the limit was kept, low that it was broken. Was the "
-                         "limit kept?",
-                answer="no", distractors={"image": "yes", "audio": "yes"}, difficulty=8, hidden={"counts": counts})
+    return dict(
+        video=video(rng, seconds),
+        image=sign,
+        audio=tone(True),
+        context="Since Monday at most two balls may be in the pen at once; the posted sign still shows the old limit.",
+        question="The keeper hums high to report that the limit was kept, low that it was broken. Was the limit kept?",
+        answer="no",
+        distractors={"image": "yes", "audio": "yes"},
+        difficulty=8,
+        hidden={"counts": counts},
+    )
 
 
 def cc14_stop(rng):
     xs = [14, 40, 66, 92, 116]
     seconds = [[("square", "yellow", 70, 30, 10), ("circle", "cyan", xs[t], 66, 10)] for t in range(5)]
     sign = picture(rng, [("square", "yellow", 40, 48, 16), ("circle", "cyan", 88, 48, 12)])
-    return dict(video=video(rng, seconds), image=sign, audio=tone(True),
-                context="Rule: every visitor must stop beside the yellow square before walking past it.",
-                question="The guard hums high to report that the visitor stopped, low that it did not. Did the "
-                         "visitor actually stop?",
-                answer="no", distractors={"audio": "yes"}, difficulty=6, hidden={})
+    return dict(
+        video=video(rng, seconds),
+        image=sign,
+        audio=tone(True),
+        context="Rule: every visitor must stop beside the yellow square before walking past it.",
+        question="The guard hums high to report that the visitor stopped, low that it did not. Did the "
+        "visitor actually stop?",
+        answer="no",
+        distractors={"audio": "yes"},
+        difficulty=6,
+        hidden={},
+    )
 
 
 #: (sample name, template id, builder). The order is the items' order in items.jsonl.
@@ -539,8 +728,14 @@ def generate(out: Path) -> Path:
         template = registry().get(template_id)
         sample_id = f"c3po-demo-{number:02d}-{name}"
         item = build(np.random.default_rng([SEED, number]))
-        row_ = {"sample_id": sample_id, "template": template.id, "category": template.category,
-                "tier": template.tier, "question": item["question"], "answer": item["answer"]}
+        row_ = {
+            "sample_id": sample_id,
+            "template": template.id,
+            "category": template.category,
+            "tier": template.tier,
+            "question": item["question"],
+            "answer": item["answer"],
+        }
         if "video" in item:
             rel = f"media/video/{sample_id}.mp4"
             write_video(out / rel, item["video"])

@@ -21,16 +21,24 @@ The schema (one JSON object per item; a jsonl/parquet row or a Hugging Face data
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from c3po_plugin.templates import Template, registry
 from faultline_eval.core import media
-from faultline_eval.core.record_fields import (RecordError, field_error, load_audio, load_frames, mapping_field,
-                                               resolve_inside, text_field)
+from faultline_eval.core.record_fields import (
+    RecordError,
+    field_error,
+    load_audio,
+    load_frames,
+    mapping_field,
+    resolve_inside,
+    text_field,
+)
 
 MEDIA_FIELDS = ("video", "image", "audio")
 DISTRACTOR_KEYS = ("audio", "image", "video", "text", "partial")
@@ -107,10 +115,19 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
     if not isinstance(key, str) or key not in registry():
         raise field_error(sample_id, "template", f"unknown template {key!r}; `c3po templates` lists the known ones")
     template = registry().get(key)
-    if row.get("category") not in (None, "") and str(row["category"]).lower() not in (template.category, template.category_name.lower()):
-        raise field_error(sample_id, "category", f"{row['category']!r} contradicts template {template.name} ({template.category_name})")
+    if row.get("category") not in (None, "") and str(row["category"]).lower() not in (
+        template.category,
+        template.category_name.lower(),
+    ):
+        raise field_error(
+            sample_id,
+            "category",
+            f"{row['category']!r} contradicts template {template.name} ({template.category_name})",
+        )
     if row.get("tier") not in (None, "") and _whole_number(row["tier"]) != template.tier:
-        raise field_error(sample_id, "tier", f"{row['tier']!r} contradicts template {template.name} (tier {template.tier})")
+        raise field_error(
+            sample_id, "tier", f"{row['tier']!r} contradicts template {template.name} (tier {template.tier})"
+        )
     for name in ("question", "answer"):
         if not isinstance(row.get(name), str) or not row[name].strip():
             raise field_error(sample_id, name, f"missing or empty (got {row.get(name)!r})")
@@ -121,11 +138,17 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
         value = row.get(kind)
         needed = kind in template.modalities
         if needed and value in (None, ""):
-            raise field_error(sample_id, kind, f"missing: template {template.name} (tier {template.tier}) needs "
-                                         f"{', '.join(template.media)}")
+            raise field_error(
+                sample_id,
+                kind,
+                f"missing: template {template.name} (tier {template.tier}) needs {', '.join(template.media)}",
+            )
         if not needed and value not in (None, ""):
-            raise field_error(sample_id, kind, f"template {template.name} (tier {template.tier}) has no {kind}; "
-                                         f"it takes {', '.join(template.media)}")
+            raise field_error(
+                sample_id,
+                kind,
+                f"template {template.name} (tier {template.tier}) has no {kind}; it takes {', '.join(template.media)}",
+            )
         if needed:
             paths[kind] = resolve_inside(root_path, value, sample_id, kind)
             if Path(paths[kind]).suffix.lower() not in SUFFIXES[kind]:
@@ -134,12 +157,20 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
     distractors = mapping_field(row.get("distractors"), sample_id, "distractors")
     bad = sorted(set(distractors) - set(DISTRACTOR_KEYS))
     if bad or any(not isinstance(v, str) or not v.strip() for v in distractors.values()):
-        raise field_error(sample_id, "distractors", f"keys must be among {DISTRACTOR_KEYS} with non-empty answers"
-                                              + (f"; unknown {bad}" if bad else ""))
+        raise field_error(
+            sample_id,
+            "distractors",
+            f"keys must be among {DISTRACTOR_KEYS} with non-empty answers" + (f"; unknown {bad}" if bad else ""),
+        )
     difficulty = row.get("difficulty")
     if difficulty not in (None, ""):
-        if isinstance(difficulty, bool) or not isinstance(difficulty, (int, float)) or not math.isfinite(difficulty) \
-                or int(difficulty) != difficulty or not 1 <= int(difficulty) <= 10:
+        if (
+            isinstance(difficulty, bool)
+            or not isinstance(difficulty, (int, float))
+            or not math.isfinite(difficulty)
+            or int(difficulty) != difficulty
+            or not 1 <= int(difficulty) <= 10
+        ):
             raise field_error(sample_id, "difficulty", f"expected an integer 1-10, got {difficulty!r}")
         difficulty = int(difficulty)
     else:

@@ -17,14 +17,23 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from c3po_plugin.data.records import MEDIA_FIELDS, C3POItem, check_media, item_from_row
 from faultline_eval.core.identity import content_fingerprint, media_digest
-from faultline_eval.core.intake import (Problem, Row, SourceError, bad_input_policy, collect, decoding_problems,
-                                       numbered, read_rows, refuse)
+from faultline_eval.core.intake import (
+    Problem,
+    Row,
+    SourceError,
+    bad_input_policy,
+    collect,
+    decoding_problems,
+    numbered,
+    read_rows,
+    refuse,
+)
 
 SOURCE_ENV = "C3PO_SOURCE"
 SPLIT_ENV = "C3PO_HF_SPLIT"
@@ -43,17 +52,34 @@ class Source:
         """The items' content (:mod:`faultline_eval.core.identity`): ids, templates, questions,
         answers, context, media paths relative to the dataset root and media content hashes."""
         return content_fingerprint(
-            (it.sample_id, it.template_id, it.question, it.answer, it.context,
-             sorted((kind, rel, media_digest(Path(it.root) / rel)) for kind, rel in it.relative_media().items()))
-            for it in self.items)
+            (
+                it.sample_id,
+                it.template_id,
+                it.question,
+                it.answer,
+                it.context,
+                sorted((kind, rel, media_digest(Path(it.root) / rel)) for kind, rel in it.relative_media().items()),
+            )
+            for it in self.items
+        )
 
     @property
     def legacy_fingerprint(self) -> str:
         """The fingerprint logs carried before :attr:`fingerprint` (no media content)."""
         h = hashlib.blake2b(digest_size=8)
         for it in self.items:
-            h.update(repr((it.sample_id, it.template_id, it.question, it.answer, it.context,
-                           sorted(it.relative_media().items()))).encode())
+            h.update(
+                repr(
+                    (
+                        it.sample_id,
+                        it.template_id,
+                        it.question,
+                        it.answer,
+                        it.context,
+                        sorted(it.relative_media().items()),
+                    )
+                ).encode()
+            )
         return h.hexdigest()
 
 
@@ -96,8 +122,10 @@ def _load_source(spec: str, split: str) -> Source:
         raise SourceError(f"{SOURCE_ENV}={spec}: folder has no items.jsonl or items.parquet")
     if path.is_file() and path.suffix in (".jsonl", ".json", ".parquet"):
         return _from_rows(spec, read_rows(path), path.parent)
-    raise SourceError(f"{SOURCE_ENV}={spec!r} is not 'demo', an existing folder or .jsonl/.parquet file, "
-                      "or 'hf:<repo id or local copy>'")
+    raise SourceError(
+        f"{SOURCE_ENV}={spec!r} is not 'demo', an existing folder or .jsonl/.parquet file, "
+        "or 'hf:<repo id or local copy>'"
+    )
 
 
 def _from_hf(spec: str, repo: str, split: str) -> Source:

@@ -48,8 +48,10 @@ def require_eager(language_model: Any, model: str) -> None:
     """Refuse SDPA and FlashAttention (they never materialise the weights E1 reads)."""
     implementation = attention_implementation(language_model)
     if implementation != "eager":
-        raise NotEager(f"E1 needs eager attention; {model} runs {implementation!r} (SDPA and FlashAttention do not "
-                       "expose attention weights). Add attn_implementation=eager to --model_args.")
+        raise NotEager(
+            f"E1 needs eager attention; {model} runs {implementation!r} (SDPA and FlashAttention do not "
+            "expose attention weights). Add attn_implementation=eager to --model_args."
+        )
 
 
 def entropy_bits(alpha: np.ndarray) -> np.ndarray:
@@ -72,8 +74,12 @@ def summarise(alpha: np.ndarray, mid_layers: tuple[float, float] = MID_LAYERS_DE
     """Entropy curve, mid-layer entropy and argmin depth of a (layers, 3) alpha matrix."""
     entropy = entropy_bits(alpha)
     middle = mid_layer_indices(len(entropy), mid_layers)
-    return {"entropy": entropy.tolist(), "mid_layers": middle, "mid_entropy": float(entropy[middle].mean()),
-            "argmin_depth": float(np.argmin(entropy) / max(len(entropy) - 1, 1))}
+    return {
+        "entropy": entropy.tolist(),
+        "mid_layers": middle,
+        "mid_entropy": float(entropy[middle].mean()),
+        "argmin_depth": float(np.argmin(entropy) / max(len(entropy) - 1, 1)),
+    }
 
 
 class AttentionBudget:
@@ -105,8 +111,9 @@ class AttentionBudget:
         def hook(module, args, output):
             weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
             if weights is None:
-                raise NotEager("the attention module returned no weights; load the model with "
-                               "attn_implementation=eager")
+                raise NotEager(
+                    "the attention module returned no weights; load the model with attn_implementation=eager"
+                )
             self.peak_attention_bytes = max(self.peak_attention_bytes, weights.numel() * weights.element_size())
             if self._membership is None:  # video positions belong to no column: masked
                 codes = torch.as_tensor(self.capture.codes, device=weights.device)
@@ -115,6 +122,7 @@ class AttentionBudget:
             masses = row @ self._membership
             self.sums[index] += (masses / masses.sum().clamp_min(1e-30)).cpu().numpy()
             self.steps[index] += 1
+
         return hook
 
     def _mask(self, module, args, kwargs):
@@ -139,9 +147,16 @@ class AttentionBudget:
             handle.remove()
 
 
-def probe_attention(adapter: Any, family: Any, messages: list[dict], image_roles: list[str], *,
-                    max_new_tokens: int = 128, mask_modalities: Sequence[str] = (),
-                    mid_layers: tuple[float, float] = MID_LAYERS_DEFAULT) -> dict:
+def probe_attention(
+    adapter: Any,
+    family: Any,
+    messages: list[dict],
+    image_roles: list[str],
+    *,
+    max_new_tokens: int = 128,
+    mask_modalities: Sequence[str] = (),
+    mid_layers: tuple[float, float] = MID_LAYERS_DEFAULT,
+) -> dict:
     """E1 on one sample: generate greedily through the adapter with the hooks in place."""
     language_model = family.language_model(adapter)
     require_eager(language_model, getattr(adapter, "model_id", type(adapter).__name__))
@@ -154,8 +169,14 @@ def probe_attention(adapter: Any, family: Any, messages: list[dict], image_roles
         capture.remove()
     alpha = budget.alpha()
     codes = np.asarray(capture.codes)
-    return {"alpha": alpha.tolist(), "alpha_mean": alpha.mean(axis=0).tolist(), **summarise(alpha, mid_layers),
-            "steps": int(budget.steps.max(initial=0)), "reply": reply,
-            "positions": {name: int((codes == code).sum()) for code, name in enumerate(MODALITY_NAMES)},
-            "sequence_length": int(codes.size), "peak_attention_bytes": int(budget.peak_attention_bytes),
-            "masked": list(mask_modalities)}
+    return {
+        "alpha": alpha.tolist(),
+        "alpha_mean": alpha.mean(axis=0).tolist(),
+        **summarise(alpha, mid_layers),
+        "steps": int(budget.steps.max(initial=0)),
+        "reply": reply,
+        "positions": {name: int((codes == code).sum()) for code, name in enumerate(MODALITY_NAMES)},
+        "sequence_length": int(codes.size),
+        "peak_attention_bytes": int(budget.peak_attention_bytes),
+        "masked": list(mask_modalities),
+    }

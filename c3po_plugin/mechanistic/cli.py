@@ -37,11 +37,22 @@ def _mid_layers(text: str) -> tuple[float, float]:
 
 def _probe(args: argparse.Namespace) -> int:
     probes = PROBES if args.probe == "all" else (args.probe,)
-    summary = run_probes(probes, args.model, args.model_args, args.tasks.split(","), args.output_path,
-                         limit=args.limit, references=args.references, max_new_tokens=args.max_new_tokens,
-                         mid_layers=args.mid_layers, lemmatizer=args.lemmatizer,
-                         mask=[m for m in (args.mask or "").split(",") if m], lens_video=args.lens_video,
-                         prompt=args.prompt, include_defaults=args.include_defaults)
+    summary = run_probes(
+        probes,
+        args.model,
+        args.model_args,
+        args.tasks.split(","),
+        args.output_path,
+        limit=args.limit,
+        references=args.references,
+        max_new_tokens=args.max_new_tokens,
+        mid_layers=args.mid_layers,
+        lemmatizer=args.lemmatizer,
+        mask=[m for m in (args.mask or "").split(",") if m],
+        lens_video=args.lens_video,
+        prompt=args.prompt,
+        include_defaults=args.include_defaults,
+    )
     if summary["blocked"]:
         print(f"{args.model}: E1/E2 blocked: {summary['blocked']}")
     for probe, counts in summary["counts"].items():
@@ -63,9 +74,16 @@ def probe_status(output_path: str, probes, max_failure_rate: float) -> int:
         if applicable == 0:
             print(f"faultline probe: {probe}: {failures['no_reference']} doc(s) with no reference to score against")
             continue
-        outcomes.append(TaskOutcome(f"probe {probe}", applicable, applicable - failures["error"], failures,
-                                    failures["error"],
-                                    next((r.get("detail", "") for r in records if r["status"] == "error"), "")))
+        outcomes.append(
+            TaskOutcome(
+                f"probe {probe}",
+                applicable,
+                applicable - failures["error"],
+                failures,
+                failures["error"],
+                next((r.get("detail", "") for r in records if r["status"] == "error"), ""),
+            )
+        )
     return report(outcomes, max_failure_rate, who="faultline probe")
 
 
@@ -79,40 +97,85 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("probe", help="mechanistic probes on open models: E1 attention, E2 logit lens, "
-                            "E3 caption fidelity (C3PO App. F)")
+    parser = sub.add_parser(
+        "probe",
+        help="mechanistic probes on open models: E1 attention, E2 logit lens, E3 caption fidelity (C3PO App. F)",
+    )
     probes = parser.add_subparsers(dest="probe", required=True, metavar="PROBE")
-    for name, help_text in (("e1", "attention budget per modality and layer (eager attention)"),
-                            ("e2", "logit-lens latent recovery at audio/image positions"),
-                            ("e3", "caption fidelity: AUDIO/IMAGE description vs references"),
-                            ("all", "E1, E2 and E3")):
+    for name, help_text in (
+        ("e1", "attention budget per modality and layer (eager attention)"),
+        ("e2", "logit-lens latent recovery at audio/image positions"),
+        ("e3", "caption fidelity: AUDIO/IMAGE description vs references"),
+        ("all", "E1, E2 and E3"),
+    ):
         p = probes.add_parser(name, help=help_text)
         p.add_argument("--model", required=True, help="our lmms-eval adapter id, e.g. faultline_qwen2_5_omni")
-        add_argument(p, "--model-args", old=["--model_args"], default="",
-                     help="as for lmms-eval (E1 needs attn_implementation=eager)")
+        add_argument(
+            p,
+            "--model-args",
+            old=["--model_args"],
+            default="",
+            help="as for lmms-eval (E1 needs attn_implementation=eager)",
+        )
         p.add_argument("--tasks", required=True, help="comma-separated C3PO or SCEval task names")
-        add_argument(p, "--output-path", old=["--output_path"], required=True,
-                     help="folder for <probe>.jsonl and run.json (resumable)")
+        add_argument(
+            p,
+            "--output-path",
+            old=["--output_path"],
+            required=True,
+            help="folder for <probe>.jsonl and run.json (resumable)",
+        )
         p.add_argument("--limit", type=int, default=None, help="first N docs of each task")
-        p.add_argument("--references", default=None,
-                       help="JSONL of {sample_id, transcript, image_description} for E2/E3")
-        add_argument(p, "--max-new-tokens", old=["--max_new_tokens"], type=int, default=MAX_NEW_TOKENS,
-                     help="E1/E3 generation cap (128)")
-        add_argument(p, "--mid-layers", old=["--mid_layers"], type=_mid_layers, default=MID_LAYERS_DEFAULT,
-                     help="E1 middle-layer range as relative depths LOW:HIGH (default 0.33:0.67)")
+        p.add_argument(
+            "--references", default=None, help="JSONL of {sample_id, transcript, image_description} for E2/E3"
+        )
+        add_argument(
+            p,
+            "--max-new-tokens",
+            old=["--max_new_tokens"],
+            type=int,
+            default=MAX_NEW_TOKENS,
+            help="E1/E3 generation cap (128)",
+        )
+        add_argument(
+            p,
+            "--mid-layers",
+            old=["--mid_layers"],
+            type=_mid_layers,
+            default=MID_LAYERS_DEFAULT,
+            help="E1 middle-layer range as relative depths LOW:HIGH (default 0.33:0.67)",
+        )
         p.add_argument("--lemmatizer", choices=LEMMATIZERS, default="simplemma")
         p.add_argument("--mask", default="", help="E1 ablation: modalities no query may attend to, e.g. audio")
-        add_argument(p, "--lens-video", old=["--lens_video"], action="store_true",
-                     help="E2 also at video positions (masked by default)")
-        p.add_argument("--prompt", choices=PROMPTS, default="describe",
-                       help="E1/E2 input: the AUDIO/IMAGE description prompt (the paper's E1) or the task's question")
-        add_argument(p, "--include-defaults", old=["--include_defaults"], action="store_true",
-                     help="also index lmms-eval's own tasks")
+        add_argument(
+            p,
+            "--lens-video",
+            old=["--lens_video"],
+            action="store_true",
+            help="E2 also at video positions (masked by default)",
+        )
+        p.add_argument(
+            "--prompt",
+            choices=PROMPTS,
+            default="describe",
+            help="E1/E2 input: the AUDIO/IMAGE description prompt (the paper's E1) or the task's question",
+        )
+        add_argument(
+            p,
+            "--include-defaults",
+            old=["--include_defaults"],
+            action="store_true",
+            help="also index lmms-eval's own tasks",
+        )
         add_failure_rate_argument(p)
         p.set_defaults(func=_probe)
     report_parser = probes.add_parser("report", help="the paper's probe tables from one or more probe folders")
     report_parser.add_argument("runs", nargs="+", help="probe output folders (one per model)")
     report_parser.add_argument("-o", "--output", required=True, help="report folder")
-    report_parser.add_argument("--verdicts", nargs="*", default=None,
-                               help="lmms-eval C3PO output folders: judge correctness for the entropy-correctness tables")
+    report_parser.add_argument(
+        "--verdicts",
+        nargs="*",
+        default=None,
+        help="lmms-eval C3PO output folders: judge correctness for the entropy-correctness tables",
+    )
     report_parser.set_defaults(func=_report)

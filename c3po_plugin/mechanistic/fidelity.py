@@ -24,10 +24,14 @@ from typing import Any
 
 from c3po_plugin.mechanistic.lemmas import content_lemmas
 
-DESCRIBE_PROMPT = ("Describe the contents of the audio and of the image. Format your response exactly as:\n"
-                   "AUDIO: <what the audio contains>\nIMAGE: <what the image shows>")
+DESCRIBE_PROMPT = (
+    "Describe the contents of the audio and of the image. Format your response exactly as:\n"
+    "AUDIO: <what the audio contains>\nIMAGE: <what the image shows>"
+)
 #: The image-only pass (the image reference) is not asked about an audio it does not get.
-IMAGE_ONLY_PROMPT = "Describe the contents of the image. Format your response exactly as:\nIMAGE: <what the image shows>"
+IMAGE_ONLY_PROMPT = (
+    "Describe the contents of the image. Format your response exactly as:\nIMAGE: <what the image shows>"
+)
 MAX_NEW_TOKENS = 128
 _SECTION = re.compile(r"^\s*\**\s*(AUDIO|IMAGE)\s*\**\s*:\**", re.IGNORECASE | re.MULTILINE)
 
@@ -66,7 +70,7 @@ def sections(response: str) -> dict[str, str] | None:
         return None
     found = {"audio": "", "image": ""}
     for mark, following in zip(marks, marks[1:] + [None]):
-        found[mark.group(1).lower()] += response[mark.end(): following.start() if following else None].strip()
+        found[mark.group(1).lower()] += response[mark.end() : following.start() if following else None].strip()
     return found
 
 
@@ -84,15 +88,26 @@ def _part(response: str, name: str) -> str:
     return response if found is None else found[name]
 
 
-def probe_fidelity(adapter: Any, messages: list[dict], transcript: str | None, *, lemmatizer: str = "simplemma",
-                   max_new_tokens: int = MAX_NEW_TOKENS) -> dict:
+def probe_fidelity(
+    adapter: Any,
+    messages: list[dict],
+    transcript: str | None,
+    *,
+    lemmatizer: str = "simplemma",
+    max_new_tokens: int = MAX_NEW_TOKENS,
+) -> dict:
     """E3 on one sample."""
     greedy = {"max_new_tokens": max_new_tokens, "temperature": 0}
     kinds = {p.get("type") for m in messages for p in m.get("content", [])}
     response = adapter._answer(describe_messages(messages), greedy)
-    record: dict[str, Any] = {"response": response, "sections_found": sections(response) is not None,
-                              "lemmatizer": lemmatizer, "audio_fidelity": None, "image_fidelity": None,
-                              "image_only_response": None}
+    record: dict[str, Any] = {
+        "response": response,
+        "sections_found": sections(response) is not None,
+        "lemmatizer": lemmatizer,
+        "audio_fidelity": None,
+        "image_fidelity": None,
+        "image_only_response": None,
+    }
     if "audio" in kinds and transcript:
         record["audio_fidelity"] = rouge1_recall(transcript, _part(response, "audio"), lemmatizer)
     if "image" in kinds:

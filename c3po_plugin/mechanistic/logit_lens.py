@@ -49,7 +49,7 @@ def lens_hits(hidden: Any, norm: Any, unembedding: Any, reference: Any, k: int =
 
     hits = []
     for start in range(0, hidden.shape[0], CHUNK):
-        logits = unembedding(norm(hidden[start:start + CHUNK]))
+        logits = unembedding(norm(hidden[start : start + CHUNK]))
         top = logits.topk(min(k, logits.shape[-1]), dim=-1).indices
         hits.append(torch.isin(top, reference).any(dim=-1))
     return torch.cat(hits) if hits else torch.zeros(0, dtype=torch.bool)
@@ -58,8 +58,14 @@ def lens_hits(hidden: Any, norm: Any, unembedding: Any, reference: Any, k: int =
 class LensRecorder:
     """Per-layer hit counts per modality, from hooks on the decoder layers at the prefill."""
 
-    def __init__(self, language_model: Any, capture: InputCapture, reference: frozenset[int],
-                 include_video: bool = False, k: int = TOP_K) -> None:
+    def __init__(
+        self,
+        language_model: Any,
+        capture: InputCapture,
+        reference: frozenset[int],
+        include_video: bool = False,
+        k: int = TOP_K,
+    ) -> None:
         import torch
 
         layers, self.norm, self.unembedding = decoder_parts(language_model)
@@ -85,8 +91,10 @@ class LensRecorder:
                     rows = hidden[codes == code]
                     self.positions[j] = rows.shape[0]
                     if rows.shape[0]:
-                        self.hits[index, j] = int(lens_hits(rows, self.norm, self.unembedding,
-                                                            self.reference.to(hidden.device), self.k).sum())
+                        self.hits[index, j] = int(
+                            lens_hits(rows, self.norm, self.unembedding, self.reference.to(hidden.device), self.k).sum()
+                        )
+
         return hook
 
     def remove(self) -> None:
@@ -98,15 +106,26 @@ def latent_scores(hits: np.ndarray, positions: np.ndarray, names: list[str], las
     """latent_m per modality and latent_recovery over the last ``last`` layers (None where a
     modality has no positions)."""
     tail = hits[-last:]
-    out = {f"latent_{name}": (float(tail[:, j].sum() / (positions[j] * len(tail))) if positions[j] else None)
-           for j, name in enumerate(names)}
+    out = {
+        f"latent_{name}": (float(tail[:, j].sum() / (positions[j] * len(tail))) if positions[j] else None)
+        for j, name in enumerate(names)
+    }
     total = positions.sum() * len(tail)
     out["latent_recovery"] = float(tail.sum() / total) if total else None
     return out
 
 
-def probe_logit_lens(adapter: Any, family: Any, messages: list[dict], image_roles: list[str], reference_text: str,
-                     *, lemmatizer: str = "simplemma", include_video: bool = False, k: int = TOP_K) -> dict:
+def probe_logit_lens(
+    adapter: Any,
+    family: Any,
+    messages: list[dict],
+    image_roles: list[str],
+    reference_text: str,
+    *,
+    lemmatizer: str = "simplemma",
+    include_video: bool = False,
+    k: int = TOP_K,
+) -> dict:
     """E2 on one sample."""
     language_model = family.language_model(adapter)
     reference = reference_ids(adapter.processor.tokenizer, reference_text, lemmatizer)
@@ -119,7 +138,12 @@ def probe_logit_lens(adapter: Any, family: Any, messages: list[dict], image_role
         capture.remove()
     names = [MODALITY_NAMES[c] for c in recorder.modalities]
     rates = recorder.hits / np.maximum(recorder.positions, 1)[None, :]
-    return {"hit_rate": {name: rates[:, j].tolist() for j, name in enumerate(names)},
-            "positions": dict(zip(names, recorder.positions.tolist())), "reference_size": len(reference),
-            "top_k": k, "lemmatizer": lemmatizer, "sequence_length": int(np.asarray(capture.codes).size),
-            **latent_scores(recorder.hits, recorder.positions, names)}
+    return {
+        "hit_rate": {name: rates[:, j].tolist() for j, name in enumerate(names)},
+        "positions": dict(zip(names, recorder.positions.tolist())),
+        "reference_size": len(reference),
+        "top_k": k,
+        "lemmatizer": lemmatizer,
+        "sequence_length": int(np.asarray(capture.codes).size),
+        **latent_scores(recorder.hits, recorder.positions, names),
+    }

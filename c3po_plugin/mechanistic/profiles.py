@@ -22,20 +22,30 @@ LATE_DEPTH = 0.5
 BLIND_FACTOR = 0.01
 
 
-def classify(alpha_text: float | None, argmin_depth: float | None, fidelity: dict[str, float | None],
-             cohort_fidelity: dict[str, float | None]) -> tuple[str, str]:
+def classify(
+    alpha_text: float | None,
+    argmin_depth: float | None,
+    fidelity: dict[str, float | None],
+    cohort_fidelity: dict[str, float | None],
+) -> tuple[str, str]:
     """(profile, the rule that decided it) from a model's mean E1 text share, mean argmin depth
     and mean E3 fidelity per modality, against the cohort's median fidelity per modality."""
     for modality in ("image", "audio"):
         mine, cohort = fidelity.get(modality), cohort_fidelity.get(modality)
         if mine is not None and cohort and mine < BLIND_FACTOR * cohort:
-            return f"content-blind on {modality}", (f"{modality} fidelity {mine:.3g} < {BLIND_FACTOR} x cohort median "
-                                                    f"{cohort:.3g}")
+            return f"content-blind on {modality}", (
+                f"{modality} fidelity {mine:.3g} < {BLIND_FACTOR} x cohort median {cohort:.3g}"
+            )
     if alpha_text is None or argmin_depth is None:
         return "unclassified", "no E1 signature"
     if alpha_text >= BYPASS_TEXT_SHARE and argmin_depth < EARLY_DEPTH:
-        return "audio-bypass", f"alpha_text {alpha_text:.3f} >= {BYPASS_TEXT_SHARE}, argmin depth {argmin_depth:.2f} < 1/3"
+        return (
+            "audio-bypass",
+            f"alpha_text {alpha_text:.3f} >= {BYPASS_TEXT_SHARE}, argmin depth {argmin_depth:.2f} < 1/3",
+        )
     if 1 - alpha_text >= FUSION_NONTEXT_SHARE and argmin_depth >= LATE_DEPTH:
-        return "fusion-attentive", (f"non-text share {1 - alpha_text:.3f} >= {FUSION_NONTEXT_SHARE}, argmin depth "
-                                    f"{argmin_depth:.2f} >= {LATE_DEPTH}")
+        return "fusion-attentive", (
+            f"non-text share {1 - alpha_text:.3f} >= {FUSION_NONTEXT_SHARE}, argmin depth "
+            f"{argmin_depth:.2f} >= {LATE_DEPTH}"
+        )
     return "unclassified", f"alpha_text {alpha_text:.3f}, argmin depth {argmin_depth:.2f} match neither signature"

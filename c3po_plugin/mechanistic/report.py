@@ -105,64 +105,112 @@ def _correctness(verdicts: Sequence[str] | None) -> pd.DataFrame | None:
     return per_sample.rename(columns={"model": "label"})
 
 
-def build_tables(runs: list[dict], records: pd.DataFrame, verdicts: Sequence[str] | None = None) -> dict[str, pd.DataFrame]:
+def build_tables(
+    runs: list[dict], records: pd.DataFrame, verdicts: Sequence[str] | None = None
+) -> dict[str, pd.DataFrame]:
     e1, e2, e3 = _alpha_columns(_ok(records, "e1")), _ok(records, "e2"), _ok(records, "e3")
     tables: dict[str, pd.DataFrame] = {}
 
     budget = []
-    for label, group in (e1.groupby("label") if not e1.empty else []):
-        budget.append({"model": label, "n": len(group), **{f"alpha_{m}": group[f"alpha_{m}"].mean()
-                                                           for m in ("text", "audio", "image")},
-                       "mid_entropy_bits": group["mid_entropy"].mean(), "argmin_depth": group["argmin_depth"].mean()})
-    tables["attention_budget"] = pd.DataFrame(budget, columns=["model", "n", "alpha_text", "alpha_audio", "alpha_image",
-                                                               "mid_entropy_bits", "argmin_depth"])
+    for label, group in e1.groupby("label") if not e1.empty else []:
+        budget.append(
+            {
+                "model": label,
+                "n": len(group),
+                **{f"alpha_{m}": group[f"alpha_{m}"].mean() for m in ("text", "audio", "image")},
+                "mid_entropy_bits": group["mid_entropy"].mean(),
+                "argmin_depth": group["argmin_depth"].mean(),
+            }
+        )
+    tables["attention_budget"] = pd.DataFrame(
+        budget, columns=["model", "n", "alpha_text", "alpha_audio", "alpha_image", "mid_entropy_bits", "argmin_depth"]
+    )
 
     cc_ic, tiers, depth = [], [], []
-    for label, group in (e1.groupby("label") if not e1.empty else []):
+    for label, group in e1.groupby("label") if not e1.empty else []:
         by = {c: group[group["category"] == c] for c in ("cc", "ic")}
         vectors = {c: by[c][["alpha_text", "alpha_audio", "alpha_image"]].mean().to_numpy() for c in by}
-        cosine = (float(vectors["cc"] @ vectors["ic"] / np.linalg.norm(vectors["cc"]) / np.linalg.norm(vectors["ic"]))
-                  if len(by["cc"]) and len(by["ic"]) else np.nan)
+        cosine = (
+            float(vectors["cc"] @ vectors["ic"] / np.linalg.norm(vectors["cc"]) / np.linalg.norm(vectors["ic"]))
+            if len(by["cc"]) and len(by["ic"])
+            else np.nan
+        )
         diff, lo, hi = difference_ci(by["cc"]["mid_entropy"], by["ic"]["mid_entropy"])
-        cc_ic.append({"model": label, "n_cc": len(by["cc"]), "n_ic": len(by["ic"]), "cos_cc_ic": cosine,
-                      "mid_entropy_cc_minus_ic": diff, "ci_low": lo, "ci_high": hi})
+        cc_ic.append(
+            {
+                "model": label,
+                "n_cc": len(by["cc"]),
+                "n_ic": len(by["ic"]),
+                "cos_cc_ic": cosine,
+                "mid_entropy_cc_minus_ic": diff,
+                "ci_low": lo,
+                "ci_high": hi,
+            }
+        )
         row: dict[str, Any] = {"model": label}
         for tier in sorted(group["tier"].dropna().unique()):
             cc = by["cc"][by["cc"]["tier"] == tier]["alpha_audio"]
             ic = by["ic"][by["ic"]["tier"] == tier]["alpha_audio"]
-            row[f"T{int(tier)}"] = (cc.mean() - ic.mean()) if len(cc) and len(ic) else (cc.mean() if len(cc) else np.nan)
+            row[f"T{int(tier)}"] = (
+                (cc.mean() - ic.mean()) if len(cc) and len(ic) else (cc.mean() if len(cc) else np.nan)
+            )
             row[f"T{int(tier)}_kind"] = "cc-ic" if len(cc) and len(ic) else ("cc only" if len(cc) else "ic only")
         tiers.append(row)
         for category in ("cc", "ic"):
             mean, lo, hi = mean_ci(by[category]["argmin_depth"])
-            depth.append({"model": label, "category": category, "n": len(by[category]), "argmin_depth": mean,
-                          "ci_low": lo, "ci_high": hi})
+            depth.append(
+                {
+                    "model": label,
+                    "category": category,
+                    "n": len(by[category]),
+                    "argmin_depth": mean,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                }
+            )
     tables["cc_ic"] = pd.DataFrame(cc_ic)
     tables["tier_gap"] = pd.DataFrame(tiers)
     tables["argmin_depth"] = pd.DataFrame(depth)
 
     latent = []
-    for label, group in (e2.groupby("label") if not e2.empty else []):
-        latent.append({"model": label, "n": len(group),
-                       **{c: group[c].astype(float).mean() for c in ("latent_recovery", "latent_audio", "latent_image")
-                          if c in group}})
+    for label, group in e2.groupby("label") if not e2.empty else []:
+        latent.append(
+            {
+                "model": label,
+                "n": len(group),
+                **{
+                    c: group[c].astype(float).mean()
+                    for c in ("latent_recovery", "latent_audio", "latent_image")
+                    if c in group
+                },
+            }
+        )
     tables["latent"] = pd.DataFrame(latent)
 
     fidelity = []
-    for (label, category), group in (e3.groupby(["label", "category"], dropna=False) if not e3.empty else []):
-        fidelity.append({"model": label, "category": category, "n": len(group),
-                         "audio_fidelity": group["audio_fidelity"].astype(float).mean(),
-                         "image_fidelity": group["image_fidelity"].astype(float).mean(),
-                         "sections_found": group["sections_found"].mean()})
+    for (label, category), group in e3.groupby(["label", "category"], dropna=False) if not e3.empty else []:
+        fidelity.append(
+            {
+                "model": label,
+                "category": category,
+                "n": len(group),
+                "audio_fidelity": group["audio_fidelity"].astype(float).mean(),
+                "image_fidelity": group["image_fidelity"].astype(float).mean(),
+                "sections_found": group["sections_found"].mean(),
+            }
+        )
     tables["fidelity"] = pd.DataFrame(fidelity)
     pairs = []
     if not e3.empty:
         wide = e3.pivot_table(index="sample_id", columns="label", values="audio_fidelity", aggfunc="mean")
         for i, a in enumerate(wide.columns):
-            for b in wide.columns[i + 1:]:
+            for b in wide.columns[i + 1 :]:
                 both = wide[[a, b]].dropna()
-                r = (float(np.corrcoef(both[a], both[b])[0, 1])
-                     if len(both) >= 2 and both[a].std() > 0 and both[b].std() > 0 else np.nan)
+                r = (
+                    float(np.corrcoef(both[a], both[b])[0, 1])
+                    if len(both) >= 2 and both[a].std() > 0 and both[b].std() > 0
+                    else np.nan
+                )
                 pairs.append({"model_a": a, "model_b": b, "n": len(both), "pearson_r": r})
     tables["fidelity_correlation"] = pd.DataFrame(pairs, columns=["model_a", "model_b", "n", "pearson_r"])
 
@@ -170,20 +218,45 @@ def build_tables(runs: list[dict], records: pd.DataFrame, verdicts: Sequence[str
     if correctness is not None and not e1.empty:
         joined = e1.merge(correctness, on=["label", "sample_id"])
         joined["z"] = joined.groupby("label")["mid_entropy"].transform(
-            lambda x: (x - x.mean()) / x.std(ddof=0) if x.std(ddof=0) > 0 else x * 0)
+            lambda x: (x - x.mean()) / x.std(ddof=0) if x.std(ddof=0) > 0 else x * 0
+        )
         rows, absolute = [], []
         for (label, category), group in joined.groupby(["label", "category"]):
-            diff, lo, hi = difference_ci(group[group["correct"]]["mid_entropy"], group[~group["correct"]]["mid_entropy"])
-            rows.append({"model": label, "category": category, "n_correct": int(group["correct"].sum()),
-                         "n_incorrect": int((~group["correct"]).sum()), "delta_h_bits": diff, "ci_low": lo,
-                         "ci_high": hi})
-            absolute.append({"model": label, "category": category,
-                             "mid_entropy_correct": group[group["correct"]]["mid_entropy"].mean()})
+            diff, lo, hi = difference_ci(
+                group[group["correct"]]["mid_entropy"], group[~group["correct"]]["mid_entropy"]
+            )
+            rows.append(
+                {
+                    "model": label,
+                    "category": category,
+                    "n_correct": int(group["correct"].sum()),
+                    "n_incorrect": int((~group["correct"]).sum()),
+                    "delta_h_bits": diff,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                }
+            )
+            absolute.append(
+                {
+                    "model": label,
+                    "category": category,
+                    "mid_entropy_correct": group[group["correct"]]["mid_entropy"].mean(),
+                }
+            )
         for category, group in joined.groupby("category"):
             diff, lo, hi = difference_ci(group[group["correct"]]["z"], group[~group["correct"]]["z"])
-            rows.append({"model": "pooled (within-model z)", "category": category,
-                         "n_correct": int(group["correct"].sum()), "n_incorrect": int((~group["correct"]).sum()),
-                         "delta_h_bits": np.nan, "z_gap_sd": diff, "ci_low": lo, "ci_high": hi})
+            rows.append(
+                {
+                    "model": "pooled (within-model z)",
+                    "category": category,
+                    "n_correct": int(group["correct"].sum()),
+                    "n_incorrect": int((~group["correct"]).sum()),
+                    "delta_h_bits": np.nan,
+                    "z_gap_sd": diff,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                }
+            )
         tables["entropy_correctness"] = pd.DataFrame(rows)
         tables["entropy_correct"] = pd.DataFrame(absolute)
 
@@ -194,28 +267,46 @@ def build_tables(runs: list[dict], records: pd.DataFrame, verdicts: Sequence[str
 def coverage(runs: list[dict], records: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Table 4: probes run per model, the profile and the architectural status."""
     fidelity = tables["fidelity"]
-    per_model = (fidelity.groupby("model")[["audio_fidelity", "image_fidelity"]].mean() if not fidelity.empty
-                 else pd.DataFrame(columns=["audio_fidelity", "image_fidelity"]))
-    cohort = {m: (float(per_model[f"{m}_fidelity"].median()) if len(per_model) >= 2 else None)
-              for m in ("audio", "image")}
+    per_model = (
+        fidelity.groupby("model")[["audio_fidelity", "image_fidelity"]].mean()
+        if not fidelity.empty
+        else pd.DataFrame(columns=["audio_fidelity", "image_fidelity"])
+    )
+    cohort = {
+        m: (float(per_model[f"{m}_fidelity"].median()) if len(per_model) >= 2 else None) for m in ("audio", "image")
+    }
     budget = tables["attention_budget"].set_index("model") if not tables["attention_budget"].empty else None
     rows = []
     for run in runs:
         label = run["label"]
         mine = records[records["label"] == label] if not records.empty else records
         ran = {p: int(((mine["probe"] == p) & (mine["status"] == "ok")).sum()) if not mine.empty else 0 for p in PROBES}
-        failed = {p: int(((mine["probe"] == p) & (mine["status"] == "error")).sum()) if not mine.empty else 0
-                  for p in PROBES}
+        failed = {
+            p: int(((mine["probe"] == p) & (mine["status"] == "error")).sum()) if not mine.empty else 0 for p in PROBES
+        }
         alpha_text = depth = None
         if budget is not None and label in budget.index:
             alpha_text, depth = float(budget.loc[label, "alpha_text"]), float(budget.loc[label, "argmin_depth"])
-        fid = {m: (float(per_model.loc[label, f"{m}_fidelity"]) if label in per_model.index
-                   and pd.notna(per_model.loc[label, f"{m}_fidelity"]) else None) for m in ("audio", "image")}
+        fid = {
+            m: (
+                float(per_model.loc[label, f"{m}_fidelity"])
+                if label in per_model.index and pd.notna(per_model.loc[label, f"{m}_fidelity"])
+                else None
+            )
+            for m in ("audio", "image")
+        }
         profile, rule = profiles.classify(alpha_text, depth, fid, cohort)
-        status = (f"E1/E2 blocked: {run['blocked']}" if run.get("blocked")
-                  else f"E1/E2 spans from {run.get('family')}")
-        rows.append({"model": label, "profile": profile, "rule": rule, "architectural_status": status,
-                     **{f"{p}_samples": ran[p] for p in PROBES}, **{f"{p}_errors": failed[p] for p in PROBES}})
+        status = f"E1/E2 blocked: {run['blocked']}" if run.get("blocked") else f"E1/E2 spans from {run.get('family')}"
+        rows.append(
+            {
+                "model": label,
+                "profile": profile,
+                "rule": rule,
+                "architectural_status": status,
+                **{f"{p}_samples": ran[p] for p in PROBES},
+                **{f"{p}_errors": failed[p] for p in PROBES},
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -232,13 +323,18 @@ def _markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-TITLES = {"coverage": "Table 4: cohort coverage", "attention_budget": "Figure 5: attention budget per modality (E1)",
-          "cc_ic": "Table 5: CC-IC attention fingerprint and mid-layer entropy gap (E1)",
-          "tier_gap": "Table 6: per-tier alpha_audio CC - IC (E1)", "latent": "Table 7: logit-lens latent recovery (E2)",
-          "argmin_depth": "Table 8: relative depth of the entropy minimum (E1)",
-          "fidelity": "E3: caption fidelity", "fidelity_correlation": "Table 9: Pearson r of audio fidelity (E3)",
-          "entropy_correctness": "Table 10: mid-layer entropy, judge-correct minus incorrect (E1)",
-          "entropy_correct": "Table 11: mid-layer entropy on judge-correct samples (E1)"}
+TITLES = {
+    "coverage": "Table 4: cohort coverage",
+    "attention_budget": "Figure 5: attention budget per modality (E1)",
+    "cc_ic": "Table 5: CC-IC attention fingerprint and mid-layer entropy gap (E1)",
+    "tier_gap": "Table 6: per-tier alpha_audio CC - IC (E1)",
+    "latent": "Table 7: logit-lens latent recovery (E2)",
+    "argmin_depth": "Table 8: relative depth of the entropy minimum (E1)",
+    "fidelity": "E3: caption fidelity",
+    "fidelity_correlation": "Table 9: Pearson r of audio fidelity (E3)",
+    "entropy_correctness": "Table 10: mid-layer entropy, judge-correct minus incorrect (E1)",
+    "entropy_correct": "Table 11: mid-layer entropy on judge-correct samples (E1)",
+}
 
 
 def _pyplot():
@@ -307,15 +403,18 @@ def write_report(folders: Sequence[str | Path], output: str | Path, *, verdicts:
         files.append(str(out / f"{name}.csv"))
         sections.append(f"## {TITLES[name]}\n\n{_markdown(tables[name])}")
     if "entropy_correctness" not in tables:
-        sections.append("_Tables 10 and 11 need judge verdicts: pass `--verdicts` with the lmms-eval output of the same "
-                        "models on C3PO._\n")
+        sections.append(
+            "_Tables 10 and 11 need judge verdicts: pass `--verdicts` with the lmms-eval output of the same "
+            "models on C3PO._\n"
+        )
     write_atomic(out / "report.md", "\n".join(sections))
     files += [str(out / "report.md"), *budget_figure(tables["attention_budget"], out)]
     if "entropy_correctness" in tables:
         files += gap_figure(tables["entropy_correctness"], out)
-    summary = {"runs": [{k: r.get(k) for k in ("label", "model", "pretrained", "family", "blocked", "counts")}
-                        for r in runs],
-               "tables": {name: json.loads(t.to_json(orient="records")) for name, t in tables.items()}}
+    summary = {
+        "runs": [{k: r.get(k) for k in ("label", "model", "pretrained", "family", "blocked", "counts")} for r in runs],
+        "tables": {name: json.loads(t.to_json(orient="records")) for name, t in tables.items()},
+    }
     write_atomic(out / "report.json", json.dumps(summary, indent=2) + "\n")
     files.append(str(out / "report.json"))
     return {"files": files, "tables": tables}

@@ -24,11 +24,11 @@ from typing import Any
 from c3po_plugin.mechanistic import spans
 from c3po_plugin.mechanistic.attention import MID_LAYERS_DEFAULT, NotEager, probe_attention, require_eager
 from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS, describe_messages, probe_fidelity
+from c3po_plugin.mechanistic.lemmas import LEMMATIZERS, content_lemmas
 from c3po_plugin.mechanistic.logit_lens import probe_logit_lens
-from faultline_eval.core.store import Journal, write_atomic
-from c3po_plugin.templates import registry
-from c3po_plugin.mechanistic.lemmas import content_lemmas, LEMMATIZERS
 from c3po_plugin.mechanistic.spans import MODALITY_NAMES
+from c3po_plugin.templates import registry
+from faultline_eval.core.store import Journal, write_atomic
 
 PROBES = ("e1", "e2", "e3")
 #: What E1 and E2 ask: the description prompt of E3, as the paper's E1 does (App. F.1), or the task's question.
@@ -75,9 +75,15 @@ def iter_docs(task_names: Sequence[str], limit: int | None, include_defaults: bo
 
 def doc_info(doc: dict) -> dict:
     """Sample id, template, category, tier and the E2/E3 references a doc carries."""
-    info: dict[str, Any] = {"row_id": doc.get("row_id"), "sample_id": doc.get("sample_id") or doc.get("row_id"),
-                            "template_id": doc.get("template_id"), "category": None, "tier": None,
-                            "transcript": None, "image_description": None}
+    info: dict[str, Any] = {
+        "row_id": doc.get("row_id"),
+        "sample_id": doc.get("sample_id") or doc.get("row_id"),
+        "template_id": doc.get("template_id"),
+        "category": None,
+        "tier": None,
+        "transcript": None,
+        "image_description": None,
+    }
     if info["template_id"]:
         if info["template_id"] in registry():
             template = registry().get(info["template_id"])
@@ -128,8 +134,10 @@ def check_settings(out: Path, model: str, model_args: str, prompt: str, lemmatiz
     if (out / RUN_FILE).exists():
         earlier = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
         if (earlier.get("model"), earlier.get("model_args")) != (model, model_args):
-            raise ProbeError(f"{out} holds probes of {earlier.get('model')} ({earlier.get('model_args')}); "
-                             "use another --output_path for another model")
+            raise ProbeError(
+                f"{out} holds probes of {earlier.get('model')} ({earlier.get('model_args')}); "
+                "use another --output_path for another model"
+            )
 
 
 def _peak_memory(device: Any) -> Callable[[], int | None]:
@@ -147,27 +155,62 @@ def run_one(probe: str, adapter: Any, family: Any, messages: list[dict], info: d
         messages = describe_messages(messages)
     roles = spans.image_part_roles(messages)
     if probe == "e1":
-        return probe_attention(adapter, family, messages, roles, max_new_tokens=settings["max_new_tokens"],
-                               mask_modalities=settings["mask"], mid_layers=settings["mid_layers"])
+        return probe_attention(
+            adapter,
+            family,
+            messages,
+            roles,
+            max_new_tokens=settings["max_new_tokens"],
+            mask_modalities=settings["mask"],
+            mid_layers=settings["mid_layers"],
+        )
     if probe == "e2":
         text = " ".join(t for t in (info["transcript"], info["image_description"]) if t)
         if not text:
             return {"status": "no_reference", "detail": "no transcript or image description for this sample"}
-        return probe_logit_lens(adapter, family, messages, roles, text, lemmatizer=settings["lemmatizer"],
-                                include_video=settings["lens_video"])
-    record = probe_fidelity(adapter, messages, info["transcript"], lemmatizer=settings["lemmatizer"],
-                            max_new_tokens=settings["max_new_tokens"])
+        return probe_logit_lens(
+            adapter,
+            family,
+            messages,
+            roles,
+            text,
+            lemmatizer=settings["lemmatizer"],
+            include_video=settings["lens_video"],
+        )
+    record = probe_fidelity(
+        adapter,
+        messages,
+        info["transcript"],
+        lemmatizer=settings["lemmatizer"],
+        max_new_tokens=settings["max_new_tokens"],
+    )
     if record["audio_fidelity"] is None and record["image_fidelity"] is None:
-        record.update(status="no_reference", detail="nothing to score against: no audio transcript, and no image or an "
-                      "image-only description without a content word")
+        record.update(
+            status="no_reference",
+            detail="nothing to score against: no audio transcript, and no image or an "
+            "image-only description without a content word",
+        )
     return record
 
 
-def run_probes(probes: Sequence[str], model: str, model_args: str, tasks: Sequence[str], output_path: str | Path, *,
-               limit: int | None = None, references: str | Path | None = None,
-               max_new_tokens: int = MAX_NEW_TOKENS, mid_layers: tuple[float, float] = MID_LAYERS_DEFAULT,
-               lemmatizer: str = "simplemma", mask: Sequence[str] = (), lens_video: bool = False,
-               prompt: str = "describe", include_defaults: bool = False, adapter: Any = None) -> dict:
+def run_probes(
+    probes: Sequence[str],
+    model: str,
+    model_args: str,
+    tasks: Sequence[str],
+    output_path: str | Path,
+    *,
+    limit: int | None = None,
+    references: str | Path | None = None,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+    mid_layers: tuple[float, float] = MID_LAYERS_DEFAULT,
+    lemmatizer: str = "simplemma",
+    mask: Sequence[str] = (),
+    lens_video: bool = False,
+    prompt: str = "describe",
+    include_defaults: bool = False,
+    adapter: Any = None,
+) -> dict:
     """Probe every doc; returns the summary written to ``OUT/run.json``."""
     from loguru import logger
 
@@ -176,11 +219,24 @@ def run_probes(probes: Sequence[str], model: str, model_args: str, tasks: Sequen
     out.mkdir(parents=True, exist_ok=True)
     known = read_references(references)
     adapter = adapter if adapter is not None else load_adapter(model, model_args)
-    settings = {"max_new_tokens": int(max_new_tokens), "mid_layers": tuple(mid_layers), "lemmatizer": lemmatizer,
-                "mask": list(mask), "lens_video": bool(lens_video), "prompt": prompt}
-    summary: dict[str, Any] = {"model": model, "model_args": model_args,
-                               "pretrained": getattr(adapter, "pretrained", None), "tasks": list(tasks),
-                               "settings": settings, "blocked": None, "family": None, "counts": {}}
+    settings = {
+        "max_new_tokens": int(max_new_tokens),
+        "mid_layers": tuple(mid_layers),
+        "lemmatizer": lemmatizer,
+        "mask": list(mask),
+        "lens_video": bool(lens_video),
+        "prompt": prompt,
+    }
+    summary: dict[str, Any] = {
+        "model": model,
+        "model_args": model_args,
+        "pretrained": getattr(adapter, "pretrained", None),
+        "tasks": list(tasks),
+        "settings": settings,
+        "blocked": None,
+        "family": None,
+        "counts": {},
+    }
     try:
         family = spans.family_of(adapter)
         summary["family"] = family.name
@@ -208,13 +264,20 @@ def run_probes(probes: Sequence[str], model: str, model_args: str, tasks: Sequen
                 result = {"status": "ok", **run_one(probe, adapter, family, messages, info, settings)}
             except NotEager:
                 raise
-            except Exception as exc:  # noqa: BLE001  (one bad doc must not end the run; it is recorded)
+            except Exception as exc:
                 logger.opt(exception=exc).error(f"probe {probe}: {task} doc {doc_id}: {exc}")
                 result = {"status": "error", "detail": f"{type(exc).__name__}: {str(exc)[:300]}"}
-            record = {"probe": probe, "model": model, "pretrained": summary["pretrained"], "task": task,
-                      "doc_id": doc_id, **{k: info[k] for k in ("row_id", "sample_id", "template_id", "category",
-                                                                "tier")},
-                      "latency_s": time.perf_counter() - start, "peak_memory_bytes": peak(), **result}
+            record = {
+                "probe": probe,
+                "model": model,
+                "pretrained": summary["pretrained"],
+                "task": task,
+                "doc_id": doc_id,
+                **{k: info[k] for k in ("row_id", "sample_id", "template_id", "category", "tier")},
+                "latency_s": time.perf_counter() - start,
+                "peak_memory_bytes": peak(),
+                **result,
+            }
             counts[probe][record["status"]] += 1
             journals[probe].append(record)
     summary["counts"] = counts

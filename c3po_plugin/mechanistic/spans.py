@@ -85,8 +85,9 @@ def qwen_omni_spans(input_ids: Any, config: Any, image_roles: list[str]) -> np.n
     codes[ids == int(config.video_token_id)] = VIDEO
     runs = _runs(ids == int(config.image_token_id))
     if image_roles and len(runs) != len(image_roles):
-        raise ValueError(f"{len(runs)} image placeholder runs in input_ids but {len(image_roles)} image parts "
-                         "in the messages")
+        raise ValueError(
+            f"{len(runs)} image placeholder runs in input_ids but {len(image_roles)} image parts in the messages"
+        )
     for k, (start, end) in enumerate(runs):
         codes[start:end] = VIDEO if (image_roles[k] if image_roles else "image") == "video" else IMAGE
     return codes
@@ -104,9 +105,11 @@ FAMILIES: dict[str, Family] = {
 
 #: ``config.model_type`` -> why E1/E2 cannot run (C3PO Table 4's architectural status).
 BLOCKED: dict[str, str] = {
-    "minicpmo": ("MiniCPM-o's chat() builds input_ids itself and get_vllm_embedding substitutes the audio and "
-                 "image features into inputs_embeds before the language model; post-substitution positions cannot "
-                 "be located from input_ids"),
+    "minicpmo": (
+        "MiniCPM-o's chat() builds input_ids itself and get_vllm_embedding substitutes the audio and "
+        "image features into inputs_embeds before the language model; post-substitution positions cannot "
+        "be located from input_ids"
+    ),
 }
 
 
@@ -119,8 +122,10 @@ def family_of(adapter: Any) -> Family:
         return FAMILIES[model_type]
     if model_type in BLOCKED:
         raise Blocked(label, BLOCKED[model_type])
-    raise Blocked(label, f"no modality-span function for model type {model_type!r} (add one to "
-                         "c3po_plugin.mechanistic.spans.FAMILIES)")
+    raise Blocked(
+        label,
+        f"no modality-span function for model type {model_type!r} (add one to c3po_plugin.mechanistic.spans.FAMILIES)",
+    )
 
 
 def decoder_parts(language_model: Any) -> tuple[list, Any, Any]:

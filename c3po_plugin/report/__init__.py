@@ -33,8 +33,8 @@ from c3po_plugin.report.reader import read_runs
 from c3po_plugin.report.verdicts import apply_verdicts, read_verdicts
 from faultline_eval.core.figures import Figure
 from faultline_eval.core.report_writer import Report, Section, write_report
-from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
 from faultline_eval.core.run_logs import ReportError
+from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
 from faultline_eval.core.tables import Table, json_records, pp
 
 __all__ = ["ReportError", "build_report", "compute"]
@@ -45,27 +45,41 @@ def compute(trials: pd.DataFrame, *, b: int = B_DEFAULT, seed: int = SEED_DEFAUL
     (Table 3, wide), ``coverage``, ``failure_modes`` and ``overall``."""
     acc = metrics.accuracy(trials, b=b, seed=seed)
     cov = metrics.coverage(trials)
-    return {"accuracy": acc, "tier": metrics.tier_table(acc), "coverage": cov,
-            "failure_modes": metrics.failure_modes(trials), "overall": metrics.overall(acc, cov)}
+    return {
+        "accuracy": acc,
+        "tier": metrics.tier_table(acc),
+        "coverage": cov,
+        "failure_modes": metrics.failure_modes(trials),
+        "overall": metrics.overall(acc, cov),
+    }
 
 
 def fingerprints(trials: pd.DataFrame) -> list[dict]:
     """Per model: prompt id, dataset, judges, folders and runs behind its numbers."""
     out = []
     for model, t in trials.groupby("model", sort=True):
-        out.append({"model": model, "prompt_id": t["prompt_id"].dropna().unique().tolist(),
-                    "dataset": t["dataset"].dropna().unique().tolist(),
-                    "judge_ids": sorted(map(str, t["judge_id"].dropna().unique())),
-                    "folders": sorted(t["folder"].unique()), "tasks": sorted(t["task"].unique()),
-                    "runs_per_folder": sorted(map(int, t["run"].unique())), "trials": len(t),
-                    "samples": int(t["sample_id"].nunique())})
+        out.append(
+            {
+                "model": model,
+                "prompt_id": t["prompt_id"].dropna().unique().tolist(),
+                "dataset": t["dataset"].dropna().unique().tolist(),
+                "judge_ids": sorted(map(str, t["judge_id"].dropna().unique())),
+                "folders": sorted(t["folder"].unique()),
+                "tasks": sorted(t["task"].unique()),
+                "runs_per_folder": sorted(map(int, t["run"].unique())),
+                "trials": len(t),
+                "samples": int(t["sample_id"].nunique()),
+            }
+        )
     return out
 
 
 #: What the report says about a judge whose id starts with a key.
-JUDGE_CAVEATS = {"embedding:": "an offline stand-in, not the paper's Qwen3-Omni judge: it fails synonyms "
-                               "(scarlet vs red); use --verdicts from `c3po judge --judge lmms:...` for paper numbers",
-                 "exact": "exact match only: every answer that is not a normalised exact match is wrong"}
+JUDGE_CAVEATS = {
+    "embedding:": "an offline stand-in, not the paper's Qwen3-Omni judge: it fails synonyms "
+    "(scarlet vs red); use --verdicts from `c3po judge --judge lmms:...` for paper numbers",
+    "exact": "exact match only: every answer that is not a normalised exact match is wrong",
+}
 
 
 def graded_by(trials: pd.DataFrame) -> dict[str, list[str]]:
@@ -91,10 +105,15 @@ def summary_text(numbers: dict[str, pd.DataFrame], out: Path, notes: list[str]) 
     lines = [f"C3PO report in {out}"]
     for row in numbers["overall"].itertuples(index=False):
         coverage = "" if pd.isna(row.coverage) else f", coverage {100 * row.coverage:.1f}%"
-        gradable = ("" if pd.isna(row.accuracy_gradable) or abs(row.accuracy_gradable - row.accuracy) < 1e-12
-                    else f"; {pp(row.accuracy_gradable)} with ungradable trials as missing")
-        lines.append(f"  {row.model}: {tables.with_ci(row.accuracy, row.ci_low, row.ci_high)} overall "
-                     f"(IC {pp(row.ic_accuracy)}, CC {pp(row.cc_accuracy)}, n={row.n_samples}{coverage}{gradable})")
+        gradable = (
+            ""
+            if pd.isna(row.accuracy_gradable) or abs(row.accuracy_gradable - row.accuracy) < 1e-12
+            else f"; {pp(row.accuracy_gradable)} with ungradable trials as missing"
+        )
+        lines.append(
+            f"  {row.model}: {tables.with_ci(row.accuracy, row.ci_low, row.ci_high)} overall "
+            f"(IC {pp(row.ic_accuracy)}, CC {pp(row.cc_accuracy)}, n={row.n_samples}{coverage}{gradable})"
+        )
     return "\n".join(lines + [f"  note: {n}" for n in notes])
 
 
@@ -102,48 +121,86 @@ def tables_section(trials: pd.DataFrame, numbers: dict[str, pd.DataFrame], judge
     """Table 3's layout, the per-template table, failure modes and the overall table, each number
     linked to its trials (the templates of its group, :func:`.tables.template_groups`)."""
     groups = tables.template_groups(trials)
-    return Section(tables=[
-        Table("tier_table", "C3PO accuracy (%) per category and tier (Table 3 layout)",
-              *tables.tier_table(numbers["accuracy"], groups)),
-        Table("template_table", "Accuracy (%) per template with 95% bootstrap interval and sample count",
-              *tables.template_table(numbers["accuracy"])),
-        Table("failure_modes", "Failure modes of wrong answers: share per template (Table 12 columns)",
-              *tables.failure_table(numbers["failure_modes"], groups)),
-        Table("overall", "Overall accuracy (%) as #YES/#Total and with ungradable trials as missing, exact-match-only "
-              "accuracy, coverage, judge use and the judge", *tables.overall_table(numbers["overall"], judges, groups)),
-    ])
+    return Section(
+        tables=[
+            Table(
+                "tier_table",
+                "C3PO accuracy (%) per category and tier (Table 3 layout)",
+                *tables.tier_table(numbers["accuracy"], groups),
+            ),
+            Table(
+                "template_table",
+                "Accuracy (%) per template with 95% bootstrap interval and sample count",
+                *tables.template_table(numbers["accuracy"]),
+            ),
+            Table(
+                "failure_modes",
+                "Failure modes of wrong answers: share per template (Table 12 columns)",
+                *tables.failure_table(numbers["failure_modes"], groups),
+            ),
+            Table(
+                "overall",
+                "Overall accuracy (%) as #YES/#Total and with ungradable trials as missing, exact-match-only "
+                "accuracy, coverage, judge use and the judge",
+                *tables.overall_table(numbers["overall"], judges, groups),
+            ),
+        ]
+    )
 
 
 def figures_section(trials: pd.DataFrame, numbers: dict[str, pd.DataFrame]) -> Section:
     """Accuracy per template and per tier, failure modes, the dominance split and, where items
     carry difficulty scores, their histogram (otherwise a note)."""
-    drawn = [Figure("template_accuracy", functools.partial(plots.template_accuracy, numbers["accuracy"])),
-             Figure("tier_accuracy", functools.partial(plots.tier_accuracy, numbers["accuracy"])),
-             Figure("failure_modes", functools.partial(plots.failure_modes, numbers["failure_modes"])),
-             Figure("dominance_split", functools.partial(plots.dominance_split, numbers["failure_modes"]))]
+    drawn = [
+        Figure("template_accuracy", functools.partial(plots.template_accuracy, numbers["accuracy"])),
+        Figure("tier_accuracy", functools.partial(plots.tier_accuracy, numbers["accuracy"])),
+        Figure("failure_modes", functools.partial(plots.failure_modes, numbers["failure_modes"])),
+        Figure("dominance_split", functools.partial(plots.dominance_split, numbers["failure_modes"])),
+    ]
     if trials["difficulty"].notna().any():
         return Section(figures=[*drawn, Figure("difficulty", functools.partial(plots.difficulty_histogram, trials))])
     return Section(figures=drawn, notes=["no item carries a difficulty score: no difficulty histogram"])
 
 
-def head(trials: pd.DataFrame, judges: dict[str, list[str]], run_dirs: Sequence[str | Path], *, b: int, seed: int,
-         verdicts: str | Path | None) -> dict[str, Any]:
+def head(
+    trials: pd.DataFrame,
+    judges: dict[str, list[str]],
+    run_dirs: Sequence[str | Path],
+    *,
+    b: int,
+    seed: int,
+    verdicts: str | Path | None,
+) -> dict[str, Any]:
     """report.json's first entries: the settings, which judge graded each model, the counts."""
     return {
-        "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "runs": [str(r) for r in run_dirs],
-                     "verdicts": None if verdicts is None else str(verdicts),
-                     "accuracy": "per sample: mean over its runs; then mean over samples",
-                     "not_gradable": "accuracy (#YES/#Total, paper §3.2) counts API failures and judge errors as not "
-                                     "correct; accuracy_gradable counts them as missing; empty replies and refusals "
-                                     "are wrong in both"},
+        "settings": {
+            "bootstrap_resamples": b,
+            "seed": seed,
+            "ci_level": 0.95,
+            "runs": [str(r) for r in run_dirs],
+            "verdicts": None if verdicts is None else str(verdicts),
+            "accuracy": "per sample: mean over its runs; then mean over samples",
+            "not_gradable": "accuracy (#YES/#Total, paper §3.2) counts API failures and judge errors as not "
+            "correct; accuracy_gradable counts them as missing; empty replies and refusals "
+            "are wrong in both",
+        },
         "graded_by": judges,
-        "counts": {"trials": len(trials), "models": sorted(map(str, trials["model"].unique())),
-                   "samples": int(trials["sample_id"].nunique())},
+        "counts": {
+            "trials": len(trials),
+            "models": sorted(map(str, trials["model"].unique())),
+            "samples": int(trials["sample_id"].nunique()),
+        },
     }
 
 
-def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT,
-                 verdicts: str | Path | None = None) -> dict[str, Any]:
+def build_report(
+    run_dirs: Sequence[str | Path],
+    out: str | Path,
+    *,
+    b: int = B_DEFAULT,
+    seed: int = SEED_DEFAULT,
+    verdicts: str | Path | None = None,
+) -> dict[str, Any]:
     """Read ``run_dirs``, optionally re-grade with ``verdicts``, compute and write everything
     under ``out``. Returns what was written (``written``), ``notes``, ``trials``, ``models``,
     ``seconds`` and a printable ``summary``. Raises :class:`ReportError` on unusable input."""
@@ -155,16 +212,30 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
         notes += more
     numbers = compute(trials, b=b, seed=seed)
     judges = graded_by(trials)
-    report = Report(head(trials, judges, run_dirs, b=b, seed=seed, verdicts=verdicts), [
-        Section(notes=[*notes, *judge_notes(judges)]),
-        tables_section(trials, numbers, judges),
-        figures_section(trials, numbers),
-        Section(numbers={"fingerprints": fingerprints(trials),
-                         "tier_table": json_records(numbers["tier"].reset_index(names="model")),
-                         **{name: json_records(numbers[name])
-                            for name in ("accuracy", "overall", "coverage", "failure_modes")}}),
-    ])
+    report = Report(
+        head(trials, judges, run_dirs, b=b, seed=seed, verdicts=verdicts),
+        [
+            Section(notes=[*notes, *judge_notes(judges)]),
+            tables_section(trials, numbers, judges),
+            figures_section(trials, numbers),
+            Section(
+                numbers={
+                    "fingerprints": fingerprints(trials),
+                    "tier_table": json_records(numbers["tier"].reset_index(names="model")),
+                    **{
+                        name: json_records(numbers[name])
+                        for name in ("accuracy", "overall", "coverage", "failure_modes")
+                    },
+                }
+            ),
+        ],
+    )
     written = write_report(out, report)
-    return {"written": [str(p) for p in written], "notes": report.notes, "trials": len(trials),
-            "models": sorted(map(str, trials["model"].unique())), "seconds": time.perf_counter() - start,
-            "summary": summary_text(numbers, out, report.notes)}
+    return {
+        "written": [str(p) for p in written],
+        "notes": report.notes,
+        "trials": len(trials),
+        "models": sorted(map(str, trials["model"].unique())),
+        "seconds": time.perf_counter() - start,
+        "summary": summary_text(numbers, out, report.notes),
+    }

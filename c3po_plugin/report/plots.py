@@ -22,8 +22,14 @@ from c3po_plugin.report.tables import MODE_HEADINGS, template_label
 from c3po_plugin.templates import CATEGORIES
 from faultline_eval.core.figures import grid, pyplot, save
 
-MODE_COLOURS = {"audio_dominance": "tab:blue", "visual_dominance": "tab:orange", "text_dominance": "tab:green",
-                "joint_dominance": "tab:purple", "incomplete_fusion": "tab:red", "other": "tab:grey"}
+MODE_COLOURS = {
+    "audio_dominance": "tab:blue",
+    "visual_dominance": "tab:orange",
+    "text_dominance": "tab:green",
+    "joint_dominance": "tab:purple",
+    "incomplete_fusion": "tab:red",
+    "other": "tab:grey",
+}
 
 
 def _note(fig, lines: list[str]) -> None:
@@ -65,15 +71,19 @@ def _grouped_bars(ax, acc: pd.DataFrame, groups: list[str], models: list[str]) -
     return notes
 
 
-def _bars_figure(acc: pd.DataFrame, groups: list[str], labels: list[str], width: float, height: float, title: str,
-                 path: Path) -> list[Path]:
+def _bars_figure(
+    acc: pd.DataFrame, groups: list[str], labels: list[str], width: float, height: float, title: str, path: Path
+) -> list[Path]:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(width, height))
-    notes = _grouped_bars(ax, acc.assign(group=acc["group"].map(dict(zip(groups, labels)))), labels,
-                          metrics.models_of(acc))
+    notes = _grouped_bars(
+        ax, acc.assign(group=acc["group"].map(dict(zip(groups, labels)))), labels, metrics.models_of(acc)
+    )
     ax.set_title(title, fontsize=9)
-    _note(fig, ["Numbers above the bars: samples. Accuracy = #YES / #Total (ungradable trials count as not correct)."]
-          + notes)
+    _note(
+        fig,
+        ["Numbers above the bars: samples. Accuracy = #YES / #Total (ungradable trials count as not correct)."] + notes,
+    )
     fig.tight_layout()
     return save(fig, path)
 
@@ -83,16 +93,30 @@ def template_accuracy(acc: pd.DataFrame, path: Path) -> list[Path]:
     t = acc[acc["level"] == "template"]
     groups = sorted(t["group"].unique(), key=metrics.group_rank)
     width = max(7.0, 0.5 * len(groups) * max(1, t["model"].nunique()) ** 0.5)
-    return _bars_figure(t, groups, [template_label(g) for g in groups], width, 4.6,
-                        "Accuracy per template (95% bootstrap intervals)", path)
+    return _bars_figure(
+        t,
+        groups,
+        [template_label(g) for g in groups],
+        width,
+        4.6,
+        "Accuracy per template (95% bootstrap intervals)",
+        path,
+    )
 
 
 def tier_accuracy(acc: pd.DataFrame, path: Path) -> list[Path]:
     """Table 3 as bars: each category x tier cell and Overall, one bar per model."""
     t = acc[acc["level"].isin(["cell", "overall"])]
     groups = [c for c in metrics.cell_order() if c in set(t["group"])] + [metrics.OVERALL]
-    return _bars_figure(t, groups, groups, max(6.0, 0.9 * len(groups)), 4.0,
-                        "Accuracy per category and tier (95% bootstrap intervals)", path)
+    return _bars_figure(
+        t,
+        groups,
+        groups,
+        max(6.0, 0.9 * len(groups)),
+        4.0,
+        "Accuracy per category and tier (95% bootstrap intervals)",
+        path,
+    )
 
 
 def failure_modes(modes: pd.DataFrame, path: Path) -> list[Path]:
@@ -133,16 +157,18 @@ def dominance_split(modes: pd.DataFrame, path: Path) -> list[Path]:
     left = np.zeros(len(rows))
     for mode in MODES:
         share = 100 * rows[f"share_{mode}"].to_numpy(float)
-        ax.barh(y, share, 0.7, left=left, color=MODE_COLOURS[mode],
-                label=f"{LABELS[mode]} ({MODE_HEADINGS[mode]})")
+        ax.barh(y, share, 0.7, left=left, color=MODE_COLOURS[mode], label=f"{LABELS[mode]} ({MODE_HEADINGS[mode]})")
         left += share
-    labels = [f"{m}\n(n={int(n)}, dominance {100 * d:.0f}%)"
-              for m, n, d in zip(rows["model"], rows["wrong"], rows["share_dominance"])]
+    labels = [
+        f"{m}\n(n={int(n)}, dominance {100 * d:.0f}%)"
+        for m, n, d in zip(rows["model"], rows["wrong"], rows["share_dominance"])
+    ]
     ax.set_yticks(y, labels, fontsize=7)
     ax.set_xlim(0, 100)
     ax.set_xlabel("share of wrong answers (%)")
-    ax.set_title(f"Dominance ({', '.join(MODE_HEADINGS[m] for m in DOMINANCE)}) vs incomplete fusion, per model",
-                 fontsize=9)
+    ax.set_title(
+        f"Dominance ({', '.join(MODE_HEADINGS[m] for m in DOMINANCE)}) vs incomplete fusion, per model", fontsize=9
+    )
     if not len(rows):
         ax.text(0.5, 0.5, "no wrong answers", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()

@@ -37,8 +37,20 @@ SAMPLES_GLOB = "*_samples_c3po_*.jsonl"
 ENTRY_KEY = "c3po_accuracy"
 RECORD_KEY = "c3po_record"
 #: Columns beyond :data:`c3po_plugin.metrics.TRIAL_COLUMNS`: provenance and what re-grading needs.
-EXTRA_COLUMNS = ("model_name", "folder", "task", "prompt_id", "dataset", "judge_id", "prediction", "distractors",
-                 "question", "gold", "context", "human_answer")
+EXTRA_COLUMNS = (
+    "model_name",
+    "folder",
+    "task",
+    "prompt_id",
+    "dataset",
+    "judge_id",
+    "prediction",
+    "distractors",
+    "question",
+    "gold",
+    "context",
+    "human_answer",
+)
 TRIAL_KEY = ["model", "folder", "sample_id", "run"]
 
 
@@ -65,14 +77,31 @@ def trial_row(line: dict, where: str, model: str, folder: str, task: str) -> dic
     record = parse_record(line.get(RECORD_KEY, {}), RECORD_KEY, where)
     category, tier = _category_tier(trial.template_id, record)
     return {
-        "model": model, "sample_id": trial.sample_id, "template_id": trial.template_id, "category": category,
-        "tier": tier, "run": int(trial.variant), "correct": _number(trial.correct), "invalid": trial.invalid,
-        "exact": bool(trial.exact_match), "judged": bool(trial.judge_decided), "judge_error": bool(trial.judge_error),
-        "failure_mode": trial.failure_mode, "human_correct": _number(trial.human_correct),
-        "difficulty": record.get("difficulty"), "model_name": record.get("model"), "folder": folder, "task": task,
-        "prompt_id": record.get("prompt_id"), "dataset": record.get("dataset"), "judge_id": record.get("judge_id"),
-        "prediction": record.get("prediction"), "distractors": record.get("distractors") or {},
-        "question": record.get("question"), "gold": record.get("gold"), "context": record.get("context") or "",
+        "model": model,
+        "sample_id": trial.sample_id,
+        "template_id": trial.template_id,
+        "category": category,
+        "tier": tier,
+        "run": int(trial.variant),
+        "correct": _number(trial.correct),
+        "invalid": trial.invalid,
+        "exact": bool(trial.exact_match),
+        "judged": bool(trial.judge_decided),
+        "judge_error": bool(trial.judge_error),
+        "failure_mode": trial.failure_mode,
+        "human_correct": _number(trial.human_correct),
+        "difficulty": record.get("difficulty"),
+        "model_name": record.get("model"),
+        "folder": folder,
+        "task": task,
+        "prompt_id": record.get("prompt_id"),
+        "dataset": record.get("dataset"),
+        "judge_id": record.get("judge_id"),
+        "prediction": record.get("prediction"),
+        "distractors": record.get("distractors") or {},
+        "question": record.get("question"),
+        "gold": record.get("gold"),
+        "context": record.get("context") or "",
         "human_answer": record.get("human_answer"),
     }
 
@@ -107,8 +136,10 @@ def check_fingerprints(trials: pd.DataFrame) -> None:
         for model, group in seen.groupby(level=0):
             if len(group) > 1:
                 values = "; ".join(f"{value!r} (in {folder})" for (_, value), folder in group.items())
-                raise ReportError(f"model {model!r}: its logs mix {column} values {values}; report them separately "
-                                  "or re-run them with one prompt and dataset")
+                raise ReportError(
+                    f"model {model!r}: its logs mix {column} values {values}; report them separately "
+                    "or re-run them with one prompt and dataset"
+                )
 
 
 def read_runs(run_dirs: Sequence[str | Path]) -> tuple[pd.DataFrame, list[str]]:
@@ -123,7 +154,9 @@ def read_runs(run_dirs: Sequence[str | Path]) -> tuple[pd.DataFrame, list[str]]:
     notes = []
     duplicated = trials.duplicated(TRIAL_KEY, keep="last")
     if duplicated.any():
-        notes.append(f"{int(duplicated.sum())} repeated trial(s) (the same model, folder, sample and run in several "
-                     "task logs): kept one each")
+        notes.append(
+            f"{int(duplicated.sum())} repeated trial(s) (the same model, folder, sample and run in several "
+            "task logs): kept one each"
+        )
         trials = trials[~duplicated].reset_index(drop=True)
     return trials, notes

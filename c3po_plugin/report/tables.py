@@ -16,9 +16,15 @@ from faultline_eval.core.tables import Selector, TrialLinks, pp, trial_links, tr
 #: What a table builder returns: shown, raw and the shown cells' trial links (None: not linked).
 Body = tuple[pd.DataFrame, pd.DataFrame, TrialLinks | None]
 #: Table 12's column names (dom-multi: several agreeing modalities; "dominance" sums the dom-* columns).
-MODE_HEADINGS = {"audio_dominance": "dom-aud", "visual_dominance": "dom-img", "text_dominance": "dom-txt",
-                 "joint_dominance": "dom-multi", "incomplete_fusion": "inc-fus", "other": "other",
-                 "dominance": "dominance"}
+MODE_HEADINGS = {
+    "audio_dominance": "dom-aud",
+    "visual_dominance": "dom-img",
+    "text_dominance": "dom-txt",
+    "joint_dominance": "dom-multi",
+    "incomplete_fusion": "inc-fus",
+    "other": "other",
+    "dominance": "dominance",
+}
 
 
 def with_ci(acc: float, low: float, high: float) -> str:
@@ -62,16 +68,21 @@ def tier_table(acc: pd.DataFrame, groups: dict[str, list[str]] | None = None) ->
     interval and sample count."""
     wide = metrics.tier_table(acc)
     shown = wide.map(pp).reset_index(names="model")
-    links = None if groups is None else trial_links(
-        shown, [{c: _trials_of(groups, c, m) for c in wide.columns} for m in shown["model"]])
+    links = (
+        None
+        if groups is None
+        else trial_links(shown, [{c: _trials_of(groups, c, m) for c in wide.columns} for m in shown["model"]])
+    )
     long = acc[acc["level"].isin(["cell", "overall"])].set_index(["model", "group"])
     raw = pd.DataFrame({"model": wide.index})
     for column in wide.columns:
         for field in ("accuracy", "ci_low", "ci_high", "n_samples"):
             values = [long[field].get((m, column), np.nan) for m in wide.index]
             raw[column if field == "accuracy" else f"{column} {field}"] = (
-                pd.array([None if pd.isna(v) else int(v) for v in values], dtype="Int64") if field == "n_samples"
-                else values)
+                pd.array([None if pd.isna(v) else int(v) for v in values], dtype="Int64")
+                if field == "n_samples"
+                else values
+            )
     return shown, raw, links
 
 
@@ -101,46 +112,67 @@ def template_table(acc: pd.DataFrame) -> Body:
 def failure_table(modes: pd.DataFrame, groups: dict[str, list[str]] | None = None) -> Body:
     """Per model and template: wrong answers, the share of each failure mode (Table 12's columns)
     and the dominance share (§4.3's dominance vs incomplete fusion split)."""
-    shown = pd.DataFrame({
-        "model": modes["model"],
-        "template": [t if t == "all" else template_label(t) for t in modes["template_id"]],
-        "wrong": modes["wrong"],
-        **{MODE_HEADINGS[m]: modes[f"share_{m}"].map(lambda x: "–" if not np.isfinite(x) else f"{100 * x:.0f}%")
-           for m in (*MODES, "dominance")},
-    })
+    shown = pd.DataFrame(
+        {
+            "model": modes["model"],
+            "template": [t if t == "all" else template_label(t) for t in modes["template_id"]],
+            "wrong": modes["wrong"],
+            **{
+                MODE_HEADINGS[m]: modes[f"share_{m}"].map(lambda x: "–" if not np.isfinite(x) else f"{100 * x:.0f}%")
+                for m in (*MODES, "dominance")
+            },
+        }
+    )
     if groups is None:
         return shown, modes, None
     links = []  # a wrong answer without a mode counts as "other" (the viewer shows it so)
     for row in modes.to_dict("records"):
         m, t = row["model"], row["template_id"]
-        link = {"wrong": _trials_of(groups, t, m, verdict="=wrong") if row["wrong"] else None,
-                "dominance": _trials_of(groups, t, m, verdict="=wrong", failure_mode="dominance")
-                if row["dominance"] else None}
-        links.append({**link, **{MODE_HEADINGS[mode]: _trials_of(groups, t, m, verdict="=wrong",
-                                                                 failure_mode=f"={mode}")
-                                 for mode in MODES if row[mode]}})
+        link = {
+            "wrong": _trials_of(groups, t, m, verdict="=wrong") if row["wrong"] else None,
+            "dominance": _trials_of(groups, t, m, verdict="=wrong", failure_mode="dominance")
+            if row["dominance"]
+            else None,
+        }
+        links.append(
+            {
+                **link,
+                **{
+                    MODE_HEADINGS[mode]: _trials_of(groups, t, m, verdict="=wrong", failure_mode=f"={mode}")
+                    for mode in MODES
+                    if row[mode]
+                },
+            }
+        )
     return shown, modes, trial_links(shown, links)
 
 
-def overall_table(ov: pd.DataFrame, judges: dict[str, list[str]] | None = None,
-                  groups: dict[str, list[str]] | None = None) -> Body:
+def overall_table(
+    ov: pd.DataFrame, judges: dict[str, list[str]] | None = None, groups: dict[str, list[str]] | None = None
+) -> Body:
     """Per model: overall accuracy (#YES/#Total) with CI, the same with ungradable trials as
     missing, exact-match-only, IC, CC, coverage, judge and invalid counts, and the judge(s)."""
+
     def count(column: str) -> pd.Series:
         return ov[column].map(lambda x: "–" if pd.isna(x) else str(int(x)))
 
     graded = [", ".join((judges or {}).get(m) or ["–"]) for m in ov["model"]]
-    shown = pd.DataFrame({
-        "model": ov["model"],
-        "accuracy [95% CI]": [with_ci(a, lo, hi) for a, lo, hi in zip(ov["accuracy"], ov["ci_low"], ov["ci_high"])],
-        "samples": ov["n_samples"], "ungradable as missing": ov["accuracy_gradable"].map(pp),
-        "exact match only": ov["exact_accuracy"].map(pp),
-        "IC": ov["ic_accuracy"].map(pp), "CC": ov["cc_accuracy"].map(pp),
-        "coverage": ov["coverage"].map(lambda x: "–" if pd.isna(x) else f"{100 * x:.1f}%"),
-        "judge decisions": count("judge_decisions"), "judge errors": count("judge_errors"),
-        **{f"invalid: {k.replace('_', ' ')}": count(f"invalid_{k}") for k in metrics.INVALID},
-        "graded by": graded,
-    })
+    shown = pd.DataFrame(
+        {
+            "model": ov["model"],
+            "accuracy [95% CI]": [with_ci(a, lo, hi) for a, lo, hi in zip(ov["accuracy"], ov["ci_low"], ov["ci_high"])],
+            "samples": ov["n_samples"],
+            "ungradable as missing": ov["accuracy_gradable"].map(pp),
+            "exact match only": ov["exact_accuracy"].map(pp),
+            "IC": ov["ic_accuracy"].map(pp),
+            "CC": ov["cc_accuracy"].map(pp),
+            "coverage": ov["coverage"].map(lambda x: "–" if pd.isna(x) else f"{100 * x:.1f}%"),
+            "judge decisions": count("judge_decisions"),
+            "judge errors": count("judge_errors"),
+            **{f"invalid: {k.replace('_', ' ')}": count(f"invalid_{k}") for k in metrics.INVALID},
+            "graded by": graded,
+        }
+    )
     raw = ov.assign(graded_by=graded)
     if groups is None:
         return shown, raw, None
@@ -148,13 +180,26 @@ def overall_table(ov: pd.DataFrame, judges: dict[str, list[str]] | None = None,
     for row in ov.to_dict("records"):
         m = row["model"]
         every = _trials_of(groups, metrics.OVERALL, m)
-        counted = {"judge decisions": ("judge_decisions", {"decided_by": "=judge"}),
-                   "judge errors": ("judge_errors", {"verdict": "=ungradable: judge error"}),
-                   **{f"invalid: {k.replace('_', ' ')}": (f"invalid_{k}", {"verdict": f"=invalid: {k}"})
-                      for k in metrics.INVALID}}
-        links.append({**dict.fromkeys(("accuracy [95% CI]", "samples", "ungradable as missing", "exact match only",
-                                       "coverage"), every),
-                      "IC": _trials_of(groups, "IC", m), "CC": _trials_of(groups, "CC", m),
-                      **{c: _trials_of(groups, metrics.OVERALL, m, **where) for c, (n, where) in counted.items()
-                         if row.get(n) and row[n] == row[n]}})  # a count of 0 (or none) opens nothing
+        counted = {
+            "judge decisions": ("judge_decisions", {"decided_by": "=judge"}),
+            "judge errors": ("judge_errors", {"verdict": "=ungradable: judge error"}),
+            **{
+                f"invalid: {k.replace('_', ' ')}": (f"invalid_{k}", {"verdict": f"=invalid: {k}"})
+                for k in metrics.INVALID
+            },
+        }
+        links.append(
+            {
+                **dict.fromkeys(
+                    ("accuracy [95% CI]", "samples", "ungradable as missing", "exact match only", "coverage"), every
+                ),
+                "IC": _trials_of(groups, "IC", m),
+                "CC": _trials_of(groups, "CC", m),
+                **{
+                    c: _trials_of(groups, metrics.OVERALL, m, **where)
+                    for c, (n, where) in counted.items()
+                    if row.get(n) and row[n] == row[n]
+                },
+            }
+        )  # a count of 0 (or none) opens nothing
     return shown, raw, trial_links(shown, links)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from c3po_plugin.data.sources import current_spec, load_source
 from c3po_plugin.metrics import HUMAN
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 JOIN = ["model", "sample_id", "run", "folder"]
 
 
-def logged_items(trials) -> dict[tuple[str, str], "C3POItem"]:
+def logged_items(trials) -> dict[tuple[str, str], C3POItem]:
     """The items behind the logs, for a judge that is shown their media: each logged dataset
     (``spec#fingerprint``) is loaded again and used only if its fingerprint still matches, so a
     judge never sees media other than those the model saw (the fingerprint is the items' content:
@@ -60,17 +61,37 @@ def regrade(run_dirs: Sequence[str | Path], judge: Judge, out: str | Path, *, ba
 
     trials, _ = read_runs(run_dirs)
     answered = trials[trials["invalid"].isna()]
-    counts = {"trials": len(trials), "unanswered": len(trials) - len(answered), "yes": 0, "no": 0, "errors": 0,
-              "exact_match": 0}
+    counts = {
+        "trials": len(trials),
+        "unanswered": len(trials) - len(answered),
+        "yes": 0,
+        "no": 0,
+        "errors": 0,
+        "exact_match": 0,
+    }
     cache = open_cache(judge)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
 
     def line(row, verdict, exact, error) -> str:
-        return json.dumps({"model": row.model, "sample_id": row.sample_id, "run": int(row.run),
-                           "folder": str(Path(row.folder).resolve()) if row.folder else None,
-                           "question": row.question, "gold": row.gold, "prediction": row.prediction or "",
-                           "exact_match": exact, "judge_id": judge.judge_id, "verdict": verdict, "error": error}) + "\n"
+        return (
+            json.dumps(
+                {
+                    "model": row.model,
+                    "sample_id": row.sample_id,
+                    "run": int(row.run),
+                    "folder": str(Path(row.folder).resolve()) if row.folder else None,
+                    "question": row.question,
+                    "gold": row.gold,
+                    "prediction": row.prediction or "",
+                    "exact_match": exact,
+                    "judge_id": judge.judge_id,
+                    "verdict": verdict,
+                    "error": error,
+                }
+            )
+            + "\n"
+        )
 
     items = logged_items(trials) if getattr(judge, "sees_media", False) else {}
     with replacing(out) as temporary, temporary.open("w") as f:  # a killed regrade leaves the old file
@@ -81,10 +102,18 @@ def regrade(run_dirs: Sequence[str | Path], judge: Judge, out: str | Path, *, ba
         humans = humans.assign(model=HUMAN, run=0, folder="", prediction=humans["human_answer"])
         rows = list(answered.itertuples()) + list(humans.itertuples())
         for start in tqdm(range(0, len(rows), batch), desc=f"judging with {judge.judge_id}", unit="batch"):
-            chunk = rows[start:start + batch]
-            requests = [JudgeRequest(r.sample_id, r.question, r.gold, r.prediction or "",
-                                     describe_sample(registry().get(r.template_id), r.context),
-                                     item=items.get((r.dataset, r.sample_id))) for r in chunk]
+            chunk = rows[start : start + batch]
+            requests = [
+                JudgeRequest(
+                    r.sample_id,
+                    r.question,
+                    r.gold,
+                    r.prediction or "",
+                    describe_sample(registry().get(r.template_id), r.context),
+                    item=items.get((r.dataset, r.sample_id)),
+                )
+                for r in chunk
+            ]
             for row, graded in zip(chunk, grade(requests, judge, cache)):
                 value = YES if graded.exact_match else graded.verdict.value
                 counts["exact_match"] += graded.exact_match
@@ -98,12 +127,17 @@ def regrade(run_dirs: Sequence[str | Path], judge: Judge, out: str | Path, *, ba
 def _agreement_of(decided) -> dict:
     """Agreement, kappa and confusion counts of the decided pairs of one group."""
     labels_a, labels_b = list(decided["value_a"] == 1.0), list(decided["value_b"] == 1.0)
-    confusion = {f"{x}/{y}": int(((decided["value_a"] == vx) & (decided["value_b"] == vy)).sum())
-                 for x, vx in (("YES", 1.0), ("NO", 0.0)) for y, vy in (("YES", 1.0), ("NO", 0.0))}
-    return {"compared": len(decided),
-            "agreement": agreement_rate(labels_a, labels_b) if len(decided) else math.nan,
-            "kappa": cohen_kappa(labels_a, labels_b) if len(decided) else math.nan,
-            "confusion": confusion}
+    confusion = {
+        f"{x}/{y}": int(((decided["value_a"] == vx) & (decided["value_b"] == vy)).sum())
+        for x, vx in (("YES", 1.0), ("NO", 0.0))
+        for y, vy in (("YES", 1.0), ("NO", 0.0))
+    }
+    return {
+        "compared": len(decided),
+        "agreement": agreement_rate(labels_a, labels_b) if len(decided) else math.nan,
+        "kappa": cohen_kappa(labels_a, labels_b) if len(decided) else math.nan,
+        "confusion": confusion,
+    }
 
 
 def agreement(path_a: str | Path, path_b: str | Path, *, include_exact: bool = False) -> dict:
@@ -129,16 +163,22 @@ def agreement(path_a: str | Path, path_b: str | Path, *, include_exact: bool = F
     decided = counted[~failed]
     per_model = []
     for model in sorted(map(str, both["model"].unique()), key=lambda m: (m == HUMAN, m)):
-        row = {"model": model, **_agreement_of(decided[decided["model"] == model]),
-               "either_failed": int(failed[counted["model"] == model].sum()),
-               "exact_match_trials": int(exact[both["model"] == model].sum())}
+        row = {
+            "model": model,
+            **_agreement_of(decided[decided["model"] == model]),
+            "either_failed": int(failed[counted["model"] == model].sum()),
+            "exact_match_trials": int(exact[both["model"] == model].sum()),
+        }
         per_model.append(row)
     validated = [r for r in per_model if r["model"] != HUMAN and r["compared"]]
 
     def spread(key: str) -> dict:
         values = [r[key] for r in validated if not math.isnan(r[key])]
-        return ({"mean": sum(values) / len(values), "min": min(values), "max": max(values)} if values
-                else {"mean": math.nan, "min": math.nan, "max": math.nan})
+        return (
+            {"mean": sum(values) / len(values), "min": min(values), "max": max(values)}
+            if values
+            else {"mean": math.nan, "min": math.nan, "max": math.nan}
+        )
 
     return {
         "judge_a": a["judge_id"].iloc[0] if len(a) else None,

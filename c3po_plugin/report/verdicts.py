@@ -50,10 +50,17 @@ def read_verdicts(path: str | Path) -> pd.DataFrame:
             verdict = verdict.strip().upper() if isinstance(verdict, str) else verdict
             if verdict not in _VALUES:
                 raise ValueError(f"verdict must be YES, NO or null, got {line.get('verdict')!r}")
-            rows.append({"model": str(line["model"]), "sample_id": line["sample_id"], "run": int(line["run"]),
-                         "value": _VALUES[verdict], "exact_match": bool(line.get("exact_match")),
-                         "judge_id": line.get("judge_id") or f"verdicts:{Path(path).name}",
-                         "folder": line.get("folder")})
+            rows.append(
+                {
+                    "model": str(line["model"]),
+                    "sample_id": line["sample_id"],
+                    "run": int(line["run"]),
+                    "value": _VALUES[verdict],
+                    "exact_match": bool(line.get("exact_match")),
+                    "judge_id": line.get("judge_id") or f"verdicts:{Path(path).name}",
+                    "folder": line.get("folder"),
+                }
+            )
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise ReportError(f"{where}: not a verdict line ({exc})") from None
     return pd.DataFrame(rows, columns=["model", "sample_id", "run", "value", "exact_match", "judge_id", "folder"])
@@ -63,7 +70,9 @@ def _resolved(folder: object) -> str | None:
     return None if folder is None or (isinstance(folder, float) and np.isnan(folder)) else str(Path(folder).resolve())
 
 
-def apply_verdicts(trials: pd.DataFrame, verdicts: pd.DataFrame, source: str = "verdicts") -> tuple[pd.DataFrame, list[str]]:
+def apply_verdicts(
+    trials: pd.DataFrame, verdicts: pd.DataFrame, source: str = "verdicts"
+) -> tuple[pd.DataFrame, list[str]]:
     """``trials`` with the judge decisions of ``verdicts`` (see the module docstring) and notes."""
     t = trials.reset_index(drop=True)
     human = verdicts[verdicts["model"] == HUMAN]
@@ -79,8 +88,12 @@ def apply_verdicts(trials: pd.DataFrame, verdicts: pd.DataFrame, source: str = "
     v = verdicts.assign(_folder=verdicts["folder"].map(_resolved), _line=np.arange(len(verdicts)))
     matches = []
     for key in ("model", "model_name"):  # a line may name the report label or the records' model
-        joined = t.merge(v.drop(columns="folder"), left_on=[key, "sample_id", "run"],
-                         right_on=["model", "sample_id", "run"], suffixes=("", "_v"))
+        joined = t.merge(
+            v.drop(columns="folder"),
+            left_on=[key, "sample_id", "run"],
+            right_on=["model", "sample_id", "run"],
+            suffixes=("", "_v"),
+        )
         joined = joined[joined["_folder_v"].isna() | (joined["_folder_v"] == joined["_folder"])]
         matches.append(joined)
     every = pd.concat(matches)
@@ -93,13 +106,15 @@ def apply_verdicts(trials: pd.DataFrame, verdicts: pd.DataFrame, source: str = "
     t.loc[rows, "judged"] = ~exact.to_numpy() & ~np.isnan(value)
     t.loc[rows, "judge_error"] = ~exact.to_numpy() & np.isnan(value)
     t.loc[rows, "judge_id"] = m["judge_id_v"].to_numpy()
-    modes = [failure_mode(p or "", d or {}) if c == 0 else None
-             for p, d, c in zip(m["prediction"], m["distractors"], value)]
+    modes = [
+        failure_mode(p or "", d or {}) if c == 0 else None for p, d, c in zip(m["prediction"], m["distractors"], value)
+    ]
     t["failure_mode"] = t["failure_mode"].astype(object)
     t.loc[rows, "failure_mode"] = pd.Series(modes, index=rows, dtype=object)
     kept = int(((trials["judged"] | trials["judge_error"]).to_numpy() & ~np.isin(t["_row"], rows)).sum())
-    notes.append(f"{source}: re-graded {len(rows)} trial(s); {kept} judged trial(s) had no line and keep the logged "
-                 "decision")
+    notes.append(
+        f"{source}: re-graded {len(rows)} trial(s); {kept} judged trial(s) had no line and keep the logged decision"
+    )
     unused = len(v) - every["_line"].nunique()
     if unused > 0:
         notes.append(f"{source}: {unused} line(s) matched no trial")

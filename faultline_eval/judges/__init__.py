@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
-from faultline_eval.judges.matching import abstains, exact_match, partial_overlap
-from faultline_eval.judges.base import PARTIAL, UNANSWERABLE, Judge, JudgeRequest, Verdict, negative, positive
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.store import slug
+from faultline_eval.judges.base import PARTIAL, UNANSWERABLE, Judge, JudgeRequest, Verdict, negative, positive
 from faultline_eval.judges.cache import VerdictCache, verdict_key
+from faultline_eval.judges.matching import abstains, exact_match, partial_overlap
 
 JUDGE_ENV = "C3PO_JUDGE"
 CACHE_ENV = "C3PO_VERDICT_CACHE"

@@ -11,8 +11,9 @@ callers record it as a judge error and never count it as YES or CORRECT.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
 
 YES, NO = "YES", "NO"
 CORRECT, PARTIAL, INCORRECT, UNANSWERABLE = "CORRECT", "PARTIAL", "INCORRECT", "UNANSWERABLE"

@@ -16,11 +16,11 @@ import hashlib
 import json
 from pathlib import Path
 
-from faultline_eval.judges.matching import normalize
 from faultline_eval.core.identity import media_digest
+from faultline_eval.core.store import ReplyStore
 from faultline_eval.judges.base import MEDIA_KINDS, Judge, JudgeRequest, Verdict
 from faultline_eval.judges.judge_prompt import prompt_version
-from faultline_eval.core.store import ReplyStore
+from faultline_eval.judges.matching import normalize
 
 
 def media_fingerprints(request: JudgeRequest) -> dict[str, str]:
@@ -37,8 +37,15 @@ def media_fingerprints(request: JudgeRequest) -> dict[str, str]:
 def verdict_key(judge: Judge, request: JudgeRequest) -> str:
     """The cache key of one request to ``judge`` (see the module docstring)."""
     media = media_fingerprints(request) if getattr(judge, "sees_media", False) else {}
-    parts = [judge.judge_id, judge.prompt_version, request.question, request.gold,
-             normalize(request.prediction), request.context, sorted(media.items())]
+    parts = [
+        judge.judge_id,
+        judge.prompt_version,
+        request.question,
+        request.gold,
+        normalize(request.prediction),
+        request.context,
+        sorted(media.items()),
+    ]
     if request.scale != "equivalence":  # graded verdicts never answer an equivalence request (keys of old caches kept)
         parts.append(f"{request.scale}:{prompt_version(request.scale)}")
     payload = json.dumps(parts)

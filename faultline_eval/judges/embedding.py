@@ -89,16 +89,34 @@ CALIBRATION_PATH = Path(__file__).with_name("calibration.jsonl")
 _COUNT_WORDS = {"once": "1", "twice": "2", "thrice": "3"}
 #: "one" as a pronoun ("the one in red", "a yellow one", "no one") is not the number 1: it follows
 #: a determiner, at most one word back. Such a "one" is hidden from the numbers guard.
-_PRONOUN_ONE = re.compile(r"\b((?:a|an|the|this|that|which|each|every|another|other|any|no)(?:\s+[a-z]+)?\s+)one\b",
-                          re.IGNORECASE)
+_PRONOUN_ONE = re.compile(
+    r"\b((?:a|an|the|this|that|which|each|every|another|other|any|no)(?:\s+[a-z]+)?\s+)one\b", re.IGNORECASE
+)
 _NUMBER = re.compile(r"^(-?\d+(?:\.\d+)?)(?:st|nd|rd|th)?$")  # "3", "-2.5", and "3rd" -> 3
 _NOT = re.compile(r"n['\u2019]t\b", re.IGNORECASE)
 _POSITIVE = {"yes", "true", "yeah", "yep", "correct"}
 _NEGATIVE = {"no", "false", "nope", "not", "never", "cannot"}
 #: Words that make a prediction hedge between answers, negate, or add another answer.
 HEDGES = {"maybe", "possibly", "perhaps", "probably", "either", "or", "unsure", "unclear"}
-MARKERS = HEDGES | {"and", "nor", "neither", "not", "no", "never", "but", "except", "plus", "also",
-                    "than", "instead", "rather", "versus", "vs", "without", "unless"}
+MARKERS = HEDGES | {
+    "and",
+    "nor",
+    "neither",
+    "not",
+    "no",
+    "never",
+    "but",
+    "except",
+    "plus",
+    "also",
+    "than",
+    "instead",
+    "rather",
+    "versus",
+    "vs",
+    "without",
+    "unless",
+}
 #: Containment accepts at most this many tokens beyond the gold's.
 MAX_ADDED = 3
 
@@ -219,8 +237,9 @@ class EmbeddingJudge:
     decision below gives CORRECT for YES and INCORRECT for NO.
     """
 
-    def __init__(self, threshold: float = THRESHOLD, text_form: str = DEFAULT_FORM, batch_size: int = 64,
-                 guards: bool = True):
+    def __init__(
+        self, threshold: float = THRESHOLD, text_form: str = DEFAULT_FORM, batch_size: int = 64, guards: bool = True
+    ):
         if text_form not in TEXT_FORMS:
             raise ValueError(f"unknown text form {text_form!r}; choose from {sorted(TEXT_FORMS)}")
         self.threshold = float(threshold)
@@ -245,7 +264,10 @@ class EmbeddingJudge:
             return []
         # Normalised embeddings make the dot product the cosine similarity.
         vectors = load_model().encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
             show_progress_bar=False,
         )
         index = {t: i for i, t in enumerate(texts)}
@@ -262,24 +284,27 @@ class EmbeddingJudge:
                 if not normalize(r.gold):
                     verdicts[i] = Verdict(None, self.judge_id, error="bad_request: empty gold answer")
                 elif not normalize(r.prediction):
-                    verdicts[i] = Verdict(NO if r.scale == "equivalence" else UNANSWERABLE, self.judge_id,
-                                          raw="rule:empty")
+                    verdicts[i] = Verdict(
+                        NO if r.scale == "equivalence" else UNANSWERABLE, self.judge_id, raw="rule:empty"
+                    )
                 elif ruled is not None:
                     verdicts[i] = Verdict(ruled.value, self.judge_id, raw=ruled.raw)
                 elif self.guards and (decided := guard(r.gold, r.prediction)) is not None:
                     verdicts[i] = Verdict(decided[0], self.judge_id, raw=decided[1])
                 else:
                     todo.append(i)
-            except Exception as exc:  # noqa: BLE001 - e.g. a non-string field; one bad request only
+            except Exception as exc:
                 verdicts[i] = Verdict(None, self.judge_id, error=f"bad_request: {type(exc).__name__}: {exc}")
         try:
             sims = self.similarities([requests[i] for i in todo])
-        except Exception as exc:  # noqa: BLE001 - a judge must not raise; each pending request gets the error
+        except Exception as exc:
             error = f"model_failure: {type(exc).__name__}: {exc}"
             sims = []
             verdicts.update({i: Verdict(None, self.judge_id, error=error) for i in todo})
         for i, sim in zip(todo, sims):
             verdicts[i] = Verdict(YES if sim >= self.threshold else NO, self.judge_id, raw=f"cos:{sim:.4f}")
         graded = {YES: CORRECT, NO: INCORRECT}
-        return [replace(v, value=graded.get(v.value, v.value)) if requests[i].scale == "graded" else v
-                for i, v in sorted(verdicts.items())]
+        return [
+            replace(v, value=graded.get(v.value, v.value)) if requests[i].scale == "graded" else v
+            for i, v in sorted(verdicts.items())
+        ]

@@ -56,18 +56,18 @@ def describe_sample(template: DescribedTemplate, note: str = "") -> str:
     """How a judge sees the sample: the template's logic and modalities, plus any text note the
     model was shown; never the misleading modalities' claims (the distractors)."""
     shown = f" Text note shown to the model: {note}" if note else ""
-    return (f"{template.category_name} item, tier {template.tier}, template {template.name}: "
-            f"{template.logical_form} Inputs: {', '.join(sorted(template.modalities))}.{shown}")
+    return (
+        f"{template.category_name} item, tier {template.tier}, template {template.name}: "
+        f"{template.logical_form} Inputs: {', '.join(sorted(template.modalities))}.{shown}"
+    )
 
 
 def user_text(request: JudgeRequest, *, with_media: bool = False) -> str:
     return (
-        (f"{MEDIA_NOTE}\n" if with_media else "")
-        + f"Sample: {request.context or 'not described'}\n"
+        (f"{MEDIA_NOTE}\n" if with_media else "") + f"Sample: {request.context or 'not described'}\n"
         f"Question: {request.question}\n"
         f"Reference answer: {request.gold}\n"
-        f"Model answer: {request.prediction}\n"
-        + ("Grade?" if request.scale == "graded" else "Equivalent?")
+        f"Model answer: {request.prediction}\n" + ("Grade?" if request.scale == "graded" else "Equivalent?")
     )
 
 
@@ -80,8 +80,13 @@ _OPEN_THINK = re.compile(r"<think\s*>", re.IGNORECASE)
 
 
 #: Words a graded judge may open with, and the label each means.
-_GRADED_WORDS = {"CORRECT": CORRECT, "PARTIAL": PARTIAL, "PARTIALLY": PARTIAL, "INCORRECT": INCORRECT,
-                 "UNANSWERABLE": UNANSWERABLE}
+_GRADED_WORDS = {
+    "CORRECT": CORRECT,
+    "PARTIAL": PARTIAL,
+    "PARTIALLY": PARTIAL,
+    "INCORRECT": INCORRECT,
+    "UNANSWERABLE": UNANSWERABLE,
+}
 
 
 def parse_verdict(reply: str, scale: str = "equivalence") -> str | None:
@@ -96,7 +101,7 @@ def parse_verdict(reply: str, scale: str = "equivalence") -> str | None:
         first = _GRADED_WORDS.get(match.group(1).upper()) if match else None
         if first is None:
             return None
-        rest = reply[match.end():]
+        rest = reply[match.end() :]
         if first == PARTIAL:  # "partially correct" names one label in two words
             rest = re.sub(r"^\W*correct\b", "", rest, flags=re.IGNORECASE)
         others = [w for w, label in _GRADED_WORDS.items() if label != first]
@@ -105,7 +110,7 @@ def parse_verdict(reply: str, scale: str = "equivalence") -> str | None:
         raise ValueError(f"unknown judge scale {scale!r}; choose from {sorted(SCALES)}")
     chinese = _CHINESE.match(reply)
     if chinese:
-        first, rest = _CHINESE_VALUE[chinese.group(1)], reply[chinese.end():]
+        first, rest = _CHINESE_VALUE[chinese.group(1)], reply[chinese.end() :]
         other = ("否", "不是", "不对") if first == YES else ("是的",)
         return None if any(word in rest for word in other) else first
     match = _FIRST_WORD.match(reply)
@@ -113,7 +118,7 @@ def parse_verdict(reply: str, scale: str = "equivalence") -> str | None:
         return None
     first = match.group(1).upper()
     other = NO if first == YES else YES
-    rest = reply[match.end():]
+    rest = reply[match.end() :]
     if re.search(rf"\b{other}\b", rest, flags=re.IGNORECASE):  # both verdicts given: undecided
         return None
     return first
@@ -131,10 +136,12 @@ def parse_reply(reply: str, *, thinking: bool = False, scale: str = "equivalence
     text = reply or ""
     ends = list(_END_THINK.finditer(text))
     if ends:
-        text = text[ends[-1].end():]
+        text = text[ends[-1].end() :]
     elif _OPEN_THINK.search(text) or (thinking and len(re.findall(r"\w+", text)) > 1):
-        return None, (f"cut_mid_thought: no </think> in the reply ({len(text)} characters, ending "
-                      f"{text[-60:]!r}); raise judge_max_new_tokens")
+        return None, (
+            f"cut_mid_thought: no </think> in the reply ({len(text)} characters, ending "
+            f"{text[-60:]!r}); raise judge_max_new_tokens"
+        )
     text = text.strip()
     if not text:
         return None, "empty: the judge gave no verdict" + (" after its reasoning" if ends else "")

@@ -29,9 +29,26 @@ import unicodedata
 from decimal import Decimal
 
 _UNITS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
 }
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
@@ -81,8 +98,10 @@ def _numbers_to_digits(tokens: list[str]) -> list[str]:
             i += 1
             continue
         j = start
-        while j < len(tokens) and (tokens[j] in _NUMBER_WORDS or (tokens[j] == "and" and j + 1 < len(tokens)
-                                                                   and tokens[j + 1] in _NUMBER_WORDS and j > start)):
+        while j < len(tokens) and (
+            tokens[j] in _NUMBER_WORDS
+            or (tokens[j] == "and" and j + 1 < len(tokens) and tokens[j + 1] in _NUMBER_WORDS and j > start)
+        ):
             j += 1
         value = _number_value(tokens[start:j])
         out.append(_canonical_number(str(-value if negative else value)))
@@ -96,8 +115,10 @@ def _tokens(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", str(text)).replace("\u2212", "-")  # the minus sign U+2212
     text = re.sub(r"['\u2018\u2019`]", "", text)  # it's -> its
     text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # 1,000 -> 1000
-    tokens = [_canonical_number(m.group()) if m.lastgroup == "number" else _WORD_FOR_SYMBOL.get(m.group(), m.group())
-              for m in _TOKEN.finditer(text.lower())]
+    tokens = [
+        _canonical_number(m.group()) if m.lastgroup == "number" else _WORD_FOR_SYMBOL.get(m.group(), m.group())
+        for m in _TOKEN.finditer(text.lower())
+    ]
     if len(tokens) > 1:  # "the" and "an" are never answers; "a" may be one (Plan A), so only a leading "a" goes
         tokens = [t for t in tokens if t not in ("the", "an")] or tokens[-1:]
         while len(tokens) > 1 and tokens[0] == "a":

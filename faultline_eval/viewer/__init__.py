@@ -38,31 +38,45 @@ def _budget(text: str):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_html_arguments(parser: argparse.ArgumentParser, benchmarks: Sequence[str] = ("sceval", "c3po"), *,
-                       switch: bool = False) -> None:
+def add_html_arguments(
+    parser: argparse.ArgumentParser, benchmarks: Sequence[str] = ("sceval", "c3po"), *, switch: bool = False
+) -> None:
     """The budget and source options every viewer-writing command takes; ``switch``: also
     ``--html``, the report commands' flag that writes the site (see :func:`check_html_arguments`)."""
     if switch:
-        parser.add_argument("--html", action="store_true",
-                            help="also write a browsable site of the samples to OUTPUT/html/")
-    parser.add_argument("--html-budget", type=_budget, metavar="SPEC",
-                        help="which trials get media: per_cell=N (default 4 per model and cell; 'all'), wrong_only, "
-                             "max_mb=M (default 100), e.g. per_cell=3,wrong_only,max_mb=50")
+        parser.add_argument(
+            "--html", action="store_true", help="also write a browsable site of the samples to OUTPUT/html/"
+        )
+    parser.add_argument(
+        "--html-budget",
+        type=_budget,
+        metavar="SPEC",
+        help="which trials get media: per_cell=N (default 4 per model and cell; 'all'), wrong_only, "
+        "max_mb=M (default 100), e.g. per_cell=3,wrong_only,max_mb=50",
+    )
     for name in benchmarks:
-        parser.add_argument(f"--{name}-source", metavar="SOURCE",
-                            help=f"the {name} items to regenerate media from, when they moved since the run (default: "
-                                 "the logged source; the items must be the run's)")
+        parser.add_argument(
+            f"--{name}-source",
+            metavar="SOURCE",
+            help=f"the {name} items to regenerate media from, when they moved since the run (default: "
+            "the logged source; the items must be the run's)",
+        )
 
 
 def check_html_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse a viewer option given without ``--html`` (it would be silently ignored)."""
     if getattr(args, "html", None) is not False:  # not a report command, or --html given
         return
-    given = [f"--{name.replace('_', '-')}" for name in ("html_budget", "sceval_source", "c3po_source")
-             if getattr(args, name, None) is not None]
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in ("html_budget", "sceval_source", "c3po_source")
+        if getattr(args, name, None) is not None
+    ]
     if given:
-        parser.error(f"{', '.join(given)} only applies with --html (the site is written only then): add --html "
-                     f"or drop {', '.join(given)}")
+        parser.error(
+            f"{', '.join(given)} only applies with --html (the site is written only then): add --html "
+            f"or drop {', '.join(given)}"
+        )
 
 
 def print_summary(done: dict) -> None:
@@ -75,15 +89,28 @@ def print_summary(done: dict) -> None:
 def write_report_site(args: argparse.Namespace, benchmark: str) -> None:
     """``sceval report ... --html`` / ``c3po report ... --html``: the site in ``REPORT/html/``."""
     report = {f"{benchmark}_report": args.output, f"{benchmark}_source": getattr(args, f"{benchmark}_source")}
-    done = write_site(args.runs, Path(args.output) / "html", budget=args.html_budget,
-                      benchmarks=(benchmark,), verdicts=getattr(args, "verdicts", None), **report)
+    done = write_site(
+        args.runs,
+        Path(args.output) / "html",
+        budget=args.html_budget,
+        benchmarks=(benchmark,),
+        verdicts=getattr(args, "verdicts", None),
+        **report,
+    )
     print_summary(done)
 
 
 def _run(args: argparse.Namespace) -> int:
-    done = write_site(args.runs, args.output, budget=args.html_budget,
-                      sceval_report=args.sceval_report, c3po_report=args.c3po_report, verdicts=args.verdicts,
-                      sceval_source=args.sceval_source, c3po_source=args.c3po_source)
+    done = write_site(
+        args.runs,
+        args.output,
+        budget=args.html_budget,
+        sceval_report=args.sceval_report,
+        c3po_report=args.c3po_report,
+        verdicts=args.verdicts,
+        sceval_source=args.sceval_source,
+        c3po_source=args.c3po_source,
+    )
     print_summary(done)
     return 0
 

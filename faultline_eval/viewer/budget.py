@@ -33,7 +33,7 @@ class Budget:
     max_mb: float = 100.0
 
     @classmethod
-    def parse(cls, text: str | None) -> "Budget":
+    def parse(cls, text: str | None) -> Budget:
         """``per_cell=8,wrong_only,max_mb=100`` (any subset, in any order; ``all`` = no per-cell cap)."""
         values: dict = {}
         for part in filter(None, (p.strip() for p in (text or "").split(","))):
@@ -58,15 +58,22 @@ class Budget:
     def describe(self) -> str:
         per_cell = "every trial" if self.per_cell >= 10**9 else f"at most {self.per_cell} trial(s)"
         wrong = " that are not correct (wrong, invalid or unscored)" if self.wrong_only else ""
-        return (f"{per_cell}{wrong} per model and cell are shown with their media, the same samples in every cell "
-                f"where possible (samples ranked by a keyed hash of their id); media are capped at "
-                f"{self.max_mb:g} MB, trials past the cap are listed without media. Every trial is in the tables.")
+        return (
+            f"{per_cell}{wrong} per model and cell are shown with their media, the same samples in every cell "
+            f"where possible (samples ranked by a keyed hash of their id); media are capped at "
+            f"{self.max_mb:g} MB, trials past the cap are listed without media. Every trial is in the tables."
+        )
 
 
 def sample_rank(sample_ids) -> np.ndarray:
     """A stable pseudo-random rank per sample id (blake2b of the id)."""
-    return np.array([int.from_bytes(hashlib.blake2b(str(s).encode(), digest_size=8, person=b"fl-view").digest(),
-                                    "big") for s in sample_ids], dtype=np.uint64)
+    return np.array(
+        [
+            int.from_bytes(hashlib.blake2b(str(s).encode(), digest_size=8, person=b"fl-view").digest(), "big")
+            for s in sample_ids
+        ],
+        dtype=np.uint64,
+    )
 
 
 def select(rows: pd.DataFrame, budget: Budget) -> pd.Series:

@@ -31,24 +31,37 @@ def read_rows(run_dirs, verdicts: str | Path | None = None) -> tuple[pd.DataFram
     if verdicts is not None:
         trials, more = apply_verdicts(trials, read_verdicts(verdicts), source=Path(verdicts).name)
         notes += more
-    verdict = [("ungradable: judge error" if e and (c != c) and i is None else verdict_of(c, i))
-               for c, i, e in zip(trials["correct"], trials["invalid"].where(trials["invalid"].notna(), None),
-                                  trials["judge_error"])]
+    verdict = [
+        ("ungradable: judge error" if e and (c != c) and i is None else verdict_of(c, i))
+        for c, i, e in zip(
+            trials["correct"], trials["invalid"].where(trials["invalid"].notna(), None), trials["judge_error"]
+        )
+    ]
     runs = trials[["model", "folder", "run"]].drop_duplicates().sort_values(["model", "folder", "run"])
     number = dict(zip(map(tuple, runs.to_numpy().tolist()), runs.groupby("model").cumcount()))
-    rows = pd.DataFrame({
-        "model": trials["model"].astype(str), "cell": trials["template_id"].astype(str),
-        "sample_id": trials["sample_id"].astype(str),
-        "variant": [int(number[k]) for k in zip(trials["model"], trials["folder"], trials["run"])], "verdict": verdict,
-        "answer": trials["prediction"].where(trials["prediction"].notna(), None), "gold": trials["gold"],
-        "judge": trials["judge_id"].where(trials["judge_id"].notna(), None),
-        # a wrong answer without a mode is "other", as the report counts it (its failure links filter on it)
-        "failure_mode": [m if isinstance(m, str) else "other" if v == "wrong" else None
-                         for m, v in zip(trials["failure_mode"], verdict)],
-        # how the grade was reached, as the report counts judge decisions
-        "decided_by": ["exact match" if x else "judge" if j else None for x, j in zip(trials["exact"], trials["judged"])],
-        "folder": trials["folder"], "run": trials["run"].astype(int),
-    })
+    rows = pd.DataFrame(
+        {
+            "model": trials["model"].astype(str),
+            "cell": trials["template_id"].astype(str),
+            "sample_id": trials["sample_id"].astype(str),
+            "variant": [int(number[k]) for k in zip(trials["model"], trials["folder"], trials["run"])],
+            "verdict": verdict,
+            "answer": trials["prediction"].where(trials["prediction"].notna(), None),
+            "gold": trials["gold"],
+            "judge": trials["judge_id"].where(trials["judge_id"].notna(), None),
+            # a wrong answer without a mode is "other", as the report counts it (its failure links filter on it)
+            "failure_mode": [
+                m if isinstance(m, str) else "other" if v == "wrong" else None
+                for m, v in zip(trials["failure_mode"], verdict)
+            ],
+            # how the grade was reached, as the report counts judge decisions
+            "decided_by": [
+                "exact match" if x else "judge" if j else None for x, j in zip(trials["exact"], trials["judged"])
+            ],
+            "folder": trials["folder"],
+            "run": trials["run"].astype(int),
+        }
+    )
     return rows, notes
 
 
@@ -85,8 +98,14 @@ def read_records(run_dirs, rows: pd.DataFrame, wanted: set[tuple], verdicts: str
             extras[key] = {"latency_s": record.get("latency_s")}
             if key in wanted:
                 candidates = lines.get((label, key[2], run)) or lines.get((str(record.get("model")), key[2], run)) or []
-                regrade = next((v for v in reversed(candidates) if not v.get("folder")
-                                or Path(v["folder"]).resolve() == Path(folder).resolve()), None)
+                regrade = next(
+                    (
+                        v
+                        for v in reversed(candidates)
+                        if not v.get("folder") or Path(v["folder"]).resolve() == Path(folder).resolve()
+                    ),
+                    None,
+                )
                 records[key] = {**record, "regrade": regrade}
     return extras, records
 
@@ -102,13 +121,16 @@ class Renderer:
         source = self.sources.get(record["dataset"])
         item = next((it for it in source.items if it.sample_id == str(record["sample_id"])), None)
         if item is None:
-            raise LookupError(f"sample {record['sample_id']!r} is not in the data source "
-                              f"{public_spec(record['dataset'])}")
+            raise LookupError(
+                f"sample {record['sample_id']!r} is not in the data source {public_spec(record['dataset'])}"
+            )
         images = []
         if item.video:
             times = item.frame_times() or ()
-            images += [(f"video frame {i + 1}" + (f" at {times[i]:.2f} s" if i < len(times) else ""), f)
-                       for i, f in enumerate(item.frames())]
+            images += [
+                (f"video frame {i + 1}" + (f" at {times[i]:.2f} s" if i < len(times) else ""), f)
+                for i, f in enumerate(item.frames())
+            ]
         if item.image:
             images.append(("image", item.picture()))
         audio = np.asarray(item.waveform(), dtype=np.float32) if item.audio else None

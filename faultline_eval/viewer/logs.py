@@ -31,6 +31,7 @@ def verdict_of(correct, invalid, not_applicable=None) -> str:
 def public_spec(dataset: str) -> str:
     """A logged data source as the site may name it: no folder of this machine (an absolute
     folder or file, also after ``hf:`` or ``lmms:<task>@``, is named by its last component)."""
+
     def name(part: str) -> str:
         return Path(part).name if part.startswith(("/", "~", "\\")) or Path(part).is_absolute() else part
 

@@ -16,8 +16,8 @@ import numpy as np
 import soundfile
 from PIL import Image
 
-from sceval_plugin.contact_sheet import render_waveform
 from faultline_eval.core.media import SAMPLE_RATE
+from sceval_plugin.contact_sheet import render_waveform
 
 THUMB_HEIGHT = 96
 
@@ -73,8 +73,9 @@ class MediaWriter:
         if shown.audio is not None:
             audio, waveform = f"{folder}/audio.wav", f"{folder}/waveform.png"
             # 16-bit PCM: half the size of the float original, within 1/32768 of every sample sent
-            soundfile.write(str(self.root / audio), np.asarray(shown.audio, dtype=np.float32), SAMPLE_RATE,
-                            subtype="PCM_16")
+            soundfile.write(
+                str(self.root / audio), np.asarray(shown.audio, dtype=np.float32), SAMPLE_RATE, subtype="PCM_16"
+            )
             reference = reference_length or len(shown.audio)
             render_waveform(np.asarray(shown.audio, dtype=np.float32), reference).save(self.root / waveform)
         self.bytes += sum(p.stat().st_size for p in (self.root / folder).iterdir())

@@ -33,13 +33,20 @@ def read_rows(run_dirs) -> tuple[pd.DataFrame, list[str]]:
         values = trials[column] if column in trials else pd.Series(None, index=trials.index)
         return values.astype(object).where(values.notna(), None)
 
-    rows = pd.DataFrame({
-        "model": trials["model"].astype(str), "cell": trials["condition_id"].astype(str),
-        "sample_id": trials["sample_id"].astype(str), "variant": trials["variant"].astype(int),
-        "verdict": [verdict_of(c, i, u) for c, i, u in zip(trials["correct"], trials["invalid"],
-                                                             trials["not_applicable"])],
-        "confidence": optional("confidence"), "source": optional("source"), "donor_answer": optional("follows_donor"),
-    })
+    rows = pd.DataFrame(
+        {
+            "model": trials["model"].astype(str),
+            "cell": trials["condition_id"].astype(str),
+            "sample_id": trials["sample_id"].astype(str),
+            "variant": trials["variant"].astype(int),
+            "verdict": [
+                verdict_of(c, i, u) for c, i, u in zip(trials["correct"], trials["invalid"], trials["not_applicable"])
+            ],
+            "confidence": optional("confidence"),
+            "source": optional("source"),
+            "donor_answer": optional("follows_donor"),
+        }
+    )
     return rows, notes
 
 
@@ -55,8 +62,11 @@ def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[
             record = read_record(line, f"{path.name}:{number}")
             label = label or label_for(path, record.get("model"))
             key = (label, record["condition_id"], str(record["sample_id"]), int(record["variant"]))
-            extras[key] = {"answer": record.get("parsed_answer"), "gold": record.get("gold_key"),
-                           "latency_s": record.get("latency_s")}
+            extras[key] = {
+                "answer": record.get("parsed_answer"),
+                "gold": record.get("gold_key"),
+                "latency_s": record.get("latency_s"),
+            }
             if key in wanted:
                 records[key] = record
     return extras, records
@@ -80,17 +90,30 @@ class Renderer:
         source, items = self._items(record)
         sample = str(record["sample_id"])
         if released:
-            item = next((r.item for r in source.released or () if r.item.sample_id == sample
-                         and r.condition_id == condition_id and r.variant == variant), None)
+            item = next(
+                (
+                    r.item
+                    for r in source.released or ()
+                    if r.item.sample_id == sample and r.condition_id == condition_id and r.variant == variant
+                ),
+                None,
+            )
         else:
             item = items.get(sample)
         if item is None:
-            raise LookupError(f"sample {sample!r} ({condition_id}, variant {variant}) is not in the data source "
-                              f"{public_spec(record['dataset'])}")
+            raise LookupError(
+                f"sample {sample!r} ({condition_id}, variant {variant}) is not in the data source "
+                f"{public_spec(record['dataset'])}"
+            )
         donor_id = (record.get("probe") or {}).get("donor")
         donor = items.get(donor_id) if donor_id else None
-        return {"condition_id": condition_id, "variant": variant, "released": released,
-                "item": self.task._item_json(item), "donor": self.task._item_json(donor) if donor else ""}
+        return {
+            "condition_id": condition_id,
+            "variant": variant,
+            "released": released,
+            "item": self.task._item_json(item),
+            "donor": self.task._item_json(donor) if donor else "",
+        }
 
     def _shown(self, doc: dict) -> Shown:
         condition, trial = self.task.trial_for(doc)
@@ -111,8 +134,9 @@ class Renderer:
         return Shown(images, None if trial.audio is None else np.asarray(trial.audio), user, notes)
 
     def trial(self, record: dict) -> Shown:
-        return self._shown(self._doc(record, record["condition_id"], int(record["variant"]),
-                                     bool(record.get("released_variant"))))
+        return self._shown(
+            self._doc(record, record["condition_id"], int(record["variant"]), bool(record.get("released_variant")))
+        )
 
     def clean(self, record: dict) -> Shown:
         return self._shown(self._doc(record, "clean", 0, False))

@@ -73,10 +73,12 @@ def esc(value: Any) -> str:
 def page(title: str, body: str, depth: int, scripts: tuple[str, ...] = ()) -> str:
     up = "../" * depth
     tags = "".join(f'<script src="{s}"></script>' for s in (*scripts, f"{up}assets/viewer.js"))
-    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f'<link rel="stylesheet" href="{up}assets/viewer.css"></head>\n<body>'
-            f'<nav><a href="{up}index.html">faultline-eval results</a></nav>\n{body}\n{tags}</body></html>\n')
+    return (
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<link rel="stylesheet" href="{up}assets/viewer.css"></head>\n<body>'
+        f'<nav><a href="{up}index.html">faultline-eval results</a></nav>\n{body}\n{tags}</body></html>\n'
+    )
 
 
 def word_diff(clean: str, sent: str) -> str:
@@ -111,20 +113,24 @@ def _words_diff(clean: str, sent: str) -> str:
 def media_html(written: Written | None, up: str) -> str:
     if written is None:
         return '<p class="muted">media not written (size budget spent)</p>'
-    parts = [f'<figure><a href="{up}{full}"><img src="{up}{thumb}" alt="{esc(caption)}" loading="lazy"></a>'
-             f'<figcaption>{esc(caption)}</figcaption></figure>' for caption, thumb, full in written.images]
+    parts = [
+        f'<figure><a href="{up}{full}"><img src="{up}{thumb}" alt="{esc(caption)}" loading="lazy"></a>'
+        f"<figcaption>{esc(caption)}</figcaption></figure>"
+        for caption, thumb, full in written.images
+    ]
     if written.audio:
-        parts.append(f'<figure class="audio"><img src="{up}{written.waveform}" alt="waveform">'
-                     f'<audio controls preload="metadata" src="{up}{written.audio}"></audio><figcaption>audio'
-                     f'</figcaption></figure>')
+        parts.append(
+            f'<figure class="audio"><img src="{up}{written.waveform}" alt="waveform">'
+            f'<audio controls preload="metadata" src="{up}{written.audio}"></audio><figcaption>audio'
+            f"</figcaption></figure>"
+        )
     return f'<div class="media">{"".join(parts) or "<p class=muted>no images or audio</p>"}</div>'
 
 
 def _table_js(table: dict) -> str:
     """A cell's trial table as a script: appended to ``window.FL_TABLES``, so a page of several
     cells loads each cell's file (the data are written once per cell)."""
-    return ("(window.FL_TABLES = window.FL_TABLES || []).push(\n"
-            f"{json.dumps(table, default=str, allow_nan=False)}\n);\n")
+    return f"(window.FL_TABLES = window.FL_TABLES || []).push(\n{json.dumps(table, default=str, allow_nan=False)}\n);\n"
 
 
 def _clean(value: Any) -> Any:
@@ -166,10 +172,19 @@ def markdown_table(text: str, trials: dict | None = None, href: Callable[[dict],
     if trials and (trials.get("columns") != rows[0] or len(links) != len(rows) - 1):
         links = []  # the sidecar is not this table's (a hand-edited .md): no links rather than wrong ones
     head = "".join(f"<th>{esc(c)}</th>" for c in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{_linked_cell(c, links[i][j] if links and j < len(links[i]) else None, href)}"
-                                    "</td>" for j, c in enumerate(r)) + "</tr>" for i, r in enumerate(rows[1:]))
-    return (f'<table class="report"><caption>{esc(caption)}</caption><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table>")
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{_linked_cell(c, links[i][j] if links and j < len(links[i]) else None, href)}</td>"
+            for j, c in enumerate(r)
+        )
+        + "</tr>"
+        for i, r in enumerate(rows[1:])
+    )
+    return (
+        f'<table class="report"><caption>{esc(caption)}</caption><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
 
 
 class SiteWriter:
@@ -188,16 +203,19 @@ class SiteWriter:
         extras, records = s.read_records({k for k, on in zip(keys, shown) if on})
         for column in ("answer", "gold", "latency_s"):
             logged = [extras.get(k, {}).get(column) for k in keys]
-            rows[column] = rows[column].where(rows[column].notna(), pd.Series(logged, dtype=object)) \
-                if column in rows else logged
+            rows[column] = (
+                rows[column].where(rows[column].notna(), pd.Series(logged, dtype=object)) if column in rows else logged
+            )
         rows["latency_s"] = [None if v is None else round(float(v), 3) for v in rows["latency_s"]]
         if "confidence" not in rows:
             rows["confidence"] = None
         has_page = shown & pd.Series([k in records for k in keys])
         notes = [without_paths(n) for n in s.notes]
         sample_pages = self._sample_pages(s, rows[has_page], records, notes)
-        links = [f"../samples/{sample_pages[r.sample_id]}#{slug(f'{r.cell}-{r.variant}')}" if on else None
-                 for r, on in zip(rows.itertuples(), has_page)]
+        links = [
+            f"../samples/{sample_pages[r.sample_id]}#{slug(f'{r.cell}-{r.variant}')}" if on else None
+            for r, on in zip(rows.itertuples(), has_page)
+        ]
         rows["link"] = links
         rows = rows.drop(columns=[c for c in OPTIONAL_COLUMNS if c in rows and rows[c].isna().all()])
         cells = sorted(rows["cell"].unique(), key=lambda c: (c != "clean", c))
@@ -205,8 +223,15 @@ class SiteWriter:
         for cell, group in rows.groupby("cell", sort=False):
             self._cell_page(s, cell, group, cell_pages[cell])
         self._overview(s, rows, cells, cell_pages, notes)
-        summary = {"name": s.name, "title": s.title, "trials": len(rows), "shown": int(has_page.sum()),
-                   "samples": len(sample_pages), "models": sorted(rows["model"].unique()), "notes": notes}
+        summary = {
+            "name": s.name,
+            "title": s.title,
+            "trials": len(rows),
+            "shown": int(has_page.sum()),
+            "samples": len(sample_pages),
+            "models": sorted(rows["model"].unique()),
+            "notes": notes,
+        }
         self.summaries.append(summary)
         return summary
 
@@ -219,7 +244,8 @@ class SiteWriter:
             pages[sample] = slug(sample) + ".html"
             body = self._sample_body(s, sample, trials, records, failures)
             (self.out / s.name / "samples" / pages[sample]).write_text(
-                page(f"{s.title}: {sample}", body, 2), encoding="utf-8")
+                page(f"{s.title}: {sample}", body, 2), encoding="utf-8"
+            )
         notes += [f"media of {n} trial(s) not regenerated: {reason}" for reason, n in failures.items()]
         return pages
 
@@ -241,53 +267,74 @@ class SiteWriter:
         matrix = []
         for (cell, variant), g in groups:
             by_model = dict(zip(g["model"], g["verdict"]))
-            cells = "".join(f'<td class="{verdict_class(by_model.get(m))}">{esc(by_model.get(m, ""))}</td>' for m in models)
-            matrix.append(f'<tr><th><a href="#{slug(f"{cell}-{variant}")}">{esc(cell)} / {esc(variant)}</a></th>{cells}</tr>')
-        parts = [f"<h1>{esc(s.title)}: sample {esc(sample)}</h1>",
-                 f'<table class="matrix"><thead><tr><th>{esc(s.cell_label)} / {esc(s.variant_label)}</th>{head}'
-                 f'</tr></thead><tbody>{"".join(matrix)}</tbody></table>']
+            cells = "".join(
+                f'<td class="{verdict_class(by_model.get(m))}">{esc(by_model.get(m, ""))}</td>' for m in models
+            )
+            matrix.append(
+                f'<tr><th><a href="#{slug(f"{cell}-{variant}")}">{esc(cell)} / {esc(variant)}</a></th>{cells}</tr>'
+            )
+        parts = [
+            f"<h1>{esc(s.title)}: sample {esc(sample)}</h1>",
+            f'<table class="matrix"><thead><tr><th>{esc(s.cell_label)} / {esc(s.variant_label)}</th>{head}'
+            f"</tr></thead><tbody>{''.join(matrix)}</tbody></table>",
+        ]
         clean_shown, clean_media = None, ""
         if s.renderer.clean is not None:
-            clean_shown, clean_media = self._render(f"{s.name}|{first.get('dataset')}|clean|{sample}|0",
-                                                    lambda: s.renderer.clean(first), failures)
+            clean_shown, clean_media = self._render(
+                f"{s.name}|{first.get('dataset')}|clean|{sample}|0", lambda: s.renderer.clean(first), failures
+            )
             clean_media = f"<div><h3>clean</h3>{clean_media}</div>"
         reference = None if clean_shown is None or clean_shown.audio is None else len(clean_shown.audio)
         for (cell, variant), g in groups:
             record = records[(g["model"].iloc[0], cell, sample, variant)]
-            shown, media = self._render(f"{s.name}|{record.get('dataset')}|{cell}|{sample}|{variant}",
-                                        lambda: s.renderer.trial(record), failures, reference)
+            shown, media = self._render(
+                f"{s.name}|{record.get('dataset')}|{cell}|{sample}|{variant}",
+                lambda record=record: s.renderer.trial(record),
+                failures,
+                reference,
+            )
             text = ""
             if shown is not None:
                 text = word_diff(clean_shown.text, shown.text) if clean_shown is not None else esc(shown.text)
             notes = "; ".join(shown.notes) if shown is not None and shown.notes else ""
             cards = "".join(self._card(s, r, records[(r.model, cell, sample, variant)]) for r in g.itertuples())
-            parts.append(f'<section class="trial" id="{slug(f"{cell}-{variant}")}"><h2>{esc(s.cell_label)} '
-                         f'<a href="../cells/{slug(cell)}.html">{esc(cell)}</a>, {esc(s.variant_label)} {esc(variant)}'
-                         f'</h2><p class="muted">{esc(s.renderer.describe(cell))}{" — " + esc(notes) if notes else ""}'
-                         f'</p><div class="sent"><div><h3>sent</h3>{media}</div>{clean_media}</div>'
-                         f'<h3>text sent{" (against clean: inserted, deleted)" if clean_shown else ""}</h3>'
-                         f'<pre class="text">{text}</pre><div class="cards">{cards}</div></section>')
+            parts.append(
+                f'<section class="trial" id="{slug(f"{cell}-{variant}")}"><h2>{esc(s.cell_label)} '
+                f'<a href="../cells/{slug(cell)}.html">{esc(cell)}</a>, {esc(s.variant_label)} {esc(variant)}'
+                f'</h2><p class="muted">{esc(s.renderer.describe(cell))}{" — " + esc(notes) if notes else ""}'
+                f'</p><div class="sent"><div><h3>sent</h3>{media}</div>{clean_media}</div>'
+                f"<h3>text sent{' (against clean: inserted, deleted)' if clean_shown else ''}</h3>"
+                f'<pre class="text">{text}</pre><div class="cards">{cards}</div></section>'
+            )
         return "\n".join(parts)
 
     def _card(self, s: Section, row, record: dict) -> str:
         fields = [("verdict", row.verdict), *s.details(record)]
         items = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in fields if v not in (None, ""))
-        return (f'<div class="card {verdict_class(row.verdict)}"><h4>{esc(row.model)}</h4><dl>{items}</dl>'
-                f'<details open><summary>raw reply</summary><pre>{esc(record.get("raw_response"))}</pre></details></div>')
+        return (
+            f'<div class="card {verdict_class(row.verdict)}"><h4>{esc(row.model)}</h4><dl>{items}</dl>'
+            f"<details open><summary>raw reply</summary><pre>{esc(record.get('raw_response'))}</pre></details></div>"
+        )
 
     # -- per cell -----------------------------------------------------------------------------------------
     def _cell_page(self, s: Section, cell: str, rows: pd.DataFrame, name: str) -> None:
         columns = [c for c in TABLE_COLUMNS if c in rows] + [c for c in OPTIONAL_COLUMNS if c in rows]
-        data = {"cell": cell, "columns": [s.variant_label if c == "variant" else c for c in columns],
-                "rows": [[_clean(v) for v in values] for values in rows[columns].itertuples(index=False)],
-                "links": [_clean(v) for v in rows["link"]]}
+        data = {
+            "cell": cell,
+            "columns": [s.variant_label if c == "variant" else c for c in columns],
+            "rows": [[_clean(v) for v in values] for values in rows[columns].itertuples(index=False)],
+            "links": [_clean(v) for v in rows["link"]],
+        }
         (self.out / s.name / "cells" / f"{name}.js").write_text(_table_js(data), encoding="utf-8")
-        body = (f"<h1>{esc(s.title)}: {esc(s.cell_label)} {esc(cell)}</h1><p class=muted>{esc(s.renderer.describe(cell))}</p>"
-                f'<p><a href="../index.html">overview</a> · {len(rows)} trial(s); a linked sample id opens the trial '
-                f"with its media. Click a column to sort; filter below (<code>#model=...&amp;verdict=...</code> in the "
-                f'address does the same).</p><div id="filters"></div><table id="samples" class="samples"></table>')
+        body = (
+            f"<h1>{esc(s.title)}: {esc(s.cell_label)} {esc(cell)}</h1><p class=muted>{esc(s.renderer.describe(cell))}</p>"
+            f'<p><a href="../index.html">overview</a> · {len(rows)} trial(s); a linked sample id opens the trial '
+            f"with its media. Click a column to sort; filter below (<code>#model=...&amp;verdict=...</code> in the "
+            f'address does the same).</p><div id="filters"></div><table id="samples" class="samples"></table>'
+        )
         (self.out / s.name / "cells" / f"{name}.html").write_text(
-            page(f"{s.title}: {cell}", body, 2, scripts=(f"{name}.js",)), encoding="utf-8")
+            page(f"{s.title}: {cell}", body, 2, scripts=(f"{name}.js",)), encoding="utf-8"
+        )
 
     # -- overview -----------------------------------------------------------------------------------------
     def _overview(self, s: Section, rows: pd.DataFrame, cells: list[str], cell_pages: dict, notes: list[str]) -> None:
@@ -306,15 +353,20 @@ class SiteWriter:
                 bad = n - k
                 link = f"cells/{cell_pages[cell]}.html#model={_hash_value('=' + model)}"
                 wrong = f'<a href="{link}&amp;verdict=!correct">{bad} not correct</a>' if bad else "0 not correct"
-                tds.append(f'<td><a href="{link}">{100 * k / n:.1f}</a> <span class="muted">({k}/{n}, {wrong})'
-                           f'</span></td>' if n else f'<td><a href="{link}">unscored</a></td>')
+                tds.append(
+                    f'<td><a href="{link}">{100 * k / n:.1f}</a> <span class="muted">({k}/{n}, {wrong})</span></td>'
+                    if n
+                    else f'<td><a href="{link}">unscored</a></td>'
+                )
             lines.append(f'<tr><th><a href="cells/{cell_pages[cell]}.html">{esc(cell)}</a></th>{"".join(tds)}</tr>')
-        parts = [f"<h1>{esc(s.title)}</h1>",
-                 f"<p>{len(rows)} trial(s) of {len(models)} model(s) in {len(cells)} {esc(s.cell_label)}(s). "
-                 f"Budget: {esc(self.budget.describe())}</p>",
-                 f'<p class="caption">Correct trials per model and {esc(s.cell_label)} (% of scored trials, '
-                 f"invalid answers counted as not correct): each number opens its trials</p><table class=matrix>"
-                 f"<thead><tr><th>{esc(s.cell_label)}</th>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>"]
+        parts = [
+            f"<h1>{esc(s.title)}</h1>",
+            f"<p>{len(rows)} trial(s) of {len(models)} model(s) in {len(cells)} {esc(s.cell_label)}(s). "
+            f"Budget: {esc(self.budget.describe())}</p>",
+            f'<p class="caption">Correct trials per model and {esc(s.cell_label)} (% of scored trials, '
+            f"invalid answers counted as not correct): each number opens its trials</p><table class=matrix>"
+            f"<thead><tr><th>{esc(s.cell_label)}</th>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>",
+        ]
         if s.report_dir is not None:
             parts += self._report_parts(s, cell_pages)
         if notes:
@@ -322,9 +374,12 @@ class SiteWriter:
         (self.out / s.name / "index.html").write_text(page(s.title, "\n".join(parts), 1), encoding="utf-8")
 
     def _report_parts(self, s: Section, cell_pages: dict[str, str]) -> list[str]:
-        parts = ["<h2>report tables</h2>", '<p class="muted">Each number links to the trials it was computed '
-                 "from (a number over several conditions or templates to a page of all their trials); see the "
-                 "README for the numbers that are not trial aggregates and stay unlinked.</p>"]
+        parts = [
+            "<h2>report tables</h2>",
+            '<p class="muted">Each number links to the trials it was computed '
+            "from (a number over several conditions or templates to a page of all their trials); see the "
+            "README for the numbers that are not trial aggregates and stay unlinked.</p>",
+        ]
         groups: dict[tuple, str] = {}
 
         def href(selector: dict) -> str | None:
@@ -332,7 +387,9 @@ class SiteWriter:
             if not cells:
                 return None
             name = cell_pages[cells[0]] if len(cells) == 1 else self._group_page(s, cells, cell_pages, groups)
-            where = "&".join(f"{quote(k, safe='')}={quote(str(v), safe='')}" for k, v in selector.items() if k != "cells")
+            where = "&".join(
+                f"{quote(k, safe='')}={quote(str(v), safe='')}" for k, v in selector.items() if k != "cells"
+            )
             return f"cells/{name}.html" + (f"#{where}" if where else "")
 
         for md in sorted(s.report_dir.glob("*.md")):
@@ -344,8 +401,10 @@ class SiteWriter:
             parts.append("<h2>report figures</h2>")
         for png in figures:
             shutil.copyfile(png, self.out / s.name / "figures" / png.name)
-            parts.append(f'<figure class="figure"><a href="figures/{esc(png.name)}"><img src="figures/{esc(png.name)}"'
-                         f' alt="{esc(png.stem)}"></a><figcaption>{esc(png.stem)}</figcaption></figure>')
+            parts.append(
+                f'<figure class="figure"><a href="figures/{esc(png.name)}"><img src="figures/{esc(png.name)}"'
+                f' alt="{esc(png.stem)}"></a><figcaption>{esc(png.stem)}</figcaption></figure>'
+            )
         return parts
 
     def _group_page(self, s: Section, cells: list[str], cell_pages: dict[str, str], groups: dict[tuple, str]) -> str:
@@ -355,32 +414,51 @@ class SiteWriter:
         if key not in groups:
             groups[key] = f"group-{hashlib.blake2b('|'.join(key).encode(), digest_size=6).hexdigest()}"
             listed = ", ".join(f'<a href="{cell_pages[c]}.html">{esc(c)}</a>' for c in key)
-            body = (f"<h1>{esc(s.title)}: {len(key)} {esc(s.cell_label)}s</h1><p>{listed}</p>"
-                    f'<p><a href="../index.html">overview</a> · the trials of these {esc(s.cell_label)}s together; a '
-                    f"linked sample id opens the trial with its media. Click a column to sort; filter below.</p>"
-                    f'<div id="filters"></div><table id="samples" class="samples" data-cell-column="{esc(s.cell_label)}">'
-                    f"</table>")
+            body = (
+                f"<h1>{esc(s.title)}: {len(key)} {esc(s.cell_label)}s</h1><p>{listed}</p>"
+                f'<p><a href="../index.html">overview</a> · the trials of these {esc(s.cell_label)}s together; a '
+                f"linked sample id opens the trial with its media. Click a column to sort; filter below.</p>"
+                f'<div id="filters"></div><table id="samples" class="samples" data-cell-column="{esc(s.cell_label)}">'
+                f"</table>"
+            )
             (self.out / s.name / "cells" / f"{groups[key]}.html").write_text(
-                page(f"{s.title}: {len(key)} {s.cell_label}s", body, 2,
-                     scripts=tuple(f"{cell_pages[c]}.js" for c in key)), encoding="utf-8")
+                page(
+                    f"{s.title}: {len(key)} {s.cell_label}s", body, 2, scripts=tuple(f"{cell_pages[c]}.js" for c in key)
+                ),
+                encoding="utf-8",
+            )
         return groups[key]
 
     def finish(self) -> dict:
         (self.out / "assets").mkdir(parents=True, exist_ok=True)
         for asset in ("viewer.js", "viewer.css"):
             shutil.copyfile(ASSETS / asset, self.out / "assets" / asset)
-        items = "".join(f'<li><a href="{x["name"]}/index.html">{esc(x["title"])}</a>: {x["trials"]} trial(s) of '
-                        f'{len(x["models"])} model(s); {x["shown"]} shown with media on {x["samples"]} sample page(s)'
-                        f"</li>" for x in self.summaries)
-        skipped = (f"<p>{self.media.skipped} trial(s) are shown without media: the {self.budget.max_mb:g} MB budget "
-                   "was spent.</p>" if self.media.skipped else "")
-        body = (f"<h1>faultline-eval results</h1><ul>{items}</ul><h2>what is shown</h2><p>{esc(self.budget.describe())}"
-                f"</p>{skipped}<p>Media are regenerated from the logged records (item, condition, variant) by the "
-                f"benchmarks' own renderers, not stored at run time.</p>")
+        items = "".join(
+            f'<li><a href="{x["name"]}/index.html">{esc(x["title"])}</a>: {x["trials"]} trial(s) of '
+            f"{len(x['models'])} model(s); {x['shown']} shown with media on {x['samples']} sample page(s)"
+            f"</li>"
+            for x in self.summaries
+        )
+        skipped = (
+            f"<p>{self.media.skipped} trial(s) are shown without media: the {self.budget.max_mb:g} MB budget "
+            "was spent.</p>"
+            if self.media.skipped
+            else ""
+        )
+        body = (
+            f"<h1>faultline-eval results</h1><ul>{items}</ul><h2>what is shown</h2><p>{esc(self.budget.describe())}"
+            f"</p>{skipped}<p>Media are regenerated from the logged records (item, condition, variant) by the "
+            f"benchmarks' own renderers, not stored at run time.</p>"
+        )
         (self.out / "index.html").write_text(page("faultline-eval results", body, 0), encoding="utf-8")
         size = sum(p.stat().st_size for p in self.out.rglob("*") if p.is_file())
-        return {"out": str(self.out), "sections": self.summaries, "bytes": size, "media_bytes": self.media.bytes,
-                "media_skipped": self.media.skipped}
+        return {
+            "out": str(self.out),
+            "sections": self.summaries,
+            "bytes": size,
+            "media_bytes": self.media.bytes,
+            "media_skipped": self.media.skipped,
+        }
 
 
 def _hash_value(text: str) -> str:

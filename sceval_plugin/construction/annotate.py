@@ -65,22 +65,35 @@ from sceval_plugin.render import render
 
 # --- assignments --------------------------------------------------------------------------------
 
+
 def _shuffled(values, seed: int, salt: str) -> list:
     values = sorted(values)
     random.Random(f"{seed}/{salt}").shuffle(values)  # seeded by a string: no hash(), stable across runs
     return values
 
 
-def assign(name: str, items: dict[str, OmniItem], annotators: list[str], *, seed: int, per_item: int,
-           pilot_items: int, fraction: float, severity: int, build: Path) -> dict[str, list[dict]]:
+def assign(
+    name: str,
+    items: dict[str, OmniItem],
+    annotators: list[str],
+    *,
+    seed: int,
+    per_item: int,
+    pilot_items: int,
+    fraction: float,
+    severity: int,
+    build: Path,
+) -> dict[str, list[dict]]:
     """Annotator -> the rows they get (sample id, and the cell for cell sheets)."""
     if len(set(annotators)) != len(annotators) or not annotators:
         raise AnnotationError(f"--annotators: give distinct names, got {annotators}")
     if name in ("pilot", "full"):
         ids = _shuffled(items, seed, "pilot")[:pilot_items] if name == "pilot" else sorted(items)
         if name == "full" and not 2 <= per_item <= len(annotators):
-            raise AnnotationError(f"--per-item {per_item}: the full pass needs at least 2 annotators per item "
-                                  f"and at most the {len(annotators)} given")
+            raise AnnotationError(
+                f"--per-item {per_item}: the full pass needs at least 2 annotators per item "
+                f"and at most the {len(annotators)} given"
+            )
         out: dict[str, list[dict]] = {a: [] for a in annotators}
         for i, sample in enumerate(_shuffled(ids, seed, name)):
             chosen = annotators if name == "pilot" else [annotators[(i + k) % len(annotators)] for k in range(per_item)]
@@ -114,7 +127,7 @@ def _blind_assignment(items, annotators, *, seed, per_item, severity) -> dict[st
         cells = _shuffled([(op, severity, 0) for op in operators.names()], seed, f"blind/{sample}")[:versions]
         raters = _shuffled(annotators, seed, f"raters/{sample}")
         for index, (op, sev, variant) in enumerate(cells):
-            for a in raters[index * per_item:(index + 1) * per_item]:
+            for a in raters[index * per_item : (index + 1) * per_item]:
                 out[a].append({"sample_id": sample, "operator": op, "severity": sev, "variant": variant})
     return out
 
@@ -125,8 +138,10 @@ def _disagreements(build: Path) -> list[dict]:
     for (sheet, key), by_annotator in sorted(grouped.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         fields = FIELDS[sheet]
         if any(len({labels[f] for labels in by_annotator.values()}) > 1 for f in fields):
-            shown = "; ".join(f"{a}: " + ", ".join(f"{f}={labels[f] or '-'}" for f in fields)
-                              for a, labels in sorted(by_annotator.items()))
+            shown = "; ".join(
+                f"{a}: " + ", ".join(f"{f}={labels[f] or '-'}" for f in fields)
+                for a, labels in sorted(by_annotator.items())
+            )
             sample, cell = key
             row = {"sheet": sheet, "sample_id": sample, "labels": shown}
             if cell:
@@ -141,12 +156,13 @@ def _audit_rows(build: Path, seed: int, fraction: float) -> list[dict]:
     stages = item_stages(build)
     if not 0 <= fraction <= 1:
         raise AnnotationError(f"--fraction {fraction}: a share between 0 and 1")
-    spot = set(_shuffled(stages, seed, "audit")[:round(fraction * len(stages))])
+    spot = set(_shuffled(stages, seed, "audit")[: round(fraction * len(stages))])
     rejected = {s for s, (stage, _, _) in stages.items() if stage}
     return [{"sample_id": s} for s in sorted(spot | rejected)]
 
 
 # --- export -------------------------------------------------------------------------------------
+
 
 def _options(item: OmniItem) -> str:
     return " | ".join(f"{k}: {t}" for k, t in item.options)
@@ -159,18 +175,39 @@ def _rel(build: Path, path: str | Path) -> str:
         return str(path)
 
 
-def export(build: Path, name: str, annotators: list[str], *, seed: int = 0, per_item: int = 2,
-           pilot_items: int = 30, fraction: float = 0.1, severity: int = 70, previews: bool = False,
-           force: bool = False) -> list[Path]:
+def export(
+    build: Path,
+    name: str,
+    annotators: list[str],
+    *,
+    seed: int = 0,
+    per_item: int = 2,
+    pilot_items: int = 30,
+    fraction: float = 0.1,
+    severity: int = 70,
+    previews: bool = False,
+    force: bool = False,
+) -> list[Path]:
     """Write the sheets of pass ``name``; returns the files written."""
     build = Path(build)
     folder = pass_dir(build, name)
     if (folder / "assignment.json").is_file() and not force:
-        raise AnnotationError(f"{folder}: pass {name!r} was exported already; its sheets may be filled. Move the "
-                              "folder away or pass --force to write it again")
+        raise AnnotationError(
+            f"{folder}: pass {name!r} was exported already; its sheets may be filled. Move the "
+            "folder away or pass --force to write it again"
+        )
     items = pool_items(build)
-    plan = assign(name, items, annotators, seed=seed, per_item=per_item, pilot_items=pilot_items,
-                  fraction=fraction, severity=severity, build=build)
+    plan = assign(
+        name,
+        items,
+        annotators,
+        seed=seed,
+        per_item=per_item,
+        pilot_items=pilot_items,
+        fraction=fraction,
+        severity=severity,
+        build=build,
+    )
     written = []
     stages = None
     if name == "audit":
@@ -191,38 +228,69 @@ def export(build: Path, name: str, annotators: list[str], *, seed: int = 0, per_
                     sheets["cells"].append({**_cell_row(build, item, cell, previews), "labels": row["labels"]})
             elif name == "audit":
                 stage, reason, _ = stages[item.sample_id]
-                sheets["audit"].append({"sample_id": item.sample_id, "source": item.source,
-                                        "decision": "reject" if stage else "accept", "stage": stage or "",
-                                        "failure_reason": (reason or "") if stage else ""})
+                sheets["audit"].append(
+                    {
+                        "sample_id": item.sample_id,
+                        "source": item.source,
+                        "decision": "reject" if stage else "accept",
+                        "stage": stage or "",
+                        "failure_reason": (reason or "") if stage else "",
+                    }
+                )
             else:
                 blind = _blind_row(build, item, cell_key(row))
                 if name == "blind":
                     sheets["blind"].append(blind)
                 else:
                     answer = locked[(annotator, row_key(row))]
-                    sheets["reveal"].append({**blind, "locked_answer": answer["answer"] or "(could not answer)",
-                                             "gold": item.gold_key})
+                    sheets["reveal"].append(
+                        {**blind, "locked_answer": answer["answer"] or "(could not answer)", "gold": item.gold_key}
+                    )
         for sheet, columns in SHEETS[name].items():
             written += write_sheet(folder / annotator / f"{sheet}.csv", columns, sheets.get(sheet, []))
-    write_atomic(folder / "assignment.json", json.dumps(
-        {"pass": name, "seed": seed, "per_item": per_item, "severity": severity, "annotators": annotators,
-         "rows": plan, **_asked_manifest(name, plan)}, indent=1) + "\n")
+    write_atomic(
+        folder / "assignment.json",
+        json.dumps(
+            {
+                "pass": name,
+                "seed": seed,
+                "per_item": per_item,
+                "severity": severity,
+                "annotators": annotators,
+                "rows": plan,
+                **_asked_manifest(name, plan),
+            },
+            indent=1,
+        )
+        + "\n",
+    )
     return [folder / "assignment.json", *written]
 
 
 def _item_row(build: Path, item: OmniItem, previews: bool) -> dict:
-    return {"sample_id": item.sample_id, "source": item.source, "question": item.question, "options": _options(item),
-            "gold": item.gold_key, "visual": "; ".join(_rel(build, p) for p in item.visual),
-            "audio": _rel(build, item.audio),
-            "preview": _rel(build, _preview(build, item, "vision", 0)) if previews else ""}
+    return {
+        "sample_id": item.sample_id,
+        "source": item.source,
+        "question": item.question,
+        "options": _options(item),
+        "gold": item.gold_key,
+        "visual": "; ".join(_rel(build, p) for p in item.visual),
+        "audio": _rel(build, item.audio),
+        "preview": _rel(build, _preview(build, item, "vision", 0)) if previews else "",
+    }
 
 
 def _cell_row(build: Path, item: OmniItem, cell: tuple, previews: bool) -> dict:
     op, severity, variant = cell
     modality = operators.get(op).modality
-    return {"sample_id": item.sample_id, "modality": modality, "operator": op, "severity": severity,
-            "variant": variant,
-            "preview": _rel(build, _preview(build, item, modality, variant)) if previews else ""}
+    return {
+        "sample_id": item.sample_id,
+        "modality": modality,
+        "operator": op,
+        "severity": severity,
+        "variant": variant,
+        "preview": _rel(build, _preview(build, item, modality, variant)) if previews else "",
+    }
 
 
 def _preview(build: Path, item: OmniItem, modality: str, variant: int) -> Path:
@@ -233,8 +301,15 @@ def _preview(build: Path, item: OmniItem, modality: str, variant: int) -> Path:
         names = [n for n in operators.names(modality) if operators.get(n).variants > variant]
         data = item.frames() if modality == "vision" else item.waveform()
         path.parent.mkdir(parents=True, exist_ok=True)
-        grid(data, modality, names=names, variant=variant, key=item.sample_id, progress=False,
-             title=f"{item.sample_id}: {modality}, variant {variant}").save(path)
+        grid(
+            data,
+            modality,
+            names=names,
+            variant=variant,
+            key=item.sample_id,
+            progress=False,
+            title=f"{item.sample_id}: {modality}, variant {variant}",
+        ).save(path)
     return path
 
 
@@ -247,12 +322,20 @@ def _blind_row(build: Path, item: OmniItem, cell: tuple) -> dict:
     if not folder.is_dir():
         media.write_frames(folder / "frames", trial.frames)
         media.write_audio(folder / "audio.wav", trial.audio)
-    return {"sample_id": item.sample_id, "modality": operators.get(op).modality, "operator": op,
-            "severity": severity, "variant": variant, "question": trial.question,
-            "options": " | ".join(f"{k}: {t}" for k, t in trial.options), "media": _rel(build, folder)}
+    return {
+        "sample_id": item.sample_id,
+        "modality": operators.get(op).modality,
+        "operator": op,
+        "severity": severity,
+        "variant": variant,
+        "question": trial.question,
+        "options": " | ".join(f"{k}: {t}" for k, t in trial.options),
+        "media": _rel(build, folder),
+    }
 
 
 # --- import -------------------------------------------------------------------------------------
+
 
 def import_pass(build: Path, name: str, *, fmt: str = "csv", notes: list[str] | None = None) -> Path:
     """Read every annotator's filled sheets of pass ``name``, validate them against the rows the
@@ -288,17 +371,24 @@ def import_pass(build: Path, name: str, *, fmt: str = "csv", notes: list[str] | 
                 errors.append(f"annotator {annotator!r}, {sheet_problems(path, problems)}")
                 continue
             for row in rows:
-                entry = {"pass": name, "sheet": sheet, "annotator": annotator,
-                         "sample_id": row["sample_id"], "source": items[row["sample_id"]].source}
+                entry = {
+                    "pass": name,
+                    "sheet": sheet,
+                    "annotator": annotator,
+                    "sample_id": row["sample_id"],
+                    "source": items[row["sample_id"]].source,
+                }
                 key = cell_key(row)
-                entry.update(operator=key[0], severity=key[1], variant=key[2]) if key else \
-                    entry.update(operator=None, severity=None, variant=None)
+                entry.update(operator=key[0], severity=key[1], variant=key[2]) if key else entry.update(
+                    operator=None, severity=None, variant=None
+                )
                 entry.update({f: row[f] for f in FIELDS[sheet]})
                 entry["note"] = row.get("note", "")
                 labels.append(entry)
     if errors:
-        raise SheetError(f"pass {name!r}: {len(errors)} sheet(s) cannot be imported; nothing was written.\n"
-                         + "\n".join(errors))
+        raise SheetError(
+            f"pass {name!r}: {len(errors)} sheet(s) cannot be imported; nothing was written.\n" + "\n".join(errors)
+        )
     out = folder / "labels.jsonl"
     write_atomic(out, "".join(json.dumps(l) + "\n" for l in labels))
     return out
@@ -306,20 +396,31 @@ def import_pass(build: Path, name: str, *, fmt: str = "csv", notes: list[str] | 
 
 # --- what the export asked for ------------------------------------------------------------------
 
+
 def _asked_manifest(name: str, plan: dict[str, list[dict]]) -> dict:
     """The rows each annotator's sheets hold, as the export wrote them, with the operators,
     severities and variants they were drawn from and a digest of the rows. Import checks the
     filled sheets against this, so installing or removing an operator plugin after the export
     changes nothing about what the annotators were asked."""
-    asked = {a: {sheet: sorted(([s] if cell is None else [s, *cell]) for s, cell in
-                               _expected_rows(name, sheet, planned))
-                 for sheet in SHEETS[name]} for a, planned in plan.items()}
-    return {"asked": asked, "asked_digest": _digest(asked), "operators": _operator_table(),
-            "severities": list(operators.CORRUPTING_SEVERITIES)}
+    asked = {
+        a: {
+            sheet: sorted(([s] if cell is None else [s, *cell]) for s, cell in _expected_rows(name, sheet, planned))
+            for sheet in SHEETS[name]
+        }
+        for a, planned in plan.items()
+    }
+    return {
+        "asked": asked,
+        "asked_digest": _digest(asked),
+        "operators": _operator_table(),
+        "severities": list(operators.CORRUPTING_SEVERITIES),
+    }
 
 
 def _operator_table() -> dict[str, dict]:
-    return {n: {"modality": operators.get(n).modality, "variants": operators.get(n).variants} for n in operators.names()}
+    return {
+        n: {"modality": operators.get(n).modality, "variants": operators.get(n).variants} for n in operators.names()
+    }
 
 
 def _digest(asked: dict) -> str:
@@ -331,23 +432,39 @@ def exported_rows(path: Path, assignment: dict, name: str, notes: list[str]) -> 
     A change of operator plugins since the export goes to ``notes``; an assignment written before
     the export kept its rows is read with today's operators (and a note saying so)."""
     if "asked" not in assignment:
-        notes.append(f"{path}: written before exports recorded their rows; the rows are derived from today's "
-                     "operator plugins (install the same plugins as at export time, or re-export)")
-        return {a: {sheet: _expected_rows(name, sheet, planned) for sheet in SHEETS[name]}
-                for a, planned in assignment["rows"].items()}
+        notes.append(
+            f"{path}: written before exports recorded their rows; the rows are derived from today's "
+            "operator plugins (install the same plugins as at export time, or re-export)"
+        )
+        return {
+            a: {sheet: _expected_rows(name, sheet, planned) for sheet in SHEETS[name]}
+            for a, planned in assignment["rows"].items()
+        }
     if _digest(assignment["asked"]) != assignment.get("asked_digest"):
-        raise AnnotationError(f"{path}: its 'asked' rows do not match their digest (edited by hand?); re-export the "
-                              "pass or restore the file")
+        raise AnnotationError(
+            f"{path}: its 'asked' rows do not match their digest (edited by hand?); re-export the "
+            "pass or restore the file"
+        )
     then, now = assignment.get("operators", {}), _operator_table()
     added, removed = sorted(set(now) - set(then)), sorted(set(then) - set(now))
     changed = sorted(n for n in set(now) & set(then) if now[n] != then[n])
     if added or removed or changed:
-        parts = [f"{label}: {', '.join(names)}" for label, names in
-                 (("installed since", added), ("removed since", removed), ("changed since", changed)) if names]
-        notes.append(f"pass {name!r}: operator plugins differ from the export ({'; '.join(parts)}); the sheets are "
-                     "checked against the rows exported, not today's operators")
-    return {a: {sheet: {(r[0], None if len(r) == 1 else (r[1], int(r[2]), int(r[3]))) for r in rows}
-                for sheet, rows in sheets.items()} for a, sheets in assignment["asked"].items()}
+        parts = [
+            f"{label}: {', '.join(names)}"
+            for label, names in (("installed since", added), ("removed since", removed), ("changed since", changed))
+            if names
+        ]
+        notes.append(
+            f"pass {name!r}: operator plugins differ from the export ({'; '.join(parts)}); the sheets are "
+            "checked against the rows exported, not today's operators"
+        )
+    return {
+        a: {
+            sheet: {(r[0], None if len(r) == 1 else (r[1], int(r[2]), int(r[3]))) for r in rows}
+            for sheet, rows in sheets.items()
+        }
+        for a, sheets in assignment["asked"].items()
+    }
 
 
 def _expected_rows(name: str, sheet: str, planned: list[dict]) -> set[tuple]:
@@ -381,8 +498,10 @@ def _check_rows(name: str, sheet: str, rows: list[dict], wanted: set[tuple], ite
             continue
         seen[key] = row["_row"]
         if name == "blind" and row["sample_id"] in versions:
-            problems.append(f"{where}, column 'sample_id': a second version of base example {row['sample_id']!r} "
-                            f"(row {versions[row['sample_id']]}): one version per annotator")
+            problems.append(
+                f"{where}, column 'sample_id': a second version of base example {row['sample_id']!r} "
+                f"(row {versions[row['sample_id']]}): one version per annotator"
+            )
         versions.setdefault(row["sample_id"], row["_row"])
         kind = f"adjudication_{sheet}" if name == "adjudication" else sheet
         problems += form.row_problems(kind, row, items[row["sample_id"]].option_keys)
@@ -397,15 +516,18 @@ def _show(key: tuple) -> str:
 
 # --- command line -------------------------------------------------------------------------------
 
+
 def add_parser(stages) -> None:
-    parser = stages.add_parser("annotate", help="annotation rounds: sheets out, filled sheets back (Appendix D)",
-                               description=__doc__)
+    parser = stages.add_parser(
+        "annotate", help="annotation rounds: sheets out, filled sheets back (Appendix D)", description=__doc__
+    )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     out = actions.add_parser("export", help="write the sheets of one pass, one folder per annotator")
     out.add_argument("build", type=Path, help="the build folder (BUILD/pool holds the candidate pool)")
     out.add_argument("--pass", dest="pass_name", required=True, choices=PASSES)
-    out.add_argument("--annotators", default="", help="comma-separated annotator names (reveal: those of the "
-                     "blind pass, always)")
+    out.add_argument(
+        "--annotators", default="", help="comma-separated annotator names (reveal: those of the blind pass, always)"
+    )
     out.add_argument("--seed", type=int, default=0)
     out.add_argument("--per-item", type=int, default=2, help="annotators per item (full, >= 2) or cell (blind)")
     out.add_argument("--items", type=int, default=30, help="pilot subsample size (default 30, as in the paper)")
@@ -429,11 +551,22 @@ def _cmd_export(args) -> int:
         names = sorted({label["annotator"] for label in read_labels(args.build, "blind")})
     elif not names:
         raise AnnotationError(f"--annotators: who gets the {args.pass_name} sheets (comma-separated names)")
-    written = export(args.build, args.pass_name, names, seed=args.seed, per_item=args.per_item,
-                     pilot_items=args.items, fraction=args.fraction, severity=args.severity, previews=args.previews,
-                     force=args.force)
-    print(f"{args.pass_name}: wrote {len(written)} files for {len(names)} annotator(s) under "
-          f"{pass_dir(args.build, args.pass_name)}")
+    written = export(
+        args.build,
+        args.pass_name,
+        names,
+        seed=args.seed,
+        per_item=args.per_item,
+        pilot_items=args.items,
+        fraction=args.fraction,
+        severity=args.severity,
+        previews=args.previews,
+        force=args.force,
+    )
+    print(
+        f"{args.pass_name}: wrote {len(written)} files for {len(names)} annotator(s) under "
+        f"{pass_dir(args.build, args.pass_name)}"
+    )
     return 0
 
 

@@ -47,15 +47,26 @@ def field_agreement(ratings: list[list[str]]) -> dict:
     """n_items, n_annot, % full agree, Cohen's / Fleiss' kappa and % adjudicated of one field."""
     ratings = [r for r in ratings if len(r) >= 2]
     if not ratings:
-        return {"n_items": 0, "n_annot": None, "full_agree_pct": None, "cohen_kappa": None, "fleiss_kappa": None,
-                "adjudicated_pct": None}
+        return {
+            "n_items": 0,
+            "n_annot": None,
+            "full_agree_pct": None,
+            "cohen_kappa": None,
+            "fleiss_kappa": None,
+            "adjudicated_pct": None,
+        }
     sizes = {len(r) for r in ratings}
     agree = 100 * sum(len(set(r)) == 1 for r in ratings) / len(ratings)
     cohen = label_kappa([r[0] for r in ratings], [r[1] for r in ratings]) if sizes == {2} else None
     fleiss = fleiss_kappa(ratings) if len(sizes) == 1 and max(sizes) > 2 else None
-    return {"n_items": len(ratings), "n_annot": max(sizes), "full_agree_pct": round(agree, 1),
-            "cohen_kappa": None if cohen is None else round(cohen, 3),
-            "fleiss_kappa": None if fleiss is None else round(fleiss, 3), "adjudicated_pct": round(100 - agree, 1)}
+    return {
+        "n_items": len(ratings),
+        "n_annot": max(sizes),
+        "full_agree_pct": round(agree, 1),
+        "cohen_kappa": None if cohen is None else round(cohen, 3),
+        "fleiss_kappa": None if fleiss is None else round(fleiss, 3),
+        "adjudicated_pct": round(100 - agree, 1),
+    }
 
 
 def _ratings(labels: list[dict], sheet: str, name: str, condition: str | None, source: str | None) -> list[list[str]]:
@@ -76,8 +87,11 @@ def _ratings(labels: list[dict], sheet: str, name: str, condition: str | None, s
 
 def agreement_rows(build: Path, pass_name: str = "full") -> list[dict]:
     """One row per (source or "all", field), then the weighted headline row."""
-    passes = {"items": read_labels(build, pass_name), "blind": read_labels(build, "blind", required=False),
-              "reveal": read_labels(build, "reveal", required=False)}
+    passes = {
+        "items": read_labels(build, pass_name),
+        "blind": read_labels(build, "blind", required=False),
+        "reveal": read_labels(build, "reveal", required=False),
+    }
     passes["cells"] = passes["items"]
     fields = FIELDS + (BLIND_FIELDS if passes["blind"] and passes["reveal"] else ())
     sources = sorted({l["source"] for l in passes["items"]})
@@ -94,34 +108,52 @@ def agreement_rows(build: Path, pass_name: str = "full") -> list[dict]:
         total = sum(r["n_items"] for r in used)
         return round(sum(r[column] * r["n_items"] for r in used) / total, 3) if total else None
 
-    rows.append({"source": "all", "field": "headline aggregate (weighted by n_items)", "scale": None,
-                 "n_items": weight, "n_annot": None, "full_agree_pct": weighted("full_agree_pct"),
-                 "cohen_kappa": weighted("cohen_kappa"), "fleiss_kappa": weighted("fleiss_kappa"),
-                 "adjudicated_pct": weighted("adjudicated_pct")})
+    rows.append(
+        {
+            "source": "all",
+            "field": "headline aggregate (weighted by n_items)",
+            "scale": None,
+            "n_items": weight,
+            "n_annot": None,
+            "full_agree_pct": weighted("full_agree_pct"),
+            "cohen_kappa": weighted("cohen_kappa"),
+            "fleiss_kappa": weighted("fleiss_kappa"),
+            "adjudicated_pct": weighted("adjudicated_pct"),
+        }
+    )
     return rows
 
 
 def add_parser(stages) -> None:
-    parser = stages.add_parser("agreement", help="inter-annotator agreement per field and source (Table 27)",
-                               description=__doc__)
+    parser = stages.add_parser(
+        "agreement", help="inter-annotator agreement per field and source (Table 27)", description=__doc__
+    )
     parser.add_argument("build", type=Path)
-    parser.add_argument("--pass", dest="pass_name", choices=("full", "pilot"), default="full",
-                        help="which pass's pre-adjudication labels (default full)")
+    parser.add_argument(
+        "--pass",
+        dest="pass_name",
+        choices=("full", "pilot"),
+        default="full",
+        help="which pass's pre-adjudication labels (default full)",
+    )
     parser.set_defaults(func=_cmd_agreement)
 
 
 def _cmd_agreement(args) -> int:
     rows = agreement_rows(args.build, args.pass_name)
     simulated = _simulated(Path(args.build))
-    warning = f"**SIMULATED annotation** in pass(es) {', '.join(simulated)}: not human judgements.\n\n" \
-        if simulated else ""
+    warning = (
+        f"**SIMULATED annotation** in pass(es) {', '.join(simulated)}: not human judgements.\n\n" if simulated else ""
+    )
     out = Path(args.build) / ("agreement" if args.pass_name == "full" else f"agreement_{args.pass_name}")
     write_table(out, rows, f"Inter-annotator agreement, {args.pass_name} pass (Table 27)", warning)
     write_atomic(out.with_suffix(".json"), json.dumps({"simulated": simulated, "rows": rows}, indent=1) + "\n")
     for r in rows:
         if r["source"] == "all" and r["n_items"]:
             kappa = r["cohen_kappa"] if r["cohen_kappa"] is not None else r["fleiss_kappa"]
-            print(f"  {r['field']:45s} n={r['n_items']:6d}  agree {r['full_agree_pct']:5.1f}%  "
-                  f"kappa {'—' if kappa is None else f'{kappa:.2f}'}  adjudicated {r['adjudicated_pct']:5.1f}%")
+            print(
+                f"  {r['field']:45s} n={r['n_items']:6d}  agree {r['full_agree_pct']:5.1f}%  "
+                f"kappa {'—' if kappa is None else f'{kappa:.2f}'}  adjudicated {r['adjudicated_pct']:5.1f}%"
+            )
     print(f"wrote {out}.md, .csv, .json" + ("  (SIMULATED labels)" if simulated else ""))
     return 0

@@ -10,8 +10,11 @@ STAGE_MODULES = (convert, pool, annotate, annotator_agreement, manifest, publish
 
 
 def add_build_parser(sub) -> None:
-    build = sub.add_parser("build", help="build a verified SCEval benchmark from source benchmarks (sceval build -h)",
-                           description=construction.__doc__)
+    build = sub.add_parser(
+        "build",
+        help="build a verified SCEval benchmark from source benchmarks (sceval build -h)",
+        description=construction.__doc__,
+    )
     stages = build.add_subparsers(dest="stage", required=True, metavar="STAGE")
     for module in STAGE_MODULES:
         module.add_parser(stages)

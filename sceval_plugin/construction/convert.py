@@ -41,9 +41,10 @@ import functools
 import json
 import shutil
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -59,8 +60,16 @@ SILENCE_PEAK = 1e-4
 #: Per-channel standard deviation over a frame's pixels (0-255 scale) at or under which the frame
 #: counts as flat: one colour, up to the noise a codec adds to it.
 FLAT_FRAME_STD = 1.0
-EVIDENCE_MODALITIES = ("text", "visual", "audio", "audio+visual", "text+visual", "text+audio",
-                       "text+audio+visual", "unknown")
+EVIDENCE_MODALITIES = (
+    "text",
+    "visual",
+    "audio",
+    "audio+visual",
+    "text+visual",
+    "text+audio",
+    "text+audio+visual",
+    "unknown",
+)
 
 
 class BuildError(RuntimeError):
@@ -110,18 +119,22 @@ class ConverterRegistry(Registry[Converter]):
         """Register ``converter``; a clash, a bad name or an unknown evidence modality raises
         PluginError."""
         if not isinstance(converter, Converter):
-            raise PluginError(f"plugin {self.plugin} tried to register {converter!r}, which is not a "
-                              "sceval_plugin.construction.convert.Converter")
+            raise PluginError(
+                f"plugin {self.plugin} tried to register {converter!r}, which is not a "
+                "sceval_plugin.construction.convert.Converter"
+            )
         if not converter.name.replace("_", "").isalnum():
             raise PluginError(f"converter name {converter.name!r} must be letters, digits and '_'")
         self.check_free(converter.name)  # a clash is named before the rest
         if converter.evidence_modality not in EVIDENCE_MODALITIES:
-            raise PluginError(f"converter {converter.name!r}: evidence_modality must be one of "
-                              f"{EVIDENCE_MODALITIES}, got {converter.evidence_modality!r}")
+            raise PluginError(
+                f"converter {converter.name!r}: evidence_modality must be one of "
+                f"{EVIDENCE_MODALITIES}, got {converter.evidence_modality!r}"
+            )
         return self.register(converter.name, replace(converter, plugin=self.plugin))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def registry() -> ConverterRegistry:
     """Every installed plugin's converters (built once per process)."""
     return fill_registry("sceval_register_converters", ConverterRegistry(), "converters")
@@ -129,11 +142,15 @@ def registry() -> ConverterRegistry:
 
 # --- converting one source -----------------------------------------------------------------------
 
+
 def availability(item: OmniItem) -> dict[str, bool]:
     """The modality availability flags of a decoded item (see the module docstring)."""
     frames, wave = item.frames(), item.waveform()
-    return {"text": bool(item.question.strip()), "visual": has_visual_evidence(frames),
-            "audio": bool(wave.size and np.abs(wave).max() > SILENCE_PEAK)}
+    return {
+        "text": bool(item.question.strip()),
+        "visual": has_visual_evidence(frames),
+        "audio": bool(wave.size and np.abs(wave).max() > SILENCE_PEAK),
+    }
 
 
 def has_visual_evidence(frames: np.ndarray) -> bool:
@@ -150,24 +167,36 @@ def _finished_row(row: Mapping[str, Any], converter: Converter, out: Path) -> di
     item = item_from_row(row, out)
     hidden = dict(item.hidden)
     if not isinstance(hidden.get("source_ref"), str) or not hidden["source_ref"]:
-        raise RecordError(f"sample {item.sample_id!r}: field 'hidden.source_ref': the converter must give a back-pointer")
+        raise RecordError(
+            f"sample {item.sample_id!r}: field 'hidden.source_ref': the converter must give a back-pointer"
+        )
     if not item.sample_id.startswith(f"{converter.name}-"):
         raise RecordError(f"sample {item.sample_id!r}: sample ids must read '{converter.name}-<id from the source>'")
     check_media(item)
     evidence = hidden.get("evidence_modality") or converter.evidence_modality
     if evidence not in EVIDENCE_MODALITIES:
-        raise RecordError(f"sample {item.sample_id!r}: field 'hidden.evidence_modality': {evidence!r} is not one of "
-                          f"{EVIDENCE_MODALITIES}")
-    hidden.update(visual_kind="image" if item.visual_kind == "image" else "video", modalities=availability(item),
-                  evidence_modality=evidence, license=hidden.get("license") or converter.license,
-                  source_meta=hidden.get("source_meta") or {})
+        raise RecordError(
+            f"sample {item.sample_id!r}: field 'hidden.evidence_modality': {evidence!r} is not one of "
+            f"{EVIDENCE_MODALITIES}"
+        )
+    hidden.update(
+        visual_kind="image" if item.visual_kind == "image" else "video",
+        modalities=availability(item),
+        evidence_modality=evidence,
+        license=hidden.get("license") or converter.license,
+        source_meta=hidden.get("source_meta") or {},
+    )
     row["hidden"] = hidden
     return row
 
 
 def _problem(rejected: Rejected) -> dict:
-    return {"source_ref": rejected.source_ref, "sample_id": rejected.sample_id, "reason": rejected.reason,
-            "detail": rejected.detail}
+    return {
+        "source_ref": rejected.source_ref,
+        "sample_id": rejected.sample_id,
+        "reason": rejected.reason,
+        "detail": rejected.detail,
+    }
 
 
 def _converted(converter: Converter, root: Path, out: Path) -> Iterator[dict | Rejected]:
@@ -219,16 +248,25 @@ def convert_source(name: str, root: str | Path, build_dir: str | Path) -> dict:
         for made in _converted(converter, root, out):
             (problems.append(_problem(made)) if isinstance(made, Rejected) else rows.append(made))
     except (OSError, ValueError, KeyError, TypeError) as exc:  # a converter bug or an unreadable layout
-        raise BuildError(f"converter {name!r} ({converter.plugin}) failed on {root}: {type(exc).__name__}: {exc}") from exc
+        raise BuildError(
+            f"converter {name!r} ({converter.plugin}) failed on {root}: {type(exc).__name__}: {exc}"
+        ) from exc
     write_jsonl(out / "items.jsonl", rows)
     write_jsonl(out / "problems.jsonl", problems)
-    summary = {"source": name, "converter": converter.plugin, "license": converter.license,
-               "examples": len(rows) + len(problems), "converted": len(rows), "rejected": len(problems)}
+    summary = {
+        "source": name,
+        "converter": converter.plugin,
+        "license": converter.license,
+        "examples": len(rows) + len(problems),
+        "converted": len(rows),
+        "rejected": len(problems),
+    }
     write_atomic(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 
 
 # --- command line --------------------------------------------------------------------------------
+
 
 def _source_arg(text: str) -> tuple[str, str]:
     name, sep, path = text.partition("=")
@@ -250,22 +288,40 @@ def cmd_convert(args) -> int:
     for name, path in args.sources:
         summary = convert_source(name, path, args.build_dir)
         where = Path(args.build_dir) / "converted" / name
-        print(f"{name}: {summary['examples']} example(s), {summary['converted']} converted, "
-              f"{summary['rejected']} problem(s) -> {where}" + (f" (see {where / 'problems.jsonl'})" if summary["rejected"] else ""))
+        print(
+            f"{name}: {summary['examples']} example(s), {summary['converted']} converted, "
+            f"{summary['rejected']} problem(s) -> {where}"
+            + (f" (see {where / 'problems.jsonl'})" if summary["rejected"] else "")
+        )
         problems = read_jsonl(where / "problems.jsonl")
         # a rejected example is the source's filtering, listed but not a failure: only coverage 0 fails
-        outcomes.append(TaskOutcome(name, summary["examples"], summary["converted"],
-                                    Counter(p["reason"] for p in problems), unit="examples", done="converted",
-                                    first_error=next((f"{p['source_ref']}: {p['detail'] or p['reason']}"
-                                                      for p in problems), "")))
+        outcomes.append(
+            TaskOutcome(
+                name,
+                summary["examples"],
+                summary["converted"],
+                Counter(p["reason"] for p in problems),
+                unit="examples",
+                done="converted",
+                first_error=next((f"{p['source_ref']}: {p['detail'] or p['reason']}" for p in problems), ""),
+            )
+        )
     return report(outcomes, None, who="sceval build convert")
 
 
 def add_parser(stages) -> None:
-    parser = stages.add_parser("convert", help="convert local copies of source benchmarks into SCEval items",
-                               description=__doc__.split("\n\n")[0])
+    parser = stages.add_parser(
+        "convert",
+        help="convert local copies of source benchmarks into SCEval items",
+        description=__doc__.split("\n\n")[0],
+    )
     parser.add_argument("build_dir", type=Path, metavar="BUILD_DIR", nargs="?", default=Path("."))
-    parser.add_argument("sources", nargs="*", type=_source_arg, metavar="SOURCE=PATH",
-                        help="a converter name and the local copy it reads, e.g. social_iq2=/data/siq2")
+    parser.add_argument(
+        "sources",
+        nargs="*",
+        type=_source_arg,
+        metavar="SOURCE=PATH",
+        help="a converter name and the local copy it reads, e.g. social_iq2=/data/siq2",
+    )
     parser.add_argument("--list", action="store_true", help="list the registered converters and exit")
     parser.set_defaults(func=cmd_convert)

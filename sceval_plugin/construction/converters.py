@@ -37,9 +37,10 @@ in ``videos/<video_id>.<ext>``, optional ``audios/<video_id>.wav``). Two forms a
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from faultline_eval.core import media
 from faultline_eval.core.intake import Problem, read_rows
@@ -52,21 +53,36 @@ from sceval_plugin.data.records import OPTION_KEYS, RecordError
 from sceval_plugin.data.sources import DEMO_DIR, _omni_bench_row, undecoded_media
 
 #: Why a source example is not converted (besides the tasks' own: record, media_unreadable, ...).
-REASONS = ("missing_field", "missing_answer", "bad_answer_index", "missing_video", "missing_image",
-           "no_audio_track", "bad_timestamp", "no_distractors")
+REASONS = (
+    "missing_field",
+    "missing_answer",
+    "bad_answer_index",
+    "missing_video",
+    "missing_image",
+    "no_audio_track",
+    "bad_timestamp",
+    "no_distractors",
+)
 #: A window within this many seconds of the clip's ends is the whole clip.
 WINDOW_SLACK_S = 0.05
 _TS = re.compile(r"\s*(\d+(?:\.\d+)?)\s*-\s*(\d+(?:\.\d+)?)\s*")
 
-SOCIAL_IQ2_LICENSE = ("Social-IQ 2.0 (github.com/abwilf/Social-IQ-2.0-Challenge): code MIT; the questions and "
-                      "the YouTube clips: check the source's terms")
-OMNI_BENCH_LICENSE = ("OmniBench (huggingface.co/datasets/m-a-p/OmniBench): no licence declared on the dataset "
-                      "card or repository; check the source's terms")
-VALOR_LICENSE = ("VALOR-32K (github.com/TXH-mercury/VALOR): annotations MIT per the repository; the YouTube "
-                 "clips: check the source's terms")
+SOCIAL_IQ2_LICENSE = (
+    "Social-IQ 2.0 (github.com/abwilf/Social-IQ-2.0-Challenge): code MIT; the questions and "
+    "the YouTube clips: check the source's terms"
+)
+OMNI_BENCH_LICENSE = (
+    "OmniBench (huggingface.co/datasets/m-a-p/OmniBench): no licence declared on the dataset "
+    "card or repository; check the source's terms"
+)
+VALOR_LICENSE = (
+    "VALOR-32K (github.com/TXH-mercury/VALOR): annotations MIT per the repository; the YouTube "
+    "clips: check the source's terms"
+)
 
 
 # --- media shared by the video sources ------------------------------------------------------------
+
 
 def has_audio_track(video: Path) -> bool:
     import av
@@ -82,7 +98,9 @@ class ClipWriter:
         self.out = out
         self._done: dict[tuple, dict[str, str]] = {}
 
-    def __call__(self, name: str, video: Path, audio: Path | None, window: tuple[float, float] | None) -> dict[str, str]:
+    def __call__(
+        self, name: str, video: Path, audio: Path | None, window: tuple[float, float] | None
+    ) -> dict[str, str]:
         """``{"visual": ..., "audio": ...}`` paths relative to the output folder: the clip (copied
         when ``window`` is None or covers it, cut otherwise) and its audio as 16 kHz mono WAV over
         the same span (App. F.2). Raises :class:`~faultline_eval.core.media.MediaError`."""
@@ -96,8 +114,10 @@ class ClipWriter:
             made = process(video, "video", "video", replace(plan, extract_audio=audio is None), folder)
             if audio is not None:
                 made = process(audio, "audio", "audio", plan, folder)
-            self._done[key] = {"visual": (folder / "video.mp4").relative_to(self.out).as_posix(),
-                               "audio": made.media["audio"].relative_to(self.out).as_posix()}
+            self._done[key] = {
+                "visual": (folder / "video.mp4").relative_to(self.out).as_posix(),
+                "audio": made.media["audio"].relative_to(self.out).as_posix(),
+            }
         return self._done[key]
 
 
@@ -105,8 +125,9 @@ def _first(folder: Path, stem: str, suffixes: tuple[str, ...]) -> Path | None:
     return next((folder / f"{stem}{s}" for s in suffixes if (folder / f"{stem}{s}").is_file()), None)
 
 
-def _clip_media(write: ClipWriter, ref: str, sample_id: str, name: str, video: Path | None, audio: Path | None,
-                window=None) -> dict[str, str] | Rejected:
+def _clip_media(
+    write: ClipWriter, ref: str, sample_id: str, name: str, video: Path | None, audio: Path | None, window=None
+) -> dict[str, str] | Rejected:
     if video is None:
         return Rejected(ref, "missing_video", f"no clip {name}.* in the copy", sample_id)
     try:
@@ -145,11 +166,14 @@ def _table_rows(path: Path, ref_prefix: str) -> Iterator[tuple[str, Mapping[str,
 
 # --- Social-IQ 2.0 ---------------------------------------------------------------------------------
 
+
 def convert_social_iq2(root: Path, out: Path) -> Iterator[dict | Rejected]:
     base = root / "siq2" if (root / "siq2" / "qa").is_dir() else root
     qa_files = sorted((base / "qa").glob("qa_*.json"))
     if not qa_files:
-        raise FileNotFoundError(f"{root}: no qa/qa_*.json (Social-IQ 2.0 keeps siq2/qa/qa_train.json, qa_val.json, ...)")
+        raise FileNotFoundError(
+            f"{root}: no qa/qa_*.json (Social-IQ 2.0 keeps siq2/qa/qa_train.json, qa_val.json, ...)"
+        )
     write = ClipWriter(out)
     for path in qa_files:
         split = path.stem.removeprefix("qa_")
@@ -166,7 +190,9 @@ def _social_iq2_item(row: Mapping[str, Any], split: str, where: str, base: Path,
             return Rejected(ref, "missing_field", f"{where}: field {name!r} missing or empty", sample_id)
     options = [row[f"a{i}"] for i in range(4)]
     if row.get("answer_idx") is None:
-        return Rejected(ref, "missing_answer", f"{where}: no answer_idx (Social-IQ 2.0's test split ships none)", sample_id)
+        return Rejected(
+            ref, "missing_answer", f"{where}: no answer_idx (Social-IQ 2.0's test split ships none)", sample_id
+        )
     gold = _answer_index(row["answer_idx"], options) if not isinstance(row["answer_idx"], str) else None
     if gold is None:
         return Rejected(ref, "bad_answer_index", f"{where}: answer_idx {row['answer_idx']!r} is not 0-3", sample_id)
@@ -181,13 +207,28 @@ def _social_iq2_item(row: Mapping[str, Any], split: str, where: str, base: Path,
     files = _clip_media(write, ref, sample_id, vid, _first(base / "video", vid, media.VIDEO_SUFFIXES), audio, window)
     if isinstance(files, Rejected):
         return files
-    return {"sample_id": sample_id, "question": row["q"], "options": options, "gold_key": OPTION_KEYS[gold], **files,
-            "hidden": {"source_ref": ref,
-                       "source_meta": {"split": split, "qid": qid, "vid_name": vid, "ts": row.get("ts"),
-                                       "window_s": window, "idx_types": row.get("idx_types")}}}
+    return {
+        "sample_id": sample_id,
+        "question": row["q"],
+        "options": options,
+        "gold_key": OPTION_KEYS[gold],
+        **files,
+        "hidden": {
+            "source_ref": ref,
+            "source_meta": {
+                "split": split,
+                "qid": qid,
+                "vid_name": vid,
+                "ts": row.get("ts"),
+                "window_s": window,
+                "idx_types": row.get("idx_types"),
+            },
+        },
+    }
 
 
 # --- OmniBench ------------------------------------------------------------------------------------
+
 
 def convert_omni_bench(root: Path, out: Path) -> Iterator[dict | Rejected]:
     import datasets
@@ -208,8 +249,12 @@ def convert_omni_bench(root: Path, out: Path) -> Iterator[dict | Rejected]:
         elif not (doc.get("audio") or {}).get("bytes"):
             yield Rejected(ref, "no_audio_track", f"row {number}: no audio bytes", sample_id)
         elif doc.get("answer") not in options:
-            yield Rejected(ref, "bad_answer_index", f"row {number}: answer {doc.get('answer')!r} is not one of its "
-                                                    f"options {options}", sample_id)
+            yield Rejected(
+                ref,
+                "bad_answer_index",
+                f"row {number}: answer {doc.get('answer')!r} is not one of its options {options}",
+                sample_id,
+            )
         else:
             try:
                 row = _omni_bench_row(index, doc, out / "media")
@@ -224,9 +269,16 @@ def convert_omni_bench(root: Path, out: Path) -> Iterator[dict | Rejected]:
                 yield Rejected(ref, "media_unreadable", str(exc), sample_id)
                 continue
             row["category"] = doc.get("task type") or ""
-            row["hidden"] = {"source_ref": ref, "source_meta": {
-                "index": index, "task_type": doc.get("task type"), "audio_type": doc.get("audio type"),
-                "image_content": doc.get("image content"), "audio_content": doc.get("audio content")}}
+            row["hidden"] = {
+                "source_ref": ref,
+                "source_meta": {
+                    "index": index,
+                    "task_type": doc.get("task type"),
+                    "audio_type": doc.get("audio type"),
+                    "image_content": doc.get("image content"),
+                    "audio_content": doc.get("audio content"),
+                },
+            }
             yield row
 
 
@@ -237,8 +289,9 @@ _MODALITY = {"visual": "visual", "audio": "audio", "audio-visual": "audio+visual
 
 
 def _valor_tables(root: Path) -> list[Path]:
-    found = [p for pattern in ("*.json", "*.jsonl", "annotation*/*.json", "annotation*/*.jsonl")
-             for p in root.glob(pattern)]
+    found = [
+        p for pattern in ("*.json", "*.jsonl", "annotation*/*.json", "annotation*/*.jsonl") for p in root.glob(pattern)
+    ]
     return sorted(set(found))
 
 
@@ -256,15 +309,19 @@ def convert_valor(root: Path, out: Path) -> Iterator[dict | Rejected]:
     for path in tables:
         split = path.stem.removeprefix("desc_")
         entries += [(split, where, row) for where, row in _table_rows(path, f"valor/{split}")]
-    captions = {str(e["video_id"]): _caption(e) for _, _, e in entries
-                if isinstance(e, Mapping) and "question" not in e and e.get("video_id") and _caption(e)}
+    captions = {
+        str(e["video_id"]): _caption(e)
+        for _, _, e in entries
+        if isinstance(e, Mapping) and "question" not in e and e.get("video_id") and _caption(e)
+    }
     write = ClipWriter(out)
     for split, where, entry in entries:
         yield entry if isinstance(entry, Rejected) else _valor_item(entry, split, where, root, captions, write)
 
 
-def _valor_item(entry: Mapping[str, Any], split: str, where: str, root: Path, captions: dict[str, str],
-                write: ClipWriter) -> dict | Rejected:
+def _valor_item(
+    entry: Mapping[str, Any], split: str, where: str, root: Path, captions: dict[str, str], write: ClipWriter
+) -> dict | Rejected:
     video_id = entry.get("video_id")
     if not isinstance(video_id, str) or not video_id.strip():
         return Rejected(f"valor/{split}/<{where}>", "missing_field", f"{where}: no 'video_id'")
@@ -285,8 +342,10 @@ def _valor_item(entry: Mapping[str, Any], split: str, where: str, root: Path, ca
         gold_text = captions.get(video_id)
         if not gold_text:
             return Rejected(ref, "missing_field", f"{where}: no 'desc' caption", sample_id)
-        others = sorted((v for v, c in captions.items() if v != video_id and c != gold_text),
-                        key=lambda v: order_key("valor-distractor", video_id, v))
+        others = sorted(
+            (v for v, c in captions.items() if v != video_id and c != gold_text),
+            key=lambda v: order_key("valor-distractor", video_id, v),
+        )
         picked = list(dict.fromkeys(captions[v] for v in others))[:3]
         if not picked:
             return Rejected(ref, "no_distractors", "a caption question needs another clip's caption", sample_id)
@@ -298,13 +357,23 @@ def _valor_item(entry: Mapping[str, Any], split: str, where: str, root: Path, ca
     files = _clip_media(write, ref, sample_id, video_id, _first(folder, video_id, media.VIDEO_SUFFIXES), audio)
     if isinstance(files, Rejected):
         return files
-    return {"sample_id": sample_id, "question": question, "options": [str(o) for o in options],
-            "gold_key": OPTION_KEYS[gold], "category": str(entry.get("category") or ""), **files,
-            "hidden": {"source_ref": ref, "evidence_modality": evidence,
-                       "source_meta": {"split": split, "video_id": video_id, **meta}}}
+    return {
+        "sample_id": sample_id,
+        "question": question,
+        "options": [str(o) for o in options],
+        "gold_key": OPTION_KEYS[gold],
+        "category": str(entry.get("category") or ""),
+        **files,
+        "hidden": {
+            "source_ref": ref,
+            "evidence_modality": evidence,
+            "source_meta": {"split": split, "video_id": video_id, **meta},
+        },
+    }
 
 
 # --- SCEval's own schema -------------------------------------------------------------------------
+
 
 def convert_items(root: Path, out: Path) -> Iterator[dict | Rejected]:
     """A folder already in the unified schema (``items.jsonl`` or ``items.parquet``; ``items=demo``:
@@ -321,9 +390,14 @@ def convert_items(root: Path, out: Path) -> Iterator[dict | Rejected]:
         ref, sample_id = f"{root.name}/{row.get('sample_id') or '<' + where + '>'}", f"items-{row.get('sample_id')}"
         try:
             visual = row.get("visual")
-            paths = {rel: resolve_inside(root, rel, sample_id, name) for name, rels in
-                     (("visual", visual if isinstance(visual, list) else [visual]), ("audio", [row.get("audio")]))
-                     for rel in rels}
+            paths = {
+                rel: resolve_inside(root, rel, sample_id, name)
+                for name, rels in (
+                    ("visual", visual if isinstance(visual, list) else [visual]),
+                    ("audio", [row.get("audio")]),
+                )
+                for rel in rels
+            }
         except RecordError as exc:
             yield Rejected(ref, "record", str(exc), sample_id)
             continue
@@ -331,6 +405,7 @@ def convert_items(root: Path, out: Path) -> Iterator[dict | Rejected]:
         if missing:
             yield Rejected(ref, "media_unreadable", f"{where}: no such file {missing[0]!r}", sample_id)
             continue
+
         def under_media(rel: str) -> str:
             return rel if rel.startswith("media/") else f"media/{rel}"
 
@@ -338,19 +413,50 @@ def convert_items(root: Path, out: Path) -> Iterator[dict | Rejected]:
             (out / under_media(rel)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, out / under_media(rel))
         hidden = dict(row.get("hidden") or {}) if isinstance(row.get("hidden"), Mapping) else {}
-        yield {**row, "sample_id": sample_id, "audio": under_media(row["audio"]),
-               "visual": [under_media(v) for v in visual] if isinstance(visual, list) else under_media(visual),
-               "hidden": {**hidden, "source_ref": ref, "source_meta": {"source": row.get("source")}}}
+        yield {
+            **row,
+            "sample_id": sample_id,
+            "audio": under_media(row["audio"]),
+            "visual": [under_media(v) for v in visual] if isinstance(visual, list) else under_media(visual),
+            "hidden": {**hidden, "source_ref": ref, "source_meta": {"source": row.get("source")}},
+        }
 
 
 @hookimpl
 def sceval_register_converters(registry) -> None:
-    registry.add(Converter("social_iq2", convert_social_iq2, SOCIAL_IQ2_LICENSE, evidence_modality="audio+visual",
-                           description="Social-IQ 2.0 challenge release (siq2/qa/*.json, video/, audio/wav/)"))
-    registry.add(Converter("omni_bench", convert_omni_bench, OMNI_BENCH_LICENSE, evidence_modality="audio+visual",
-                           description="OmniBench, Hugging Face schema (m-a-p/OmniBench parquet)"))
-    registry.add(Converter("valor", convert_valor, VALOR_LICENSE, evidence_modality="audio+visual",
-                           description="VALOR-32K-style clips with captions (desc_*.json) or QA entries"))
-    registry.add(Converter("items", convert_items, "the folder's own (each row's hidden.license)",
-                           description="a folder in SCEval's unified schema; items=demo: the embedded demo set",
-                           named_copies={"demo": DEMO_DIR}))
+    registry.add(
+        Converter(
+            "social_iq2",
+            convert_social_iq2,
+            SOCIAL_IQ2_LICENSE,
+            evidence_modality="audio+visual",
+            description="Social-IQ 2.0 challenge release (siq2/qa/*.json, video/, audio/wav/)",
+        )
+    )
+    registry.add(
+        Converter(
+            "omni_bench",
+            convert_omni_bench,
+            OMNI_BENCH_LICENSE,
+            evidence_modality="audio+visual",
+            description="OmniBench, Hugging Face schema (m-a-p/OmniBench parquet)",
+        )
+    )
+    registry.add(
+        Converter(
+            "valor",
+            convert_valor,
+            VALOR_LICENSE,
+            evidence_modality="audio+visual",
+            description="VALOR-32K-style clips with captions (desc_*.json) or QA entries",
+        )
+    )
+    registry.add(
+        Converter(
+            "items",
+            convert_items,
+            "the folder's own (each row's hidden.license)",
+            description="a folder in SCEval's unified schema; items=demo: the embedded demo set",
+            named_copies={"demo": DEMO_DIR},
+        )
+    )

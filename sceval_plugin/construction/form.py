@@ -27,8 +27,15 @@ from sceval_plugin.construction.sheets import Column
 from sceval_plugin.operators import CORRUPTING_SEVERITIES
 
 #: Appendix D, field 6, verbatim and in the paper's order.
-FAILURE_REASONS = ("broken media", "ambiguous answer", "missing modality", "text leakage", "excessive corruption",
-                   "mismatch between media and question", "other")
+FAILURE_REASONS = (
+    "broken media",
+    "ambiguous answer",
+    "missing modality",
+    "text leakage",
+    "excessive corruption",
+    "mismatch between media and question",
+    "other",
+)
 YES_NO = ("yes", "no")
 AVAILABILITY = ("ok", "missing modality", "text leakage")
 
@@ -38,30 +45,53 @@ BLIND_FIELDS = ("answerable", "answer")
 REVEAL_FIELDS = ("gold_valid",)
 
 _ITEM_GIVEN = ("sample_id", "source", "question", "options", "gold", "visual", "audio", "preview")
-ITEM_COLUMNS = (*(Column(n, given=True) for n in _ITEM_GIVEN),
-                Column("valid", YES_NO, required=True), Column("answerable", YES_NO, required=True),
-                Column("availability", AVAILABILITY, required=True), Column("failure_reason", FAILURE_REASONS),
-                Column("note"))
+ITEM_COLUMNS = (
+    *(Column(n, given=True) for n in _ITEM_GIVEN),
+    Column("valid", YES_NO, required=True),
+    Column("answerable", YES_NO, required=True),
+    Column("availability", AVAILABILITY, required=True),
+    Column("failure_reason", FAILURE_REASONS),
+    Column("note"),
+)
 _CELL_GIVEN = ("sample_id", "modality", "operator", "severity", "variant", "preview")
-CELL_COLUMNS = (*(Column(n, given=True) for n in _CELL_GIVEN),
-                Column("interpretable", YES_NO, required=True), Column("gold_preserved", YES_NO),
-                Column("stress_test", YES_NO), Column("note"))
+CELL_COLUMNS = (
+    *(Column(n, given=True) for n in _CELL_GIVEN),
+    Column("interpretable", YES_NO, required=True),
+    Column("gold_preserved", YES_NO),
+    Column("stress_test", YES_NO),
+    Column("note"),
+)
 # blind audit: no gold anywhere on the sheet (the answer is locked before it is revealed)
 _BLIND_GIVEN = ("sample_id", "modality", "operator", "severity", "variant", "question", "options", "media")
-BLIND_COLUMNS = (*(Column(n, given=True) for n in _BLIND_GIVEN),
-                 Column("answerable", YES_NO, required=True), Column("answer"), Column("note"))
-REVEAL_COLUMNS = (*(Column(n, given=True) for n in (*_BLIND_GIVEN, "locked_answer", "gold")),
-                  Column("gold_valid", YES_NO, required=True), Column("note"))
-AUDIT_COLUMNS = (*(Column(n, given=True) for n in ("sample_id", "source", "decision", "stage", "failure_reason")),
-                 Column("audit", ("agree", "disagree"), required=True), Column("note"))
+BLIND_COLUMNS = (
+    *(Column(n, given=True) for n in _BLIND_GIVEN),
+    Column("answerable", YES_NO, required=True),
+    Column("answer"),
+    Column("note"),
+)
+REVEAL_COLUMNS = (
+    *(Column(n, given=True) for n in (*_BLIND_GIVEN, "locked_answer", "gold")),
+    Column("gold_valid", YES_NO, required=True),
+    Column("note"),
+)
+AUDIT_COLUMNS = (
+    *(Column(n, given=True) for n in ("sample_id", "source", "decision", "stage", "failure_reason")),
+    Column("audit", ("agree", "disagree"), required=True),
+    Column("note"),
+)
 
 
 def media_cells(sample_id: str) -> list[tuple[str, int, int]]:
     """The (operator, severity, variant) cells of one sample that annotators judge: every audio
     and vision operator at every corrupting severity, each of its random variants (44 vision and
     28 audio cells per sample with the built-in operators: Table 24's pool sizes per example)."""
-    return [(name, severity, variant) for modality in ("vision", "audio") for name in operators.names(modality)
-            for severity in CORRUPTING_SEVERITIES for variant in range(operators.get(name).variants)]
+    return [
+        (name, severity, variant)
+        for modality in ("vision", "audio")
+        for name in operators.names(modality)
+        for severity in CORRUPTING_SEVERITIES
+        for variant in range(operators.get(name).variants)
+    ]
 
 
 def item_rejected(labels: dict) -> bool:
@@ -75,14 +105,17 @@ def row_problems(kind: str, row: dict, option_keys: tuple[str, ...] = ()) -> lis
         if item_rejected(row) and not row["failure_reason"]:
             problems.append(f"{where}, column 'failure_reason': a rejected item needs exactly one failure reason")
         if not item_rejected(row) and row["failure_reason"]:
-            problems.append(f"{where}, column 'failure_reason': given for an accepted item (valid, answerable, "
-                            "availability ok)")
+            problems.append(
+                f"{where}, column 'failure_reason': given for an accepted item (valid, answerable, availability ok)"
+            )
     if kind in ("cells", "adjudication_cells") and row["interpretable"] == "yes":
         if not row["gold_preserved"]:
             problems.append(f"{where}, column 'gold_preserved': empty for an interpretable cell")
         if row["gold_preserved"] == "no" and row["stress_test"] != "yes":
-            problems.append(f"{where}, column 'stress_test': a cell that does not preserve gold must be labelled a "
-                            "stress test (yes)")
+            problems.append(
+                f"{where}, column 'stress_test': a cell that does not preserve gold must be labelled a "
+                "stress test (yes)"
+            )
     if kind == "blind" and row["answerable"] == "yes" and row["answer"] not in option_keys:
         problems.append(f"{where}, column 'answer': {row['answer']!r} is not an option key ({', '.join(option_keys)})")
     return problems

@@ -72,21 +72,28 @@ def _decide(build: Path, sheet: str) -> dict[tuple, dict]:
         else:
             undecided.append(key)
             continue
-        notes = [adjudicated[key]["note"]] if key in adjudicated and adjudicated[key]["note"] else \
-            [f"{a}: {l['note']}" for a, l in sorted(by_annotator.items()) if l.get("note")]
+        notes = (
+            [adjudicated[key]["note"]]
+            if key in adjudicated and adjudicated[key]["note"]
+            else [f"{a}: {l['note']}" for a, l in sorted(by_annotator.items()) if l.get("note")]
+        )
         out[key] = {**decided, "adjudicated": not agreed, "notes": "; ".join(notes)}
     if undecided:
-        raise AnnotationError(f"{len(undecided)} {sheet} row(s) of the full pass have disagreeing labels and no "
-                              f"adjudication (first: {undecided[0]}): sceval build annotate export {build} "
-                              "--pass adjudication --annotators <senior>, fill, import")
+        raise AnnotationError(
+            f"{len(undecided)} {sheet} row(s) of the full pass have disagreeing labels and no "
+            f"adjudication (first: {undecided[0]}): sceval build annotate export {build} "
+            "--pass adjudication --annotators <senior>, fill, import"
+        )
     return out
 
 
 def item_decisions(build: Path) -> dict[str, dict]:
     """Sample id -> the decided item fields, whether adjudicated, and notes (which filter rejects
     an item is :func:`item_stages`' business: it needs the cells too)."""
-    return {sample: {**d, "failure_reason": d["failure_reason"] or None}
-            for (sample, _), d in _decide(build, "items").items()}
+    return {
+        sample: {**d, "failure_reason": d["failure_reason"] or None}
+        for (sample, _), d in _decide(build, "items").items()
+    }
 
 
 def blind_outcomes(build: Path) -> dict[tuple, bool]:
@@ -102,8 +109,9 @@ def blind_outcomes(build: Path) -> dict[tuple, bool]:
     return {key: sum(v) * 2 > len(v) for key, v in votes.items()}
 
 
-def item_stages(build: Path, decisions: dict[str, dict] | None = None,
-                cells: dict[tuple, dict] | None = None) -> dict[str, tuple[str | None, str | None, str]]:
+def item_stages(
+    build: Path, decisions: dict[str, dict] | None = None, cells: dict[tuple, dict] | None = None
+) -> dict[str, tuple[str | None, str | None, str]]:
     """Sample id -> (the stage that rejected it or None, its failure reason, its notes), through
     the paper's three filters in order: clean validity / answerability, modality leakage,
     corruption interpretability (no interpretable variant of some audio or vision operator the
@@ -149,26 +157,45 @@ def build_manifest(build: Path) -> dict:
         d = decisions[sample]
         stage, reason, notes = stages[sample]
         stage_of[sample] = stage
-        samples.append({"sample_id": sample, "source": items[sample].source, "valid": d["valid"] == "yes",
-                        "answerable": d["answerable"] == "yes" and stage is None,
-                        "availability": d["availability"], "rejected_at": stage,
-                        "failure_reason": reason if stage else None,
-                        "adjudication_note": (notes or None) if stage or d["adjudicated"] else None,
-                        "adjudicated": d["adjudicated"]})
+        samples.append(
+            {
+                "sample_id": sample,
+                "source": items[sample].source,
+                "valid": d["valid"] == "yes",
+                "answerable": d["answerable"] == "yes" and stage is None,
+                "availability": d["availability"],
+                "rejected_at": stage,
+                "failure_reason": reason if stage else None,
+                "adjudication_note": (notes or None) if stage or d["adjudicated"] else None,
+                "adjudicated": d["adjudicated"],
+            }
+        )
     entries = []
     for (sample, (op, severity, variant)), c in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         interpretable = c["interpretable"] == "yes"
-        preserved = blind.get((sample, (op, severity, variant)), c["gold_preserved"] == "yes") if interpretable else False
+        preserved = (
+            blind.get((sample, (op, severity, variant)), c["gold_preserved"] == "yes") if interpretable else False
+        )
         entries.append(_cell(sample, op, severity, variant, interpretable, preserved))
     for (sample, (op, severity, variant)), preserved in sorted(blind.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         if modality[op] == "text":
             entries.append(_cell(sample, op, severity, variant, True, preserved))
-    manifest = {"schema": SCHEMAS[-1], "simulated": _simulated(build), "audit": audit_summary(build),
-                "samples": samples, "cells": entries}
-    return {"manifest": manifest, "funnel": funnel_rows(build, samples), "retention":
-            retention_rows([e for e in entries if stage_of[e["sample_id"]] in (None, STAGES[3])
-                            and modality[e["operator"]] != "text"], modality),
-            "rejected": rejected_rows(build, samples)}
+    manifest = {
+        "schema": SCHEMAS[-1],
+        "simulated": _simulated(build),
+        "audit": audit_summary(build),
+        "samples": samples,
+        "cells": entries,
+    }
+    return {
+        "manifest": manifest,
+        "funnel": funnel_rows(build, samples),
+        "retention": retention_rows(
+            [e for e in entries if stage_of[e["sample_id"]] in (None, STAGES[3]) and modality[e["operator"]] != "text"],
+            modality,
+        ),
+        "rejected": rejected_rows(build, samples),
+    }
 
 
 def audit_summary(build: Path) -> dict | None:
@@ -178,14 +205,22 @@ def audit_summary(build: Path) -> dict | None:
     labels = read_labels(build, "audit", required=False)
     if not labels:
         return None
-    return {"checked": len(labels), "disagreed": [{"sample_id": l["sample_id"], "note": l["note"]}
-                                                   for l in labels if l["audit"] == "disagree"]}
+    return {
+        "checked": len(labels),
+        "disagreed": [{"sample_id": l["sample_id"], "note": l["note"]} for l in labels if l["audit"] == "disagree"],
+    }
 
 
 def _cell(sample, op, severity, variant, interpretable, preserved) -> dict:
-    return {"sample_id": sample, "operator": op, "severity": severity, "variant": variant,
-            "interpretable": interpretable, "gold_preserved": bool(interpretable and preserved),
-            "stress_only": bool(interpretable and not preserved)}
+    return {
+        "sample_id": sample,
+        "operator": op,
+        "severity": severity,
+        "variant": variant,
+        "interpretable": interpretable,
+        "gold_preserved": bool(interpretable and preserved),
+        "stress_only": bool(interpretable and not preserved),
+    }
 
 
 def _simulated(build: Path) -> list[str]:
@@ -208,8 +243,13 @@ def funnel_rows(build: Path, samples: list[dict]) -> list[dict]:
         if stage != "pool":
             remaining = [s for s in remaining if s["rejected_at"] != stage]
         counts = Counter(s["source"] for s in remaining)
-        rows.append({"stage": stage if stage == "pool" else f"after {stage}",
-                     **{src: counts.get(src, 0) for src in sources}, "total": len(remaining)})
+        rows.append(
+            {
+                "stage": stage if stage == "pool" else f"after {stage}",
+                **{src: counts.get(src, 0) for src in sources},
+                "total": len(remaining),
+            }
+        )
     return rows
 
 
@@ -227,35 +267,60 @@ def retention_rows(cells: list[dict], modality_of: dict[str, str] | None = None)
             group += mine
             rows.append(_retention(modality, op, mine))
         rows.append(_retention(modality, f"{modality} subtotal", group))
-    rows.append(_retention("audio + vision", "total", [c for c in cells]))
+    rows.append(_retention("audio + vision", "total", list(cells)))
     return rows
 
 
 def _retention(modality: str, name: str, cells: list[dict]) -> dict:
     kept = sum(c["interpretable"] for c in cells)
-    row = {"modality": modality, "operator": name, "annotated": len(cells), "retained": kept,
-           "retain_pct": round(100 * kept / len(cells), 1) if cells else None}
+    row = {
+        "modality": modality,
+        "operator": name,
+        "annotated": len(cells),
+        "retained": kept,
+        "retain_pct": round(100 * kept / len(cells), 1) if cells else None,
+    }
     for severity in CORRUPTING_SEVERITIES:
         at = [c for c in cells if c["severity"] == severity]
-        row[f"drop_pct_sev{severity}"] = round(100 * sum(not c["interpretable"] for c in at) / len(at), 1) if at else None
+        row[f"drop_pct_sev{severity}"] = (
+            round(100 * sum(not c["interpretable"] for c in at) / len(at), 1) if at else None
+        )
     return row
 
 
 def rejected_rows(build: Path, samples: list[dict]) -> list[dict]:
-    rows = [{"sample_id": s["sample_id"], "source": s["source"], "stage": s["rejected_at"],
-             "failure_reason": s["failure_reason"], "adjudication_note": s["adjudication_note"] or ""}
-            for s in samples if s["rejected_at"]]
+    rows = [
+        {
+            "sample_id": s["sample_id"],
+            "source": s["source"],
+            "stage": s["rejected_at"],
+            "failure_reason": s["failure_reason"],
+            "adjudication_note": s["adjudication_note"] or "",
+        }
+        for s in samples
+        if s["rejected_at"]
+    ]
     earlier = build / "pool" / "funnel.json"
     if earlier.is_file():
         for e in json.loads(earlier.read_text(encoding="utf-8")).get("excluded", []):
-            rows.append({"sample_id": e.get("sample_id") or e.get("source_ref"), "source": e.get("source"),
-                         "stage": e.get("stage"), "failure_reason": e.get("reason"), "adjudication_note": ""})
+            rows.append(
+                {
+                    "sample_id": e.get("sample_id") or e.get("source_ref"),
+                    "source": e.get("source"),
+                    "stage": e.get("stage"),
+                    "failure_reason": e.get("reason"),
+                    "adjudication_note": "",
+                }
+            )
     return rows
 
 
 def markdown_table(rows: list[dict]) -> str:
     columns = list(rows[0]) if rows else []
-    show = lambda v: "—" if v is None else str(v)
+
+    def show(v: object) -> str:
+        return "—" if v is None else str(v)
+
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(show(r[c]) for c in columns) + " |" for r in rows]
     return "\n".join(lines) + "\n"
@@ -277,26 +342,38 @@ def write_outputs(build: Path) -> dict:
     done = build_manifest(build)
     manifest = done["manifest"]
     write_atomic(build / "manifest.json", json.dumps(manifest, indent=1) + "\n")
-    warning = (f"**SIMULATED annotation** in pass(es) {', '.join(manifest['simulated'])}: not human judgements.\n\n"
-               if manifest["simulated"] else "")
+    warning = (
+        f"**SIMULATED annotation** in pass(es) {', '.join(manifest['simulated'])}: not human judgements.\n\n"
+        if manifest["simulated"]
+        else ""
+    )
     audit = manifest["audit"]
-    audit_note = "" if audit is None else (
-        f"Author audit: {audit['checked']} decision(s) checked, {len(audit['disagreed'])} disagreed"
-        + "".join(f"; {d['sample_id']} ({d['note'] or 'no note'})" for d in audit["disagreed"]) + ".\n\n")
+    audit_note = (
+        ""
+        if audit is None
+        else (
+            f"Author audit: {audit['checked']} decision(s) checked, {len(audit['disagreed'])} disagreed"
+            + "".join(f"; {d['sample_id']} ({d['note'] or 'no note'})" for d in audit["disagreed"])
+            + ".\n\n"
+        )
+    )
     write_table(build / "funnel", done["funnel"], "Filtering funnel (Appendix D)", warning + audit_note)
-    write_table(build / "retention", done["retention"],
-                "Per-operator interpretability retention (Tables 24, 25)", warning)
+    write_table(
+        build / "retention", done["retention"], "Per-operator interpretability retention (Tables 24, 25)", warning
+    )
     with replacing(build / "rejected.csv") as temporary, temporary.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["sample_id", "source", "stage", "failure_reason",
-                                                    "adjudication_note"])
+        writer = csv.DictWriter(
+            handle, fieldnames=["sample_id", "source", "stage", "failure_reason", "adjudication_note"]
+        )
         writer.writeheader()
         writer.writerows(done["rejected"])
     return done
 
 
 def add_parser(stages) -> None:
-    parser = stages.add_parser("manifest", help="decisions -> manifest.json, funnel, retention, rejected list",
-                               description=__doc__)
+    parser = stages.add_parser(
+        "manifest", help="decisions -> manifest.json, funnel, retention, rejected list", description=__doc__
+    )
     parser.add_argument("build", type=Path)
     parser.set_defaults(func=_cmd_manifest)
 
@@ -306,9 +383,11 @@ def _cmd_manifest(args) -> int:
     counts = " -> ".join(str(r["total"]) for r in done["funnel"])
     stress = sum(c["stress_only"] for c in done["manifest"]["cells"])
     total = done["retention"][-1]
-    print(f"funnel {counts}; {total['retained']}/{total['annotated']} audio+vision cells interpretable "
-          f"({total['retain_pct']}%), {stress} stress-only cell(s); {len(done['rejected'])} rejected/excluded "
-          f"item(s) in rejected.csv; wrote {args.build / 'manifest.json'}")
+    print(
+        f"funnel {counts}; {total['retained']}/{total['annotated']} audio+vision cells interpretable "
+        f"({total['retain_pct']}%), {stress} stress-only cell(s); {len(done['rejected'])} rejected/excluded "
+        f"item(s) in rejected.csv; wrote {args.build / 'manifest.json'}"
+    )
     if done["manifest"]["simulated"]:
         print(f"note: SIMULATED labels in pass(es) {', '.join(done['manifest']['simulated'])}")
     return 0

@@ -30,22 +30,27 @@ import json
 import math
 import re
 import shutil
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from sceval_plugin.construction.convert import BuildError, read_jsonl, write_jsonl
 from faultline_eval.core.store import write_atomic
+from sceval_plugin.construction.convert import BuildError, read_jsonl, write_jsonl
 
 DEFAULT_BUDGET = 100
 DEFAULT_SEED = 0
 DEFAULT_TRI_MODAL_WEIGHT = 4.0
-AUDIO_CUES = frozenset("""audio hear heard hears hearing listen listening sound sounds sounded noise noises voice
+AUDIO_CUES = frozenset(
+    """audio hear heard hears hearing listen listening sound sounds sounded noise noises voice
 voices say says said saying speak speaks spoke speaking speech talk talks talking tone tones pitch music musical
-song songs sing sings singing loud quiet laugh laughs laughing bark barking ring ringing beep beeps""".split())
-VISUAL_CUES = frozenset("""see seen sees saw look looks looked looking watch watching show shows shown showing
+song songs sing sings singing loud quiet laugh laughs laughing bark barking ring ringing beep beeps""".split()
+)
+VISUAL_CUES = frozenset(
+    """see seen sees saw look looks looked looking watch watching show shows shown showing
 visible screen picture pictures image images frame frames video scene wear wears wearing colour color colors
 colours shape face faces smile smiles smiling gesture gestures hold holds holding appear appears standing
-sitting""".split())
+sitting""".split()
+)
 _WORD = re.compile(r"[a-z]+")
 
 
@@ -74,88 +79,152 @@ def draw_key(seed: int, sample_id: str, weight: float) -> float:
 
 def _pooled_row(row: dict, converted: Path, pool: Path, source: str) -> dict:
     """The row with its media copied under ``pool/media/<source>/`` (paths relative to the pool)."""
+
     def move(rel: str) -> str:
-        target = Path("media") / source / Path(rel).relative_to("media") if rel.startswith("media/") else \
-            Path("media") / source / rel
+        target = (
+            Path("media") / source / Path(rel).relative_to("media")
+            if rel.startswith("media/")
+            else Path("media") / source / rel
+        )
         if not (pool / target).is_file():
             (pool / target).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(converted / rel, pool / target)
         return target.as_posix()
 
     visual = row["visual"]
-    return {**row, "visual": [move(v) for v in visual] if isinstance(visual, list) else move(visual),
-            "audio": move(row["audio"])}
+    return {
+        **row,
+        "visual": [move(v) for v in visual] if isinstance(visual, list) else move(visual),
+        "audio": move(row["audio"]),
+    }
 
 
-def build_pool(build_dir: str | Path, *, budget: int = DEFAULT_BUDGET, seed: int = DEFAULT_SEED,
-               tri_modal_weight: float = DEFAULT_TRI_MODAL_WEIGHT, sources: Iterable[str] | None = None) -> dict:
+def build_pool(
+    build_dir: str | Path,
+    *,
+    budget: int = DEFAULT_BUDGET,
+    seed: int = DEFAULT_SEED,
+    tri_modal_weight: float = DEFAULT_TRI_MODAL_WEIGHT,
+    sources: Iterable[str] | None = None,
+) -> dict:
     """Draw the pool from ``BUILD/converted/*``; returns the funnel (also ``BUILD/pool/funnel.json``)."""
     if budget < 1 or not tri_modal_weight > 0:
         raise BuildError(f"the budget must be >= 1 and the tri-modal weight > 0 (got {budget}, {tri_modal_weight})")
     build_dir = Path(build_dir)
     converted_root = build_dir / "converted"
-    names = sorted(sources) if sources else sorted(p.name for p in converted_root.glob("*") if (p / "items.jsonl").is_file())
+    names = (
+        sorted(sources)
+        if sources
+        else sorted(p.name for p in converted_root.glob("*") if (p / "items.jsonl").is_file())
+    )
     if not names:
         raise BuildError(f"{converted_root}: no converted source (run `sceval build convert` first)")
     pool = build_dir / "pool"
     if pool.exists():
         shutil.rmtree(pool)
     pool.mkdir(parents=True)
-    funnel: dict[str, Any] = {"seed": seed, "budget": budget, "tri_modal_weight": tri_modal_weight,
-                              "sources": {}, "excluded": []}
+    funnel: dict[str, Any] = {
+        "seed": seed,
+        "budget": budget,
+        "tri_modal_weight": tri_modal_weight,
+        "sources": {},
+        "excluded": [],
+    }
     pooled_rows: list[dict] = []
     for name in names:
         folder = converted_root / name
         if not (folder / "items.jsonl").is_file():
             raise BuildError(f"{folder}: no items.jsonl (run `sceval build convert {build_dir} {name}=PATH`)")
         rows, problems = read_jsonl(folder / "items.jsonl"), read_jsonl(folder / "problems.jsonl")
-        funnel["excluded"] += [{"source_ref": p["source_ref"], "sample_id": p.get("sample_id"), "source": name,
-                                "stage": "convert", "reason": p["reason"]} for p in problems]
+        funnel["excluded"] += [
+            {
+                "source_ref": p["source_ref"],
+                "sample_id": p.get("sample_id"),
+                "source": name,
+                "stage": "convert",
+                "reason": p["reason"],
+            }
+            for p in problems
+        ]
         eligible = []
         for row in rows:
             missing = [m for m, present in row["hidden"]["modalities"].items() if not present]
             if missing:
-                funnel["excluded"].append({"sample_id": row["sample_id"], "source": name, "stage": "pool",
-                                           "reason": "modality_unavailable: " + ", ".join(missing)})
+                funnel["excluded"].append(
+                    {
+                        "sample_id": row["sample_id"],
+                        "source": name,
+                        "stage": "pool",
+                        "reason": "modality_unavailable: " + ", ".join(missing),
+                    }
+                )
             else:
                 eligible.append(row)
         cues = {row["sample_id"]: tri_modal_cues(row) for row in eligible}
-        ranked = sorted(eligible, key=lambda r: (-draw_key(seed, r["sample_id"], tri_modal_weight if cues[r["sample_id"]]
-                                                           else 1.0), r["sample_id"]))
+        ranked = sorted(
+            eligible,
+            key=lambda r: (
+                -draw_key(seed, r["sample_id"], tri_modal_weight if cues[r["sample_id"]] else 1.0),
+                r["sample_id"],
+            ),
+        )
         drawn, left = ranked[:budget], ranked[budget:]
         for row in drawn:
             pooled = _pooled_row(row, folder, pool, name)
             pooled["hidden"] = {**row["hidden"], "pool": {"seed": seed, "tri_modal_cues": cues[row["sample_id"]]}}
             pooled_rows.append(pooled)
-        funnel["excluded"] += [{"sample_id": r["sample_id"], "source": name, "stage": "pool",
-                                "reason": f"not_drawn: over the budget of {budget}"} for r in left]
-        funnel["sources"][name] = {"examples": len(rows) + len(problems), "converted": len(rows),
-                                   "eligible": len(eligible), "pooled": len(drawn),
-                                   "tri_modal_eligible": sum(bool(c) for c in cues.values()),
-                                   "tri_modal_pooled": sum(bool(cues[r["sample_id"]]) for r in drawn)}
+        funnel["excluded"] += [
+            {
+                "sample_id": r["sample_id"],
+                "source": name,
+                "stage": "pool",
+                "reason": f"not_drawn: over the budget of {budget}",
+            }
+            for r in left
+        ]
+        funnel["sources"][name] = {
+            "examples": len(rows) + len(problems),
+            "converted": len(rows),
+            "eligible": len(eligible),
+            "pooled": len(drawn),
+            "tri_modal_eligible": sum(bool(c) for c in cues.values()),
+            "tri_modal_pooled": sum(bool(cues[r["sample_id"]]) for r in drawn),
+        }
     write_jsonl(pool / "items.jsonl", pooled_rows)
     write_atomic(pool / "funnel.json", json.dumps(funnel, indent=2, sort_keys=True) + "\n")
     return funnel
 
 
 def cmd_pool(args) -> int:
-    funnel = build_pool(args.build_dir, budget=args.budget, seed=args.seed, tri_modal_weight=args.tri_modal_weight,
-                        sources=args.sources)
+    funnel = build_pool(
+        args.build_dir, budget=args.budget, seed=args.seed, tri_modal_weight=args.tri_modal_weight, sources=args.sources
+    )
     for name, counts in funnel["sources"].items():
-        print(f"{name}: {counts['examples']} example(s) -> {counts['converted']} converted -> {counts['eligible']} "
-              f"eligible -> {counts['pooled']} pooled ({counts['tri_modal_pooled']} plausibly tri-modal)")
+        print(
+            f"{name}: {counts['examples']} example(s) -> {counts['converted']} converted -> {counts['eligible']} "
+            f"eligible -> {counts['pooled']} pooled ({counts['tri_modal_pooled']} plausibly tri-modal)"
+        )
     print(f"pool: {sum(c['pooled'] for c in funnel['sources'].values())} item(s) -> {Path(args.build_dir) / 'pool'}")
     return 0
 
 
 def add_parser(stages) -> None:
-    parser = stages.add_parser("pool", help="draw the seeded candidate pool (a budget per source)",
-                               description=__doc__.split("\n\n")[0])
+    parser = stages.add_parser(
+        "pool", help="draw the seeded candidate pool (a budget per source)", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("build_dir", type=Path, metavar="BUILD_DIR")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="items per source (default 100, Table 1)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--tri-modal-weight", type=float, default=DEFAULT_TRI_MODAL_WEIGHT,
-                        help="draw weight of a plausibly tri-modal item (default 4; 1: no oversampling)")
-    parser.add_argument("--sources", type=lambda s: [x for x in s.split(",") if x], default=None,
-                        help="comma-separated converted sources (default: all under BUILD_DIR/converted)")
+    parser.add_argument(
+        "--tri-modal-weight",
+        type=float,
+        default=DEFAULT_TRI_MODAL_WEIGHT,
+        help="draw weight of a plausibly tri-modal item (default 4; 1: no oversampling)",
+    )
+    parser.add_argument(
+        "--sources",
+        type=lambda s: [x for x in s.split(",") if x],
+        default=None,
+        help="comma-separated converted sources (default: all under BUILD_DIR/converted)",
+    )
     parser.set_defaults(func=cmd_pool)

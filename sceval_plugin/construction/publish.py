@@ -88,12 +88,19 @@ def _yaml_text(text: str) -> str:
 def _table_row(row: dict) -> dict:
     """A pool row in the parquet layout: one type per column whatever the item."""
     visual = row["visual"]
-    return {"sample_id": row["sample_id"], "source": row["source"], "question": row["question"],
-            "options": json.dumps(row["options"], sort_keys=True, ensure_ascii=False), "gold_key": row["gold_key"],
-            "visual": visual if isinstance(visual, list) else [visual], "audio": row["audio"],
-            "context": row.get("context") or "", "category": row.get("category") or "",
-            "key_frame_index": row.get("key_frame_index"),
-            "hidden": json.dumps(row.get("hidden") or {}, sort_keys=True, ensure_ascii=False)}
+    return {
+        "sample_id": row["sample_id"],
+        "source": row["source"],
+        "question": row["question"],
+        "options": json.dumps(row["options"], sort_keys=True, ensure_ascii=False),
+        "gold_key": row["gold_key"],
+        "visual": visual if isinstance(visual, list) else [visual],
+        "audio": row["audio"],
+        "context": row.get("context") or "",
+        "category": row.get("category") or "",
+        "key_frame_index": row.get("key_frame_index"),
+        "hidden": json.dumps(row.get("hidden") or {}, sort_keys=True, ensure_ascii=False),
+    }
 
 
 def _kept(rows: list[dict], manifest_path: Path) -> tuple[list[dict], list[dict]]:
@@ -109,16 +116,25 @@ def _kept(rows: list[dict], manifest_path: Path) -> tuple[list[dict], list[dict]
             continue
         else:
             reason = entry.get("failure_reason") or ("invalid" if entry.get("valid") is not True else "unanswerable")
-        excluded.append({"sample_id": row["sample_id"], "source": row["source"], "stage": "annotation",
-                         "reason": reason, "adjudication_note": (entry or {}).get("adjudication_note")})
+        excluded.append(
+            {
+                "sample_id": row["sample_id"],
+                "source": row["source"],
+                "stage": "annotation",
+                "reason": reason,
+                "adjudication_note": (entry or {}).get("adjudication_note"),
+            }
+        )
     return kept, excluded
 
 
 def offline_guard() -> None:
     """Refuse to reach the Hub when the offline setting is on (clear error, nothing attempted)."""
     if env_flag("HF_HUB_OFFLINE"):
-        raise BuildError("--push-to-hub needs the network, but HF_HUB_OFFLINE=1 is set: unset it (and log in, "
-                         "`huggingface-cli login` or HF_TOKEN) to upload")
+        raise BuildError(
+            "--push-to-hub needs the network, but HF_HUB_OFFLINE=1 is set: unset it (and log in, "
+            "`huggingface-cli login` or HF_TOKEN) to upload"
+        )
 
 
 def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub: str | None = None) -> dict:
@@ -161,15 +177,21 @@ def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub
     (partial / "funnel.json").write_text(json.dumps(funnel, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     (partial / "README.md").write_text(_card(funnel, kept, manifest.is_file()), encoding="utf-8")
     # read back as the tasks will read it (SCEVAL_SOURCE=<out>): every row valid, every file probed
-    items, problems = collect(read_rows(partial / "items.parquet"), lambda row: item_from_row(row, partial),
-                              media_paths)
+    items, problems = collect(
+        read_rows(partial / "items.parquet"), lambda row: item_from_row(row, partial), media_paths
+    )
     if problems or len(items) != len(kept):
         raise BuildError(f"{out}: the published folder does not load cleanly: {'; '.join(map(str, problems[:5]))}")
     if out.exists():
         shutil.rmtree(out)
     os.replace(partial, out)
-    result = {"out": str(out), "published": len(kept), "excluded": len(funnel["excluded"]),
-              "manifest": manifest.is_file(), "hub": None}
+    result = {
+        "out": str(out),
+        "published": len(kept),
+        "excluded": len(funnel["excluded"]),
+        "manifest": manifest.is_file(),
+        "hub": None,
+    }
     if push_to_hub:
         result["hub"] = push(out, push_to_hub)
     return result
@@ -185,9 +207,14 @@ def _pool_funnel(pool: Path, rows: list[dict]) -> dict:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["source"]] = counts.get(row["source"], 0) + 1
-    return {"seed": None, "budget": max(counts.values(), default=0), "excluded": [],
-            "sources": {name: dict.fromkeys(("examples", "converted", "eligible", "pooled"), n)
-                        for name, n in counts.items()}}
+    return {
+        "seed": None,
+        "budget": max(counts.values(), default=0),
+        "excluded": [],
+        "sources": {
+            name: dict.fromkeys(("examples", "converted", "eligible", "pooled"), n) for name, n in counts.items()
+        },
+    }
 
 
 def source_licences(funnel: dict, kept: list[dict]) -> dict[str, str]:
@@ -200,54 +227,77 @@ def source_licences(funnel: dict, kept: list[dict]) -> dict[str, str]:
         licence = (row.get("hidden") or {}).get("license")
         if licence:
             found.setdefault(row["source"], set()).add(str(licence))
-    return {name: "; ".join(sorted(found[name])) if name in found else
-            known.get(name, "unknown: check the source's terms") for name in sorted(funnel["sources"])}
+    return {
+        name: "; ".join(sorted(found[name])) if name in found else known.get(name, "unknown: check the source's terms")
+        for name in sorted(funnel["sources"])
+    }
 
 
 def _card(funnel: dict, kept: list[dict], verified: bool) -> str:
     n = len(kept)
     licences = source_licences(funnel, kept)
     names = sorted(licences)
-    rows = "\n".join(f"| {name} | {c['examples']} | {c['converted']} | {c['eligible']} | {c['pooled']} | "
-                     f"{c['published']} |" for name, c in sorted(funnel["sources"].items()))
+    rows = "\n".join(
+        f"| {name} | {c['examples']} | {c['converted']} | {c['eligible']} | {c['pooled']} | {c['published']} |"
+        for name, c in sorted(funnel["sources"].items())
+    )
     by_stage: dict[str, list[str]] = {}
     not_drawn = sum(e["reason"].startswith("not_drawn") for e in funnel["excluded"])
     for e in funnel["excluded"]:
         if e["reason"].startswith("not_drawn"):  # counted, not listed: a source may have thousands
             continue
-        by_stage.setdefault(e["stage"], []).append(f"- `{e.get('sample_id') or e.get('source_ref')}` "
-                                                   f"({e['source']}): {e['reason']}")
-    excluded = "\n\n".join(f"### Left out at the {stage} stage ({len(lines)})\n\n" + "\n".join(lines)
-                           for stage, lines in by_stage.items()) or "No item was rejected."
+        by_stage.setdefault(e["stage"], []).append(
+            f"- `{e.get('sample_id') or e.get('source_ref')}` ({e['source']}): {e['reason']}"
+        )
+    excluded = (
+        "\n\n".join(
+            f"### Left out at the {stage} stage ({len(lines)})\n\n" + "\n".join(lines)
+            for stage, lines in by_stage.items()
+        )
+        or "No item was rejected."
+    )
     if not_drawn:
-        excluded += (f"\n\n{not_drawn} eligible item(s) were not drawn into the pool (over the budget of "
-                     f"{funnel['budget']} per source); `funnel.json` lists them.")
+        excluded += (
+            f"\n\n{not_drawn} eligible item(s) were not drawn into the pool (over the budget of "
+            f"{funnel['budget']} per source); `funnel.json` lists them."
+        )
     return CARD.format(
-        sources=", ".join(names), n=n, funnel_rows=rows, excluded=excluded,
+        sources=", ".join(names),
+        n=n,
+        funnel_rows=rows,
+        excluded=excluded,
         licences="\n".join(f"  {name}: {_yaml_text(text)}" for name, text in licences.items()),
         licence_lines="\n".join(f"- **{name}**: {text}" for name, text in licences.items()),
         verified="The items passed the annotation rounds (`manifest.json`: validity, tri-modal answerability, "
-                 "per-cell interpretability and gold preservation)." if verified else
-                 "**Unverified**: no annotation manifest was present, so this is the whole candidate pool.",
-        manifest_hint=" (with `SCEVAL_MANIFEST=<this folder>/manifest.json`)" if verified else "")
+        "per-cell interpretability and gold preservation)."
+        if verified
+        else "**Unverified**: no annotation manifest was present, so this is the whole candidate pool.",
+        manifest_hint=" (with `SCEVAL_MANIFEST=<this folder>/manifest.json`)" if verified else "",
+    )
 
 
 def cmd_publish(args) -> int:
     result = publish(args.build_dir, out=args.out, push_to_hub=args.push_to_hub)
     note = "" if result["manifest"] else " (no manifest: the unverified pool)"
-    print(f"published {result['published']} item(s){note} -> {result['out']}; "
-          f"{result['excluded']} left out, listed in README.md and funnel.json")
+    print(
+        f"published {result['published']} item(s){note} -> {result['out']}; "
+        f"{result['excluded']} left out, listed in README.md and funnel.json"
+    )
     if result["hub"]:
         print(f"uploaded: {result['hub']}")
     return 0
 
 
 def add_parser(stages) -> None:
-    parser = stages.add_parser("publish", help="write the benchmark as a datasets folder with its card",
-                               description=__doc__.split("\n\n")[0])
+    parser = stages.add_parser(
+        "publish", help="write the benchmark as a datasets folder with its card", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("build_dir", type=Path, metavar="BUILD_DIR")
     parser.add_argument("--out", type=Path, default=None, help="default: BUILD_DIR/published")
-    parser.add_argument("--push-to-hub", metavar="REPO", default=None,
-                        help="also upload the folder as the Hub dataset REPO (needs the network and a token)")
+    parser.add_argument(
+        "--push-to-hub",
+        metavar="REPO",
+        default=None,
+        help="also upload the folder as the Hub dataset REPO (needs the network and a token)",
+    )
     parser.set_defaults(func=cmd_publish)
-

@@ -28,6 +28,7 @@ class SheetError(ValueError):
 class Column:
     """One column of a sheet. ``allowed``: the values an annotator may enter (None: free text);
     ``required``: must be filled; ``given``: filled by the export, read back only to match rows."""
+
     name: str
     allowed: tuple[str, ...] | None = None
     required: bool = False
@@ -90,8 +91,15 @@ def _without_times(path: Path) -> None:
     stamp = _FIXED_TIME.strftime("%Y-%m-%dT%H:%M:%SZ").encode()
     with zipfile.ZipFile(path) as source:
         entries = [(info, source.read(info)) for info in source.infolist()]
-    entries = [(info, re.sub(rb"(<dcterms:modified[^>]*>)[^<]*", rb"\g<1>" + stamp, data)
-                if info.filename == "docProps/core.xml" else data) for info, data in entries]
+    entries = [
+        (
+            info,
+            re.sub(rb"(<dcterms:modified[^>]*>)[^<]*", rb"\g<1>" + stamp, data)
+            if info.filename == "docProps/core.xml"
+            else data,
+        )
+        for info, data in entries
+    ]
     with replacing(path) as temporary, zipfile.ZipFile(temporary, "w") as out:
         for info, data in entries:
             fixed = zipfile.ZipInfo(info.filename, date_time=_FIXED_TIME.timetuple()[:6])
@@ -128,8 +136,10 @@ def read_sheet_rows(path: Path, columns: Sequence[Column]) -> tuple[list[dict], 
         for column in columns:
             value = row.get(column.name, "")
             if column.allowed is not None and value and value not in column.allowed:
-                problems.append(f"row {number}, column {column.name!r}: {value!r} is not one of "
-                                f"{', '.join(repr(v) for v in column.allowed if v)}")
+                problems.append(
+                    f"row {number}, column {column.name!r}: {value!r} is not one of "
+                    f"{', '.join(repr(v) for v in column.allowed if v)}"
+                )
             elif column.required and not value:
                 problems.append(f"row {number}, column {column.name!r}: empty")
         row["_row"] = number
@@ -143,8 +153,12 @@ def sheet_problems(path: Path, problems: Sequence[str], limit: int = 40) -> str:
 
 
 #: How a file that is not UTF-8 text starts, when a spreadsheet program saved it under .csv.
-_NOT_TEXT = {b"PK\x03\x04": "an Excel workbook (.xlsx)", b"\x89PNG": "a PNG picture",
-             b"\xd0\xcf\x11\xe0": "an old Excel workbook (.xls)", b"%PDF": "a PDF"}
+_NOT_TEXT = {
+    b"PK\x03\x04": "an Excel workbook (.xlsx)",
+    b"\x89PNG": "a PNG picture",
+    b"\xd0\xcf\x11\xe0": "an old Excel workbook (.xls)",
+    b"%PDF": "a PDF",
+}
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[tuple[int, list]]]:
@@ -163,11 +177,16 @@ def _not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
     head = path.read_bytes()[:8]
     kind = next((what for magic, what in _NOT_TEXT.items() if head.startswith(magic)), None)
     if kind is None:
-        return (f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}; a spreadsheet's "
-                "'CSV (Windows)' or 'CSV (Macintosh)' export is Latin-1). Save it again as 'CSV UTF-8 "
-                "(comma delimited)', or fill the .xlsx beside it and import with --format xlsx")
-    fix = "import the workbook with --format xlsx (named <sheet>.xlsx)" if "Excel" in kind else \
-        "put the filled sheet itself there, saved as 'CSV UTF-8 (comma delimited)'"
+        return (
+            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}; a spreadsheet's "
+            "'CSV (Windows)' or 'CSV (Macintosh)' export is Latin-1). Save it again as 'CSV UTF-8 "
+            "(comma delimited)', or fill the .xlsx beside it and import with --format xlsx"
+        )
+    fix = (
+        "import the workbook with --format xlsx (named <sheet>.xlsx)"
+        if "Excel" in kind
+        else "put the filled sheet itself there, saved as 'CSV UTF-8 (comma delimited)'"
+    )
     return f"{path}: this is {kind}, not a CSV sheet: {fix}"
 
 
@@ -180,5 +199,4 @@ def _read_xlsx(path: Path) -> tuple[list[str], list[tuple[int, list]]]:
     lines = list(sheet.iter_rows(values_only=True))
     if not lines:
         raise SheetError(f"{path}: empty workbook (no header row)")
-    return ([str(h or "").strip() for h in lines[0]],
-            [(i, list(line)) for i, line in enumerate(lines[1:], start=2)])
+    return ([str(h or "").strip() for h in lines[0]], [(i, list(line)) for i, line in enumerate(lines[1:], start=2)])

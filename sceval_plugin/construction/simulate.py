@@ -40,24 +40,35 @@ def truth(seed: int, sample: str, cell: tuple | None = None) -> dict:
     if cell is None:
         r = _rng(seed, "truth", sample)
         valid, answerable, leak = r.random() >= 0.03, r.random() >= 0.03, r.random() < 0.03
-        labels = {"valid": "yes" if valid else "no", "answerable": "yes" if answerable else "no",
-                  "availability": "text leakage" if leak else "ok"}
-        labels["failure_reason"] = ("broken media" if not valid else "ambiguous answer" if not answerable
-                                    else "text leakage" if leak else "")
+        labels = {
+            "valid": "yes" if valid else "no",
+            "answerable": "yes" if answerable else "no",
+            "availability": "text leakage" if leak else "ok",
+        }
+        labels["failure_reason"] = (
+            "broken media" if not valid else "ambiguous answer" if not answerable else "text leakage" if leak else ""
+        )
         return labels
     op, severity, variant = cell
     r = _rng(seed, "truth", sample, op, severity, variant)
     interpretable = r.random() >= DROP_RATE[severity]
     preserved = r.random() >= 0.1 * severity / 70
-    return {"interpretable": "yes" if interpretable else "no",
-            "gold_preserved": ("yes" if preserved else "no") if interpretable else "",
-            "stress_test": ("no" if preserved else "yes") if interpretable else ""}
+    return {
+        "interpretable": "yes" if interpretable else "no",
+        "gold_preserved": ("yes" if preserved else "no") if interpretable else "",
+        "stress_test": ("no" if preserved else "yes") if interpretable else "",
+    }
 
 
 def _noisy(labels: dict, rate: float, r: random.Random) -> dict:
     out = dict(labels)
-    choices = {"valid": form.YES_NO, "answerable": form.YES_NO, "availability": form.AVAILABILITY,
-               "interpretable": form.YES_NO, "gold_preserved": form.YES_NO}
+    choices = {
+        "valid": form.YES_NO,
+        "answerable": form.YES_NO,
+        "availability": form.AVAILABILITY,
+        "interpretable": form.YES_NO,
+        "gold_preserved": form.YES_NO,
+    }
     for name, allowed in choices.items():
         if name in out and out[name] and r.random() < rate:
             out[name] = r.choice([v for v in allowed if v != out[name]])
@@ -78,8 +89,11 @@ def simulate(build: Path, name: str, *, seed: int = 0, disagreement: float = 0.0
     """Fill every CSV sheet of pass ``name`` in place; returns the rows filled."""
     folder = pass_dir(build, name)
     items = pool_items(build)
-    (folder / MARKER).write_text(f"labels filled by sceval build annotate simulate (seed {seed}, disagreement "
-                                 f"{disagreement}); not human annotation\n", encoding="utf-8")
+    (folder / MARKER).write_text(
+        f"labels filled by sceval build annotate simulate (seed {seed}, disagreement "
+        f"{disagreement}); not human annotation\n",
+        encoding="utf-8",
+    )
     filled = 0
     exact = name in ("adjudication", "audit")
     for sheet_path in sorted(folder.glob("*/*.csv")):
@@ -88,8 +102,9 @@ def simulate(build: Path, name: str, *, seed: int = 0, disagreement: float = 0.0
             rows = list(csv.DictReader(handle))
         for row in rows:
             sample = row["sample_id"]
-            r = _rng(seed, name, annotator, sample, row.get("operator", ""), row.get("severity", ""),
-                     row.get("variant", ""))
+            r = _rng(
+                seed, name, annotator, sample, row.get("operator", ""), row.get("severity", ""), row.get("variant", "")
+            )
             cell = (row["operator"], int(row["severity"]), int(row["variant"])) if row.get("operator") else None
             if sheet in ("items", "cells"):
                 labels = truth(seed, sample, cell)
@@ -116,18 +131,25 @@ def simulate(build: Path, name: str, *, seed: int = 0, disagreement: float = 0.0
 
 
 def add_parser(actions) -> None:
-    sim = actions.add_parser("simulate", help="SIMULATION: fill a pass's sheets with seeded simulated annotators",
-                             description=__doc__)
+    sim = actions.add_parser(
+        "simulate", help="SIMULATION: fill a pass's sheets with seeded simulated annotators", description=__doc__
+    )
     sim.add_argument("build", type=Path)
     sim.add_argument("--pass", dest="pass_name", required=True, choices=tuple(SHEETS))
     sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--disagreement", type=float, default=0.08,
-                     help="probability each simulated annotator flips a field (default 0.08)")
+    sim.add_argument(
+        "--disagreement",
+        type=float,
+        default=0.08,
+        help="probability each simulated annotator flips a field (default 0.08)",
+    )
     sim.set_defaults(func=_cmd_simulate)
 
 
 def _cmd_simulate(args) -> int:
     n = simulate(args.build, args.pass_name, seed=args.seed, disagreement=args.disagreement)
-    print(f"SIMULATED {args.pass_name}: filled {n} row(s) under {pass_dir(args.build, args.pass_name)} "
-          f"(marked {MARKER}; not human annotation)")
+    print(
+        f"SIMULATED {args.pass_name}: filled {n} row(s) under {pass_dir(args.build, args.pass_name)} "
+        f"(marked {MARKER}; not human annotation)"
+    )
     return 0

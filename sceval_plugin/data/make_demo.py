@@ -77,8 +77,15 @@ def _count_item(rng: np.random.Generator) -> dict:
         "Count the beeps in the audio clip. The frames are numbered from 1 in the order shown. "
         "What colour is the disc in the frame whose number equals the number of beeps?"
     )
-    return {"frames": frames, "audio": audio, "question": question, "options": options, "gold_key": gold,
-            "key_frame_index": beeps - 1, "hidden": {"family": "count", "beeps": beeps}}
+    return {
+        "frames": frames,
+        "audio": audio,
+        "question": question,
+        "options": options,
+        "gold_key": gold,
+        "key_frame_index": beeps - 1,
+        "hidden": {"family": "count", "beeps": beeps},
+    }
 
 
 def _order_item(rng: np.random.Generator) -> dict:
@@ -100,9 +107,15 @@ def _order_item(rng: np.random.Generator) -> dict:
         f"One frame is shown per second while two tones play. Which shape is on screen while the "
         f"{which}-pitched tone is playing?"
     )
-    return {"frames": frames, "audio": audio, "question": question, "options": options, "gold_key": gold,
-            "key_frame_index": target, "hidden": {"family": "order", "high_at": high_at, "low_at": low_at,
-                                                  "asked": which}}
+    return {
+        "frames": frames,
+        "audio": audio,
+        "question": question,
+        "options": options,
+        "gold_key": gold,
+        "key_frame_index": target,
+        "hidden": {"family": "order", "high_at": high_at, "low_at": low_at, "asked": which},
+    }
 
 
 def _size_item(rng: np.random.Generator) -> dict:
@@ -123,8 +136,15 @@ def _size_item(rng: np.random.Generator) -> dict:
         f"If the tone you hear is {condition}, name the colour of the {named} shape; "
         f"otherwise name the colour of the medium-sized shape."
     )
-    return {"frames": [canvas], "audio": audio, "question": question, "options": options, "gold_key": gold,
-            "key_frame_index": 0, "hidden": {"family": "size", "tone": "high" if high else "low", "named": named, "if": condition}}
+    return {
+        "frames": [canvas],
+        "audio": audio,
+        "question": question,
+        "options": options,
+        "gold_key": gold,
+        "key_frame_index": 0,
+        "hidden": {"family": "size", "tone": "high" if high else "low", "named": named, "if": condition},
+    }
 
 
 FAMILIES = {"count": _count_item, "order": _order_item, "size": _size_item}
@@ -146,18 +166,20 @@ def generate(out: Path) -> Path:
                 frame_paths.append(rel)
             audio_rel = f"media/{sample_id}/audio.flac"
             soundfile.write(str(out / audio_rel), item["audio"], SAMPLE_RATE, subtype="PCM_16", format="FLAC")
-            rows.append({
-                "sample_id": sample_id,
-                "source": "sceval-demo",
-                "category": family,
-                "key_frame_index": item["key_frame_index"],
-                "question": item["question"],
-                "options": dict(zip("ABCD", item["options"])),
-                "gold_key": item["gold_key"],
-                "visual": frame_paths if len(frame_paths) > 1 else frame_paths[0],
-                "audio": audio_rel,
-                "hidden": {**item["hidden"], "license": LICENSE, "generator": "sceval_plugin.data.make_demo"},
-            })
+            rows.append(
+                {
+                    "sample_id": sample_id,
+                    "source": "sceval-demo",
+                    "category": family,
+                    "key_frame_index": item["key_frame_index"],
+                    "question": item["question"],
+                    "options": dict(zip("ABCD", item["options"])),
+                    "gold_key": item["gold_key"],
+                    "visual": frame_paths if len(frame_paths) > 1 else frame_paths[0],
+                    "audio": audio_rel,
+                    "hidden": {**item["hidden"], "license": LICENSE, "generator": "sceval_plugin.data.make_demo"},
+                }
+            )
     items = out / "items.jsonl"
     items.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
     return items

@@ -34,9 +34,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from faultline_eval.core.intake import SourceError, read_text
 from sceval_plugin import operators
 from sceval_plugin.conditions import Condition
-from faultline_eval.core.intake import SourceError, read_text
 
 MANIFEST_ENV = "SCEVAL_MANIFEST"
 STRESS_ONLY_ENV = "SCEVAL_STRESS_ONLY"
@@ -54,8 +54,9 @@ class Manifest:
     samples: dict[str, dict] = field(default_factory=dict)
     cells: dict[tuple[str, str, int, int], dict] = field(default_factory=dict)
 
-    def exclusion_reason(self, sample_id: str, condition: Condition, variant: int, *,
-                         stress_only: str = "exclude") -> str | None:
+    def exclusion_reason(
+        self, sample_id: str, condition: Condition, variant: int, *, stress_only: str = "exclude"
+    ) -> str | None:
         """Why the trial is not in the cohort kept (None: kept). ``stress_only="exclude"`` (the
         default) keeps the gold-preserved cohort only; ``"run"`` keeps stress-only trials too
         (:meth:`cohort` then tells them apart)."""
@@ -76,8 +77,11 @@ class Manifest:
     def cohort(self, sample_id: str, condition: Condition, variant: int) -> str:
         """``"stress_only"`` when one of the trial's cells is interpretable but does not preserve
         the original gold (Appendix D), else ``"gold_preserved"``."""
-        return STRESS_ONLY if any(_breaks_gold(cell) for _, cell in self._cells(sample_id, condition, variant)) \
+        return (
+            STRESS_ONLY
+            if any(_breaks_gold(cell) for _, cell in self._cells(sample_id, condition, variant))
             else GOLD_PRESERVED
+        )
 
     def _cells(self, sample_id: str, condition: Condition, variant: int):
         for c in condition.corruptions:
@@ -97,8 +101,10 @@ def parse_manifest(path: Path) -> Manifest:
             data = json.loads(text)
         except json.JSONDecodeError:  # JSON lines: one sample or cell entry per line
             entries = [json.loads(line) for line in text.splitlines() if line.strip()]
-            data = {"samples": [e for e in entries if "operator" not in e],
-                    "cells": [e for e in entries if "operator" in e]}
+            data = {
+                "samples": [e for e in entries if "operator" not in e],
+                "cells": [e for e in entries if "operator" in e],
+            }
     except (SourceError, json.JSONDecodeError) as exc:
         raise ManifestError(f"{path}: unreadable annotation manifest: {exc}") from exc
     if not isinstance(data, dict):
@@ -113,9 +119,16 @@ def parse_manifest(path: Path) -> Manifest:
         manifest.samples[str(entry["sample_id"])] = entry
     for i, entry in enumerate(data.get("cells", [])):
         try:
-            key = (str(entry["sample_id"]), str(entry["operator"]), int(entry["severity"]), int(entry.get("variant", 0)))
+            key = (
+                str(entry["sample_id"]),
+                str(entry["operator"]),
+                int(entry["severity"]),
+                int(entry.get("variant", 0)),
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ManifestError(f"{path}: cells[{i}] needs sample_id, operator, severity (and variant): {exc}") from None
+            raise ManifestError(
+                f"{path}: cells[{i}] needs sample_id, operator, severity (and variant): {exc}"
+            ) from None
         manifest.cells[key] = entry
     return manifest
 

@@ -24,15 +24,23 @@ import json
 import math
 import numbers
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from faultline_eval.core import media
-from faultline_eval.core.record_fields import (RecordError, field_error, load_audio, load_frames, mapping_field,
-                                               resolve_inside, text_field)
+from faultline_eval.core.record_fields import (
+    RecordError,
+    field_error,
+    load_audio,
+    load_frames,
+    mapping_field,
+    resolve_inside,
+    text_field,
+)
 
 OPTION_KEYS = tuple(string.ascii_uppercase[:4])
 MAX_FRAMES = media.MAX_FRAMES
@@ -83,7 +91,10 @@ class OmniItem:
 
     def media_notes(self) -> list[str]:
         """Every conversion made to the media on decoding (downscaling, resampling, ...)."""
-        return [*load_frames(self.sample_id, "visual", self.visual).notes, *load_audio(self.sample_id, "audio", self.audio)[1]]
+        return [
+            *load_frames(self.sample_id, "visual", self.visual).notes,
+            *load_audio(self.sample_id, "audio", self.audio)[1],
+        ]
 
 
 def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | None = None) -> OmniItem:
@@ -106,7 +117,9 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
             raise field_error(sample_id, "options", f"expected 2-4 options, got {len(options)}")
         options = dict(zip(OPTION_KEYS, options))
     if not isinstance(options, Mapping) or not 2 <= len(options) <= 4:
-        raise field_error(sample_id, "options", f"expected 2-4 options as a list or a {{key: text}} map, got {options!r}")
+        raise field_error(
+            sample_id, "options", f"expected 2-4 options as a list or a {{key: text}} map, got {options!r}"
+        )
     keys = sorted(options)
     if tuple(keys) != OPTION_KEYS[: len(keys)]:
         raise field_error(sample_id, "options", f"keys must be {', '.join(OPTION_KEYS[: len(keys)])}, got {keys}")
@@ -118,8 +131,15 @@ def item_from_row(row: Mapping[str, Any], root: str | Path, *, source: str | Non
 
     root_path = Path(root)
     visual = row.get("visual")
-    visual_list = [visual] if isinstance(visual, str) else list(visual) if isinstance(visual, (list, tuple)) else \
-        [] if visual is None else None
+    visual_list = (
+        [visual]
+        if isinstance(visual, str)
+        else list(visual)
+        if isinstance(visual, (list, tuple))
+        else []
+        if visual is None
+        else None
+    )
     if visual_list is None or not all(isinstance(v, str) for v in visual_list):
         raise field_error(sample_id, "visual", f"expected a media path or a list of them, got {visual!r:.80}")
     if not visual_list:
@@ -176,7 +196,8 @@ def check_media(item: OmniItem) -> None:
     except media.MediaError as exc:
         raise RecordError(f"sample {item.sample_id!r}: {exc}") from exc
     if item.key_frame_index is not None and item.key_frame_index >= len(frames):
-        raise field_error(item.sample_id, "key_frame_index",
-                          f"{item.key_frame_index} is past the last of the {len(frames)} frames decoded")
-
-
+        raise field_error(
+            item.sample_id,
+            "key_frame_index",
+            f"{item.key_frame_index} is past the last of the {len(frames)} frames decoded",
+        )

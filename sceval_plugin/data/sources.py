@@ -27,9 +27,10 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from faultline_eval.core.identity import content_fingerprint, relative_media
 from faultline_eval.core.intake import Problem, Row, SourceError, collect, numbered, read_rows
@@ -66,12 +67,26 @@ class Source:
         """The items' content (:mod:`.identity`): ids, questions, options, gold keys, context,
         category, key frame, media paths relative to the dataset root and media content hashes
         (released pre-corrupted rows too). Not where the dataset lies."""
-        def record(item: OmniItem, *extra) -> tuple:
-            return (item.sample_id, item.question, item.options, item.gold_key, item.context, item.category,
-                    item.key_frame_index, relative_media(item.root, [*item.visual, item.audio]), *extra)
 
-        return content_fingerprint([*(record(it) for it in self.items),
-                                    *(record(r.item, r.condition_id, r.variant) for r in self.released or ())])
+        def record(item: OmniItem, *extra) -> tuple:
+            return (
+                item.sample_id,
+                item.question,
+                item.options,
+                item.gold_key,
+                item.context,
+                item.category,
+                item.key_frame_index,
+                relative_media(item.root, [*item.visual, item.audio]),
+                *extra,
+            )
+
+        return content_fingerprint(
+            [
+                *(record(it) for it in self.items),
+                *(record(r.item, r.condition_id, r.variant) for r in self.released or ()),
+            ]
+        )
 
     @property
     def legacy_fingerprint(self) -> str:
@@ -79,7 +94,9 @@ class Source:
         reading them (:func:`.identity.matching_source`)."""
         h = hashlib.blake2b(digest_size=8)
         for item in self.items:
-            h.update(repr((item.sample_id, item.question, item.options, item.gold_key, item.visual, item.audio)).encode())
+            h.update(
+                repr((item.sample_id, item.question, item.options, item.gold_key, item.visual, item.audio)).encode()
+            )
         return h.hexdigest()
 
 
@@ -171,8 +188,11 @@ def _release_row(row: Mapping[str, Any], root: Path) -> dict:
         "gold_key": row.get("gold_key"),
         "visual": visual if len(visual) != 1 else visual[0],
         "audio": (_release_path(row.get("audio_url")) or [None])[0],
-        "hidden": {k: row[k] for k in ("corruption_modality", "corruption_type", "severity_base",
-                                        "severity_variant") if k in row},
+        "hidden": {
+            k: row[k]
+            for k in ("corruption_modality", "corruption_type", "severity_base", "severity_variant")
+            if k in row
+        },
     }
 
 
@@ -180,12 +200,16 @@ def _release_condition(row: Mapping[str, Any]) -> tuple[str, int]:
     """Our condition id and variant index for a released pre-corrupted row."""
     ops = _split_field(row.get("corruption_type"))
     raw = row.get("severity_base")
-    severities = [int(v) for v in re.findall(r"\d+", " ".join(map(str, raw)) if isinstance(raw, (list, tuple)) else str(raw))]
+    severities = [
+        int(v) for v in re.findall(r"\d+", " ".join(map(str, raw)) if isinstance(raw, (list, tuple)) else str(raw))
+    ]
     if len(severities) == 1 and len(ops) > 1:
         severities *= len(ops)
     if len(ops) != len(severities) or not ops:
-        raise RecordError(f"sample {row.get('sample_id')!r}: cannot map corruption_type={row.get('corruption_type')!r} "
-                          f"severity_base={row.get('severity_base')!r} to a condition")
+        raise RecordError(
+            f"sample {row.get('sample_id')!r}: cannot map corruption_type={row.get('corruption_type')!r} "
+            f"severity_base={row.get('severity_base')!r} to a condition"
+        )
     variant = int(row.get("severity_variant") or 0)
     condition = single_id(ops[0], severities[0]) if len(ops) == 1 else joint_id(*zip(ops, severities))
     return condition, variant
@@ -215,8 +239,9 @@ def _from_release(spec: str, repo: str, mode: str) -> Source:
     baseline = load("baseline")
     if isinstance(baseline, datasets.DatasetDict):
         baseline = baseline[next(iter(baseline))]
-    items, problems = _items(((w, _release_row(r, root)) for w, r in numbered(baseline, "baseline row")), root,
-                             source="sceval-release")
+    items, problems = _items(
+        ((w, _release_row(r, root)) for w, r in numbered(baseline, "baseline row")), root, source="sceval-release"
+    )
     if mode == "apply":
         return Source(spec, items, problems=problems)
     released: list[ReleasedRow] = []
@@ -234,6 +259,7 @@ def _from_release(spec: str, repo: str, mode: str) -> Source:
 
 
 # --- existing lmms-eval benchmarks ---------------------------------------------------------------
+
 
 def _omni_bench_row(index: int, doc: Mapping[str, Any], out: Path) -> dict:
     """lmms-eval's omni_bench doc -> unified row (media written once under ``out``)."""

@@ -17,11 +17,12 @@ the shared bootstrap of :mod:`~faultline_eval.core.stats`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import pandas as pd
 
+from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
 from sceval_plugin.metrics.drops import (
     accuracy_by_source,
     family_summary,
@@ -42,7 +43,6 @@ from sceval_plugin.metrics.reliability import (
     prompt_shift,
     seed_stability,
 )
-from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
 
 
 @dataclass
@@ -67,10 +67,17 @@ class DiagnosticOptions:
     holm_families: str = "model"  # one Holm family per model's block, or pooled over models (protocol.HOLM_FAMILIES)
 
 
-def appendix_c(trials: pd.DataFrame, samples: pd.DataFrame, summary: pd.DataFrame,
-               model_diagnostics: pd.DataFrame, info: Mapping[str, ConditionInfo],
-               options: DiagnosticOptions | None = None, *, b: int = B_DEFAULT,
-               seed: int = SEED_DEFAULT) -> dict[str, Diagnostic]:
+def appendix_c(
+    trials: pd.DataFrame,
+    samples: pd.DataFrame,
+    summary: pd.DataFrame,
+    model_diagnostics: pd.DataFrame,
+    info: Mapping[str, ConditionInfo],
+    options: DiagnosticOptions | None = None,
+    *,
+    b: int = B_DEFAULT,
+    seed: int = SEED_DEFAULT,
+) -> dict[str, Diagnostic]:
     """Every diagnostic by table name, each with notes on what the run could not support."""
     options = options or DiagnosticOptions()
     present = set(summary["condition_id"])
@@ -83,50 +90,92 @@ def appendix_c(trials: pd.DataFrame, samples: pd.DataFrame, summary: pd.DataFram
 
     no_clean = "clean" not in present
     stability = seed_stability(trials, summary, info, ddof=options.variant_ddof)
-    add("seed_stability", stability,
+    add(
+        "seed_stability",
+        stability,
         ("single" not in blocks, "no single-modality cells were run: no weakest single cell per modality"),
-        (not (stability["n_var"] > 1).any(), "no cell has more than one valid variant: no per-variant spread"))
-    run_canonical = {(m, c) for m, c in zip(summary["model"], summary["condition_id"])
-                     if c in info and info[c].block in JOINT_BLOCKS and info[c].role == "canonical"}
+        (not (stability["n_var"] > 1).any(), "no cell has more than one valid variant: no per-variant spread"),
+    )
+    run_canonical = {
+        (m, c)
+        for m, c in zip(summary["model"], summary["condition_id"])
+        if c in info and info[c].block in JOINT_BLOCKS and info[c].role == "canonical"
+    }
     cells = interaction_cells(summary, info)
     lacking = len(run_canonical) - len(cells)
-    add("sub_additivity", sub_additivity(samples, summary, info, b=b, seed=seed),
+    add(
+        "sub_additivity",
+        sub_additivity(samples, summary, info, b=b, seed=seed),
         (not run_canonical, "no canonical joint cells were run"),
         (no_clean and bool(run_canonical), "no clean run: no additive prediction"),
-        (not no_clean and lacking > 0, f"{lacking} (model, canonical joint cell) pair(s) lack a clean accuracy or a "
-                                       "single cell at the same severity and are left out"))
+        (
+            not no_clean and lacking > 0,
+            f"{lacking} (model, canonical joint cell) pair(s) lack a clean accuracy or a "
+            "single cell at the same severity and are left out",
+        ),
+    )
     has_confidence = "confidence" in trials and trials["confidence"].notna().any()
-    add("calibration", calibration(trials, values=options.confidence_values),
-        (not has_confidence, "the logs carry no stated confidence (older logs, or no model gave one)"))
-    add("failure_overlap", failure_overlap(samples, shared_fraction=options.shared_fraction),
-        (len(models) < 2, "one model only: no pairwise Jaccard, and shared-hard/idiosyncratic counts are trivial"))
+    add(
+        "calibration",
+        calibration(trials, values=options.confidence_values),
+        (not has_confidence, "the logs carry no stated confidence (older logs, or no model gave one)"),
+    )
+    add(
+        "failure_overlap",
+        failure_overlap(samples, shared_fraction=options.shared_fraction),
+        (len(models) < 2, "one model only: no pairwise Jaccard, and shared-hard/idiosyncratic counts are trivial"),
+    )
     by_source = accuracy_by_source(samples, trials)
     no_source = "source" not in trials or trials["source"].isna().all()
-    add("accuracy_by_source", by_source,
-        (no_source, "the logs carry no item source (logs written before the source was recorded)"))
-    add("source_breakdown", source_breakdown(by_source, info),
+    add(
+        "accuracy_by_source",
+        by_source,
+        (no_source, "the logs carry no item source (logs written before the source was recorded)"),
+    )
+    add(
+        "source_breakdown",
+        source_breakdown(by_source, info),
         (no_source, "the logs carry no item source"),
-        (not no_source and no_clean, "no clean run: no clean column or source-level drops"))
-    add("steepest_channel", steepest_channels(model_diagnostics),
-        ("single" not in blocks, "no single-modality cells were run: no fragility slopes"))
+        (not no_source and no_clean, "no clean run: no clean column or source-level drops"),
+    )
+    add(
+        "steepest_channel",
+        steepest_channels(model_diagnostics),
+        ("single" not in blocks, "no single-modality cells were run: no fragility slopes"),
+    )
     if options.families is not None:
         unmatched = sorted(set(models) - set(options.families))
-        add("families", family_summary(summary, model_diagnostics, info, options.families),
+        add(
+            "families",
+            family_summary(summary, model_diagnostics, info, options.families),
             (bool(unmatched), f"model(s) without a family, left out of the family means: {', '.join(unmatched)}"),
-            (not set(models) & set(options.families), "no model of the runs is named in the families file"))
-    add("operator_groups", operator_groups(summary, info),
-        (no_clean or not any(c in info and info[c].block == "single" and info[c].corruptions[0][2] == 70
-                             for c in present), "needs clean and severity-70 single cells"))
-    add("prompt_shift", prompt_shift(summary, info),
-        ("prompt" not in blocks, "no prompt-variant cells (prompt_cot_*, prompt_open_*) were run"))
+            (not set(models) & set(options.families), "no model of the runs is named in the families file"),
+        )
+    add(
+        "operator_groups",
+        operator_groups(summary, info),
+        (
+            no_clean
+            or not any(c in info and info[c].block == "single" and info[c].corruptions[0][2] == 70 for c in present),
+            "needs clean and severity-70 single cells",
+        ),
+    )
+    add(
+        "prompt_shift",
+        prompt_shift(summary, info),
+        ("prompt" not in blocks, "no prompt-variant cells (prompt_cot_*, prompt_open_*) were run"),
+    )
     add("invalid_items", invalid_items(trials, info))
     if options.human_trials is not None:
         humans = options.human_trials
         human_conditions = set(humans["condition_id"].astype(str))
         add("human_audit", human_audit(humans), (humans.empty, "the human answers file holds no answers"))
-        add("human_excess_drop", human_excess_drop(samples, humans, b=b, seed=seed),
+        add(
+            "human_excess_drop",
+            human_excess_drop(samples, humans, b=b, seed=seed),
             ("clean" not in human_conditions, "no human answers on clean: no human drop"),
-            (not (human_conditions - {"clean"}) & present, "no condition both humans and models answered"))
+            (not (human_conditions - {"clean"}) & present, "no condition both humans and models answered"),
+        )
     for d in out.values():
         if d.frame.empty and not d.notes:
             d.notes.append("nothing to compute: the cells it needs have no valid answers")

@@ -6,13 +6,13 @@
 from __future__ import annotations
 
 import itertools
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from sceval_plugin.metrics.protocol import JOINT_BLOCKS, MODALITIES, ConditionInfo
 from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT, bootstrap_means, bootstrap_p_value, resample_weights
+from sceval_plugin.metrics.protocol import JOINT_BLOCKS, MODALITIES, ConditionInfo
 
 #: Table 3 / Table 24: the "confound zone" operators whose corrupted variants the annotators reject
 #: most often; the primary set is the other ten (four text, six low-rejection vision/audio).
@@ -38,8 +38,10 @@ def item_matrix(samples: pd.DataFrame, column: str) -> pd.DataFrame:
     rows, cell = np.unique(cell, return_inverse=True)
     matrix = np.full((len(rows), len(items)), np.nan)
     matrix[cell, item] = samples[column].to_numpy(float)
-    index = pd.MultiIndex.from_tuples([(str(models[r // len(conditions)]), str(conditions[r % len(conditions)]))
-                                       for r in rows], names=["model", "condition_id"])
+    index = pd.MultiIndex.from_tuples(
+        [(str(models[r // len(conditions)]), str(conditions[r % len(conditions)])) for r in rows],
+        names=["model", "condition_id"],
+    )
     wide = pd.DataFrame(matrix, index=index, columns=pd.Index([str(i) for i in items], name="sample_id"))
     return wide.sort_index().sort_index(axis=1)
 
@@ -71,8 +73,10 @@ def _with_info(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd.D
 
 # --- C.11, Table 21: sub-additivity ---------------------------------------------------------------
 
-def interaction_cells(summary: pd.DataFrame, info: Mapping[str, ConditionInfo], *,
-                      roles: tuple[str, ...] = ("canonical",)) -> pd.DataFrame:
+
+def interaction_cells(
+    summary: pd.DataFrame, info: Mapping[str, ConditionInfo], *, roles: tuple[str, ...] = ("canonical",)
+) -> pd.DataFrame:
     """C.11: per (model, joint cell) of the given roles (the canonical grids by default), the
     additive prediction Acc_add = Acc_clean − Σ_m Δ_m, where Δ_m = Acc_clean − Acc(single cell of
     the same operator at the same severity), and the interaction Δint = Acc(joint) − Acc_add
@@ -91,14 +95,19 @@ def interaction_cells(summary: pd.DataFrame, info: Mapping[str, ConditionInfo], 
         if len(singles) < len(parts) or not np.all(np.isfinite(singles)) or not np.isfinite(clean[model]):
             continue
         additive = clean[model] - sum(clean[model] - a for a in singles)
-        rows.append((model, cid, c.block, acc[(model, cid)], additive, acc[(model, cid)] - additive,
-                     ",".join(parts)))
+        rows.append((model, cid, c.block, acc[(model, cid)], additive, acc[(model, cid)] - additive, ",".join(parts)))
     return pd.DataFrame(rows, columns=columns)
 
 
-def sub_additivity(samples: pd.DataFrame, summary: pd.DataFrame, info: Mapping[str, ConditionInfo], *,
-                   b: int = B_DEFAULT, seed: int = SEED_DEFAULT,
-                   roles: tuple[str, ...] = ("canonical",)) -> pd.DataFrame:
+def sub_additivity(
+    samples: pd.DataFrame,
+    summary: pd.DataFrame,
+    info: Mapping[str, ConditionInfo],
+    *,
+    b: int = B_DEFAULT,
+    seed: int = SEED_DEFAULT,
+    roles: tuple[str, ...] = ("canonical",),
+) -> pd.DataFrame:
     """C.11, Table 21: per (model, combination type) over its canonical cells: number of cells,
     mean actual accuracy, mean additive prediction, mean Δint, share of sub-additive cells
     (Δint > 0) and a two-sided paired-bootstrap p for "mean Δint = 0".
@@ -107,8 +116,17 @@ def sub_additivity(samples: pd.DataFrame, summary: pd.DataFrame, info: Mapping[s
     resamples items: each item's interaction, averaged over the combination's cells, is
     joint − clean + Σ_m (clean − single_m) on its per-item scores with invalid outputs as
     incorrect (the protocol's rule for significance), over the items every term has."""
-    columns = ["model", "block", "n_cells", "mean_actual", "mean_additive", "mean_delta_int", "share_sub_additive",
-               "p_bootstrap", "n_items"]
+    columns = [
+        "model",
+        "block",
+        "n_cells",
+        "mean_actual",
+        "mean_additive",
+        "mean_delta_int",
+        "share_sub_additive",
+        "p_bootstrap",
+        "n_items",
+    ]
     cells = interaction_cells(summary, info, roles=roles)
     if cells.empty:
         return pd.DataFrame(columns=columns)
@@ -128,14 +146,26 @@ def sub_additivity(samples: pd.DataFrame, summary: pd.DataFrame, info: Mapping[s
         if per_item.size:
             boot = bootstrap_means(per_item[None, :], resample_weights(per_item.size, b=b, seed=seed))
             p = float(bootstrap_p_value(boot)[0])
-        rows.append((model, block, len(group), group["accuracy"].mean(), group["additive"].mean(),
-                     group["delta_int"].mean(), float((group["delta_int"] > 0).mean()), p, int(per_item.size)))
+        rows.append(
+            (
+                model,
+                block,
+                len(group),
+                group["accuracy"].mean(),
+                group["additive"].mean(),
+                group["delta_int"].mean(),
+                float((group["delta_int"] > 0).mean()),
+                p,
+                int(per_item.size),
+            )
+        )
     out = pd.DataFrame(rows, columns=columns)
     out["order"] = out["block"].map(JOINT_BLOCKS.index)
     return out.sort_values(["model", "order"]).drop(columns="order").reset_index(drop=True)
 
 
 # --- Table 11: per-source breakdown --------------------------------------------------------------
+
 
 def source_of_samples(trials: pd.DataFrame) -> pd.Series:
     """sample_id -> the item's source, as logged (empty if the logs carry none)."""
@@ -165,8 +195,17 @@ def source_breakdown(by_source: pd.DataFrame, info: Mapping[str, ConditionInfo])
     """Table 11: per (model, source): clean accuracy, mean accuracy over the 12-cell panel's
     text-vision cells and over its trimodal cells (the cells run), and the strongest source-level
     drop (the corrupted cell with the largest clean-minus-cell accuracy on that source)."""
-    columns = ["model", "source", "clean", "tv_mean", "tv_cells", "tva_mean", "tva_cells", "strongest_drop",
-               "strongest_condition"]
+    columns = [
+        "model",
+        "source",
+        "clean",
+        "tv_mean",
+        "tv_cells",
+        "tva_mean",
+        "tva_cells",
+        "strongest_drop",
+        "strongest_condition",
+    ]
     if by_source.empty:
         return pd.DataFrame(columns=columns)
     s = by_source[by_source["condition_id"].isin(list(info))].copy()
@@ -192,6 +231,7 @@ def source_breakdown(by_source: pd.DataFrame, info: Mapping[str, ConditionInfo])
 
 
 # --- Tables 19 and 20: steepest channel and model families ---------------------------------------
+
 
 def steepest_channels(model_diagnostics: pd.DataFrame) -> pd.DataFrame:
     """Table 19: per model, the fragility slopes S_t, S_v, S_a (accuracy per severity point, from
@@ -219,17 +259,21 @@ def modality_drops_at_70(summary: pd.DataFrame, info: Mapping[str, ConditionInfo
     return out.reindex(summary["model"].unique()).rename_axis("model").reset_index()
 
 
-def family_summary(summary: pd.DataFrame, model_diagnostics: pd.DataFrame, info: Mapping[str, ConditionInfo],
-                   families: Mapping[str, str]) -> pd.DataFrame:
+def family_summary(
+    summary: pd.DataFrame,
+    model_diagnostics: pd.DataFrame,
+    info: Mapping[str, ConditionInfo],
+    families: Mapping[str, str],
+) -> pd.DataFrame:
     """Table 20: per family (in the order the mapping first names it): models present, and the means
     over them of clean accuracy, Δ_text/vision/audio at severity 70 (:func:`modality_drops_at_70`),
     the fault-line scores FS_S (as :func:`~sceval_plugin.metrics.protocol.model_diagnostics`
     defines them) and the fragility slopes, with the steepest channel of the family means. Then
     one gap row per pair of families (A − B; positive means A is better: A's clean accuracy is
     higher, its drops smaller). Models without a family are left out."""
-    per_model = (model_diagnostics.set_index("model")[["clean", *[f"FS_{s}" for s in JOINT_BLOCKS],
-                                                       *[f"S_{m}" for m in MODALITIES]]]
-                 .join(modality_drops_at_70(summary, info).set_index("model")))
+    per_model = model_diagnostics.set_index("model")[
+        ["clean", *[f"FS_{s}" for s in JOINT_BLOCKS], *[f"S_{m}" for m in MODALITIES]]
+    ].join(modality_drops_at_70(summary, info).set_index("model"))
     per_model = per_model[per_model.index.isin(list(families))]
     drops = [f"delta_{m}" for m in MODALITIES.values()] + [f"FS_{s}" for s in JOINT_BLOCKS]
     columns = ["family", "n", "clean", *drops, *[f"S_{m}" for m in MODALITIES], "steepest", "models"]
@@ -252,6 +296,7 @@ def family_summary(summary: pd.DataFrame, model_diagnostics: pd.DataFrame, info:
 
 # --- Table 3: operator groups -----------------------------------------------------------------------
 
+
 def operator_groups(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd.DataFrame:
     """Table 3: severity-70 drops from clean (accuracy over valid outputs: coverage-aware) averaged
     per operator group - primary (every operator outside the high-rejection set), all operators,
@@ -265,8 +310,14 @@ def operator_groups(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) ->
         return pd.DataFrame(columns=columns)
     stress = s["operator"].isin(HIGH_REJECTION_OPERATORS)
     parts = [("primary", s[~stress]), ("all", s), ("stress", s[stress])]
-    rows = [g.groupby("model").agg(operators=("operator", "nunique"), mean_drop=("drop", "mean"))
-            .reset_index().assign(group=name) for name, g in parts if not g.empty]
+    rows = [
+        g.groupby("model")
+        .agg(operators=("operator", "nunique"), mean_drop=("drop", "mean"))
+        .reset_index()
+        .assign(group=name)
+        for name, g in parts
+        if not g.empty
+    ]
     per_model = pd.concat(rows, ignore_index=True)
     panel = per_model.groupby("group", sort=False).agg(operators=("operators", "max"), mean_drop=("mean_drop", "mean"))
     per_model = pd.concat([per_model, panel.reset_index().assign(model=ALL_MODELS)], ignore_index=True)

@@ -8,8 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sceval_plugin.metrics.drops import item_matrix
-from sceval_plugin.metrics.protocol import per_sample
 from faultline_eval.core.stats import (
     B_DEFAULT,
     SEED_DEFAULT,
@@ -18,6 +16,8 @@ from faultline_eval.core.stats import (
     percentile_interval,
     resample_weights,
 )
+from sceval_plugin.metrics.drops import item_matrix
+from sceval_plugin.metrics.protocol import per_sample
 
 HUMAN = "human"
 
@@ -32,30 +32,42 @@ def human_audit(human_trials: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     samples = per_sample(human_trials)
     samples["condition_id"] = samples["condition_id"].astype(str)
-    out = samples.groupby("condition_id").agg(items=("score", "count"), human_accuracy=("score", "mean"),
-                                              annotators_per_item=("trials", "mean"))
+    out = samples.groupby("condition_id").agg(
+        items=("score", "count"), human_accuracy=("score", "mean"), annotators_per_item=("trials", "mean")
+    )
     answered = human_trials.dropna(subset=["answer"])
     if not answered.empty:
         g = answered.groupby(["condition_id", "sample_id"], observed=True)["answer"]
         per_item = pd.DataFrame({"n": g.size(), "distinct": g.nunique()})
         per_item = per_item[per_item["n"] > 1].reset_index()
         per_item["condition_id"] = per_item["condition_id"].astype(str)
-        agree = per_item.groupby("condition_id").agg(agreement=("distinct", lambda d: float((d == 1).mean())),
-                                                     agreement_items=("n", "size"))
+        agree = per_item.groupby("condition_id").agg(
+            agreement=("distinct", lambda d: float((d == 1).mean())), agreement_items=("n", "size")
+        )
         out = out.join(agree)
     out = out.reindex(columns=columns[1:])
     out["agreement_items"] = out["agreement_items"].fillna(0).astype(int)
     return out.reset_index()[columns]
 
 
-def human_excess_drop(samples: pd.DataFrame, human_trials: pd.DataFrame, *, b: int = B_DEFAULT,
-                      seed: int = SEED_DEFAULT) -> pd.DataFrame:
+def human_excess_drop(
+    samples: pd.DataFrame, human_trials: pd.DataFrame, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT
+) -> pd.DataFrame:
     """Table 15: per (model, condition ≠ clean the humans answered), on the cohort G_c of items
     with a valid model score and a human answer under both clean and the condition: model drop
     and human drop (clean minus condition accuracy on G_c), the excess drop (model − human) and
     its 95 % paired-bootstrap interval over G_c's items."""
-    columns = ["model", "condition_id", "n", "model_drop", "human_drop", "excess_drop", "ci_low", "ci_high",
-               "p_bootstrap"]
+    columns = [
+        "model",
+        "condition_id",
+        "n",
+        "model_drop",
+        "human_drop",
+        "excess_drop",
+        "ci_low",
+        "ci_high",
+        "p_bootstrap",
+    ]
     if human_trials.empty:
         return pd.DataFrame(columns=columns)
     humans = per_sample(human_trials)
@@ -64,15 +76,21 @@ def human_excess_drop(samples: pd.DataFrame, human_trials: pd.DataFrame, *, b: i
     human_rows = {c for m, c in wide.index if m == HUMAN}
     rows, members = [], []
     for model, cid in wide.index:
-        if model == HUMAN or cid == "clean" or cid not in human_rows or (model, "clean") not in wide.index \
-                or "clean" not in human_rows:
+        if (
+            model == HUMAN
+            or cid == "clean"
+            or cid not in human_rows
+            or (model, "clean") not in wide.index
+            or "clean" not in human_rows
+        ):
             continue
         m = wide.loc[(model, "clean")].to_numpy(float) - wide.loc[(model, cid)].to_numpy(float)
         h = wide.loc[(HUMAN, "clean")].to_numpy(float) - wide.loc[(HUMAN, cid)].to_numpy(float)
         ok = np.isfinite(m) & np.isfinite(h)
         members.append(m[ok] - h[ok])
-        rows.append([model, cid, int(ok.sum()), m[ok].mean() if ok.any() else np.nan,
-                     h[ok].mean() if ok.any() else np.nan])
+        rows.append(
+            [model, cid, int(ok.sum()), m[ok].mean() if ok.any() else np.nan, h[ok].mean() if ok.any() else np.nan]
+        )
     for row, excess in zip(rows, members):
         if excess.size:
             boot = bootstrap_means(excess[None, :], resample_weights(excess.size, b=b, seed=seed))

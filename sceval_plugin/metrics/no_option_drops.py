@@ -50,12 +50,44 @@ from sceval_plugin.conditions import catalogue
 from sceval_plugin.no_option_control import NO_OPTION_BASES, condition_id
 
 LABELS = ("CORRECT", "PARTIAL", "INCORRECT", "UNANSWERABLE")
-NO_OPTION_COLUMNS = ("model", "condition_id", "sample_id", "variant", "label_1", "label_2", "exact_match",
-                     "invalid", "judge_1", "judge_2")
-TRANSFER_COLUMNS = ["model", "condition", "row", "n_shared", "mc_clean", "mc_cell", "mc_drop", "mc_drop_low",
-                    "mc_drop_high", "p_mcnemar_mc", "p_holm_mc", "no_option_clean", "no_option_cell", "no_option_drop",
-                    "no_option_drop_low", "no_option_drop_high", "p_mcnemar_no_option", "p_holm_no_option",
-                    "transfer", "transfer_low", "transfer_high", "p_bootstrap", "p_holm", "no_option_drop_scorer_1"]
+NO_OPTION_COLUMNS = (
+    "model",
+    "condition_id",
+    "sample_id",
+    "variant",
+    "label_1",
+    "label_2",
+    "exact_match",
+    "invalid",
+    "judge_1",
+    "judge_2",
+)
+TRANSFER_COLUMNS = [
+    "model",
+    "condition",
+    "row",
+    "n_shared",
+    "mc_clean",
+    "mc_cell",
+    "mc_drop",
+    "mc_drop_low",
+    "mc_drop_high",
+    "p_mcnemar_mc",
+    "p_holm_mc",
+    "no_option_clean",
+    "no_option_cell",
+    "no_option_drop",
+    "no_option_drop_low",
+    "no_option_drop_high",
+    "p_mcnemar_no_option",
+    "p_holm_no_option",
+    "transfer",
+    "transfer_low",
+    "transfer_high",
+    "p_bootstrap",
+    "p_holm",
+    "no_option_drop_scorer_1",
+]
 
 
 def row_name(condition) -> str:
@@ -75,9 +107,20 @@ def no_option_frame(records) -> pd.DataFrame:
         scorers = entry.get("scorers") or []
         labels = [s.get("label") for s in scorers] + [None, None]
         judges = [s.get("judge_id") for s in scorers] + [None, None]
-        rows.append((r.get("model") or "unknown", r["condition_id"], r["sample_id"], r["variant"], labels[0],
-                     labels[1], bool(scorers and scorers[-1].get("exact_match")), entry.get("invalid", r.get("invalid")),
-                     judges[0], judges[1]))
+        rows.append(
+            (
+                r.get("model") or "unknown",
+                r["condition_id"],
+                r["sample_id"],
+                r["variant"],
+                labels[0],
+                labels[1],
+                bool(scorers and scorers[-1].get("exact_match")),
+                entry.get("invalid", r.get("invalid")),
+                judges[0],
+                judges[1],
+            )
+        )
     return pd.DataFrame(rows, columns=list(NO_OPTION_COLUMNS))
 
 
@@ -99,32 +142,51 @@ def gold_preserved(frame: pd.DataFrame, manifest) -> pd.DataFrame:
         return frame
 
     registry = catalogue()
-    keep = [cid not in registry or manifest.exclusion_reason(str(sample), registry.get(cid), int(variant)) is None
-            for cid, sample, variant in zip(frame["condition_id"].astype(str), frame["sample_id"], frame["variant"])]
+    keep = [
+        cid not in registry or manifest.exclusion_reason(str(sample), registry.get(cid), int(variant)) is None
+        for cid, sample, variant in zip(frame["condition_id"].astype(str), frame["sample_id"], frame["variant"])
+    ]
     return frame[np.asarray(keep, dtype=bool)]
 
 
-def transfer_table(trials: pd.DataFrame, no_option: pd.DataFrame, info: dict, *, partial_credit: float = 0.0,
-                   manifest=None, b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> pd.DataFrame:
+def transfer_table(
+    trials: pd.DataFrame,
+    no_option: pd.DataFrame,
+    info: dict,
+    *,
+    partial_credit: float = 0.0,
+    manifest=None,
+    b: int = B_DEFAULT,
+    seed: int = SEED_DEFAULT,
+) -> pd.DataFrame:
     """Table 35 per model (see the module docstring). ``trials``: the multiple-choice trial table
     (:data:`~sceval_plugin.metrics.protocol.TRIAL_COLUMNS`); ``no_option``: :func:`no_option_frame`;
     ``info``: condition id -> ConditionInfo; ``manifest``: an annotation manifest applied again
     (:func:`gold_preserved`). Rows whose four runs share no sample are left out."""
     trials, no_option = gold_preserved(trials, manifest), gold_preserved(no_option, manifest)
     mc = _sample_scores(trials, trials["correct"].fillna(0.0).to_numpy(float))
-    no = {k: _sample_scores(no_option, _credit(no_option[f"label_{k}"].where(no_option["invalid"].isna()),
-                                                  partial_credit)) for k in (1, 2)}
+    no = {
+        k: _sample_scores(
+            no_option, _credit(no_option[f"label_{k}"].where(no_option["invalid"].isna()), partial_credit)
+        )
+        for k in (1, 2)
+    }
     rows = []
     for model in sorted(set(map(str, no_option["model"]))):
+
         def scores(series: pd.Series, cid: str) -> pd.Series:
             try:
-                return series.loc[(model, cid)]
+                return series.loc[(model, cid)]  # noqa: B023  (called within this iteration only)
             except KeyError:
                 return pd.Series(dtype=float)
 
         for base in NO_OPTION_BASES[1:]:
-            four = [scores(mc, "clean"), scores(mc, base), scores(no[2], condition_id("clean")),
-                    scores(no[2], condition_id(base))]
+            four = [
+                scores(mc, "clean"),
+                scores(mc, base),
+                scores(no[2], condition_id("clean")),
+                scores(no[2], condition_id(base)),
+            ]
             shared = sorted(set.intersection(*(set(s.index) for s in four)))
             if not shared or base not in info:
                 continue
@@ -132,25 +194,47 @@ def transfer_table(trials: pd.DataFrame, no_option: pd.DataFrame, info: dict, *,
             s1_c, s1_x = (scores(no[1], condition_id(c)).reindex(shared).to_numpy(float) for c in ("clean", base))
             weights = resample_weights(len(shared), b=b, seed=seed)
             # the two drops: paired bootstrap and exact McNemar (per-sample score >= 0.5), as the headline
-            mc_cmp, no_cmp = paired_comparisons(np.stack([mc_c, no_c]), np.stack([mc_x, no_x]),
-                                                np.stack([mc_c, no_c]) >= 0.5, np.stack([mc_x, no_x]) >= 0.5, weights)
+            mc_cmp, no_cmp = paired_comparisons(
+                np.stack([mc_c, no_c]),
+                np.stack([mc_x, no_x]),
+                np.stack([mc_c, no_c]) >= 0.5,
+                np.stack([mc_x, no_x]) >= 0.5,
+                weights,
+            )
             delta = bootstrap_means((no_c - no_x) - (mc_c - mc_x), weights)
             low, high = percentile_interval(delta)
-            rows.append({
-                "model": model, "condition": base, "row": row_name(info[base]), "n_shared": len(shared),
-                "mc_clean": mc_cmp.mean_a, "mc_cell": mc_cmp.mean_b, "mc_drop": mc_cmp.diff,
-                "mc_drop_low": mc_cmp.ci_low, "mc_drop_high": mc_cmp.ci_high, "p_mcnemar_mc": mc_cmp.p_mcnemar,
-                "no_option_clean": no_cmp.mean_a, "no_option_cell": no_cmp.mean_b, "no_option_drop": no_cmp.diff,
-                "no_option_drop_low": no_cmp.ci_low, "no_option_drop_high": no_cmp.ci_high,
-                "p_mcnemar_no_option": no_cmp.p_mcnemar, "transfer": no_cmp.diff - mc_cmp.diff,
-                "transfer_low": float(low[0]), "transfer_high": float(high[0]),
-                "p_bootstrap": float(bootstrap_p_value(delta)[0]),
-                "no_option_drop_scorer_1": float(np.mean(s1_c - s1_x)),
-            })
+            rows.append(
+                {
+                    "model": model,
+                    "condition": base,
+                    "row": row_name(info[base]),
+                    "n_shared": len(shared),
+                    "mc_clean": mc_cmp.mean_a,
+                    "mc_cell": mc_cmp.mean_b,
+                    "mc_drop": mc_cmp.diff,
+                    "mc_drop_low": mc_cmp.ci_low,
+                    "mc_drop_high": mc_cmp.ci_high,
+                    "p_mcnemar_mc": mc_cmp.p_mcnemar,
+                    "no_option_clean": no_cmp.mean_a,
+                    "no_option_cell": no_cmp.mean_b,
+                    "no_option_drop": no_cmp.diff,
+                    "no_option_drop_low": no_cmp.ci_low,
+                    "no_option_drop_high": no_cmp.ci_high,
+                    "p_mcnemar_no_option": no_cmp.p_mcnemar,
+                    "transfer": no_cmp.diff - mc_cmp.diff,
+                    "transfer_low": float(low[0]),
+                    "transfer_high": float(high[0]),
+                    "p_bootstrap": float(bootstrap_p_value(delta)[0]),
+                    "no_option_drop_scorer_1": float(np.mean(s1_c - s1_x)),
+                }
+            )
     table = pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
     for _, index in table.groupby("model").groups.items():  # one Holm family per model and p-value kind
-        for p, adjusted in (("p_mcnemar_mc", "p_holm_mc"), ("p_mcnemar_no_option", "p_holm_no_option"),
-                            ("p_bootstrap", "p_holm")):
+        for p, adjusted in (
+            ("p_mcnemar_mc", "p_holm_mc"),
+            ("p_mcnemar_no_option", "p_holm_no_option"),
+            ("p_bootstrap", "p_holm"),
+        ):
             table.loc[index, adjusted] = holm(table.loc[index, p].to_numpy())
     return table
 
@@ -159,6 +243,7 @@ def agreement_table(no_option: pd.DataFrame) -> pd.DataFrame:
     """Per model and no-option condition (and ``(all)`` per model): trials graded by both scorers,
     the share they label alike and κ (over all graded trials, and over those exact match did not
     decide), trials left ungraded (invalid or a scorer failed), and the grading scorer's label counts."""
+
     def kappa(f: pd.DataFrame) -> float:
         return label_kappa(list(f["label_1"]), list(f["label_2"])) if len(f) else np.nan
 
@@ -169,11 +254,17 @@ def agreement_table(no_option: pd.DataFrame) -> pd.DataFrame:
             graded = f.dropna(subset=["label_1", "label_2"])
             decided = graded[~graded["exact_match"].astype(bool)]
             counts = graded["label_2"].value_counts()
-            rows.append({
-                "model": model, "condition_id": cid, "graded": len(graded), "ungraded": len(f) - len(graded),
-                "agreement": float((graded["label_1"] == graded["label_2"]).mean()) if len(graded) else np.nan,
-                "kappa": kappa(graded), "decided_without_exact_match": len(decided),
-                "kappa_without_exact_match": kappa(decided),
-                **{label.lower(): int(counts.get(label, 0)) for label in LABELS},
-            })
+            rows.append(
+                {
+                    "model": model,
+                    "condition_id": cid,
+                    "graded": len(graded),
+                    "ungraded": len(f) - len(graded),
+                    "agreement": float((graded["label_1"] == graded["label_2"]).mean()) if len(graded) else np.nan,
+                    "kappa": kappa(graded),
+                    "decided_without_exact_match": len(decided),
+                    "kappa_without_exact_match": kappa(decided),
+                    **{label.lower(): int(counts.get(label, 0)) for label in LABELS},
+                }
+            )
     return pd.DataFrame(rows)

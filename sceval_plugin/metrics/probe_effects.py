@@ -34,13 +34,11 @@ Definitions (our reading where the paper gives only a name; each says so):
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from sceval_plugin.metrics.protocol import ConditionInfo, per_sample, split_not_applicable
-from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES, calibration
 from faultline_eval.core.stats import (
     B_DEFAULT,
     SEED_DEFAULT,
@@ -48,6 +46,8 @@ from faultline_eval.core.stats import (
     percentile_interval,
     resample_weights,
 )
+from sceval_plugin.metrics.protocol import ConditionInfo, per_sample, split_not_applicable
+from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES, calibration
 from sceval_plugin.probe_conditions import HEADLINE_BUDGET, PROBE_FAMILIES, registry
 
 TRUST_READINGS = ("donor_gold", "donor_clean_answer")
@@ -57,8 +57,13 @@ def probe_info(info: Mapping[str, ConditionInfo]) -> dict[str, ConditionInfo]:
     return {cid: c for cid, c in info.items() if c.probe is not None}
 
 
-def probe_conditions(summary: pd.DataFrame, comparisons: pd.DataFrame, not_applicable: pd.DataFrame,
-                     info: Mapping[str, ConditionInfo], trials: pd.DataFrame) -> pd.DataFrame:
+def probe_conditions(
+    summary: pd.DataFrame,
+    comparisons: pd.DataFrame,
+    not_applicable: pd.DataFrame,
+    info: Mapping[str, ConditionInfo],
+    trials: pd.DataFrame,
+) -> pd.DataFrame:
     """One row per (model, probe condition): family, probe, parameter, accuracy with its bootstrap
     interval, clean accuracy and drop from clean on the items the probe applied to, the
     clean-vs-probe McNemar p (raw and Holm-adjusted within the probe family), and the items the
@@ -69,21 +74,49 @@ def probe_conditions(summary: pd.DataFrame, comparisons: pd.DataFrame, not_appli
     and ``drop`` count an invalid answer as missing (``clean_accuracy`` is the mean over the
     applicable items' valid clean scores, so ``drop = clean_accuracy - accuracy`` recomputes from
     the trials); the McNemar p-values count it as wrong (the paired test of :mod:`.protocol`)."""
-    columns = ["model", "family", "probe", "parameter", "condition_id", "accuracy", "ci_low", "ci_high",
-               "n_samples", "clean_accuracy", "drop", "p_mcnemar", "p_holm", "significant", "not_applicable", "option"]
+    columns = [
+        "model",
+        "family",
+        "probe",
+        "parameter",
+        "condition_id",
+        "accuracy",
+        "ci_low",
+        "ci_high",
+        "n_samples",
+        "clean_accuracy",
+        "drop",
+        "p_mcnemar",
+        "p_holm",
+        "significant",
+        "not_applicable",
+        "option",
+    ]
     probes = probe_info(info)
     rows = summary[summary["condition_id"].isin(probes)]
     if rows.empty:
         return pd.DataFrame(columns=columns)
     scored = per_sample(split_not_applicable(trials)[0])
-    scored = scored.assign(model=scored["model"].astype(str), condition_id=scored["condition_id"].astype(str),
-                           sample_id=scored["sample_id"].astype(str))
-    clean = {m: s.set_index("sample_id")["score"]  # NaN: invalid, so left out of the mean
-             for m, s in scored[scored["condition_id"] == "clean"].groupby("model", sort=False)}
+    scored = scored.assign(
+        model=scored["model"].astype(str),
+        condition_id=scored["condition_id"].astype(str),
+        sample_id=scored["sample_id"].astype(str),
+    )
+    clean = {
+        m: s.set_index("sample_id")["score"]  # NaN: invalid, so left out of the mean
+        for m, s in scored[scored["condition_id"] == "clean"].groupby("model", sort=False)
+    }
     applied = scored[scored["condition_id"].isin(probes)].groupby(["model", "condition_id"])["sample_id"].agg(list)
-    tests = comparisons[comparisons["kind"] == "clean_vs_condition"].set_index(["model_b", "condition_b"]) \
-        if len(comparisons) else pd.DataFrame(columns=["p_mcnemar", "p_holm", "significant"])
-    void = not_applicable.groupby(["model", "condition_id"])["items"].sum() if len(not_applicable) else pd.Series(dtype=int)
+    tests = (
+        comparisons[comparisons["kind"] == "clean_vs_condition"].set_index(["model_b", "condition_b"])
+        if len(comparisons)
+        else pd.DataFrame(columns=["p_mcnemar", "p_holm", "significant"])
+    )
+    void = (
+        not_applicable.groupby(["model", "condition_id"])["items"].sum()
+        if len(not_applicable)
+        else pd.Series(dtype=int)
+    )
     out = []
     for _, r in rows.iterrows():
         family, name, parameter = probes[r["condition_id"]].probe
@@ -92,33 +125,65 @@ def probe_conditions(summary: pd.DataFrame, comparisons: pd.DataFrame, not_appli
         baseline = clean.get(r["model"])
         items = applied.get(key, [])
         clean_acc = float(baseline.reindex(items).mean()) if baseline is not None and len(items) else np.nan
-        out.append({"model": r["model"], "family": family, "probe": name, "parameter": parameter,
-                    "condition_id": r["condition_id"], "accuracy": r["accuracy"], "ci_low": r["ci_low"],
-                    "ci_high": r["ci_high"], "n_samples": int(r["n_samples"]), "clean_accuracy": clean_acc,
-                    "drop": clean_acc - r["accuracy"],
-                    "p_mcnemar": np.nan if test is None else test["p_mcnemar"],
-                    "p_holm": np.nan if test is None else test["p_holm"],
-                    "significant": bool(test is not None and test["significant"]),
-                    "not_applicable": int(void.get(key, 0)),
-                    # another reading than Table 17's (probes.OPTIONS): in its family's table, not its number
-                    "option": "probe_option" in probes[r["condition_id"]].suites})
+        out.append(
+            {
+                "model": r["model"],
+                "family": family,
+                "probe": name,
+                "parameter": parameter,
+                "condition_id": r["condition_id"],
+                "accuracy": r["accuracy"],
+                "ci_low": r["ci_low"],
+                "ci_high": r["ci_high"],
+                "n_samples": int(r["n_samples"]),
+                "clean_accuracy": clean_acc,
+                "drop": clean_acc - r["accuracy"],
+                "p_mcnemar": np.nan if test is None else test["p_mcnemar"],
+                "p_holm": np.nan if test is None else test["p_holm"],
+                "significant": bool(test is not None and test["significant"]),
+                "not_applicable": int(void.get(key, 0)),
+                # another reading than Table 17's (probes.OPTIONS): in its family's table, not its number
+                "option": "probe_option" in probes[r["condition_id"]].suites,
+            }
+        )
     frame = pd.DataFrame(out, columns=columns)
     families = {f: k for k, f in enumerate(PROBE_FAMILIES)}
     registered = {name: k for k, name in enumerate(registry().names())}  # text, vision, audio
     frame["_f"] = frame["family"].map(lambda f: families.get(f, len(families)))
     frame["_n"] = frame["probe"].map(lambda n: registered.get(n, len(registered)))
     frame["_p"] = frame["parameter"].map(_sort_key)
-    return frame.sort_values(["model", "_f", "_n", "_p"], kind="stable").drop(columns=["_f", "_n", "_p"]) \
+    return (
+        frame.sort_values(["model", "_f", "_n", "_p"], kind="stable")
+        .drop(columns=["_f", "_n", "_p"])
         .reset_index(drop=True)
+    )
 
 
 def _sort_key(parameter) -> tuple:
     """Numbers in order, then words in the order of Table 17's lists."""
     if isinstance(parameter, (int, float)) and not isinstance(parameter, bool):
         return (0, float(parameter), "")
-    words = ("random", "category", "answer", "frame_shuffle", "frame_reverse", "middle_drop", "middle_drop_1",
-             "audio_shuffle", "audio_gaps", "default", "first", "middle", "last", "audio", "image", "text",
-             "appended_audio", "appended_frame", "appended_text")
+    words = (
+        "random",
+        "category",
+        "answer",
+        "frame_shuffle",
+        "frame_reverse",
+        "middle_drop",
+        "middle_drop_1",
+        "audio_shuffle",
+        "audio_gaps",
+        "default",
+        "first",
+        "middle",
+        "last",
+        "audio",
+        "image",
+        "text",
+        "appended_audio",
+        "appended_frame",
+        "appended_text",
+    )
     return (1, float(words.index(parameter)) if parameter in words else 99.0, str(parameter))
 
 
@@ -177,8 +242,14 @@ def _donor_clean_keys(trials: pd.DataFrame) -> pd.Series:
     return clean.set_index([clean["model"].astype(str), clean["sample_id"].astype(str)])["answer"].astype(str)
 
 
-def trust_bias(trials: pd.DataFrame, info: Mapping[str, ConditionInfo], *, reading: str = "donor_gold",
-               b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> pd.DataFrame:
+def trust_bias(
+    trials: pd.DataFrame,
+    info: Mapping[str, ConditionInfo],
+    *,
+    reading: str = "donor_gold",
+    b: int = B_DEFAULT,
+    seed: int = SEED_DEFAULT,
+) -> pd.DataFrame:
     """G.9's trust bias T_m per (model, replaced modality, donor tier) and over all tiers
     (``tier`` = "all"), with 95 % bootstrap intervals over samples (a sample's trials of every
     tier resampled together: :func:`sample_cluster_intervals`); ``reading`` is one of
@@ -187,11 +258,23 @@ def trust_bias(trials: pd.DataFrame, info: Mapping[str, ConditionInfo], *, readi
     follows the donor, it is the item's gold, or the donor's clean answer is missing or invalid)."""
     if reading not in TRUST_READINGS:
         raise ValueError(f"trust-bias reading must be one of {TRUST_READINGS}, got {reading!r}")
-    columns = ["model", "modality", "tier", "trust_bias", "ci_low", "ci_high", "follows_item", "follows_neither",
-               "determinable", "undetermined", "reading"]
+    columns = [
+        "model",
+        "modality",
+        "tier",
+        "trust_bias",
+        "ci_low",
+        "ci_high",
+        "follows_item",
+        "follows_neither",
+        "determinable",
+        "undetermined",
+        "reading",
+    ]
     mismatch = {cid: c.probe for cid, c in probe_info(info).items() if c.probe[0] == "mismatch"}
-    t = trials[trials["condition_id"].isin(list(mismatch)) & trials["not_applicable"].isna()
-               & trials["correct"].notna()].copy()
+    t = trials[
+        trials["condition_id"].isin(list(mismatch)) & trials["not_applicable"].isna() & trials["correct"].notna()
+    ].copy()
     if t.empty or "follows_donor" not in t:
         return pd.DataFrame(columns=columns)
     cid = t["condition_id"].astype(str)
@@ -221,8 +304,7 @@ def trust_bias(trials: pd.DataFrame, info: Mapping[str, ConditionInfo], *, readi
     return out[columns].reset_index(drop=True)
 
 
-def sample_cluster_intervals(values: pd.DataFrame, keys: list[str], column: str, *, b: int,
-                             seed: int) -> pd.DataFrame:
+def sample_cluster_intervals(values: pd.DataFrame, keys: list[str], column: str, *, b: int, seed: int) -> pd.DataFrame:
     """Per ``keys`` group, the mean of ``column`` over its rows with a 95 % bootstrap interval that
     resamples *samples* (cluster bootstrap): a sample with several rows in a group (T_m over all
     three donor tiers holds up to three trials of one item) is drawn or left out with all of
@@ -230,15 +312,19 @@ def sample_cluster_intervals(values: pd.DataFrame, keys: list[str], column: str,
     is the ratio sum / count over the drawn samples' rows; with one row per sample this is
     :func:`faultline_eval.core.stats.grouped_intervals` (same resample matrix)."""
     v = values.dropna(subset=[column])
-    per = (v.groupby([*keys, "sample_id"], sort=True, observed=True)[column].agg(["sum", "count"]))
+    per = v.groupby([*keys, "sample_id"], sort=True, observed=True)[column].agg(["sum", "count"])
     rows = {}
     for key, g in per.groupby(level=list(range(len(keys))), sort=True):
         sums, counts = g["sum"].to_numpy(float), g["count"].to_numpy(float)
         weights = resample_weights(len(sums), b=b, seed=seed)
         with np.errstate(invalid="ignore", divide="ignore"):
             low, high = percentile_interval((weights @ sums) / (weights @ counts))
-        rows[key if isinstance(key, tuple) else (key,)] = [sums.sum() / counts.sum(), float(low), float(high),
-                                                           len(sums)]
+        rows[key if isinstance(key, tuple) else (key,)] = [
+            sums.sum() / counts.sum(),
+            float(low),
+            float(high),
+            len(sums),
+        ]
     index = pd.MultiIndex.from_tuples(list(rows), names=keys) if rows else pd.MultiIndex.from_tuples([], names=keys)
     return pd.DataFrame(list(rows.values()), index=index, columns=[column, "ci_low", "ci_high", "n"])
 
@@ -251,8 +337,9 @@ def _mapped(key_map, donor_key) -> str | None:
     return key_map[index] if 0 <= index < len(key_map) and key_map[index] != "-" else None
 
 
-def probe_calibration(trials: pd.DataFrame, info: Mapping[str, ConditionInfo], *,
-                      values: Mapping[str, float] = CONFIDENCE_VALUES) -> pd.DataFrame:
+def probe_calibration(
+    trials: pd.DataFrame, info: Mapping[str, ConditionInfo], *, values: Mapping[str, float] = CONFIDENCE_VALUES
+) -> pd.DataFrame:
     """G.11: ECE, ρ_oc and mean stated confidence (:func:`reliability.calibration`) on clean and
     under each probe condition, with the probe's family and parameter."""
     probes = probe_info(info)

@@ -35,8 +35,19 @@ from sceval_plugin.conditions import catalogue
 from sceval_plugin.probe_conditions import NOT_APPLICABLE as PROBE_NOT_APPLICABLE
 from sceval_plugin.probe_conditions import READINGS, REREAD_IN_2
 
-TRIAL_COLUMNS = ("model", "condition_id", "sample_id", "variant", "correct", "invalid", "n_options",
-                 "prompt_id", "dataset", "answer", "not_applicable")
+TRIAL_COLUMNS = (
+    "model",
+    "condition_id",
+    "sample_id",
+    "variant",
+    "correct",
+    "invalid",
+    "n_options",
+    "prompt_id",
+    "dataset",
+    "answer",
+    "not_applicable",
+)
 INVALID = ("api_failure", "parse_failure", "refusal", "empty")
 MODALITIES = {"t": "text", "v": "vision", "a": "audio"}
 JOINT_BLOCKS = ("tv", "ta", "va", "tva")
@@ -65,18 +76,32 @@ class ConditionInfo:
         running one leaves Table 17's adjusted p as they were."""
         if self.probe is not None:
             return f"probe_{self.probe[0]}" + ("_options" if "probe_option" in self.suites else "")
-        return "controls" if self.block in ("missing", "shortcut", "option_order", "prompt") else (
-            "single" if self.block == "single" else self.block)
+        return (
+            "controls"
+            if self.block in ("missing", "shortcut", "option_order", "prompt")
+            else ("single" if self.block == "single" else self.block)
+        )
 
 
 def catalogue_info() -> dict[str, ConditionInfo]:
-    return {c.id: ConditionInfo(c.id, c.block, tuple((x.modality, x.operator, x.severity) for x in c.corruptions),
-                                c.control, c.option_order, c.base, c.suites, c.role,
-                                c.probe and (probes.get(c.probe.name).family, c.probe.name, c.probe.parameter))
-            for c in catalogue()}
+    return {
+        c.id: ConditionInfo(
+            c.id,
+            c.block,
+            tuple((x.modality, x.operator, x.severity) for x in c.corruptions),
+            c.control,
+            c.option_order,
+            c.base,
+            c.suites,
+            c.role,
+            c.probe and (probes.get(c.probe.name).family, c.probe.name, c.probe.parameter),
+        )
+        for c in catalogue()
+    }
 
 
 # --- per sample and per condition ---------------------------------------------------------------
+
 
 def per_sample(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, condition, sample): ``score`` (mean over valid variants, NaN if none),
@@ -85,26 +110,44 @@ def per_sample(trials: pd.DataFrame) -> pd.DataFrame:
     t["valid"] = t["correct"].notna()
     t["strict"] = t["correct"].fillna(0.0)
     g = t.groupby(["model", "condition_id", "sample_id"], sort=False, observed=True)
-    out = pd.DataFrame({"score": sample_scores(t, ["model", "condition_id"]), "strict": g["strict"].mean(),
-                        "valid": g["valid"].sum(), "trials": g["valid"].size()})
+    out = pd.DataFrame(
+        {
+            "score": sample_scores(t, ["model", "condition_id"]),
+            "strict": g["strict"].mean(),
+            "valid": g["valid"].sum(),
+            "trials": g["valid"].size(),
+        }
+    )
     out["binary"] = out["strict"] >= 0.5
     return out.reset_index()
 
 
-def condition_summary(trials: pd.DataFrame, samples: pd.DataFrame, *, b: int = B_DEFAULT,
-                      seed: int = SEED_DEFAULT) -> pd.DataFrame:
+def condition_summary(
+    trials: pd.DataFrame, samples: pd.DataFrame, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT
+) -> pd.DataFrame:
     """Per (model, condition): accuracy (eq. 3) with a 95 % bootstrap interval over samples,
     worst-variant accuracy (eq. 4), mean-worst gap, coverage, trials and invalid counts."""
     t = trials
     keys = ["model", "condition_id"]
     by_variant = worst_repeat_accuracy(t, keys).rename("worst_variant_accuracy")
     counts = t.groupby(keys, observed=True).agg(trials=("variant", "size"), valid_trials=("correct", "count"))
-    invalid = (t.dropna(subset=["invalid"]).groupby(keys + ["invalid"], observed=True).size()
-               .unstack("invalid").reindex(columns=list(INVALID), fill_value=0).fillna(0).astype(int)
-               .add_prefix("invalid_"))
+    invalid = (
+        t.dropna(subset=["invalid"])
+        .groupby(keys + ["invalid"], observed=True)
+        .size()
+        .unstack("invalid")
+        .reindex(columns=list(INVALID), fill_value=0)
+        .fillna(0)
+        .astype(int)
+        .add_prefix("invalid_")
+    )
     valid_samples = samples.dropna(subset=["score"])
-    acc = pd.DataFrame({"accuracy": mean_of_sample_scores(valid_samples, keys),
-                        "n_samples": valid_samples.groupby(keys, observed=True).size()})
+    acc = pd.DataFrame(
+        {
+            "accuracy": mean_of_sample_scores(valid_samples, keys),
+            "n_samples": valid_samples.groupby(keys, observed=True).size(),
+        }
+    )
     summary = acc.join(by_variant, how="outer").join(counts, how="outer").join(invalid, how="left")
     summary[[f"invalid_{c}" for c in INVALID]] = summary[[f"invalid_{c}" for c in INVALID]].fillna(0).astype(int)
     summary["n_samples"] = summary["n_samples"].fillna(0).astype(int)
@@ -174,9 +217,12 @@ def add_drops(summary: pd.DataFrame, info: dict[str, ConditionInfo], *, baseline
     acc = summary.set_index(["model", "condition_id"])["accuracy"].to_dict()
     clean = summary[summary["condition_id"] == "clean"].set_index("model")["accuracy"]
     single_of = {c.corruptions[0]: cid for cid, c in info.items() if c.block == "single"}
-    weakest = {(m, pool): (a, cid, ok) for m, pool, cid, a, ok in
-               weakest_singles(summary, info, by=baseline)[["model", baseline, "condition_id", "accuracy", "complete"]]
-               .itertuples(index=False)}
+    weakest = {
+        (m, pool): (a, cid, ok)
+        for m, pool, cid, a, ok in weakest_singles(summary, info, by=baseline)[
+            ["model", baseline, "condition_id", "accuracy", "complete"]
+        ].itertuples(index=False)
+    }
     out = summary.copy()
     out["delta_base"] = out["model"].map(clean).astype(float) - out["accuracy"]
     rows = []
@@ -194,8 +240,17 @@ def add_drops(summary: pd.DataFrame, info: dict[str, ConditionInfo], *, baseline
         same = [(acc.get((model, single_of.get(x)), np.nan), single_of.get(x)) for x in c.corruptions]
         same = min(same)[::-1] if all(np.isfinite(a) for a, _ in same) else (None, np.nan)
         rows.append(best + same)
-    extra = pd.DataFrame(rows, index=out.index, columns=["weakest_single", "weakest_single_accuracy", "single_grid",
-                                                         "weakest_single_same_severity", "same_severity_accuracy"])
+    extra = pd.DataFrame(
+        rows,
+        index=out.index,
+        columns=[
+            "weakest_single",
+            "weakest_single_accuracy",
+            "single_grid",
+            "weakest_single_same_severity",
+            "same_severity_accuracy",
+        ],
+    )
     out["weakest_single"], out["single_grid"] = extra["weakest_single"], extra["single_grid"]
     out["delta_single"] = extra["weakest_single_accuracy"].astype(float) - out["accuracy"]
     out["weakest_single_same_severity"] = extra["weakest_single_same_severity"]
@@ -203,13 +258,23 @@ def add_drops(summary: pd.DataFrame, info: dict[str, ConditionInfo], *, baseline
     return out
 
 
-def below_weakest_single(summary: pd.DataFrame, comparisons: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd.DataFrame:
+def below_weakest_single(
+    summary: pd.DataFrame, comparisons: pd.DataFrame, info: dict[str, ConditionInfo]
+) -> pd.DataFrame:
     """C.3's question per model and joint block (and ``all``): of the joint cells with a Δsingle,
     how many are below the weakest single cell (Δsingle > 0), how many of those significantly
     (Holm-adjusted McNemar of single vs joint, invalid as incorrect), the largest Δsingle and its
     cell; beside it the count under the same-severity comparison."""
-    columns = ["model", "block", "joint_cells", "below_weakest_single", "significant", "max_delta_single",
-               "max_cell", "below_same_severity"]
+    columns = [
+        "model",
+        "block",
+        "joint_cells",
+        "below_weakest_single",
+        "significant",
+        "max_delta_single",
+        "max_cell",
+        "below_same_severity",
+    ]
     j = summary[summary["condition_id"].map(lambda c: c in info and info[c].block in JOINT_BLOCKS).astype(bool)]
     j = j[j["delta_single"].notna()]
     if j.empty:
@@ -217,8 +282,11 @@ def below_weakest_single(summary: pd.DataFrame, comparisons: pd.DataFrame, info:
     j = j.assign(block=j["condition_id"].map(lambda c: info[c].block))
     sig = set()
     if not comparisons.empty:
-        c = comparisons[(comparisons["kind"] == "single_vs_joint") & comparisons["significant"].astype(bool)
-                        & (comparisons["diff"] > 0)]
+        c = comparisons[
+            (comparisons["kind"] == "single_vs_joint")
+            & comparisons["significant"].astype(bool)
+            & (comparisons["diff"] > 0)
+        ]
         sig = set(zip(c["model_b"], c["condition_b"]))
     j["significant"] = [(m, cid) in sig for m, cid in zip(j["model"], j["condition_id"])]
     both = pd.concat([j, j.assign(block="all")])
@@ -226,11 +294,18 @@ def below_weakest_single(summary: pd.DataFrame, comparisons: pd.DataFrame, info:
     rows = []
     for (model, block), g in both.groupby(["model", "block"], observed=True, sort=True):
         top = g.loc[g["delta_single"].idxmax()]
-        rows.append({"model": model, "block": block, "joint_cells": len(g),
-                     "below_weakest_single": int((g["delta_single"] > 0).sum()),
-                     "significant": int((g["significant"] & (g["delta_single"] > 0)).sum()),
-                     "max_delta_single": float(top["delta_single"]), "max_cell": top["condition_id"],
-                     "below_same_severity": int((g["delta_single_same_severity"] > 0).sum())})
+        rows.append(
+            {
+                "model": model,
+                "block": block,
+                "joint_cells": len(g),
+                "below_weakest_single": int((g["delta_single"] > 0).sum()),
+                "significant": int((g["significant"] & (g["delta_single"] > 0)).sum()),
+                "max_delta_single": float(top["delta_single"]),
+                "max_cell": top["condition_id"],
+                "below_same_severity": int((g["delta_single_same_severity"] > 0).sum()),
+            }
+        )
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -244,7 +319,7 @@ def panel_block_means(summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> 
     out = pd.DataFrame(index=pd.Index(sorted(summary["model"].astype(str).unique()), name="model"))
     for block in JOINT_BLOCKS:
         out[f"mean_{block}"] = means[block] if block in means else np.nan
-        out[f"cells_{block}"] = (counts[block] if block in counts else 0)
+        out[f"cells_{block}"] = counts[block] if block in counts else 0
     out[[f"cells_{b}" for b in JOINT_BLOCKS]] = out[[f"cells_{b}" for b in JOINT_BLOCKS]].fillna(0).astype(int)
     return out
 
@@ -255,9 +330,14 @@ def _restricted_mean(samples: pd.DataFrame, model: str, cells: list[str], keep: 
     return float(s.groupby("condition_id", observed=True)["score"].mean().mean()) if len(s) else np.nan
 
 
-def model_diagnostics(summary: pd.DataFrame, trials: pd.DataFrame, info: dict[str, ConditionInfo], *,
-                      samples: pd.DataFrame | None = None,
-                      control_samples: dict[tuple[str, str], set[str]] | None = None) -> pd.DataFrame:
+def model_diagnostics(
+    summary: pd.DataFrame,
+    trials: pd.DataFrame,
+    info: dict[str, ConditionInfo],
+    *,
+    samples: pd.DataFrame | None = None,
+    control_samples: dict[tuple[str, str], set[str]] | None = None,
+) -> pd.DataFrame:
     """Per model (paper §2.4, Tables 8, 9, 19, 20):
 
     - ``FS_S`` for S in tv/ta/va/tva: clean minus the mean of block S's cells *of the 12-cell
@@ -281,8 +361,11 @@ def model_diagnostics(summary: pd.DataFrame, trials: pd.DataFrame, info: dict[st
             cells = [cid for cid in acc.index if info.get(cid) and info[cid].block == block]
             row[f"drop_all_{block}"] = clean - acc[cells].mean() if cells else np.nan
         for letter, modality in MODALITIES.items():
-            singles = {cid: info[cid] for cid in acc.index if info.get(cid) and info[cid].block == "single"
-                       and info[cid].corruptions[0][0] == modality}
+            singles = {
+                cid: info[cid]
+                for cid in acc.index
+                if info.get(cid) and info[cid].block == "single" and info[cid].corruptions[0][0] == modality
+            }
             at70 = [cid for cid, c in singles.items() if c.corruptions[0][2] == 70]
             keep = (control_samples or {}).get((model, f"missing_{modality}"))
             if keep is not None and samples is not None:
@@ -338,8 +421,13 @@ def panel_summary(summary: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd.D
         acc = frame.set_index("condition_id")["accuracy"]
         clean = acc.get("clean", np.nan)
         strongest = f.loc[f["delta_base"].idxmax()] if f["delta_base"].notna().any() else None
-        row = {"model": model, "clean": clean, "panel_mean": f["accuracy"].mean(),
-               "panel_worst": f["accuracy"].min(), "cells": len(f)}
+        row = {
+            "model": model,
+            "clean": clean,
+            "panel_mean": f["accuracy"].mean(),
+            "panel_worst": f["accuracy"].min(),
+            "cells": len(f),
+        }
         for block in JOINT_BLOCKS:
             row[f"mean_{block}"] = blocks.loc[model, f"mean_{block}"]
         row["panel_fault"] = float(np.mean([clean - row[f"mean_{b}"] for b in JOINT_BLOCKS]))
@@ -360,14 +448,24 @@ def option_order_summary(trials: pd.DataFrame, summary: pd.DataFrame, info: dict
     if t.empty:
         return pd.DataFrame(columns=columns)
     answers = t["answer"].astype("category").cat.codes.to_numpy()  # -1 = no valid answer
-    t = pd.DataFrame({"model": t["model"].astype(str).to_numpy(), "base": t["condition_id"].astype(str).map(base_of).to_numpy(),
-                      "condition_id": t["condition_id"].astype(str).to_numpy(), "sample_id": t["sample_id"].to_numpy(),
-                      "variant": t["variant"].to_numpy(), "code": answers})
+    t = pd.DataFrame(
+        {
+            "model": t["model"].astype(str).to_numpy(),
+            "base": t["condition_id"].astype(str).map(base_of).to_numpy(),
+            "condition_id": t["condition_id"].astype(str).to_numpy(),
+            "sample_id": t["sample_id"].to_numpy(),
+            "variant": t["variant"].to_numpy(),
+            "code": answers,
+        }
+    )
     orders = t.groupby(["model", "base"])["condition_id"].nunique()
     g = t.groupby(["model", "base", "sample_id", "variant"], observed=True)["code"]
     per_trial = pd.DataFrame({"n": g.size(), "lo": g.min(), "hi": g.max()}).reset_index()
-    per_trial["consistent"] = ((per_trial["n"].to_numpy() == orders.reindex(pd.MultiIndex.from_frame(per_trial[["model", "base"]])).to_numpy())
-                               & (per_trial["lo"] == per_trial["hi"]) & (per_trial["lo"] >= 0))
+    per_trial["consistent"] = (
+        (per_trial["n"].to_numpy() == orders.reindex(pd.MultiIndex.from_frame(per_trial[["model", "base"]])).to_numpy())
+        & (per_trial["lo"] == per_trial["hi"])
+        & (per_trial["lo"] >= 0)
+    )
     consistency = per_trial.groupby(["model", "base"])["consistent"].mean()
     acc = summary.assign(base=summary["condition_id"].map(base_of)).dropna(subset=["base"])
     by_base = acc.groupby(["model", "base"])["accuracy"].agg(mean_order="mean", worst_order="min")
@@ -382,9 +480,16 @@ def option_order_summary(trials: pd.DataFrame, summary: pd.DataFrame, info: dict
 HOLM_FAMILIES = ("model", "pooled")
 
 
-def comparisons(samples: pd.DataFrame, summary: pd.DataFrame, info: dict[str, ConditionInfo], *,
-                b: int = B_DEFAULT, seed: int = SEED_DEFAULT, model_pairs: bool = True,
-                holm_families: str = "model") -> pd.DataFrame:
+def comparisons(
+    samples: pd.DataFrame,
+    summary: pd.DataFrame,
+    info: dict[str, ConditionInfo],
+    *,
+    b: int = B_DEFAULT,
+    seed: int = SEED_DEFAULT,
+    model_pairs: bool = True,
+    holm_families: str = "model",
+) -> pd.DataFrame:
     """Clean vs each condition, weakest single vs each joint cell, and model vs model on each
     condition: paired bootstrap of the per-sample difference and exact McNemar, Holm-adjusted
     within each family. Computed with invalid outputs as incorrect (the headline) and as
@@ -400,8 +505,9 @@ def comparisons(samples: pd.DataFrame, summary: pd.DataFrame, info: dict[str, Co
         raise ValueError(f"holm_families must be one of {HOLM_FAMILIES}, got {holm_families!r}")
     strict = samples.pivot_table(index=["model", "condition_id"], columns="sample_id", values="strict", aggfunc="first")
     # aligned with strict: a condition whose every output is invalid has no score row of its own
-    score = (samples.pivot_table(index=["model", "condition_id"], columns="sample_id", values="score", aggfunc="first")
-             .reindex(index=strict.index, columns=strict.columns))
+    score = samples.pivot_table(
+        index=["model", "condition_id"], columns="sample_id", values="score", aggfunc="first"
+    ).reindex(index=strict.index, columns=strict.columns)
     weakest = summary.set_index(["model", "condition_id"])["weakest_single"] if "weakest_single" in summary else None
     specs = []  # (kind, family, model_a, cond_a, model_b, cond_b)
     rows_present = set(strict.index)
@@ -419,9 +525,30 @@ def comparisons(samples: pd.DataFrame, summary: pd.DataFrame, info: dict[str, Co
             have = [m for m in models if (m, cid) in rows_present]
             family = info[cid].family if cid in info else "controls"
             specs += [("model_vs_model", family, m1, cid, m2, cid) for m1, m2 in itertools.combinations(have, 2)]
-    columns = ["kind", "family", "model_a", "condition_a", "model_b", "condition_b", "n", "mean_a", "mean_b", "diff",
-               "ci_low", "ci_high", "p_bootstrap", "b", "c", "p_mcnemar", "p_holm", "significant",
-               "n_valid_pairs", "p_holm_missing", "significant_missing", "flips"]
+    columns = [
+        "kind",
+        "family",
+        "model_a",
+        "condition_a",
+        "model_b",
+        "condition_b",
+        "n",
+        "mean_a",
+        "mean_b",
+        "diff",
+        "ci_low",
+        "ci_high",
+        "p_bootstrap",
+        "b",
+        "c",
+        "p_mcnemar",
+        "p_holm",
+        "significant",
+        "n_valid_pairs",
+        "p_holm_missing",
+        "significant_missing",
+        "flips",
+    ]
     if not specs:
         return pd.DataFrame(columns=columns)
     results = _run_pairs(specs, strict, score, b=b, seed=seed)
@@ -468,14 +595,37 @@ def _run_pairs(specs, strict: pd.DataFrame, score: pd.DataFrame, *, b: int, seed
             row = {"kind": kind, "family": family, "model_a": ma, "condition_a": ca, "model_b": mb, "condition_b": cb}
             if n:
                 r = results[j]
-                row.update(n=r.n, mean_a=r.mean_a, mean_b=r.mean_b, diff=r.diff, ci_low=r.ci_low, ci_high=r.ci_high,
-                           p_bootstrap=r.p_bootstrap, b=r.b, c=r.c, p_mcnemar=r.p_mcnemar,
-                           n_valid_pairs=int(keep[j].sum()), p_mcnemar_missing=float(p_missing[j]),
-                           diff_missing=float(diff_missing[j]))
+                row.update(
+                    n=r.n,
+                    mean_a=r.mean_a,
+                    mean_b=r.mean_b,
+                    diff=r.diff,
+                    ci_low=r.ci_low,
+                    ci_high=r.ci_high,
+                    p_bootstrap=r.p_bootstrap,
+                    b=r.b,
+                    c=r.c,
+                    p_mcnemar=r.p_mcnemar,
+                    n_valid_pairs=int(keep[j].sum()),
+                    p_mcnemar_missing=float(p_missing[j]),
+                    diff_missing=float(diff_missing[j]),
+                )
             else:
-                row.update(n=0, mean_a=np.nan, mean_b=np.nan, diff=np.nan, ci_low=np.nan, ci_high=np.nan,
-                           p_bootstrap=np.nan, b=0, c=0, p_mcnemar=np.nan, n_valid_pairs=0, p_mcnemar_missing=np.nan,
-                           diff_missing=np.nan)
+                row.update(
+                    n=0,
+                    mean_a=np.nan,
+                    mean_b=np.nan,
+                    diff=np.nan,
+                    ci_low=np.nan,
+                    ci_high=np.nan,
+                    p_bootstrap=np.nan,
+                    b=0,
+                    c=0,
+                    p_mcnemar=np.nan,
+                    n_valid_pairs=0,
+                    p_mcnemar_missing=np.nan,
+                    diff_missing=np.nan,
+                )
             out[k] = row
     return out
 
@@ -489,34 +639,48 @@ def check_comparable(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> No
     if len(prompts) > 1:
         detail = "; ".join(f"{p}: {', '.join(map(str, ms))}" for p, ms in prompts.items())
         raise ValueError(f"runs use different prompt templates ({detail}); report one prompt id at a time")
-    datasets = trials.groupby(trials["dataset"].map(fingerprint_of, na_action="ignore"), observed=True)["model"].unique()
+    datasets = trials.groupby(trials["dataset"].map(fingerprint_of, na_action="ignore"), observed=True)[
+        "model"
+    ].unique()
     if len(datasets) > 1:  # by content: the same items in another folder or on another machine are one dataset
         detail = "; ".join(f"{d}: {', '.join(map(str, ms))}" for d, ms in datasets.items())
-        legacy = f" (a fingerprint without the '{SCHEME}-' prefix is a legacy one, from before content fingerprints: " \
-                 "rerun those logs to compare them)" if len({is_legacy(d) for d in datasets.index}) > 1 else ""
+        legacy = (
+            f" (a fingerprint without the '{SCHEME}-' prefix is a legacy one, from before content fingerprints: "
+            "rerun those logs to compare them)"
+            if len({is_legacy(d) for d in datasets.index}) > 1
+            else ""
+        )
         raise ValueError(f"runs use different dataset versions ({detail}){legacy}; compare runs on the same data")
     if "seed_scheme" in trials:  # logs that predate the field have none, and are not checked
         schemes = trials.groupby("seed_scheme", observed=True)["model"].unique()
         if len(schemes) > 1:
             detail = "; ".join(f"scheme {n}: {', '.join(map(str, ms))}" for n, ms in schemes.items())
-            raise ValueError(f"runs use different seed schemes ({detail}), so their noise variants differ; rerun "
-                             "with SCEVAL_SEED_SCHEME set to one of them")
+            raise ValueError(
+                f"runs use different seed schemes ({detail}), so their noise variants differ; rerun "
+                "with SCEVAL_SEED_SCHEME set to one of them"
+            )
     if "probe_readings" not in trials:  # not read from logs (read_runs gives every log the column)
         return
     reread = trials[trials["condition_id"].isin(REREAD_IN_2)]
     old = reread[reread["probe_readings"].isna() | (reread["probe_readings"].astype(float) < READINGS)]
     if len(old):  # a log without the field predates it
-        detail = "; ".join(f"{c}: {', '.join(map(str, ms))}" for c, ms in
-                           old.groupby("condition_id", observed=True)["model"].unique().items())
-        raise ValueError(f"logs of probes whose meaning changed with the paper's G.10/G.11 readings were made "
-                         f"under the earlier reading ({detail}): they appended distractors to every item and "
-                         f"dropped one middle frame; rerun those tasks (the earlier readings are the "
-                         f"sceval_probe_options tasks *_appended_* and probe_temporal_middle_drop_1)")
+        detail = "; ".join(
+            f"{c}: {', '.join(map(str, ms))}"
+            for c, ms in old.groupby("condition_id", observed=True)["model"].unique().items()
+        )
+        raise ValueError(
+            f"logs of probes whose meaning changed with the paper's G.10/G.11 readings were made "
+            f"under the earlier reading ({detail}): they appended distractors to every item and "
+            f"dropped one middle frame; rerun those tasks (the earlier readings are the "
+            f"sceval_probe_options tasks *_appended_* and probe_temporal_middle_drop_1)"
+        )
 
 
 #: Why a control does not apply to an item (the trial's ``not_applicable``), in words.
-NOT_APPLICABLE = {"no_text_evidence": "no textual evidence beyond the question and options, so the no-text control "
-                                      "removes nothing (its prompt equals clean's)"}
+NOT_APPLICABLE = {
+    "no_text_evidence": "no textual evidence beyond the question and options, so the no-text control "
+    "removes nothing (its prompt equals clean's)"
+}
 
 
 def split_not_applicable(trials: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -528,8 +692,14 @@ def split_not_applicable(trials: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
         return trials, pd.DataFrame(columns=columns)
     t = trials.assign(**{k: trials[k].astype(str) for k in ("model", "condition_id")})
     run = t.groupby(["model", "condition_id"])["sample_id"].nunique()
-    out = (t[flagged].assign(reason=t.loc[flagged, "not_applicable"].astype(str))
-           .groupby(["model", "condition_id", "reason"])["sample_id"].nunique().rename("items").reset_index())
+    out = (
+        t[flagged]
+        .assign(reason=t.loc[flagged, "not_applicable"].astype(str))
+        .groupby(["model", "condition_id", "reason"])["sample_id"]
+        .nunique()
+        .rename("items")
+        .reset_index()
+    )
     out["items_run"] = run.reindex(pd.MultiIndex.from_frame(out[["model", "condition_id"]])).to_numpy()
     return trials[~flagged].reset_index(drop=True), out[columns]
 
@@ -538,8 +708,9 @@ def _models(keys) -> str:
     return ", ".join(sorted(map(str, keys)))
 
 
-def coverage_notes(summary: pd.DataFrame, info: dict[str, ConditionInfo], not_applicable: pd.DataFrame, *,
-                   model_pairs: bool) -> list[str]:
+def coverage_notes(
+    summary: pd.DataFrame, info: dict[str, ConditionInfo], not_applicable: pd.DataFrame, *, model_pairs: bool
+) -> list[str]:
     """What the logs do not allow computing, in words (each subset of the catalogue gives a report
     with what it can compute; these notes say what is missing and why)."""
     notes = []
@@ -547,51 +718,78 @@ def coverage_notes(summary: pd.DataFrame, info: dict[str, ConditionInfo], not_ap
         control = info.get(r["condition_id"]) is None or info[r["condition_id"]].probe is None
         words = {**NOT_APPLICABLE, **PROBE_NOT_APPLICABLE}.get(r["reason"], r["reason"])
         whole = r["items"] == r["items_run"]
-        notes.append(f"{r['condition_id']} ({r['model']}): {r['items']} of {r['items_run']} item(s) have {words}; "
-                     f"they are left out of {r['condition_id']}"
-                     + (" and its M_m" + (" (so both are not computed)" if whole else "") if control
-                        else " (so it is not computed)" if whole else ""))
+        notes.append(
+            f"{r['condition_id']} ({r['model']}): {r['items']} of {r['items_run']} item(s) have {words}; "
+            f"they are left out of {r['condition_id']}"
+            + (
+                " and its M_m" + (" (so both are not computed)" if whole else "")
+                if control
+                else " (so it is not computed)"
+                if whole
+                else ""
+            )
+        )
     block = summary["condition_id"].map(lambda c: info[c].block if c in info else "")
     present = summary.assign(block=block)
     models = set(summary["model"])
     no_clean = models - set(present.loc[present["block"] == "clean", "model"])
     if no_clean:
-        notes.append(f"no clean condition ({_models(no_clean)}): Δbase, FS_S, panel fault, slopes S_m and the "
-                     "clean-vs-condition tests are not computed")
+        notes.append(
+            f"no clean condition ({_models(no_clean)}): Δbase, FS_S, panel fault, slopes S_m and the "
+            "clean-vs-condition tests are not computed"
+        )
     joint_models = set(present.loc[present["block"].isin(JOINT_BLOCKS), "model"])
     single_models = set(present.loc[(present["block"] == "single") & present["accuracy"].notna(), "model"])
     if joint_models - single_models:
-        notes.append(f"no single-modality cells with a valid output ({_models(joint_models - single_models)}): "
-                     "Δsingle and the single-vs-joint tests are not computed")
+        notes.append(
+            f"no single-modality cells with a valid output ({_models(joint_models - single_models)}): "
+            "Δsingle and the single-vs-joint tests are not computed"
+        )
     elif models - single_models:
-        notes.append(f"no single-modality cells ({_models(models - single_models)}): M_m and slopes S_m are not "
-                     "computed")
+        notes.append(
+            f"no single-modality cells ({_models(models - single_models)}): M_m and slopes S_m are not computed"
+        )
     partial = present[present["single_grid"] == "partial"]
     for model in sorted(set(partial["model"])):
         grid = weakest_singles(summary[summary["model"] == model], info)
         seen = "; ".join(f"{r['modality']} {r['observed_cells']} of {r['catalogue_cells']}" for _, r in grid.iterrows())
-        notes.append(f"Δsingle of {model} comes from a partial single-modality grid (observed cells: {seen}): "
-                     "its baseline is the weakest cell observed, not of the full grid")
-    missing_singles = present[present["block"].isin(JOINT_BLOCKS) & present["delta_single"].isna()
-                              & present["model"].isin(single_models)]
+        notes.append(
+            f"Δsingle of {model} comes from a partial single-modality grid (observed cells: {seen}): "
+            "its baseline is the weakest cell observed, not of the full grid"
+        )
+    missing_singles = present[
+        present["block"].isin(JOINT_BLOCKS) & present["delta_single"].isna() & present["model"].isin(single_models)
+    ]
     if len(missing_singles):
-        notes.append(f"{len(missing_singles)} joint cell(s) have no Δsingle: no single cell of one of their "
-                     "corrupted modalities was observed")
+        notes.append(
+            f"{len(missing_singles)} joint cell(s) have no Δsingle: no single cell of one of their "
+            "corrupted modalities was observed"
+        )
     panel = present[present["condition_id"].map(lambda c: _is_panel(c, info)).astype(bool)]
     panel_size = sum(1 for c in info.values() if "panel" in c.suites)
     for model, g in panel.groupby("model"):
         lacking = [b for b in JOINT_BLOCKS if b not in {info[c].block for c in g["condition_id"]}]
         if len(g) < panel_size:
-            notes.append(f"panel of {model}: {len(g)} of {panel_size} cells observed; FS_S averages the observed "
-                         "panel cells of each block" + (f"; no panel cell of {', '.join(lacking)}, so their FS_S and "
-                                                        "the panel fault are not computed" if lacking else ""))
+            notes.append(
+                f"panel of {model}: {len(g)} of {panel_size} cells observed; FS_S averages the observed "
+                "panel cells of each block"
+                + (
+                    f"; no panel cell of {', '.join(lacking)}, so their FS_S and the panel fault are not computed"
+                    if lacking
+                    else ""
+                )
+            )
     if joint_models and not len(panel):
-        notes.append("no cell of the 12-cell panel: FS_S, panel fault and C_asym are not computed "
-                     "(drop_all_S gives the mean drop over the joint cells that were run)")
+        notes.append(
+            "no cell of the 12-cell panel: FS_S, panel fault and C_asym are not computed "
+            "(drop_all_S gives the mean drop over the joint cells that were run)"
+        )
     empty = present[present["n_samples"] == 0]
     for _, r in empty.iterrows():
-        notes.append(f"{r['condition_id']} ({r['model']}): no valid output in {int(r['trials'])} trial(s); accuracy "
-                     "is undefined (the trials count as incorrect in the tests)")
+        notes.append(
+            f"{r['condition_id']} ({r['model']}): no valid output in {int(r['trials'])} trial(s); accuracy "
+            "is undefined (the trials count as incorrect in the tests)"
+        )
     if model_pairs and len(models) == 1:
         notes.append("one model: no model-vs-model comparisons")
     return notes
@@ -612,9 +810,16 @@ class Numbers:
     holm_families: str = "model"  # the Holm family reading of the comparisons (HOLM_FAMILIES)
 
 
-def compute(trials: pd.DataFrame, info: dict[str, ConditionInfo] | None = None, *, b: int = B_DEFAULT,
-            seed: int = SEED_DEFAULT, model_pairs: bool = True, delta_single: str = "modality",
-            holm_families: str = "model") -> Numbers:
+def compute(
+    trials: pd.DataFrame,
+    info: dict[str, ConditionInfo] | None = None,
+    *,
+    b: int = B_DEFAULT,
+    seed: int = SEED_DEFAULT,
+    model_pairs: bool = True,
+    delta_single: str = "modality",
+    holm_families: str = "model",
+) -> Numbers:
     """Every number of the protocol for the trials of one or many models, on any subset of the
     catalogue (``notes`` says what the subset does not allow). ``delta_single`` picks the
     reading of eq. 6's baseline (:data:`DELTA_SINGLE_BASELINES`, see :func:`add_drops`);
@@ -625,8 +830,10 @@ def compute(trials: pd.DataFrame, info: dict[str, ConditionInfo] | None = None, 
     samples = per_sample(trials)
     summary = add_drops(condition_summary(trials, samples, b=b, seed=seed), info, baseline=delta_single)
     # the items a partly applicable control was scored on (M_m compares on those alone)
-    restricted = {(m, cid): set(samples.loc[(samples["model"] == m) & (samples["condition_id"] == cid), "sample_id"])
-                  for m, cid in zip(not_applicable["model"], not_applicable["condition_id"])}
+    restricted = {
+        (m, cid): set(samples.loc[(samples["model"] == m) & (samples["condition_id"] == cid), "sample_id"])
+        for m, cid in zip(not_applicable["model"], not_applicable["condition_id"])
+    }
     tests = comparisons(samples, summary, info, b=b, seed=seed, model_pairs=model_pairs, holm_families=holm_families)
     return Numbers(
         summary=summary,
@@ -645,9 +852,20 @@ def compute(trials: pd.DataFrame, info: dict[str, ConditionInfo] | None = None, 
 
 def trials_frame(records: Iterable[dict]) -> pd.DataFrame:
     """A trial table from per-sample records (``sceval_record`` dicts)."""
-    rows = [(r.get("model") or "unknown", r["condition_id"], r["sample_id"], r["variant"],
-             np.nan if r.get("correct") is None else float(r["correct"]), r.get("invalid"),
-             r.get("n_options") or 4, r.get("prompt_id"), r.get("dataset"), r.get("parsed_answer_original_key"),
-             r.get("control_not_applicable") or (r.get("probe") or {}).get("not_applicable"))
-            for r in records]
+    rows = [
+        (
+            r.get("model") or "unknown",
+            r["condition_id"],
+            r["sample_id"],
+            r["variant"],
+            np.nan if r.get("correct") is None else float(r["correct"]),
+            r.get("invalid"),
+            r.get("n_options") or 4,
+            r.get("prompt_id"),
+            r.get("dataset"),
+            r.get("parsed_answer_original_key"),
+            r.get("control_not_applicable") or (r.get("probe") or {}).get("not_applicable"),
+        )
+        for r in records
+    ]
     return pd.DataFrame(rows, columns=list(TRIAL_COLUMNS))

@@ -6,7 +6,7 @@ per-sample and per-condition tables (see :mod:`sceval_plugin.metrics.diagnostics
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -22,8 +22,14 @@ CONFIDENCE_VALUES = {"low": 1 / 6, "medium": 1 / 2, "high": 5 / 6}
 #: Table 23: "shared-hard" items are failed by at least this share of the models (10 of 15).
 SHARED_HARD_FRACTION = 2 / 3
 #: Table 16's groups of conditions by block (any other block: "controls").
-GROUP_OF_BLOCK = {"clean": "clean", "single": "single", "tv": "bimodal", "ta": "bimodal", "va": "bimodal",
-                  "tva": "trimodal"}
+GROUP_OF_BLOCK = {
+    "clean": "clean",
+    "single": "single",
+    "tv": "bimodal",
+    "ta": "bimodal",
+    "va": "bimodal",
+    "tva": "trimodal",
+}
 
 
 def _per_row(column: pd.Series, of_value) -> np.ndarray:
@@ -43,8 +49,10 @@ def _cells(trials: pd.DataFrame) -> tuple[np.ndarray, list, list]:
 
 # --- C.9, Table 18: seed stability ---------------------------------------------------------------
 
-def seed_stability(trials: pd.DataFrame, summary: pd.DataFrame, info: Mapping[str, ConditionInfo], *,
-                   ddof: int = 1) -> pd.DataFrame:
+
+def seed_stability(
+    trials: pd.DataFrame, summary: pd.DataFrame, info: Mapping[str, ConditionInfo], *, ddof: int = 1
+) -> pd.DataFrame:
     """C.9, Table 18: per cell, the per-variant accuracies Acc_r (eq. 4's terms: each variant's
     accuracy over its valid trials) summarised as standard deviation (``ddof=1``, the sample
     standard deviation; ``ddof=0`` for the population one), median, worst-2 mean (mean of the two
@@ -54,17 +62,30 @@ def seed_stability(trials: pd.DataFrame, summary: pd.DataFrame, info: Mapping[st
 
     Rows: every model's weakest single cell per modality (``weakest_for`` names the modality) and
     every stochastic cell (``n_var`` > 1)."""
-    columns = ["model", "condition_id", "weakest_for", "accuracy", "worst_variant_accuracy", "mean_worst_gap",
-               "std", "median", "worst2_mean", "best_variant_accuracy", "n_var"]
+    columns = [
+        "model",
+        "condition_id",
+        "weakest_for",
+        "accuracy",
+        "worst_variant_accuracy",
+        "mean_worst_gap",
+        "std",
+        "median",
+        "worst2_mean",
+        "best_variant_accuracy",
+        "n_var",
+    ]
     valid = trials.dropna(subset=["correct"])
     if valid.empty:
         return pd.DataFrame(columns=columns)
-    per_variant = (valid.groupby(["model", "condition_id", "variant"], observed=True)["correct"].mean()
-                   .rename("acc").reset_index())
+    per_variant = (
+        valid.groupby(["model", "condition_id", "variant"], observed=True)["correct"].mean().rename("acc").reset_index()
+    )
     per_variant[["model", "condition_id"]] = per_variant[["model", "condition_id"]].astype(str)
     g = per_variant.groupby(["model", "condition_id"])["acc"]
-    stats = pd.DataFrame({"std": g.std(ddof=ddof), "median": g.median(), "best_variant_accuracy": g.max(),
-                          "n_var": g.size()})
+    stats = pd.DataFrame(
+        {"std": g.std(ddof=ddof), "median": g.median(), "best_variant_accuracy": g.max(), "n_var": g.size()}
+    )
     lowest_two = per_variant.sort_values(["model", "condition_id", "acc"]).groupby(["model", "condition_id"]).head(2)
     stats["worst2_mean"] = lowest_two.groupby(["model", "condition_id"])["acc"].mean()
     stats.loc[stats["n_var"] < 2, "worst2_mean"] = np.nan
@@ -82,21 +103,34 @@ def seed_stability(trials: pd.DataFrame, summary: pd.DataFrame, info: Mapping[st
 
 # --- C.11, Table 22: calibration ------------------------------------------------------------------
 
+
 def calibration(trials: pd.DataFrame, *, values: Mapping[str, float] = CONFIDENCE_VALUES) -> pd.DataFrame:
     """C.11 and G.11, Table 22: per (model, condition), over the valid answers that state one of
     the schema's confidence levels (case and surrounding space ignored): expected calibration
     error ECE = Σ_level (n_level / n) |acc_level − value(level)|, the over-confident error rate
     ρ_oc = share of wrong answers stated with ``high`` confidence, and the mean stated confidence
     of right and of wrong answers. ``unrated`` counts valid answers with no or another level."""
-    columns = ["model", "condition_id", "rated", "unrated", "ece", "rho_oc", "wrong", "confidence_right",
-               "confidence_wrong", *[f"share_{k}" for k in values]]
+    columns = [
+        "model",
+        "condition_id",
+        "rated",
+        "unrated",
+        "ece",
+        "rho_oc",
+        "wrong",
+        "confidence_right",
+        "confidence_wrong",
+        *[f"share_{k}" for k in values],
+    ]
     if "confidence" not in trials or trials["confidence"].isna().all():
         return pd.DataFrame(columns=columns)
     names = list(values)
     cell, models, conditions = _cells(trials)
     valid = trials["correct"].notna().to_numpy()
-    level = _per_row(trials["confidence"], lambda x: names.index(x.strip().lower())
-                     if isinstance(x, str) and x.strip().lower() in values else -1).astype(np.int64)
+    level = _per_row(
+        trials["confidence"],
+        lambda x: names.index(x.strip().lower()) if isinstance(x, str) and x.strip().lower() in values else -1,
+    ).astype(np.int64)
     rated = valid & (level >= 0)
     if not rated.any():
         return pd.DataFrame(columns=columns)
@@ -116,16 +150,25 @@ def calibration(trials: pd.DataFrame, *, values: Mapping[str, float] = CONFIDENC
         confidence_right = (right * stated).sum(axis=1) / right.sum(axis=1)
         confidence_wrong = ((n - right) * stated).sum(axis=1) / wrong
     answered = np.bincount(cell[valid], minlength=cells)
-    out = pd.DataFrame({"model": [str(models[c // len(conditions)]) for c in keep],
-                        "condition_id": [str(conditions[c % len(conditions)]) for c in keep],
-                        "rated": total[keep].astype(int), "unrated": (answered - total)[keep].astype(int),
-                        "ece": ece[keep], "rho_oc": rho_oc[keep], "wrong": wrong[keep].astype(int),
-                        "confidence_right": confidence_right[keep], "confidence_wrong": confidence_wrong[keep],
-                        **{f"share_{name}": n[keep, j] / total[keep] for j, name in enumerate(names)}})
+    out = pd.DataFrame(
+        {
+            "model": [str(models[c // len(conditions)]) for c in keep],
+            "condition_id": [str(conditions[c % len(conditions)]) for c in keep],
+            "rated": total[keep].astype(int),
+            "unrated": (answered - total)[keep].astype(int),
+            "ece": ece[keep],
+            "rho_oc": rho_oc[keep],
+            "wrong": wrong[keep].astype(int),
+            "confidence_right": confidence_right[keep],
+            "confidence_wrong": confidence_wrong[keep],
+            **{f"share_{name}": n[keep, j] / total[keep] for j, name in enumerate(names)},
+        }
+    )
     return out[columns]
 
 
 # --- Table 23: cross-model failure overlap -------------------------------------------------------
+
 
 def failure_overlap(samples: pd.DataFrame, *, shared_fraction: float = SHARED_HARD_FRACTION) -> pd.DataFrame:
     """Table 23: per condition run by at least one model, over the items every such model has:
@@ -134,8 +177,18 @@ def failure_overlap(samples: pd.DataFrame, *, shared_fraction: float = SHARED_HA
     whose union is empty are skipped), the shared-hard count (items failed by at least
     ``shared_fraction`` of the models, 10 of 15 in the paper), idiosyncratic failures (exactly one
     model) and the union (at least one model)."""
-    columns = ["condition_id", "models", "items", "pairs", "mean_jaccard", "shared_hard_threshold", "shared_hard",
-               "idiosyncratic", "union", "failed_by_all"]
+    columns = [
+        "condition_id",
+        "models",
+        "items",
+        "pairs",
+        "mean_jaccard",
+        "shared_hard_threshold",
+        "shared_hard",
+        "idiosyncratic",
+        "union",
+        "failed_by_all",
+    ]
     rows = []
     wide = item_matrix(samples, "strict")
     for cid, block in wide.groupby(level=1, sort=True):
@@ -150,19 +203,33 @@ def failure_overlap(samples: pd.DataFrame, *, shared_fraction: float = SHARED_HA
         jaccard = float(np.mean(inter[i, j][ok] / union[ok])) if ok.any() else np.nan
         per_item = f.sum(axis=0)
         threshold = math.ceil(shared_fraction * m - 1e-9)
-        rows.append((str(cid), m, n, int(ok.sum()), jaccard, threshold, int((per_item >= threshold).sum()),
-                     int((per_item == 1).sum()), int((per_item >= 1).sum()), int((per_item == m).sum())))
+        rows.append(
+            (
+                str(cid),
+                m,
+                n,
+                int(ok.sum()),
+                jaccard,
+                threshold,
+                int((per_item >= threshold).sum()),
+                int((per_item == 1).sum()),
+                int((per_item >= 1).sum()),
+                int((per_item == m).sum()),
+            )
+        )
     return pd.DataFrame(rows, columns=columns)
 
 
 # --- Table 10: prompt variants ---------------------------------------------------------------------
 
+
 def prompt_variants(info: Mapping[str, ConditionInfo]) -> dict[str, tuple[str, str]]:
     """Each prompt-variant condition -> (its base cell, its prompt); the base cell itself is the
     standard JSON prompt ("json")."""
     registry = catalogue()
-    return {cid: (c.base, registry.get(cid).prompt) for cid, c in info.items()
-            if c.block == "prompt" and cid in registry}
+    return {
+        cid: (c.base, registry.get(cid).prompt) for cid, c in info.items() if c.block == "prompt" and cid in registry
+    }
 
 
 def prompt_shift(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd.DataFrame:
@@ -172,16 +239,28 @@ def prompt_shift(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd
     and the invalid-output shift: JSON coverage minus the worst variant's coverage."""
     variant_of = prompt_variants(info)
     kinds = list(dict.fromkeys(p for _, p in variant_of.values()))
-    columns = ["model", "bases", "base_cells", *[f"accuracy_{k}" for k in ["json", *kinds]],
-               *[f"coverage_{k}" for k in ["json", *kinds]], "invalid_shift", "worst_prompt"]
+    columns = [
+        "model",
+        "bases",
+        "base_cells",
+        *[f"accuracy_{k}" for k in ["json", *kinds]],
+        *[f"coverage_{k}" for k in ["json", *kinds]],
+        "invalid_shift",
+        "worst_prompt",
+    ]
     s = summary[summary["condition_id"].isin(list(variant_of))]
     if s.empty:
         return pd.DataFrame(columns=columns)
     base_cells = {base for base, _ in variant_of.values()}
-    s = pd.concat([s.assign(base=s["condition_id"].map(lambda c: variant_of[c][0]),
-                            prompt=s["condition_id"].map(lambda c: variant_of[c][1])),
-                   summary[summary["condition_id"].isin(base_cells)].assign(base=lambda f: f["condition_id"],
-                                                                             prompt="json")])
+    s = pd.concat(
+        [
+            s.assign(
+                base=s["condition_id"].map(lambda c: variant_of[c][0]),
+                prompt=s["condition_id"].map(lambda c: variant_of[c][1]),
+            ),
+            summary[summary["condition_id"].isin(base_cells)].assign(base=lambda f: f["condition_id"], prompt="json"),
+        ]
+    )
     rows = []
     for model, g in s.groupby("model"):
         run = sorted(set(g["prompt"]), key=["json", *kinds].index)
@@ -202,19 +281,29 @@ def prompt_shift(summary: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd
 
 # --- Table 16: invalid outputs per item and block --------------------------------------------------
 
+
 def invalid_items(trials: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd.DataFrame:
     """Table 16: per (model, group of conditions: clean, single, bimodal, trimodal, controls), the
     items run, and how many of them had at least one invalid output of each category (an item can
     count in several), at least one of any category, no invalid output at all (``valid_items``),
     and at least one valid answer (``answered_items``, the paper's "returned a parseable answer at
     all")."""
-    columns = ["model", "group", "items", *[f"items_{c}" for c in INVALID], "items_any_invalid", "valid_items",
-               "answered_items"]
+    columns = [
+        "model",
+        "group",
+        "items",
+        *[f"items_{c}" for c in INVALID],
+        "items_any_invalid",
+        "valid_items",
+        "answered_items",
+    ]
     if trials.empty:
         return pd.DataFrame(columns=columns)
     order = ["clean", "single", "bimodal", "trimodal", "controls"]
-    group = _per_row(trials["condition_id"], lambda c: order.index(GROUP_OF_BLOCK.get(info[c].block, "controls")
-                                                                   if c in info else "controls")).astype(np.int64)
+    group = _per_row(
+        trials["condition_id"],
+        lambda c: order.index(GROUP_OF_BLOCK.get(info[c].block, "controls") if c in info else "controls"),
+    ).astype(np.int64)
     model, models = codes_of(trials["model"])
     item, items = codes_of(trials["sample_id"])
     m, g, i = len(models), len(order), len(items)
@@ -224,14 +313,27 @@ def invalid_items(trials: pd.DataFrame, info: Mapping[str, ConditionInfo]) -> pd
     answered = np.bincount(key[valid], minlength=m * g * i).reshape(m, g, i) > 0
     any_invalid = np.bincount(key[~valid], minlength=m * g * i).reshape(m, g, i) > 0
     category, categories = codes_of(trials["invalid"])
-    counts = {c: (np.bincount(key[category == categories.index(c)], minlength=m * g * i).reshape(m, g, i) > 0
-                  ).sum(axis=2) if c in categories else np.zeros((m, g), int) for c in INVALID}
+    counts = {
+        c: (np.bincount(key[category == categories.index(c)], minlength=m * g * i).reshape(m, g, i) > 0).sum(axis=2)
+        if c in categories
+        else np.zeros((m, g), int)
+        for c in INVALID
+    }
     present = np.argwhere(run.any(axis=2))  # (model, group) pairs that were run, in model then group order
     mi, gi = present[:, 0], present[:, 1]
-    out = pd.DataFrame({"model": [str(models[k]) for k in mi], "group": [order[k] for k in gi],
-                        "items": run.sum(axis=2)[mi, gi], **{f"items_{c}": counts[c][mi, gi] for c in INVALID},
-                        "items_any_invalid": any_invalid.sum(axis=2)[mi, gi],
-                        "answered_items": answered.sum(axis=2)[mi, gi]})
+    out = pd.DataFrame(
+        {
+            "model": [str(models[k]) for k in mi],
+            "group": [order[k] for k in gi],
+            "items": run.sum(axis=2)[mi, gi],
+            **{f"items_{c}": counts[c][mi, gi] for c in INVALID},
+            "items_any_invalid": any_invalid.sum(axis=2)[mi, gi],
+            "answered_items": answered.sum(axis=2)[mi, gi],
+        }
+    )
     out["valid_items"] = out["items"] - out["items_any_invalid"]
-    return out.sort_values(["model"], kind="stable").reset_index(drop=True)[columns].astype(
-        {c: int for c in columns[2:]})
+    return (
+        out.sort_values(["model"], kind="stable")
+        .reset_index(drop=True)[columns]
+        .astype(dict.fromkeys(columns[2:], int))
+    )

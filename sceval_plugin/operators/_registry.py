@@ -23,8 +23,9 @@ class OperatorRegistry(Registry[OperatorSpec]):
     """Name -> :class:`OperatorSpec`. Plugins fill it through ``sceval_register_operators``."""
 
     def __init__(self) -> None:
-        super().__init__("operator", error=UnknownOperatorError,
-                         clash_hint="; uninstall one of them or rename its operator")
+        super().__init__(
+            "operator", error=UnknownOperatorError, clash_hint="; uninstall one of them or rename its operator"
+        )
 
     def add(self, operator: Callable[..., Any] | OperatorSpec) -> OperatorSpec:
         """Register a function decorated with :func:`operator` (or a ready spec, validated

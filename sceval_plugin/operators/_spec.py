@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
 #: The severity levels of the protocol. 0 is the identity (clean), used for fragility slopes.
 SEVERITIES: tuple[int, ...] = (0, 10, 30, 50, 70)
@@ -21,9 +22,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 def check_severity(severity: Any) -> int:
     """Return ``severity`` if it is one of :data:`SEVERITIES`, else raise ``ValueError``."""
     if isinstance(severity, bool) or not isinstance(severity, int) or severity not in SEVERITIES:
-        raise ValueError(
-            f"severity must be one of {', '.join(map(str, SEVERITIES))} (0 = clean); got {severity!r}"
-        )
+        raise ValueError(f"severity must be one of {', '.join(map(str, SEVERITIES))} (0 = clean); got {severity!r}")
     return severity
 
 
@@ -56,13 +55,14 @@ class SeverityTable:
         if self.dtype not in (float, int):
             raise ValueError(f"severity table {self.parameter!r}: dtype must be float or int, got {self.dtype!r}")
         if not isinstance(self.values, Mapping):
-            raise ValueError(f"severity table {self.parameter!r}: values must map severity to parameter, "
-                             f"got {type(self.values).__name__}")
+            raise ValueError(
+                f"severity table {self.parameter!r}: values must map severity to parameter, "
+                f"got {type(self.values).__name__}"
+            )
         keys = list(self.values)
         if any(isinstance(k, bool) for k in keys) or set(keys) != set(CORRUPTING_SEVERITIES):
             raise ValueError(
-                f"severity table for {self.parameter!r} must map exactly {CORRUPTING_SEVERITIES}, "
-                f"got keys {keys}"
+                f"severity table for {self.parameter!r} must map exactly {CORRUPTING_SEVERITIES}, got keys {keys}"
             )
         for severity, value in [*self.values.items(), ("identity (severity 0)", self.identity)]:
             self._check_value(severity, value)

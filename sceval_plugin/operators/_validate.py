@@ -19,9 +19,7 @@ class OperatorInputError(ValueError):
 
 def check_text(data: Any) -> str:
     if not isinstance(data, str):
-        raise OperatorInputError(
-            f"text operators take the question stem as a str, got {type(data).__name__}"
-        )
+        raise OperatorInputError(f"text operators take the question stem as a str, got {type(data).__name__}")
     if not data.strip():
         raise OperatorInputError("text operators need a non-empty question stem, got an empty/blank string")
     return data
@@ -43,9 +41,7 @@ def check_vision(data: Any) -> np.ndarray:
             "drop or composite the alpha channel first"
         )
     if data.ndim not in (3, 4) or data.shape[-1] != 3:
-        raise OperatorInputError(
-            f"vision input must be (H, W, 3) or (N, H, W, 3), got shape {data.shape}"
-        )
+        raise OperatorInputError(f"vision input must be (H, W, 3) or (N, H, W, 3), got shape {data.shape}")
     if data.dtype != np.uint8:
         raise OperatorInputError(
             f"vision input must be uint8 (0-255), got {data.dtype}; scale and convert explicitly, "
@@ -63,13 +59,9 @@ def check_audio(data: Any, sample_rate: int | None) -> np.ndarray:
             "resample silently; resample first (e.g. soxr.resample(x, sr, 16000))"
         )
     if not isinstance(data, np.ndarray):
-        raise OperatorInputError(
-            f"audio operators take a 1-D numpy float32 waveform, got {type(data).__name__}"
-        )
+        raise OperatorInputError(f"audio operators take a 1-D numpy float32 waveform, got {type(data).__name__}")
     if data.ndim == 2 and 1 in data.shape:
-        raise OperatorInputError(
-            f"audio of shape {data.shape}: pass a 1-D mono waveform (flatten the singleton axis)"
-        )
+        raise OperatorInputError(f"audio of shape {data.shape}: pass a 1-D mono waveform (flatten the singleton axis)")
     if data.ndim == 2:
         raise OperatorInputError(
             f"audio of shape {data.shape} is multichannel (stereo?); SCEval audio is mono: "

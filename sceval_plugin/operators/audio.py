@@ -23,9 +23,7 @@ def segment(n: int, fraction: float, rng: np.random.Generator, *, keep_one: bool
     return start, length
 
 
-REMOVED_FRACTION = SeverityTable(
-    "fraction of the clip removed", {10: 0.10, 30: 0.30, 50: 0.50, 70: 0.70}, identity=0.0
-)
+REMOVED_FRACTION = SeverityTable("fraction of the clip removed", {10: 0.10, 30: 0.30, 50: 0.50, 70: 0.70}, identity=0.0)
 
 
 @operator("remove", modality="audio", table=REMOVED_FRACTION, stochastic=True)
@@ -35,9 +33,7 @@ def remove(wave: np.ndarray, fraction: float, rng: np.random.Generator) -> np.nd
     return np.concatenate((wave[:start], wave[start + length :]))
 
 
-MUTED_FRACTION = SeverityTable(
-    "fraction of the clip silenced", {10: 0.10, 30: 0.30, 50: 0.50, 70: 0.70}, identity=0.0
-)
+MUTED_FRACTION = SeverityTable("fraction of the clip silenced", {10: 0.10, 30: 0.30, 50: 0.50, 70: 0.70}, identity=0.0)
 
 
 @operator("mute", modality="audio", table=MUTED_FRACTION, stochastic=True)

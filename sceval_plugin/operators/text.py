@@ -30,9 +30,7 @@ def _delete_spans(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(kept)
 
 
-DROP_RATE = SeverityTable(
-    "fraction of words deleted", {10: 0.10, 30: 0.30, 50: 0.50, 70: 0.70}, identity=0.0
-)
+DROP_RATE = SeverityTable("fraction of words deleted", {10: 0.10, 30: 0.30, 50: 0.50, 70: 0.70}, identity=0.0)
 
 
 @operator("drop_words", modality="text", table=DROP_RATE, stochastic=True)
@@ -84,17 +82,70 @@ def word_shuffle(stem: str, window: int, rng: np.random.Generator) -> str:
 #: instead (same length, never itself). Characters outside this table are never changed.
 OCR_CONFUSIONS: dict[str, str] = {
     # digits
-    "0": "OoD", "1": "lI7", "2": "Zz", "3": "8B", "4": "A", "5": "Ss", "6": "bG", "7": "1T",
-    "8": "B3", "9": "gq",
+    "0": "OoD",
+    "1": "lI7",
+    "2": "Zz",
+    "3": "8B",
+    "4": "A",
+    "5": "Ss",
+    "6": "bG",
+    "7": "1T",
+    "8": "B3",
+    "9": "gq",
     # lower case
-    "a": "oe", "b": "h6", "c": "eo", "d": "ao", "e": "co", "f": "t", "g": "q9", "h": "bn",
-    "i": "l1j", "j": "i", "k": "hx", "l": "1Ii", "m": "n", "n": "mh", "o": "0ac", "p": "q",
-    "q": "g9", "r": "n", "s": "5", "t": "f", "u": "vn", "v": "uy", "w": "v", "x": "k", "y": "v",
+    "a": "oe",
+    "b": "h6",
+    "c": "eo",
+    "d": "ao",
+    "e": "co",
+    "f": "t",
+    "g": "q9",
+    "h": "bn",
+    "i": "l1j",
+    "j": "i",
+    "k": "hx",
+    "l": "1Ii",
+    "m": "n",
+    "n": "mh",
+    "o": "0ac",
+    "p": "q",
+    "q": "g9",
+    "r": "n",
+    "s": "5",
+    "t": "f",
+    "u": "vn",
+    "v": "uy",
+    "w": "v",
+    "x": "k",
+    "y": "v",
     "z": "2",
     # upper case
-    "A": "4", "B": "83R", "C": "GO", "D": "O0", "E": "F", "F": "EP", "G": "C6", "H": "N",
-    "I": "l1", "J": "I", "K": "X", "L": "I", "M": "N", "N": "MH", "O": "0DQ", "P": "R", "Q": "O",
-    "R": "P", "S": "58", "T": "7", "U": "VO", "V": "UY", "W": "V", "X": "K", "Y": "V", "Z": "2",
+    "A": "4",
+    "B": "83R",
+    "C": "GO",
+    "D": "O0",
+    "E": "F",
+    "F": "EP",
+    "G": "C6",
+    "H": "N",
+    "I": "l1",
+    "J": "I",
+    "K": "X",
+    "L": "I",
+    "M": "N",
+    "N": "MH",
+    "O": "0DQ",
+    "P": "R",
+    "Q": "O",
+    "R": "P",
+    "S": "58",
+    "T": "7",
+    "U": "VO",
+    "V": "UY",
+    "W": "V",
+    "X": "K",
+    "Y": "V",
+    "Z": "2",
 }
 
 TYPO_RATE = SeverityTable(

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
-from typing import Callable
+from functools import cache, lru_cache
 
 import cv2
 import numpy as np
@@ -32,7 +32,7 @@ def _frames(x: np.ndarray) -> np.ndarray:
     return x[None] if x.ndim == 3 else x
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pool(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sceval-frames")
 
@@ -61,7 +61,7 @@ NOISE_SIGMA = SeverityTable(
 NOISE_TABLE_BITS = 16
 
 
-@lru_cache(maxsize=None)
+@cache
 def rounded_gaussian_table(sigma: float) -> np.ndarray:
     """The inverse CDF of round(N(0, sigma^2)) on 2**16 equally likely cells, as int16.
 
@@ -95,6 +95,7 @@ def noise(frames: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndar
     # parallel and still give the same bytes whatever the thread count.
     seeds = rng.integers(0, 2**63, size=len(src)).tolist()
     if seed_scheme() == 1:
+
         def one(i: int) -> None:
             field = np.random.Generator(np.random.PCG64(seeds[i])).standard_normal(src.shape[1:], dtype=np.float32)
             field *= np.float32(sigma)
@@ -112,9 +113,7 @@ def noise(frames: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndar
     return out.reshape(frames.shape)
 
 
-OCCLUDED_AREA = SeverityTable(
-    "fraction of the frame occluded", {10: 0.10, 30: 0.30, 50: 0.50, 70: 0.70}, identity=0.0
-)
+OCCLUDED_AREA = SeverityTable("fraction of the frame occluded", {10: 0.10, 30: 0.30, 50: 0.50, 70: 0.70}, identity=0.0)
 #: Occluders are black, like a hand or an object in front of the lens.
 OCCLUSION_FILL = 0
 
@@ -141,9 +140,7 @@ def occlusion(frames: np.ndarray, area: float, rng: np.random.Generator) -> np.n
     return out
 
 
-DOWNSCALE_FACTOR = SeverityTable(
-    "downscale factor per side", {10: 0.9, 30: 0.7, 50: 0.5, 70: 0.3}, identity=1.0
-)
+DOWNSCALE_FACTOR = SeverityTable("downscale factor per side", {10: 0.9, 30: 0.7, 50: 0.5, 70: 0.3}, identity=1.0)
 
 
 @operator("low_resolution", modality="vision", table=DOWNSCALE_FACTOR, stochastic=False)
@@ -170,9 +167,7 @@ def low_resolution(frames: np.ndarray, factor: float, rng: np.random.Generator) 
     return out.reshape(frames.shape)
 
 
-MOTION_KERNEL = SeverityTable(
-    "motion-blur kernel length (pixels)", {10: 5, 30: 15, 50: 25, 70: 35}, identity=1
-)
+MOTION_KERNEL = SeverityTable("motion-blur kernel length (pixels)", {10: 5, 30: 15, 50: 25, 70: 35}, identity=1)
 
 
 @operator("motion_blur", modality="vision", table=MOTION_KERNEL, stochastic=False)
@@ -282,8 +277,10 @@ def defocus_blur(frames: np.ndarray, radius: int, rng: np.random.Generator) -> n
         cv2.filter2D(src[i], -1, kernel, dst=out[i], borderType=cv2.BORDER_REFLECT_101)
 
     def by_plane(i: int) -> None:
-        planes = [cv2.filter2D(plane.astype(np.float32), -1, kernel, borderType=cv2.BORDER_REFLECT_101)
-                  for plane in cv2.split(src[i])]
+        planes = [
+            cv2.filter2D(plane.astype(np.float32), -1, kernel, borderType=cv2.BORDER_REFLECT_101)
+            for plane in cv2.split(src[i])
+        ]
         cv2.convertScaleAbs(cv2.merge(planes), dst=out[i])  # round to nearest, saturate (all >= 0)
 
     def by_fft(i: int) -> None:

@@ -31,8 +31,10 @@ __all__ = ["COHORTS", "ReportError", "build_report", "select_cohort"]
 def _info_with_unknowns(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> dict[str, ConditionInfo]:
     unknown = sorted(set(map(str, trials["condition_id"].unique())) - set(info))
     if unknown:
-        raise ReportError(f"conditions not in the installed catalogue: {', '.join(unknown[:5])}"
-                          f"{' ...' if len(unknown) > 5 else ''}; install the plugin that defines them")
+        raise ReportError(
+            f"conditions not in the installed catalogue: {', '.join(unknown[:5])}"
+            f"{' ...' if len(unknown) > 5 else ''}; install the plugin that defines them"
+        )
     return info
 
 
@@ -52,29 +54,57 @@ def select_cohort(trials: pd.DataFrame, cohort: str, notes: list[str]) -> pd.Dat
     if cohort == "all" or not stress.any() and cohort == "gold_preserved":
         return trials
     if cohort == "gold_preserved":
-        notes.append(f"{int(stress.sum())} stress-only trial(s) (cells that do not preserve the original gold) "
-                     "are left out of every table: see them with --cohort stress")
+        notes.append(
+            f"{int(stress.sum())} stress-only trial(s) (cells that do not preserve the original gold) "
+            "are left out of every table: see them with --cohort stress"
+        )
         return trials[~stress].reset_index(drop=True)
     if not stress.any():
-        raise ReportError("--cohort stress: the logs hold no stress-only trials (runs with an SCEVAL_MANIFEST "
-                          "whose cells are interpretable but not gold-preserving)")
+        raise ReportError(
+            "--cohort stress: the logs hold no stress-only trials (runs with an SCEVAL_MANIFEST "
+            "whose cells are interpretable but not gold-preserving)"
+        )
     clean = trials["condition_id"].isin(["clean"]).to_numpy()
     return trials[stress | clean].reset_index(drop=True)
 
 
-def _numbers(trials: pd.DataFrame, info: dict[str, ConditionInfo], *, b: int, seed: int, model_pairs: bool,
-             delta_single: str, holm_families: str) -> Numbers:
+def _numbers(
+    trials: pd.DataFrame,
+    info: dict[str, ConditionInfo],
+    *,
+    b: int,
+    seed: int,
+    model_pairs: bool,
+    delta_single: str,
+    holm_families: str,
+) -> Numbers:
     try:
-        return compute(trials, info, b=b, seed=seed, model_pairs=model_pairs, delta_single=delta_single,
-                       holm_families=holm_families)
+        return compute(
+            trials,
+            info,
+            b=b,
+            seed=seed,
+            model_pairs=model_pairs,
+            delta_single=delta_single,
+            holm_families=holm_families,
+        )
     except ValueError as exc:
         raise ReportError(str(exc)) from exc
 
 
-def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT,
-                 model_pairs: bool = True, progress: bool = True, delta_single: str = "modality",
-                 options: DiagnosticOptions | None = None, figures: bool = True,
-                 cohort: str = "gold_preserved") -> dict[str, Any]:
+def build_report(
+    run_dirs: Sequence[str | Path],
+    out: str | Path,
+    *,
+    b: int = B_DEFAULT,
+    seed: int = SEED_DEFAULT,
+    model_pairs: bool = True,
+    progress: bool = True,
+    delta_single: str = "modality",
+    options: DiagnosticOptions | None = None,
+    figures: bool = True,
+    cohort: str = "gold_preserved",
+) -> dict[str, Any]:
     """Read ``run_dirs``, compute, write everything under ``out``; returns a summary of what was written.
     Works on any subset of the catalogue: what the logs do not allow is listed in ``notes`` (and
     report.json), and a figure without data is skipped with its reason."""
@@ -84,23 +114,48 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, b: int = B_
     info = _info_with_unknowns(trials, catalogue_info())
     trials, no_option_trials = no_option.split_trials(trials, info)  # never in the headline tables (Table 33)
     if trials.empty:
-        raise ReportError("the logs hold only no-option trials; Table 35 compares them with the multiple-choice "
-                          "runs of the same conditions: run --tasks sceval_no_option, which includes both")
+        raise ReportError(
+            "the logs hold only no-option trials; Table 35 compares them with the multiple-choice "
+            "runs of the same conditions: run --tasks sceval_no_option, which includes both"
+        )
     opts = options or DiagnosticOptions()
-    numbers = _numbers(trials, info, b=b, seed=seed, model_pairs=model_pairs, delta_single=delta_single,
-                       holm_families=opts.holm_families)
+    numbers = _numbers(
+        trials,
+        info,
+        b=b,
+        seed=seed,
+        model_pairs=model_pairs,
+        delta_single=delta_single,
+        holm_families=opts.holm_families,
+    )
     ops = protocol.operator_names()
-    report = Report(protocol.head(numbers, trials, run_dirs, b=b, seed=seed, delta_single=delta_single), [
-        Section(notes=[*notes, *numbers.notes]),
-        protocol.figures_section(numbers, info, ops, drawn=figures),
-        protocol.tables_section(numbers, info, ops, delta_single),
-        # the Appendix-C diagnostics: their own tables, and their entries in report.json
-        diagnostics.diagnostics_section(numbers, trials, info, options, b=b, seed=seed, delta_single=delta_single),
-        probes.probes_section(numbers, trials, info, b=b, seed=seed, trust_reading=opts.trust_reading,
-                              confidence_values=opts.confidence_values, figures=figures),
-        no_option.no_option_section(trials, info, run_dirs, no_option_trials, b=b, seed=seed),
-    ])
+    report = Report(
+        protocol.head(numbers, trials, run_dirs, b=b, seed=seed, delta_single=delta_single),
+        [
+            Section(notes=[*notes, *numbers.notes]),
+            protocol.figures_section(numbers, info, ops, drawn=figures),
+            protocol.tables_section(numbers, info, ops, delta_single),
+            # the Appendix-C diagnostics: their own tables, and their entries in report.json
+            diagnostics.diagnostics_section(numbers, trials, info, options, b=b, seed=seed, delta_single=delta_single),
+            probes.probes_section(
+                numbers,
+                trials,
+                info,
+                b=b,
+                seed=seed,
+                trust_reading=opts.trust_reading,
+                confidence_values=opts.confidence_values,
+                figures=figures,
+            ),
+            no_option.no_option_section(trials, info, run_dirs, no_option_trials, b=b, seed=seed),
+        ],
+    )
     # Figures take longest to render: draw them in other processes while the tables are written.
     written = write_report(Path(out), report, figure_workers=2)
-    return {"written": [str(p) for p in written], "notes": report.notes, "trials": len(trials),
-            "models": sorted(map(str, trials["model"].unique())), "seconds": time.perf_counter() - start}
+    return {
+        "written": [str(p) for p in written],
+        "notes": report.notes,
+        "trials": len(trials),
+        "models": sorted(map(str, trials["model"].unique())),
+        "seconds": time.perf_counter() - start,
+    }

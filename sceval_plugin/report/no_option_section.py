@@ -47,18 +47,23 @@ def read_no_option(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
 
 def _column(table: pd.DataFrame, name: str, p_holm: str) -> list[str]:
     """``48.9 [32.2, 65.6]**``: a difference in points, its interval and its Holm-adjusted mark."""
-    return [f"{100 * m:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]{tables.significance_mark(p)}" for m, lo, hi, p in
-            table[[name, f"{name}_low", f"{name}_high", p_holm]].itertuples(index=False)]
+    return [
+        f"{100 * m:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]{tables.significance_mark(p)}"
+        for m, lo, hi, p in table[[name, f"{name}_low", f"{name}_high", p_holm]].itertuples(index=False)
+    ]
 
 
-def no_option_section(trials: pd.DataFrame, info: dict, run_dirs: Sequence[str | Path], no_option_trials: int, *,
-                      b: int, seed: int) -> Section:
+def no_option_section(
+    trials: pd.DataFrame, info: dict, run_dirs: Sequence[str | Path], no_option_trials: int, *, b: int, seed: int
+) -> Section:
     """``no_option_transfer`` (Table 35), ``no_option_agreement`` and report.json's ``no_option``,
     when the logs hold no-option trials (``no_option_trials``, split off by :func:`split_trials`)."""
     if not no_option_trials:
         return Section()
-    notes = [f"{no_option_trials} no-option trial(s) are reported in no_option_transfer and no_option_agreement "
-             "only, not in the trial counts or any other table"]
+    notes = [
+        f"{no_option_trials} no-option trial(s) are reported in no_option_transfer and no_option_agreement "
+        "only, not in the trial counts or any other table"
+    ]
     frame = read_no_option(run_dirs)
     if frame.empty:
         return Section(notes=notes)
@@ -67,34 +72,61 @@ def no_option_section(trials: pd.DataFrame, info: dict, run_dirs: Sequence[str |
     scorers = sorted({tuple(s) for s in frame[["judge_1", "judge_2"]].dropna().itertuples(index=False)})
     found = []
     if transfer.empty:
-        notes.append("table no_option_transfer not written: no model has both multiple-choice and no-option runs of "
-                     "clean and a Table 35 cell (run --tasks sceval_no_option)")
+        notes.append(
+            "table no_option_transfer not written: no model has both multiple-choice and no-option runs of "
+            "clean and a Table 35 cell (run --tasks sceval_no_option)"
+        )
     else:
-        shown = pd.DataFrame({
-            "model": transfer["model"], "condition": transfer["row"], "n": transfer["n_shared"],
-            "MC drop (pp)": _column(transfer, "mc_drop", "p_holm_mc"),
-            "no-option drop (pp)": _column(transfer, "no_option_drop", "p_holm_no_option"),
-            "transfer Δ (pp)": _column(transfer, "transfer", "p_holm"),
-        })
+        shown = pd.DataFrame(
+            {
+                "model": transfer["model"],
+                "condition": transfer["row"],
+                "n": transfer["n_shared"],
+                "MC drop (pp)": _column(transfer, "mc_drop", "p_holm_mc"),
+                "no-option drop (pp)": _column(transfer, "no_option_drop", "p_holm_no_option"),
+                "transfer Δ (pp)": _column(transfer, "transfer", "p_holm"),
+            }
+        )
         names = "; ".join(f"scorer 1 {first}, scorer 2 {second}" for first, second in scorers)
-        found.append(Table(
-            "no_option_transfer",
-            "No-option generation control (Table 35): clean-to-corrupted drop on the shared gold-preserved subset "
-            "(n samples), 95% bootstrap intervals; transfer Δ = no-option drop − MC drop; * p<.05, ** p<.01 (drops: "
-            f"McNemar, Δ: bootstrap; Holm within model); graded by {names}", shown, transfer))
+        found.append(
+            Table(
+                "no_option_transfer",
+                "No-option generation control (Table 35): clean-to-corrupted drop on the shared gold-preserved subset "
+                "(n samples), 95% bootstrap intervals; transfer Δ = no-option drop − MC drop; * p<.05, ** p<.01 (drops: "
+                f"McNemar, Δ: bootstrap; Holm within model); graded by {names}",
+                shown,
+                transfer,
+            )
+        )
     if not agreement.empty:
-        shown = agreement.assign(**{c: agreement[c].map(lambda x: "–" if pd.isna(x) else f"{x:.3f}")
-                                    for c in ("agreement", "kappa", "kappa_without_exact_match")})
-        found.append(Table(
-            "no_option_agreement",
-            "No-option scorers: agreement and Cohen's κ over CORRECT/PARTIAL/INCORRECT/UNANSWERABLE (all graded "
-            "trials, and those exact match did not decide), and the grading scorer's labels", shown, agreement))
-    return Section(tables=found, notes=notes, numbers={"no_option": {
-        "transfer": json_records(transfer), "agreement": json_records(agreement),
-        "scorers": [{"scorer_1": first, "scorer_2": second} for first, second in scorers],
-        "subset": "samples with trials in MC clean, MC cell, no-option clean and no-option cell (the manifest "
-                  "removes invalid, unanswerable and not gold-preserved trials at build time, and again here when "
-                  "SCEVAL_MANIFEST is set)",
-        "partial_credit": 0.0,
-        "trials": int(len(frame)),
-    }})
+        shown = agreement.assign(
+            **{
+                c: agreement[c].map(lambda x: "–" if pd.isna(x) else f"{x:.3f}")
+                for c in ("agreement", "kappa", "kappa_without_exact_match")
+            }
+        )
+        found.append(
+            Table(
+                "no_option_agreement",
+                "No-option scorers: agreement and Cohen's κ over CORRECT/PARTIAL/INCORRECT/UNANSWERABLE (all graded "
+                "trials, and those exact match did not decide), and the grading scorer's labels",
+                shown,
+                agreement,
+            )
+        )
+    return Section(
+        tables=found,
+        notes=notes,
+        numbers={
+            "no_option": {
+                "transfer": json_records(transfer),
+                "agreement": json_records(agreement),
+                "scorers": [{"scorer_1": first, "scorer_2": second} for first, second in scorers],
+                "subset": "samples with trials in MC clean, MC cell, no-option clean and no-option cell (the manifest "
+                "removes invalid, unanswerable and not gold-preserved trials at build time, and again here when "
+                "SCEVAL_MANIFEST is set)",
+                "partial_credit": 0.0,
+                "trials": int(len(frame)),
+            }
+        },
+    )

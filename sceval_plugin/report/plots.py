@@ -26,7 +26,9 @@ BLOCK_LABELS = {"tv": "T+V", "ta": "T+A", "va": "V+A", "tva": "T+V+A"}
 Draw = Callable[[Numbers, dict, Path], list]
 
 
-def _single_curves(numbers: Numbers, info: dict[str, ConditionInfo]) -> dict[str, dict[str, dict[str, dict[int, float]]]]:
+def _single_curves(
+    numbers: Numbers, info: dict[str, ConditionInfo]
+) -> dict[str, dict[str, dict[str, dict[int, float]]]]:
     """model -> modality -> operator -> severity -> accuracy (severity 0 = clean, when run)."""
     s = numbers.summary.dropna(subset=["accuracy"])
     clean = s[s["condition_id"] == "clean"].set_index("model")["accuracy"]
@@ -47,8 +49,10 @@ def _joint_points(numbers: Numbers, info: dict[str, ConditionInfo]):
     s = numbers.summary
     joint = s[s["condition_id"].map(lambda c: c in info and info[c].block in JOINT_BLOCKS).astype(bool)]
     joint = joint.dropna(subset=["delta_base"])
-    return joint.assign(block=joint["condition_id"].map(lambda c: info[c].block),
-                        budget=joint["condition_id"].map(lambda c: sum(x[2] for x in info[c].corruptions)))
+    return joint.assign(
+        block=joint["condition_id"].map(lambda c: info[c].block),
+        budget=joint["condition_id"].map(lambda c: sum(x[2] for x in info[c].corruptions)),
+    )
 
 
 def _heatmap_grid(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]):
@@ -65,18 +69,27 @@ def _heatmap_grid(numbers: Numbers, info: dict[str, ConditionInfo], operators: l
     return models, [operators[j] for j in keep], drops[:, keep]
 
 
-def figures(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]) -> dict[str, tuple[Draw, str | None]]:
+def figures(
+    numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]
+) -> dict[str, tuple[Draw, str | None]]:
     """Figure name -> (drawing function ``draw(numbers, info, stem)``, why it is not drawn or None)."""
     has_curves = bool(_single_curves(numbers, info))
     has_joint = not _joint_points(numbers, info).empty
     has_heatmap = bool(_heatmap_grid(numbers, info, operators)[1])
     return {
         "severity_curves": (severity_curves, None if has_curves else "no single-modality cell with a valid output"),
-        "joint_scatter": (joint_scatter, None if has_joint else "no joint cell with a drop from clean (needs the clean "
-                                                                "condition and at least one joint cell)"),
-        "drop_heatmap": (functools.partial(drop_heatmap, operators=operators),
-                         None if has_heatmap else "no severity-70 single cell with a drop from clean (needs clean "
-                                                  "and single cells at severity 70)"),
+        "joint_scatter": (
+            joint_scatter,
+            None
+            if has_joint
+            else "no joint cell with a drop from clean (needs the clean condition and at least one joint cell)",
+        ),
+        "drop_heatmap": (
+            functools.partial(drop_heatmap, operators=operators),
+            None
+            if has_heatmap
+            else "no severity-70 single cell with a drop from clean (needs clean and single cells at severity 70)",
+        ),
     }
 
 
@@ -88,8 +101,14 @@ def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path
     models = sorted(curves)
     modalities = [m for m in MODALITY_ORDER if any(m in curves[model] for model in models)]
     operators = {m: sorted({op for model in models for op in curves[model].get(m, {})}) for m in modalities}
-    fig, axes = plt.subplots(len(models), len(modalities), figsize=(3.8 * len(modalities), 1.0 + 2.8 * len(models)),
-                             squeeze=False, sharex=True, sharey="row")
+    fig, axes = plt.subplots(
+        len(models),
+        len(modalities),
+        figsize=(3.8 * len(modalities), 1.0 + 2.8 * len(models)),
+        squeeze=False,
+        sharex=True,
+        sharey="row",
+    )
     for i, model in enumerate(models):
         values = [v for m in curves[model].values() for curve in m.values() for v in curve.values()]
         low, high = 100 * min(values), 100 * max(values)
@@ -120,8 +139,16 @@ def _curve_panel(plt, ax, curves: dict[str, dict[int, float]], operators: list[s
         if not curve:
             continue
         xs = sorted(curve)
-        ax.plot(xs, [100 * curve[x] for x in xs], marker=markers[k % len(markers)], markersize=4,
-                markerfacecolor="none", linewidth=1.3, color=cmap(k % 10), label=op)
+        ax.plot(
+            xs,
+            [100 * curve[x] for x in xs],
+            marker=markers[k % len(markers)],
+            markersize=4,
+            markerfacecolor="none",
+            linewidth=1.3,
+            color=cmap(k % 10),
+            label=op,
+        )
     ax.set_xticks(SEVERITIES)
     ax.grid(alpha=0.3)
 
@@ -137,8 +164,18 @@ def _legend_below_column(fig, column, title: str) -> None:
                 handles.append(h), labels.append(label)
     bottom = column[-1]
     below_label = offset_copy(bottom.transAxes, fig, y=-0.6, units="inches")  # clear of the axis label
-    bottom.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below_label,
-                  ncol=2, fontsize=7, frameon=False, title=title, title_fontsize=7)
+    bottom.legend(
+        handles,
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        bbox_transform=below_label,
+        ncol=2,
+        fontsize=7,
+        frameon=False,
+        title=title,
+        title_fontsize=7,
+    )
 
 
 def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) -> list[Path]:
@@ -154,8 +191,17 @@ def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) 
         for block in JOINT_BLOCKS:
             b = g[g["block"] == block]
             if len(b):
-                ax.scatter(b["budget"], 100 * b["delta_base"], marker=MARKERS[block], color=COLOURS[block], s=30,
-                           label=BLOCK_LABELS[block], edgecolor="black", linewidth=0.4, zorder=3)
+                ax.scatter(
+                    b["budget"],
+                    100 * b["delta_base"],
+                    marker=MARKERS[block],
+                    color=COLOURS[block],
+                    s=30,
+                    label=BLOCK_LABELS[block],
+                    edgecolor="black",
+                    linewidth=0.4,
+                    zorder=3,
+                )
         ax.axhline(0, color="grey", linewidth=0.8, zorder=1)
         ax.set_title(model, fontsize=9)
         ax.set_xlabel("total severity  $s_t + s_v + s_a$")
@@ -191,8 +237,15 @@ def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *
     for i in range(len(models)):
         for j in range(len(ops)):
             value = drops[i, j]
-            ax.text(j, i, "–" if not np.isfinite(value) else f"{value:.1f}", ha="center", va="center", fontsize=7,
-                    color="white" if np.isfinite(value) and abs(value) > 0.6 * limit else "black")
+            ax.text(
+                j,
+                i,
+                "–" if not np.isfinite(value) else f"{value:.1f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if np.isfinite(value) and abs(value) > 0.6 * limit else "black",
+            )
     for j in range(1, len(ops)):  # rules between modalities
         if modality_of.get(ops[j]) != modality_of.get(ops[j - 1]):
             ax.axvline(j - 0.5, color="black", linewidth=1.2)

@@ -29,34 +29,47 @@ def operator_names() -> list[str]:
     return [op for m in ("text", "vision", "audio") for op in operators.names(m)]
 
 
-def head(numbers: Numbers, trials: pd.DataFrame, run_dirs: Sequence[str | Path], *, b: int, seed: int,
-         delta_single: str) -> dict[str, Any]:
+def head(
+    numbers: Numbers, trials: pd.DataFrame, run_dirs: Sequence[str | Path], *, b: int, seed: int, delta_single: str
+) -> dict[str, Any]:
     """report.json's first entries: the settings the numbers were computed with, and the counts."""
     return {
-        "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "alpha": 0.05,
-                     "runs": [str(r) for r in run_dirs],
-                     "invalid_outputs": "missing for accuracy and drops; incorrect for significance",
-                     "delta_single_baseline": delta_single, "holm_families": numbers.holm_families,
-                     # one scheme (compute refuses a mix); None: logs from before records named it
-                     "seed_scheme": next((int(n) for n in trials["seed_scheme"].dropna().unique()), None)
-                     if "seed_scheme" in trials else None},
-        "counts": {"trials": int(len(trials)), "models": sorted(map(str, trials["model"].unique())),
-                   "conditions": int(trials["condition_id"].nunique())},
+        "settings": {
+            "bootstrap_resamples": b,
+            "seed": seed,
+            "ci_level": 0.95,
+            "alpha": 0.05,
+            "runs": [str(r) for r in run_dirs],
+            "invalid_outputs": "missing for accuracy and drops; incorrect for significance",
+            "delta_single_baseline": delta_single,
+            "holm_families": numbers.holm_families,
+            # one scheme (compute refuses a mix); None: logs from before records named it
+            "seed_scheme": next((int(n) for n in trials["seed_scheme"].dropna().unique()), None)
+            if "seed_scheme" in trials
+            else None,
+        },
+        "counts": {
+            "trials": int(len(trials)),
+            "models": sorted(map(str, trials["model"].unique())),
+            "conditions": int(trials["condition_id"].nunique()),
+        },
     }
 
 
-def figures_section(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[str], *,
-                    drawn: bool = True) -> Section:
+def figures_section(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[str], *, drawn: bool = True) -> Section:
     """The severity curves, joint scatter and drop heatmap the numbers can fill; each other one,
     or every one unless ``drawn``, is listed in ``figures_skipped`` with its reason."""
     found = plots.figures(numbers, info, ops)
     if not drawn:
         found = {name: (draw, reason or "figures turned off (--no-figures)") for name, (draw, reason) in found.items()}
     skipped = {name: reason for name, (_, reason) in found.items() if reason}
-    return Section(figures=[Figure(name, functools.partial(draw, numbers, info))
-                            for name, (draw, reason) in found.items() if not reason],
-                   notes=[f"figure {name} not drawn: {reason}" for name, reason in skipped.items()],
-                   numbers={"figures_skipped": skipped})
+    return Section(
+        figures=[
+            Figure(name, functools.partial(draw, numbers, info)) for name, (draw, reason) in found.items() if not reason
+        ],
+        notes=[f"figure {name} not drawn: {reason}" for name, reason in skipped.items()],
+        numbers={"figures_skipped": skipped},
+    )
 
 
 def _has_numbers(frame: pd.DataFrame) -> bool:
@@ -66,27 +79,49 @@ def _has_numbers(frame: pd.DataFrame) -> bool:
 
 
 def _main_tables(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[str], delta_single: str) -> list[Table]:
-    joint_caption = ("Joint corruption: accuracy (%), drop from clean, and Δs = Δsingle (eq. 6), the drop below the "
-                     "weakest observed single cell of the cell's "
-                     f"{'modalities' if delta_single == 'modality' else 'operators'}"
-                     f"; * p<.05, ** p<.01 (McNemar, Holm within block, {tables.holm_scope(numbers.holm_families)})"
-                     "; † from a partial single-modality grid")
+    joint_caption = (
+        "Joint corruption: accuracy (%), drop from clean, and Δs = Δsingle (eq. 6), the drop below the "
+        "weakest observed single cell of the cell's "
+        f"{'modalities' if delta_single == 'modality' else 'operators'}"
+        f"; * p<.05, ** p<.01 (McNemar, Holm within block, {tables.holm_scope(numbers.holm_families)})"
+        "; † from a partial single-modality grid"
+    )
     return [
-        Table("single_modality_s70", "Severity-70 single-modality accuracy (%) with drop from clean (pp)",
-              *tables.single_matrix(numbers, info, ops)),
+        Table(
+            "single_modality_s70",
+            "Severity-70 single-modality accuracy (%) with drop from clean (pp)",
+            *tables.single_matrix(numbers, info, ops),
+        ),
         Table("joint", joint_caption, *tables.joint_table(numbers, info)),
-        Table("single_baselines", "Δsingle baselines: the weakest observed single-modality cell and the grid observed",
-              *tables.single_baselines_table(numbers)),
-        Table("below_weakest_single", "Joint cells below the weakest single cell (Δsingle > 0; significant: "
-                                      "Holm-adjusted McNemar p<.05), and under the same-severity comparison (C.3)",
-              *tables.below_single_table(numbers, info)),
-        Table("panel", "Lightweight panel (Table 8): block means (%), panel fault = mean of the four FS_S (pp), "
-                       "C_asym = Acc(t70/v70) - Acc(t30/v70) (pp)", *tables.panel_table(numbers, info)),
-        Table("controls", "Missing-modality, shortcut and option-order controls; ‡ the no-text control does not "
-                          "apply to items without textual evidence beyond question and options (left out, see notes)",
-              *tables.controls_table(numbers, info)),
-        Table("diagnostics", "Fault-line scores FS_S over the 12-cell panel (Table 20), drop over every run cell of "
-                             "each block, fragility slopes and shortcut gap", *tables.diagnostics_table(numbers, info)),
+        Table(
+            "single_baselines",
+            "Δsingle baselines: the weakest observed single-modality cell and the grid observed",
+            *tables.single_baselines_table(numbers),
+        ),
+        Table(
+            "below_weakest_single",
+            "Joint cells below the weakest single cell (Δsingle > 0; significant: "
+            "Holm-adjusted McNemar p<.05), and under the same-severity comparison (C.3)",
+            *tables.below_single_table(numbers, info),
+        ),
+        Table(
+            "panel",
+            "Lightweight panel (Table 8): block means (%), panel fault = mean of the four FS_S (pp), "
+            "C_asym = Acc(t70/v70) - Acc(t30/v70) (pp)",
+            *tables.panel_table(numbers, info),
+        ),
+        Table(
+            "controls",
+            "Missing-modality, shortcut and option-order controls; ‡ the no-text control does not "
+            "apply to items without textual evidence beyond question and options (left out, see notes)",
+            *tables.controls_table(numbers, info),
+        ),
+        Table(
+            "diagnostics",
+            "Fault-line scores FS_S over the 12-cell panel (Table 20), drop over every run cell of "
+            "each block, fragility slopes and shortcut gap",
+            *tables.diagnostics_table(numbers, info),
+        ),
     ]
 
 
@@ -104,16 +139,22 @@ def tables_section(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[s
     written += [Table("conditions", "", None, numbers.summary), Table("comparisons", "", None, numbers.comparisons)]
     flips = numbers.comparisons[numbers.comparisons["flips"].astype(bool)] if not numbers.comparisons.empty else []
     if len(flips):
-        notes.append(f"{len(flips)} comparison(s) change significance when invalid outputs count as missing instead "
-                     "of incorrect (see 'flips' in comparisons.csv)")
-    return Section(tables=written, notes=notes, numbers={
-        "conditions": json_records(numbers.summary),
-        "diagnostics": json_records(numbers.diagnostics),
-        "operator_slopes": json_records(numbers.operator_slopes),
-        "panel": json_records(numbers.panel),
-        "single_baselines": json_records(numbers.weakest_singles),
-        "below_weakest_single": json_records(numbers.below_weakest_single),
-        "not_applicable": json_records(numbers.not_applicable),
-        "option_orders": json_records(numbers.option_orders),
-        "comparisons": json_records(numbers.comparisons),
-    })
+        notes.append(
+            f"{len(flips)} comparison(s) change significance when invalid outputs count as missing instead "
+            "of incorrect (see 'flips' in comparisons.csv)"
+        )
+    return Section(
+        tables=written,
+        notes=notes,
+        numbers={
+            "conditions": json_records(numbers.summary),
+            "diagnostics": json_records(numbers.diagnostics),
+            "operator_slopes": json_records(numbers.operator_slopes),
+            "panel": json_records(numbers.panel),
+            "single_baselines": json_records(numbers.weakest_singles),
+            "below_weakest_single": json_records(numbers.below_weakest_single),
+            "not_applicable": json_records(numbers.not_applicable),
+            "option_orders": json_records(numbers.option_orders),
+            "comparisons": json_records(numbers.comparisons),
+        },
+    )

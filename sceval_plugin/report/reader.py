@@ -38,19 +38,36 @@ ENTRY_KEY = "sceval_accuracy"
 #: Record fields with one value per log (one task run), read from its first and last lines.
 PER_LOG = ("condition_id", "prompt_id", "dataset", "seed_scheme", "probe_readings")
 #: Trial-table columns beyond TRIAL_COLUMNS, read when the logs carry them (missing in older logs).
-EXTRA_COLUMNS = ("confidence", "source", "donor", "follows_donor", "donor_key_map", "seed_scheme", "cohort",
-                 "probe_readings")
+EXTRA_COLUMNS = (
+    "confidence",
+    "source",
+    "donor",
+    "follows_donor",
+    "donor_key_map",
+    "seed_scheme",
+    "cohort",
+    "probe_readings",
+)
 #: Trial-table column -> trial field, for the entry's fields with few distinct values.
-ENTRY_COLUMNS = {"invalid": "invalid", "answer": "answer_key", "not_applicable": "not_applicable",
-                 "confidence": "confidence", "source": "source", "donor": "donor",
-                 "follows_donor": "follows_donor_key", "donor_key_map": "donor_key_map", "cohort": "cohort"}
+ENTRY_COLUMNS = {
+    "invalid": "invalid",
+    "answer": "answer_key",
+    "not_applicable": "not_applicable",
+    "confidence": "confidence",
+    "source": "source",
+    "donor": "donor",
+    "follows_donor": "follows_donor_key",
+    "donor_key_map": "donor_key_map",
+    "cohort": "cohort",
+}
 
 _ENTRY_AT = f'"{ENTRY_KEY}": '.encode()
 _STRING = rb'"(?:[^"\\]|\\.)*"'
-_FIELD = rb'"[a-z_]+": (?:null|true|false|-?\d+|' + _STRING + rb')'
+_FIELD = rb'"[a-z_]+": (?:null|true|false|-?\d+|' + _STRING + rb")"
 #: A flat trial entry of either schema: (schema version or None for 1, sample id token, other fields).
-_ENTRY = re.compile(rb'\{(?:"schema_version": (\d+), "sample_id"|"s"): (' + _STRING + rb'), (' + _FIELD
-                    + rb'(?:, ' + _FIELD + rb')*)\}')
+_ENTRY = re.compile(
+    rb'\{(?:"schema_version": (\d+), "sample_id"|"s"): (' + _STRING + rb"), (" + _FIELD + rb"(?:, " + _FIELD + rb")*)\}"
+)
 
 
 def sample_files(run_dirs: Sequence[str | Path]) -> list[Path]:
@@ -64,6 +81,7 @@ def read_record(line: str, where: str) -> dict:
 
 
 # --- one file -----------------------------------------------------------------------------------
+
 
 def _entry_tokens(data: bytes) -> tuple[list, list] | None:
     """Per line, the raw sample-id token and the rest of the entry (its schema version first);
@@ -108,7 +126,7 @@ def _log_constants(path: str, data: bytes, end: int) -> dict:
     """The model and :data:`PER_LOG` of a log, from its first and last records (which must agree)."""
     first_end = data.find(b"\n", 0, end)
     first = read_record(data[: first_end if first_end >= 0 else end].decode("utf-8"), f"{path}:first line")
-    last = read_record(data[data.rfind(b"\n", 0, end) + 1: end].decode("utf-8"), f"{path}:last line")
+    last = read_record(data[data.rfind(b"\n", 0, end) + 1 : end].decode("utf-8"), f"{path}:last line")
     for name in PER_LOG:
         if first.get(name) != last.get(name):
             raise ReportError(f"{path}: {name} changes within one log ({first.get(name)!r} vs {last.get(name)!r})")
@@ -125,8 +143,11 @@ def _parse_file(path: str) -> tuple[str, dict, tuple]:
     constants = _log_constants(path, data, end)
     tokens = _entry_tokens(data)
     if tokens is None:  # an older or hand-made log: decode every record
-        tokens = _record_tokens(read_record(line.decode("utf-8"), f"{path}:line {i + 1}")
-                                for i, line in enumerate(data.split(b"\n")) if line.strip())
+        tokens = _record_tokens(
+            read_record(line.decode("utf-8"), f"{path}:line {i + 1}")
+            for i, line in enumerate(data.split(b"\n"))
+            if line.strip()
+        )
     return path, constants, (_factorize(tokens[0]), _factorize(tokens[1]))
 
 
@@ -149,15 +170,21 @@ def _merge(parts: list[tuple[np.ndarray, list]]) -> tuple[np.ndarray, list]:
 
 # --- the trial table ----------------------------------------------------------------------------
 
+
 def _parse_files(files: list[Path], workers: int | None, progress: bool) -> dict[str, tuple[dict, tuple]]:
     """:func:`_parse_file` of every file, in worker processes when there are several."""
     workers = workers or min(len(files), os.cpu_count() or 1)
     parallel = workers > 1 and len(files) > 1
     parsed = {}
-    with tqdm(total=len(files), desc="reading logs", unit="file", disable=not progress) as bar, \
-            (ProcessPoolExecutor(max_workers=workers) if parallel else contextlib.nullcontext()) as pool:
-        found = pool.map(_parse_file, map(str, files), chunksize=max(1, len(files) // (8 * workers))) if parallel \
+    with (
+        tqdm(total=len(files), desc="reading logs", unit="file", disable=not progress) as bar,
+        ProcessPoolExecutor(max_workers=workers) if parallel else contextlib.nullcontext() as pool,
+    ):
+        found = (
+            pool.map(_parse_file, map(str, files), chunksize=max(1, len(files) // (8 * workers)))
+            if parallel
             else map(_parse_file, map(str, files))
+        )
         for path, constants, columns in found:
             parsed[path] = (constants, columns)
             bar.update()
@@ -173,12 +200,15 @@ def _categorical(values: list, codes: np.ndarray, categories: list | None = None
 
 def _log_columns(kept: list[tuple[dict, str]], counts: np.ndarray) -> dict[str, pd.Categorical]:
     """The per-log columns (model and :data:`PER_LOG`), each file's value repeated per line."""
-    per_file = {"model": [label if label != "unknown" else (constants.get("model") or "unknown")
-                          for constants, label in kept],
-                **{name: [constants.get(name) for constants, _ in kept] for name in PER_LOG}}
+    per_file = {
+        "model": [label if label != "unknown" else (constants.get("model") or "unknown") for constants, label in kept],
+        **{name: [constants.get(name) for constants, _ in kept] for name in PER_LOG},
+    }
     file_codes = np.repeat(np.arange(len(kept)), counts)
-    return {name: _categorical(values, file_codes, list(dict.fromkeys(v for v in values if v is not None)))
-            for name, values in per_file.items()}
+    return {
+        name: _categorical(values, file_codes, list(dict.fromkeys(v for v in values if v is not None)))
+        for name, values in per_file.items()
+    }
 
 
 def _entry_columns(codes: np.ndarray, tokens: list[bytes]) -> dict[str, object]:
@@ -201,11 +231,13 @@ def _latest_only(trials: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         return trials, []
     return trials[~duplicated].reset_index(drop=True), [
         f"{int(duplicated.sum())} repeated trial(s) (the same model, condition, sample and variant in several logs): "
-        "kept the one from the latest log"]
+        "kept the one from the latest log"
+    ]
 
 
-def read_runs(run_dirs: Sequence[str | Path], *, workers: int | None = None,
-              progress: bool = True) -> tuple[pd.DataFrame, list[str]]:
+def read_runs(
+    run_dirs: Sequence[str | Path], *, workers: int | None = None, progress: bool = True
+) -> tuple[pd.DataFrame, list[str]]:
     """The trial table of every SCEval per-sample log under ``run_dirs`` (columns
     :data:`~sceval_plugin.metrics.protocol.TRIAL_COLUMNS` and :data:`EXTRA_COLUMNS`), and notes
     (repeated trials)."""

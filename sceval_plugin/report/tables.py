@@ -21,15 +21,25 @@ def holm_scope(holm_families: str) -> str:
     return "per model" if holm_families == "model" else "pooled over the reported models"
 
 
-def cells_of(info: dict[str, ConditionInfo], block: str | None = None, *, panel: bool = False,
-             modality: str | None = None, severity: int | None = None) -> list[str]:
+def cells_of(
+    info: dict[str, ConditionInfo],
+    block: str | None = None,
+    *,
+    panel: bool = False,
+    modality: str | None = None,
+    severity: int | None = None,
+) -> list[str]:
     """The catalogue's condition ids of a block (its 12-cell panel part with ``panel``), or its
     single cells of one modality / severity: the cells a block mean, a fault-line score or a
     slope averages, for the trial links (the viewer keeps the ones the logs hold)."""
-    return [cid for cid, c in info.items() if (block is None or c.block == block)
-            and (not panel or "panel" in c.suites)
-            and (modality is None or bool(c.corruptions) and c.corruptions[0][0] == modality)
-            and (severity is None or bool(c.corruptions) and c.corruptions[0][2] == severity)]
+    return [
+        cid
+        for cid, c in info.items()
+        if (block is None or c.block == block)
+        and (not panel or "panel" in c.suites)
+        and (modality is None or bool(c.corruptions) and c.corruptions[0][0] == modality)
+        and (severity is None or bool(c.corruptions) and c.corruptions[0][2] == severity)
+    ]
 
 
 def _acc(numbers: Numbers) -> pd.Series:
@@ -46,8 +56,14 @@ def single_matrix(numbers: Numbers, info: dict[str, ConditionInfo], operators: l
         shown, raw = {"model": model, "clean": pp(clean)}, {"model": model, "clean": clean}
         link = {"clean": trials_in(["clean"], model)}
         for op in operators:
-            cid = next((c for c, i in info.items() if i.block == "single" and i.corruptions[0][1] == op
-                        and i.corruptions[0][2] == 70), None)
+            cid = next(
+                (
+                    c
+                    for c, i in info.items()
+                    if i.block == "single" and i.corruptions[0][1] == op and i.corruptions[0][2] == 70
+                ),
+                None,
+            )
             a = acc["accuracy"].get(cid, np.nan) if cid else np.nan
             shown[op] = f"{pp(a)} ({drop(clean - a)})" if np.isfinite(a) else "–"
             raw[op], raw[f"{op}_drop"] = a, clean - a
@@ -91,17 +107,33 @@ def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
             r = r.iloc[0]
             pb, ps = p_base.get((model, cid), np.nan), p_single.get((model, cid), np.nan)
             partial = "†" if r["single_grid"] == "partial" else ""
-            row[model] = (f"{pp(r['accuracy'])} {drop(r['delta_base'])}{significance_mark(pb)} / "
-                          f"Δs {drop(r['delta_single'])}{significance_mark(ps)}{partial}")
+            row[model] = (
+                f"{pp(r['accuracy'])} {drop(r['delta_base'])}{significance_mark(pb)} / "
+                f"Δs {drop(r['delta_single'])}{significance_mark(ps)}{partial}"
+            )
             # accuracy and Δbase: the cell and clean; Δsingle: the cell and its weakest single cell
             link[model] = [trials_in([cid, "clean"], model), trials_in([cid, r["weakest_single"]], model)]
-            raw.append({"condition": cid, "model": model, "block": c.block, "role": c.role,
-                        "total_severity": sum(x[2] for x in c.corruptions), "accuracy": r["accuracy"],
-                        "ci_low": r["ci_low"], "ci_high": r["ci_high"], "delta_base": r["delta_base"],
-                        "delta_single": r["delta_single"], "weakest_single": r["weakest_single"],
-                        "single_grid": r["single_grid"], "delta_single_same_severity": r["delta_single_same_severity"],
-                        "weakest_single_same_severity": r["weakest_single_same_severity"],
-                        "p_holm_base": pb, "p_holm_single": ps, "coverage": r["coverage"]})
+            raw.append(
+                {
+                    "condition": cid,
+                    "model": model,
+                    "block": c.block,
+                    "role": c.role,
+                    "total_severity": sum(x[2] for x in c.corruptions),
+                    "accuracy": r["accuracy"],
+                    "ci_low": r["ci_low"],
+                    "ci_high": r["ci_high"],
+                    "delta_base": r["delta_base"],
+                    "delta_single": r["delta_single"],
+                    "weakest_single": r["weakest_single"],
+                    "single_grid": r["single_grid"],
+                    "delta_single_same_severity": r["delta_single_same_severity"],
+                    "weakest_single_same_severity": r["weakest_single_same_severity"],
+                    "p_holm_base": pb,
+                    "p_holm_single": ps,
+                    "coverage": r["coverage"],
+                }
+            )
         rows_shown.append(row)
     shown = pd.DataFrame(rows_shown)
     return shown, pd.DataFrame(raw), trial_links(shown, links)
@@ -114,12 +146,22 @@ def single_baselines_table(numbers: Numbers) -> Body:
     if w.empty:
         return w, w, None
     pool = w.columns[1]  # "modality" or "operator", as the baseline was chosen
-    shown = pd.DataFrame({"model": w["model"], pool: w[pool], "weakest single cell": w["condition_id"],
-                          "accuracy": w["accuracy"].map(pp),
-                          "cells observed": [f"{o} of {c}" + ("" if ok else " (partial)") for o, c, ok in
-                                             zip(w["observed_cells"], w["catalogue_cells"], w["complete"])]})
-    links = [{"weakest single cell": trials_in([cid], model), "accuracy": trials_in([cid], model)}
-             for model, cid in zip(w["model"], w["condition_id"])]
+    shown = pd.DataFrame(
+        {
+            "model": w["model"],
+            pool: w[pool],
+            "weakest single cell": w["condition_id"],
+            "accuracy": w["accuracy"].map(pp),
+            "cells observed": [
+                f"{o} of {c}" + ("" if ok else " (partial)")
+                for o, c, ok in zip(w["observed_cells"], w["catalogue_cells"], w["complete"])
+            ],
+        }
+    )
+    links = [
+        {"weakest single cell": trials_in([cid], model), "accuracy": trials_in([cid], model)}
+        for model, cid in zip(w["model"], w["condition_id"])
+    ]
     return shown, w, trial_links(shown, links)
 
 
@@ -128,18 +170,30 @@ def below_single_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body
     b = numbers.below_weakest_single
     if b.empty:
         return b, b, None
-    shown = pd.DataFrame({
-        "model": b["model"], "block": b["block"].str.upper().replace("ALL", "all"),
-        "below weakest single": [f"{n} of {m}" for n, m in zip(b["below_weakest_single"], b["joint_cells"])],
-        "significant": b["significant"], "max Δsingle": b["max_delta_single"].map(signed), "at": b["max_cell"],
-        "below (same severity)": [f"{n} of {m}" for n, m in zip(b["below_same_severity"], b["joint_cells"])],
-    })
+    shown = pd.DataFrame(
+        {
+            "model": b["model"],
+            "block": b["block"].str.upper().replace("ALL", "all"),
+            "below weakest single": [f"{n} of {m}" for n, m in zip(b["below_weakest_single"], b["joint_cells"])],
+            "significant": b["significant"],
+            "max Δsingle": b["max_delta_single"].map(signed),
+            "at": b["max_cell"],
+            "below (same severity)": [f"{n} of {m}" for n, m in zip(b["below_same_severity"], b["joint_cells"])],
+        }
+    )
     links = []
     for model, block, at in zip(b["model"], b["block"].astype(str), b["max_cell"]):
         joint = [cid for blk in (JOINT_BLOCKS if block == "all" else (block,)) for cid in cells_of(info, blk)]
         every = trials_in(joint, model)
-        links.append({"below weakest single": every, "significant": every, "below (same severity)": every,
-                      "max Δsingle": trials_in([at], model), "at": trials_in([at], model)})
+        links.append(
+            {
+                "below weakest single": every,
+                "significant": every,
+                "below (same severity)": every,
+                "max Δsingle": trials_in([at], model),
+                "at": trials_in([at], model),
+            }
+        )
     return shown, b, trial_links(shown, links)
 
 
@@ -148,22 +202,38 @@ def panel_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
     p = numbers.panel
     if p.empty:
         return p, p, None
-    shown = pd.DataFrame({
-        "model": p["model"], "clean": p["clean"].map(pp), **{f"{b.upper()}": p[f"mean_{b}"].map(pp) for b in JOINT_BLOCKS},
-        "panel fault": p["panel_fault"].map(drop), "C_asym": p["C_asym"].map(signed),
-        "panel mean": p["panel_mean"].map(pp), "panel worst": p["panel_worst"].map(pp),
-        "strongest fault line": [f"{c} ({drop(d)})" if isinstance(c, str) else "–"
-                                 for c, d in zip(p["strongest_fault_line"], p["strongest_drop"])],
-        "cells": p["cells"],
-        "coverage": p["coverage"].map(lambda x: "–" if not np.isfinite(x) else f"{100 * x:.1f}%"),
-    })
+    shown = pd.DataFrame(
+        {
+            "model": p["model"],
+            "clean": p["clean"].map(pp),
+            **{f"{b.upper()}": p[f"mean_{b}"].map(pp) for b in JOINT_BLOCKS},
+            "panel fault": p["panel_fault"].map(drop),
+            "C_asym": p["C_asym"].map(signed),
+            "panel mean": p["panel_mean"].map(pp),
+            "panel worst": p["panel_worst"].map(pp),
+            "strongest fault line": [
+                f"{c} ({drop(d)})" if isinstance(c, str) else "–"
+                for c, d in zip(p["strongest_fault_line"], p["strongest_drop"])
+            ],
+            "cells": p["cells"],
+            "coverage": p["coverage"].map(lambda x: "–" if not np.isfinite(x) else f"{100 * x:.1f}%"),
+        }
+    )
     panel = cells_of(info, panel=True)
-    links = [{"clean": trials_in(["clean"], m), **{b.upper(): trials_in(cells_of(info, b, panel=True), m) for b in JOINT_BLOCKS},
-              "panel fault": trials_in(["clean", *panel], m), "C_asym": trials_in(ASYMMETRY_CELLS, m),
-              "panel mean": trials_in(panel, m), "panel worst": trials_in(panel, m), "coverage": trials_in(panel, m),
-              # a drop from clean: the cell with clean, so the page recomputes it (as the joint table's drops)
-              "strongest fault line": trials_in([c, "clean"], m) if isinstance(c, str) else None}
-             for m, c in zip(p["model"], p["strongest_fault_line"])]
+    links = [
+        {
+            "clean": trials_in(["clean"], m),
+            **{b.upper(): trials_in(cells_of(info, b, panel=True), m) for b in JOINT_BLOCKS},
+            "panel fault": trials_in(["clean", *panel], m),
+            "C_asym": trials_in(ASYMMETRY_CELLS, m),
+            "panel mean": trials_in(panel, m),
+            "panel worst": trials_in(panel, m),
+            "coverage": trials_in(panel, m),
+            # a drop from clean: the cell with clean, so the page recomputes it (as the joint table's drops)
+            "strongest fault line": trials_in([c, "clean"], m) if isinstance(c, str) else None,
+        }
+        for m, c in zip(p["model"], p["strongest_fault_line"])
+    ]
     return shown, p, trial_links(shown, links)
 
 
@@ -176,8 +246,15 @@ def controls_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
     orders = ["clean", *(cid for cid, c in info.items() if c.block == "option_order" and c.base == "clean")]
     for model in d.index:
         row_raw = {"model": model}
-        for cid in ("missing_text", "missing_vision", "missing_audio", "shortcut_question_options",
-                    "shortcut_text_only", "shortcut_visual_audio", "shortcut_options_only"):
+        for cid in (
+            "missing_text",
+            "missing_vision",
+            "missing_audio",
+            "shortcut_question_options",
+            "shortcut_text_only",
+            "shortcut_visual_audio",
+            "shortcut_options_only",
+        ):
             row_raw[cid] = acc.get((model, cid), np.nan)
         row_raw["missing_text_items_not_applicable"] = int(void.get((model, "missing_text"), 0))
         for k in ("M_t", "M_v", "M_a", "G", "chance"):
@@ -194,27 +271,40 @@ def controls_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
             no_text = "n/a‡"
         elif row_raw["missing_text_items_not_applicable"]:
             no_text += "‡"
-        rows_shown.append({
-            "model": model,
-            "no text / vision / audio": " / ".join([no_text] + [pp(row_raw[f"missing_{m}"]) for m in ("vision", "audio")]),
-            "M_t / M_v / M_a": " / ".join(signed(row_raw[k]) for k in ("M_t", "M_v", "M_a")),
-            "Q+options": pp(row_raw["shortcut_question_options"]), "text only": pp(row_raw["shortcut_text_only"]),
-            "G": pp(row_raw["G"]), "V+A generic": pp(row_raw["shortcut_visual_audio"]),
-            "options only": pp(row_raw["shortcut_options_only"]),
-            "order mean / worst (clean)": "–" if clean_order.empty else
-            f"{pp(clean_order['mean_order'].iloc[0])} / {pp(clean_order['worst_order'].iloc[0])}",
-            "consistency (clean)": "–" if clean_order.empty else f"{100 * clean_order['consistency'].iloc[0]:.1f}%",
-        })
-        links.append({
-            "no text / vision / audio": [trials_in([f"missing_{m}"], model) for m in MODALITIES.values()],
-            "M_t / M_v / M_a": [trials_in([f"missing_{m}", *cells_of(info, "single", modality=m, severity=70)], model)
-                                for m in MODALITIES.values()],
-            "Q+options": trials_in(["shortcut_question_options"], model),
-            "text only": trials_in(["shortcut_text_only"], model), "G": trials_in(["shortcut_text_only"], model),
-            "V+A generic": trials_in(["shortcut_visual_audio"], model),
-            "options only": trials_in(["shortcut_options_only"], model),
-            "order mean / worst (clean)": [trials_in(orders, model)] * 2, "consistency (clean)": trials_in(orders, model),
-        })
+        rows_shown.append(
+            {
+                "model": model,
+                "no text / vision / audio": " / ".join(
+                    [no_text] + [pp(row_raw[f"missing_{m}"]) for m in ("vision", "audio")]
+                ),
+                "M_t / M_v / M_a": " / ".join(signed(row_raw[k]) for k in ("M_t", "M_v", "M_a")),
+                "Q+options": pp(row_raw["shortcut_question_options"]),
+                "text only": pp(row_raw["shortcut_text_only"]),
+                "G": pp(row_raw["G"]),
+                "V+A generic": pp(row_raw["shortcut_visual_audio"]),
+                "options only": pp(row_raw["shortcut_options_only"]),
+                "order mean / worst (clean)": "–"
+                if clean_order.empty
+                else f"{pp(clean_order['mean_order'].iloc[0])} / {pp(clean_order['worst_order'].iloc[0])}",
+                "consistency (clean)": "–" if clean_order.empty else f"{100 * clean_order['consistency'].iloc[0]:.1f}%",
+            }
+        )
+        links.append(
+            {
+                "no text / vision / audio": [trials_in([f"missing_{m}"], model) for m in MODALITIES.values()],
+                "M_t / M_v / M_a": [
+                    trials_in([f"missing_{m}", *cells_of(info, "single", modality=m, severity=70)], model)
+                    for m in MODALITIES.values()
+                ],
+                "Q+options": trials_in(["shortcut_question_options"], model),
+                "text only": trials_in(["shortcut_text_only"], model),
+                "G": trials_in(["shortcut_text_only"], model),
+                "V+A generic": trials_in(["shortcut_visual_audio"], model),
+                "options only": trials_in(["shortcut_options_only"], model),
+                "order mean / worst (clean)": [trials_in(orders, model)] * 2,
+                "consistency (clean)": trials_in(orders, model),
+            }
+        )
     shown = pd.DataFrame(rows_shown)
     return shown, pd.DataFrame(raw), trial_links(shown, links)
 
@@ -223,16 +313,30 @@ def diagnostics_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
     """FS_S over the panel (Table 20), the drop over every run cell of each block, fragility
     slopes (Table 19) and the shortcut gap."""
     d = numbers.diagnostics
-    shown = pd.DataFrame({"model": d["model"], "clean": d["clean"].map(pp),
-                          **{f"FS {b}": d[f"FS_{b}"].map(pp) for b in JOINT_BLOCKS},
-                          **{f"drop all {b}": d[f"drop_all_{b}"].map(pp) for b in JOINT_BLOCKS},
-                          **{f"S_{m} (pp/10 sev)": d[f"S_{m}"].map(lambda x: "–" if not math.isfinite(x) else f"{1000 * x:+.2f}")
-                             for m in "tva"},
-                          "G": d["G"].map(pp)})
-    links = [{"clean": trials_in(["clean"], m),
-              **{f"FS {b}": trials_in(["clean", *cells_of(info, b, panel=True)], m) for b in JOINT_BLOCKS},
-              **{f"drop all {b}": trials_in(["clean", *cells_of(info, b)], m) for b in JOINT_BLOCKS},
-              **{f"S_{letter} (pp/10 sev)": trials_in(["clean", *cells_of(info, "single", modality=modality)], m)
-                 for letter, modality in MODALITIES.items()},
-              "G": trials_in(["shortcut_text_only"], m)} for m in d["model"]]
+    shown = pd.DataFrame(
+        {
+            "model": d["model"],
+            "clean": d["clean"].map(pp),
+            **{f"FS {b}": d[f"FS_{b}"].map(pp) for b in JOINT_BLOCKS},
+            **{f"drop all {b}": d[f"drop_all_{b}"].map(pp) for b in JOINT_BLOCKS},
+            **{
+                f"S_{m} (pp/10 sev)": d[f"S_{m}"].map(lambda x: "–" if not math.isfinite(x) else f"{1000 * x:+.2f}")
+                for m in "tva"
+            },
+            "G": d["G"].map(pp),
+        }
+    )
+    links = [
+        {
+            "clean": trials_in(["clean"], m),
+            **{f"FS {b}": trials_in(["clean", *cells_of(info, b, panel=True)], m) for b in JOINT_BLOCKS},
+            **{f"drop all {b}": trials_in(["clean", *cells_of(info, b)], m) for b in JOINT_BLOCKS},
+            **{
+                f"S_{letter} (pp/10 sev)": trials_in(["clean", *cells_of(info, "single", modality=modality)], m)
+                for letter, modality in MODALITIES.items()
+            },
+            "G": trials_in(["shortcut_text_only"], m),
+        }
+        for m in d["model"]
+    ]
     return shown, d, trial_links(shown, links)
