@@ -4,9 +4,6 @@ and the rule on imports inside functions.
 The rule: a function imports one of the project's own modules only for an optional or heavy dependency that
 module pulls in, never to dodge an import cycle, and says so on the statement (or on the comment line right above
 it) with ``# heavy: <why>`` or ``# optional: <why>``; at most 20 such imports in the product.
-
-The checks of the tree are expected to fail until the redesign of issue 26 lands (``xfail``, not strict); the
-tests of the measuring script itself (``benchmarks/architecture.py``) pass now.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import architecture  # noqa: E402  (benchmarks/ is not a package)
 
-IN_PROGRESS = pytest.mark.xfail(strict=False, reason="issue 26 in progress")
 MAX_FUNCTION_LEVEL_IMPORTS = 20
 
 
@@ -34,7 +30,6 @@ def run(*command: str) -> subprocess.CompletedProcess:
 # --- the tree ------------------------------------------------------------------------------------------------------
 
 
-@IN_PROGRESS
 def test_import_contracts_are_kept():
     """Every contract of .importlinter (the layers, the benchmarks' independence, the core's isolation)."""
     result = run(sys.executable, str(ROOT / "benchmarks" / "architecture.py"), "--lint-imports")
@@ -42,20 +37,17 @@ def test_import_contracts_are_kept():
     assert " 0 broken." in result.stdout
 
 
-@IN_PROGRESS
 def test_ruff_check_passes():
     result = run(sys.executable, "-m", "ruff", "check", "--output-format", "concise", ".")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
 
-@IN_PROGRESS
 def test_ruff_format_changes_nothing():
     result = run(sys.executable, "-m", "ruff", "format", "--check", ".")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
 
 @pytest.mark.slow  # about a minute: mypy reads numpy's and torch's types
-@IN_PROGRESS
 def test_mypy_strict_on_the_core():
     """pyproject.toml: `mypy` checks faultline_eval/core with every per-module flag of --strict."""
     assert (ROOT / "faultline_eval" / "core").is_dir(), "no faultline_eval/core package yet"
@@ -63,7 +55,6 @@ def test_mypy_strict_on_the_core():
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
 
-@IN_PROGRESS
 def test_function_level_imports_of_own_modules_are_justified_and_few():
     numbers = architecture.measure_imports(ROOT, architecture.product_files(ROOT))
     unjustified = numbers["function_level_imports_unjustified_list"]
@@ -74,14 +65,12 @@ def test_function_level_imports_of_own_modules_are_justified_and_few():
     assert numbers["function_level_imports"] <= MAX_FUNCTION_LEVEL_IMPORTS
 
 
-@IN_PROGRESS
 def test_no_import_cycles_and_no_layer_violations():
     numbers = architecture.measure_imports(ROOT, architecture.product_files(ROOT))
     assert numbers["cycles_with_function_level_list"] == []
     assert numbers["layer_violations_list"] == []
 
 
-@IN_PROGRESS
 def test_no_function_on_the_core_above_complexity_c():
     pytest.importorskip("radon")
     assert (ROOT / "faultline_eval" / "core").is_dir(), "no faultline_eval/core package yet"
