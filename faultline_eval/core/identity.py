@@ -37,7 +37,7 @@ from faultline_eval.core.store import write_atomic
 #: Prefix of content fingerprints; a logged fingerprint without it is a legacy (path) one.
 SCHEME = "c1"
 _CHUNK = 1 << 20
-_digests: dict[tuple, str] = {}
+_digests: dict[tuple[str, int, int], str] = {}  # (resolved path, size, mtime_ns) -> sha256
 _lock = threading.Lock()
 
 
