@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Sequence
 
+__all__ = ["agreement_rate", "cohen_kappa", "label_kappa", "best_threshold", "fleiss_kappa"]
+
 
 def _check(a: Sequence[object], b: Sequence[object]) -> int:
     if len(a) != len(b):

@@ -59,6 +59,9 @@ from faultline_eval.core import media
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.store import replacing
 
+__all__ = ["DISK_ENV", "DEFAULT_DISK_GB", "Decoded", "Stats", "stats", "folder", "setting", "load", "clear_memory",
+           "disk_usage", "clear"]
+
 FORMAT_VERSION = 2
 MEMORY_ENV = "SCEVAL_DECODE_CACHE_MEMORY_MB"
 DISK_ENV = "SCEVAL_DECODE_CACHE_GB"

@@ -34,6 +34,9 @@ from typing import Any, Callable, Iterable, Sequence
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.store import write_atomic
 
+__all__ = ["SCHEME", "media_digest", "relative_media", "content_fingerprint", "fingerprint_of", "is_legacy",
+           "matching_source"]
+
 #: Prefix of content fingerprints; a logged fingerprint without it is a legacy (path) one.
 SCHEME = "c1"
 _CHUNK = 1 << 20

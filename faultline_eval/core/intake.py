@@ -21,6 +21,10 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, TypeVar
 from faultline_eval.core import media
 from faultline_eval.core.record_fields import RecordError
 
+__all__ = ["Identified", "REASONS", "SourceError", "Problem", "read_text", "Row", "read_rows", "numbered",
+           "media_reason", "collect", "decode_problem", "decoding_problems", "bad_input_policy", "refuse",
+           "check_command"]
+
 
 class Identified(Protocol):
     """A parsed record (SCEval's or C3PO's): all :func:`collect` needs of it is its sample id."""

@@ -27,6 +27,11 @@ if TYPE_CHECKING:  # PyAV is imported where a video is read (heavy); its types a
     from av.container import InputContainer
     from av.video.stream import VideoStream
 
+__all__ = ["SAMPLE_RATE", "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "AUDIO_SUFFIXES", "FRAME_RATE", "MAX_FRAMES",
+           "FRAME_SAMPLINGS", "MediaError", "MediaTooLarge", "MediaLimits", "limits", "Frames", "read_image",
+           "sample_times", "read_video_frames", "read_audio", "probe", "write_image", "write_frames", "write_audio",
+           "describe_frame_times"]
+
 #: The one audio rate of the project: every waveform is mono float32 at 16 kHz.
 SAMPLE_RATE = 16_000
 

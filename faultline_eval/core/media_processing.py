@@ -35,6 +35,8 @@ if TYPE_CHECKING:  # PyAV is imported where a video is read (heavy); its types a
 from faultline_eval.core import media
 from faultline_eval.core.media import SAMPLE_RATE
 
+__all__ = ["Plan", "parse_actions", "write_clip", "Processed", "process", "video_duration"]
+
 ACTIONS = ("keep", "mute", "extract_audio", "clip:<start>-<end>", "clip_max:<seconds>")
 _CLIP = re.compile(r"clip:(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)")
 _CLIP_MAX = re.compile(r"clip_max:(\d+(?:\.\d+)?)")

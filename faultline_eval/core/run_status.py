@@ -32,6 +32,9 @@ from typing import Any, Callable, Iterable, TextIO
 from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.plugin_host import DEBUG_ENV, env_flag
 
+__all__ = ["DEFAULT_MAX_FAILURE_RATE", "TaskOutcome", "add_failure_rate_argument", "SCREEN_TASKS", "report",
+           "records_of", "run_command"]
+
 #: Share of a task's requests that may fail (no reply after retries) before the exit status is 1.
 DEFAULT_MAX_FAILURE_RATE = 0.05
 #: The per-sample ``invalid`` category of a request that got no reply (sceval_plugin.parsing).

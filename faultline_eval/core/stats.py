@@ -17,6 +17,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+__all__ = ["FloatArray", "B_DEFAULT", "SEED_DEFAULT", "resample_weights", "bootstrap_means", "percentile_interval",
+           "bootstrap_p_value", "mcnemar_exact", "holm", "least_squares_slope", "Paired", "paired_comparisons",
+           "grouped_intervals"]
+
 #: The arrays this module computes with: float64 throughout.
 FloatArray = npt.NDArray[np.float64]
 

@@ -68,6 +68,9 @@ from typing import Any, Iterator, TypeVar
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.telemetry import Call
 
+__all__ = ["RESTORED_DETAIL", "StoreError", "slug", "open_store", "restored_call", "request_key", "encode_record",
+           "Journal", "read_records", "ReplyStore", "replacing", "write_atomic"]
+
 #: ``store=`` values that turn a model's reply store off.
 OFF = ("none", "off", "false", "")
 #: The failure detail of a record whose reply came from the store, not from the model.
