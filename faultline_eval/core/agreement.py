@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Sequence
 
+__all__ = ["agreement_rate", "cohen_kappa", "label_kappa", "best_threshold", "fleiss_kappa"]
 
-def _check(a: Sequence[bool], b: Sequence[bool]) -> int:
+
+def _check(a: Sequence[object], b: Sequence[object]) -> int:
     if len(a) != len(b):
         raise ValueError(f"raters labelled different numbers of items: {len(a)} != {len(b)}")
     if not a:
@@ -111,7 +113,7 @@ def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float:
                          f"{sorted({len(r) for r in ratings})}")
     counts = [Counter(r) for r in ratings]
     agree = sum(sum(c * c for c in item.values()) - n for item in counts)  # P_bar * N n (n - 1)
-    totals = Counter()
+    totals: Counter[Hashable] = Counter()
     for item in counts:
         totals.update(item)
     chance = sum(c * c for c in totals.values())  # P_e * (N n)^2

@@ -51,13 +51,16 @@ import zlib
 from collections import OrderedDict
 from dataclasses import astuple, dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from faultline_eval.core import media
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.store import replacing
+
+__all__ = ["DISK_ENV", "DEFAULT_DISK_GB", "Decoded", "Stats", "stats", "folder", "setting", "load", "clear_memory",
+           "disk_usage", "clear"]
 
 FORMAT_VERSION = 2
 MEMORY_ENV = "SCEVAL_DECODE_CACHE_MEMORY_MB"
@@ -202,7 +205,7 @@ def _data_offset(header_size: int) -> int:
     return -(-(len(_MAGIC) + 8 + header_size) // _ALIGN) * _ALIGN
 
 
-def _checksum(fields: dict, data) -> int:
+def _checksum(fields: dict[str, Any], data: bytes | memoryview) -> int:
     return zlib.crc32(data, zlib.crc32(json.dumps(fields, sort_keys=True).encode()))
 
 
@@ -214,21 +217,25 @@ def _read(key: str) -> Decoded | None:
     try:
         with open(path, "rb") as handle:
             if handle.read(len(_MAGIC)) != _MAGIC:
-                return _damaged(path, "not a decode-cache entry of this format")
+                _damaged(path, "not a decode-cache entry of this format")
+                return None
             header_size = int.from_bytes(handle.read(8), "little")
             header = json.loads(handle.read(header_size))
         checksum = header.pop("crc32")
         dtype, shape, offset = np.dtype(header["dtype"]), tuple(header["shape"]), _data_offset(header_size)
         size, expected = path.stat().st_size, offset + dtype.itemsize * int(np.prod(shape))
         if size != expected:
-            return _damaged(path, f"{size} bytes where the header announces {expected} (cut short)")
+            _damaged(path, f"{size} bytes where the header announces {expected} (cut short)")
+            return None
         array = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape).view(np.ndarray)
-        if _checksum(header, memoryview(array).cast("B") if array.size else b"") != checksum:
-            return _damaged(path, "checksum mismatch")
+        if _checksum(header, array.data.cast("B") if array.size else b"") != checksum:
+            _damaged(path, "checksum mismatch")
+            return None
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return _damaged(path, f"unreadable header ({type(exc).__name__}: {exc})")
+        _damaged(path, f"unreadable header ({type(exc).__name__}: {exc})")
+        return None
     return Decoded(array, tuple(header["times"]), tuple(header["notes"]))
 
 
@@ -236,7 +243,6 @@ def _damaged(path: Path, why: str) -> None:
     from loguru import logger
 
     logger.warning(f"decode cache: {path}: {why}; not used, decoded again and rewritten")
-    return None
 
 
 def _write(key: str, decoded: Decoded) -> None:
@@ -249,7 +255,7 @@ def _write(key: str, decoded: Decoded) -> None:
     array = np.ascontiguousarray(decoded.array)
     fields = {"dtype": array.dtype.str, "shape": list(array.shape), "times": list(decoded.times),
               "notes": list(decoded.notes)}
-    data = memoryview(array).cast("B") if array.size else b""
+    data = array.data.cast("B") if array.size else b""  # array.data: the memoryview of the array
     header = json.dumps({**fields, "crc32": _checksum(fields, data)}).encode()
     prefix = _MAGIC + len(header).to_bytes(8, "little") + header
     try:
@@ -268,7 +274,7 @@ def _write(key: str, decoded: Decoded) -> None:
         evict(int(limit * 0.9))
 
 
-def _entries() -> list[os.DirEntry]:
+def _entries() -> list[os.DirEntry[str]]:
     root = folder()
     if not root.is_dir():
         return []

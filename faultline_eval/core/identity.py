@@ -34,10 +34,13 @@ from typing import Any, Callable, Iterable, Sequence
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.store import write_atomic
 
+__all__ = ["SCHEME", "media_digest", "relative_media", "content_fingerprint", "fingerprint_of", "is_legacy",
+           "matching_source"]
+
 #: Prefix of content fingerprints; a logged fingerprint without it is a legacy (path) one.
 SCHEME = "c1"
 _CHUNK = 1 << 20
-_digests: dict[tuple, str] = {}
+_digests: dict[tuple[str, int, int], str] = {}  # (resolved path, size, mtime_ns) -> sha256
 _lock = threading.Lock()
 
 

@@ -16,12 +16,24 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, TypeVar
 
 from faultline_eval.core import media
 from faultline_eval.core.record_fields import RecordError
 
-Item = TypeVar("Item")
+__all__ = ["Identified", "REASONS", "SourceError", "Problem", "read_text", "Row", "read_rows", "numbered",
+           "media_reason", "collect", "decode_problem", "decoding_problems", "bad_input_policy", "refuse",
+           "check_command"]
+
+
+class Identified(Protocol):
+    """A parsed record (SCEval's or C3PO's): all :func:`collect` needs of it is its sample id."""
+
+    @property
+    def sample_id(self) -> str: ...
+
+
+Item = TypeVar("Item", bound=Identified)
 
 #: Why an item is not run. ``record``: a field is malformed (or the row is not a record);
 #: ``media_unreadable``: a file is missing or cannot be decoded; ``media_too_large``: a file is
@@ -193,7 +205,7 @@ def probe_problem(sample_id: str, paths: Iterable[tuple[str, str]]) -> Problem |
     return None
 
 
-_decoded: dict[tuple, Problem | None] = {}
+_decoded: dict[tuple[str, tuple[tuple[str, str], ...]], Problem | None] = {}
 
 
 def decode_problem(item: Any, check_media: Callable[[Any], None],

@@ -19,9 +19,18 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:  # PyAV is imported where a video is read (heavy); its types are for the checker only
+    from av.container import InputContainer
+    from av.video.stream import VideoStream
+
+__all__ = ["SAMPLE_RATE", "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "AUDIO_SUFFIXES", "FRAME_RATE", "MAX_FRAMES",
+           "FRAME_SAMPLINGS", "MediaError", "MediaTooLarge", "MediaLimits", "limits", "Frames", "read_image",
+           "sample_times", "read_video_frames", "read_audio", "probe", "write_image", "write_frames", "write_audio",
+           "describe_frame_times"]
 
 #: The one audio rate of the project: every waveform is mono float32 at 16 kHz.
 SAMPLE_RATE = 16_000
@@ -71,7 +80,7 @@ LIMIT_ENV = {
 
 def limits() -> MediaLimits:
     """The limits in force: the defaults, overridden by the ``FAULTLINE_*`` variables."""
-    values: dict = {}
+    values: dict[str, Any] = {}
     for name, env in LIMIT_ENV.items():
         raw = os.environ.get(env, "").strip()
         if not raw:
@@ -137,8 +146,8 @@ def read_image(path: str | Path, cap: MediaLimits | None = None) -> tuple[np.nda
     notes: list[str] = []
     try:
         with Image.open(path) as img:
-            _check_pixels(path, *img.size, cap, "image")
-            size, fitted = img.size, fitted_size(*img.size, cap.max_side)
+            _check_pixels(path, img.width, img.height, cap, "image")
+            size, fitted = img.size, fitted_size(img.width, img.height, cap.max_side)
             if fitted != size:
                 img.draft("RGB", fitted)  # JPEG decodes at a reduced scale directly
             img.load()
@@ -180,7 +189,7 @@ def uniform_times(duration: float, count: int) -> list[float]:
     return [i * duration / count for i in range(count)]
 
 
-def _video_duration(container, stream) -> float | None:
+def _video_duration(container: InputContainer, stream: VideoStream) -> float | None:
     if stream.duration and stream.time_base:
         return float(stream.duration * stream.time_base)
     if container.duration:
@@ -190,7 +199,7 @@ def _video_duration(container, stream) -> float | None:
     return None
 
 
-def _check_clip(path: Path, container, stream, cap: MediaLimits) -> float | None:
+def _check_clip(path: Path, container: InputContainer, stream: VideoStream, cap: MediaLimits) -> float | None:
     """Refuse a clip whose header declares frames or a duration over the limits; its duration."""
     width, height = stream.codec_context.width, stream.codec_context.height
     if width and height:
@@ -294,7 +303,7 @@ def read_audio(path: str | Path, cap: MediaLimits | None = None) -> tuple[np.nda
     return np.ascontiguousarray(mono), SAMPLE_RATE, notes
 
 
-def _check_audio_length(path: Path, info, cap: MediaLimits) -> None:
+def _check_audio_length(path: Path, info: Any, cap: MediaLimits) -> None:  # info: soundfile.info(), untyped
     if info.frames == 0:
         raise MediaError(f"{path}: audio has no samples")
     seconds = info.frames / info.samplerate
@@ -327,7 +336,7 @@ def _probe_image(path: Path, cap: MediaLimits) -> None:
     from PIL import Image
 
     with Image.open(path) as img:
-        _check_pixels(path, *img.size, cap, "image")
+        _check_pixels(path, img.width, img.height, cap, "image")
         img.verify()
 
 

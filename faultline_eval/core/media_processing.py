@@ -24,12 +24,18 @@ import shutil
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy as np
 
+if TYPE_CHECKING:  # PyAV is imported where a video is read (heavy); its types are for the checker only
+    from av.container import InputContainer
+    from av.video.stream import VideoStream
+
 from faultline_eval.core import media
 from faultline_eval.core.media import SAMPLE_RATE
+
+__all__ = ["Plan", "parse_actions", "write_clip", "Processed", "process", "video_duration"]
 
 ACTIONS = ("keep", "mute", "extract_audio", "clip:<start>-<end>", "clip_max:<seconds>")
 _CLIP = re.compile(r"clip:(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)")
@@ -55,7 +61,7 @@ class Plan:
 def parse_actions(actions: Iterable[str], modality: str, where: str) -> Plan:
     """A :class:`Plan` from ``actions``; ``ValueError`` naming ``where`` (the template) for an
     unknown action or one that does not apply to a ``modality`` file."""
-    plan: dict = {}
+    plan: dict[str, Any] = {}  # Plan field -> value
     for action in actions:
         action = str(action).strip()
         if action == "keep":
@@ -80,7 +86,8 @@ def parse_actions(actions: Iterable[str], modality: str, where: str) -> Plan:
 
 # --- decoding a window and writing a clip ---------------------------------------------------------
 
-def _window_frames(container, stream, start_s: float, end_s: float | None) -> Iterator[np.ndarray]:
+def _window_frames(container: InputContainer, stream: VideoStream, start_s: float,
+                   end_s: float | None) -> Iterator[np.ndarray]:  # rgb24: uint8 (H, W, 3)
     for frame in container.decode(stream):
         t = float(frame.time or 0.0)
         if t + 1e-6 < start_s:
@@ -135,13 +142,13 @@ def write_clip(path: Path, frames: Iterable[np.ndarray], rate: Fraction, audio: 
             raise media.MediaError(f"{path}: no frames to write (is the clip window inside the video?)")
         for packet in video.encode():
             out.mux(packet)
-        if sound is not None and len(audio):
+        if sound is not None and audio is not None and len(audio):  # sound exists only when audio is given
             block = sound.codec_context.frame_size or 1024
             for pts in range(0, len(audio), block):
                 chunk = np.ascontiguousarray(audio[pts:pts + block], dtype=np.float32).reshape(1, -1)
-                frame = av.AudioFrame.from_ndarray(chunk, format="flt", layout="mono")
-                frame.sample_rate, frame.pts = SAMPLE_RATE, pts
-                for packet in sound.encode(frame):
+                audio_frame = av.AudioFrame.from_ndarray(chunk, format="flt", layout="mono")
+                audio_frame.sample_rate, audio_frame.pts = SAMPLE_RATE, pts
+                for packet in sound.encode(audio_frame):
                     out.mux(packet)
             for packet in sound.encode():
                 out.mux(packet)
@@ -231,4 +238,5 @@ def video_duration(path: Path) -> float | None:
     import av
 
     with av.open(str(path)) as container:
-        return media._video_duration(container, container.streams.video[0])
+        duration = media._video_duration(container, container.streams.video[0])
+    return duration  # after the block: mypy cannot tell that av's container never swallows an exception

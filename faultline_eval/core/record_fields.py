@@ -27,7 +27,7 @@ def field_error(sample_id: Any, field_name: str, problem: str) -> RecordError:
     return RecordError(f"sample {sample_id!r}: field {field_name!r}: {problem}")
 
 
-def mapping_field(value: Any, sample_id: str, name: str) -> dict:
+def mapping_field(value: Any, sample_id: str, name: str) -> dict[str, Any]:
     """An optional ``{key: value}`` field, given as a mapping or as JSON text ({} if absent)."""
     if value in (None, ""):
         return {}

@@ -27,10 +27,13 @@ import collections
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Iterable, TextIO
+from typing import Any, Callable, Iterable, TextIO
 
 from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.plugin_host import DEBUG_ENV, env_flag
+
+__all__ = ["DEFAULT_MAX_FAILURE_RATE", "TaskOutcome", "add_failure_rate_argument", "SCREEN_TASKS", "report",
+           "records_of", "run_command"]
 
 #: Share of a task's requests that may fail (no reply after retries) before the exit status is 1.
 DEFAULT_MAX_FAILURE_RATE = 0.05
@@ -46,14 +49,14 @@ class TaskOutcome:
     name: str
     requests: int
     answered: int  # requests with a usable answer (graded, or a stage's ``ok``)
-    failures: collections.Counter = field(default_factory=collections.Counter)  # category -> count
+    failures: collections.Counter[str] = field(default_factory=collections.Counter)  # category -> count
     failed: int = 0  # requests with no reply at all (counted in ``failures`` too)
     first_error: str = ""
     unit: str = "requests"  # what the summary calls requests and answers ("examples", "converted")
     done: str = "answered"
 
     @classmethod
-    def from_records(cls, name: str, records: Iterable[dict]) -> "TaskOutcome":
+    def from_records(cls, name: str, records: Iterable[dict[str, Any]]) -> "TaskOutcome":
         """From per-sample records (``sceval_record`` / ``c3po_record``: ``invalid``,
         ``correct``, ``failure_detail``)."""
         records = list(records)
@@ -140,7 +143,7 @@ def report(outcomes: Iterable[TaskOutcome], max_failure_rate: float | None = DEF
     return 1 if failing else 0
 
 
-def records_of(sample_metrics: dict[Any, list]) -> list[dict]:
+def records_of(sample_metrics: dict[Any, list[Any]]) -> list[dict[str, Any]]:
     """The per-sample records among lmms-eval's per-task ``sample_metrics``
     (``{(metric, filter): [value per doc]}``): the values of the first ``*_record`` metric."""
     for (metric, _filter), values in sample_metrics.items():
@@ -151,7 +154,8 @@ def run_command(prog: str, args: argparse.Namespace) -> int:
     """Run a subcommand; an error is one line on stderr and exit status 2 (1 is "found
     problems"), with the traceback only under ``FAULTLINE_DEBUG=1``."""
     try:
-        return args.func(args)
+        func: Callable[[argparse.Namespace], int] = args.func  # set by each subparser's set_defaults
+        return func(args)
     except BrokenPipeError:  # the reader went away (`sceval operators | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit-time flush is quiet too
         return 0

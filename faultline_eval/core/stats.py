@@ -11,17 +11,25 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Hashable, Sequence, overload
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
+
+__all__ = ["FloatArray", "B_DEFAULT", "SEED_DEFAULT", "resample_weights", "bootstrap_means", "percentile_interval",
+           "bootstrap_p_value", "mcnemar_exact", "holm", "least_squares_slope", "Paired", "paired_comparisons",
+           "grouped_intervals"]
+
+#: The arrays this module computes with: float64 throughout.
+FloatArray = npt.NDArray[np.float64]
 
 B_DEFAULT = 1000
 SEED_DEFAULT = 20261129
 
 
 @functools.lru_cache(maxsize=64)
-def resample_weights(n: int, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> np.ndarray:
+def resample_weights(n: int, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT) -> FloatArray:
     """(b, n) counts: row k says how often each of n samples (in a fixed order, e.g. sorted ids)
     is drawn in bootstrap resample k. Seeded by (seed, n) alone, so every statistic over n
     samples shares one matrix and a whole report costs a few matrix products. Read-only."""
@@ -35,31 +43,38 @@ def resample_weights(n: int, *, b: int = B_DEFAULT, seed: int = SEED_DEFAULT) ->
     return weights
 
 
-def bootstrap_means(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def bootstrap_means(values: npt.ArrayLike, weights: FloatArray) -> FloatArray:
     """Resampled means of each row of ``values`` (m, n) under ``weights`` (b, n): shape (m, b)."""
     values = np.atleast_2d(np.asarray(values, dtype=np.float64))
     if values.shape[1] == 0:
         return np.full((values.shape[0], weights.shape[0]), np.nan)
-    return values @ weights.T / values.shape[1]
+    means: FloatArray = values @ weights.T / values.shape[1]  # numpy's stubs type matmul as Any
+    return means
 
 
-def percentile_interval(boot: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def percentile_interval(boot: FloatArray, level: float = 0.95) -> tuple[FloatArray, FloatArray]:
     """Percentile interval of each row of resampled statistics."""
     tail = (1 - level) / 2 * 100
     lo, hi = np.percentile(boot, [tail, 100 - tail], axis=-1)
     return lo, hi
 
 
-def bootstrap_p_value(boot: np.ndarray) -> np.ndarray:
+def bootstrap_p_value(boot: FloatArray) -> FloatArray:
     """Two-sided p-value for "the mean difference is zero", from resampled mean differences:
     twice the smaller tail mass at zero (capped at 1). All-zero differences give p = 1."""
     boot = np.atleast_2d(boot)
     below = (boot <= 0).mean(axis=-1)
     above = (boot >= 0).mean(axis=-1)
-    return np.minimum(1.0, 2 * np.minimum(below, above))
+    p_values: FloatArray = np.minimum(1.0, 2 * np.minimum(below, above))  # .mean(axis) is Any in numpy's stubs
+    return p_values
 
 
-def mcnemar_exact(b, c):
+@overload
+def mcnemar_exact(b: int, c: int) -> float: ...
+@overload
+def mcnemar_exact(b: npt.NDArray[np.integer[Any]], c: npt.NDArray[np.integer[Any]]) -> FloatArray: ...
+def mcnemar_exact(b: int | npt.NDArray[np.integer[Any]],
+                  c: int | npt.NDArray[np.integer[Any]]) -> float | FloatArray:
     """Exact two-sided McNemar p-value from the discordant counts ``b`` and ``c`` (scalars or
     arrays): twice the smaller binomial tail of Bin(b + c, 1/2), capped at 1; 1 when b + c = 0."""
     # heavy: scipy takes a third of a second to import; every command that loads the reports would pay it
@@ -71,7 +86,7 @@ def mcnemar_exact(b, c):
     return float(p) if p.ndim == 0 else p
 
 
-def holm(p_values: Sequence[float]) -> np.ndarray:
+def holm(p_values: Sequence[float] | FloatArray) -> FloatArray:
     """Holm-Bonferroni adjusted p-values (NaN inputs stay NaN and are not counted)."""
     p = np.asarray(p_values, dtype=np.float64)
     out = np.full(p.shape, np.nan)
@@ -87,7 +102,7 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     return out
 
 
-def least_squares_slope(x: Sequence[float], y: Sequence[float]) -> float:
+def least_squares_slope(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
     """Slope of the least-squares line through the finite (x, y) points (NaN if < 2 points)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y)
@@ -112,8 +127,8 @@ class Paired:
     p_mcnemar: float
 
 
-def paired_comparisons(a: np.ndarray, b: np.ndarray, a_bin: np.ndarray, b_bin: np.ndarray,
-                       weights: np.ndarray) -> list[Paired]:
+def paired_comparisons(a: npt.ArrayLike, b: npt.ArrayLike, a_bin: npt.ArrayLike, b_bin: npt.ArrayLike,
+                       weights: FloatArray) -> list[Paired]:
     """Rows of ``a``/``b`` (m, n) compared pairwise: paired bootstrap of the mean difference and
     exact McNemar on the binary outcomes ``a_bin``/``b_bin``."""
     a, b = np.atleast_2d(a).astype(float), np.atleast_2d(b).astype(float)
@@ -134,7 +149,7 @@ def grouped_intervals(values: pd.DataFrame, keys: list[str], column: str, *, b: 
     v = values.dropna(subset=[column]).sort_values(["sample_id"], kind="stable")
     series = {key: frame[column].to_numpy(float) for key, frame in v.groupby(keys, sort=True, observed=True)}
     rows = {key: [float(x.mean()), np.nan, np.nan, len(x)] for key, x in series.items()}
-    by_size: dict[int, list] = {}
+    by_size: dict[int, list[Hashable]] = {}
     for key, x in series.items():
         by_size.setdefault(len(x), []).append(key)
     for n, group_keys in by_size.items():

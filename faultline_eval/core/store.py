@@ -63,10 +63,13 @@ import time
 import weakref
 import zlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, TypeVar
 
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.telemetry import Call
+
+__all__ = ["RESTORED_DETAIL", "StoreError", "slug", "open_store", "restored_call", "request_key", "encode_record",
+           "Journal", "read_records", "ReplyStore", "replacing", "write_atomic"]
 
 #: ``store=`` values that turn a model's reply store off.
 OFF = ("none", "off", "false", "")
@@ -107,7 +110,7 @@ def open_store(setting: str | None, default_name: str, who: str, resumed: str) -
     return opened
 
 
-def restored_call(entry: dict):
+def restored_call(entry: dict[str, Any]) -> Call:
     """What the task is told about a request answered from the store: the stored latency, retry
     count and failure category, marked :data:`RESTORED_DETAIL`."""
     return Call(latency_s=entry.get("latency_s"), retries=entry.get("retries", 0), failure=entry.get("failure"),
@@ -120,7 +123,7 @@ def request_key(*parts: Any) -> str:
 
 # --- the line format -----------------------------------------------------------------------------
 
-def encode_record(record: dict) -> bytes:
+def encode_record(record: dict[str, Any]) -> bytes:
     """One journal line: ``record`` as ASCII JSON closed by its checksum field, and a newline."""
     if not isinstance(record, dict):
         raise TypeError(f"a journal record is a dict, not {type(record).__name__}")
@@ -129,7 +132,7 @@ def encode_record(record: dict) -> bytes:
     return (body[:-1] + (b", " if len(body) > 2 else b"") + crc) + b"\n"
 
 
-def _decode_line(line: bytes, checksummed_before: bool) -> tuple[dict | None, bool, str | None]:
+def _decode_line(line: bytes, checksummed_before: bool) -> tuple[dict[str, Any] | None, bool, str | None]:
     """(record, whether the line carried a checksum, why it was refused) of one line without its newline."""
     found = _CHECKSUMMED.search(line)
     if found is not None:
@@ -177,6 +180,9 @@ def _finish(descriptor: int, pending: list[bool]) -> None:
 
 # --- the journal ---------------------------------------------------------------------------------
 
+_JournalT = TypeVar("_JournalT", bound="Journal")
+
+
 class Journal:
     """An append-only file of checksummed JSON records, safe against kills and concurrent writers
     (see the module docstring). :meth:`records` lists every valid record in file order."""
@@ -197,7 +203,7 @@ class Journal:
         self._offset = 0  # the bytes read so far: always the end of a whole line
         self._line_number = 0
         self._checksummed = False
-        self._records: list[dict] = []
+        self._records: list[dict[str, Any]] = []
         if created and self.fsync != "never" and not read_only:
             _sync_folder(self.path.parent)
         if read_only:  # no repair: a last line without its newline is left alone (and not a record)
@@ -236,6 +242,7 @@ class Journal:
             record, checksummed, problem = _decode_line(line, self._checksummed)
             self._checksummed |= checksummed
             if problem is None:
+                assert record is not None  # _decode_line gives a record exactly when it gives no problem
                 problem = self._absorb(record)
             if problem is not None:
                 logger.warning(f"{self.path}: line {self._line_number} (byte offset {start}) skipped: {problem}; "
@@ -243,7 +250,7 @@ class Journal:
             start += len(line) + 1
         self._offset += whole
 
-    def _absorb(self, record: dict) -> str | None:
+    def _absorb(self, record: dict[str, Any]) -> str | None:
         """Take in one valid record; returns why it is refused, or None."""
         self._records.append(record)
         return None
@@ -256,7 +263,7 @@ class Journal:
         with self._lock:
             self._read_new(locked=False)
 
-    def records(self) -> list[dict]:
+    def records(self) -> list[dict[str, Any]]:
         """Every valid record, in file order, including other processes' appends so far."""
         with self._lock:
             self._read_new(locked=False)
@@ -272,7 +279,7 @@ class Journal:
         finally:
             fcntl.flock(self._descriptor, fcntl.LOCK_UN)
 
-    def append(self, record: dict) -> None:
+    def append(self, record: dict[str, Any]) -> None:
         """Append ``record``; on return it survives a kill of this process (and, per the fsync
         policy, a power cut). A write that fails (full disk, size limit) raises
         :class:`StoreError` and leaves the journal as it was."""
@@ -312,14 +319,14 @@ class Journal:
                 self._pending[0] = False
             self._finalizer()
 
-    def __enter__(self):
+    def __enter__(self: _JournalT) -> _JournalT:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
-def read_records(path: str | Path) -> list[dict]:
+def read_records(path: str | Path) -> list[dict[str, Any]]:
     """Every valid record of the journal at ``path``, read-only: damaged lines reported and
     skipped, a torn last line left for the next append to cut off; a missing file has none."""
     path = Path(path)
@@ -334,10 +341,10 @@ class ReplyStore(Journal):
     key wins. Used for model replies, build ledgers and replies, and judge verdicts."""
 
     def __init__(self, path: str | Path, *, fsync: str | None = None) -> None:
-        self._entries: dict[str, dict] = {}
+        self._entries: dict[str, dict[str, Any]] = {}
         super().__init__(path, fsync=fsync)
 
-    def _absorb(self, record: dict) -> str | None:
+    def _absorb(self, record: dict[str, Any]) -> str | None:
         if not isinstance(record.get("key"), str):
             return "no string 'key'"
         self._entries[record["key"]] = record
@@ -351,7 +358,7 @@ class ReplyStore(Journal):
             self._read_new(locked=False)
             return len(self._entries)
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str) -> dict[str, Any] | None:
         """The last entry of ``key``; on a miss, other processes' new appends are read first."""
         with self._lock:
             found = self._entries.get(key)
@@ -360,13 +367,13 @@ class ReplyStore(Journal):
                 found = self._entries.get(key)
             return found
 
-    def entries(self) -> list[dict]:
+    def entries(self) -> list[dict[str, Any]]:
         """Every stored entry, the last one written for each key, in the order keys first appeared."""
         with self._lock:
             self._read_new(locked=False)
             return list(self._entries.values())
 
-    def records(self) -> list[dict]:
+    def records(self) -> list[dict[str, Any]]:
         return self.entries()
 
     def put(self, key: str, **entry: Any) -> None:

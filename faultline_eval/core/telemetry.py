@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+__all__ = ["Call", "record", "take", "RUN_CONTEXT"]
+
 _lock = threading.Lock()
 _calls: dict[str, "Call"] = {}
 
