@@ -60,8 +60,9 @@ def mean_over_samples(trials: pd.DataFrame, by: Sequence[str] = (), value: str =
     return mean_of_sample_scores(sample_scores(trials, by, value).rename("score").reset_index(), by)
 
 
-def worst_repeat_accuracy(trials: pd.DataFrame, by: Sequence[str] = (), value: str = "correct",
-                          repeat: str = "variant") -> pd.Series | float:
+def worst_repeat_accuracy(
+    trials: pd.DataFrame, by: Sequence[str] = (), value: str = "correct", repeat: str = "variant"
+) -> pd.Series | float:
     """Eq. 4: the lowest, over repeat indices, of the accuracy over the trials scored at that
     index (NaN when no trial is scored)."""
     table, keys = _grouped(trials.dropna(subset=[value]), by)

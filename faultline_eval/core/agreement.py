@@ -109,8 +109,9 @@ def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float:
         raise ValueError("agreement of zero items is undefined")
     n = len(ratings[0])
     if n < 2 or any(len(r) != n for r in ratings):
-        raise ValueError(f"Fleiss' kappa needs the same number (>= 2) of labels per item, got "
-                         f"{sorted({len(r) for r in ratings})}")
+        raise ValueError(
+            f"Fleiss' kappa needs the same number (>= 2) of labels per item, got {sorted({len(r) for r in ratings})}"
+        )
     counts = [Counter(r) for r in ratings]
     agree = sum(sum(c * c for c in item.values()) - n for item in counts)  # P_bar * N n (n - 1)
     totals: Counter[Hashable] = Counter()

@@ -49,9 +49,10 @@ import os
 import threading
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -59,8 +60,19 @@ from faultline_eval.core import media
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.store import replacing
 
-__all__ = ["DISK_ENV", "DEFAULT_DISK_GB", "Decoded", "Stats", "stats", "folder", "setting", "load", "clear_memory",
-           "disk_usage", "clear"]
+__all__ = [
+    "DISK_ENV",
+    "DEFAULT_DISK_GB",
+    "Decoded",
+    "Stats",
+    "stats",
+    "folder",
+    "setting",
+    "load",
+    "clear_memory",
+    "disk_usage",
+    "clear",
+]
 
 FORMAT_VERSION = 2
 MEMORY_ENV = "SCEVAL_DECODE_CACHE_MEMORY_MB"
@@ -162,6 +174,7 @@ def _fresh(decode: Callable[[], Decoded]) -> Decoded:
 
 # --- memory --------------------------------------------------------------------------------------
 
+
 def _from_memory(key: str) -> Decoded | None:
     with _lock:
         found = _memory.get(key)
@@ -195,6 +208,7 @@ def clear_memory() -> None:
 
 
 # --- disk ----------------------------------------------------------------------------------------
+
 
 def _path(key: str) -> Path:
     return folder() / key[:2] / f"{key}.bin"
@@ -253,8 +267,12 @@ def _write(key: str, decoded: Decoded) -> None:
         return
 
     array = np.ascontiguousarray(decoded.array)
-    fields = {"dtype": array.dtype.str, "shape": list(array.shape), "times": list(decoded.times),
-              "notes": list(decoded.notes)}
+    fields = {
+        "dtype": array.dtype.str,
+        "shape": list(array.shape),
+        "times": list(decoded.times),
+        "notes": list(decoded.notes),
+    }
     data = array.data.cast("B") if array.size else b""  # array.data: the memoryview of the array
     header = json.dumps({**fields, "crc32": _checksum(fields, data)}).encode()
     prefix = _MAGIC + len(header).to_bytes(8, "little") + header
@@ -278,8 +296,13 @@ def _entries() -> list[os.DirEntry[str]]:
     root = folder()
     if not root.is_dir():
         return []
-    return [entry for sub in os.scandir(root) if sub.is_dir() for entry in os.scandir(sub.path)
-            if entry.name.endswith(".bin")]
+    return [
+        entry
+        for sub in os.scandir(root)
+        if sub.is_dir()
+        for entry in os.scandir(sub.path)
+        if entry.name.endswith(".bin")
+    ]
 
 
 def disk_usage() -> int:

@@ -28,14 +28,22 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.store import write_atomic
 
-__all__ = ["SCHEME", "media_digest", "relative_media", "content_fingerprint", "fingerprint_of", "is_legacy",
-           "matching_source"]
+__all__ = [
+    "SCHEME",
+    "media_digest",
+    "relative_media",
+    "content_fingerprint",
+    "fingerprint_of",
+    "is_legacy",
+    "matching_source",
+]
 
 #: Prefix of content fingerprints; a logged fingerprint without it is a legacy (path) one.
 SCHEME = "c1"
@@ -107,14 +115,18 @@ def matching_source(dataset: str, load: Callable[[str], Any], specs: Sequence[st
         try:
             source = load(spec)
             fingerprint = source.fingerprint  # hashes the media: a folder deleted since it was loaded fails here
-        except Exception as exc:  # noqa: BLE001 - a spec that does not load is one more that does not match
+        except Exception as exc:
             tried.append(f"{spec}: {type(exc).__name__}: {exc}")
             continue
         if not logged or fingerprint == logged:
             return source, None
         if is_legacy(logged) and source.legacy_fingerprint == logged:
-            return source, (f"{spec}: the logs name it by its legacy fingerprint {logged} (absolute paths, before "
-                            f"content fingerprints); matched, it is {fingerprint} now")
+            return source, (
+                f"{spec}: the logs name it by its legacy fingerprint {logged} (absolute paths, before "
+                f"content fingerprints); matched, it is {fingerprint} now"
+            )
         tried.append(f"{spec}: holds other items than the run's (fingerprint {fingerprint}, logged {logged})")
-    raise LookupError("no data source holds the run's items: " + "; ".join(tried) + " (give the run's items, moved "
-                      "or copied anywhere: the fingerprint is their content)")
+    raise LookupError(
+        "no data source holds the run's items: " + "; ".join(tried) + " (give the run's items, moved "
+        "or copied anywhere: the fingerprint is their content)"
+    )

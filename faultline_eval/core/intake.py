@@ -14,16 +14,31 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from faultline_eval.core import media
 from faultline_eval.core.record_fields import RecordError
 
-__all__ = ["Identified", "REASONS", "SourceError", "Problem", "read_text", "Row", "read_rows", "numbered",
-           "media_reason", "collect", "decode_problem", "decoding_problems", "bad_input_policy", "refuse",
-           "check_command"]
+__all__ = [
+    "Identified",
+    "REASONS",
+    "SourceError",
+    "Problem",
+    "read_text",
+    "Row",
+    "read_rows",
+    "numbered",
+    "media_reason",
+    "collect",
+    "decode_problem",
+    "decoding_problems",
+    "bad_input_policy",
+    "refuse",
+    "check_command",
+]
 
 
 class Identified(Protocol):
@@ -58,6 +73,7 @@ class Problem:
 
 # --- text and tables ------------------------------------------------------------------------------
 
+
 def text_position(data: bytes, offset: int) -> tuple[int, int]:
     """1-based (line, column) of byte ``offset`` in ``data`` (the column counts bytes)."""
     line_start = data.rfind(b"\n", 0, offset) + 1
@@ -70,8 +86,9 @@ def decode_utf8(data: bytes, path: Path | str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line, column = text_position(data, exc.start)
-        raise SourceError(f"{path}:{line}:{column}: not UTF-8 text ({exc.reason}: byte "
-                          f"0x{data[exc.start]:02x})") from None
+        raise SourceError(
+            f"{path}:{line}:{column}: not UTF-8 text ({exc.reason}: byte 0x{data[exc.start]:02x})"
+        ) from None
 
 
 def read_text(path: Path | str) -> str:
@@ -105,8 +122,12 @@ def read_rows(path: Path) -> Iterator[Row]:
         except json.JSONDecodeError as exc:
             raise SourceError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
         for index, row in enumerate(rows):
-            yield f"{path.name} item {index}", row if isinstance(row, Mapping) else _not_an_object(
-                f"{path}: item {index}", f"<{path.name} item {index}>", row)
+            yield (
+                f"{path.name} item {index}",
+                row
+                if isinstance(row, Mapping)
+                else _not_an_object(f"{path}: item {index}", f"<{path.name} item {index}>", row),
+            )
         return
     for number, raw in enumerate(data.split(b"\n"), start=1):
         where = f"{path.name} line {number}"
@@ -115,8 +136,14 @@ def read_rows(path: Path) -> Iterator[Row]:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            yield where, Problem(f"<{where}>", "record", f"{path}:{number}:{exc.start + 1}: not UTF-8 text "
-                                                          f"({exc.reason}: byte 0x{raw[exc.start]:02x})")
+            yield (
+                where,
+                Problem(
+                    f"<{where}>",
+                    "record",
+                    f"{path}:{number}:{exc.start + 1}: not UTF-8 text ({exc.reason}: byte 0x{raw[exc.start]:02x})",
+                ),
+            )
             continue
         try:
             row = json.loads(text)
@@ -147,6 +174,7 @@ def numbered(rows: Iterable[Mapping[str, Any]], name: str = "row") -> Iterator[R
 
 
 # --- validation ---------------------------------------------------------------------------------
+
 
 def media_reason(exc: BaseException) -> str:
     """The :data:`REASONS` entry of a media failure (its cause, when wrapped); a record the decoded
@@ -184,7 +212,9 @@ def collect(
             problems.append(Problem(label, "record", detail))
             continue
         if item.sample_id in seen:
-            problems.append(Problem(item.sample_id, "record", f"sample {item.sample_id!r}: duplicate sample_id ({where})"))
+            problems.append(
+                Problem(item.sample_id, "record", f"sample {item.sample_id!r}: duplicate sample_id ({where})")
+            )
             continue
         seen.add(item.sample_id)
         problem = probe_problem(item.sample_id, media_paths(item))
@@ -208,8 +238,9 @@ def probe_problem(sample_id: str, paths: Iterable[tuple[str, str]]) -> Problem |
 _decoded: dict[tuple[str, tuple[tuple[str, str], ...]], Problem | None] = {}
 
 
-def decode_problem(item: Any, check_media: Callable[[Any], None],
-                   media_paths: Callable[[Any], Iterable[tuple[str, str]]]) -> Problem | None:
+def decode_problem(
+    item: Any, check_media: Callable[[Any], None], media_paths: Callable[[Any], Iterable[tuple[str, str]]]
+) -> Problem | None:
     """Why an item's media fail to decode in full (``check_media`` raises :class:`RecordError`),
     or None; decoded once per process for each sample id and set of files."""
     key = (item.sample_id, tuple(media_paths(item)))
@@ -222,13 +253,15 @@ def decode_problem(item: Any, check_media: Callable[[Any], None],
     return _decoded[key]
 
 
-def decoding_problems(items: Iterable[Any], check_media: Callable[[Any], None],
-                      media_paths: Callable[[Any], Iterable[tuple[str, str]]]) -> list[Problem]:
+def decoding_problems(
+    items: Iterable[Any], check_media: Callable[[Any], None], media_paths: Callable[[Any], Iterable[tuple[str, str]]]
+) -> list[Problem]:
     """:func:`decode_problem` of every item that has one."""
     return [p for item in items if (p := decode_problem(item, check_media, media_paths))]
 
 
 # --- policy ---------------------------------------------------------------------------------------
+
 
 def bad_input_policy(env: str) -> str:
     """``error`` (the default: refuse to run on any problem) or ``exclude`` (run the rest)."""
@@ -242,12 +275,15 @@ def refuse(spec: str, problems: list[Problem], env: str, *, shown: int = 50) -> 
     """The error a task builder raises on bad input: every problem, worded as ``check`` prints them."""
     lines = "\n  ".join(str(p) for p in problems[:shown])
     more = f"\n  ... and {len(problems) - shown} more" if len(problems) > shown else ""
-    return SourceError(f"{spec}: {len(problems)} bad record(s), found before any model call "
-                       f"(set {env}=exclude to run the rest):\n  {lines}{more}")
+    return SourceError(
+        f"{spec}: {len(problems)} bad record(s), found before any model call "
+        f"(set {env}=exclude to run the rest):\n  {lines}{more}"
+    )
 
 
-def check_command(source: Any, check_media: Callable[[Any], None],
-                  media_paths: Callable[[Any], Iterable[tuple[str, str]]]) -> int:
+def check_command(
+    source: Any, check_media: Callable[[Any], None], media_paths: Callable[[Any], Iterable[tuple[str, str]]]
+) -> int:
     """``sceval check`` and ``c3po check``: print every problem of ``source`` (its load-time
     problems, then each item whose media fail to decode in full) and a summary line; the exit
     status is 1 on any problem, else 0."""

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -27,10 +28,29 @@ if TYPE_CHECKING:  # PyAV is imported where a video is read (heavy); its types a
     from av.container import InputContainer
     from av.video.stream import VideoStream
 
-__all__ = ["SAMPLE_RATE", "IMAGE_SUFFIXES", "VIDEO_SUFFIXES", "AUDIO_SUFFIXES", "FRAME_RATE", "MAX_FRAMES",
-           "FRAME_SAMPLINGS", "MediaError", "MediaTooLarge", "MediaLimits", "limits", "Frames", "read_image",
-           "sample_times", "read_video_frames", "read_audio", "probe", "write_image", "write_frames", "write_audio",
-           "describe_frame_times"]
+__all__ = [
+    "SAMPLE_RATE",
+    "IMAGE_SUFFIXES",
+    "VIDEO_SUFFIXES",
+    "AUDIO_SUFFIXES",
+    "FRAME_RATE",
+    "MAX_FRAMES",
+    "FRAME_SAMPLINGS",
+    "MediaError",
+    "MediaTooLarge",
+    "MediaLimits",
+    "limits",
+    "Frames",
+    "read_image",
+    "sample_times",
+    "read_video_frames",
+    "read_audio",
+    "probe",
+    "write_image",
+    "write_frames",
+    "write_audio",
+    "describe_frame_times",
+]
 
 #: The one audio rate of the project: every waveform is mono float32 at 16 kHz.
 SAMPLE_RATE = 16_000
@@ -119,8 +139,10 @@ def _exists(path: Path) -> Path:
 def _check_pixels(path: Path, width: int, height: int, cap: MediaLimits, what: str) -> None:
     megapixels = width * height / 1e6
     if megapixels > cap.max_megapixels:
-        raise MediaTooLarge(f"{path}: {what} is {width}x{height} ({megapixels:.1f} MP), over the "
-                            f"{cap.max_megapixels:g} MP limit ({LIMIT_ENV['max_megapixels']})")
+        raise MediaTooLarge(
+            f"{path}: {what} is {width}x{height} ({megapixels:.1f} MP), over the "
+            f"{cap.max_megapixels:g} MP limit ({LIMIT_ENV['max_megapixels']})"
+        )
 
 
 def fitted_size(width: int, height: int, max_side: int) -> tuple[int, int]:
@@ -132,8 +154,10 @@ def fitted_size(width: int, height: int, max_side: int) -> tuple[int, int]:
 
 
 def _downscale_note(path: Path, size: tuple[int, int], fitted: tuple[int, int], cap: MediaLimits) -> str:
-    return (f"{path.name}: downscaled {size[0]}x{size[1]} to {fitted[0]}x{fitted[1]} "
-            f"({LIMIT_ENV['max_side']}={cap.max_side})")
+    return (
+        f"{path.name}: downscaled {size[0]}x{size[1]} to {fitted[0]}x{fitted[1]} "
+        f"({LIMIT_ENV['max_side']}={cap.max_side})"
+    )
 
 
 def read_image(path: str | Path, cap: MediaLimits | None = None) -> tuple[np.ndarray, list[str]]:
@@ -163,8 +187,9 @@ def read_image(path: str | Path, cap: MediaLimits | None = None) -> tuple[np.nda
         raise MediaError(f"{path}: cannot decode image: {exc}") from exc
 
 
-def sample_times(duration: float, *, fps: float = FRAME_RATE, max_frames: int = MAX_FRAMES,
-                 sampling: str = "uniform") -> list[float]:
+def sample_times(
+    duration: float, *, fps: float = FRAME_RATE, max_frames: int = MAX_FRAMES, sampling: str = "uniform"
+) -> list[float]:
     """When to take frames from a clip of ``duration`` seconds (App. F.2).
 
     One frame per second: ``0, 1/fps, 2/fps, ...`` while that gives at most ``max_frames``.
@@ -206,14 +231,20 @@ def _check_clip(path: Path, container: InputContainer, stream: VideoStream, cap:
         _check_pixels(path, width, height, cap, "video frame")
     duration = _video_duration(container, stream)
     if duration is not None and duration > cap.max_clip_s:
-        raise MediaTooLarge(f"{path}: clip is {duration:.1f} s, over the {cap.max_clip_s:g} s limit "
-                            f"({LIMIT_ENV['max_clip_s']})")
+        raise MediaTooLarge(
+            f"{path}: clip is {duration:.1f} s, over the {cap.max_clip_s:g} s limit ({LIMIT_ENV['max_clip_s']})"
+        )
     return duration
 
 
 def read_video_frames(
-    path: str | Path, *, fps: float = FRAME_RATE, max_frames: int = MAX_FRAMES,
-    sampling: str | None = None, cap: MediaLimits | None = None, exactly: int | None = None,
+    path: str | Path,
+    *,
+    fps: float = FRAME_RATE,
+    max_frames: int = MAX_FRAMES,
+    sampling: str | None = None,
+    cap: MediaLimits | None = None,
+    exactly: int | None = None,
 ) -> Frames:
     """Frames at the times :func:`sample_times` gives (each the first decoded frame at or
     after its time), downscaled to the limits, with their times in seconds. ``exactly=N``
@@ -241,9 +272,15 @@ def read_video_frames(
             if exactly is not None:
                 targets = uniform_times(duration or exactly / fps, exactly)
             else:
-                targets = sample_times(duration or max_frames / fps, fps=fps, max_frames=max_frames,
-                                       sampling="head" if duration is None else sampling or cap.frame_sampling)
-            frames, times = _decode_at(path, container.decode(stream), float(stream.average_rate or 1), targets, cap, notes)
+                targets = sample_times(
+                    duration or max_frames / fps,
+                    fps=fps,
+                    max_frames=max_frames,
+                    sampling="head" if duration is None else sampling or cap.frame_sampling,
+                )
+            frames, times = _decode_at(
+                path, container.decode(stream), float(stream.average_rate or 1), targets, cap, notes
+            )
     except av.FFmpegError as exc:
         raise MediaError(f"{path}: cannot decode video: {exc}") from exc
     if not frames:
@@ -251,8 +288,9 @@ def read_video_frames(
     return Frames(np.stack(frames), tuple(times), tuple(notes))
 
 
-def _decode_at(path: Path, decoded: Any, rate: float, targets: Sequence[float], cap: MediaLimits,
-               notes: list[str]) -> tuple[list[np.ndarray], list[float]]:
+def _decode_at(
+    path: Path, decoded: Any, rate: float, targets: Sequence[float], cap: MediaLimits, notes: list[str]
+) -> tuple[list[np.ndarray], list[float]]:
     """One pass over the decoded frames keeping the first at or after each target time (seconds
     from the first frame), downscaled to the limits; a clip running past the limit raises."""
     frames: list[np.ndarray] = []
@@ -308,11 +346,13 @@ def _check_audio_length(path: Path, info: Any, cap: MediaLimits) -> None:  # inf
         raise MediaError(f"{path}: audio has no samples")
     seconds = info.frames / info.samplerate
     if seconds > cap.max_audio_s:
-        raise MediaTooLarge(f"{path}: audio is {seconds:.1f} s, over the {cap.max_audio_s:g} s limit "
-                            f"({LIMIT_ENV['max_audio_s']})")
+        raise MediaTooLarge(
+            f"{path}: audio is {seconds:.1f} s, over the {cap.max_audio_s:g} s limit ({LIMIT_ENV['max_audio_s']})"
+        )
 
 
 # --- checks from headers alone --------------------------------------------------------------------
+
 
 def probe(path: str | Path, cap: MediaLimits | None = None) -> None:
     """Raise :class:`MediaError` (or :class:`MediaTooLarge`) if the file cannot be used, judging
@@ -320,8 +360,15 @@ def probe(path: str | Path, cap: MediaLimits | None = None) -> None:
     cap = cap or limits()
     path = _exists(Path(path))
     suffix = path.suffix.lower()
-    kind = "image" if suffix in IMAGE_SUFFIXES else "video" if suffix in VIDEO_SUFFIXES else \
-        "audio" if suffix in AUDIO_SUFFIXES else None
+    kind = (
+        "image"
+        if suffix in IMAGE_SUFFIXES
+        else "video"
+        if suffix in VIDEO_SUFFIXES
+        else "audio"
+        if suffix in AUDIO_SUFFIXES
+        else None
+    )
     if kind is None:
         raise MediaError(f"{path}: unsupported file type {suffix!r}")
     try:

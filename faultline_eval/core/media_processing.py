@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -86,8 +87,10 @@ def parse_actions(actions: Iterable[str], modality: str, where: str) -> Plan:
 
 # --- decoding a window and writing a clip ---------------------------------------------------------
 
-def _window_frames(container: InputContainer, stream: VideoStream, start_s: float,
-                   end_s: float | None) -> Iterator[np.ndarray]:  # rgb24: uint8 (H, W, 3)
+
+def _window_frames(
+    container: InputContainer, stream: VideoStream, start_s: float, end_s: float | None
+) -> Iterator[np.ndarray]:  # rgb24: uint8 (H, W, 3)
     for frame in container.decode(stream):
         t = float(frame.time or 0.0)
         if t + 1e-6 < start_s:
@@ -134,7 +137,7 @@ def write_clip(path: Path, frames: Iterable[np.ndarray], rate: Fraction, audio: 
                 video.codec_context.time_base = Fraction(1) / rate
                 video.options = {"crf": "18", "preset": "medium", "threads": "1"}
                 sound = out.add_stream("aac", rate=SAMPLE_RATE, layout="mono") if audio is not None else None
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb[:video.height, :video.width]), format="rgb24")
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb[: video.height, : video.width]), format="rgb24")
             frame.pts = index
             for packet in video.encode(frame):
                 out.mux(packet)
@@ -145,7 +148,7 @@ def write_clip(path: Path, frames: Iterable[np.ndarray], rate: Fraction, audio: 
         if sound is not None and audio is not None and len(audio):  # sound exists only when audio is given
             block = sound.codec_context.frame_size or 1024
             for pts in range(0, len(audio), block):
-                chunk = np.ascontiguousarray(audio[pts:pts + block], dtype=np.float32).reshape(1, -1)
+                chunk = np.ascontiguousarray(audio[pts : pts + block], dtype=np.float32).reshape(1, -1)
                 audio_frame = av.AudioFrame.from_ndarray(chunk, format="flt", layout="mono")
                 audio_frame.sample_rate, audio_frame.pts = SAMPLE_RATE, pts
                 for packet in sound.encode(audio_frame):
@@ -156,6 +159,7 @@ def write_clip(path: Path, frames: Iterable[np.ndarray], rate: Fraction, audio: 
 
 
 # --- applying a plan -------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Processed:
@@ -195,8 +199,9 @@ def process(source: Path, modality: str, base_modality: str, plan: Plan, out_dir
                         stream = container.streams.video[0]
                         rate = stream.average_rate or Fraction(25)
                         track = None if plan.mute else decode_audio_track(source, plan.start_s, plan.end_s)
-                        made["video"] = write_clip(target, _window_frames(container, stream, plan.start_s, plan.end_s),
-                                                   Fraction(rate), track)
+                        made["video"] = write_clip(
+                            target, _window_frames(container, stream, plan.start_s, plan.end_s), Fraction(rate), track
+                        )
     except av.FFmpegError as exc:
         raise media.MediaError(f"{source}: cannot process: {exc}") from exc
     return _probe(made)
@@ -204,7 +209,7 @@ def process(source: Path, modality: str, base_modality: str, plan: Plan, out_dir
 
 def _cut(wave: np.ndarray, plan: Plan) -> np.ndarray:
     first = int(round(plan.start_s * SAMPLE_RATE))
-    return wave[first:None if plan.end_s is None else int(round(plan.end_s * SAMPLE_RATE))]
+    return wave[first : None if plan.end_s is None else int(round(plan.end_s * SAMPLE_RATE))]
 
 
 def _copy(source: Path, target: Path) -> Path:

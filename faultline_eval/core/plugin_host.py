@@ -62,8 +62,9 @@ class PluginHost:
     one named by ``strict_env`` to turn a skipped plugin into a :class:`PluginError`.
     """
 
-    def __init__(self, project: str, specs: ModuleType, builtins: Sequence[str], disable_env: str,
-                 strict_env: str) -> None:
+    def __init__(
+        self, project: str, specs: ModuleType, builtins: Sequence[str], disable_env: str, strict_env: str
+    ) -> None:
         self.project, self.specs, self.builtins = project, specs, tuple(builtins)
         self.disable_env, self.strict_env = disable_env, strict_env
         self._entry_points: dict[str, Any] = {}
@@ -102,8 +103,10 @@ class PluginHost:
         if plugin_name in self.builtins:
             raise PluginError(f"built-in {self.project} plugin {plugin_name!r} failed: {reason}") from exc
         if env_flag(self.strict_env):
-            raise PluginError(f"{self.project} plugin {skipped.plugin} failed: {reason} "
-                              f"({self.strict_env} is set, so this is an error)") from exc
+            raise PluginError(
+                f"{self.project} plugin {skipped.plugin} failed: {reason} "
+                f"({self.strict_env} is set, so this is an error)"
+            ) from exc
         if pm.get_plugin(plugin_name) is not None:
             pm.unregister(name=plugin_name)
         pm.set_blocked(plugin_name)
@@ -144,7 +147,10 @@ class PluginHost:
                 with registry.adding_for(self.describe(plugin_name)):
                     call()
             except Exception as exc:
-                reason = str(exc) if isinstance(exc, PluginError) else \
-                    f"failed while registering {what}: {type(exc).__name__}: {exc}"
+                reason = (
+                    str(exc)
+                    if isinstance(exc, PluginError)
+                    else f"failed while registering {what}: {type(exc).__name__}: {exc}"
+                )
                 self.skip(self.manager, plugin_name, reason, exc)
         return registry

@@ -8,15 +8,26 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from faultline_eval.core import decode_cache, media
 
-__all__ = ["RecordError", "field_error", "mapping_field", "text_field", "resolve_inside", "load_media",
-           "decode_frames", "decode_audio", "load_frames", "load_audio"]
+__all__ = [
+    "RecordError",
+    "field_error",
+    "mapping_field",
+    "text_field",
+    "resolve_inside",
+    "load_media",
+    "decode_frames",
+    "decode_audio",
+    "load_frames",
+    "load_audio",
+]
 
 
 class RecordError(ValueError):
@@ -68,8 +79,14 @@ def resolve_inside(root: Path, relative: Any, sample_id: str, field_name: str) -
     return str(path)
 
 
-def load_media(sample_id: str, field_name: str, kind: str, paths: tuple[str, ...],
-               decode: Callable[[], decode_cache.Decoded], **params: Any) -> decode_cache.Decoded:
+def load_media(
+    sample_id: str,
+    field_name: str,
+    kind: str,
+    paths: tuple[str, ...],
+    decode: Callable[[], decode_cache.Decoded],
+    **params: Any,
+) -> decode_cache.Decoded:
     """A medium through the shared :mod:`.decode_cache`; a broken file raises :class:`RecordError`
     naming the sample, the field and the file (failures are not cached)."""
     try:
@@ -99,6 +116,7 @@ def load_frames(sample_id: str, field_name: str, paths: tuple[str, ...], exactly
 
 
 def load_audio(sample_id: str, field_name: str, path: str) -> tuple[np.ndarray, tuple[str, ...]]:
-    decoded = load_media(sample_id, field_name, "audio", (path,), lambda: decode_audio(path),
-                         sample_rate=media.SAMPLE_RATE)
+    decoded = load_media(
+        sample_id, field_name, "audio", (path,), lambda: decode_audio(path), sample_rate=media.SAMPLE_RATE
+    )
     return decoded.array, decoded.notes

@@ -47,6 +47,20 @@ from faultline_eval.core import telemetry
 from faultline_eval.core.store import restored_call
 
 #: HTTP statuses worth another attempt.
+__all__ = [
+    "API_FAILURE",
+    "RETRYABLE_STATUS",
+    "Answer",
+    "FatalError",
+    "PendingRequest",
+    "Reply",
+    "RequestLifecycle",
+    "RetryableError",
+    "Store",
+    "Usage",
+    "generation_failure",
+]
+
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
 #: The failure category of a request the model never answered (not stored: a resumed run retries it).
 API_FAILURE = "api_failure"

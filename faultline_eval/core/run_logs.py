@@ -21,8 +21,15 @@ from typing import Any
 
 from faultline_eval.core.trial import T, TrialEntryError
 
-__all__ = ["ReportError", "model_label", "results_for", "find_sample_files", "record_from_line", "parse_record",
-           "trial_from_line"]
+__all__ = [
+    "ReportError",
+    "model_label",
+    "results_for",
+    "find_sample_files",
+    "record_from_line",
+    "parse_record",
+    "trial_from_line",
+]
 
 #: model_args keys that name the checkpoint a model label adds.
 CHECKPOINT_ARGS = ("pretrained", "model_version", "model", "model_name", "model_id")
@@ -55,8 +62,9 @@ def results_for(samples_file: Path) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def find_sample_files(run_dirs: Sequence[str | Path], *, pattern: str, benchmark: str = "matching",
-                      tasks: str = "the benchmark's") -> list[Path]:
+def find_sample_files(
+    run_dirs: Sequence[str | Path], *, pattern: str, benchmark: str = "matching", tasks: str = "the benchmark's"
+) -> list[Path]:
     """Every per-sample log matching ``pattern`` under each folder (a file is taken as given);
     the error for a folder without one names the ``benchmark`` and its ``tasks``."""
     files: list[Path] = []
@@ -66,8 +74,10 @@ def find_sample_files(run_dirs: Sequence[str | Path], *, pattern: str, benchmark
             raise ReportError(f"{run}: no such folder")
         found = sorted(run.rglob(pattern)) if run.is_dir() else [run]
         if not found:
-            raise ReportError(f"{run}: holds no {benchmark} per-sample logs ({pattern}); run lmms-eval on "
-                              f"{tasks} tasks with --log_samples --output_path")
+            raise ReportError(
+                f"{run}: holds no {benchmark} per-sample logs ({pattern}); run lmms-eval on "
+                f"{tasks} tasks with --log_samples --output_path"
+            )
         files += found
     return files
 

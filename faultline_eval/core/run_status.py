@@ -26,14 +26,22 @@ import argparse
 import collections
 import os
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, TextIO
+from typing import Any, TextIO
 
 from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.plugin_host import DEBUG_ENV, env_flag
 
-__all__ = ["DEFAULT_MAX_FAILURE_RATE", "TaskOutcome", "add_failure_rate_argument", "SCREEN_TASKS", "report",
-           "records_of", "run_command"]
+__all__ = [
+    "DEFAULT_MAX_FAILURE_RATE",
+    "TaskOutcome",
+    "add_failure_rate_argument",
+    "SCREEN_TASKS",
+    "report",
+    "records_of",
+    "run_command",
+]
 
 #: Share of a task's requests that may fail (no reply after retries) before the exit status is 1.
 DEFAULT_MAX_FAILURE_RATE = 0.05
@@ -56,14 +64,15 @@ class TaskOutcome:
     done: str = "answered"
 
     @classmethod
-    def from_records(cls, name: str, records: Iterable[dict[str, Any]]) -> "TaskOutcome":
+    def from_records(cls, name: str, records: Iterable[dict[str, Any]]) -> TaskOutcome:
         """From per-sample records (``sceval_record`` / ``c3po_record``: ``invalid``,
         ``correct``, ``failure_detail``)."""
         records = list(records)
         failures = collections.Counter(r["invalid"] for r in records if r.get("invalid"))
         first = next((r.get("failure_detail") or r["invalid"] for r in records if r.get("invalid")), "")
-        return cls(name, len(records), sum(r.get("correct") is not None for r in records), failures,
-                   failures[NO_REPLY], first)
+        return cls(
+            name, len(records), sum(r.get("correct") is not None for r in records), failures, failures[NO_REPLY], first
+        )
 
     @property
     def coverage(self) -> float:
@@ -94,10 +103,16 @@ def failure_rate_type(text: str) -> float:
 def add_failure_rate_argument(parser: argparse.ArgumentParser) -> None:
     """The ``--max-failure-rate`` option, the same in every command (the old spelling
     ``--max_failure_rate`` still parses, with a deprecation note)."""
-    add_argument(parser, "--max-failure-rate", old=["--max_failure_rate"], type=failure_rate_type,
-                 default=DEFAULT_MAX_FAILURE_RATE, metavar="RATE",
-                 help="exit 1 when more than this share of a task's requests (a build stage's items) "
-                 f"failed (0-1, default {DEFAULT_MAX_FAILURE_RATE}); a task with coverage 0 always exits 1")
+    add_argument(
+        parser,
+        "--max-failure-rate",
+        old=["--max_failure_rate"],
+        type=failure_rate_type,
+        default=DEFAULT_MAX_FAILURE_RATE,
+        metavar="RATE",
+        help="exit 1 when more than this share of a task's requests (a build stage's items) "
+        f"failed (0-1, default {DEFAULT_MAX_FAILURE_RATE}); a task with coverage 0 always exits 1",
+    )
 
 
 #: Up to this many tasks the summary has a line each; beyond, tasks without a failure share one line.
@@ -113,21 +128,29 @@ def summary_lines(outcomes: Iterable[TaskOutcome], max_failure_rate: float | Non
     shown = [o for o in outcomes if o not in clean] if len(outcomes) > SCREEN_TASKS else outcomes
     lines = []
     if len(shown) < len(outcomes):
-        lines.append(f"  {len(clean)} task(s) with no failures: {sum(o.requests for o in clean)} "
-                     f"{clean[0].unit}, all {clean[0].done} -> ok")
+        lines.append(
+            f"  {len(clean)} task(s) with no failures: {sum(o.requests for o in clean)} "
+            f"{clean[0].unit}, all {clean[0].done} -> ok"
+        )
     for o in shown:
         failures = ", ".join(f"{c} {n}" for c, n in sorted(o.failures.items())) or "no failures"
         problem = o.problem(max_failure_rate)
-        lines.append(f"  {o.name}: {o.requests} {o.unit}, {o.answered} {o.done} ({o.coverage:.0%}); {failures}"
-                     f" -> {'FAILED: ' + problem if problem else 'ok'}")
+        lines.append(
+            f"  {o.name}: {o.requests} {o.unit}, {o.answered} {o.done} ({o.coverage:.0%}); {failures}"
+            f" -> {'FAILED: ' + problem if problem else 'ok'}"
+        )
         if o.first_error:
             error = " ".join(str(o.first_error).split())
             lines.append(f"      first error: {error[:_ERROR_CHARS]}{'...' if len(error) > _ERROR_CHARS else ''}")
     return lines
 
 
-def report(outcomes: Iterable[TaskOutcome], max_failure_rate: float | None = DEFAULT_MAX_FAILURE_RATE,
-           who: str = "faultline-eval", out: TextIO | None = None) -> int:
+def report(
+    outcomes: Iterable[TaskOutcome],
+    max_failure_rate: float | None = DEFAULT_MAX_FAILURE_RATE,
+    who: str = "faultline-eval",
+    out: TextIO | None = None,
+) -> int:
     """Print the run's summary and return its exit status (0: every task fine, 1: see the module).
     ``max_failure_rate=None`` for a stage whose outcomes have no failures, only coverage."""
     outcomes = list(outcomes)
@@ -150,6 +173,8 @@ def records_of(sample_metrics: dict[Any, list[Any]]) -> list[dict[str, Any]]:
         if metric.endswith("_record") and values and isinstance(values[0], dict) and "invalid" in values[0]:
             return list(values)
     return []
+
+
 def run_command(prog: str, args: argparse.Namespace) -> int:
     """Run a subcommand; an error is one line on stderr and exit status 2 (1 is "found
     problems"), with the traceback only under ``FAULTLINE_DEBUG=1``."""

@@ -10,16 +10,29 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Hashable, Sequence, overload
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-__all__ = ["FloatArray", "B_DEFAULT", "SEED_DEFAULT", "resample_weights", "bootstrap_means", "percentile_interval",
-           "bootstrap_p_value", "mcnemar_exact", "holm", "least_squares_slope", "Paired", "paired_comparisons",
-           "grouped_intervals"]
+__all__ = [
+    "FloatArray",
+    "B_DEFAULT",
+    "SEED_DEFAULT",
+    "resample_weights",
+    "bootstrap_means",
+    "percentile_interval",
+    "bootstrap_p_value",
+    "mcnemar_exact",
+    "holm",
+    "least_squares_slope",
+    "Paired",
+    "paired_comparisons",
+    "grouped_intervals",
+]
 
 #: The arrays this module computes with: float64 throughout.
 FloatArray = npt.NDArray[np.float64]
@@ -73,8 +86,7 @@ def bootstrap_p_value(boot: FloatArray) -> FloatArray:
 def mcnemar_exact(b: int, c: int) -> float: ...
 @overload
 def mcnemar_exact(b: npt.NDArray[np.integer[Any]], c: npt.NDArray[np.integer[Any]]) -> FloatArray: ...
-def mcnemar_exact(b: int | npt.NDArray[np.integer[Any]],
-                  c: int | npt.NDArray[np.integer[Any]]) -> float | FloatArray:
+def mcnemar_exact(b: int | npt.NDArray[np.integer[Any]], c: int | npt.NDArray[np.integer[Any]]) -> float | FloatArray:
     """Exact two-sided McNemar p-value from the discordant counts ``b`` and ``c`` (scalars or
     arrays): twice the smaller binomial tail of Bin(b + c, 1/2), capped at 1; 1 when b + c = 0."""
     # heavy: scipy takes a third of a second to import; every command that loads the reports would pay it
@@ -127,8 +139,9 @@ class Paired:
     p_mcnemar: float
 
 
-def paired_comparisons(a: npt.ArrayLike, b: npt.ArrayLike, a_bin: npt.ArrayLike, b_bin: npt.ArrayLike,
-                       weights: FloatArray) -> list[Paired]:
+def paired_comparisons(
+    a: npt.ArrayLike, b: npt.ArrayLike, a_bin: npt.ArrayLike, b_bin: npt.ArrayLike, weights: FloatArray
+) -> list[Paired]:
     """Rows of ``a``/``b`` (m, n) compared pairwise: paired bootstrap of the mean difference and
     exact McNemar on the binary outcomes ``a_bin``/``b_bin``."""
     a, b = np.atleast_2d(a).astype(float), np.atleast_2d(b).astype(float)
@@ -140,8 +153,23 @@ def paired_comparisons(a: npt.ArrayLike, b: npt.ArrayLike, a_bin: npt.ArrayLike,
     cc = (~a_bin & b_bin).sum(axis=1)
     p_mcnemar = np.atleast_1d(mcnemar_exact(bb, cc))
     mean_a, mean_b = a.mean(axis=1), b.mean(axis=1)
-    return [Paired(a.shape[1], float(mean_a[k]), float(mean_b[k]), float(mean_a[k] - mean_b[k]), float(lo[k]),
-                   float(hi[k]), float(p[k]), int(bb[k]), int(cc[k]), float(p_mcnemar[k])) for k in range(a.shape[0])]
+    return [
+        Paired(
+            a.shape[1],
+            float(mean_a[k]),
+            float(mean_b[k]),
+            float(mean_a[k] - mean_b[k]),
+            float(lo[k]),
+            float(hi[k]),
+            float(p[k]),
+            int(bb[k]),
+            int(cc[k]),
+            float(p_mcnemar[k]),
+        )
+        for k in range(a.shape[0])
+    ]
+
+
 def grouped_intervals(values: pd.DataFrame, keys: list[str], column: str, *, b: int, seed: int) -> pd.DataFrame:
     """Mean of ``column`` per ``keys`` group with its 95 % bootstrap percentile interval over the
     group's rows (NaN rows dropped; rows ordered by ``sample_id`` so resamples are reproducible).

@@ -62,14 +62,27 @@ import threading
 import time
 import weakref
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.telemetry import Call
 
-__all__ = ["RESTORED_DETAIL", "StoreError", "slug", "open_store", "restored_call", "request_key", "encode_record",
-           "Journal", "read_records", "ReplyStore", "replacing", "write_atomic"]
+__all__ = [
+    "RESTORED_DETAIL",
+    "StoreError",
+    "slug",
+    "open_store",
+    "restored_call",
+    "request_key",
+    "encode_record",
+    "Journal",
+    "read_records",
+    "ReplyStore",
+    "replacing",
+    "write_atomic",
+]
 
 #: ``store=`` values that turn a model's reply store off.
 OFF = ("none", "off", "false", "")
@@ -95,7 +108,7 @@ def slug(text: Any) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", str(text)).strip("._") or "model"
 
 
-def open_store(setting: str | None, default_name: str, who: str, resumed: str) -> "ReplyStore | None":
+def open_store(setting: str | None, default_name: str, who: str, resumed: str) -> ReplyStore | None:
     """A model's reply store: ``setting`` is the ``store=`` model argument (a file, or one of
     :data:`OFF`); by default ``$SCEVAL_CACHE/replies/<default_name>.jsonl``. Logs how many
     finished replies a resumed run found, and what happens to them (``resumed``)."""
@@ -113,8 +126,12 @@ def open_store(setting: str | None, default_name: str, who: str, resumed: str) -
 def restored_call(entry: dict[str, Any]) -> Call:
     """What the task is told about a request answered from the store: the stored latency, retry
     count and failure category, marked :data:`RESTORED_DETAIL`."""
-    return Call(latency_s=entry.get("latency_s"), retries=entry.get("retries", 0), failure=entry.get("failure"),
-                detail=RESTORED_DETAIL)
+    return Call(
+        latency_s=entry.get("latency_s"),
+        retries=entry.get("retries", 0),
+        failure=entry.get("failure"),
+        detail=RESTORED_DETAIL,
+    )
 
 
 def request_key(*parts: Any) -> str:
@@ -122,6 +139,7 @@ def request_key(*parts: Any) -> str:
 
 
 # --- the line format -----------------------------------------------------------------------------
+
 
 def encode_record(record: dict[str, Any]) -> bytes:
     """One journal line: ``record`` as ASCII JSON closed by its checksum field, and a newline."""
@@ -136,7 +154,7 @@ def _decode_line(line: bytes, checksummed_before: bool) -> tuple[dict[str, Any] 
     """(record, whether the line carried a checksum, why it was refused) of one line without its newline."""
     found = _CHECKSUMMED.search(line)
     if found is not None:
-        body = line[:found.start()] + (b"}" if found.group(0).startswith(b",") else b"{}")
+        body = line[: found.start()] + (b"}" if found.group(0).startswith(b",") else b"{}")
         if f"{zlib.crc32(body):08x}".encode() != found.group(1):
             return None, True, "checksum mismatch"
     elif checksummed_before:
@@ -194,8 +212,7 @@ class Journal:
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         created = not self.path.exists()
-        self._descriptor = os.open(self.path, os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_CREAT,
-                                   0o644)
+        self._descriptor = os.open(self.path, os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         self._pending = [False]  # written since the last fdatasync (a list: shared with the finalizer)
         self._finalizer = weakref.finalize(self, _finish, self._descriptor, self._pending)
         self._last_sync = time.monotonic()
@@ -233,9 +250,11 @@ class Journal:
         if locked and whole < len(chunk):
             torn = chunk[whole:]
             os.ftruncate(self._descriptor, self._offset + whole)
-            logger.warning(f"{self.path}: torn last record at byte offset {self._offset + whole} ({len(torn)} bytes, "
-                           f"{torn[:60]!r}{'...' if len(torn) > 60 else ''}) cut off: a process was killed while "
-                           f"appending it (it was never acknowledged)")
+            logger.warning(
+                f"{self.path}: torn last record at byte offset {self._offset + whole} ({len(torn)} bytes, "
+                f"{torn[:60]!r}{'...' if len(torn) > 60 else ''}) cut off: a process was killed while "
+                f"appending it (it was never acknowledged)"
+            )
         start = self._offset
         for line in chunk[:whole].split(b"\n")[:-1]:
             self._line_number += 1
@@ -245,8 +264,10 @@ class Journal:
                 assert record is not None  # _decode_line gives a record exactly when it gives no problem
                 problem = self._absorb(record)
             if problem is not None:
-                logger.warning(f"{self.path}: line {self._line_number} (byte offset {start}) skipped: {problem}; "
-                               f"{line[:60]!r}{'...' if len(line) > 60 else ''}")
+                logger.warning(
+                    f"{self.path}: line {self._line_number} (byte offset {start}) skipped: {problem}; "
+                    f"{line[:60]!r}{'...' if len(line) > 60 else ''}"
+                )
             start += len(line) + 1
         self._offset += whole
 
@@ -294,8 +315,10 @@ class Journal:
                     raise OSError(f"short write: {written} of {len(line)} bytes (disk full or file size limit?)")
             except OSError as exc:
                 os.ftruncate(self._descriptor, self._offset)
-                raise StoreError(f"{self.path}: could not append a record of {len(line)} bytes at byte offset "
-                                 f"{self._offset}: {exc}; the store is unchanged") from exc
+                raise StoreError(
+                    f"{self.path}: could not append a record of {len(line)} bytes at byte offset "
+                    f"{self._offset}: {exc}; the store is unchanged"
+                ) from exc
             self._pending[0] = self.fsync != "never"
             now = time.monotonic()
             if self.fsync == "record" or (self.fsync == "batch" and now - self._last_sync >= BATCH_SECONDS):
@@ -382,6 +405,7 @@ class ReplyStore(Journal):
 
 # --- whole files ---------------------------------------------------------------------------------
 
+
 def _temporary_prefix(path: Path) -> str:
     return f".{path.name}.{slug(os.uname().nodename)}."
 
@@ -391,7 +415,7 @@ def _remove_stale_temporaries(path: Path) -> None:
     prefix = _temporary_prefix(path)
     for stale in path.parent.glob(f"{glob.escape(prefix)}*.tmp"):
         try:
-            os.kill(int(stale.name[len(prefix):].split(".")[0]), 0)
+            os.kill(int(stale.name[len(prefix) :].split(".")[0]), 0)
         except ProcessLookupError:
             stale.unlink(missing_ok=True)
         except (ValueError, PermissionError):

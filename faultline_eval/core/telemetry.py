@@ -14,7 +14,7 @@ from dataclasses import dataclass
 __all__ = ["Call", "record", "take", "RUN_CONTEXT"]
 
 _lock = threading.Lock()
-_calls: dict[str, "Call"] = {}
+_calls: dict[str, Call] = {}
 
 
 @dataclass(frozen=True)

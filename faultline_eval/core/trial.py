@@ -36,8 +36,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-__all__ = ["SCHEMA_VERSION", "SCHEMA_FILE", "STRESS_ONLY", "TrialEntryError", "Trial", "SCEvalTrial", "C3POTrial",
-           "json_schema"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "SCHEMA_FILE",
+    "STRESS_ONLY",
+    "TrialEntryError",
+    "Trial",
+    "SCEvalTrial",
+    "C3POTrial",
+    "json_schema",
+]
 
 #: The version the tasks write.
 SCHEMA_VERSION = 2
@@ -93,8 +101,10 @@ class Trial:
             entry = {name: entry[key] for name, key in cls.SCHEMA_1_KEYS.items() if key in entry}
             entry = cls._schema_1_defaults(entry)
         elif version != SCHEMA_VERSION:
-            raise TrialEntryError(f"{where}: schema_version {version!r} is not one this version reads "
-                                  f"(1 or {SCHEMA_VERSION}); upgrade faultline-eval")
+            raise TrialEntryError(
+                f"{where}: schema_version {version!r} is not one this version reads "
+                f"(1 or {SCHEMA_VERSION}); upgrade faultline-eval"
+            )
         values = {}
         for field in dataclasses.fields(cls):
             if field.name in entry:
@@ -136,10 +146,20 @@ class SCEvalTrial(Trial):
 
     BENCHMARK: ClassVar[str] = "SCEval"
     WRITTEN_WHEN_SET: ClassVar[frozenset[str]] = frozenset(
-        {"not_applicable", "cohort", "donor", "follows_donor_key", "donor_key_map"})
+        {"not_applicable", "cohort", "donor", "follows_donor_key", "donor_key_map"}
+    )
     SCHEMA_1_KEYS: ClassVar[dict[str, str]] = {
-        **Trial.SCHEMA_1_KEYS, "answer_key": "a", "n_options": "n", "confidence": "f", "source": "o",
-        "not_applicable": "u", "cohort": "k", "donor": "d", "follows_donor_key": "r", "donor_key_map": "m"}
+        **Trial.SCHEMA_1_KEYS,
+        "answer_key": "a",
+        "n_options": "n",
+        "confidence": "f",
+        "source": "o",
+        "not_applicable": "u",
+        "cohort": "k",
+        "donor": "d",
+        "follows_donor_key": "r",
+        "donor_key_map": "m",
+    }
 
     @classmethod
     def _schema_1_defaults(cls, entry: dict[str, Any]) -> dict[str, Any]:
@@ -160,12 +180,21 @@ class SCEvalTrial(Trial):
         not_applicable = probe.get("not_applicable")
         if not_applicable is None:
             not_applicable = record.get("control_not_applicable") or None
-        return cls(sample_id=record["sample_id"], variant=record["variant"], correct=record.get("correct"),
-                   invalid=record.get("invalid"), answer_key=record.get("parsed_answer_original_key"),
-                   n_options=record.get("n_options") or 4, confidence=record.get("confidence"),
-                   source=record.get("source"), not_applicable=not_applicable,
-                   cohort=STRESS_ONLY if record.get("cohort") == STRESS_ONLY else None, donor=probe.get("donor"),
-                   follows_donor_key=probe.get("follows_donor_key"), donor_key_map=probe.get("donor_key_map"))
+        return cls(
+            sample_id=record["sample_id"],
+            variant=record["variant"],
+            correct=record.get("correct"),
+            invalid=record.get("invalid"),
+            answer_key=record.get("parsed_answer_original_key"),
+            n_options=record.get("n_options") or 4,
+            confidence=record.get("confidence"),
+            source=record.get("source"),
+            not_applicable=not_applicable,
+            cohort=STRESS_ONLY if record.get("cohort") == STRESS_ONLY else None,
+            donor=probe.get("donor"),
+            follows_donor_key=probe.get("follows_donor_key"),
+            donor_key_map=probe.get("donor_key_map"),
+        )
 
 
 @dataclass(frozen=True)
@@ -190,23 +219,43 @@ class C3POTrial(Trial):
 
     BENCHMARK: ClassVar[str] = "C3PO"
     SCHEMA_1_KEYS: ClassVar[dict[str, str]] = {
-        **Trial.SCHEMA_1_KEYS, "template_id": "t", "exact_match": "x", "judge_decided": "j", "judge_error": "e",
-        "failure_mode": "m", "human_correct": "h", "has_human_answer": "hn"}
+        **Trial.SCHEMA_1_KEYS,
+        "template_id": "t",
+        "exact_match": "x",
+        "judge_decided": "j",
+        "judge_error": "e",
+        "failure_mode": "m",
+        "human_correct": "h",
+        "has_human_answer": "hn",
+    }
 
     @classmethod
     def _schema_1_defaults(cls, entry: dict[str, Any]) -> dict[str, Any]:
         # "hn" came later: before it, an item had a human answer when it had a human grade
-        return {"invalid": None, "failure_mode": None, "human_correct": None,
-                "has_human_answer": entry.get("human_correct") is not None, **entry}
+        return {
+            "invalid": None,
+            "failure_mode": None,
+            "human_correct": None,
+            "has_human_answer": entry.get("human_correct") is not None,
+            **entry,
+        }
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> C3POTrial:
         """The trial of a full ``c3po_record``."""
-        return cls(sample_id=record["sample_id"], variant=record["run"], correct=record["correct"],
-                   invalid=record["invalid"], template_id=record["template_id"],
-                   exact_match=int(record["exact_match"]), judge_decided=record["decided_by"] == "judge",
-                   judge_error=record["judge_error"] is not None, failure_mode=record["failure_mode"],
-                   human_correct=record["human_correct"], has_human_answer=record["human_answer"] is not None)
+        return cls(
+            sample_id=record["sample_id"],
+            variant=record["run"],
+            correct=record["correct"],
+            invalid=record["invalid"],
+            template_id=record["template_id"],
+            exact_match=int(record["exact_match"]),
+            judge_decided=record["decided_by"] == "judge",
+            judge_error=record["judge_error"] is not None,
+            failure_mode=record["failure_mode"],
+            human_correct=record["human_correct"],
+            has_human_answer=record["human_answer"] is not None,
+        )
 
 
 # --- the JSON schema ----------------------------------------------------------------------------
@@ -227,8 +276,13 @@ def _object_schema(cls: type[Trial]) -> dict[str, Any]:
     for field in fields:
         properties[field.name] = {**_field_schema(hints[field.name]), "description": _doc_of(cls, field.name)}
     required = ["schema_version"] + [f.name for f in fields if f.default is dataclasses.MISSING]
-    return {"type": "object", "description": (cls.__doc__ or "").split("\n\n")[0].strip(),
-            "properties": properties, "required": required, "additionalProperties": False}
+    return {
+        "type": "object",
+        "description": (cls.__doc__ or "").split("\n\n")[0].strip(),
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
 
 
 def _doc_of(cls: type, name: str) -> str:
@@ -249,11 +303,13 @@ def _doc_of(cls: type, name: str) -> str:
 def json_schema() -> dict[str, Any]:
     """The JSON schema of a schema-:data:`SCHEMA_VERSION` trial entry (either benchmark's);
     ``trial_schema.json`` holds it (regenerate: ``python -m faultline_eval.core.trial``)."""
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": f"https://faultline-eval/trial-entry/v{SCHEMA_VERSION}",
-            "title": f"faultline-eval trial entry, schema version {SCHEMA_VERSION}",
-            "oneOf": [{"$ref": "#/$defs/SCEvalTrial"}, {"$ref": "#/$defs/C3POTrial"}],
-            "$defs": {cls.__name__: _object_schema(cls) for cls in (SCEvalTrial, C3POTrial)}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://faultline-eval/trial-entry/v{SCHEMA_VERSION}",
+        "title": f"faultline-eval trial entry, schema version {SCHEMA_VERSION}",
+        "oneOf": [{"$ref": "#/$defs/SCEvalTrial"}, {"$ref": "#/$defs/C3POTrial"}],
+        "$defs": {cls.__name__: _object_schema(cls) for cls in (SCEvalTrial, C3POTrial)},
+    }
 
 
 def schema_text() -> str:
