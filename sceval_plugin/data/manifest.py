@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faultline_eval.core.intake import SourceError, read_text
+from faultline_eval.core.trial import STRESS_ONLY
 from sceval_plugin import operators
 from sceval_plugin.conditions import Condition
 
@@ -42,7 +43,7 @@ MANIFEST_ENV = "SCEVAL_MANIFEST"
 STRESS_ONLY_ENV = "SCEVAL_STRESS_ONLY"
 STRESS_ONLY_POLICIES = ("run", "exclude")
 SCHEMAS = ("sceval-manifest/1", "sceval-manifest/2")
-GOLD_PRESERVED, STRESS_ONLY = "gold_preserved", "stress_only"
+GOLD_PRESERVED = "gold_preserved"
 
 
 class ManifestError(ValueError):
