@@ -60,6 +60,7 @@ class LocalCopy:
     hf_home: Path | None = None  # $HF_HOME the task's utils must see (media under $HF_HOME/<cache_dir>)
     reply: str = "A"  # a canned model reply the task's process_results can score
     env: dict = field(default_factory=dict)  # other variables the utils read at import
+    audio_column: bool = False  # has an Audio column (decoding it needs torchcodec under datasets>=4)
 
 
 # --- synthetic media ------------------------------------------------------------------------------
@@ -213,7 +214,7 @@ def build_omni_bench(root: Path, n: int = 3) -> LocalCopy:
     from fixtures import omni_bench_fixture
 
     folder = omni_bench_fixture(root / "omni_bench", n)
-    return LocalCopy("omni_bench", folder, {}, None)
+    return LocalCopy("omni_bench", folder, {}, None, audio_column=True)
 
 
 def build_videomme(root: Path, n: int = 4) -> LocalCopy:
@@ -264,10 +265,42 @@ def build_mvbench(root: Path, n: int = 4, sub_task: str = "action_antonym") -> L
                      {"load_from_disk": True, "video": True, "cache_dir": "mvbench_video"}, hf_home, reply="(A)")
 
 
-def _audio_rows_features(columns: dict):
+def save_audio_split(folder: Path, split: str, rows: list[dict], columns: dict) -> Path:
+    """Like :func:`save_split` with an ``audio`` column typed ``Audio(sampling_rate=16000)`` as on
+    the hub. The rows are written as ``{bytes, path}`` structs and the column is then cast: encoding
+    through the Audio feature would need torchcodec under datasets>=4, casting the storage does not."""
     import datasets
 
-    return _features(audio=datasets.Audio(sampling_rate=SAMPLE_RATE), **columns)
+    struct = {"bytes": datasets.Value("binary"), "path": _str()}
+    table = datasets.Dataset.from_list(rows, features=_features(audio=struct, **columns))
+    table = table.cast_column("audio", datasets.Audio(sampling_rate=SAMPLE_RATE))
+    datasets.DatasetDict({split: table}).save_to_disk(str(folder))
+    return folder
+
+
+def decoded_audio(dataset):
+    """A ``process_docs`` for tasks with Audio columns when torchcodec is absent (datasets>=4
+    decodes Audio through it, and lmms-eval touches the first doc when it builds the task): the
+    columns are read undecoded and decoded with soundfile, on access, into the ``{"array",
+    "sampling_rate", "path"}`` dict that datasets<4 gave and the audio models expect."""
+    import datasets
+    import soundfile
+
+    columns = [name for name, feature in dataset.features.items() if isinstance(feature, datasets.Audio)]
+    for name in columns:
+        dataset = dataset.cast_column(name, datasets.Audio(decode=False))
+
+    def decode(batch: dict) -> dict:
+        for name in columns:
+            if name in batch:
+                decoded = []
+                for value in batch[name]:
+                    wave, rate = soundfile.read(io.BytesIO(value["bytes"]), dtype="float32")
+                    decoded.append({"array": wave, "sampling_rate": rate, "path": value.get("path")})
+                batch[name] = decoded
+        return batch
+
+    return dataset.with_transform(decode)
 
 
 def build_clotho_aqa(root: Path, n: int = 4) -> LocalCopy:
@@ -275,9 +308,9 @@ def build_clotho_aqa(root: Path, n: int = 4) -> LocalCopy:
     Audio column, a free-text ``question`` and a one-word ``answer`` (exact_match, no process_results)."""
     rows = [{"audio": {"bytes": wav_bytes(tone(1.0, HIGH_HZ if i % 2 else LOW_HZ)), "path": f"clotho_{i:03d}.wav"},
              "question": f"Is the tone high? (item {i})", "answer": "yes" if i % 2 else "no"} for i in range(n)]
-    save_split(root / "dataset", "clotho_aqa_test_filtered", rows,
-               _audio_rows_features({"question": _str(), "answer": _str()}))
-    return LocalCopy("clotho_aqa_test", root / "dataset", {"load_from_disk": True}, None, reply="yes")
+    save_audio_split(root / "dataset", "clotho_aqa_test_filtered", rows, {"question": _str(), "answer": _str()})
+    return LocalCopy("clotho_aqa_test", root / "dataset", {"load_from_disk": True}, None, reply="yes",
+                     audio_column=True)
 
 
 def build_librispeech(root: Path, n: int = 4) -> LocalCopy:
@@ -286,10 +319,9 @@ def build_librispeech(root: Path, n: int = 4) -> LocalCopy:
     reads the language from ``task[4:]``)."""
     rows = [{"audio": {"bytes": wav_bytes(tone(1.0)), "path": f"ls_{i:03d}.flac"}, "gt": f"HELLO WORLD NUMBER {i}",
              "source": "librispeech_test_clean", "task": "asr_en"} for i in range(n)]
-    save_split(root / "dataset", "librispeech_test_clean", rows,
-               _audio_rows_features({"gt": _str(), "source": _str(), "task": _str()}))
+    save_audio_split(root / "dataset", "librispeech_test_clean", rows, {"gt": _str(), "source": _str(), "task": _str()})
     return LocalCopy("librispeech_test_clean", root / "dataset", {"load_from_disk": True}, None,
-                     reply="hello world number 0")
+                     reply="hello world number 0", audio_column=True)
 
 
 def build_mme(root: Path, n_images: int = 2) -> LocalCopy:
@@ -344,6 +376,12 @@ def base_yaml(task: str) -> Path:
     raise SystemExit(f"no installed lmms-eval YAML defines task {task!r}")
 
 
+def torchcodec_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torchcodec") is not None
+
+
 def local_yaml(copy: LocalCopy, folder: Path) -> tuple[str, Path]:
     """A YAML copy of ``copy.task`` pointed at the local dataset: the base file by ``include:``
     (so its ``!function utils.*`` still resolve next to it), a new task name (a built-in name
@@ -353,6 +391,9 @@ def local_yaml(copy: LocalCopy, folder: Path) -> tuple[str, Path]:
     path = folder / f"{name}.yaml"
     lines = [f"include: {base_yaml(copy.task)}", f"task: {name}", f"dataset_path: {copy.dataset_path}"]
     lines.append(f"dataset_kwargs: {json.dumps(copy.dataset_kwargs)}" if copy.dataset_kwargs else "dataset_kwargs: {}")
+    if copy.audio_column and not torchcodec_installed():
+        # the one line that is not the task's own: without it the task fails to build (see decoded_audio)
+        lines.append("process_docs: !function wrap_datasets.decoded_audio")
     path.write_text("\n".join(lines) + "\n")
     return name, path
 
