@@ -411,9 +411,19 @@ def describe(value) -> str:
     return type(value).__name__
 
 
-def check(task: str, root: Path) -> dict:
+def describe_messages(messages: list[dict]) -> list[str]:
+    """The parts of chat messages: ``type`` and a short form of each url or text."""
+    return [f"{part['type']}: " + (repr(part["text"][:40]) if part["type"] == "text" else describe(part["url"]))
+            for message in messages for part in message["content"]]
+
+
+def check(task: str, root: Path, chat: bool = False) -> dict:
     """Build ``task``'s local copy under ``root``, load it through lmms-eval's real config and
-    utils, make the first two requests and score a canned reply. Returns what it saw."""
+    utils, make the first two requests and score a canned reply. Returns what it saw.
+
+    ``chat`` builds the task as lmms-eval does for a chat model (``ConfigurableMessagesTask``):
+    requests then carry ``doc_to_messages`` (the task's own, or lmms-eval's automatic one from
+    doc_to_visual + doc_to_text), whose parts are printed."""
     copy = BUILDERS[task](root / "data")
     if copy.hf_home is not None:  # the utils read $HF_HOME when lmms-eval imports them
         os.environ["HF_HOME"] = str(copy.hf_home)
@@ -424,11 +434,17 @@ def check(task: str, root: Path) -> dict:
     from lmms_eval.tasks import TaskManager, get_task_dict
 
     manager = TaskManager("WARNING", include_path=[str(path.parent)], include_defaults=False)
-    built = get_task_dict([name], manager)[name]
+    built = get_task_dict([name], manager, task_type="chat" if chat else "simple")[name]
     built.build_all_requests(limit=2, rank=0, world_size=1)
     split = built.config.test_split
     seen = {"task": task, "requests": []}
     for instance in built.instances[:2]:
+        if chat:
+            context, doc_to_messages, gen_kwargs, doc_id, task_name, split_name = instance.arguments
+            parts = describe_messages(doc_to_messages(built.test_docs()[doc_id]))
+            print(f"-- chat request doc_id={doc_id}: doc_to_messages -> {parts}", flush=True)
+            seen["requests"].append({"doc_id": doc_id, "context": context, "parts": parts})
+            continue
         context, gen_kwargs, doc_to_visual, doc_id, task_name, split_name = instance.arguments
         doc = built.test_docs()[doc_id]
         visuals = doc_to_visual(doc)
@@ -451,6 +467,7 @@ def check(task: str, root: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", metavar="TASK", required=True, help=f"one of {sorted(BUILDERS)} or 'all'")
+    parser.add_argument("--chat", action="store_true", help="build the task as for a chat model (doc_to_messages)")
     parser.add_argument("--keep", type=Path, help="build under this folder (default: a temporary one)")
     args = parser.parse_args(argv)
     from faultline_eval.core.offline import use_offline_defaults
@@ -462,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix=f"wrapcheck_{task}_") as scratch:
             root = (args.keep / task) if args.keep else Path(scratch)
             try:
-                check(task, root)
+                check(task, root, chat=args.chat)
             except Exception as exc:  # report each task's obstacle and go on with the next one
                 failed.append(task)
                 print(f"!! {task}: {type(exc).__name__}: {exc}", flush=True)
