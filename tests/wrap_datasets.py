@@ -210,8 +210,7 @@ def build_omni_bench(root: Path, n: int = 3) -> LocalCopy:
     """lmms-lab-audio/Omni_Bench_fix, split ``train``: ``image`` (Image) and ``audio`` (Audio)
     columns; ``options`` are bare texts and ``answer`` is the correct option's text. Reuses the
     project's existing fixture (tests/fixtures.py), written as hub-layout parquet."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from fixtures import omni_bench_fixture
+    from fixtures import omni_bench_fixture  # tests/ is on sys.path under pytest and when run as a script
 
     folder = omni_bench_fixture(root / "omni_bench", n)
     return LocalCopy("omni_bench", folder, {}, None, audio_column=True)
