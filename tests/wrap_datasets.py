@@ -65,12 +65,13 @@ class LocalCopy:
 
 # --- synthetic media ------------------------------------------------------------------------------
 
+
 def colour_frame(colour: str, height: int = CLIP_SIZE[0], width: int = CLIP_SIZE[1], shade: int = 0) -> np.ndarray:
     """A flat ``colour`` frame with a white square whose position encodes ``shade`` (frames differ)."""
     frame = np.empty((height, width, 3), np.uint8)
     frame[:] = COLOURS[colour]
     x = (4 + 6 * shade) % max(1, width - 12)
-    frame[4:14, x:x + 10] = 255
+    frame[4:14, x : x + 10] = 255
     return frame
 
 
@@ -153,26 +154,38 @@ def build_worldsense(root: Path, n: int = 4) -> LocalCopy:
         video_path = f"videos/ws_{i:03d}.mp4"
         write_clip_file(hf_home / "WorldSense" / video_path, colour, hz=HIGH_HZ if i % 2 else LOW_HZ)
         words = [colour, "purple", "orange", "black"]
-        rows.append({
-            "index": i,
-            "video_path": video_path,
-            "subtitle_path": f"subtitles/ws_{i:03d}.srt",
-            "question": f"Which colour fills the frames, and is the tone high? (item {i})",
-            "candidates": _options(0, words, lettered=True),
-            "answer": "A",
-            "task_type": "Attribute Recognition",
-            "task_domain": "Daily Life",
-            "duration": "<1min",
-            "audio_class": ["Event Sound"] if i % 2 else ["Speech", "Music"],
-        })
+        rows.append(
+            {
+                "index": i,
+                "video_path": video_path,
+                "subtitle_path": f"subtitles/ws_{i:03d}.srt",
+                "question": f"Which colour fills the frames, and is the tone high? (item {i})",
+                "candidates": _options(0, words, lettered=True),
+                "answer": "A",
+                "task_type": "Attribute Recognition",
+                "task_domain": "Daily Life",
+                "duration": "<1min",
+                "audio_class": ["Event Sound"] if i % 2 else ["Speech", "Music"],
+            }
+        )
     import datasets
 
-    features = _features(index=datasets.Value("int64"), video_path=_str(), subtitle_path=_str(), question=_str(),
-                         candidates=_strings(), answer=_str(), task_type=_str(), task_domain=_str(),
-                         duration=_str(), audio_class=_strings())
+    features = _features(
+        index=datasets.Value("int64"),
+        video_path=_str(),
+        subtitle_path=_str(),
+        question=_str(),
+        candidates=_strings(),
+        answer=_str(),
+        task_type=_str(),
+        task_domain=_str(),
+        duration=_str(),
+        audio_class=_strings(),
+    )
     save_split(root / "dataset", "test", rows, features)
-    return LocalCopy("worldsense", root / "dataset",
-                     {"load_from_disk": True, "video": True, "cache_dir": "WorldSense"}, hf_home)
+    return LocalCopy(
+        "worldsense", root / "dataset", {"load_from_disk": True, "video": True, "cache_dir": "WorldSense"}, hf_home
+    )
 
 
 def build_av_odyssey(root: Path, n: int = 4) -> LocalCopy:
@@ -194,16 +207,38 @@ def build_av_odyssey(root: Path, n: int = 4) -> LocalCopy:
             data_type, image, video = "video", [], [f"video/avo_{i:03d}_1.mp4"]
             write_clip_file(cache / video[0], colour, with_audio=False)
             question = f"[video1] [audio1] Does the sound match the video? (item {i})"
-        rows.append({
-            "question_id": f"avo_{i:03d}", "subfield": "Timbre" if i % 2 else "Tone", "question": question,
-            "options": _options(1, ["yes", "no", "maybe", "cannot tell"], lettered=True), "answer": "B",
-            "data_type": data_type, "image_path": image, "video_path": video, "audio_path": audio,
-        })
-    features = _features(question_id=_str(), subfield=_str(), question=_str(), options=_strings(), answer=_str(),
-                         data_type=_str(), image_path=_strings(), video_path=_strings(), audio_path=_strings())
+        rows.append(
+            {
+                "question_id": f"avo_{i:03d}",
+                "subfield": "Timbre" if i % 2 else "Tone",
+                "question": question,
+                "options": _options(1, ["yes", "no", "maybe", "cannot tell"], lettered=True),
+                "answer": "B",
+                "data_type": data_type,
+                "image_path": image,
+                "video_path": video,
+                "audio_path": audio,
+            }
+        )
+    features = _features(
+        question_id=_str(),
+        subfield=_str(),
+        question=_str(),
+        options=_strings(),
+        answer=_str(),
+        data_type=_str(),
+        image_path=_strings(),
+        video_path=_strings(),
+        audio_path=_strings(),
+    )
     save_split(root / "dataset", "test", rows, features)
-    return LocalCopy("av_odyssey", root / "dataset",
-                     {"load_from_disk": True, "video": True, "cache_dir": "AV_Odyssey"}, hf_home, reply="B")
+    return LocalCopy(
+        "av_odyssey",
+        root / "dataset",
+        {"load_from_disk": True, "video": True, "cache_dir": "AV_Odyssey"},
+        hf_home,
+        reply="B",
+    )
 
 
 def build_omni_bench(root: Path, n: int = 3) -> LocalCopy:
@@ -226,19 +261,38 @@ def build_videomme(root: Path, n: int = 4) -> LocalCopy:
         colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
         video_id = f"yt{i:09d}"
         write_clip_file(hf_home / "videomme" / "data" / f"{video_id}.mp4", colour)
-        rows.append({
-            "video_id": f"{i + 1:03d}", "duration": "short", "domain": "Life Record", "sub_category": "Daily Life",
-            "url": f"https://www.youtube.com/watch?v={video_id}", "videoID": video_id,
-            "question_id": f"{i + 1:03d}-1", "task_type": "Attribute Perception",
-            "question": f"What colour are the frames? (item {i})",
-            "options": _options(0, [colour, "purple", "orange", "black"], lettered=True), "answer": "A",
-        })
-    features = _features(video_id=_str(), duration=_str(), domain=_str(), sub_category=_str(), url=_str(),
-                         videoID=_str(), question_id=_str(), task_type=_str(), question=_str(), options=_strings(),
-                         answer=_str())
+        rows.append(
+            {
+                "video_id": f"{i + 1:03d}",
+                "duration": "short",
+                "domain": "Life Record",
+                "sub_category": "Daily Life",
+                "url": f"https://www.youtube.com/watch?v={video_id}",
+                "videoID": video_id,
+                "question_id": f"{i + 1:03d}-1",
+                "task_type": "Attribute Perception",
+                "question": f"What colour are the frames? (item {i})",
+                "options": _options(0, [colour, "purple", "orange", "black"], lettered=True),
+                "answer": "A",
+            }
+        )
+    features = _features(
+        video_id=_str(),
+        duration=_str(),
+        domain=_str(),
+        sub_category=_str(),
+        url=_str(),
+        videoID=_str(),
+        question_id=_str(),
+        task_type=_str(),
+        question=_str(),
+        options=_strings(),
+        answer=_str(),
+    )
     save_split(root / "dataset", "test", rows, features)
-    return LocalCopy("videomme", root / "dataset",
-                     {"load_from_disk": True, "video": True, "cache_dir": "videomme"}, hf_home)
+    return LocalCopy(
+        "videomme", root / "dataset", {"load_from_disk": True, "video": True, "cache_dir": "videomme"}, hf_home
+    )
 
 
 #: mvbench sub-task -> its folder under the cache (mvbench/utils.py DATA_LIST, two of twenty).
@@ -256,12 +310,24 @@ def build_mvbench(root: Path, n: int = 4, sub_task: str = "action_antonym") -> L
         name = f"mv_{i:03d}.mp4"
         write_clip_file(hf_home / "mvbench_video" / MVBENCH_FOLDERS[sub_task] / name, colour, with_audio=False)
         candidates = [f"moving {colour}", "standing still", "not sure"]
-        rows.append({"video": name, "question": f"What is the square doing? (item {i})", "candidates": candidates,
-                     "answer": candidates[0]})
-    save_split(root / "dataset", "train", rows, _features(video=_str(), question=_str(), candidates=_strings(),
-                                                          answer=_str()))
-    return LocalCopy(f"mvbench_{sub_task}", root / "dataset",
-                     {"load_from_disk": True, "video": True, "cache_dir": "mvbench_video"}, hf_home, reply="(A)")
+        rows.append(
+            {
+                "video": name,
+                "question": f"What is the square doing? (item {i})",
+                "candidates": candidates,
+                "answer": candidates[0],
+            }
+        )
+    save_split(
+        root / "dataset", "train", rows, _features(video=_str(), question=_str(), candidates=_strings(), answer=_str())
+    )
+    return LocalCopy(
+        f"mvbench_{sub_task}",
+        root / "dataset",
+        {"load_from_disk": True, "video": True, "cache_dir": "mvbench_video"},
+        hf_home,
+        reply="(A)",
+    )
 
 
 def save_audio_split(folder: Path, split: str, rows: list[dict], columns: dict) -> Path:
@@ -305,22 +371,42 @@ def decoded_audio(dataset):
 def build_clotho_aqa(root: Path, n: int = 4) -> LocalCopy:
     """lmms-lab-audio/ClothoAQA config ``clotho_aqa``, split ``clotho_aqa_test_filtered``: an
     Audio column, a free-text ``question`` and a one-word ``answer`` (exact_match, no process_results)."""
-    rows = [{"audio": {"bytes": wav_bytes(tone(1.0, HIGH_HZ if i % 2 else LOW_HZ)), "path": f"clotho_{i:03d}.wav"},
-             "question": f"Is the tone high? (item {i})", "answer": "yes" if i % 2 else "no"} for i in range(n)]
+    rows = [
+        {
+            "audio": {"bytes": wav_bytes(tone(1.0, HIGH_HZ if i % 2 else LOW_HZ)), "path": f"clotho_{i:03d}.wav"},
+            "question": f"Is the tone high? (item {i})",
+            "answer": "yes" if i % 2 else "no",
+        }
+        for i in range(n)
+    ]
     save_audio_split(root / "dataset", "clotho_aqa_test_filtered", rows, {"question": _str(), "answer": _str()})
-    return LocalCopy("clotho_aqa_test", root / "dataset", {"load_from_disk": True}, None, reply="yes",
-                     audio_column=True)
+    return LocalCopy(
+        "clotho_aqa_test", root / "dataset", {"load_from_disk": True}, None, reply="yes", audio_column=True
+    )
 
 
 def build_librispeech(root: Path, n: int = 4) -> LocalCopy:
     """lmms-lab-audio/librispeech config ``librispeech_test_clean``, split of the same name: an
     Audio column, the transcript ``gt``, ``source`` and ``task`` ("asr_en": the WER aggregation
     reads the language from ``task[4:]``)."""
-    rows = [{"audio": {"bytes": wav_bytes(tone(1.0)), "path": f"ls_{i:03d}.flac"}, "gt": f"HELLO WORLD NUMBER {i}",
-             "source": "librispeech_test_clean", "task": "asr_en"} for i in range(n)]
+    rows = [
+        {
+            "audio": {"bytes": wav_bytes(tone(1.0)), "path": f"ls_{i:03d}.flac"},
+            "gt": f"HELLO WORLD NUMBER {i}",
+            "source": "librispeech_test_clean",
+            "task": "asr_en",
+        }
+        for i in range(n)
+    ]
     save_audio_split(root / "dataset", "librispeech_test_clean", rows, {"gt": _str(), "source": _str(), "task": _str()})
-    return LocalCopy("librispeech_test_clean", root / "dataset", {"load_from_disk": True}, None,
-                     reply="hello world number 0", audio_column=True)
+    return LocalCopy(
+        "librispeech_test_clean",
+        root / "dataset",
+        {"load_from_disk": True},
+        None,
+        reply="hello world number 0",
+        audio_column=True,
+    )
 
 
 def build_mme(root: Path, n_images: int = 2) -> LocalCopy:
@@ -333,11 +419,21 @@ def build_mme(root: Path, n_images: int = 2) -> LocalCopy:
         colour = COLOUR_NAMES[i]
         image = {"bytes": png_bytes(colour_frame(colour, 96, 128)), "path": None}
         for asked, answer in ((colour, "Yes"), ("purple", "No")):
-            rows.append({"question_id": f"color/{i:04d}.png", "image": image,
-                         "question": f"Is the background {asked}? Please answer yes or no.", "answer": answer,
-                         "category": "color"})
-    save_split(root / "dataset", "test", rows,
-               _features(question_id=_str(), image=datasets.Image(), question=_str(), answer=_str(), category=_str()))
+            rows.append(
+                {
+                    "question_id": f"color/{i:04d}.png",
+                    "image": image,
+                    "question": f"Is the background {asked}? Please answer yes or no.",
+                    "answer": answer,
+                    "category": "color",
+                }
+            )
+    save_split(
+        root / "dataset",
+        "test",
+        rows,
+        _features(question_id=_str(), image=datasets.Image(), question=_str(), answer=_str(), category=_str()),
+    )
     return LocalCopy("mme", root / "dataset", {"load_from_disk": True}, None, reply="Yes")
 
 
@@ -354,6 +450,7 @@ BUILDERS: dict[str, Callable[[Path], LocalCopy]] = {
 
 
 # --- the proof: the real task config reads the copy and makes requests -------------------------------
+
 
 def base_yaml(task: str) -> Path:
     """The installed YAML that defines ``task`` (found without indexing all ~1,700 built-in names;
@@ -405,8 +502,11 @@ def describe(value) -> str:
 
 def describe_messages(messages: list[dict]) -> list[str]:
     """The parts of chat messages: ``type`` and a short form of each url or text."""
-    return [f"{part['type']}: " + (repr(part["text"][:40]) if part["type"] == "text" else describe(part["url"]))
-            for message in messages for part in message["content"]]
+    return [
+        f"{part['type']}: " + (repr(part["text"][:40]) if part["type"] == "text" else describe(part["url"]))
+        for message in messages
+        for part in message["content"]
+    ]
 
 
 def check(task: str, root: Path, chat: bool = False) -> dict:
@@ -440,8 +540,11 @@ def check(task: str, root: Path, chat: bool = False) -> dict:
         context, gen_kwargs, doc_to_visual, doc_id, task_name, split_name = instance.arguments
         doc = built.test_docs()[doc_id]
         visuals = doc_to_visual(doc)
-        print(f"-- request doc_id={doc_id} task={task_name} split={split_name}\n   context={context!r}\n"
-              f"   gen_kwargs={gen_kwargs}\n   doc_to_visual -> {[describe(v) for v in visuals]}", flush=True)
+        print(
+            f"-- request doc_id={doc_id} task={task_name} split={split_name}\n   context={context!r}\n"
+            f"   gen_kwargs={gen_kwargs}\n   doc_to_visual -> {[describe(v) for v in visuals]}",
+            flush=True,
+        )
         seen["requests"].append({"doc_id": doc_id, "context": context, "visuals": [describe(v) for v in visuals]})
     docs = [built.dataset_no_image[split][i] for i in range(len(built.instances[:2]))]
     if task == "mme":  # MME's aggregation needs both questions of an image
