@@ -35,7 +35,7 @@ from faultline_eval.core.trial import C3POTrial
 from faultline_eval.tasks import video_frame_parts
 from faultline_eval.tasks.c3po_grading import grader, trial_record
 from faultline_eval.tasks.c3po_settings import task_settings
-from faultline_eval.tasks.sceval_task import excluded_trials, functions_by_name, invalid_count, record_exclusions
+from faultline_eval.tasks.task_hooks import excluded_trials, functions_by_name, invalid_count, record_exclusions
 
 # --- docs ---------------------------------------------------------------------------------------
 

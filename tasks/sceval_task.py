@@ -16,7 +16,6 @@ import collections
 import functools
 import json
 import math
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -33,6 +32,7 @@ from faultline_eval.core.accuracy import mean_over_samples, worst_repeat_accurac
 from faultline_eval.core.intake import bad_input_policy, decode_problem, refuse
 from faultline_eval.core.trial import SCEvalTrial
 from faultline_eval.tasks import video_frame_parts
+from faultline_eval.tasks.task_hooks import excluded_trials, functions_by_name, invalid_count, record_exclusions
 from sceval_plugin import no_option_control as no_option
 from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition, catalogue
@@ -45,16 +45,6 @@ from sceval_plugin.parsing import INVALID_CATEGORIES, ParsedAnswer, parse_answer
 from sceval_plugin.render import Trial, control_not_applicable, render, reorder_options
 
 # --- docs ---------------------------------------------------------------------------------------
-
-_ledger_lock = threading.Lock()
-#: task key (an SCEval condition id, ``c3po:<selector>``) -> Counter of exclusion reasons, read
-#: by the excluded_trials aggregation.
-EXCLUDED: dict[str, collections.Counter] = {}
-
-
-def record_exclusions(key: str, reasons: collections.Counter) -> None:
-    with _ledger_lock:
-        EXCLUDED[key] = reasons
 
 
 def _item_json(item: OmniItem) -> str:
@@ -193,24 +183,6 @@ def process_docs(dataset: Any, condition_id: str) -> Any:
     if not rows:
         raise SourceError(f"sceval {condition_id}: every trial is excluded ({dict(excluded)}); nothing to evaluate")
     return datasets.Dataset.from_list(rows)
-
-
-def functions_by_name(prefix: str, function: Callable[[Any, str], Any]) -> Callable[[str], Callable[[Any], Any]]:
-    """A module ``__getattr__`` answering ``<prefix><key>`` with ``function(dataset, key)``:
-    lmms-eval's process_docs gets no config, so the key travels in the function's name."""
-
-    def module_getattr(name: str) -> Callable[[Any], Any]:
-        if not name.startswith(prefix):
-            raise AttributeError(name)
-        key = name[len(prefix) :]
-
-        def bound(dataset: Any) -> Any:
-            return function(dataset, key)
-
-        bound.__name__ = bound.__qualname__ = name
-        return bound
-
-    return module_getattr
 
 
 #: ``process_docs__<condition id>``
@@ -438,14 +410,6 @@ def valid_trials(items: list[dict]) -> int:
     return int(_scored(items)["correct"].notna().sum())
 
 
-def invalid_count(category: str) -> Callable[[list], int]:
-    def count(items: list) -> int:
-        return sum(it == category for it in items)
-
-    count.__name__ = f"invalid_{category}"
-    return count
-
-
 invalid_api_failure = invalid_count("api_failure")
 invalid_parse_failure = invalid_count("parse_failure")
 invalid_refusal = invalid_count("refusal")
@@ -456,12 +420,6 @@ def stress_only_trials(items: list[dict]) -> int:
     """Trials run on stress-only cells (interpretable, original gold not preserved; Appendix D):
     recorded, but outside every other metric of the task."""
     return sum(SCEvalTrial.from_json(it).cohort == STRESS_ONLY for it in items)
-
-
-def excluded_trials(items: list[str]) -> int:
-    """Trials the manifest, unreadable media or bad records removed (items are ledger keys)."""
-    with _ledger_lock:
-        return sum(sum(EXCLUDED.get(k, {}).values()) for k in set(items))
 
 
 #: The metrics whose per-sample value is the trial entry.
