@@ -77,7 +77,11 @@ def shoot(site: Path, out: Path, chromium: str, query: str) -> list[Path]:
                 page.goto(address)
                 page.wait_for_load_state("load")
                 written.append(out / f"{name}-{kind}.png")
-                page.screenshot(path=written[-1], full_page=name.endswith("overview") is False)
+                # the whole page, down to 3,000 px (a sample page of 69 conditions is far longer)
+                height = min(3000, page.evaluate("document.documentElement.scrollHeight"))
+                page.screenshot(
+                    path=written[-1], full_page=True, clip={"x": 0, "y": 0, "width": width, "height": height}
+                )
             page.goto((site / "index.html").as_uri())
             page.fill("#fl-search", query)  # the search box over the whole site
             page.wait_for_selector("#fl-results li")

@@ -532,8 +532,8 @@ def test_c3po_report_numbers_link_their_trials_and_two_folders_stay_two_runs(sit
 def report_links(overview: Path) -> dict[str, dict[str, list[tuple[str, str]]]]:
     """Per report table (caption start) and row (first cell): each linked number and its address."""
     found: dict = {}
-    for table in overview.read_text().split('<table class="report">')[1:]:
-        caption = re.search(r"<caption>(.*?)</caption>", table).group(1)
+    for table in overview.read_text().split('<div class="report-table">')[1:]:
+        caption = re.search(r'<p class="caption">(.*?)</p>', table).group(1)
         for row in re.findall(r"<tr>(.*?)</tr>", table.split("</table>")[0])[1:]:
             cells = re.findall(r"<td>(.*?)</td>", row)
             links = [

@@ -97,7 +97,7 @@ def pager(kind: str, previous: str | None, position: str, following: str | None)
     ahead = f'<a class="button" rel="next" href="{esc(following)}">next {kind} →</a>' if following else ""
     return (
         f'<p class="pager">{back} <span class="muted">{esc(position)}</span> {ahead} '
-        f'<span class="muted keys">(keys ← → {"and j k" if kind != "sample" else ""})</span></p>'
+        f'<span class="muted keys">(keys ← →{", j k: sections" if kind == "sample" else ", j k"})</span></p>'
     )
 
 
@@ -209,9 +209,9 @@ def markdown_table(text: str, trials: dict | None = None, href: Callable[[dict],
         + "</tr>"
         for i, r in enumerate(rows[1:])
     )
-    return (
-        f'<div class="scroll"><table class="report"><caption>{esc(caption)}</caption><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div>"
+    return (  # the caption outside the scroll box: it wraps at the page's width, not the table's
+        f'<div class="report-table"><p class="caption">{esc(caption)}</p><div class="scroll"><table class="report">'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></div>"
     )
 
 
@@ -221,18 +221,21 @@ HEADLINE_TABLES = ("panel", "diagnostics", "controls", "overall", "tier_table")
 #: What each report figure shows, by name; a caption the report writes (``report.json``
 #: ``figure_captions``: name -> caption) replaces it.
 FIGURE_CAPTIONS = {
-    "severity_curves": "Accuracy against severity for each single-modality operator: how fast each channel breaks.",
-    "joint_scatter": "Joint-corruption drop against the drop of the weakest single corruption of the same "
-    "modalities: points above the diagonal are fault lines (the pair hurts more than its parts).",
-    "drop_heatmap": "Drop from clean (pp) for every joint corruption, by operator pair and modality block.",
+    "severity_curves": "Accuracy against severity for each single-modality operator, per channel: how fast "
+    "each channel breaks.",
+    "drop_heatmap": "Drop from clean (pp) of each single-modality operator at severity 70, per model: where "
+    "models break.",
+    "joint_scatter": "Drop from clean of each joint corruption against its total severity, by modality "
+    "combination: which combinations break models sooner than their severity predicts.",
     "probe_desync": "Accuracy as the audio is shifted against the frames (desync probe).",
     "probe_frame_budget": "Accuracy against the number of frames sent (frame-budget probe).",
     "probe_key_frame": "Accuracy by where the key frame sits in the clip (key-frame probe).",
     "template_accuracy": "Accuracy per C³PO template, in the paper's order.",
     "tier_accuracy": "Accuracy per composition tier.",
-    "failure_modes": "How wrong answers fail: the failure-mode share of each model.",
-    "dominance_split": "Which modality a wrong answer followed (modality dominance).",
-    "difficulty": "How many models answer each item: the item difficulty histogram.",
+    "failure_modes": "How wrong answers fail: the share of each failure mode among the wrong answers, per template.",
+    "dominance_split": "Which modality a wrong answer followed (modality dominance) against incomplete fusion, "
+    "per model.",
+    "difficulty": "How hard the items are: the number of items at each difficulty score, by category.",
 }
 
 
@@ -460,9 +463,11 @@ class SiteWriter:
                 media = f"<h3>sent</h3>{media}"
             else:
                 shown, media = top_shown, ""
-            text = ""
-            if shown is not None:
-                text = word_diff(top_shown.text, shown.text) if s.renderer.clean and top_shown else esc(shown.text)
+            text, diffed = "", " (against clean: inserted, deleted)" if s.renderer.clean and top_shown else ""
+            if shown is not None and top_shown is not None and shown.text == top_shown.text:
+                text, diffed = "", f": as the {top_label} above"  # not repeated
+            elif shown is not None:
+                text = word_diff(top_shown.text, shown.text) if diffed else esc(shown.text)
             system = (
                 f'<details class="system"><summary>system prompt</summary><pre class="system">{esc(shown.system)}'
                 f"</pre></details>"
@@ -470,6 +475,8 @@ class SiteWriter:
                 else ""
             )
             notes = "; ".join(shown.notes) if shown is not None and shown.notes else ""
+            about = s.renderer.describe(cell)
+            sent_text = f'<pre class="text">{text}</pre>' if text else ""
             by_model = {r.model: r for r in g.itertuples()}
             cards = "".join(
                 self._card(s, by_model[m], records[(m, cell, sample, variant)]) for m in present if m in by_model
@@ -480,13 +487,12 @@ class SiteWriter:
                 for m in present
                 if m in by_model
             )
-            diffed = " (against clean: inserted, deleted)" if s.renderer.clean and top_shown else ""
             parts.append(
                 f'<section class="trial" id="{slug(f"{cell}-{variant}")}"><details open><summary><h2>'
                 f"{esc(s.cell_label)} {esc(s.renderer.name(cell))}, {esc(s.variant_label)} {esc(variant)} {verdicts}"
                 f'</h2></summary><p class="muted"><a href="../cells/{slug(cell)}.html">all trials of this '
-                f"{esc(s.cell_label)}</a> · {esc(s.renderer.describe(cell))}{' — ' + esc(notes) if notes else ''}"
-                f'</p>{media}<h3>text sent{diffed}</h3>{system}<pre class="text">{text}</pre>'
+                f"{esc(s.cell_label)}</a>{' · ' + esc(about) if about else ''}{' — ' + esc(notes) if notes else ''}"
+                f"</p>{media}<h3>text sent{diffed}</h3>{system}{sent_text}"
                 f'<div class="cards">{cards}</div></details></section>'
             )
         return "\n".join(parts)
@@ -630,7 +636,10 @@ class SiteWriter:
             written = json.loads(report_json.read_text(encoding="utf-8")).get("figure_captions")
             captions.update(written if isinstance(written, dict) else {})
         figures = []
-        for png in sorted(s.report_dir.glob("*.png"), key=lambda p: (p.stem not in captions, p.stem)):
+        known = list(captions)  # the captions' order: the story's (curves, then where and how models break)
+        for png in sorted(
+            s.report_dir.glob("*.png"), key=lambda p: (known.index(p.stem) if p.stem in known else len(known), p.stem)
+        ):
             shutil.copyfile(png, self.out / s.name / "figures" / png.name)
             figures.append(
                 f'<figure class="figure"><a href="figures/{esc(png.name)}"><img src="figures/{esc(png.name)}"'
