@@ -171,11 +171,23 @@ def test_a_sample_page_shows_sent_and_clean_media_the_diff_and_every_model(site)
     out, _, _ = site
     page = max((out / "sceval" / "samples").glob("*.html"), key=lambda p: p.read_text().count('class="trial"'))
     text = page.read_text()
+    # the clean item's media once, at the top, before the (folded) verdict matrix
+    item = text.split('<section class="item"')[1].split("</section>")[0]
+    assert "<h2>clean item</h2>" in item and item.count("<audio") == 1 and "<img" in item
+    assert text.index('<section class="item"') < text.index('<details class="fold" id="verdicts">')
     section = text.split('id="' + next(i for i in parsed(page).ids if i.startswith("single_drop_words_t70")))[1]
     section = section.split('<section class="trial"')[0]
-    assert "<del>" in section and "<h3>clean</h3>" in section and "<audio" in section
-    assert section.count('class="card ') == 2 and "guesser" in section and "sceval_reference" in section
-    assert "raw reply" in section and "parsed answer" in section and "gold" in section
+    assert "<del>" in section and section.count("<audio") == 1  # what was sent; the clean clip is not repeated
+    assert section.count('class="card ') == 2 and "raw reply" in section and "parsed answer" in section
+    # the cards in the verdict matrix's column order
+    matrix = text.split('<table class="matrix">')[1].split("</thead>")[0]
+    assert matrix.index("guesser") < matrix.index("sceval_reference")
+    assert section.index("<h4>guesser</h4>") < section.index("<h4>sceval_reference</h4>")
+    # the system prompt among the text sent
+    assert '<summary>system prompt</summary><pre class="system">' in section
+    doc = task.build_rows(catalogue().get("single_drop_words_t70"))[0][0]
+    [system] = [m["content"][0]["text"] for m in task.doc_to_messages(doc) if m["role"] == "system"]
+    assert system and system in html.unescape(section)
 
 
 def test_media_are_the_trial_the_task_rendered(site):
@@ -398,7 +410,10 @@ def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     overview = (tmp_path / "report" / "html" / "sceval" / "index.html").read_text()
-    assert "report tables" in overview and "Missing-modality" in overview and "not correct (wrong" in overview
+    assert "headline tables" in overview and "Missing-modality" in overview and "not correct (wrong" in overview
+    # the story first: the headline tables (Table 8 first), then the runs, then the folded rest
+    assert overview.index("Lightweight panel (Table 8)") < overview.index('id="runs"') < overview.index('id="cells"')
+    assert overview.index('id="cells"') < overview.index('<details class="fold" id="tables">')
     assert not (tmp_path / "report" / "html" / "c3po").exists()
     tables = report_links(tmp_path / "report" / "html" / "sceval" / "index.html")
     assert (tmp_path / "report" / "controls.trials.json").is_file()
