@@ -55,13 +55,17 @@ def guesser(doc: dict) -> str:
     return json.dumps({"answer": "ABCD"[len(doc["row_id"]) % 4], "confidence": "low"})
 
 
-def write_sceval_logs(root: Path, models: dict) -> None:
+def write_sceval_logs(
+    root: Path, models: dict, conditions: list[str] = CONDITIONS, results: dict | None = None
+) -> None:
     """lmms-eval-shaped logs of each ``model -> answer(doc)``, written by the task's own functions
-    (as tests/test_report.py does), one folder per model."""
+    (as tests/test_report.py does), one folder per model; ``results``: more of each results JSON."""
     for model in models:
         (root / model).mkdir(parents=True)
-        (root / model / "20261201_120000_results.json").write_text(json.dumps({"config": {"model": model}}))
-    for cid in CONDITIONS:
+        (root / model / "20261201_120000_results.json").write_text(
+            json.dumps({**(results or {}), "config": {**(results or {}).get("config", {}), "model": model}})
+        )
+    for cid in conditions:
         rows = task.build_rows(catalogue().get(cid))[0][:6]
         for model, answer in models.items():
             lines = []

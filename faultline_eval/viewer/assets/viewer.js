@@ -100,15 +100,21 @@
     var link = document.querySelector('.pager a[rel="' + rel + '"]');
     if (link) location.href = link.href;
   }
-  function step(direction) {  // the next (1) or previous (-1) trial section below/above the top of the view
+  function step(direction) {  // the next (1) or previous (-1) trial section of a sample page
     var sections = Array.prototype.slice.call(document.querySelectorAll("section.trial"));
     if (!sections.length) return follow(direction > 0 ? "next" : "prev");
-    var top = window.scrollY + 2, target = null;
-    sections.forEach(function (s) {
-      var y = s.getBoundingClientRect().top + window.scrollY;
-      if (direction > 0 && y > top + 1 && !target) target = s;
-      if (direction < 0 && y < top - 1) target = s;
-    });
+    // from the section the address names (the last one stepped to), else from the top of the view
+    var named = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    var at = sections.indexOf(named), target;
+    if (at >= 0) target = sections[at + direction];
+    else {
+      var top = window.scrollY + 2;
+      sections.forEach(function (s) {
+        var y = s.getBoundingClientRect().top + window.scrollY;
+        if (direction > 0 && y > top && !target) target = s;
+        if (direction < 0 && y < top - 1) target = s;
+      });
+    }
     if (!target) return;
     var details = target.querySelector("details");
     if (details) details.open = true;
