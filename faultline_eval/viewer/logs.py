@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from faultline_eval.core.identity import matching_source
-from faultline_eval.core.run_logs import model_label, results_for
+from faultline_eval.core.run_logs import model_label, results_for, versions_for
 from faultline_eval.viewer.budget import CORRECT
 
 
@@ -96,7 +96,8 @@ def run_info(results_file: Path | None, samples_files: list[Path]) -> dict:
     read from what the run already wrote: the model, its arguments and backend, lmms-eval's
     version, the date, the seeds, the wall time, and the token and cost totals lmms-eval counted
     (``efficiency``, ``usage``). Versions the results do not name (faultline-eval, torch) are
-    read from a ``<timestamp>_versions.json`` beside them when the run wrote one. Nothing here
+    read from :func:`~faultline_eval.core.run_logs.versions_for` when the run wrote it
+    (``faultline-eval`` does, after each run). Nothing here
     names a folder of this machine."""
     info: dict = {"logs": sorted({p.name for p in samples_files})}
     if results_file is None:
@@ -108,7 +109,7 @@ def run_info(results_file: Path | None, samples_files: list[Path]) -> dict:
     config = results.get("config") or {}
     overall = (results.get("efficiency") or {}).get("overall") or {}
     versions = {"lmms-eval": results.get("lmms_eval_version")}
-    extra = results_file.with_name(results_file.name.replace("_results.json", "_versions.json"))
+    extra = versions_for(results_file)
     if extra.is_file():
         versions.update(json.loads(extra.read_text(encoding="utf-8")))
     seeds = {k: config.get(k) for k in ("random_seed", "numpy_seed", "torch_seed") if config.get(k) is not None}
