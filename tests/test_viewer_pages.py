@@ -41,7 +41,7 @@ def site(tmp_path_factory):
         mp.setenv("C3PO_JUDGE", "exact")
         mp.setenv("SCEVAL_CACHE", str(root / "cache"))
         models = {"sceval_reference": lambda doc: answer_messages(task.doc_to_messages(doc)), "guesser": guesser}
-        write_sceval_logs(root / "logs", models, ["clean", "single_drop_words_t70"], RESULTS)
+        write_sceval_logs(root / "logs", models, ["clean", "bi_ta_drop_words_mute_t70_a50"], RESULTS)
         for model in models:
             (root / "logs" / model / "20261201_120000_versions.json").write_text(json.dumps(VERSIONS))
         write_c3po_logs(root / "logs" / "sceval_reference")
@@ -116,7 +116,7 @@ def test_arrow_keys_j_k_and_buttons_walk_samples_sections_and_cells(site, page):
     assert page.input_value("#fl-search") == "j" and page.url.split("#")[0] == walk[2].as_uri()
     # a cell page: the arrows and j / k walk the conditions (clean first, in the catalogue's order)
     cells = {p.read_text().split("<h1>")[1].split("</h1>")[0]: p for p in (site / "sceval" / "cells").glob("*.html")}
-    clean, drop = cells["SCEval: condition clean"], cells["SCEval: condition single_drop_words_t70"]
+    clean, drop = cells["SCEval: condition clean"], cells["SCEval: condition bi_ta_drop_words_mute_t70_a50"]
     page.goto(clean.as_uri())
     assert page.locator('.pager a[rel="prev"]').count() == 0
     page.keyboard.press("j")
@@ -134,7 +134,7 @@ def search_index(site: Path) -> list[list]:
 def test_one_search_box_finds_sample_ids_and_replies_across_the_site(site, page, query):
     rows = search_index(site)
     record = json.loads(
-        next((site.parent / "logs" / "guesser").glob("*_single_drop_words_t70.jsonl")).open().readline()
+        next((site.parent / "logs" / "guesser").glob("*_bi_ta_drop_words_mute_t70_a50.jsonl")).open().readline()
     )
     words = {
         "sample_id": record["sceval_record"]["sample_id"],
@@ -163,7 +163,7 @@ def test_one_search_box_finds_sample_ids_and_replies_across_the_site(site, page,
 
 
 def test_the_trial_count_says_n_of_m_after_a_filter(site, page):
-    cell = next((site / "sceval" / "cells").glob("single_drop_words_t70-*.html"))
+    cell = next((site / "sceval" / "cells").glob("bi_ta_drop_words_mute_t70_a50-*.html"))
     page.goto(cell.as_uri())
     assert page.inner_text("#shown-count") == "12 of 12 trial(s) shown"
     page.fill('#filters input[data-column="model"]', "guesser")
@@ -237,12 +237,11 @@ def test_run_panel_shows_each_runs_model_versions_seeds_tokens_and_failures(site
 @pytest.mark.parametrize("width", [1280, 390])
 def test_no_page_overflows_sideways_at_desktop_or_phone_width(site, browser, width):
     page = browser.new_page(viewport={"width": width, "height": 800})
-    cell = next((site / "sceval" / "cells").glob("single_drop_words_t70-*.html"))
     for address in [
         site / "index.html",
         site / "sceval" / "index.html",
         site / "c3po" / "index.html",
-        cell,
+        *(site / "sceval" / "cells").glob("*.html"),  # the longest condition id in a heading
         sample_pages(site)[0],
         next((site / "c3po" / "samples").glob("*.html")),
     ]:

@@ -465,7 +465,7 @@ class SiteWriter:
                 shown, media = top_shown, ""
             text, diffed = "", " (against clean: inserted, deleted)" if s.renderer.clean and top_shown else ""
             if shown is not None and top_shown is not None and shown.text == top_shown.text:
-                text, diffed = "", f": as the {top_label} above"  # not repeated
+                text, diffed = "", ": the same as above"  # not repeated
             elif shown is not None:
                 text = word_diff(top_shown.text, shown.text) if diffed else esc(shown.text)
             system = (
