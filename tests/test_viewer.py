@@ -98,23 +98,21 @@ def site(tmp_path_factory):
             {"sceval_reference": lambda doc: answer_messages(task.doc_to_messages(doc)), "guesser": guesser},
         )
         write_c3po_logs(root / "logs" / "sceval_reference")
-        done = subprocess.run(
-            [
-                str(BIN / "faultline"),
-                "view",
-                str(root / "logs"),
-                "-o",
-                str(root / "site"),
-                "--html-budget",
-                "per_cell=3,max_mb=20",
-            ],
-            capture_output=True,
-            text=True,
-            env=dict(os.environ),
-            timeout=300,
-        )
+        stdout = faultline_view(root / "logs", root / "site", "--html-budget", "per_cell=3,max_mb=20")
+    return root / "site", stdout, root
+
+
+def faultline_view(logs: Path, out: Path, *options: str) -> str:
+    """The real `faultline view` CLI on ``logs`` into ``out``; its standard output."""
+    done = subprocess.run(
+        [str(BIN / "faultline"), "view", str(logs), "-o", str(out), *options],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    return root / "site", done.stdout, root
+    return done.stdout
 
 
 class Links(HTMLParser):

@@ -8,13 +8,11 @@ once for the module (~10 s); each test drives one page of it."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
-from test_viewer import BIN, BROWSER_ARGS, CHROMIUM, guesser, write_c3po_logs, write_sceval_logs
+from test_viewer import BROWSER_ARGS, CHROMIUM, faultline_view, guesser, write_c3po_logs, write_sceval_logs
 
 from faultline_eval.model_wrappers.reference import answer_messages
 from faultline_eval.tasks import sceval_task as task
@@ -45,22 +43,7 @@ def site(tmp_path_factory):
         for model in models:
             (root / "logs" / model / "20261201_120000_versions.json").write_text(json.dumps(VERSIONS))
         write_c3po_logs(root / "logs" / "sceval_reference")
-        done = subprocess.run(
-            [
-                str(BIN / "faultline"),
-                "view",
-                str(root / "logs"),
-                "-o",
-                str(root / "site"),
-                "--html-budget",
-                "per_cell=3",
-            ],
-            capture_output=True,
-            text=True,
-            env=dict(os.environ),
-            timeout=300,
-        )
-    assert done.returncode == 0, done.stderr[-3000:]
+        faultline_view(root / "logs", root / "site", "--html-budget", "per_cell=3")
     return root / "site"
 
 
