@@ -249,6 +249,8 @@ class SiteWriter:
         self.out, self.budget = Path(out), budget
         self.media = MediaWriter(self.out, budget.max_mb * 1e6)
         self.summaries: list[dict] = []
+        self.rows: dict[str, pd.DataFrame] = {}  # section -> its trials, each with its sample-page link
+        self.overview_links: dict[str, list[tuple[str, str]]] = {}  # section -> (href, text) atop its overview
         self.nav: list[tuple[str, str]] = list(nav)
         # the search index: [benchmark, kind, sample, cell, model, text, address from the root]
         self.search: list[list] = []
@@ -282,6 +284,7 @@ class SiteWriter:
         ]
         rows["link"] = links
         rows = rows.drop(columns=[c for c in OPTIONAL_COLUMNS if c in rows and rows[c].isna().all()])
+        self.rows[s.name] = rows
         cells = s.renderer.order(list(rows["cell"].unique()))
         cell_pages = {c: slug(c) for c in cells}
         groups = dict(tuple(rows.groupby("cell", sort=False)))
@@ -575,6 +578,7 @@ class SiteWriter:
             f"<h1>{esc(s.title)}</h1>",
             f"<p>{len(rows)} trial(s) of {len(models)} model(s) in {len(cells)} {esc(s.cell_label)}(s). "
             f"Budget: {esc(self.budget.describe())}</p>",
+            *(f'<p><a href="{esc(href)}">{esc(text)}</a></p>' for href, text in self.overview_links.get(s.name, ())),
         ]
         if s.report_dir is not None:
             figures, headline, rest = self._report_parts(s, cell_pages)
