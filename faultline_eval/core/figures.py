@@ -29,10 +29,12 @@ class Figure:
     """One figure of a report: ``draw(stem)`` draws it to ``stem``.png and ``stem``.pdf (through
     :func:`save`) and returns the paths; the writer calls it with ``out / name``. ``draw`` must
     pickle (a module-level function or a :func:`functools.partial` of one) so that figures can
-    be drawn in other processes."""
+    be drawn in other processes. ``caption`` says what the figure shows (the report index and
+    the results viewer print it under the figure)."""
 
     name: str
     draw: Callable[[Path], list[Path]]
+    caption: str = ""
 
 
 def pyplot() -> ModuleType:

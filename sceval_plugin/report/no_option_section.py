@@ -115,6 +115,7 @@ def no_option_section(
             )
         )
     return Section(
+        title="No-option control",
         tables=found,
         notes=notes,
         numbers={

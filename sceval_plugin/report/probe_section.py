@@ -427,6 +427,7 @@ def probes_section(
         notes.append("probes: no stated confidence in the logs, so the calibration table is not written")
     drawings, more = _figures(table, metrics, figures)
     return Section(
+        title="Mechanism probes",
         tables=tables,
         figures=drawings,
         notes=notes + more,
