@@ -145,9 +145,7 @@ def _index(out: Path, report: Report, files: list[_Written]) -> str:
         lines += [f"- **{topic}**: {text}" for topic, text in conventions.items()] + [""]
     for section in report.sections:
         items: list[Table | Figure] = [*section.figures, *section.tables]
-        rows = [
-            f"| {', '.join(link(p) for p in by_item[id(i)])} | {_about(i)} |" for i in items if by_item.get(id(i))
-        ]
+        rows = [f"| {', '.join(link(p) for p in by_item[id(i)])} | {_about(i)} |" for i in items if by_item.get(id(i))]
         rows += [f"| {link(out / folder / INDEX)} | the same report for {folder} |" for folder in section.subreports]
         if rows:
             lines += [f"## {section.title or 'More'}", "", "| files | what it answers |", "|---|---|", *rows, ""]

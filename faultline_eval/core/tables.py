@@ -67,8 +67,7 @@ CONVENTIONS: dict[str, str] = {
     "report.json and the CSV files hold the signed fraction.",
     "difference": "Every other difference (a gap, an effect, Δint, an excess drop, a transfer Δ) is written "
     "signed, +x or -x pp; its caption says which way is better.",
-    "interval": "Intervals are 95% bootstrap intervals, [low, high], in the unit and sign of the number "
-    "before them.",
+    "interval": "Intervals are 95% bootstrap intervals, [low, high], in the unit and sign of the number before them.",
     "significance": "* p<.05, ** p<.01 after Holm's adjustment within the family the caption names.",
 }
 

@@ -598,9 +598,7 @@ def diagnostics_section(
     if options is not None and options.by_source:
         subreports, more = by_source_reports(trials, info, options, b=b, seed=seed, delta_single=delta_single)
         notes += more
-    return Section(
-        tables=tables, numbers=entries, notes=notes, subreports=subreports, title="Appendix-C diagnostics"
-    )
+    return Section(tables=tables, numbers=entries, notes=notes, subreports=subreports, title="Appendix-C diagnostics")
 
 
 def _table(

@@ -357,7 +357,13 @@ def _drop_bars(plt, models: list[str], ops: list[str], drops: np.ndarray, modali
             if start:
                 ax.axvline(start - 0.5, color="black", linewidth=0.8, linestyle=":")
             ax.text(
-                (start + end) / 2, 1.01, modality, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=9
+                (start + end) / 2,
+                1.01,
+                modality,
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=9,
             )
         ax.set_title(f"Where {models[0]} breaks: severity-70 drops", fontsize=10, pad=16)
     else:

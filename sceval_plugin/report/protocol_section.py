@@ -63,7 +63,9 @@ def figures_section(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[
     or every one unless ``drawn``, is listed in ``figures_skipped`` with its reason."""
     found = plots.figures(numbers, info, ops)
     if not drawn:
-        found = {name: (*rest, reason or "figures turned off (--no-figures)") for name, (*rest, reason) in found.items()}
+        found = {
+            name: (*rest, reason or "figures turned off (--no-figures)") for name, (*rest, reason) in found.items()
+        }
     skipped = {name: reason for name, (*_, reason) in found.items() if reason}
     return Section(
         figures=[
