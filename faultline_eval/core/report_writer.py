@@ -54,7 +54,8 @@ class Report:
     """The sections of one report folder, in order (the order the index lists them: the story
     first), and ``head``: report.json's first entries (the settings, the units-and-signs
     ``conventions``, the counts), before the notes. ``title`` heads the index; ``open_first``
-    names the tables and figures a reader should open first (those not written are left out)."""
+    names the files a reader should open first (``joint.md``, ``drop_heatmap.png``; those not
+    written are left out)."""
 
     head: Mapping[str, Any]
     sections: Sequence[Section]
@@ -125,17 +126,22 @@ def _about(item: Table | Figure) -> str:
     return " ".join(text.split()) or "(no description)"
 
 
-def _index(out: Path, report: Report, files: list[_Written]) -> str:
+def _index(out: Path, report: Report, written: list[_Written]) -> str:
     """``index.md``: open-first list, the units-and-signs legend, then every file by section."""
 
     def link(path: Path) -> str:
         name = path.relative_to(out).as_posix()
         return f"[{name}]({name})"
 
-    by_item = {id(item): paths for item, paths in files}
-    shown = {item.name: item for item, _ in files if not isinstance(item, str)}
+    def files(paths: list[Path]) -> str:
+        """The first file by name, the others (same stem) by their kind: ``a.md (csv, tex)``."""
+        rest = [f"[{p.name.split('.', 1)[-1]}]({p.relative_to(out).as_posix()})" for p in paths[1:]]
+        return link(paths[0]) + (f" ({', '.join(rest)})" if rest else "")
+
+    by_item = {id(item): paths for item, paths in written}
+    by_file = {paths[0].name: item for item, paths in written if paths and not isinstance(item, str)}
     lines = [f"# {report.title}: what each file answers", ""]
-    first = [shown[name] for name in report.open_first if name in shown]
+    first = [by_file[name] for name in report.open_first if name in by_file]
     if first:
         lines += ["## Open first", ""]
         lines += [f"{k}. {link(by_item[id(i)][0])}: {_about(i)}" for k, i in enumerate(first, 1)] + [""]
@@ -145,7 +151,7 @@ def _index(out: Path, report: Report, files: list[_Written]) -> str:
         lines += [f"- **{topic}**: {text}" for topic, text in conventions.items()] + [""]
     for section in report.sections:
         items: list[Table | Figure] = [*section.figures, *section.tables]
-        rows = [f"| {', '.join(link(p) for p in by_item[id(i)])} | {_about(i)} |" for i in items if by_item.get(id(i))]
+        rows = [f"| {files(by_item[id(i)])} | {_about(i)} |" for i in items if by_item.get(id(i))]
         rows += [f"| {link(out / folder / INDEX)} | the same report for {folder} |" for folder in section.subreports]
         if rows:
             lines += [f"## {section.title or 'More'}", "", "| files | what it answers |", "|---|---|", *rows, ""]

@@ -41,13 +41,13 @@ def _info_with_unknowns(trials: pd.DataFrame, info: dict[str, ConditionInfo]) ->
 COHORTS = ("gold_preserved", "stress", "all")
 #: The story first: where each model breaks (figures), then the headline tables.
 OPEN_FIRST = (
-    "severity_curves",
-    "drop_heatmap",
-    "joint_scatter",
-    "single_modality_s70",
-    "panel",
-    "joint",
-    "diagnostics",
+    "severity_curves.png",
+    "drop_heatmap.png",
+    "joint_scatter.png",
+    "single_modality_s70.md",
+    "panel.md",
+    "joint.md",
+    "diagnostics.md",
 )
 
 

@@ -657,6 +657,6 @@ def by_source_reports(
                 ),
             ],
             title=f"SCEval report, items of source {source!r} only",
-            open_first=("single_modality_s70", "panel", "joint", "diagnostics"),
+            open_first=("single_modality_s70.md", "panel.md", "joint.md", "diagnostics.md"),
         )
     return reports, []

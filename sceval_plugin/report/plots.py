@@ -304,11 +304,13 @@ def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *
     for start, end, modality in _modality_spans(ops, modality_of):
         if start:
             ax.axvline(start - 0.5, color="black", linewidth=1.2)
-        ax.text((start + end) / 2, -0.7, modality, ha="center", va="bottom", fontsize=9, fontweight="bold")
+        ax.text(
+            (start + end) / 2, 1.01, modality, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=9
+        )
     bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.03)
     bar.set_label("drop from clean (pp)\nred: worse, blue: better", fontsize=8)
     bar.ax.tick_params(labelsize=7)
-    ax.set_title("Where models break: severity-70 drops", fontsize=10, pad=22)
+    ax.set_title("Where models break: severity-70 drops", fontsize=10, pad=16)
     fig.tight_layout()
     return save(fig, stem)
 
@@ -346,6 +348,8 @@ def _drop_bars(plt, models: list[str], ops: list[str], drops: np.ndarray, modali
             fontsize=7,
         )
     ax.axhline(0, color="black", linewidth=0.8)
+    margin = 0.5 + max(0.0, (3 - len(labels)) / 2)  # a lone bar stays bar-wide, not figure-wide
+    ax.set_xlim(-margin, len(labels) - 1 + margin)
     ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=8)
     finite = values[np.isfinite(values)]
     top, bottom = max(1.0, float(finite.max(initial=0))), min(0.0, float(finite.min(initial=0)))
