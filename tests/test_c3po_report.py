@@ -427,7 +427,7 @@ def test_template_bars_are_named_and_a_measured_zero_is_marked(report, monkeypat
     assert "IC01 AttributeComposition" in labels and labels.index("IC01 AttributeComposition") == 0
     texts = [t.get_text() for t in ax.texts]
     assert sum(t.startswith("0% (n=") for t in texts) == len(zero)
-    marks = [line for line in ax.get_lines() if line.get_marker() == "|"]
+    marks = [line for line in ax.get_lines() if line.get_gid() == plots.ZERO_MARK]
     assert sum(len(line.get_xdata()) for line in marks) == len(zero)
     assert captured[0].get_figwidth() * 200 < 1700  # pixels at the report's dpi
     pyplot().close(captured[0])

@@ -84,8 +84,8 @@ def test_tables_trial_links_and_subreports_are_written(tmp_path):
             "unlinked.tex",
             "by_source/a/report.json",
             "by_source/a/index.md",
-            "report.json",
             "index.md",
+            "report.json",
         ]
     )
     # the index lists every file, under its section's title, and links the sub-report's index

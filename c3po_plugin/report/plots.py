@@ -22,6 +22,8 @@ from c3po_plugin.report.tables import MODE_HEADINGS, template_label
 from c3po_plugin.templates import CATEGORIES
 from faultline_eval.core.figures import grid, pyplot, save
 
+#: The id of the marks that tell a measured 0 % from a missing bar.
+ZERO_MARK = "measured-zero"
 MODE_COLOURS = {
     "audio_dominance": "tab:blue",
     "visual_dominance": "tab:orange",
@@ -91,6 +93,7 @@ def _grouped_bars(
                 linestyle="none",
                 color=colour,
                 clip_on=False,
+                gid=ZERO_MARK,
             )
         for pos, top, value, n in zip(positions, np.nan_to_num(high, nan=0.0), mean, rows["n_samples"]):
             label = f"{value:.0f}% (n={int(n)})" if horizontal else f"{int(n)}"

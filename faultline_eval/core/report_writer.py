@@ -101,7 +101,7 @@ def write_report(out: Path, report: Report, *, figure_workers: int = 0) -> list[
             files = _write_files(out, report, pending)
     write_atomic(out / "report.json", json.dumps(report.json(), indent=1, default=str))
     write_atomic(out / INDEX, _index(out, report, files))
-    return [path for _, paths in files for path in paths] + [out / "report.json", out / INDEX]
+    return [path for _, paths in files for path in paths] + [out / INDEX, out / "report.json"]
 
 
 #: What one entry of the index stands for (a table, a figure or a sub-report) and its files.
