@@ -116,7 +116,8 @@ def _main_tables(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[str
         Table(
             "below_weakest_single",
             "Joint cells below the weakest single cell (Δsingle > 0; significant: "
-            "Holm-adjusted McNemar p<.05), and under the same-severity comparison (C.3)",
+            "Holm-adjusted McNemar p<.05), and under the same-severity comparison (C.3); max Δsingle: "
+            "↓ below the weakest single cell, ↑ above it (pp)",
             *tables.below_single_table(numbers, info),
             question="How many joint cells fall below their weakest single cell, per combination (C.3)?",
         ),
@@ -137,8 +138,9 @@ def _main_tables(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[str
         ),
         Table(
             "diagnostics",
-            "Fault-line scores FS_S over the 12-cell panel (Table 20), drop over every run cell of "
-            "each block, fragility slopes and shortcut gap",
+            "Fault-line scores FS_S over the 12-cell panel (Table 20) and drop over every run cell of "
+            "each block (pp, ↓ = below clean), fragility slopes S_m (pp per severity unit, Table 19) and "
+            "shortcut gap G = Acc(text only) − chance (pp)",
             *tables.diagnostics_table(numbers, info),
             question="Which combination is each model's fault line (FS_S), and which channel decays fastest (S_m)?",
         ),
