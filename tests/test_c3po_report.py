@@ -433,6 +433,34 @@ def test_template_bars_are_named_and_a_measured_zero_is_marked(report, monkeypat
     pyplot().close(captured[0])
 
 
+def test_many_models_get_a_template_grid_instead_of_bars(report, monkeypatch):
+    """Past four models a bar per model and template would not fit: a templates x models grid,
+    a cell without answers saying so."""
+    import pandas as pd
+
+    from c3po_plugin.report import plots
+
+    accuracy = pd.DataFrame(report[2]["accuracy"])
+    one = accuracy[accuracy["model"] == BETA_M]
+    more = pd.concat([accuracy, *(one.assign(model=f"m{k}") for k in range(plots.MAX_BAR_MODELS))])
+    captured = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: captured.append(fig) or [])
+    plots.template_accuracy(more, Path("unused"))
+    ax = captured[0].axes[0]
+    templates = more[more["level"] == "template"]
+    assert (
+        ax.images
+        and not ax.patches
+        and ax.images[0].get_array().shape
+        == (
+            templates["group"].nunique(),
+            templates["model"].nunique(),
+        )
+    )
+    missing = templates["group"].nunique() * templates["model"].nunique() - len(templates)
+    assert missing and sum(t.get_text() == "no data" for t in ax.texts) == missing
+
+
 def test_a_folder_without_c3po_logs_is_refused(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ReportError, match="no C3PO per-sample logs"):

@@ -171,7 +171,7 @@ def figures_section(trials: pd.DataFrame, numbers: dict[str, pd.DataFrame]) -> S
             functools.partial(plots.template_accuracy, numbers["accuracy"]),
             "Accuracy (%) per template (id and name, IC before CC), one bar per model with its 95% bootstrap "
             'interval, accuracy and sample count; a mark on the axis is a measured 0%, "no data" a template '
-            "without answers.",
+            "without answers. With more than four models, a templates x models grid of accuracy and n instead.",
         ),
         Figure(
             "dominance_split",

@@ -22,6 +22,8 @@ from c3po_plugin.report.tables import MODE_HEADINGS, template_label
 from c3po_plugin.templates import CATEGORIES
 from faultline_eval.core.figures import grid, pyplot, save
 
+#: Beyond this many models (the human reference included), the template figure is a grid, not bars.
+MAX_BAR_MODELS = 4
 #: The id of the marks that tell a measured 0 % from a missing bar.
 ZERO_MARK = "measured-zero"
 MODE_COLOURS = {
@@ -154,20 +156,64 @@ def _bars_figure(
 
 def template_accuracy(acc: pd.DataFrame, path: Path) -> list[Path]:
     """Per template (registry order, top to bottom, labelled id + name): every model's accuracy
-    with its 95 % interval, as horizontal bars so the names stay readable at any template count."""
+    with its 95 % interval, as horizontal bars so the names stay readable at any template count;
+    with more than :data:`MAX_BAR_MODELS` models, a templates x models grid instead
+    (:func:`_template_grid`): that many bars per template would not fit on a page."""
     t = acc[acc["level"] == "template"]
     groups = sorted(t["group"].unique(), key=metrics.group_rank)
-    models = max(1, t["model"].nunique())
+    models = metrics.models_of(t)
+    if len(models) > MAX_BAR_MODELS:
+        return _template_grid(t, groups, models, path)
     return _bars_figure(
         t,
         groups,
         [template_label(g) for g in groups],
         7.5,
-        1.4 + len(groups) * (0.12 + 0.13 * models),
+        1.4 + len(groups) * (0.12 + 0.13 * max(1, len(models))),
         "Accuracy per template (95% bootstrap intervals)",
         path,
         horizontal=True,
     )
+
+
+def _template_grid(t: pd.DataFrame, groups: list[str], models: list[str], path: Path) -> list[Path]:
+    """Templates (rows) x models (columns): accuracy in % and n in each cell on a white-to-blue
+    scale; a cell without answers is grey and says "no data" (a measured 0 % is a white cell
+    reading "0")."""
+    plt = pyplot()
+    cells = t.set_index(["group", "model"])
+    grid_values = np.full((len(groups), len(models)), np.nan)
+    for i, g in enumerate(groups):
+        for j, m in enumerate(models):
+            if (g, m) in cells.index:
+                grid_values[i, j] = 100 * float(cells.loc[(g, m), "accuracy"])
+    fig, ax = plt.subplots(figsize=(3.2 + 0.75 * len(models), 1.4 + 0.3 * len(groups)))
+    image = ax.imshow(np.ma.masked_invalid(grid_values), cmap="Blues", vmin=0, vmax=100, aspect="auto")
+    ax.set_facecolor("#d9d9d9")  # no data
+    for i, g in enumerate(groups):
+        for j, m in enumerate(models):
+            value = grid_values[i, j]
+            n = int(cells.loc[(g, m), "n_samples"]) if np.isfinite(value) else 0
+            ax.text(
+                j,
+                i,
+                f"{value:.0f}\n(n={n})" if np.isfinite(value) else "no data",
+                ha="center",
+                va="center",
+                fontsize=5.5,
+                color="white" if np.isfinite(value) and value > 60 else ("black" if np.isfinite(value) else "0.35"),
+            )
+    ax.set_yticks(range(len(groups)), [template_label(g) for g in groups], fontsize=7)
+    ax.set_xticks(range(len(models)), models, rotation=45, ha="right", fontsize=7)
+    ax.xaxis.tick_top()
+    ax.xaxis.set_label_position("top")
+    plt.setp(ax.get_xticklabels(), ha="left")
+    bar = fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02)
+    bar.set_label("accuracy (%)", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    ax.set_title("Accuracy per template (%, n = samples)", fontsize=9, pad=8)
+    fig.tight_layout()
+    return save(fig, path)
 
 
 def tier_accuracy(acc: pd.DataFrame, path: Path) -> list[Path]:
