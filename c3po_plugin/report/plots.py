@@ -20,7 +20,7 @@ from c3po_plugin import metrics
 from c3po_plugin.failure_modes import DOMINANCE, LABELS, MODES
 from c3po_plugin.report.tables import MODE_HEADINGS, template_label
 from c3po_plugin.templates import CATEGORIES
-from faultline_eval.core.figures import grid, pyplot, save
+from faultline_eval.core.figures import colour_bar, grid, pyplot, save
 
 #: Beyond this many models (the human reference included), the template figure is a grid, not bars.
 MAX_BAR_MODELS = 4
@@ -208,9 +208,7 @@ def _template_grid(t: pd.DataFrame, groups: list[str], models: list[str], path: 
     ax.xaxis.tick_top()
     ax.xaxis.set_label_position("top")
     plt.setp(ax.get_xticklabels(), ha="left")
-    bar = fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02)
-    bar.set_label("accuracy (%)", fontsize=8)
-    bar.ax.tick_params(labelsize=7)
+    colour_bar(fig, image, ax, "accuracy (%)", fraction=0.03)
     ax.set_title("Accuracy per template (%, n = samples)", fontsize=9, pad=8)
     fig.tight_layout()
     return save(fig, path)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure as MplFigure
 
-__all__ = ["DPI", "Figure", "grid", "pyplot", "save"]
+__all__ = ["DPI", "Figure", "colour_bar", "grid", "pyplot", "save"]
 
 DPI = 200  # print quality; more pixels only cost render time in large reports
 
@@ -57,6 +57,13 @@ def grid(
     for ax in axes.flat[count:]:
         ax.axis("off")
     return fig, list(axes.flat)
+
+
+def colour_bar(fig: MplFigure, image: Any, ax: Axes, label: str, *, fraction: float = 0.04) -> None:
+    """A labelled colour bar for ``image`` beside ``ax``, off the data, in the reports' small type."""
+    bar = fig.colorbar(image, ax=ax, fraction=fraction, pad=0.03)
+    bar.set_label(label, fontsize=8)
+    bar.ax.tick_params(labelsize=7)
 
 
 def save(fig: MplFigure, stem: Path) -> list[Path]:

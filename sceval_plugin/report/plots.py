@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faultline_eval.core.figures import grid, pyplot, save
+from faultline_eval.core.figures import colour_bar, grid, pyplot, save
 from sceval_plugin.metrics.protocol import JOINT_BLOCKS, ConditionInfo, Numbers
 
 MODALITY_ORDER = ("text", "vision", "audio")
@@ -307,9 +307,7 @@ def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *
         ax.text(
             (start + end) / 2, 1.01, modality, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=9
         )
-    bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.03)
-    bar.set_label("drop from clean (pp)\nred: worse, blue: better", fontsize=8)
-    bar.ax.tick_params(labelsize=7)
+    colour_bar(fig, image, ax, "drop from clean (pp)\nred: worse, blue: better")
     ax.set_title("Where models break: severity-70 drops", fontsize=10, pad=16)
     fig.tight_layout()
     return save(fig, stem)
