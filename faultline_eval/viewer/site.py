@@ -31,6 +31,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from faultline_eval.core import report_writer
 from faultline_eval.core.run_logs import results_for
 from faultline_eval.viewer.budget import CORRECT, Budget, sample_rank, select
 from faultline_eval.viewer.logs import run_info, without_paths
@@ -218,25 +219,21 @@ def markdown_table(text: str, trials: dict | None = None, href: Callable[[dict],
 #: The report tables a benchmark overview shows first (in this order, those the report has): the
 #: headline numbers (SCEval's Tables 8 and 20 and its controls; C3PO's overall and per-tier accuracy).
 HEADLINE_TABLES = ("panel", "diagnostics", "controls", "overall", "tier_table")
-#: What each report figure shows, by name; a caption the report writes (``report.json``
-#: ``figure_captions``: name -> caption) replaces it.
-FIGURE_CAPTIONS = {
-    "severity_curves": "Accuracy against severity for each single-modality operator, per channel: how fast "
-    "each channel breaks.",
-    "drop_heatmap": "Drop from clean (pp) of each single-modality operator at severity 70, per model: where "
-    "models break.",
-    "joint_scatter": "Drop from clean of each joint corruption against its total severity, by modality "
-    "combination: which combinations break models sooner than their severity predicts.",
-    "probe_desync": "Accuracy as the audio is shifted against the frames (desync probe).",
-    "probe_frame_budget": "Accuracy against the number of frames sent (frame-budget probe).",
-    "probe_key_frame": "Accuracy by where the key frame sits in the clip (key-frame probe).",
-    "template_accuracy": "Accuracy per C³PO template, in the paper's order.",
-    "tier_accuracy": "Accuracy per composition tier.",
-    "failure_modes": "How wrong answers fail: the share of each failure mode among the wrong answers, per template.",
-    "dominance_split": "Which modality a wrong answer followed (modality dominance) against incomplete fusion, "
-    "per model.",
-    "difficulty": "How hard the items are: the number of items at each difficulty score, by category.",
-}
+#: The story's order of the report figures on an overview (curves first, then where and how models
+#: break); their captions are the report's own (``report.json`` ``figure_captions``).
+FIGURE_ORDER = (
+    "severity_curves",
+    "drop_heatmap",
+    "joint_scatter",
+    "probe_desync",
+    "probe_frame_budget",
+    "probe_key_frame",
+    "template_accuracy",
+    "tier_accuracy",
+    "failure_modes",
+    "dominance_split",
+    "difficulty",
+)
 
 
 class SiteWriter:
@@ -623,6 +620,8 @@ class SiteWriter:
 
         tables = {}
         for md in sorted(s.report_dir.glob("*.md")):
+            if md.name == report_writer.INDEX:  # the report's own guide to its files, not a table
+                continue
             side = md.with_name(f"{md.stem}.trials.json")
             links = json.loads(side.read_text(encoding="utf-8")) if side.is_file() else None
             tables[md.stem] = markdown_table(md.read_text(encoding="utf-8"), links, href)
@@ -634,15 +633,17 @@ class SiteWriter:
             "conditions or templates to a page of all their trials); see the README for the numbers that are not "
             "trial aggregates and stay unlinked.</p>"
         )
-        captions = dict(FIGURE_CAPTIONS)
         report_json = s.report_dir / "report.json"
-        if report_json.is_file():
-            written = json.loads(report_json.read_text(encoding="utf-8")).get("figure_captions")
-            captions.update(written if isinstance(written, dict) else {})
+        written = (
+            json.loads(report_json.read_text(encoding="utf-8")).get("figure_captions")
+            if report_json.is_file()
+            else None
+        )
+        captions = written if isinstance(written, dict) else {}
         figures = []
-        known = list(captions)  # the captions' order: the story's (curves, then where and how models break)
+        order = FIGURE_ORDER
         for png in sorted(
-            s.report_dir.glob("*.png"), key=lambda p: (known.index(p.stem) if p.stem in known else len(known), p.stem)
+            s.report_dir.glob("*.png"), key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem)
         ):
             shutil.copyfile(png, self.out / s.name / "figures" / png.name)
             figures.append(
