@@ -82,7 +82,7 @@ _IndexLoader.add_constructor("!function", lambda loader, node: loader.construct_
 _TASK_LINE = re.compile(r"^task\s*:", re.M)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _task_index() -> dict[str, Path]:
     """Task name -> YAML for every built-in task file, in ``TaskManager._get_task_and_group``'s
     walk order (later files overwrite earlier ones, as there). Files without a top-level ``task:``
@@ -98,7 +98,7 @@ def _task_index() -> dict[str, Path]:
             if not _TASK_LINE.search(text):
                 continue
             try:
-                config = yaml.load(text, Loader=_IndexLoader)  # noqa: S506 (lmms-eval's own full_load)
+                config = yaml.load(text, Loader=_IndexLoader)
             except yaml.YAMLError:
                 continue  # lmms-eval would fail on it too; it defines no task we can wrap
             if isinstance(config, dict) and isinstance(config.get("task"), str) and "class" not in config:
@@ -122,7 +122,7 @@ def base_yaml_path(task: str) -> Path:
     return index[task]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _full_config(task: str) -> dict[str, Any]:
     # heavy: lmms_eval.utils imports torch and friends (seconds)
     from lmms_eval.utils import load_yaml_config

@@ -14,7 +14,6 @@ import pytest
 from faultline_eval.core.trial import SCHEMA_VERSION, Trial, WrappedTrial, json_schema
 from faultline_eval.tasks import base_task
 
-
 # --- base task access (Contract B) ---------------------------------------------------------------
 
 
