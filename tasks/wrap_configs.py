@@ -62,6 +62,7 @@ __all__ = [
     "plan",
     "condition_named",
     "selected_conditions",
+    "requested_conditions",
     "suite_conditions",
     "task_yaml",
     "manifest",
@@ -70,6 +71,8 @@ __all__ = [
     "stale_reason",
     "refresh_stale",
     "ensure",
+    "WrapPlan",
+    "wrap",
     "data_override",
 ]
 
@@ -380,6 +383,23 @@ def refresh_stale() -> list[str]:
     return lines
 
 
+def requested_conditions(suites: Iterable[str] = (), ids: Iterable[str] = ()) -> list[Condition]:
+    """The conditions of SCEval tags ``suites`` and of condition ids/aliases ``ids``, once each,
+    in that order (neither given: ``sceval_panel``); an unknown one raises :class:`WrapNameError`
+    with close names."""
+    found = [c for suite in suites for c in suite_conditions(suite)]
+    for selector in ids:
+        condition = condition_named(selector)
+        if condition is None:
+            close = close_matches(selector, [c.id for c in catalogue()], cutoff=0.7)
+            hint = f"; did you mean {', '.join(close)}?" if close else " (`sceval conditions` lists them)"
+            raise WrapNameError(f"no SCEval condition {selector!r}{hint}")
+        found.append(condition)
+    if not found:
+        found = suite_conditions("sceval_panel")
+    return list({c.id: c for c in found}.values())
+
+
 def selected_conditions(name: WrappedName) -> list[Condition]:
     """The conditions a parsed name asks for: one condition (by id or alias), or an SCEval tag's
     conditions that apply to the base; :class:`WrapNameError` with close matches otherwise."""
@@ -400,6 +420,54 @@ def selected_conditions(name: WrappedName) -> list[Condition]:
         f"{name.base}{SEPARATOR}{name.selector}: no SCEval condition or suite {name.selector!r}{hint} "
         "(`sceval conditions` lists them)"
     )
+
+
+@dataclass(frozen=True)
+class WrapPlan:
+    """What ``faultline wrap`` does for one base task: the adapter, the wrapped task names per
+    condition that applies, and why each other condition does not."""
+
+    base: str
+    adapter: str
+    tasks: dict[str, list[str]]  # condition id -> its wrapped task names (one per variant)
+    not_applied: dict[str, str]  # condition id -> why not
+    folder: Path
+    written: bool
+
+
+def wrap(
+    bases: Iterable[str],
+    conditions: Iterable[Condition],
+    *,
+    write_files: bool = False,
+    data: dict[str, str | Path] | None = None,
+) -> list[WrapPlan]:
+    """The plan of wrapping each of ``bases`` with ``conditions`` (the ones that apply), and with
+    ``write_files`` the files written; ``data`` maps a base task to a local copy of its dataset
+    (:func:`data_override`). An unknown base task raises :class:`BaseTaskError` naming it."""
+    conditions = list(conditions)
+    data = dict(data or {})
+    unknown = [b for b in data if b not in bases]
+    if unknown:
+        raise WrapNameError(f"--data names {', '.join(unknown)}, which is not among the tasks wrapped")
+    plans = []
+    for base in bases:
+        base_yaml_path(base)  # an unknown task fails here, with close names
+        applies, skipped = plan(base, conditions)
+        override = data_override(base, data[base]) if base in data else None
+        if write_files and applies:
+            write(base, applies, override)
+        plans.append(
+            WrapPlan(
+                base,
+                adapter_for(base).label,
+                {c.id: [wrapped_name(base, c.id, v) for v in range(c.variants)] for c in applies},
+                skipped,
+                task_folder(base),
+                write_files and bool(applies),
+            )
+        )
+    return plans
 
 
 def ensure(names: Iterable[str]) -> list[str]:
