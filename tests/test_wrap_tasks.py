@@ -115,7 +115,6 @@ def test_names_parse_back_and_tags_follow_sceval_suites():
     assert tags[0] == "worldsense__bi_tv_drop_words_noise_t70_v70"
     assert {"worldsense__sceval_panel", "worldsense__sceval_all"} <= set(tags)
     assert panel.aliases and all(f"worldsense__{alias}" in tags for alias in panel.aliases)
-    ]
 
 
 def test_conditions_that_cannot_act_on_a_task_are_not_generated_and_say_why():
