@@ -211,8 +211,9 @@ def test_built_in_adapters_serve_their_tasks_and_clashes_name_both_plugins():
 
 @pytest.fixture(scope="module")
 def local_copies(tmp_path_factory):
-    """The local copies of the eight tasks (tests/wrap_datasets.py), their docs read as lmms-eval
-    reads them (Audio decoded by the product's decoded_audio)."""
+    """The local copies of the eight tasks (tests/wrap_datasets.py): the copy, its split as
+    ``datasets`` loads it, and its docs as lmms-eval reads them (Audio decoded by the product's
+    decoded_audio)."""
     import datasets
 
     root = tmp_path_factory.mktemp("copies")
@@ -223,25 +224,32 @@ def local_copies(tmp_path_factory):
             split = next(iter(datasets.load_from_disk(str(copy.dataset_path)).values()))
         else:
             split = datasets.load_dataset(str(copy.dataset_path), split="train")
-        out[task] = (copy, [dict(d) for d in wrapped_task.decoded_audio(split)])
+        out[task] = (copy, split, [dict(d) for d in wrapped_task.decoded_audio(split)])
     return out
 
 
 def test_adapters_key_the_local_copies_by_the_benchmarks_own_ids(local_copies):
-    for task, (_, docs) in local_copies.items():
+    for task, (_, split, docs) in local_copies.items():
         adapter = task_adapters.adapter_for(task)
-        keys = [adapter.key_of(d, task_adapters.infer_key_field(docs)) for d in docs]
+        keys, key_field = wrapped_task.doc_keys(wrapped_task.wrapped(f"{task}__clean__var0"), split)
         if task == "mme":  # the two questions of an image share its key (same corrupted image)
             assert keys == [d["question_id"] for d in docs] and len(set(keys)) == len(docs) // 2
         else:
             assert len(set(keys)) == len(docs), task
+        assert key_field == ("index" if task == "omni_bench" and "index" in split.column_names else None) or (
+            adapter.doc_key is None and key_field in task_adapters.KEY_FIELDS
+        ), task
         if adapter.question_field is not None:
             assert all(isinstance(d[adapter.question_field], str) for d in docs), task
-        # the digest follows the doc, not its row: the same doc keys the same in another order
-        assert task_adapters.digest_key(docs[0]) == task_adapters.digest_key(dict(reversed(list(docs[0].items()))))
-    assert task_adapters.infer_key_field(local_copies["worldsense"][1]) == "index"
-    assert task_adapters.infer_key_field(local_copies["mme"][1]) is None  # question_id is not unique
-    assert task_adapters.infer_key_field(local_copies["mvbench_action_antonym"][1]) is None
+    assert [
+        wrapped_task.doc_keys(wrapped_task.wrapped("worldsense__clean__var0"), local_copies["worldsense"][1])[0]
+    ] == [[str(d["index"]) for d in local_copies["worldsense"][2]]]
+    # the generic path: an id column only when unique (MME's question_id is not); else a digest of
+    # the doc's text and number fields, which follows the doc, not its row or field order
+    assert task_adapters.infer_key_field(local_copies["videomme"][2]) == "question_id"
+    assert task_adapters.infer_key_field(local_copies["mme"][2]) is None
+    doc = local_copies["mvbench_action_antonym"][2][0]
+    assert task_adapters.digest_key(doc) == task_adapters.digest_key(dict(reversed(list(doc.items()))))
     assert task_adapters.modalities_of(["/x/a.png", {"array": [0.0], "sampling_rate": 16000}]) == {
         "text",
         "vision",
@@ -250,7 +258,7 @@ def test_adapters_key_the_local_copies_by_the_benchmarks_own_ids(local_copies):
 
 
 def test_av_odyssey_media_tags_survive_text_corruption(local_copies):
-    _, docs = local_copies["av_odyssey"]
+    _, _, docs = local_copies["av_odyssey"]
     tag = re.compile(r"\[(?:audio|video|img)\d+\]")
     changed = 0
     for variant in range(3):
@@ -283,7 +291,7 @@ def _pixels(arguments, doc) -> np.ndarray:
 
 
 def test_mme_wrapped_is_deterministic_paired_and_keeps_the_base_metric(local_copies, wrap_cache):
-    copy, docs = local_copies["mme"]
+    copy, _, docs = local_copies["mme"]
     joint = catalogue().get("bi_tv_drop_words_noise_t70_v70")
     wrap_configs.write("mme", [catalogue().get("clean"), joint], wrap_configs.data_override("mme", copy.dataset_path))
     clean, clean_requests = _build("mme__clean__var0")
@@ -306,20 +314,18 @@ def test_mme_wrapped_is_deterministic_paired_and_keeps_the_base_metric(local_cop
     scored = [clean.process_results(doc, ["Yes"]) for doc in clean.test_docs()]
     trial = WrappedTrial.from_json(scored[1]["faultline_trial"])
     assert trial.doc_id == 1 and trial.sample_id == trial.unit == docs[1]["question_id"]
-    assert (trial.base_task, trial.condition_id, trial.adapter, trial.score, trial.correct) == (
-        "mme",
-        "clean",
-        "mme@1",
-        0.0,
-        0,
-    )
-    assert clean.aggregation()["mme_perception_score"]([s["mme_perception_score"] for s in scored]) == 50.0
+    right = [float(d["answer"] == "Yes") for d in docs]
+    assert (trial.base_task, trial.condition_id, trial.adapter) == ("mme", "clean", "mme@1")
+    assert trial.score == right[1] and trial.correct == int(right[1])
+    pairs = [right[i : i + 2] for i in range(0, len(right), 2)]
+    expected = 100 * sum(right) / len(right) + 100 * sum(all(p) for p in pairs) / len(pairs)  # acc + acc+
+    assert clean.aggregation()["mme_perception_score"]([s["mme_perception_score"] for s in scored]) == expected
     empty = WrappedTrial.from_json(clean.process_results(clean.test_docs()[0], [" "])["faultline_trial"])
     assert empty.invalid == "empty"
 
 
 def test_clotho_aqa_wrapped_audio_is_16khz_and_scored_by_the_base_metric(local_copies, wrap_cache):
-    copy, docs = local_copies["clotho_aqa_test"]
+    copy, _, docs = local_copies["clotho_aqa_test"]
     data = wrap_configs.data_override("clotho_aqa_test", copy.dataset_path)
     wrap_configs.write(
         "clotho_aqa_test", [catalogue().get("single_mute_a50"), catalogue().get("shortcut_text_only")], data
@@ -344,7 +350,7 @@ def test_lmms_eval_cli_writes_a_requested_wrapped_task_and_logs_the_trial(local_
     """The real ``lmms-eval`` CLI with its ``dummy`` model (about 20 s CPU, most of it lmms-eval's
     imports and index): a wrapped name that was never written is generated by our match_tasks
     step, and each per-sample line holds the base metric item and the trial."""
-    copy, _ = local_copies["mme"]
+    copy, _, _ = local_copies["mme"]
     wrap_configs.write("mme", [catalogue().get("clean")], wrap_configs.data_override("mme", copy.dataset_path))
     name = "mme__bi_tv_drop_words_noise_t70_v70__var1"
     assert not (wrap_configs.task_folder("mme") / f"{name}.yaml").exists()
