@@ -476,12 +476,14 @@ def ensure(names: Iterable[str]) -> list[str]:
     ``__``, wildcards, a base that is not an lmms-eval task) are left to lmms-eval. Raises
     :class:`WrapNameError` for an unknown condition (did you mean ...) or one that does not
     apply. Returns the wrapped task names the requests resolve to (what lmms-eval will run)."""
+    parsed_names = [p for p in (parse_name(n.strip()) for n in names) if p is not None]
+    if not parsed_names:
+        return []
     refresh_stale()
     builtin = set(builtin_task_names())
     out: list[str] = []
-    for raw in names:
-        parsed = parse_name(raw.strip())
-        if parsed is None or parsed.base not in builtin:
+    for parsed in parsed_names:
+        if parsed.base not in builtin:
             continue
         conditions = selected_conditions(parsed)
         written = write(parsed.base, conditions)
