@@ -375,3 +375,19 @@ def test_lmms_eval_cli_writes_a_requested_wrapped_task_and_logs_the_trial(local_
             line["doc_id"],
         )
         assert line["mme_perception_score"]["question_id"] == trial.sample_id
+
+
+def test_option_orders_move_the_texts_and_the_base_scores_the_order_shown(local_copies):
+    _, _, docs = local_copies["worldsense"]
+    name = "worldsense__order1_clean__var0"
+    task = wrapped_task.wrapped(name)
+    process_results = getattr(wrapped_task, f"process_results__{name}")
+    for doc in docs:
+        shown = wrapped_task.shown_doc(task, doc)
+        texts = {c[:1]: c[3:] for c in doc["candidates"]}
+        shown_texts = {c[:1]: c[3:] for c in shown["candidates"]}
+        assert [c[:3] for c in shown["candidates"]] == [c[:3] for c in doc["candidates"]]  # letters stay
+        assert shown_texts[shown["answer"]] == texts[doc["answer"]] and shown["answer"] != doc["answer"]
+        assert shown_texts["A"] == texts["B"]  # SCEval's Latin square: shown j holds original j + 1
+        assert process_results(doc, [shown["answer"]])["worldsense_score"]["score"] == 1.0
+        assert process_results(doc, [doc["answer"]])["worldsense_score"]["score"] == 0.0
