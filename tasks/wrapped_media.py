@@ -75,6 +75,7 @@ __all__ = [
     "MediaCorruption",
     "FrameGrid",
     "corrupt_media",
+    "decoded_video",
     "folder",
     "stats",
 ]
@@ -325,29 +326,33 @@ def _write_audio(path: str, target: Path, corruption: MediaCorruption, where: st
 
 
 def _write_video(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid) -> None:
-    frames = _grid_frames(path, grid)
+    frames, track = decoded_video(path, grid)
     pixels = frames if corruption.vision is None else _vision(frames, corruption, where)
-    track = decode_cache.load("audio_track", (path,), lambda: _decode_track(path), sample_rate=media.SAMPLE_RATE)
-    has_track = not track.notes
-    if corruption.audio is not None and not has_track:
+    if corruption.audio is not None and track is None:
         logger.warning(f"{where}: {path} has no audio track; the audio corruption has nothing to act on")
-    audio = _audio(track.array, corruption, where) if has_track else None
+    audio = None if track is None else _audio(track, corruption, where)
     media.write_video_lossless(target, pixels, _grid_rate(path, grid), audio)
 
 
-def _grid_frames(path: str, grid: FrameGrid) -> np.ndarray:
-    """The frames on the grid, through the decode cache (the default grid shares SCEval's entries)."""
+def decoded_video(path: str, grid: FrameGrid | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """A video file's frames on ``grid`` (read-only uint8 ``(N, H, W, 3)``) and its audio track
+    (16 kHz mono float32; None without one), through the shared decode cache: every condition
+    and variant of an item decodes it once, and the default grid shares SCEval's own entries
+    (:func:`faultline_eval.core.record_fields.load_frames`). Raises
+    :class:`~faultline_eval.core.media.MediaError` naming the file."""
+    grid = grid or FrameGrid()
     if grid == FrameGrid():
         params: dict[str, Any] = {"exactly": None}  # the key of record_fields.load_frames
     else:
         params = {"exactly": None, "fps": grid.fps, "max_frames": grid.max_frames}
-    decoded = decode_cache.load(
+    frames = decode_cache.load(
         "frames",
         (path,),
         lambda: decode_frames((path,), fps=grid.fps, max_frames=grid.max_frames, as_video=True),
         **params,
     )
-    return decoded.array
+    track = decode_cache.load("audio_track", (path,), lambda: _decode_track(path), sample_rate=media.SAMPLE_RATE)
+    return frames.array, None if track.notes == (_NO_TRACK,) else track.array
 
 
 _NO_TRACK = "no audio track"

@@ -490,6 +490,8 @@ def write_video_lossless(
         video.height, video.width = frames.shape[1], frames.shape[2]
         video.pix_fmt = "rgb24"
         video.codec_context.time_base = 1 / rate
+        # ultrafast: lossless under every preset; slower ones save ~10 % of the bytes for 4-6x the
+        # encode and decode time (CAVLC, no B-frames; measured on 8 noisy 360p/720p frames)
         video.options = {"qp": "0", "preset": "ultrafast", "threads": "1"}
         sound: AudioStream | None = None
         if audio is not None:
