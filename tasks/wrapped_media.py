@@ -35,11 +35,13 @@ frames; chunking would change the bytes), and written by
 ``max_frames / fps``) and index-based and time-based samplers agree on which frames exist. A model
 sampling more frames than the grid holds gets the grid's frames at most.
 
-**File cache.** Written files go to ``<cache>/wrapped_media/<digest>.<ext>``; the digest covers the
+**File cache.** Written files go to ``<cache>/wrapped_media/<2 hex>/<digest>.<ext>``; the digest covers the
 source file's identity (resolved path, size, modification time, as the decode cache's key), the
 corruption's :attr:`MediaCorruption.identity`, the grid, the media limits and
 :data:`FORMAT_VERSION`. A file already there is reused (later models, reruns, other ranks: a
-stat and a path). Writers go through :func:`faultline_eval.core.store.replacing`, so a reader never
+stat, a touch and a path). The folder is bounded (``SCEVAL_WRAPPED_MEDIA_GB``, default 50;
+``0``: no bound): past it the least recently used files are deleted down to 90 %, so a rerun after
+an eviction writes them again (the bound must exceed what one batch of requests holds). Writers go through :func:`faultline_eval.core.store.replacing`, so a reader never
 sees a torn file and two processes writing the same digest each rename a whole copy; within a
 process, threads asking for the same file wait for one writer.
 
@@ -77,6 +79,7 @@ __all__ = [
     "corrupt_media",
     "decoded_video",
     "folder",
+    "files",
     "stats",
 ]
 
@@ -142,6 +145,14 @@ _in_flight: dict[str, threading.Lock] = {}
 
 def folder() -> Path:
     return cache_dir() / "wrapped_media"
+
+
+#: The bound on the file cache (GB; ``0``: no bound): past it the least recently used files are
+#: deleted down to 90 % (a reused file is touched, so it counts as used).
+DISK_ENV = "SCEVAL_WRAPPED_MEDIA_GB"
+DEFAULT_DISK_GB = 50.0
+_SUFFIX = {"image": ".png", "audio": ".wav", "video": ".mp4"}
+files = decode_cache.BoundedFolder(folder, tuple(_SUFFIX.values()), DISK_ENV, DEFAULT_DISK_GB)
 
 
 def corrupt_media(
@@ -268,18 +279,15 @@ def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid) -
         kind, write = "audio", _write_audio
     else:  # what is neither an image nor audio is read as a video (lmms-eval's own rule, design §1.6)
         kind, write = "video", _write_video
-    target = folder() / f"{_digest(kind, path, status, corruption, grid)}.{_SUFFIX[kind]}"
-    if target.is_file():
-        stats.reused += 1
+    target = files.path(_digest(kind, path, status, corruption, grid), _SUFFIX[kind])
+    if _reuse(target):
         return str(target)
     key = target.name
     with _lock:
         gate = _in_flight.setdefault(key, threading.Lock())
     try:
         with gate:  # a second thread asking for the same file waits for the first's
-            if target.is_file():
-                stats.reused += 1
-            else:
+            if not _reuse(target):
                 try:
                     write(path, target, corruption, where, grid)
                 except media.MediaError as exc:
@@ -287,13 +295,22 @@ def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid) -
                         raise
                     raise WrappedMediaError(f"{where}: {exc}") from exc
                 stats.written += 1
+                if files.limit_bytes() > 0:
+                    files.added(target.stat().st_size)
     finally:
         with _lock:
             _in_flight.pop(key, None)
     return str(target)
 
 
-_SUFFIX = {"image": "png", "audio": "wav", "video": "mp4"}
+def _reuse(target: Path) -> bool:
+    """Whether ``target`` is already written; if so it is touched (least recently *used* goes first)."""
+    try:
+        os.utime(target)
+    except FileNotFoundError:
+        return False
+    stats.reused += 1
+    return True
 
 
 def _digest(kind: str, path: str, status: os.stat_result, corruption: MediaCorruption, grid: FrameGrid) -> str:

@@ -24,6 +24,7 @@ from faultline_eval.core.media_processing import decode_audio_track, video_durat
 from faultline_eval.tasks import wrapped_media
 from faultline_eval.tasks.wrapped_media import FrameGrid, MediaCorruption, WrappedMediaError, corrupt_media
 from sceval_plugin import operators
+from sceval_plugin.cli import main as sceval_main
 
 WHERE = "worldsense__single_noise_v50__var1/doc 7"
 SECONDS, SOURCE_FPS = 3, 10
@@ -97,7 +98,7 @@ def test_resample_audio_is_read_audios_resampler(tmp_path):
 def test_video_path_is_corrupted_on_the_grid_and_read_back_bit_exact(cache, tmp_path, grid, frames, duration):
     source = make_clip(tmp_path / "clip.mp4")
     [out] = corrupt_media([str(source)], NOISE, where=WHERE, grid=grid)
-    assert out.endswith(".mp4") and Path(out).parent == cache / "wrapped_media"
+    assert out.endswith(".mp4") and Path(out).parent.parent == cache / "wrapped_media"
     on_grid = media.read_video_frames(source, fps=grid.fps, max_frames=grid.max_frames)
     expected = operators.apply("noise", on_grid.frames, severity=50, variant=1, key=WHERE)
     assert len(on_grid.frames) == frames and not np.array_equal(expected, on_grid.frames)
@@ -169,9 +170,9 @@ def test_in_memory_and_file_items_by_type(cache, tmp_path):
 def test_written_files_are_reused(cache, tmp_path):
     source = make_clip(tmp_path / "clip.mp4")
     [first] = corrupt_media([str(source)], NOISE, where=WHERE)
-    written, stamp = wrapped_media.stats.written, os.stat(first).st_mtime_ns
+    written, inode = wrapped_media.stats.written, os.stat(first).st_ino  # a rewrite renames a new file in
     [again] = corrupt_media([str(source)], NOISE, where=WHERE)
-    assert again == first and wrapped_media.stats.written == written and os.stat(first).st_mtime_ns == stamp
+    assert again == first and wrapped_media.stats.written == written and os.stat(first).st_ino == inode
     other = MediaCorruption(NOISE.vision, NOISE.audio, identity="noise+distortion/50/2")
     [second] = corrupt_media([str(source)], other, where=WHERE)
     assert second != first and wrapped_media.stats.written == written + 1
@@ -180,6 +181,23 @@ def test_written_files_are_reused(cache, tmp_path):
     make_clip(source, seconds=2)  # the source rewritten: a new file, never the stale one
     [fresh] = corrupt_media([str(source)], NOISE, where=WHERE)
     assert fresh != first and len(read_video(fresh)) == 2
+
+
+def test_the_file_cache_is_bounded_and_evicts_the_least_recently_used(cache, tmp_path, monkeypatch):
+    pictures = []
+    for shade in range(3):
+        pictures.append(tmp_path / f"{shade}.png")
+        Image.new("RGB", (16, 16), (shade * 40, 0, 0)).save(pictures[-1])
+    invert = MediaCorruption(lambda stack: 255 - stack, None, identity="invert")
+    [first] = corrupt_media([str(pictures[0])], invert, where=WHERE)
+    size = os.path.getsize(first)
+    monkeypatch.setenv(wrapped_media.DISK_ENV, str(2.5 * size / 1e9))  # room for two files and a half
+    [second] = corrupt_media([str(pictures[1])], invert, where=WHERE)
+    assert corrupt_media([str(pictures[0])], invert, where=WHERE) == [first]  # used again: now the most recent
+    [third] = corrupt_media([str(pictures[2])], invert, where=WHERE)
+    assert os.path.exists(first) and os.path.exists(third) and not os.path.exists(second)
+    assert wrapped_media.files.usage() == 2 * size
+    assert sceval_main(["cache", "clear"]) == 0 and wrapped_media.files.usage() == 0
 
 
 def test_threads_asking_for_one_file_write_it_once(cache, tmp_path):
@@ -196,7 +214,7 @@ def test_threads_asking_for_one_file_write_it_once(cache, tmp_path):
         thread.join()
     assert len(set(results)) == 1 and len(results) == 4
     assert wrapped_media.stats.written == written + 1
-    assert sorted(os.listdir(cache / "wrapped_media")) == [Path(results[0]).name]
+    assert [path.name for path in (cache / "wrapped_media").rglob("*") if path.is_file()] == [Path(results[0]).name]
 
 
 def test_errors_name_the_doc_and_the_item(cache, tmp_path):
@@ -241,6 +259,6 @@ def test_two_processes_write_the_same_bytes(tmp_path):
         env = {**os.environ, "SCEVAL_CACHE": str(tmp_path / f"cache{run}")}
         done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
-        [written] = list((tmp_path / f"cache{run}" / "wrapped_media").iterdir())
+        [written] = [path for path in (tmp_path / f"cache{run}" / "wrapped_media").rglob("*") if path.is_file()]
         contents.append((written.name, written.read_bytes()))
     assert contents[0] == contents[1]
