@@ -35,15 +35,22 @@ frames; chunking would change the bytes), and written by
 ``max_frames / fps``) and index-based and time-based samplers agree on which frames exist. A model
 sampling more frames than the grid holds gets the grid's frames at most.
 
-**File cache.** Written files go to ``<cache>/wrapped_media/<2 hex>/<digest>.<ext>``; the digest covers the
-source file's identity (resolved path, size, modification time, as the decode cache's key), the
-corruption's :attr:`MediaCorruption.identity`, the grid, the media limits and
-:data:`FORMAT_VERSION`. A file already there is reused (later models, reruns, other ranks: a
-stat, a touch and a path). The folder is bounded (``SCEVAL_WRAPPED_MEDIA_GB``, default 50;
-``0``: no bound): past it the least recently used files are deleted down to 90 %, so a rerun after
-an eviction writes them again (the bound must exceed what one batch of requests holds). Writers go through :func:`faultline_eval.core.store.replacing`, so a reader never
-sees a torn file and two processes writing the same digest each rename a whole copy; within a
-process, threads asking for the same file wait for one writer.
+**File cache.** Written files go to ``<cache>/wrapped_media/<2 hex>/<digest>.<ext>``; the digest
+covers the source file's identity (resolved path, size, modification time, as the decode cache's
+key), the corruption's :attr:`MediaCorruption.identity`, the grid, the media limits and
+:data:`FORMAT_VERSION`. A file already there is reused (later models, reruns, other ranks: a stat,
+a touch and a path). The folder is bounded (``SCEVAL_WRAPPED_MEDIA_GB``, default 50; ``0``: no
+bound): past it the least recently used files are deleted down to 90 %, so a rerun after an
+eviction writes them again (the bound must exceed what one batch of requests holds). Writers go
+through :func:`faultline_eval.core.store.replacing`, so a reader never sees a torn file and two
+processes writing the same digest each rename a whole copy; within a process, threads asking for
+the same file wait for one writer. ``sceval cache clear`` empties the folder.
+
+**Limits.** Files are read with the project's readers, so the media limits apply
+(:class:`faultline_eval.core.media.MediaLimits`): a picture or frame over
+``FAULTLINE_MAX_FRAME_SIDE`` is downscaled before the operator sees it, an over-long clip is
+refused. A video without an audio track is written without one; an audio corruption then has
+nothing to act on, which is logged as a warning naming the doc and file.
 
 **Errors** name ``where`` (the wrapped task and doc key), the item's position and the item: a
 missing or unreadable file, a type this module does not know, an empty list, an operator that

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile
+import soxr
 from lmms_eval.models.model_utils.load_video import read_video
 from PIL import Image
 
@@ -87,6 +88,7 @@ def test_resample_audio_is_read_audios_resampler(tmp_path):
     read, rate, notes = media.read_audio(tmp_path / "a.wav")
     assert rate == media.SAMPLE_RATE and notes == ["a.wav: resampled 44100 Hz to 16000 Hz"]
     assert np.array_equal(read, media.resample_audio(wave, 44_100))
+    assert np.array_equal(read, soxr.resample(wave, 44_100, 16_000).astype(np.float32))  # read_audio's bytes before
     assert media.resample_audio(read, media.SAMPLE_RATE) is not None and len(read) == media.SAMPLE_RATE
 
 
