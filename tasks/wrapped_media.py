@@ -200,7 +200,7 @@ def _corrupt_item(item: Any, corruption: MediaCorruption, where: str, grid: Fram
 def _vision(frames: np.ndarray, corruption: MediaCorruption, where: str) -> np.ndarray:
     """One call of the vision operator on the whole stack, its result checked."""
     assert corruption.vision is not None
-    out = np.asarray(corruption.vision(frames))
+    out = np.asarray(_call(corruption.vision, frames, "vision", where))
     if out.shape != frames.shape or out.dtype != np.uint8:
         raise WrappedMediaError(
             f"{where}: the vision corruption returned {out.dtype} {out.shape} for uint8 {frames.shape}"
@@ -212,10 +212,18 @@ def _audio(wave: np.ndarray, corruption: MediaCorruption, where: str) -> np.ndar
     """One call of the audio operator on 16 kHz mono samples (None: the samples as they are)."""
     if corruption.audio is None:
         return wave
-    out = np.asarray(corruption.audio(wave), dtype=np.float32)
+    out = np.asarray(_call(corruption.audio, wave, "audio", where), dtype=np.float32)
     if out.shape != wave.shape:
         raise WrappedMediaError(f"{where}: the audio corruption returned {out.shape} samples for {wave.shape}")
     return out
+
+
+def _call(operator: Callable[[np.ndarray], np.ndarray], data: np.ndarray, modality: str, where: str) -> Any:
+    """``operator(data)``; what it raises is re-raised naming the doc (the operator knows no doc)."""
+    try:
+        return operator(data)
+    except Exception as exc:
+        raise WrappedMediaError(f"{where}: the {modality} corruption failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _image(image: Image.Image, corruption: MediaCorruption, where: str) -> Image.Image:
@@ -316,6 +324,8 @@ def _reuse(target: Path) -> bool:
         os.utime(target)
     except FileNotFoundError:
         return False
+    except OSError:  # a cache shared read-only: reused, not touched
+        pass
     stats.reused += 1
     return True
 

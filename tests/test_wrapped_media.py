@@ -235,6 +235,12 @@ def test_errors_name_the_doc_and_the_item(cache, tmp_path):
     (tmp_path / "notes.txt").write_text("not a video")
     with pytest.raises(WrappedMediaError, match=rf"^{WHERE}: media item 0: .*notes.txt.*cannot decode video"):
         corrupt_media([str(tmp_path / "notes.txt")], NOISE, where=WHERE)
+
+    def broken(wave):
+        raise RuntimeError("the operator's own message")
+
+    with pytest.raises(WrappedMediaError, match=rf"^{WHERE}: media item 0: the audio corruption failed: RuntimeError"):
+        corrupt_media([{"array": np.ones(8), "sampling_rate": 16_000}], MediaCorruption(None, broken), where=WHERE)
     shrink = MediaCorruption(lambda stack: stack[:, :1], None, identity="bad")
     with pytest.raises(WrappedMediaError, match="vision corruption returned uint8"):
         corrupt_media([Image.new("RGB", (4, 4))], shrink, where=WHERE)
