@@ -484,6 +484,12 @@ def ensure(names: Iterable[str]) -> list[str]:
     out: list[str] = []
     for parsed in parsed_names:
         if parsed.base not in builtin:
+            if condition_named(parsed.selector) is not None:  # ours, with a mistyped base task
+                close = close_matches(parsed.base, builtin)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise WrapNameError(
+                    f"{parsed.base}{SEPARATOR}{parsed.selector}: no lmms-eval task {parsed.base!r}{hint}"
+                )
             continue
         conditions = selected_conditions(parsed)
         written = write(parsed.base, conditions)

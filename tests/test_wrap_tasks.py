@@ -170,6 +170,8 @@ def test_manifest_records_the_base_and_a_stale_folder_is_regenerated(wrap_cache)
 def test_a_mistyped_condition_gets_did_you_mean(wrap_cache):
     with pytest.raises(wrap_configs.WrapNameError, match=r"did you mean mme__single_noise_v50"):
         wrap_configs.ensure(["mme__single_noise_v5"])
+    with pytest.raises(wrap_configs.WrapNameError, match=r"no lmms-eval task 'worldsens'; did you mean worldsense"):
+        wrap_configs.ensure(["worldsens__clean"])
     with pytest.raises(wrap_configs.WrapNameError, match=r"var0\.\.var2"):
         wrap_configs.ensure(["mme__single_noise_v50__var3"])
 
