@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import wrap_datasets
 
+from faultline_eval import commands
 from faultline_eval.core.registry import PluginError
 from faultline_eval.core.trial import SCHEMA_VERSION, Trial, WrappedTrial, json_schema
 from faultline_eval.model_wrappers import lmms_plugin
@@ -393,3 +394,17 @@ def test_option_orders_move_the_texts_and_the_base_scores_the_order_shown(local_
         assert shown_texts["A"] == texts["B"]  # SCEval's Latin square: shown j holds original j + 1
         assert process_results(doc, [shown["answer"]])["worldsense_score"]["score"] == 1.0
         assert process_results(doc, [doc["answer"]])["worldsense_score"]["score"] == 0.0
+
+
+def test_faultline_wrap_lists_writes_and_says_what_does_not_apply(wrap_cache, local_copies, capsys):
+    copy, _, _ = local_copies["mme"]
+    argv = ["wrap", "mme", "--conditions", "clean", "single_mute_a50", "single_noise_v50", "--write"]
+    assert commands.main([*argv, "--data", f"mme={copy.dataset_path}"]) == 0
+    out = capsys.readouterr().out
+    assert "mme (mme@1): 2 conditions, 4 tasks, written to" in out
+    assert "  mme__single_noise_v50: mme__single_noise_v50__var0 mme__single_noise_v50__var1" in out
+    assert "not applied: single_mute_a50: corrupts audio, which the task does not feed" in out
+    manifest = json.loads((wrap_configs.task_folder("mme") / wrap_configs.MANIFEST).read_text())
+    assert manifest["data"]["dataset_path"] == str(copy.dataset_path.resolve())
+    assert commands.main(["wrap", "mme", "--conditions", "clen"]) == 1
+    assert "did you mean clean?" in capsys.readouterr().err
