@@ -278,11 +278,11 @@ def test_av_odyssey_media_tags_survive_text_corruption(local_copies):
 # --- wrapped tasks built by lmms-eval from the local copies -------------------------------------------
 
 
-def _build(name: str):
+def _build(name: str, task_type: str = "simple"):
     from lmms_eval.tasks import TaskManager, get_task_dict
 
     manager = TaskManager("WARNING", include_path=[str(wrap_configs.wrap_root())], include_defaults=False)
-    built = get_task_dict([name], manager)[name]
+    built = get_task_dict([name], manager, task_type=task_type)[name]
     built.build_all_requests(limit=None, rank=0, world_size=1)
     docs = built.test_docs()
     return built, [(inst.arguments, docs[inst.doc_id]) for inst in built.instances]
@@ -344,6 +344,13 @@ def test_clotho_aqa_wrapped_audio_is_16khz_and_scored_by_the_base_metric(local_c
     out = built.process_results(doc, [docs[1]["answer"].upper() + "."])
     assert out["exact_match"] == 1.0 and out["faultline_trial"]["score"] == 1.0
     assert out["faultline_trial"]["adapter"] == "clotho_aqa@1"
+    # a chat model gets lmms-eval's auto-messages from the wrapped functions: an audio part (the
+    # base task alone hands chat models its audio dict as a "video" part, design §1.6)
+    _, chat = _build("clotho_aqa_test__single_mute_a50__var0", task_type="chat")
+    context, to_messages, *_ = chat[1][0]
+    (message,) = to_messages(chat[1][1])
+    assert [part["type"] for part in message["content"]] == ["audio", "text"]
+    assert np.array_equal(message["content"][0]["url"]["array"], audio["array"])
     _, shortcut = _build("clotho_aqa_test__shortcut_text_only__var0")
     assert shortcut[0][0][2](shortcut[0][1]) == []  # the shortcut shows no media
 
