@@ -50,6 +50,7 @@ __all__ = [
     "read_video_frames",
     "read_audio",
     "probe",
+    "declared_duration",
     "write_image",
     "write_frames",
     "write_audio",
@@ -220,7 +221,9 @@ def uniform_times(duration: float, count: int) -> list[float]:
     return [i * duration / count for i in range(count)]
 
 
-def _video_duration(container: InputContainer, stream: VideoStream) -> float | None:
+def declared_duration(container: InputContainer, stream: VideoStream) -> float | None:
+    """Seconds of an open video ``stream`` as its header declares them (the stream's duration, else
+    the container's, else frames over frame rate), without decoding; None when it declares none."""
     if stream.duration and stream.time_base:
         return float(stream.duration * stream.time_base)
     if container.duration:
@@ -235,7 +238,7 @@ def _check_clip(path: Path, container: InputContainer, stream: VideoStream, cap:
     width, height = stream.codec_context.width, stream.codec_context.height
     if width and height:
         _check_pixels(path, width, height, cap, "video frame")
-    duration = _video_duration(container, stream)
+    duration = declared_duration(container, stream)
     if duration is not None and duration > cap.max_clip_s:
         raise MediaTooLarge(
             f"{path}: clip is {duration:.1f} s, over the {cap.max_clip_s:g} s limit ({LIMIT_ENV['max_clip_s']})"
