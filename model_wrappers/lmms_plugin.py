@@ -114,7 +114,14 @@ class _LibyamlForTaskConfigs(types.ModuleType):
 
     @staticmethod
     def full_load(stream):
-        return yaml.load(stream, Loader=yaml.CFullLoader)
+        loader = yaml.CFullLoader(stream)
+        # lmms-eval's ``!function`` resolves its module beside ``loader.name`` (the YAML's path),
+        # which PyYAML's pure-Python reader sets and libyaml's does not.
+        loader.name = getattr(stream, "name", "<file>")
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
 
     @staticmethod
     def add_constructor(tag, constructor, Loader=None):

@@ -202,6 +202,9 @@ def test_task_configs_parsed_with_libyaml_equal_pyyamls_own():
         finally:
             lmms_plugin.parse_task_configs_with_libyaml()
         assert plain(fast) == plain(slow), path
+    # full mode imports each ``!function`` from the utils beside the YAML (found by the loader's name)
+    full = lmms_eval.utils.load_yaml_config(str(Path(lmms_eval_tasks_dir()) / "mme" / "mme.yaml"), mode="full")
+    assert full["process_results"].__name__ == "mme_process_results"
 
 
 def plain(config):
