@@ -138,30 +138,48 @@ def _strings():
 
 COLOUR_NAMES = ["red", "green", "blue", "yellow", "cyan", "magenta"]
 LETTERS = "ABCD"
+#: Colours the options of wrong answers name: no frame shows them, and the reference's hue names
+#: (model_wrappers.reference_perception.HUES) never give them.
+OTHER_COLOURS = ["purple", "orange", "black"]
+PITCH_HZ = {"high": HIGH_HZ, "low": LOW_HZ}
 
 
-def _options(answer_index: int, words: list[str], lettered: bool) -> list[str]:
-    return [f"{LETTERS[i]}. {w}" if lettered else w for i, w in enumerate(words)]
+def pitch_of(index: int) -> str:
+    """The tone pitch of item ``index``: low and high alternate."""
+    return "high" if index % 2 else "low"
 
 
-def build_worldsense(root: Path, n: int = 4) -> LocalCopy:
+def encoded_options(index: int, colour: str, pitch: str | None = None, lettered: bool = True) -> tuple[list[str], int]:
+    """Four options and the position of the right one (``index % 4``, so a fixed guess is right on
+    a quarter of the items). The right option names the item's ``colour`` (and its tone ``pitch``
+    when it has audio); the others name colours no frame shows and the other pitch. Each modality
+    alone thus identifies the answer: what ``--model modality_oracle`` relies on (design §8)."""
+    other_pitch = {"high": "low", "low": "high"}.get(pitch or "")
+    wrong = [f"{c}, {other_pitch} tone" if pitch else c for c in OTHER_COLOURS]
+    right = f"{colour}, {pitch} tone" if pitch else colour
+    position = index % len(LETTERS)
+    words = wrong[:position] + [right] + wrong[position:]
+    return [f"{LETTERS[i]}. {w}" if lettered else w for i, w in enumerate(words)], position
+
+
+def build_worldsense(root: Path, n: int = 4, hf_home: Path | None = None) -> LocalCopy:
     """lmms-lab/worldsense, split ``test``: a video (with its audio track) under
     ``$HF_HOME/WorldSense/<video_path>``; ``candidates`` are lettered ("A. ..."), ``answer`` a letter."""
-    hf_home = root / "hf_home"
+    hf_home = hf_home or root / "hf_home"
     rows = []
     for i in range(n):
         colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
         video_path = f"videos/ws_{i:03d}.mp4"
-        write_clip_file(hf_home / "WorldSense" / video_path, colour, hz=HIGH_HZ if i % 2 else LOW_HZ)
-        words = [colour, "purple", "orange", "black"]
+        write_clip_file(hf_home / "WorldSense" / video_path, colour, hz=PITCH_HZ[pitch_of(i)])
+        options, answer = encoded_options(i, colour, pitch_of(i))
         rows.append(
             {
                 "index": i,
                 "video_path": video_path,
                 "subtitle_path": f"subtitles/ws_{i:03d}.srt",
                 "question": f"Which colour fills the frames, and is the tone high? (item {i})",
-                "candidates": _options(0, words, lettered=True),
-                "answer": "A",
+                "candidates": options,
+                "answer": LETTERS[answer],
                 "task_type": "Attribute Recognition",
                 "task_domain": "Daily Life",
                 "duration": "<1min",
@@ -188,32 +206,33 @@ def build_worldsense(root: Path, n: int = 4) -> LocalCopy:
     )
 
 
-def build_av_odyssey(root: Path, n: int = 4) -> LocalCopy:
+def build_av_odyssey(root: Path, n: int = 4, hf_home: Path | None = None) -> LocalCopy:
     """AV-Odyssey/AV_Odyssey_Bench_LMMs_Eval, split ``test``: media are relative paths in list
     columns under ``$HF_HOME/AV_Odyssey``; ``[audioN]``/``[imgN]``/``[videoN]`` tags in the question
     say where each goes (doc_to_visual returns the paths in tag order; doc_to_text puts ``<media_i>``)."""
-    hf_home = root / "hf_home"
+    hf_home = hf_home or root / "hf_home"
     cache = hf_home / "AV_Odyssey"
     rows = []
     for i in range(n):
         colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
         audio = [f"audio/avo_{i:03d}_1.wav"]
-        write_audio(cache / audio[0], tone(1.0, HIGH_HZ if i % 2 else LOW_HZ))
+        write_audio(cache / audio[0], tone(1.0, PITCH_HZ[pitch_of(i)]))
+        options, answer = encoded_options(i, colour, pitch_of(i))
         if i % 2 == 0:  # image items: "[img1]" and "[audio1]"
             data_type, image, video = "image", [f"image/avo_{i:03d}_1.png"], []
             write_image(cache / image[0], colour_frame(colour))
-            question = f"[img1] [audio1] Which object in the image makes this sound? (item {i})"
+            question = f"[img1] [audio1] What colour is the image, and how high is the sound? (item {i})"
         else:  # video items
             data_type, image, video = "video", [], [f"video/avo_{i:03d}_1.mp4"]
             write_clip_file(cache / video[0], colour, with_audio=False)
-            question = f"[video1] [audio1] Does the sound match the video? (item {i})"
+            question = f"[video1] [audio1] What colour is the video, and how high is the sound? (item {i})"
         rows.append(
             {
                 "question_id": f"avo_{i:03d}",
                 "subfield": "Timbre" if i % 2 else "Tone",
                 "question": question,
-                "options": _options(1, ["yes", "no", "maybe", "cannot tell"], lettered=True),
-                "answer": "B",
+                "options": options,
+                "answer": LETTERS[answer],
                 "data_type": data_type,
                 "image_path": image,
                 "video_path": video,
@@ -237,30 +256,42 @@ def build_av_odyssey(root: Path, n: int = 4) -> LocalCopy:
         root / "dataset",
         {"load_from_disk": True, "video": True, "cache_dir": "AV_Odyssey"},
         hf_home,
-        reply="B",
     )
 
 
-def build_omni_bench(root: Path, n: int = 3) -> LocalCopy:
+def build_omni_bench(root: Path, n: int = 4) -> LocalCopy:
     """lmms-lab-audio/Omni_Bench_fix, split ``train``: ``image`` (Image) and ``audio`` (Audio)
-    columns; ``options`` are bare texts and ``answer`` is the correct option's text. Reuses the
-    project's existing fixture (tests/fixtures.py), written as hub-layout parquet."""
+    columns; ``options`` are bare texts and ``answer`` is the correct option's text. Written by
+    the project's existing fixture (tests/fixtures.py, hub-layout parquet), each record's media and
+    options replaced so that the colour and the tone pitch encode the answer, as in the other copies."""
     from fixtures import omni_bench_fixture  # tests/ is on sys.path under pytest and when run as a script
 
-    folder = omni_bench_fixture(root / "omni_bench", n)
+    def encode(i: int, record: dict) -> None:
+        colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
+        options, answer = encoded_options(i, colour, pitch_of(i), lettered=False)
+        record.update(
+            question=f"What colour is the picture, and how high is the tone? (item {i})",
+            options=options,
+            answer=options[answer],
+            image={"bytes": png_bytes(colour_frame(colour, 96, 128)), "path": None},
+            audio={"bytes": wav_bytes(tone(1.0, PITCH_HZ[pitch_of(i)])), "path": None},
+        )
+
+    folder = omni_bench_fixture(root / "omni_bench", n, mutate=encode)
     return LocalCopy("omni_bench", folder, {}, None, audio_column=True)
 
 
-def build_videomme(root: Path, n: int = 4) -> LocalCopy:
+def build_videomme(root: Path, n: int = 4, hf_home: Path | None = None) -> LocalCopy:
     """lmms-eval/Video-MME, split ``test``: the video is ``$HF_HOME/videomme/data/<videoID>.mp4``
     (utils exit the process if it is missing); duration/domain/sub_category/task_type must be
     names from the utils' lists or the aggregation raises KeyError."""
-    hf_home = root / "hf_home"
+    hf_home = hf_home or root / "hf_home"
     rows = []
     for i in range(n):
         colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
         video_id = f"yt{i:09d}"
-        write_clip_file(hf_home / "videomme" / "data" / f"{video_id}.mp4", colour)
+        write_clip_file(hf_home / "videomme" / "data" / f"{video_id}.mp4", colour, hz=PITCH_HZ[pitch_of(i)])
+        options, answer = encoded_options(i, colour, pitch_of(i))
         rows.append(
             {
                 "video_id": f"{i + 1:03d}",
@@ -272,8 +303,8 @@ def build_videomme(root: Path, n: int = 4) -> LocalCopy:
                 "question_id": f"{i + 1:03d}-1",
                 "task_type": "Attribute Perception",
                 "question": f"What colour are the frames? (item {i})",
-                "options": _options(0, [colour, "purple", "orange", "black"], lettered=True),
-                "answer": "A",
+                "options": options,
+                "answer": LETTERS[answer],
             }
         )
     features = _features(
@@ -299,23 +330,23 @@ def build_videomme(root: Path, n: int = 4) -> LocalCopy:
 MVBENCH_FOLDERS = {"action_antonym": "ssv2_video_mp4", "fine_grained_action": "Moments_in_Time_Raw/videos"}
 
 
-def build_mvbench(root: Path, n: int = 4, sub_task: str = "action_antonym") -> LocalCopy:
+def build_mvbench(root: Path, n: int = 4, sub_task: str = "action_antonym", hf_home: Path | None = None) -> LocalCopy:
     """OpenGVLab/MVBench config ``<sub_task>``, split ``train``: ``video`` is a file name under
     ``$HF_HOME/mvbench_video/<DATA_LIST[sub_task]>/``; ``candidates`` are bare texts and
     ``answer`` is the correct candidate's text (process_results finds its letter)."""
-    hf_home = root / "hf_home"
+    hf_home = hf_home or root / "hf_home"
     rows = []
     for i in range(n):
         colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
         name = f"mv_{i:03d}.mp4"
         write_clip_file(hf_home / "mvbench_video" / MVBENCH_FOLDERS[sub_task] / name, colour, with_audio=False)
-        candidates = [f"moving {colour}", "standing still", "not sure"]
+        candidates, answer = encoded_options(i, colour, lettered=False)
         rows.append(
             {
                 "video": name,
-                "question": f"What is the square doing? (item {i})",
+                "question": f"What colour is the video? (item {i})",
                 "candidates": candidates,
-                "answer": candidates[0],
+                "answer": candidates[answer],
             }
         )
     save_split(
@@ -373,9 +404,9 @@ def build_clotho_aqa(root: Path, n: int = 4) -> LocalCopy:
     Audio column, a free-text ``question`` and a one-word ``answer`` (exact_match, no process_results)."""
     rows = [
         {
-            "audio": {"bytes": wav_bytes(tone(1.0, HIGH_HZ if i % 2 else LOW_HZ)), "path": f"clotho_{i:03d}.wav"},
+            "audio": {"bytes": wav_bytes(tone(1.0, PITCH_HZ[pitch_of(i)])), "path": f"clotho_{i:03d}.wav"},
             "question": f"Is the tone high? (item {i})",
-            "answer": "yes" if i % 2 else "no",
+            "answer": "yes" if pitch_of(i) == "high" else "no",
         }
         for i in range(n)
     ]
@@ -388,11 +419,12 @@ def build_clotho_aqa(root: Path, n: int = 4) -> LocalCopy:
 def build_librispeech(root: Path, n: int = 4) -> LocalCopy:
     """lmms-lab-audio/librispeech config ``librispeech_test_clean``, split of the same name: an
     Audio column, the transcript ``gt``, ``source`` and ``task`` ("asr_en": the WER aggregation
-    reads the language from ``task[4:]``)."""
+    reads the language from ``task[4:]``). The "speech" is a tone and its transcript the tone's
+    pitch word (``HIGH``/``LOW``), so an audio-reading model can transcribe it."""
     rows = [
         {
-            "audio": {"bytes": wav_bytes(tone(1.0)), "path": f"ls_{i:03d}.flac"},
-            "gt": f"HELLO WORLD NUMBER {i}",
+            "audio": {"bytes": wav_bytes(tone(1.0, PITCH_HZ[pitch_of(i)])), "path": f"ls_{i:03d}.flac"},
+            "gt": pitch_of(i).upper(),
             "source": "librispeech_test_clean",
             "task": "asr_en",
         }
@@ -404,7 +436,7 @@ def build_librispeech(root: Path, n: int = 4) -> LocalCopy:
         root / "dataset",
         {"load_from_disk": True},
         None,
-        reply="hello world number 0",
+        reply="low",
         audio_column=True,
     )
 
@@ -447,6 +479,27 @@ BUILDERS: dict[str, Callable[[Path], LocalCopy]] = {
     "librispeech_test_clean": build_librispeech,
     "mme": build_mme,
 }
+
+
+#: The builders that put media under ``$HF_HOME/<cache_dir>`` (they take ``hf_home=``).
+VIDEO_TASKS = ("worldsense", "av_odyssey", "videomme", "mvbench_action_antonym")
+
+
+def build_copies(root: Path, tasks: list[str] | None = None) -> dict[str, LocalCopy]:
+    """The local copies of ``tasks`` (default: all eight), each under ``root/<task>``, with the
+    media of the video tasks under ONE ``root/hf_home``: their cache folders differ, so a single
+    lmms-eval process (one ``$HF_HOME``, read by the utils at import) can run them together."""
+    copies = {}
+    for task in tasks or list(BUILDERS):
+        shared = {"hf_home": root / "hf_home"} if task in VIDEO_TASKS else {}
+        copies[task] = BUILDERS[task](root / task, **shared)
+    return copies
+
+
+def task_folder(copies: dict[str, LocalCopy], folder: Path) -> dict[str, str]:
+    """Write the ``wrapcheck_<task>`` YAML of each copy into ``folder`` (an ``--include_path``);
+    returns task -> its local task name."""
+    return {task: local_yaml(copy, folder)[0] for task, copy in copies.items()}
 
 
 # --- the proof: the real task config reads the copy and makes requests -------------------------------
