@@ -155,8 +155,8 @@ def encoded_options(index: int, colour: str, pitch: str | None = None, lettered:
     when it has audio); the others name colours no frame shows and the other pitch. Each modality
     alone thus identifies the answer: what ``--model modality_oracle`` relies on (design §8)."""
     other_pitch = {"high": "low", "low": "high"}.get(pitch or "")
-    wrong = [f"{c}, {other_pitch} tone" if pitch else c for c in OTHER_COLOURS]
-    right = f"{colour}, {pitch} tone" if pitch else colour
+    wrong = [f"{c} and a {other_pitch} tone" if pitch else c for c in OTHER_COLOURS]
+    right = f"{colour} and a {pitch} tone" if pitch else colour
     position = index % len(LETTERS)
     words = wrong[:position] + [right] + wrong[position:]
     return [f"{LETTERS[i]}. {w}" if lettered else w for i, w in enumerate(words)], position
@@ -500,6 +500,39 @@ def task_folder(copies: dict[str, LocalCopy], folder: Path) -> dict[str, str]:
     """Write the ``wrapcheck_<task>`` YAML of each copy into ``folder`` (an ``--include_path``);
     returns task -> its local task name."""
     return {task: local_yaml(copy, folder)[0] for task, copy in copies.items()}
+
+
+@dataclass
+class PreparedCopies:
+    """The local copies of several tasks, their ``wrapcheck_<task>`` YAMLs in one folder, and the
+    environment an lmms-eval process needs to run them (see :func:`prepare`)."""
+
+    root: Path
+    copies: dict[str, LocalCopy]
+    tasks_dir: Path  # the --include_path holding the wrapcheck_<task> YAMLs
+    names: dict[str, str]  # task -> its local task name
+    env: dict[str, str]  # HF_HOME (read by the video utils at import), the project cache, PYTHONPATH
+
+    def subprocess_env(self) -> dict[str, str]:
+        """``os.environ`` with :attr:`env` on top, for an lmms-eval subprocess."""
+        return {**os.environ, **self.env}
+
+
+def prepare(root: Path, tasks: list[str] | None = None) -> PreparedCopies:
+    """Build the copies of ``tasks`` (default: all) under ``root/data``, write their YAMLs to
+    ``root/tasks`` and say which environment runs them: ``HF_HOME`` must be set before lmms-eval
+    imports the tasks' utils, so run lmms-eval in a subprocess with :meth:`PreparedCopies.subprocess_env`
+    (or set it first thing in a fresh process); ``PYTHONPATH`` holds this folder for the
+    ``!function wrap_datasets.decoded_audio`` of the audio copies."""
+    copies = build_copies(root / "data", tasks)
+    names = task_folder(copies, root / "tasks")
+    here = str(Path(__file__).resolve().parent)
+    env = {
+        "HF_HOME": str(root / "data" / "hf_home"),
+        "SCEVAL_CACHE": str(root / "cache"),
+        "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p),
+    }
+    return PreparedCopies(root, copies, root / "tasks", names, env)
 
 
 # --- the proof: the real task config reads the copy and makes requests -------------------------------
