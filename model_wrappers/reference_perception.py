@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 from scipy import ndimage
 
-from faultline_eval.core import decode_cache, media, record_fields
-from faultline_eval.core.media_processing import decode_audio_track
+from faultline_eval.core import media, record_fields
 from faultline_eval.model_wrappers.media_conversion import SAMPLE_RATE, audio_array, is_audio
 
 HIGH_PITCH_HZ = 700.0  # tones above are "high"
@@ -127,13 +126,7 @@ def path_media(path: str, where: str = "") -> tuple[list[np.ndarray], np.ndarray
     frames = list(record_fields.load_frames(label, "doc_to_visual", (path,)).frames)
     if suffix not in media.VIDEO_SUFFIXES:
         return frames, None
-    track = decode_cache.load("audio_track", (path,), lambda: _audio_track(path), sample_rate=SAMPLE_RATE)
-    return frames, (track.array if track.array.size else None)
-
-
-def _audio_track(path: str) -> decode_cache.Decoded:
-    wave = decode_audio_track(Path(path))
-    return decode_cache.Decoded(np.zeros(0, np.float32) if wave is None else wave)
+    return frames, record_fields.load_audio_track(label, "doc_to_visual", path)
 
 
 def item_media(item: Any, where: str = "") -> tuple[list[np.ndarray], np.ndarray | None]:
