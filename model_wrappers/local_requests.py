@@ -16,7 +16,6 @@ from typing import Any
 from loguru import logger
 from tqdm import tqdm
 
-from faultline_eval.core import telemetry
 from faultline_eval.core.request_lifecycle import PendingRequest, Reply, RequestLifecycle
 from faultline_eval.model_wrappers.chat_messages import media_counts, messages_from_visuals
 from faultline_eval.model_wrappers.local_reply_store import store_key
@@ -69,11 +68,9 @@ class LocalRequests:
             doc_id, task, split = request.args[3:6]  # the same place in chat and simple requests
             doc = self.wrapper.task_dict[task][split][doc_id]
             row_id = doc.get("row_id") if isinstance(doc, dict) else None
-            if row_id is None:  # a base lmms-eval task's doc: telemetry by task and row index
-                row_id = telemetry.request_id(task, doc_id)
             yield LmmsRequest(
                 row_id=row_id,
-                label=f"{self.name}: {task} doc {doc_id} ({row_id})",
+                label=f"{self.name}: {task} doc {doc_id}" + (f" ({row_id})" if row_id is not None else ""),
                 index=index,
                 args=request.args,
                 doc=doc,

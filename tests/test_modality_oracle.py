@@ -13,7 +13,6 @@ import soundfile
 from PIL import Image
 from wrap_datasets import COLOUR_NAMES, build_av_odyssey, build_worldsense, colour_frame, encoded_options, tone
 
-from faultline_eval.core import telemetry
 from faultline_eval.core.demo_media import HIGH_HZ, LOW_HZ
 from faultline_eval.core.record_fields import RecordError
 from faultline_eval.model_wrappers.chat_messages import messages_from_visuals
@@ -116,7 +115,3 @@ def test_reference_answers_base_prompts_with_a_bare_letter():
     red = Image.fromarray(colour_frame("red", 96, 128))
     assert answer_visuals(WORLDSENSE_PROMPT, [red]) == "B"  # the option naming the colour it sees
     assert messages_from_visuals("q", [[red, red]])[0]["content"][1]["type"] == "image"  # a frame list, flattened
-
-
-def test_telemetry_key_of_base_docs():
-    assert telemetry.request_id("mme__clean__var0", 3) == "mme__clean__var0#3"

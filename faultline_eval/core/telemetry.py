@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-__all__ = ["Call", "record", "take", "request_id", "RUN_CONTEXT"]
+__all__ = ["Call", "record", "take", "RUN_CONTEXT"]
 
 _lock = threading.Lock()
 _calls: dict[str, Call] = {}
@@ -33,13 +33,6 @@ def record(row_id: str, call: Call) -> None:
 def take(row_id: str) -> Call | None:
     with _lock:
         return _calls.pop(row_id, None)
-
-
-def request_id(task: str, doc_id: int) -> str:
-    """The key of a request whose doc carries no ``row_id`` (lmms-eval's own tasks, wrapped or
-    not): the lmms-eval task name and the doc's row index, ``<task>#<doc_id>``. Models record
-    under it; a task that knows both (a wrapped task's ``process_results``) takes it."""
-    return f"{task}#{doc_id}"
 
 
 #: Filled when lmms-eval builds its TaskManager (see faultline_eval.model_wrappers.lmms_plugin).
