@@ -73,7 +73,7 @@ def overhead(root: Path, task: str, rounds: int) -> tuple[float, float]:
         raise SystemExit(f"{task}: the wrapped task has {len(wrapped_docs)} docs, the base {len(base_docs)}")
     arms = {"base": (base, base_docs), "wrapped": (wrapped, wrapped_docs)}
     times: dict[str, list[int]] = {"base": [], "wrapped": []}
-    for name, (built, docs) in arms.items():  # warm-up: one pass each (first-call costs, lazy imports)
+    for built, docs in arms.values():  # warm-up: one pass each (first-call costs, lazy imports)
         for index in range(len(docs)):
             request_ns(built, docs, index)
     for round_ in range(rounds):

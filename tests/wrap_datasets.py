@@ -490,7 +490,7 @@ class PreparedCopies:
     copies: dict[str, LocalCopy]
     tasks_dir: Path  # the --include_path holding the wrapcheck_<task> YAMLs
     names: dict[str, str]  # task -> its local task name
-    env: dict[str, str]  # HF_HOME (read by the video utils at import), the project cache, PYTHONPATH
+    env: dict[str, str]  # HF_HOME (read by the video utils at import), the project cache
 
     def subprocess_env(self) -> dict[str, str]:
         """``os.environ`` with :attr:`env` on top, for an lmms-eval subprocess."""
@@ -501,16 +501,10 @@ def prepare(root: Path, tasks: list[str] | None = None) -> PreparedCopies:
     """Build the copies of ``tasks`` (default: all) under ``root/data``, write their YAMLs to
     ``root/tasks`` and say which environment runs them: ``HF_HOME`` must be set before lmms-eval
     imports the tasks' utils, so run lmms-eval in a subprocess with :meth:`PreparedCopies.subprocess_env`
-    (or set it first thing in a fresh process); ``PYTHONPATH`` holds this folder for the
-    ``!function wrap_datasets.decoded_audio`` of the audio copies."""
+    (or set it first thing in a fresh process); ``SCEVAL_CACHE`` is where wrapped tasks are written."""
     copies = build_copies(root / "data", tasks)
     names = task_folder(copies, root / "tasks")
-    here = str(Path(__file__).resolve().parent)
-    env = {
-        "HF_HOME": str(root / "data" / "hf_home"),
-        "SCEVAL_CACHE": str(root / "cache"),
-        "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p),
-    }
+    env = {"HF_HOME": str(root / "data" / "hf_home"), "SCEVAL_CACHE": str(root / "cache")}
     return PreparedCopies(root, copies, root / "tasks", names, env)
 
 
