@@ -1,13 +1,16 @@
 """Per-request overhead of a wrapped lmms-eval task against its base task (issue 27, design §11).
 
-    python benchmarks/wrap.py [--rounds 200] [--tasks mme,clotho_aqa_test]
+    python benchmarks/wrap.py [--rounds 200] [--tasks mme,clotho_aqa_test] [--image-size 768x1024]
+                              [--audio-seconds 20] [--audio-rate 16000]
 
-Data: the local copies of ``tests/wrap_datasets.py`` (MME: 4 docs, two 96x128 PNG images;
-ClothoAQA: 4 docs of 1 s of 16 kHz audio), built in a temporary folder. The base task is the
+Data: the local copies of ``tests/wrap_datasets.py`` (MME: 4 docs, two PNG images of
+``--image-size``, default 96x128; ClothoAQA: 4 docs of ``--audio-seconds`` of audio at
+``--audio-rate``, default 1 s at 16 kHz), built in a temporary folder. The base task is the
 copy's ``wrapcheck_<task>`` YAML (the installed task YAML pointed at the copy); the wrapped task is
 ``<task>__clean__var0`` written by ``faultline_eval.tasks.wrap_configs`` with the same data, i.e.
-severity 0, where the wrapper only type-checks and re-wraps what the base returns (audio stays at
-16 kHz, so no resampling).
+severity 0, where the wrapper only type-checks and re-wraps what the base returns (audio at
+16 kHz is not resampled; ``--audio-rate 44100`` measures the resample the wrapper then adds,
+which the design reports apart from the goal).
 
 A request's cost here is what lmms-eval does for it outside the model: fetch the doc from the
 task's docs (an audio doc is decoded on access), ``doc_to_visual(doc)`` and ``doc_to_text(doc)``.
@@ -34,14 +37,14 @@ TESTS = Path(__file__).resolve().parent.parent / "tests"
 GOAL = 1.3
 
 
-def build_pair(root: Path, task: str):
+def build_pair(root: Path, task: str, options: dict[str, dict]):
     """(base task, wrapped clean task) of ``task``'s local copy, built by lmms-eval's TaskManager."""
     sys.path.insert(0, str(TESTS))
     from wrap_datasets import prepare
 
     from faultline_eval.tasks import wrap_configs
 
-    prepared = prepare(root / task, [task])
+    prepared = prepare(root / task, [task], options)
     os.environ.update(prepared.env)  # before lmms-eval imports the task's utils
     copy = prepared.copies[task]
     [wrapped] = wrap_configs.write(
@@ -65,9 +68,9 @@ def request_ns(task, docs, index: int) -> int:
     return time.perf_counter_ns() - start
 
 
-def overhead(root: Path, task: str, rounds: int) -> tuple[float, float]:
+def overhead(root: Path, task: str, rounds: int, options: dict[str, dict]) -> tuple[float, float]:
     """Median µs per request of the base and of the wrapped clean task, interleaved pairs."""
-    base, wrapped = build_pair(root, task)
+    base, wrapped = build_pair(root, task, options)
     base_docs, wrapped_docs = base.test_docs(), wrapped.test_docs()
     if len(base_docs) != len(wrapped_docs):
         raise SystemExit(f"{task}: the wrapped task has {len(wrapped_docs)} docs, the base {len(base_docs)}")
@@ -98,8 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--tasks", default="mme,clotho_aqa_test", help="comma-separated; image and audio tasks")
+    parser.add_argument("--image-size", default="96x128", help="HxW of the MME images")
+    parser.add_argument("--audio-seconds", type=float, default=1.0, help="length of the ClothoAQA clips")
+    parser.add_argument("--audio-rate", type=int, default=16_000, help="sample rate of the ClothoAQA clips")
     parser.add_argument("--no-video", action="store_true", help="skip the video costs")
     args = parser.parse_args(argv)
+    height, width = (int(side) for side in args.image_size.lower().split("x"))
+    options = {
+        "mme": {"size": (height, width)},
+        "clotho_aqa_test": {"seconds": args.audio_seconds, "rate": args.audio_rate},
+    }
     from faultline_eval.core.offline import use_offline_defaults
 
     use_offline_defaults()
@@ -107,10 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(scratch)
         os.environ["SCEVAL_CACHE"] = str(root / "cache")
         print(f"per-request time outside the model, median over {args.rounds} rounds x docs (interleaved pairs)")
+        print(f"MME images {height}x{width}; ClothoAQA clips {args.audio_seconds:g} s at {args.audio_rate} Hz")
         print(f"{'task':<18}{'base µs':>10}{'clean µs':>10}{'ratio':>8}")
         worst = 0.0
         for task in args.tasks.split(","):
-            base_us, wrapped_us = overhead(root, task, args.rounds)
+            base_us, wrapped_us = overhead(root, task, args.rounds, options)
             ratio = wrapped_us / base_us
             worst = max(worst, ratio)
             print(f"{task:<18}{base_us:>10.1f}{wrapped_us:>10.1f}{ratio:>7.2f}x", flush=True)

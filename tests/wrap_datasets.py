@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from faultline_eval.core.demo_media import COLOURS, HIGH_HZ, LOW_HZ, tone_events
-from faultline_eval.core.media import SAMPLE_RATE, write_audio, write_image
+from faultline_eval.core.media import SAMPLE_RATE, resample_audio, write_audio, write_image
 from faultline_eval.tasks.base_task import base_yaml_path
 from faultline_eval.tasks.wrapped_task import decoded_audio  # noqa: F401 (re-exported: the one copy is the product's)
 
@@ -378,12 +378,16 @@ def save_audio_split(folder: Path, split: str, rows: list[dict], columns: dict) 
     return folder
 
 
-def build_clotho_aqa(root: Path, n: int = 4) -> LocalCopy:
+def build_clotho_aqa(root: Path, n: int = 4, seconds: float = 1.0, rate: int = SAMPLE_RATE) -> LocalCopy:
     """lmms-lab-audio/ClothoAQA config ``clotho_aqa``, split ``clotho_aqa_test_filtered``: an
-    Audio column, a free-text ``question`` and a one-word ``answer`` (exact_match, no process_results)."""
+    Audio column, a free-text ``question`` and a one-word ``answer`` (exact_match, no process_results).
+    ``seconds``/``rate`` size the clips (the hub's are 15-30 s at 44.1 kHz; benchmarks/wrap.py)."""
     rows = [
         {
-            "audio": {"bytes": wav_bytes(tone(1.0, PITCH_HZ[pitch_of(i)])), "path": f"clotho_{i:03d}.wav"},
+            "audio": {
+                "bytes": wav_bytes(resample_audio(tone(seconds, PITCH_HZ[pitch_of(i)]), SAMPLE_RATE, rate), rate),
+                "path": f"clotho_{i:03d}.wav",
+            },
             "question": f"Is the tone high? (item {i})",
             "answer": "yes" if pitch_of(i) == "high" else "no",
         }
@@ -420,15 +424,16 @@ def build_librispeech(root: Path, n: int = 4) -> LocalCopy:
     )
 
 
-def build_mme(root: Path, n_images: int = 2) -> LocalCopy:
+def build_mme(root: Path, n_images: int = 2, size: tuple[int, int] = (96, 128)) -> LocalCopy:
     """lmms-lab-encoder/MME, split ``test``: an Image column; two yes/no questions per image share
-    ``question_id`` (the image's name) and the aggregation asserts both are present."""
+    ``question_id`` (the image's name) and the aggregation asserts both are present. ``size``
+    is (height, width) of the images (the hub's are mostly 500-1,500 px a side; benchmarks/wrap.py)."""
     import datasets
 
     rows = []
     for i in range(n_images):
         colour = COLOUR_NAMES[i]
-        image = {"bytes": png_bytes(colour_frame(colour, 96, 128)), "path": None}
+        image = {"bytes": png_bytes(colour_frame(colour, *size)), "path": None}
         for asked, answer in ((colour, "Yes"), ("purple", "No")):
             rows.append(
                 {
@@ -464,14 +469,17 @@ BUILDERS: dict[str, Callable[[Path], LocalCopy]] = {
 VIDEO_TASKS = ("worldsense", "av_odyssey", "videomme", "mvbench_action_antonym")
 
 
-def build_copies(root: Path, tasks: list[str] | None = None) -> dict[str, LocalCopy]:
+def build_copies(
+    root: Path, tasks: list[str] | None = None, options: dict[str, dict] | None = None
+) -> dict[str, LocalCopy]:
     """The local copies of ``tasks`` (default: all eight), each under ``root/<task>``, with the
     media of the video tasks under ONE ``root/hf_home``: their cache folders differ, so a single
-    lmms-eval process (one ``$HF_HOME``, read by the utils at import) can run them together."""
+    lmms-eval process (one ``$HF_HOME``, read by the utils at import) can run them together.
+    ``options`` maps a task to more arguments of its builder (``{"mme": {"size": (768, 1024)}}``)."""
     copies = {}
     for task in tasks or list(BUILDERS):
         shared = {"hf_home": root / "hf_home"} if task in VIDEO_TASKS else {}
-        copies[task] = BUILDERS[task](root / task, **shared)
+        copies[task] = BUILDERS[task](root / task, **shared, **(options or {}).get(task, {}))
     return copies
 
 
@@ -497,12 +505,12 @@ class PreparedCopies:
         return {**os.environ, **self.env}
 
 
-def prepare(root: Path, tasks: list[str] | None = None) -> PreparedCopies:
+def prepare(root: Path, tasks: list[str] | None = None, options: dict[str, dict] | None = None) -> PreparedCopies:
     """Build the copies of ``tasks`` (default: all) under ``root/data``, write their YAMLs to
     ``root/tasks`` and say which environment runs them: ``HF_HOME`` must be set before lmms-eval
     imports the tasks' utils, so run lmms-eval in a subprocess with :meth:`PreparedCopies.subprocess_env`
     (or set it first thing in a fresh process); ``SCEVAL_CACHE`` is where wrapped tasks are written."""
-    copies = build_copies(root / "data", tasks)
+    copies = build_copies(root / "data", tasks, options)
     names = task_folder(copies, root / "tasks")
     env = {"HF_HOME": str(root / "data" / "hf_home"), "SCEVAL_CACHE": str(root / "cache")}
     return PreparedCopies(root, copies, root / "tasks", names, env)
