@@ -153,8 +153,11 @@ def our_task_dirs() -> list[Path]:
     from faultline_eval.tasks import wrap_configs  # heavy: as above
 
     if wrap_configs.wrap_root().is_dir():
-        for line in wrap_configs.refresh_stale():
-            logger.info(f"faultline-eval: wrapped tasks {line}")
+        try:
+            for line in wrap_configs.refresh_stale():
+                logger.info(f"faultline-eval: wrapped tasks {line}")
+        except Exception as exc:  # a broken generated folder must not break lmms-eval itself
+            logger.error(f"faultline-eval: wrapped tasks not regenerated ({type(exc).__name__}: {exc})")
         ours.append(wrap_configs.wrap_root())
     return ours
 

@@ -57,7 +57,6 @@ from sceval_plugin.conditions import Condition
 from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION
 from sceval_plugin.render import BLANK_LEVEL, NO_MEDIA_CONTROLS, corrupt, corrupts
 from sceval_plugin.task_adapters import (
-    KEY_FIELDS,
     TaskAdapter,
     adapter_for,
     corrupt_question,
@@ -70,6 +69,7 @@ from sceval_plugin.task_adapters import (
 
 __all__ = [
     "DOC_ID_FIELD",
+    "KEY_FIELD",
     "ROW_ID_FIELD",
     "TRIAL_KEY",
     "WrappedTaskError",
@@ -78,6 +78,7 @@ __all__ = [
     "wrapped",
     "doc_plan",
     "doc_key",
+    "doc_keys",
     "shown_doc",
     "media_corruption",
     "decoded_audio",
@@ -85,10 +86,11 @@ __all__ = [
 
 #: Columns the wrapped ``process_docs`` adds (never part of a doc's key).
 DOC_ID_FIELD = "faultline_doc_id"
+KEY_FIELD = "faultline_doc_key"
 ROW_ID_FIELD = "row_id"
 #: The key of the trial in what ``process_results`` returns (Contract C).
 TRIAL_KEY = "faultline_trial"
-_ADDED = (DOC_ID_FIELD, ROW_ID_FIELD)
+_ADDED = (DOC_ID_FIELD, KEY_FIELD, ROW_ID_FIELD)
 #: Controls that empty the adapter's context fields (G.4, G.5).
 _NO_CONTEXT = ("missing_text", "shortcut_visual_audio", "shortcut_question_options", "shortcut_options_only")
 
@@ -144,7 +146,7 @@ def _specific_kwargs(config: Mapping[str, Any]) -> dict[str, Any] | None:
     return dict(kwargs.get("default", kwargs))
 
 
-def _infer_plan(task: Wrapped, docs: list[dict[str, Any]], first: dict[str, Any]) -> DocPlan:
+def _infer_plan(task: Wrapped, key_field: str | None, first: dict[str, Any]) -> DocPlan:
     adapter, config = task.adapter, base_config(task.base)
     question = adapter.question_field
     if adapter.infers_question:
@@ -152,7 +154,6 @@ def _infer_plan(task: Wrapped, docs: list[dict[str, Any]], first: dict[str, Any]
     modalities = adapter.modalities
     if modalities is None:
         modalities = modalities_of(_base_visual(config, first, _specific_kwargs(config)))
-    key_field = None if adapter.doc_key is not None else infer_key_field(docs)
     plan = DocPlan(question, key_field, modalities)
     where = f"wrapped task {task.name} ({adapter.label})"
     if corrupts(task.condition, "text") and question is None:
@@ -180,7 +181,7 @@ def doc_plan(task: Wrapped, doc: Mapping[str, Any] | None = None) -> DocPlan:
         if doc is None:
             raise WrappedTaskError(f"wrapped task {task.name}: its process_docs has not run in this process")
         first = _base_doc(doc)
-        plan = _infer_plan(task, [first], first)
+        plan = _infer_plan(task, None if task.adapter.doc_key else infer_key_field([first]), first)
         with _plans_lock:
             _plans.setdefault(task.name, plan)
     return plan
@@ -191,7 +192,12 @@ def _base_doc(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def doc_key(task: Wrapped, doc: Mapping[str, Any]) -> str:
-    """The doc's key (the adapter's, the inferred id column, else the digest of its fields)."""
+    """The doc's key: the ``faultline_doc_key`` column ``process_docs`` wrote (the adapter's key,
+    the inferred id column, else the digest of its fields and media file names), computed once
+    from the whole doc, so ``process_results``, which lmms-eval gives the doc without its media
+    columns, sees the same key as ``doc_to_visual``."""
+    if KEY_FIELD in doc:
+        return str(doc[KEY_FIELD])
     return task.adapter.key_of(_base_doc(doc), doc_plan(task, doc).key_field)
 
 
@@ -213,7 +219,7 @@ def shown_doc(task: Wrapped, doc: Mapping[str, Any]) -> dict[str, Any]:
     removed (options-only shortcut). Media are not touched here."""
     condition, adapter = task.condition, task.adapter
     field = doc_plan(task, doc).question_field
-    shown = dict(doc)
+    shown = _ordered(task, doc)
     if field is not None and corrupts(condition, "text"):
         key = _seed_key(task, doc_key(task, doc))
 
@@ -230,6 +236,18 @@ def shown_doc(task: Wrapped, doc: Mapping[str, Any]) -> dict[str, Any]:
     elif field is not None and control == "shortcut_options_only":
         shown[field] = ""
     return shown
+
+
+def _ordered(task: Wrapped, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The doc with its options in the condition's order (option-order conditions; the adapter
+    re-points the gold, so the base's own process_results scores the order shown)."""
+    reorder = task.adapter.reorder_options
+    if task.condition.block == "option_order" and reorder is not None:
+        try:
+            return dict(reorder(doc, task.condition.option_order))
+        except (KeyError, ValueError) as exc:
+            raise WrappedTaskError(f"{task.name} doc {doc_key(task, doc)}: cannot reorder the options: {exc}") from exc
+    return dict(doc)
 
 
 def _base_text(config: Mapping[str, Any], doc: Mapping[str, Any], kwargs: dict[str, Any] | None) -> str:
@@ -416,18 +434,43 @@ def _process_docs(dataset: Any, name: str) -> Any:
         if column in dataset.column_names:
             raise WrappedTaskError(f"wrapped task {name}: the base docs already have a {column!r} column")
     rows = len(dataset)
-    id_columns = [f for f in KEY_FIELDS if f in dataset.column_names]
-    docs = [dict(zip(id_columns, values)) for values in zip(*(dataset[f] for f in id_columns))] if id_columns else []
+    if not rows:
+        return decoded_audio(dataset)
+    keys, key_field = doc_keys(task, dataset)
     dataset = dataset.add_column(DOC_ID_FIELD, list(range(rows)))
+    dataset = dataset.add_column(KEY_FIELD, keys)
     dataset = dataset.add_column(ROW_ID_FIELD, [f"{name}/{row}" for row in range(rows)])
     dataset = decoded_audio(dataset)
-    if rows:
-        first = _base_doc(dataset[0])
-        plan = _infer_plan(task, docs, first)
-        with _plans_lock:
-            _plans[name] = plan
-        logger.debug(f"{name}: {task.adapter.label}, {plan}")
+    plan = _infer_plan(task, key_field, _base_doc(dataset[0]))
+    with _plans_lock:
+        _plans[name] = plan
+    logger.debug(f"{name}: {task.adapter.label}, {plan}")
     return dataset
+
+
+def doc_keys(task: Wrapped, dataset: Any) -> tuple[list[str], str | None]:
+    """The key of every doc of ``dataset`` (a ``datasets.Dataset`` as the base's process_docs
+    left it), and the id column the generic path found (None: the adapter's key, or digests)."""
+    docs = _docs_for_keys(dataset)
+    key_field = None if task.adapter.doc_key is not None else infer_key_field(docs)
+    return [task.adapter.key_of(doc, key_field) for doc in docs], key_field
+
+
+def _docs_for_keys(dataset: Any) -> list[dict[str, Any]]:
+    """Every doc without decoding its media: the plain columns, plus ``<column>.path`` for each
+    image/audio column whose stored file name is known (so two docs that differ only by their
+    recording, e.g. two utterances with the same transcript, still get different digests)."""
+    import datasets  # heavy: as in decoded_audio
+
+    media = [n for n, f in dataset.features.items() if isinstance(f, (datasets.Audio, datasets.Image))]
+    docs = dataset.remove_columns(media).to_list() if media else dataset.to_list()
+    for name in media:
+        stored = dataset.cast_column(name, type(dataset.features[name])(decode=False))[name]
+        for doc, value in zip(docs, stored):
+            path = value.get("path") if isinstance(value, dict) else None
+            if path:
+                doc[f"{name}.path"] = path
+    return docs
 
 
 def _make_process_docs(name: str) -> Callable[[Any], Any]:
@@ -496,7 +539,8 @@ def _make_process_results(name: str) -> Callable[..., dict[str, Any]]:
 
     def process_results(doc: dict[str, Any], results: list[Any], **kwargs: Any) -> dict[str, Any]:
         base = base_config(task.base).get("process_results")
-        out = dict(base(doc, results, **kwargs)) if callable(base) else _metric_items(task, doc, results)
+        scored = _ordered(task, doc)
+        out = dict(base(scored, results, **kwargs)) if callable(base) else _metric_items(task, scored, results)
         reply = results[0] if results else ""
         call = telemetry.take(doc.get(ROW_ID_FIELD, ""))
         invalid = call.failure if call is not None and call.failure else None
