@@ -50,11 +50,20 @@ def read_prompt(text: str) -> tuple[str, list[tuple[str, str]]]:
 _BASE_OPTION = re.compile(r"^\(?([A-F])[.):]\s*(.+)$", re.MULTILINE)
 
 
+#: The media lines every SCEval protocol prompt carries (``PromptTemplate.render``'s ``{media}``).
+_MEDIA_LINES = re.compile(r"^Visual input: .*\n(?:.*\n)*?Audio input: ", re.MULTILINE)
+
+
 def is_protocol_prompt(text: str) -> bool:
-    """Whether ``text`` is an SCEval protocol prompt (App. E): it has an ``Options:`` section
-    (its question may be blanked by a control) or says no options are given. Anything else is a
-    base lmms-eval task's own prompt (a wrapped or plain ``worldsense``, ``mme``, ...)."""
-    return "\nOptions:" in text or NO_OPTION_CUE in text
+    """Whether ``text`` is an SCEval protocol prompt (App. E): it states its visual and audio
+    inputs, or has the protocol's ``Question: `` and ``Options:`` lines, or says no options are
+    given. Anything else is a base lmms-eval task's own prompt (a wrapped or plain ``worldsense``,
+    ``mme``, ``omni_bench`` ..., whose prompts may have an ``Options:`` section of their own)."""
+    return (
+        _MEDIA_LINES.search(text) is not None
+        or ("Question: " in text and "\nOptions:" in text)
+        or NO_OPTION_CUE in text
+    )
 
 
 def base_options(text: str) -> list[tuple[str, str]]:

@@ -25,6 +25,7 @@ from faultline_eval.model_wrappers.reference_perception import (
     pitch_word,
     split_visuals,
 )
+from sceval_plugin.eval_prompts import STANDARD
 
 WORLDSENSE_PROMPT = "Which colour?\nA. purple and a low tone\nB. red and a high tone\nC. orange and a low tone\nD. black and a low tone\nAnswer with the option's letter."
 MVBENCH_PROMPT = (
@@ -110,7 +111,10 @@ def test_chat_parts_may_hold_paths_and_dicts(tmp_path):
 def test_reference_answers_base_prompts_with_a_bare_letter():
     """On a base task's prompt the reference model replies as the prompt asks (a letter); SCEval
     protocol prompts (an ``Options:`` section) still get its JSON reply."""
-    assert not is_protocol_prompt(WORLDSENSE_PROMPT) and is_protocol_prompt("Question: q\nOptions:\nA. x")
+    assert not is_protocol_prompt(WORLDSENSE_PROMPT)
+    assert not is_protocol_prompt("Question:\nWhich?\n\nOptions:\nA. red\nB. blue\n\nAnswer with the option's letter")
+    _, protocol = STANDARD.render("What colour?", [("A", "red"), ("B", "blue")], visual="image", audio=False)
+    assert is_protocol_prompt(protocol)
     assert [key for key, _ in base_options(MVBENCH_PROMPT)] == ["A", "B", "C", "D"]
     red = Image.fromarray(colour_frame("red", 96, 128))
     assert answer_visuals(WORLDSENSE_PROMPT, [red]) == "B"  # the option naming the colour it sees
