@@ -197,20 +197,20 @@ def _is_c3po(texts: list[str]) -> bool:
     return any(ANSWER_CUE in t for t in texts)
 
 
-def answer_messages(messages: list[dict], where: str = "") -> str:
+def answer_messages(messages: list[dict]) -> str:
     """The reply to lmms-eval chat messages (what doc_to_messages produced). Image, audio and
     video parts may hold PIL images, audio dicts or file paths (:func:`.reference_perception.item_media`)."""
     if _is_c3po([part.get("text", "") for message in messages for part in message.get("content", [])]):
         return answer_c3po_messages(messages)  # before decoding: C3PO's reader takes its own parts
-    images, wave, texts = conversation_media(messages, where)
+    images, wave, texts = conversation_media(messages)
     return _reply("\n".join(texts), images, wave)
 
 
-def answer_visuals(context: str, visuals: Iterable[Any], where: str = "") -> str:
+def answer_visuals(context: str, visuals: Iterable[Any]) -> str:
     """The reply for a simple-model request: prompt text plus doc_to_visual's list."""
     if _is_c3po([context]):
         return answer_c3po_visuals(context, visuals)
-    images, wave = split_visuals(visuals, where)
+    images, wave = split_visuals(visuals)
     return _reply(context, images, wave)
 
 

@@ -55,12 +55,16 @@ def colour_name(rgb: Sequence[float]) -> str:
     return next(name for limit, name in HUES if hue < limit)
 
 
+def saturated(rgb: np.ndarray) -> np.ndarray:
+    """Which pixels of a float ``(..., 3)`` RGB array are saturated colour (not grey, not dark)."""
+    hi, lo = rgb.max(axis=-1), rgb.min(axis=-1)
+    return ((hi - lo) > 0.35 * np.maximum(hi, 1)) & (hi > 40)
+
+
 def find_shapes(frame: np.ndarray) -> list[Shape]:
     """Saturated blobs of a frame, largest first."""
     rgb = frame.astype(np.float32)
-    hi, lo = rgb.max(axis=-1), rgb.min(axis=-1)
-    mask = ((hi - lo) > 0.35 * np.maximum(hi, 1)) & (hi > 40)
-    mask = ndimage.binary_opening(mask, iterations=1)
+    mask = ndimage.binary_opening(saturated(rgb), iterations=1)
     labels, count = ndimage.label(mask)
     shapes = []
     for index, box in enumerate(ndimage.find_objects(labels), start=1):
@@ -151,8 +155,7 @@ def item_media(item: Any, where: str = "") -> tuple[list[np.ndarray], np.ndarray
 
 def split_visuals(visuals: Iterable[Any], where: str = "") -> tuple[list[np.ndarray], np.ndarray | None]:
     """doc_to_visual's list as (images in order, the audio clip or None); see :func:`item_media`."""
-    images, wave = item_media(list(visuals), where)
-    return images, wave
+    return item_media(list(visuals), where)
 
 
 def conversation_media(messages: list[dict], where: str = "") -> tuple[list[np.ndarray], np.ndarray | None, list[str]]:
@@ -184,11 +187,10 @@ def dominant_colour(frames: Sequence[np.ndarray]) -> str | None:
     for frame in frames:
         rgb = np.asarray(frame, dtype=np.float32).reshape(-1, 3)
         total += len(rgb)
-        hi, lo = rgb.max(axis=1), rgb.min(axis=1)
-        saturated = rgb[((hi - lo) > 0.35 * np.maximum(hi, 1)) & (hi > 40)]
-        if len(saturated):
+        coloured = rgb[saturated(rgb)]
+        if len(coloured):
             # one colour per distinct quantised value: frames of real clips hold thousands of shades
-            shades, weights = np.unique((saturated // 16).astype(np.int32), axis=0, return_counts=True)
+            shades, weights = np.unique((coloured // 16).astype(np.int32), axis=0, return_counts=True)
             for shade, weight in zip(shades, weights):
                 name = colour_name(shade * 16 + 8)
                 counts[name] = counts.get(name, 0) + int(weight)
