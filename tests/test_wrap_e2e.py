@@ -12,8 +12,9 @@ Two CLI runs, each holding several tasks (one lmms-eval start costs ~25 s of imp
 
 With its modality present the oracle is always right; without it it answers a fixed guess (the
 first option, "No", "unknown"), right exactly where the copies put the answer there: the first
-of every four docs, the "no" docs, the "No" question of each MME pair. Both runs take ~100 s
-together on 2 cores (most of it two lmms-eval start-ups and the lossless re-encodes of the clips).
+of every four docs, the "no" docs, the "No" question of each MME pair. Both runs and the copies
+take 40 s on 2 idle cores (115 s at a load of 14): mostly two lmms-eval start-ups and the
+lossless re-encodes of the clips.
 """
 
 from __future__ import annotations
