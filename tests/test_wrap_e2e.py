@@ -19,7 +19,6 @@ lossless re-encodes of the clips.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -34,13 +33,7 @@ from faultline_eval.tasks import wrap_configs
 pytestmark = pytest.mark.slow
 
 LIMIT = 4  # docs per task (MME: two images, both questions of each: the aggregation asserts pairs)
-#: librispeech's utils import more_itertools (lmms_eval[audio]); without it the task cannot load, and
-#: it is left out of the audio run.
-LIBRISPEECH = importlib.util.find_spec("more_itertools") is not None
-
-AUDIO_TASKS = ["worldsense", "av_odyssey", "omni_bench", "clotho_aqa_test"] + (
-    ["librispeech_test_clean"] if LIBRISPEECH else []
-)
+AUDIO_TASKS = ["worldsense", "av_odyssey", "omni_bench", "clotho_aqa_test", "librispeech_test_clean"]
 VISION_TASKS = ["videomme", "mvbench_action_antonym", "mme"]
 
 #: (metric, value under clean, value with the oracle's modality removed) per base task.

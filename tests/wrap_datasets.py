@@ -43,7 +43,7 @@ import numpy as np
 
 from faultline_eval.core.demo_media import COLOURS, HIGH_HZ, LOW_HZ, tone_events
 from faultline_eval.core.media import SAMPLE_RATE, resample_audio, write_audio, write_image
-from faultline_eval.tasks.base_task import base_yaml_path
+from faultline_eval.tasks.base_task import aggregate, base_yaml_path
 from faultline_eval.tasks.wrapped_task import decoded_audio  # noqa: F401 (re-exported: the one copy is the product's)
 
 base_yaml = base_yaml_path  # older name, kept for callers of this module
@@ -605,10 +605,9 @@ def check(task: str, root: Path, chat: bool = False) -> dict:
         docs = [built.dataset_no_image[split][i] for i in range(2)]
     scored = [built.process_results(doc, [copy.reply]) for doc in docs]
     print(f"-- process_results({copy.reply!r}) -> {scored}", flush=True)
-    aggregations = built.aggregation()
-    for metric in {m for s in scored for m in s}:
+    for metric in {m for s in scored for m in s}:  # the base aggregation, with task args where it takes them
         items = [s[metric] for s in scored if metric in s]
-        print(f"-- {metric}: {aggregations[metric](items)}", flush=True)
+        print(f"-- {metric}: {aggregate(copy.task, metric, items)}", flush=True)
     seen["scored"] = scored
     return seen
 
