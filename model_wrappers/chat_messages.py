@@ -33,8 +33,9 @@ def media_part(visual: Any) -> dict:
 
 def messages_from_visuals(context: str, visuals: list) -> list[dict]:
     """lmms-eval chat messages for a simple-path request: every item of ``doc_to_visual`` in
-    order (frames, audio, videos), then the request context as text."""
-    content = [media_part(visual) for visual in visuals if visual is not None]
+    order (frames, audio, videos; a list of frames counts as its frames), then the request context as text."""
+    flat = [item for visual in visuals for item in (visual if isinstance(visual, (list, tuple)) else [visual])]
+    content = [media_part(visual) for visual in flat if visual is not None]  # a nested list: frames, in order
     content.append({"type": "text", "text": context})
     return [{"role": "user", "content": content}]
 

@@ -42,6 +42,13 @@ def manifests() -> list:
             chat_class_path=f"{PACKAGE}.reference.ReferenceChat",
             simple_class_path=f"{PACKAGE}.reference.ReferenceSimple",
         ),
+        # Calibration: answers from ONE modality (model arg modality=audio|vision), so a wrapped task's
+        # modality-necessity audit has numbers known in advance (issue 27).
+        ModelManifest(
+            model_id="modality_oracle",
+            chat_class_path=f"{PACKAGE}.modality_oracle.ModalityOracleChat",
+            simple_class_path=f"{PACKAGE}.modality_oracle.ModalityOracleSimple",
+        ),
         # The offline generator / audio typer / auditor of `c3po build` (demo-quality items).
         # layer 4: it answers the construction stages' prompts, so it lives with them (named, not imported)
         ModelManifest(

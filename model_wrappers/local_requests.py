@@ -70,7 +70,7 @@ class LocalRequests:
             row_id = doc.get("row_id") if isinstance(doc, dict) else None
             yield LmmsRequest(
                 row_id=row_id,
-                label=f"{self.name}: {task} doc {doc_id} ({row_id})",
+                label=f"{self.name}: {task} doc {doc_id}" + (f" ({row_id})" if row_id is not None else ""),
                 index=index,
                 args=request.args,
                 doc=doc,

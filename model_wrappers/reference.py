@@ -27,10 +27,9 @@ from faultline_eval.model_wrappers.reference_perception import (
     HIGH_PITCH_HZ,
     Shape,
     Tone,
-    audio_wave,
+    conversation_media,
     find_shapes,
     find_tones,
-    image_array,
     split_visuals,
 )
 from sceval_plugin.eval_prompts import NO_OPTION, NO_OPTION_CUE
@@ -45,6 +44,31 @@ def read_prompt(text: str) -> tuple[str, list[tuple[str, str]]]:
     body, _, options_part = text.partition("\nOptions:")
     question = body.split("Question: ", 1)[1] if "Question: " in body else ""
     return question, [(m.group(1), m.group(2).strip()) for m in _OPTION.finditer(options_part)]
+
+
+#: An option line of lmms-eval's own prompts: "A. text", "(A) text", "A) text", "A: text".
+_BASE_OPTION = re.compile(r"^\(?([A-F])[.):]\s*(.+)$", re.MULTILINE)
+
+
+#: The media lines every SCEval protocol prompt carries (``PromptTemplate.render``'s ``{media}``).
+_MEDIA_LINES = re.compile(r"^Visual input: .*\n(?:.*\n)*?Audio input: ", re.MULTILINE)
+
+
+def is_protocol_prompt(text: str) -> bool:
+    """Whether ``text`` is an SCEval protocol prompt (App. E): it states its visual and audio
+    inputs, or has the protocol's ``Question: `` and ``Options:`` lines, or says no options are
+    given. Anything else is a base lmms-eval task's own prompt (a wrapped or plain ``worldsense``,
+    ``mme``, ``omni_bench`` ..., whose prompts may have an ``Options:`` section of their own)."""
+    return (
+        _MEDIA_LINES.search(text) is not None
+        or ("Question: " in text and "\nOptions:" in text)
+        or NO_OPTION_CUE in text
+    )
+
+
+def base_options(text: str) -> list[tuple[str, str]]:
+    """The lettered options of a base task's prompt, in order (none for yes/no or open questions)."""
+    return [(m.group(1), m.group(2).strip()) for m in _BASE_OPTION.finditer(text)]
 
 
 def words(text: str) -> list[str]:
@@ -144,8 +168,21 @@ def answer_freely(question: str, frames: list[np.ndarray], wave: np.ndarray | No
     return {"answer": described or CANNOT_TELL, "evidence": reasoning}
 
 
+def answer_base_prompt(text: str, frames: list[np.ndarray], wave: np.ndarray | None) -> str:
+    """The reply to a base lmms-eval task's prompt, in the form those prompts ask for (a bare
+    option letter, else a short answer): the same perception and fallback as SCEval's items,
+    with the whole prompt as the question."""
+    options = base_options(text)
+    if options:
+        return decide(text, options, frames, wave)["answer"]
+    return answer_freely(text, frames, wave)["answer"]
+
+
 def _reply(text: str, frames: list[np.ndarray], wave: np.ndarray | None) -> str:
-    """The SCEval reply to a prompt: a free-form answer when the prompt says no options are given."""
+    """The SCEval reply to a prompt: a free-form answer when the prompt says no options are given;
+    a base task's prompt gets :func:`answer_base_prompt`."""
+    if not is_protocol_prompt(text):
+        return answer_base_prompt(text, frames, wave)
     question, options = read_prompt(text)
     if NO_OPTION_CUE in text:  # no options: the answer format follows the question
         return json.dumps(answer_freely(question.split(NO_OPTION.answer_format, 1)[0], frames, wave))
@@ -161,20 +198,11 @@ def _is_c3po(texts: list[str]) -> bool:
 
 
 def answer_messages(messages: list[dict]) -> str:
-    """The reply to lmms-eval chat messages (what doc_to_messages produced)."""
-    images, wave, texts = [], None, []
-    for message in messages:
-        if message.get("role") != "user":
-            continue
-        for part in message.get("content", []):
-            if part.get("type") == "image":
-                images.append(image_array(part["url"]))
-            elif part.get("type") == "audio":
-                wave = audio_wave(part["url"])
-            elif part.get("type") == "text":
-                texts.append(part["text"])
-    if _is_c3po(texts):
-        return answer_c3po_messages(messages)
+    """The reply to lmms-eval chat messages (what doc_to_messages produced). Image, audio and
+    video parts may hold PIL images, audio dicts or file paths (:func:`.reference_perception.item_media`)."""
+    if _is_c3po([part.get("text", "") for message in messages for part in message.get("content", [])]):
+        return answer_c3po_messages(messages)  # before decoding: C3PO's reader takes its own parts
+    images, wave, texts = conversation_media(messages)
     return _reply("\n".join(texts), images, wave)
 
 

@@ -8,14 +8,17 @@ events in the audio (loudness envelope; pitch from the spectrum).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy import ndimage
 
-from faultline_eval.model_wrappers.media_conversion import SAMPLE_RATE
+from faultline_eval.core import media, record_fields
+from faultline_eval.model_wrappers.media_conversion import SAMPLE_RATE, audio_array, is_audio
 
 HIGH_PITCH_HZ = 700.0  # tones above are "high"
 #: Hue ranges (degrees) -> colour name.
@@ -52,12 +55,16 @@ def colour_name(rgb: Sequence[float]) -> str:
     return next(name for limit, name in HUES if hue < limit)
 
 
+def saturated(rgb: np.ndarray) -> np.ndarray:
+    """Which pixels of a float ``(..., 3)`` RGB array are saturated colour (not grey, not dark)."""
+    hi, lo = rgb.max(axis=-1), rgb.min(axis=-1)
+    return ((hi - lo) > 0.35 * np.maximum(hi, 1)) & (hi > 40)
+
+
 def find_shapes(frame: np.ndarray) -> list[Shape]:
     """Saturated blobs of a frame, largest first."""
     rgb = frame.astype(np.float32)
-    hi, lo = rgb.max(axis=-1), rgb.min(axis=-1)
-    mask = ((hi - lo) > 0.35 * np.maximum(hi, 1)) & (hi > 40)
-    mask = ndimage.binary_opening(mask, iterations=1)
+    mask = ndimage.binary_opening(saturated(rgb), iterations=1)
     labels, count = ndimage.label(mask)
     shapes = []
     for index, box in enumerate(ndimage.find_objects(labels), start=1):
@@ -104,20 +111,98 @@ def image_array(image: Any) -> np.ndarray:
 
 
 def audio_wave(audio: Any) -> np.ndarray | None:
-    """The samples of a 16 kHz audio dict; None for anything else."""
-    if isinstance(audio, dict) and "array" in audio:
-        if int(audio.get("sampling_rate", SAMPLE_RATE)) != SAMPLE_RATE:
-            raise ValueError("sceval_reference expects 16 kHz audio")
+    """Mono float32 samples at 16 kHz of an audio item (an HF/lmms-eval dict ``{"array",
+    "sampling_rate"}`` with or without ``"type"``, a torchcodec AudioDecoder); None for anything
+    else. Other rates are resampled (base lmms-eval tasks send their dataset's rate)."""
+    if isinstance(audio, dict) and "array" in audio and int(audio.get("sampling_rate", SAMPLE_RATE)) == SAMPLE_RATE:
         return np.asarray(audio["array"], dtype=np.float32)
-    return None
+    return audio_array(audio) if is_audio(audio) else None
 
 
-def split_visuals(visuals: Iterable[Any]) -> tuple[list[np.ndarray], np.ndarray | None]:
-    """doc_to_visual's list as (images in order, the audio clip or None)."""
-    images, wave = [], None
-    for v in visuals:
-        if isinstance(v, dict):
-            wave = audio_wave(v)
-        else:
-            images.append(image_array(v))
-    return images, wave
+def path_media(path: str, where: str = "") -> tuple[list[np.ndarray], np.ndarray | None]:
+    """The frames and the audio of one media file, by extension (an image: one frame; a video: its
+    frames on SCEval's grid and its audio track; an audio file: its samples), through the shared
+    decode cache. ``where`` (task and doc) names the request in errors."""
+    label = where or path
+    suffix = Path(path).suffix.lower()
+    if suffix in media.AUDIO_SUFFIXES:
+        return [], record_fields.load_audio(label, "doc_to_visual", path)[0]
+    frames = list(record_fields.load_frames(label, "doc_to_visual", (path,)).frames)
+    if suffix not in media.VIDEO_SUFFIXES:
+        return frames, None
+    return frames, record_fields.load_audio_track(label, "doc_to_visual", path)
+
+
+def item_media(item: Any, where: str = "") -> tuple[list[np.ndarray], np.ndarray | None]:
+    """The frames and the audio of one item a task sends (a ``doc_to_visual`` item or a chat
+    part's url): a PIL image or array, a list of them (frames), an audio dict, or a file path.
+    Anything else is an error naming ``where`` and the item's type."""
+    if isinstance(item, (str, os.PathLike)):
+        return path_media(os.fspath(item), where)
+    if isinstance(item, (list, tuple)):
+        frames, wave = [], None
+        for part in item:
+            more, heard = item_media(part, where)
+            frames += more
+            wave = heard if heard is not None else wave
+        return frames, wave
+    if isinstance(item, dict) or is_audio(item):
+        return [], audio_wave(item)
+    if hasattr(item, "convert") or isinstance(item, np.ndarray):
+        return [image_array(item)], None
+    raise ValueError(f"{where or 'request'}: cannot read a media item of type {type(item).__name__}")
+
+
+def split_visuals(visuals: Iterable[Any], where: str = "") -> tuple[list[np.ndarray], np.ndarray | None]:
+    """doc_to_visual's list as (images in order, the audio clip or None); see :func:`item_media`."""
+    return item_media(list(visuals), where)
+
+
+def conversation_media(messages: list[dict], where: str = "") -> tuple[list[np.ndarray], np.ndarray | None, list[str]]:
+    """(frames in order, the audio clip or None, the text parts) of the user turns of lmms-eval
+    chat messages; image, audio and video parts may hold any item :func:`item_media` reads."""
+    images: list[np.ndarray] = []
+    wave, texts = None, []
+    for message in messages:
+        if message.get("role") != "user":
+            continue
+        for part in message.get("content", []):
+            if part.get("type") in ("image", "audio", "video"):
+                frames, heard = item_media(part["url"], where)
+                images += frames
+                wave = heard if heard is not None else wave
+            elif part.get("type") == "text":
+                texts.append(part["text"])
+    return images, wave, texts
+
+
+# --- single facts a scripted model reads (model_wrappers.modality_oracle) ----------------------
+
+
+def dominant_colour(frames: Sequence[np.ndarray]) -> str | None:
+    """The colour name (:data:`HUES`) of most saturated pixels over ``frames``; None when under
+    5 % of the pixels are saturated (blank, grey or missing frames)."""
+    counts: dict[str, int] = {}
+    total = 0
+    for frame in frames:
+        rgb = np.asarray(frame, dtype=np.float32).reshape(-1, 3)
+        total += len(rgb)
+        coloured = rgb[saturated(rgb)]
+        if len(coloured):
+            # one colour per distinct quantised value: frames of real clips hold thousands of shades
+            shades, weights = np.unique((coloured // 16).astype(np.int32), axis=0, return_counts=True)
+            for shade, weight in zip(shades, weights):
+                name = colour_name(shade * 16 + 8)
+                counts[name] = counts.get(name, 0) + int(weight)
+    if not counts or sum(counts.values()) < 0.05 * total:
+        return None
+    return max(counts, key=lambda name: counts[name])
+
+
+def pitch_word(wave: np.ndarray | None) -> str | None:
+    """ "high" or "low" for the longest tone of ``wave`` (:data:`HIGH_PITCH_HZ`); None when no
+    tone is heard (silence, missing audio)."""
+    tones = find_tones(wave) if wave is not None and wave.size else []
+    if not tones:
+        return None
+    return "high" if max(tones, key=lambda t: t.length_s).pitch_hz > HIGH_PITCH_HZ else "low"

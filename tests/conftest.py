@@ -12,6 +12,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np
 import pytest
 from hypothesis import settings
+from wrap_datasets import PreparedCopies, prepare
 
 from sceval_plugin import use_offline_defaults
 
@@ -57,3 +58,11 @@ def wave(rng) -> np.ndarray:
     x = rng.uniform(-0.8, 0.8, size=32_000).astype(np.float32)
     x[x == 0] = 0.25
     return x
+
+
+@pytest.fixture(scope="session")
+def wrap_copies(tmp_path_factory) -> PreparedCopies:
+    """The local copies of the eight wrapped-task benchmarks (tests/wrap_datasets.py), built once
+    per session, with their task YAMLs and the environment an lmms-eval subprocess needs (the
+    video tasks' utils read ``$HF_HOME`` at import, so CLI runs go through subprocesses)."""
+    return prepare(tmp_path_factory.mktemp("wrap_copies"))

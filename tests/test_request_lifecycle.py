@@ -79,13 +79,14 @@ def test_a_request_whose_preparation_fails_gets_api_failure_and_the_others_are_a
 
 def test_the_reference_model_answers_through_the_lifecycle_and_one_bad_doc_no_longer_stops_the_run():
     """sceval_reference's requests get their telemetry from the lifecycle; a doc it cannot read
-    (8 kHz audio) is recorded as api_failure and the next doc is still answered."""
+    (an image part holding a number) is recorded as api_failure and the next doc is still answered."""
     question = {"type": "text", "text": "Question: What colour?\nOptions:\nA. red\nB. green"}
-    docs = [{"row_id": "clean/demo-2/0", "rate": 8000}, {"row_id": "clean/demo-3/0", "rate": 16000}]
+    docs = [{"row_id": "clean/demo-2/0", "bad": True}, {"row_id": "clean/demo-3/0", "bad": False}]
 
     def doc_to_messages(doc):
-        audio = {"array": np.zeros(160, np.float32), "sampling_rate": doc["rate"]}
-        return [{"role": "user", "content": [{"type": "audio", "url": audio}, question]}]
+        audio = {"array": np.zeros(160, np.float32), "sampling_rate": 16000}
+        parts = [{"type": "image", "url": 3}] if doc["bad"] else []
+        return [{"role": "user", "content": [*parts, {"type": "audio", "url": audio}, question]}]
 
     model = ReferenceChat()
     model.task_dict = {"t": {"test": docs}}
@@ -93,5 +94,5 @@ def test_the_reference_model_answers_through_the_lifecycle_and_one_bad_doc_no_lo
     replies = model.generate_until(requests)
     assert replies[0] == "" and '"answer"' in replies[1]
     failed, answered = telemetry.take("clean/demo-2/0"), telemetry.take("clean/demo-3/0")
-    assert failed.failure == "api_failure" and "expects 16 kHz audio" in failed.detail
+    assert failed.failure == "api_failure" and "cannot read a media item of type int" in failed.detail
     assert answered.failure is None and answered.latency_s is not None

@@ -65,7 +65,7 @@ def model_classes() -> list[tuple[str, type]]:
 def test_every_registered_model_refuses_a_misspelt_argument_before_loading_anything():
     """~12 s (imports lmms-eval's Qwen and MiniCPM wrappers; no weights, no server)."""
     classes = model_classes()
-    assert len(classes) == 11  # 7 models, 4 of them with a simple interface too
+    assert len(classes) == 13  # 8 models, 5 of them with a simple interface too
     for model_id, cls in classes:
         # lmms-eval's own batch_size/device are not unknown; pretrianed is, before any weights or server
         with pytest.raises(UnknownModelArgError, match=rf"^{model_id}: unknown model argument 'pretrianed'") as err:

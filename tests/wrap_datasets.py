@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from faultline_eval.core.demo_media import COLOURS, HIGH_HZ, LOW_HZ, tone_events
-from faultline_eval.core.media import SAMPLE_RATE, write_audio, write_image
-from faultline_eval.tasks.base_task import base_yaml_path
+from faultline_eval.core.media import SAMPLE_RATE, resample_audio, write_audio, write_image
+from faultline_eval.tasks.base_task import aggregate, base_yaml_path
 from faultline_eval.tasks.wrapped_task import decoded_audio  # noqa: F401 (re-exported: the one copy is the product's)
 
 base_yaml = base_yaml_path  # older name, kept for callers of this module
@@ -142,30 +142,48 @@ def _strings():
 
 COLOUR_NAMES = ["red", "green", "blue", "yellow", "cyan", "magenta"]
 LETTERS = "ABCD"
+#: Colours the options of wrong answers name: no frame shows them, and the reference's hue names
+#: (model_wrappers.reference_perception.HUES) never give them.
+OTHER_COLOURS = ["purple", "orange", "black"]
+PITCH_HZ = {"high": HIGH_HZ, "low": LOW_HZ}
 
 
-def _options(answer_index: int, words: list[str], lettered: bool) -> list[str]:
-    return [f"{LETTERS[i]}. {w}" if lettered else w for i, w in enumerate(words)]
+def pitch_of(index: int) -> str:
+    """The tone pitch of item ``index``: low and high alternate."""
+    return "high" if index % 2 else "low"
 
 
-def build_worldsense(root: Path, n: int = 4) -> LocalCopy:
+def encoded_options(index: int, colour: str, pitch: str | None = None, lettered: bool = True) -> tuple[list[str], int]:
+    """Four options and the position of the right one (``index % 4``, so a fixed guess is right on
+    a quarter of the items). The right option names the item's ``colour`` (and its tone ``pitch``
+    when it has audio); the others name colours no frame shows and the other pitch. Each modality
+    alone thus identifies the answer: what ``--model modality_oracle`` relies on (design §8)."""
+    other_pitch = {"high": "low", "low": "high"}.get(pitch or "")
+    wrong = [f"{c} and a {other_pitch} tone" if pitch else c for c in OTHER_COLOURS]
+    right = f"{colour} and a {pitch} tone" if pitch else colour
+    position = index % len(LETTERS)
+    words = wrong[:position] + [right] + wrong[position:]
+    return [f"{LETTERS[i]}. {w}" if lettered else w for i, w in enumerate(words)], position
+
+
+def build_worldsense(root: Path, n: int = 4, hf_home: Path | None = None) -> LocalCopy:
     """lmms-lab/worldsense, split ``test``: a video (with its audio track) under
     ``$HF_HOME/WorldSense/<video_path>``; ``candidates`` are lettered ("A. ..."), ``answer`` a letter."""
-    hf_home = root / "hf_home"
+    hf_home = hf_home or root / "hf_home"
     rows = []
     for i in range(n):
         colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
         video_path = f"videos/ws_{i:03d}.mp4"
-        write_clip_file(hf_home / "WorldSense" / video_path, colour, hz=HIGH_HZ if i % 2 else LOW_HZ)
-        words = [colour, "purple", "orange", "black"]
+        write_clip_file(hf_home / "WorldSense" / video_path, colour, hz=PITCH_HZ[pitch_of(i)])
+        options, answer = encoded_options(i, colour, pitch_of(i))
         rows.append(
             {
                 "index": i,
                 "video_path": video_path,
                 "subtitle_path": f"subtitles/ws_{i:03d}.srt",
                 "question": f"Which colour fills the frames, and is the tone high? (item {i})",
-                "candidates": _options(0, words, lettered=True),
-                "answer": "A",
+                "candidates": options,
+                "answer": LETTERS[answer],
                 "task_type": "Attribute Recognition",
                 "task_domain": "Daily Life",
                 "duration": "<1min",
@@ -192,32 +210,33 @@ def build_worldsense(root: Path, n: int = 4) -> LocalCopy:
     )
 
 
-def build_av_odyssey(root: Path, n: int = 4) -> LocalCopy:
+def build_av_odyssey(root: Path, n: int = 4, hf_home: Path | None = None) -> LocalCopy:
     """AV-Odyssey/AV_Odyssey_Bench_LMMs_Eval, split ``test``: media are relative paths in list
     columns under ``$HF_HOME/AV_Odyssey``; ``[audioN]``/``[imgN]``/``[videoN]`` tags in the question
     say where each goes (doc_to_visual returns the paths in tag order; doc_to_text puts ``<media_i>``)."""
-    hf_home = root / "hf_home"
+    hf_home = hf_home or root / "hf_home"
     cache = hf_home / "AV_Odyssey"
     rows = []
     for i in range(n):
         colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
         audio = [f"audio/avo_{i:03d}_1.wav"]
-        write_audio(cache / audio[0], tone(1.0, HIGH_HZ if i % 2 else LOW_HZ))
+        write_audio(cache / audio[0], tone(1.0, PITCH_HZ[pitch_of(i)]))
+        options, answer = encoded_options(i, colour, pitch_of(i))
         if i % 2 == 0:  # image items: "[img1]" and "[audio1]"
             data_type, image, video = "image", [f"image/avo_{i:03d}_1.png"], []
             write_image(cache / image[0], colour_frame(colour))
-            question = f"[img1] [audio1] Which object in the image makes this sound? (item {i})"
+            question = f"[img1] [audio1] What colour is the image, and how high is the sound? (item {i})"
         else:  # video items
             data_type, image, video = "video", [], [f"video/avo_{i:03d}_1.mp4"]
             write_clip_file(cache / video[0], colour, with_audio=False)
-            question = f"[video1] [audio1] Does the sound match the video? (item {i})"
+            question = f"[video1] [audio1] What colour is the video, and how high is the sound? (item {i})"
         rows.append(
             {
                 "question_id": f"avo_{i:03d}",
                 "subfield": "Timbre" if i % 2 else "Tone",
                 "question": question,
-                "options": _options(1, ["yes", "no", "maybe", "cannot tell"], lettered=True),
-                "answer": "B",
+                "options": options,
+                "answer": LETTERS[answer],
                 "data_type": data_type,
                 "image_path": image,
                 "video_path": video,
@@ -241,30 +260,42 @@ def build_av_odyssey(root: Path, n: int = 4) -> LocalCopy:
         root / "dataset",
         {"load_from_disk": True, "video": True, "cache_dir": "AV_Odyssey"},
         hf_home,
-        reply="B",
     )
 
 
-def build_omni_bench(root: Path, n: int = 3) -> LocalCopy:
+def build_omni_bench(root: Path, n: int = 4) -> LocalCopy:
     """lmms-lab-audio/Omni_Bench_fix, split ``train``: ``image`` (Image) and ``audio`` (Audio)
-    columns; ``options`` are bare texts and ``answer`` is the correct option's text. Reuses the
-    project's existing fixture (tests/fixtures.py), written as hub-layout parquet."""
+    columns; ``options`` are bare texts and ``answer`` is the correct option's text. Written by
+    the project's existing fixture (tests/fixtures.py, hub-layout parquet), each record's media and
+    options replaced so that the colour and the tone pitch encode the answer, as in the other copies."""
     from fixtures import omni_bench_fixture  # tests/ is on sys.path under pytest and when run as a script
 
-    folder = omni_bench_fixture(root / "omni_bench", n)
+    def encode(i: int, record: dict) -> None:
+        colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
+        options, answer = encoded_options(i, colour, pitch_of(i), lettered=False)
+        record.update(
+            question=f"What colour is the picture, and how high is the tone? (item {i})",
+            options=options,
+            answer=options[answer],
+            image={"bytes": png_bytes(colour_frame(colour, 96, 128)), "path": None},
+            audio={"bytes": wav_bytes(tone(1.0, PITCH_HZ[pitch_of(i)])), "path": None},
+        )
+
+    folder = omni_bench_fixture(root / "omni_bench", n, mutate=encode)
     return LocalCopy("omni_bench", folder, {}, None, audio_column=True)
 
 
-def build_videomme(root: Path, n: int = 4) -> LocalCopy:
+def build_videomme(root: Path, n: int = 4, hf_home: Path | None = None) -> LocalCopy:
     """lmms-eval/Video-MME, split ``test``: the video is ``$HF_HOME/videomme/data/<videoID>.mp4``
     (utils exit the process if it is missing); duration/domain/sub_category/task_type must be
     names from the utils' lists or the aggregation raises KeyError."""
-    hf_home = root / "hf_home"
+    hf_home = hf_home or root / "hf_home"
     rows = []
     for i in range(n):
         colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
         video_id = f"yt{i:09d}"
-        write_clip_file(hf_home / "videomme" / "data" / f"{video_id}.mp4", colour)
+        write_clip_file(hf_home / "videomme" / "data" / f"{video_id}.mp4", colour, hz=PITCH_HZ[pitch_of(i)])
+        options, answer = encoded_options(i, colour, pitch_of(i))
         rows.append(
             {
                 "video_id": f"{i + 1:03d}",
@@ -276,8 +307,8 @@ def build_videomme(root: Path, n: int = 4) -> LocalCopy:
                 "question_id": f"{i + 1:03d}-1",
                 "task_type": "Attribute Perception",
                 "question": f"What colour are the frames? (item {i})",
-                "options": _options(0, [colour, "purple", "orange", "black"], lettered=True),
-                "answer": "A",
+                "options": options,
+                "answer": LETTERS[answer],
             }
         )
     features = _features(
@@ -303,23 +334,23 @@ def build_videomme(root: Path, n: int = 4) -> LocalCopy:
 MVBENCH_FOLDERS = {"action_antonym": "ssv2_video_mp4", "fine_grained_action": "Moments_in_Time_Raw/videos"}
 
 
-def build_mvbench(root: Path, n: int = 4, sub_task: str = "action_antonym") -> LocalCopy:
+def build_mvbench(root: Path, n: int = 4, sub_task: str = "action_antonym", hf_home: Path | None = None) -> LocalCopy:
     """OpenGVLab/MVBench config ``<sub_task>``, split ``train``: ``video`` is a file name under
     ``$HF_HOME/mvbench_video/<DATA_LIST[sub_task]>/``; ``candidates`` are bare texts and
     ``answer`` is the correct candidate's text (process_results finds its letter)."""
-    hf_home = root / "hf_home"
+    hf_home = hf_home or root / "hf_home"
     rows = []
     for i in range(n):
         colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
         name = f"mv_{i:03d}.mp4"
         write_clip_file(hf_home / "mvbench_video" / MVBENCH_FOLDERS[sub_task] / name, colour, with_audio=False)
-        candidates = [f"moving {colour}", "standing still", "not sure"]
+        candidates, answer = encoded_options(i, colour, lettered=False)
         rows.append(
             {
                 "video": name,
-                "question": f"What is the square doing? (item {i})",
+                "question": f"What colour is the video? (item {i})",
                 "candidates": candidates,
-                "answer": candidates[0],
+                "answer": candidates[answer],
             }
         )
     save_split(
@@ -347,14 +378,18 @@ def save_audio_split(folder: Path, split: str, rows: list[dict], columns: dict) 
     return folder
 
 
-def build_clotho_aqa(root: Path, n: int = 4) -> LocalCopy:
+def build_clotho_aqa(root: Path, n: int = 4, seconds: float = 1.0, rate: int = SAMPLE_RATE) -> LocalCopy:
     """lmms-lab-audio/ClothoAQA config ``clotho_aqa``, split ``clotho_aqa_test_filtered``: an
-    Audio column, a free-text ``question`` and a one-word ``answer`` (exact_match, no process_results)."""
+    Audio column, a free-text ``question`` and a one-word ``answer`` (exact_match, no process_results).
+    ``seconds``/``rate`` size the clips (the hub's are 15-30 s at 44.1 kHz; benchmarks/wrap.py)."""
     rows = [
         {
-            "audio": {"bytes": wav_bytes(tone(1.0, HIGH_HZ if i % 2 else LOW_HZ)), "path": f"clotho_{i:03d}.wav"},
+            "audio": {
+                "bytes": wav_bytes(resample_audio(tone(seconds, PITCH_HZ[pitch_of(i)]), SAMPLE_RATE, rate), rate),
+                "path": f"clotho_{i:03d}.wav",
+            },
             "question": f"Is the tone high? (item {i})",
-            "answer": "yes" if i % 2 else "no",
+            "answer": "yes" if pitch_of(i) == "high" else "no",
         }
         for i in range(n)
     ]
@@ -367,11 +402,12 @@ def build_clotho_aqa(root: Path, n: int = 4) -> LocalCopy:
 def build_librispeech(root: Path, n: int = 4) -> LocalCopy:
     """lmms-lab-audio/librispeech config ``librispeech_test_clean``, split of the same name: an
     Audio column, the transcript ``gt``, ``source`` and ``task`` ("asr_en": the WER aggregation
-    reads the language from ``task[4:]``)."""
+    reads the language from ``task[4:]``). The "speech" is a tone and its transcript the tone's
+    pitch word (``HIGH``/``LOW``), so an audio-reading model can transcribe it."""
     rows = [
         {
-            "audio": {"bytes": wav_bytes(tone(1.0)), "path": f"ls_{i:03d}.flac"},
-            "gt": f"HELLO WORLD NUMBER {i}",
+            "audio": {"bytes": wav_bytes(tone(1.0, PITCH_HZ[pitch_of(i)])), "path": f"ls_{i:03d}.flac"},
+            "gt": pitch_of(i).upper(),
             "source": "librispeech_test_clean",
             "task": "asr_en",
         }
@@ -383,20 +419,21 @@ def build_librispeech(root: Path, n: int = 4) -> LocalCopy:
         root / "dataset",
         {"load_from_disk": True},
         None,
-        reply="hello world number 0",
+        reply="low",
         audio_column=True,
     )
 
 
-def build_mme(root: Path, n_images: int = 2) -> LocalCopy:
+def build_mme(root: Path, n_images: int = 2, size: tuple[int, int] = (96, 128)) -> LocalCopy:
     """lmms-lab-encoder/MME, split ``test``: an Image column; two yes/no questions per image share
-    ``question_id`` (the image's name) and the aggregation asserts both are present."""
+    ``question_id`` (the image's name) and the aggregation asserts both are present. ``size``
+    is (height, width) of the images (the hub's are mostly 500-1,500 px a side; benchmarks/wrap.py)."""
     import datasets
 
     rows = []
     for i in range(n_images):
         colour = COLOUR_NAMES[i]
-        image = {"bytes": png_bytes(colour_frame(colour, 96, 128)), "path": None}
+        image = {"bytes": png_bytes(colour_frame(colour, *size)), "path": None}
         for asked, answer in ((colour, "Yes"), ("purple", "No")):
             rows.append(
                 {
@@ -426,6 +463,57 @@ BUILDERS: dict[str, Callable[[Path], LocalCopy]] = {
     "librispeech_test_clean": build_librispeech,
     "mme": build_mme,
 }
+
+
+#: The builders that put media under ``$HF_HOME/<cache_dir>`` (they take ``hf_home=``).
+VIDEO_TASKS = ("worldsense", "av_odyssey", "videomme", "mvbench_action_antonym")
+
+
+def build_copies(
+    root: Path, tasks: list[str] | None = None, options: dict[str, dict] | None = None
+) -> dict[str, LocalCopy]:
+    """The local copies of ``tasks`` (default: all eight), each under ``root/<task>``, with the
+    media of the video tasks under ONE ``root/hf_home``: their cache folders differ, so a single
+    lmms-eval process (one ``$HF_HOME``, read by the utils at import) can run them together.
+    ``options`` maps a task to more arguments of its builder (``{"mme": {"size": (768, 1024)}}``)."""
+    copies = {}
+    for task in tasks or list(BUILDERS):
+        shared = {"hf_home": root / "hf_home"} if task in VIDEO_TASKS else {}
+        copies[task] = BUILDERS[task](root / task, **shared, **(options or {}).get(task, {}))
+    return copies
+
+
+def task_folder(copies: dict[str, LocalCopy], folder: Path) -> dict[str, str]:
+    """Write the ``wrapcheck_<task>`` YAML of each copy into ``folder`` (an ``--include_path``);
+    returns task -> its local task name."""
+    return {task: local_yaml(copy, folder)[0] for task, copy in copies.items()}
+
+
+@dataclass
+class PreparedCopies:
+    """The local copies of several tasks, their ``wrapcheck_<task>`` YAMLs in one folder, and the
+    environment an lmms-eval process needs to run them (see :func:`prepare`)."""
+
+    root: Path
+    copies: dict[str, LocalCopy]
+    tasks_dir: Path  # the --include_path holding the wrapcheck_<task> YAMLs
+    names: dict[str, str]  # task -> its local task name
+    env: dict[str, str]  # HF_HOME (read by the video utils at import), the project cache
+
+    def subprocess_env(self) -> dict[str, str]:
+        """``os.environ`` with :attr:`env` on top, for an lmms-eval subprocess."""
+        return {**os.environ, **self.env}
+
+
+def prepare(root: Path, tasks: list[str] | None = None, options: dict[str, dict] | None = None) -> PreparedCopies:
+    """Build the copies of ``tasks`` (default: all) under ``root/data``, write their YAMLs to
+    ``root/tasks`` and say which environment runs them: ``HF_HOME`` must be set before lmms-eval
+    imports the tasks' utils, so run lmms-eval in a subprocess with :meth:`PreparedCopies.subprocess_env`
+    (or set it first thing in a fresh process); ``SCEVAL_CACHE`` is where wrapped tasks are written."""
+    copies = build_copies(root / "data", tasks, options)
+    names = task_folder(copies, root / "tasks")
+    env = {"HF_HOME": str(root / "data" / "hf_home"), "SCEVAL_CACHE": str(root / "cache")}
+    return PreparedCopies(root, copies, root / "tasks", names, env)
 
 
 # --- the proof: the real task config reads the copy and makes requests -------------------------------
@@ -517,10 +605,9 @@ def check(task: str, root: Path, chat: bool = False) -> dict:
         docs = [built.dataset_no_image[split][i] for i in range(2)]
     scored = [built.process_results(doc, [copy.reply]) for doc in docs]
     print(f"-- process_results({copy.reply!r}) -> {scored}", flush=True)
-    aggregations = built.aggregation()
-    for metric in {m for s in scored for m in s}:
+    for metric in {m for s in scored for m in s}:  # the base aggregation, with task args where it takes them
         items = [s[metric] for s in scored if metric in s]
-        print(f"-- {metric}: {aggregations[metric](items)}", flush=True)
+        print(f"-- {metric}: {aggregate(copy.task, metric, items)}", flush=True)
     seen["scored"] = scored
     return seen
 

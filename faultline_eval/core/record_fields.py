@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from faultline_eval.core import decode_cache, media
+from faultline_eval.core import decode_cache, media, media_processing
 
 __all__ = [
     "RecordError",
@@ -27,6 +27,9 @@ __all__ = [
     "decode_audio",
     "load_frames",
     "load_audio",
+    "NO_AUDIO_TRACK",
+    "decode_track",
+    "load_audio_track",
 ]
 
 
@@ -129,3 +132,30 @@ def load_audio(sample_id: str, field_name: str, path: str) -> tuple[np.ndarray, 
         sample_id, field_name, "audio", (path,), lambda: decode_audio(path), sample_rate=media.SAMPLE_RATE
     )
     return decoded.array, decoded.notes
+
+
+#: The note of a decoded video without an audio track (its entry holds zero samples).
+NO_AUDIO_TRACK = "no audio track"
+
+
+def decode_track(path: str) -> decode_cache.Decoded:
+    """The audio track of a video at 16 kHz mono; zero samples and the note :data:`NO_AUDIO_TRACK`
+    when it has none."""
+    import av  # heavy: PyAV, loaded where a video is read
+
+    try:
+        track = media_processing.decode_audio_track(Path(path))
+    except av.FFmpegError as exc:
+        raise media.MediaError(f"{path}: cannot decode the audio track: {exc}") from exc
+    if track is None or not len(track):
+        return decode_cache.Decoded(np.zeros(0, np.float32), (), (NO_AUDIO_TRACK,))
+    return decode_cache.Decoded(track)
+
+
+def load_audio_track(sample_id: str, field_name: str, path: str) -> np.ndarray | None:
+    """The audio track of a video through the shared decode cache (kind ``audio_track``), or None
+    when the video has none."""
+    decoded = load_media(
+        sample_id, field_name, "audio_track", (path,), lambda: decode_track(path), sample_rate=media.SAMPLE_RATE
+    )
+    return None if NO_AUDIO_TRACK in decoded.notes else decoded.array

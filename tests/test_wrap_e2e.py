@@ -1,0 +1,127 @@
+"""Wrapped lmms-eval tasks end to end: the real ``lmms-eval`` CLI, the real task configs and utils
+of the eight built-in adapters' tasks, their local copies (tests/wrap_datasets.py), and the
+scripted ``modality_oracle``, whose answers depend on one modality, so every number is known in
+advance (design §10, §8).
+
+Two CLI runs, each holding several tasks (one lmms-eval start costs ~25 s of imports and indexing):
+
+* ``modality=audio`` on the tasks with audio (worldsense, av_odyssey, omni_bench, clotho_aqa_test,
+  librispeech_test_clean): ``clean`` and ``missing_audio``;
+* ``modality=vision`` on the visual tasks (videomme, mvbench_action_antonym, mme): ``clean`` and
+  ``missing_vision``, plus the unwrapped base copies (the base vs ``clean`` row of the report).
+
+With its modality present the oracle is always right; without it it answers a fixed guess (the
+first option, "No", "unknown"), right exactly where the copies put the answer there: the first
+of every four docs, the "no" docs, the "No" question of each MME pair. Both runs and the copies
+take 40 s on 2 idle cores (115 s at a load of 14): mostly two lmms-eval start-ups and the
+lossless re-encodes of the clips.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from wrap_datasets import PreparedCopies
+
+from faultline_eval.core.trial import WrappedTrial
+from faultline_eval.tasks import wrap_configs
+
+pytestmark = pytest.mark.slow
+
+LIMIT = 4  # docs per task (MME: two images, both questions of each: the aggregation asserts pairs)
+AUDIO_TASKS = ["worldsense", "av_odyssey", "omni_bench", "clotho_aqa_test", "librispeech_test_clean"]
+VISION_TASKS = ["videomme", "mvbench_action_antonym", "mme"]
+
+#: (metric, value under clean, value with the oracle's modality removed) per base task.
+EXPECTED = {
+    "worldsense": ("worldsense_score", 100.0, 25.0),
+    "av_odyssey": ("av_odyssey_score", 100.0, 25.0),
+    "omni_bench": ("accuracy", 100.0, 25.0),
+    "clotho_aqa_test": ("exact_match", 1.0, 0.5),
+    "librispeech_test_clean": ("wer", 0.0, 100.0),
+    "videomme": ("videomme_perception_score", 100.0, 25.0),
+    "mvbench_action_antonym": ("mvbench_accuracy", 100.0, 25.0),
+    "mme": ("mme_perception_score", 200.0, 50.0),  # acc + acc+ (%): "No" always: 50 + 0
+}
+
+
+def write_wrapped(copies: PreparedCopies, tasks: list[str], removed: str) -> dict[str, tuple[str, str]]:
+    """Write ``clean`` and ``removed`` of each task, pointed at its local copy; task -> names."""
+    names = {}
+    for task in tasks:
+        data = wrap_configs.data_override(task, copies.copies[task].dataset_path)
+        conditions = [wrap_configs.condition_named("clean"), wrap_configs.condition_named(removed)]
+        clean, corrupted = wrap_configs.write(task, conditions, data)
+        names[task] = (clean, corrupted)
+    return names
+
+
+def run_cli(copies: PreparedCopies, modality: str, tasks: list[str], out: Path) -> tuple[dict, dict[str, list]]:
+    """One ``lmms-eval`` run of ``modality_oracle``: (results by task, sample lines by task)."""
+    command = [sys.executable, "-m", "lmms_eval", "--model", "modality_oracle", "--model_args", f"modality={modality}"]
+    command += ["--tasks", ",".join(tasks), "--include_path", str(copies.tasks_dir)]
+    command += ["--limit", str(LIMIT), "--log_samples", "--output_path", str(out)]
+    done = subprocess.run(command, env=copies.subprocess_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    [results_file] = out.rglob("*_results.json")
+    results = json.loads(results_file.read_text())["results"]
+    samples = {
+        task: [json.loads(line) for path in out.rglob(f"*_samples_{task}.jsonl") for line in path.open()]
+        for task in tasks
+    }
+    return results, samples
+
+
+@pytest.fixture(scope="module")
+def audio_run(wrap_copies, tmp_path_factory, monkeypatch_module):
+    names = write_wrapped(wrap_copies, AUDIO_TASKS, "missing_audio")
+    tasks = [name for pair in names.values() for name in pair]
+    return names, *run_cli(wrap_copies, "audio", tasks, tmp_path_factory.mktemp("audio_run"))
+
+
+@pytest.fixture(scope="module")
+def vision_run(wrap_copies, tmp_path_factory, monkeypatch_module):
+    names = write_wrapped(wrap_copies, VISION_TASKS, "missing_vision")
+    tasks = [name for pair in names.values() for name in pair] + [wrap_copies.names[t] for t in VISION_TASKS]
+    return names, *run_cli(wrap_copies, "vision", tasks, tmp_path_factory.mktemp("vision_run"))
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module(wrap_copies):
+    """The wrapped YAMLs go to the copies' cache, which the CLI subprocesses see too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SCEVAL_CACHE", wrap_copies.env["SCEVAL_CACHE"])
+        yield patch
+
+
+def check_run(names, results, samples, tasks, removed):
+    for task in tasks:
+        metric, clean_value, removed_value = EXPECTED[task]
+        clean, corrupted = names[task]
+        assert results[clean][f"{metric},none"] == pytest.approx(clean_value), (task, results[clean])
+        assert results[corrupted][f"{metric},none"] == pytest.approx(removed_value), (task, results[corrupted])
+        for name, condition in ((clean, "clean"), (corrupted, removed)):
+            lines = samples[name]
+            assert len(lines) == LIMIT, (name, len(lines))
+            trials = [WrappedTrial.from_json(line["faultline_trial"]) for line in lines]
+            assert {t.base_task for t in trials} == {task} and {t.condition_id for t in trials} == {condition}
+            assert sorted(t.doc_id for t in trials) == list(range(LIMIT))
+            assert all(metric in line for line in lines)  # the base metric's own per-doc item
+
+
+def test_audio_tasks_clean_and_missing_audio(audio_run):
+    names, results, samples = audio_run
+    check_run(names, results, samples, AUDIO_TASKS, "missing_audio")
+
+
+def test_visual_tasks_clean_and_missing_vision_and_the_base(vision_run, wrap_copies):
+    names, results, samples = vision_run
+    check_run(names, results, samples, VISION_TASKS, "missing_vision")
+    for task in VISION_TASKS:  # the unwrapped base on the same docs: same answers as clean here
+        metric, clean_value, _ = EXPECTED[task]
+        assert results[wrap_copies.names[task]][f"{metric},none"] == pytest.approx(clean_value)
+        assert all("faultline_trial" not in line for line in samples[wrap_copies.names[task]])
