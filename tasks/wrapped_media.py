@@ -72,9 +72,9 @@ from loguru import logger
 from PIL import Image
 
 from faultline_eval.core import decode_cache, media
-from faultline_eval.core.media_processing import decode_audio_track, video_duration
+from faultline_eval.core.media_processing import video_duration
 from faultline_eval.core.paths import cache_dir
-from faultline_eval.core.record_fields import decode_audio, decode_frames
+from faultline_eval.core.record_fields import NO_AUDIO_TRACK, decode_audio, decode_frames, decode_track
 from faultline_eval.core.store import replacing
 
 __all__ = [
@@ -385,23 +385,8 @@ def decoded_video(path: str, grid: FrameGrid | None = None) -> tuple[np.ndarray,
         lambda: decode_frames((path,), fps=grid.fps, max_frames=grid.max_frames, as_video=True),
         **params,
     )
-    track = decode_cache.load("audio_track", (path,), lambda: _decode_track(path), sample_rate=media.SAMPLE_RATE)
-    return frames.array, None if track.notes == (_NO_TRACK,) else track.array
-
-
-_NO_TRACK = "no audio track"
-
-
-def _decode_track(path: str) -> decode_cache.Decoded:
-    import av  # heavy: PyAV, loaded where a video is read
-
-    try:
-        track = decode_audio_track(Path(path))
-    except av.FFmpegError as exc:
-        raise media.MediaError(f"{path}: cannot decode the audio track: {exc}") from exc
-    if track is None or not len(track):
-        return decode_cache.Decoded(np.zeros(0, np.float32), (), (_NO_TRACK,))
-    return decode_cache.Decoded(track)
+    track = decode_cache.load("audio_track", (path,), lambda: decode_track(path), sample_rate=media.SAMPLE_RATE)
+    return frames.array, None if NO_AUDIO_TRACK in track.notes else track.array
 
 
 def _grid_rate(path: str, grid: FrameGrid) -> float:
