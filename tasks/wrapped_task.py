@@ -47,6 +47,7 @@ import numpy as np
 from loguru import logger
 
 from faultline_eval.core import telemetry
+from faultline_eval.core.identity import WRAPPED_DATASET_FIELD
 from faultline_eval.core.trial import WrappedTrial
 from faultline_eval.tasks.base_task import base_config
 from faultline_eval.tasks.task_hooks import functions_by_name
@@ -90,7 +91,7 @@ KEY_FIELD = "faultline_doc_key"
 ROW_ID_FIELD = "row_id"
 #: The key of the trial in what ``process_results`` returns (Contract C).
 TRIAL_KEY = "faultline_trial"
-_ADDED = (DOC_ID_FIELD, KEY_FIELD, ROW_ID_FIELD)
+_ADDED = (DOC_ID_FIELD, KEY_FIELD, ROW_ID_FIELD, WRAPPED_DATASET_FIELD)
 #: Controls that empty the adapter's context fields (G.4, G.5).
 _NO_CONTEXT = ("missing_text", "shortcut_visual_audio", "shortcut_question_options", "shortcut_options_only")
 
@@ -440,6 +441,11 @@ def _process_docs(dataset: Any, name: str) -> Any:
     dataset = dataset.add_column(DOC_ID_FIELD, list(range(rows)))
     dataset = dataset.add_column(KEY_FIELD, keys)
     dataset = dataset.add_column(ROW_ID_FIELD, [f"{name}/{row}" for row in range(rows)])
+    # The docs' identity for the models' reply stores (a killed run resumes from its replies): the
+    # base docs' content fingerprint (datasets derives it from the files and every transform) and
+    # the seed scheme, which decides the corrupted bytes.
+    identity = f"{task.base}#{dataset._fingerprint}-seed{operators.seed_scheme()}"
+    dataset = dataset.add_column(WRAPPED_DATASET_FIELD, [identity] * rows)
     dataset = decoded_audio(dataset)
     plan = _infer_plan(task, key_field, _base_doc(dataset[0]))
     with _plans_lock:

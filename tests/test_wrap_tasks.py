@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from faultline_eval import commands
 from faultline_eval.core.registry import PluginError
 from faultline_eval.core.trial import SCHEMA_VERSION, Trial, WrappedTrial, json_schema
 from faultline_eval.model_wrappers import lmms_plugin
+from faultline_eval.model_wrappers.local_reply_store import store_key
 from faultline_eval.tasks import base_task, wrap_configs, wrapped_task
 from sceval_plugin import task_adapters
 from sceval_plugin.conditions import catalogue
@@ -325,6 +327,19 @@ def test_mme_wrapped_is_deterministic_paired_and_keeps_the_base_metric(local_cop
     assert clean.aggregation()["mme_perception_score"]([s["mme_perception_score"] for s in scored]) == expected
     empty = WrappedTrial.from_json(clean.process_results(clean.test_docs()[0], [" "])["faultline_trial"])
     assert empty.invalid == "empty"
+    # the models' reply stores key wrapped docs (a killed run resumes): per condition and variant
+    # and row, the same key when the docs are built again
+    keys = [_store_key(doc, "Is it red?") for doc in clean.test_docs()]
+    assert None not in keys and len(set(keys)) == len(keys)
+    assert keys == [_store_key(doc, "Is it red?") for doc in _build("mme__clean__var0")[0].test_docs()]
+    joint_doc = _build(f"mme__{joint.id}__var0")[0].test_docs()[0]
+    assert _store_key(joint_doc, "Is it red?") not in keys
+
+
+def _store_key(doc: dict, text: str) -> str | None:
+    wrapper = SimpleNamespace(pretrained="tiny", is_simple=False, system_prompt=None)
+    messages = [{"role": "user", "content": [{"type": "text", "text": text}]}]
+    return store_key(wrapper, "tiny_model", doc, messages, {"max_new_tokens": 8, "temperature": 0})
 
 
 def test_clotho_aqa_wrapped_audio_is_16khz_and_scored_by_the_base_metric(local_copies, wrap_cache):

@@ -41,6 +41,7 @@ __all__ = [
     "relative_media",
     "content_fingerprint",
     "fingerprint_of",
+    "WRAPPED_DATASET_FIELD",
     "is_legacy",
     "matching_source",
 ]
@@ -94,6 +95,11 @@ def content_fingerprint(records: Iterable[Sequence[Any]]) -> str:
     for record in records:
         h.update(repr(tuple(record)).encode())
     return f"{SCHEME}-{h.hexdigest()}"
+
+
+#: The doc column where a wrapped lmms-eval task (issue 27) keeps its docs' identity, as a
+#: ``spec#fingerprint`` like SCEval's ``dataset`` (which a base task's own columns may use).
+WRAPPED_DATASET_FIELD = "faultline_dataset"
 
 
 def fingerprint_of(dataset: Any) -> str:
