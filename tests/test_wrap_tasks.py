@@ -215,16 +215,15 @@ def test_built_in_adapters_serve_their_tasks_and_clashes_name_both_plugins():
 
 
 @pytest.fixture(scope="module")
-def local_copies(tmp_path_factory):
-    """The local copies of the eight tasks (tests/wrap_datasets.py): the copy, its split as
-    ``datasets`` loads it, and its docs as lmms-eval reads them (Audio decoded by the product's
-    decoded_audio)."""
+def local_copies(wrap_copies):
+    """The local copies of the eight tasks (the session's, tests/wrap_datasets.py): the copy, its
+    split as ``datasets`` loads it, and its docs as lmms-eval reads them (Audio decoded by the
+    product's decoded_audio)."""
     import datasets
 
-    root = tmp_path_factory.mktemp("copies")
     out = {}
     for task in EIGHT:
-        copy = wrap_datasets.BUILDERS[task](root / task)
+        copy = wrap_copies.copies[task]
         if (copy.dataset_path / "dataset_dict.json").is_file():
             split = next(iter(datasets.load_from_disk(str(copy.dataset_path)).values()))
         else:
