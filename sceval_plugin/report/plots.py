@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,22 @@ COLOURS = {"tv": "tab:red", "ta": "tab:blue", "va": "tab:green", "tva": "tab:pur
 BLOCK_LABELS = {"tv": "T+V", "ta": "T+A", "va": "V+A", "tva": "T+V+A"}
 
 Draw = Callable[[Numbers, dict, Path], list]
+
+
+@dataclass(frozen=True)
+class Axis:
+    """How the figures show a value: ``factor`` × it, under these labels, within ``limits``.
+    SCEval's is accuracy as a percentage (:data:`ACCURACY`); a wrapped task's own metric (WER,
+    MME's score) is drawn in its own units (``sceval_plugin.report.task_metric_section``)."""
+
+    factor: float = 100.0
+    value: str = "accuracy (%)"
+    drop: str = "drop from clean (pp)"
+    curve_title: str = "mean-variant accuracy"
+    limits: tuple[float, float] | None = (0.0, 102.0)  # room for lines at 100 %
+
+
+ACCURACY = Axis()
 
 
 def _single_curves(
@@ -55,8 +72,8 @@ def _joint_points(numbers: Numbers, info: dict[str, ConditionInfo]):
     )
 
 
-def _heatmap_grid(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]):
-    """(models, operators with data, grid of severity-70 drops in pp; NaN where not run)."""
+def _heatmap_grid(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str], factor: float = 100.0):
+    """(models, operators with data, grid of severity-70 drops ×``factor``; NaN where not run)."""
     s = numbers.summary.dropna(subset=["delta_base"])
     cell = {c: i.corruptions[0][1] for c, i in info.items() if i.block == "single" and i.corruptions[0][2] == 70}
     s = s[s["condition_id"].isin(list(cell))]
@@ -64,28 +81,31 @@ def _heatmap_grid(numbers: Numbers, info: dict[str, ConditionInfo], operators: l
     drops = np.full((len(models), len(operators)), np.nan)
     for model, cid, value in zip(s["model"], s["condition_id"], s["delta_base"]):
         if cell[cid] in operators:
-            drops[models.index(model), operators.index(cell[cid])] = 100 * value
+            drops[models.index(model), operators.index(cell[cid])] = factor * value
     keep = [j for j in range(len(operators)) if np.isfinite(drops[:, j]).any()]
     return models, [operators[j] for j in keep], drops[:, keep]
 
 
 def figures(
-    numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]
+    numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str], axis: Axis = ACCURACY
 ) -> dict[str, tuple[Draw, str | None]]:
     """Figure name -> (drawing function ``draw(numbers, info, stem)``, why it is not drawn or None)."""
     has_curves = bool(_single_curves(numbers, info))
     has_joint = not _joint_points(numbers, info).empty
     has_heatmap = bool(_heatmap_grid(numbers, info, operators)[1])
     return {
-        "severity_curves": (severity_curves, None if has_curves else "no single-modality cell with a valid output"),
+        "severity_curves": (
+            functools.partial(severity_curves, axis=axis),
+            None if has_curves else "no single-modality cell with a valid output",
+        ),
         "joint_scatter": (
-            joint_scatter,
+            functools.partial(joint_scatter, axis=axis),
             None
             if has_joint
             else "no joint cell with a drop from clean (needs the clean condition and at least one joint cell)",
         ),
         "drop_heatmap": (
-            functools.partial(drop_heatmap, operators=operators),
+            functools.partial(drop_heatmap, operators=operators, axis=axis),
             None
             if has_heatmap
             else "no severity-70 single cell with a drop from clean (needs clean and single cells at severity 70)",
@@ -93,9 +113,9 @@ def figures(
     }
 
 
-def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) -> list[Path]:
-    """One panel per model x modality: accuracy (%) against severity, clean drawn at 0, one line
-    per operator; each modality's legend below its column, outside the data."""
+def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, axis: Axis = ACCURACY) -> list[Path]:
+    """One panel per model x modality: accuracy (%; or ``axis``' value) against severity, clean
+    drawn at 0, one line per operator; each modality's legend below its column, outside the data."""
     plt = pyplot()
     curves = _single_curves(numbers, info)
     models = sorted(curves)
@@ -111,27 +131,28 @@ def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path
     )
     for i, model in enumerate(models):
         values = [v for m in curves[model].values() for curve in m.values() for v in curve.values()]
-        low, high = 100 * min(values), 100 * max(values)
-        pad = max(2.0, 0.08 * (high - low))
+        low, high = axis.factor * min(values), axis.factor * max(values)
+        pad = max(2.0 if axis.limits else 0.0, 0.08 * (high - low)) or 0.05 * max(1.0, abs(high))
+        floor, ceiling = axis.limits or (-np.inf, np.inf)
         for j, modality in enumerate(modalities):
             ax = axes[i][j]
-            _curve_panel(plt, ax, curves[model].get(modality, {}), operators[modality])
-            ax.set_ylim(max(0.0, low - pad), min(102.0, high + pad))  # room for lines at 100 %
+            _curve_panel(plt, ax, curves[model].get(modality, {}), operators[modality], axis.factor)
+            ax.set_ylim(max(floor, low - pad), min(ceiling, high + pad))
             if i == 0:
                 ax.set_title(modality, fontsize=10)
             if j == 0:
-                ax.set_ylabel(f"{model}\naccuracy (%)", fontsize=8)
+                ax.set_ylabel(f"{model}\n{axis.value}", fontsize=8)
             if i == len(models) - 1:
                 ax.set_xlabel("severity (0 = clean)")
     for j, modality in enumerate(modalities):
         _legend_below_column(fig, axes[:, j], f"{modality} operator")
-    fig.suptitle("Single-modality severity curves (mean-variant accuracy)", fontsize=11)
+    fig.suptitle(f"Single-modality severity curves ({axis.curve_title})", fontsize=11)
     fig.tight_layout()
     return save(fig, stem)
 
 
-def _curve_panel(plt, ax, curves: dict[str, dict[int, float]], operators: list[str]) -> None:
-    """One line per operator (accuracy % against severity), in operator order."""
+def _curve_panel(plt, ax, curves: dict[str, dict[int, float]], operators: list[str], factor: float = 100.0) -> None:
+    """One line per operator (``factor`` × the value against severity), in operator order."""
     cmap = plt.get_cmap("tab10")
     markers = "osD^vP*X"  # lines that coincide stay distinguishable by their markers
     for k, op in enumerate(operators):
@@ -141,7 +162,7 @@ def _curve_panel(plt, ax, curves: dict[str, dict[int, float]], operators: list[s
         xs = sorted(curve)
         ax.plot(
             xs,
-            [100 * curve[x] for x in xs],
+            [factor * curve[x] for x in xs],
             marker=markers[k % len(markers)],
             markersize=4,
             markerfacecolor="none",
@@ -178,7 +199,7 @@ def _legend_below_column(fig, column, title: str) -> None:
     )
 
 
-def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) -> list[Path]:
+def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, axis: Axis = ACCURACY) -> list[Path]:
     """As the paper's Figure 5: per model, the total corruption budget s_t + s_v + s_a against the
     drop from clean (pp), one marker per combination type; points below 0 are apparent gains."""
     plt = pyplot()
@@ -193,7 +214,7 @@ def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) 
             if len(b):
                 ax.scatter(
                     b["budget"],
-                    100 * b["delta_base"],
+                    axis.factor * b["delta_base"],
                     marker=MARKERS[block],
                     color=COLOURS[block],
                     s=30,
@@ -208,7 +229,7 @@ def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) 
         ax.set_xlim(min(budgets) - 10, max(budgets) + 10)
         ax.grid(alpha=0.3)
         if k % 4 == 0:
-            ax.set_ylabel("drop from clean (pp)")
+            ax.set_ylabel(axis.drop)
     handles, labels = [], []
     for ax in axes:
         for h, label in zip(*ax.get_legend_handles_labels()):
@@ -220,13 +241,15 @@ def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) 
     return save(fig, stem)
 
 
-def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, operators: list[str]) -> list[Path]:
+def drop_heatmap(
+    numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, operators: list[str], axis: Axis = ACCURACY
+) -> list[Path]:
     """Models x operators: the drop from clean at severity 70 (pp), annotated, on colours that
     diverge around zero (red: worse than clean, blue: better); operators grouped by modality."""
     plt = pyplot()
     from matplotlib.colors import TwoSlopeNorm
 
-    models, ops, drops = _heatmap_grid(numbers, info, operators)
+    models, ops, drops = _heatmap_grid(numbers, info, operators, axis.factor)
     modality_of = {c.corruptions[0][1]: c.corruptions[0][0] for c in info.values() if c.block == "single"}
     limit = max(1.0, float(np.nanmax(np.abs(drops))))
     fig, ax = plt.subplots(figsize=(2.2 + 0.62 * len(ops), 2.4 + 0.42 * len(models)))
@@ -250,7 +273,7 @@ def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *
         if modality_of.get(ops[j]) != modality_of.get(ops[j - 1]):
             ax.axvline(j - 0.5, color="black", linewidth=1.2)
     bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
-    bar.set_label("drop from clean (pp)\nred: worse, blue: better", fontsize=8)
+    bar.set_label(f"{axis.drop}\nred: worse, blue: better", fontsize=8)
     bar.ax.tick_params(labelsize=7)
     ax.set_title("Where models break: severity-70 drops", fontsize=10)
     fig.tight_layout()
