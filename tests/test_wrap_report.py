@@ -26,6 +26,7 @@ from faultline_eval.core.trial import WrappedTrial
 from faultline_eval.tasks.base_task import aggregate, base_config, metric_specs
 from sceval_plugin.metrics.task_metrics import aggregate_drops, mean_score_drops
 from sceval_plugin.report import build_report
+from sceval_plugin.report.task_metric_section import UNWRAPPED
 from sceval_plugin.report.wrapped_reader import option_count, read_wrapped_runs
 
 FAULTLINE = str(Path(sys.executable).with_name("faultline"))
@@ -144,8 +145,8 @@ def write_run(
         "results": results,
         "group_subtasks": {task: [] for task in results},
         "configs": {task: {"task": task} for task in results},
-        "versions": {task: "Yaml" for task in results},
-        "n-shot": {task: 0 for task in results},
+        "versions": dict.fromkeys(results, "Yaml"),
+        "n-shot": dict.fromkeys(results, 0),
         "higher_is_better": higher,
         "n-samples": {task: {"original": len(docs), "effective": len(docs)} for task in results},
         "config": {"model": model, "model_args": "", "batch_size": "1", "limit": None},
@@ -167,6 +168,10 @@ def worldsense_runs(tmp_path_factory):
     docs = [worldsense_doc(i) for i in range(N_DOCS)]
     write_run(root, "listener", "worldsense", docs, listener, CONDITIONS, date="20261202_070000")
     write_run(root, "watcher", "worldsense", docs, watcher, CONDITIONS, date="20261202_070000")
+    # an unwrapped run of the base task by the listener (original media): 23 of 24 right
+    unwrapped = {"results": {"worldsense": {"alias": "worldsense", "worldsense_score,none": 100 * 23 / 24}}}
+    unwrapped["config"] = {"model": "listener", "model_args": ""}
+    (root / "listener" / "20261202_060000_results.json").write_text(json.dumps(unwrapped), encoding="utf-8")
     return root, docs
 
 
@@ -207,9 +212,14 @@ def test_drops_worst_variant_and_paired_interval(worldsense_runs, tmp_path):
     # the listener without audio answers "A": right on the docs whose gold is A (one in four)
     mute = raw[(raw["model"] == "listener") & (raw["condition_id"] == "missing_audio")].iloc[0]
     assert mute["value"] == pytest.approx(25.0)
+    # the effect of wrapping itself: the unwrapped base task beside clean, in the same convention
+    base = raw[(raw["model"] == "listener") & (raw["condition_id"] == UNWRAPPED)].iloc[0]
+    assert base["value"] == pytest.approx(100 * 23 / 24)
+    assert base["drop"] == pytest.approx(100 - 100 * 23 / 24)
+    assert raw[raw["model"] == "listener"]["condition_id"].tolist()[:2] == ["clean", UNWRAPPED]
     # reproducible: the same seed gives the same interval, another seed another one
     again = build_report([root], tmp_path / "again", b=400, seed=7, progress=False, figures=False)
-    other = build_report([root], tmp_path / "other", b=400, seed=8, progress=False, figures=False)
+    build_report([root], tmp_path / "other", b=400, seed=8, progress=False, figures=False)
     assert again["trials"] == done["trials"]
     same = pd.read_csv(tmp_path / "again" / "task_metrics_worldsense.csv")
     moved = pd.read_csv(tmp_path / "other" / "task_metrics_worldsense.csv")
@@ -232,12 +242,20 @@ def test_the_aggregation_path_gives_the_fast_paths_interval():
     units = [str(d["index"]) for d in docs]
     weights = resample_weights(len(units), b=60, seed=3)
     slow = aggregate_drops(
-        [clean], variants, units, lambda items: aggregate("worldsense", "worldsense_score", items), weights,
+        [clean],
+        variants,
+        units,
+        lambda items: aggregate("worldsense", "worldsense_score", items),
+        weights,
         higher_is_better=True,
     )
     fast = mean_score_drops(
-        [[x["score"] for x in clean]], [[x["score"] for x in v] for v in variants], units, weights,
-        factor=100.0, higher_is_better=True,
+        [[x["score"] for x in clean]],
+        [[x["score"] for x in v] for v in variants],
+        units,
+        weights,
+        factor=100.0,
+        higher_is_better=True,
     )
     np.testing.assert_allclose(slow, fast)
     assert slow.std() > 0
@@ -257,7 +275,9 @@ def mme_reply(condition: str, variant: int, doc: dict) -> str:
 
 def test_mme_pairs_go_through_the_task_aggregation(tmp_path):
     docs = [mme_doc(i) for i in range(24)]
-    write_run(tmp_path / "runs", "m", "mme", docs, mme_reply, {"clean": 1, "single_noise_v70": 3}, date="20261202_070100")
+    write_run(
+        tmp_path / "runs", "m", "mme", docs, mme_reply, {"clean": 1, "single_noise_v70": 3}, date="20261202_070100"
+    )
     build_report([tmp_path / "runs"], tmp_path / "r", b=200, seed=1, progress=False, figures=False)
     raw = pd.read_csv(tmp_path / "r" / "task_metrics_mme.csv")
     row = raw[(raw["metric"] == "mme_perception_score") & (raw["condition_id"] == "single_noise_v70")].iloc[0]
@@ -283,7 +303,9 @@ def ami_reply(condition: str, variant: int, doc: dict) -> str:
 
 def test_wer_drop_is_condition_minus_clean(tmp_path):
     docs = [ami_doc(i) for i in range(12)]
-    write_run(tmp_path / "runs", "m", "ami_test", docs, ami_reply, {"clean": 1, "single_noise_v70": 3}, date="20261202_070200")
+    write_run(
+        tmp_path / "runs", "m", "ami_test", docs, ami_reply, {"clean": 1, "single_noise_v70": 3}, date="20261202_070200"
+    )
     build_report([tmp_path / "runs"], tmp_path / "r", b=200, seed=1, progress=False, figures=False)
     raw = pd.read_csv(tmp_path / "r" / "task_metrics_ami_test.csv")
     row = raw[raw["condition_id"] == "single_noise_v70"].iloc[0]

@@ -102,7 +102,9 @@ def aggregate_drops(
     return drops
 
 
-def mean_factor(items: Sequence[Any], scores: Sequence[float | None], aggregate: Callable[[list[Any]], float]) -> float | None:
+def mean_factor(
+    items: Sequence[Any], scores: Sequence[float | None], aggregate: Callable[[list[Any]], float]
+) -> float | None:
     """The factor (:data:`MEAN_FACTORS`) with which ``aggregate(items)`` equals the plain mean of
     the per-doc 0/1 ``scores``; None when the scores are not all 0/1 or no factor fits (a metric
     that dedupes, drops empty replies or is not a mean: the bootstrap then calls the aggregation)."""

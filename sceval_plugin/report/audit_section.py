@@ -35,7 +35,7 @@ def stacked_bars(outcomes: pd.DataFrame, shares: pd.DataFrame, stem: Path) -> li
     stacked bar of shares, and the chance rate of their option counts as a black tick."""
     plt = pyplot()
     panels = list(outcomes.groupby(["base_task", "model"], sort=True))
-    controls = [c for c in dict.fromkeys(outcomes["control"])]
+    controls = list(dict.fromkeys(outcomes["control"]))
     fig, axes = grid(plt, len(panels), width=max(3.6, 0.9 * len(controls) + 1.4), height=3.6, sharey=True)
     for k, (ax, ((base, model), group)) in enumerate(zip(axes, panels)):
         group = group.set_index("control").reindex([c for c in controls if c in set(group["control"])])

@@ -113,7 +113,9 @@ def figures(
     }
 
 
-def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, axis: Axis = ACCURACY) -> list[Path]:
+def severity_curves(
+    numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, axis: Axis = ACCURACY
+) -> list[Path]:
     """One panel per model x modality: accuracy (%; or ``axis``' value) against severity, clean
     drawn at 0, one line per operator; each modality's legend below its column, outside the data."""
     plt = pyplot()

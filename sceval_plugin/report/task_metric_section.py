@@ -37,6 +37,7 @@ from faultline_eval.core.report_writer import Report, Section
 from faultline_eval.core.stats import percentile_interval, resample_weights
 from faultline_eval.core.tables import Table, json_records
 from faultline_eval.tasks.base_task import MetricSpec, aggregate, metric_specs
+from sceval_plugin.conditions import BLOCKS
 from sceval_plugin.metrics.protocol import ConditionInfo, Numbers, catalogue_info
 from sceval_plugin.metrics.task_metrics import aggregate_drops, drop_sign, mean_factor, mean_score_drops
 from sceval_plugin.report import plots
@@ -203,6 +204,24 @@ def metric_rows(
     return pd.DataFrame(rows), notes
 
 
+def _ordered(rows: pd.DataFrame, info: dict[str, ConditionInfo]) -> pd.DataFrame:
+    """Rows per base task, model and metric in catalogue block order (clean, the unwrapped base
+    task, singles, joints, controls), then by condition id."""
+
+    def rank(cid: str) -> int:
+        if cid == UNWRAPPED:
+            return 1
+        block = info[cid].block if cid in info else ""
+        return 0 if block == "clean" else 2 + (BLOCKS.index(block) if block in BLOCKS else len(BLOCKS))
+
+    order = rows.assign(_rank=rows["condition_id"].map(rank))
+    return (
+        order.sort_values(["base_task", "model", "metric", "_rank", "condition_id"], kind="stable")
+        .drop(columns="_rank")
+        .reset_index(drop=True)
+    )
+
+
 def _number(x: float) -> str:
     return "–" if not np.isfinite(x) else f"{x:.2f}"
 
@@ -275,6 +294,9 @@ def task_metric_section(
     if unknown:
         raise ValueError(f"wrapped runs of conditions not in the installed catalogue: {', '.join(unknown[:5])}")
     rows, notes = metric_rows(runs, b=b, seed=seed)
+    if rows.empty:
+        return Section(notes=[*runs.notes, *notes, "task metrics: no metric of the base tasks in these runs"])
+    rows = _ordered(rows, info)
     tables = [
         Table(
             f"task_metrics_{base}",
@@ -282,6 +304,7 @@ def task_metric_section(
             f"its 95% paired bootstrap interval, and coverage (share of docs with a reply). {LEGEND}",
             _shown(group),
             group.reset_index(drop=True),
+            trial_links=[[None] * 10] * len(group),  # the results viewer does not read wrapped runs (yet)
         )
         for base, group in rows.groupby("base_task", sort=True)
     ]
@@ -294,7 +317,9 @@ def task_metric_section(
     )
 
 
-def wrapped_report(runs: WrappedRuns, run_dirs: Sequence[str | Path], *, b: int, seed: int, sections: list[Section]) -> Report:
+def wrapped_report(
+    runs: WrappedRuns, run_dirs: Sequence[str | Path], *, b: int, seed: int, sections: list[Section]
+) -> Report:
     """The report of wrapped runs: settings and counts, then ``sections``."""
     head = {
         "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "runs": [str(r) for r in run_dirs]},

@@ -26,8 +26,7 @@ from typing import Any
 import pandas as pd
 
 from faultline_eval.core.run_logs import ReportError, find_sample_files, model_label, results_for
-from faultline_eval.core.trial import WrappedTrial
-from faultline_eval.core.trial import TrialEntryError
+from faultline_eval.core.trial import TrialEntryError, WrappedTrial
 
 __all__ = [
     "TRIAL_KEY",
@@ -120,7 +119,7 @@ def option_count(prompt: str) -> int | None:
     return count if count >= 2 else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _results(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
@@ -201,7 +200,7 @@ def _unwrapped(results_files: set[Path], bases: set[str]) -> pd.DataFrame:
         results = _results(path)
         model = model_label(path, None)
         for base in sorted(bases & set(results.get("results", {}))):
-            for metric, (value, higher) in _metric_values(results, base, path).items():
+            for metric, (value, _) in _metric_values(results, base, path).items():
                 rows.append({"model": model, "base_task": base, "metric": metric, "value": value, "file": str(path)})
     frame = pd.DataFrame(rows, columns=["model", "base_task", "metric", "value", "file"])
     return frame.drop_duplicates(["model", "base_task", "metric"], keep="last").reset_index(drop=True)
