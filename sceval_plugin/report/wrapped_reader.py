@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from faultline_eval.core.run_logs import ReportError, find_sample_files, model_label, results_for
+from faultline_eval.core.run_logs import ReportError, find_sample_files, model_label, results_for, sample_lines
 from faultline_eval.core.trial import TrialEntryError, WrappedTrial
 
 __all__ = [
@@ -149,47 +149,39 @@ def _read_log(path: Path, model: str, task: str, metrics: Sequence[str]) -> tupl
     rows: list[dict] = []
     items: dict[str, list] = {m: [] for m in metrics}
     base, condition, variant = split_wrapped_name(task) or ("", "", 0)
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                sample = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ReportError(f"{where}: not a JSON line ({exc.msg})") from None
-            entry = sample.get(TRIAL_KEY)
-            if not isinstance(entry, dict):
-                raise ReportError(f"{where}: no {TRIAL_KEY} entry; is {task} a task `faultline wrap` generated?")
-            try:
-                trial = WrappedTrial.from_json(entry, f"{where}: {TRIAL_KEY}")
-            except TrialEntryError as exc:
-                raise ReportError(str(exc)) from None
-            if (trial.base_task, trial.condition_id, trial.variant) != (base, condition, variant):
-                raise ReportError(
-                    f"{where}: the trial says {trial.base_task}/{trial.condition_id}/var{trial.variant}, "
-                    f"the file name {task}"
-                )
-            rows.append(
-                {
-                    "model": model,
-                    "task": task,
-                    "base_task": trial.base_task,
-                    "condition_id": trial.condition_id,
-                    "variant": trial.variant,
-                    "doc_id": trial.doc_id,
-                    "sample_id": trial.sample_id,
-                    "unit": trial.unit,
-                    "score": trial.score,
-                    "correct": trial.correct,
-                    "invalid": trial.invalid,
-                    "n_options": option_count(sample.get("input") if isinstance(sample.get("input"), str) else ""),
-                    "adapter": trial.adapter,
-                    "seed_scheme": trial.seed_scheme,
-                }
+    for where, sample in sample_lines(path):
+        entry = sample.get(TRIAL_KEY)
+        if not isinstance(entry, dict):
+            raise ReportError(f"{where}: no {TRIAL_KEY} entry; is {task} a task `faultline wrap` generated?")
+        try:
+            trial = WrappedTrial.from_json(entry, f"{where}: {TRIAL_KEY}")
+        except TrialEntryError as exc:
+            raise ReportError(str(exc)) from None
+        if (trial.base_task, trial.condition_id, trial.variant) != (base, condition, variant):
+            raise ReportError(
+                f"{where}: the trial says {trial.base_task}/{trial.condition_id}/var{trial.variant}, "
+                f"the file name {task}"
             )
-            for metric in metrics:
-                items[metric].append(sample.get(metric))
+        rows.append(
+            {
+                "model": model,
+                "task": task,
+                "base_task": trial.base_task,
+                "condition_id": trial.condition_id,
+                "variant": trial.variant,
+                "doc_id": trial.doc_id,
+                "sample_id": trial.sample_id,
+                "unit": trial.unit,
+                "score": trial.score,
+                "correct": trial.correct,
+                "invalid": trial.invalid,
+                "n_options": option_count(sample.get("input") if isinstance(sample.get("input"), str) else ""),
+                "adapter": trial.adapter,
+                "seed_scheme": trial.seed_scheme,
+            }
+        )
+        for metric in metrics:
+            items[metric].append(sample.get(metric))
     return rows, items
 
 
