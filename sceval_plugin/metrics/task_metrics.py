@@ -63,16 +63,22 @@ def _relabelled(item: Any, unit: str, copy: int) -> Any:
     return {k: (f"{v}#{copy}" if isinstance(v, (str, int)) and str(v) == unit else v) for k, v in item.items()}
 
 
-def resampled_items(items: Sequence[Any], codes: np.ndarray, names: list[str], counts: np.ndarray) -> list[Any]:
-    """The item list of one resample: unit ``u`` drawn ``counts[u]`` times contributes its docs'
-    items that often, in unit order; copies after the first are relabelled (:func:`_relabelled`)."""
-    docs_of: list[list[int]] = [[] for _ in names]
-    for doc, code in enumerate(codes):
-        docs_of[code].append(doc)
-    out: list[Any] = []
-    for u in np.flatnonzero(counts):
-        for copy in range(int(counts[u])):
-            out += [_relabelled(items[d], names[u], copy) for d in docs_of[u]]
+def resampled_items(
+    items: Sequence[Any], codes: np.ndarray, names: list[str], counts: np.ndarray, memo: dict | None = None
+) -> list[Any]:
+    """The item list of one resample: the docs of a unit drawn ``counts[u]`` times contribute
+    their items that often; copies after the first are relabelled (:func:`_relabelled`; ``memo``
+    keeps relabelled copies across resamples of one list). Order: every drawn doc once, in doc
+    order, then the second copies, and so on (the aggregations read a multiset)."""
+    memo = {} if memo is None else memo
+    drawn = np.asarray(counts)[codes]
+    out = [items[d] for d in np.flatnonzero(drawn)]
+    for copy in range(1, int(drawn.max(initial=0))):
+        for d in np.flatnonzero(drawn > copy):
+            key = (int(d), copy)
+            if key not in memo:
+                memo[key] = _relabelled(items[d], names[codes[d]], copy)
+            out.append(memo[key])
     return out
 
 
@@ -94,11 +100,14 @@ def aggregate_drops(
     if weights.shape[1] != len(names):
         raise ValueError(f"{weights.shape[1]} resample weights for {len(names)} units")
     sign = drop_sign(higher_is_better)
+    memos: list[dict] = [{} for _ in range(len(clean) + len(variants))]
     drops = np.empty(weights.shape[0])
     for row, counts in enumerate(weights.astype(np.int64)):
-        base = np.mean([aggregate(resampled_items(c, codes, names, counts)) for c in clean])
-        under = np.mean([aggregate(resampled_items(v, codes, names, counts)) for v in variants])
-        drops[row] = sign * (base - under)
+        values = [
+            aggregate(resampled_items(items, codes, names, counts, memo))
+            for items, memo in zip([*clean, *variants], memos)
+        ]
+        drops[row] = sign * (np.mean(values[: len(clean)]) - np.mean(values[len(clean) :]))
     return drops
 
 
