@@ -27,6 +27,7 @@ from typing import Any
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, records_of, report
 from faultline_eval.model_wrappers.lmms_plugin import UnknownTaskError, check_task_names, our_task_dirs, our_task_names
+from faultline_eval.tasks import wrap_configs
 from sceval_plugin.plugins import DEBUG_ENV, env_flag
 
 
@@ -82,9 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:  # our names are checked in a second; lmms-eval's import and index take far longer
         tasks = option_values(argv, "--tasks")
         if tasks:
+            wrap_configs.ensure(tasks)  # wrapped lmms-eval tasks (issue 27) are written on request
             folders = [*our_task_dirs(), *option_values(argv, "--include_path")]
             check_task_names(tasks, our_task_names(folders))
-    except UnknownTaskError as exc:
+    except (UnknownTaskError, wrap_configs.WrapNameError) as exc:
         print(f"faultline-eval: error: {exc}", file=sys.stderr)
         return 1
 

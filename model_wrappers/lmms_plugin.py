@@ -86,6 +86,7 @@ def install_task_path() -> None:
 
     @functools.wraps(original_match)
     def match_tasks(self, task_list):
+        index_wrapped_tasks(self, task_list)
         check_task_names(task_list, self.all_tasks, namespaces=("",))
         return original_match(self, task_list)
 
@@ -94,8 +95,33 @@ def install_task_path() -> None:
     TaskManager.match_tasks = match_tasks
 
 
+def index_wrapped_tasks(manager, names: Iterable[str]) -> None:
+    """Write the wrapped tasks (``<base>__<condition>[__var<k>]``, issue 27) that ``names`` ask
+    for and are not written yet, and index their folders into ``manager`` (a TaskManager that has
+    already indexed everything else): only those folders are walked, not lmms-eval's ~1,700
+    built-ins again. A mistyped condition raises :class:`UnknownTaskError` with the close names."""
+    # heavy: as in our_task_dirs (the catalogue, the adapters)
+    from faultline_eval.tasks import wrap_configs  # heavy: as above
+
+    try:
+        wanted = wrap_configs.ensure(names)
+    except wrap_configs.WrapNameError as exc:
+        raise UnknownTaskError(str(exc)) from None
+    missing = {wrap_configs.parse_name(n).base for n in wanted if n not in manager._task_index}  # type: ignore[union-attr]
+    if not missing:
+        return
+    for base in sorted(missing):
+        manager._task_index.update(manager._get_task_and_group(str(wrap_configs.task_folder(base))))
+    index = manager._task_index
+    manager._all_tasks = sorted(index)
+    manager._all_groups = sorted(n for n in index if index[n]["type"] == "group")
+    manager._all_subtasks = sorted(n for n in index if index[n]["type"] == "task")
+    manager._all_tags = sorted(n for n in index if index[n]["type"] == "tag")
+
+
 def our_task_dirs() -> list[Path]:
-    """The SCEval and C3PO task folders (plugin conditions included)."""
+    """The SCEval and C3PO task folders (plugin conditions included), and the wrapped lmms-eval
+    tasks' folder (its stale folders regenerated first)."""
     from loguru import logger
 
     # heavy: lmms-eval imports this entry point for every run, whatever the model; our task folders
@@ -117,6 +143,12 @@ def our_task_dirs() -> list[Path]:
                 f"only the built-in {protocol} tasks are indexed"
             )
             ours.append(TASKS_DIR / protocol)
+    from faultline_eval.tasks import wrap_configs  # heavy: as above
+
+    if wrap_configs.wrap_root().is_dir():
+        for line in wrap_configs.refresh_stale():
+            logger.info(f"faultline-eval: wrapped tasks {line}")
+        ours.append(wrap_configs.wrap_root())
     return ours
 
 

@@ -19,6 +19,8 @@ from sceval_plugin.data.records import OmniItem
 from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION
 
 BLANK_LEVEL = 128  # neutral mid-grey for the missing-vision control
+#: The shortcut controls that show no media at all (G.5).
+NO_MEDIA_CONTROLS = ("shortcut_question_options", "shortcut_text_only", "shortcut_options_only")
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media
     if not 0 <= variant < condition.variants:
         raise ValueError(f"condition {condition.id!r} has {condition.variants} variant(s), got {variant}")
     control = condition.control
-    no_media = control in ("shortcut_question_options", "shortcut_text_only", "shortcut_options_only")
+    no_media = control in NO_MEDIA_CONTROLS
     question, context = item.question, item.context
     frames = item.frames() if with_media and not no_media else None
     audio = item.waveform() if with_media and not no_media else None

@@ -48,6 +48,7 @@ __all__ = [
     "infer_question_field",
     "modalities_of",
     "per_doc_score",
+    "replace_question",
 ]
 
 #: lmms-eval's own extension rule for a media path (``ConfigurableMessagesTask._visual_to_content``):
@@ -273,9 +274,8 @@ def corrupt_question(text: str, protected: tuple[str, ...], corrupt: Callable[[s
     ``" Please answer yes or no."`` stays verbatim for the task's formatter to strip."""
     if not protected:
         return corrupt(text, key)
-    pattern = re.compile("|".join(f"(?:{p})" for p in protected))
     pieces, cursor = [], 0
-    for match in pattern.finditer(text):
+    for match in _protected_pattern(protected).finditer(text):
         pieces += [(False, text[cursor : match.start()]), (True, match.group(0))]
         cursor = match.end()
     pieces.append((False, text[cursor:]))
@@ -290,6 +290,17 @@ def corrupt_question(text: str, protected: tuple[str, ...], corrupt: Callable[[s
         out.append(lead + corrupt(core, key if index == 0 else f"{key}#{index}") + trail)
         index += 1
     return "".join(out)
+
+
+def replace_question(text: str, protected: tuple[str, ...], new: str) -> str:
+    """``new`` in place of ``text``, keeping ``text``'s protected spans (media tags) in front of
+    it, in order: the visual+audio shortcut's generic instruction must still place the media."""
+    kept = [m.group(0).strip() for m in _protected_pattern(protected).finditer(text)] if protected else []
+    return " ".join([*kept, new]) if new else ""
+
+
+def _protected_pattern(protected: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in protected))
 
 
 # --- the built-in adapters ------------------------------------------------------------------------

@@ -38,6 +38,7 @@ __all__ = [
     "lmms_eval_tasks_dir",
     "builtin_task_names",
     "base_yaml_path",
+    "base_simple_config",
     "base_config",
     "metric_specs",
     "aggregate",
@@ -128,6 +129,25 @@ def _full_config(task: str) -> dict[str, Any]:
     from lmms_eval.utils import load_yaml_config
 
     return dict(load_yaml_config(str(base_yaml_path(task)), mode="full"))
+
+
+def base_simple_config(task: str) -> dict[str, Any]:
+    """The base task's config as lmms-eval's indexer reads it (``mode="simple"``: ``include:``
+    merged, the including file's keys winning; ``!function`` values left as their dotted names),
+    without importing lmms-eval or the task's utils."""
+    return _merged_simple(base_yaml_path(task))
+
+
+def _merged_simple(path: Path) -> dict[str, Any]:
+    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_IndexLoader) or {}
+    include = config.pop("include", None)
+    if include is None:
+        return dict(config)
+    merged: dict[str, Any] = {}
+    for name in reversed([include] if isinstance(include, str) else list(include)):
+        included = Path(name) if Path(name).is_file() else path.parent / name
+        merged.update(_merged_simple(included))
+    return {**merged, **config}
 
 
 def base_config(task: str) -> dict[str, Any]:
