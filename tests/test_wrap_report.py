@@ -343,3 +343,52 @@ def test_audit_shares_of_one_modality_models(worldsense_runs, tmp_path):
     assert sorted(both["doc_id"]) == [i for i in range(N_DOCS) if i % 4 == 0]
     assert (tmp_path / "audit" / "audit_stacked.png").is_file()
     assert (tmp_path / "audit" / "audit_stacked.pdf").is_file()
+
+
+@pytest.mark.slow
+def test_report_and_audit_read_what_the_real_lmms_eval_cli_wrote(tmp_path, monkeypatch):
+    """The real ``lmms-eval`` CLI (its ``dummy`` model, replying "Yes") on wrapped MME tasks built
+    from the local copy (tests/wrap_datasets.py; about 60 s, most of it lmms-eval's imports and
+    index), then ``sceval report`` and ``faultline audit`` on its output folder. "Yes" is right on
+    the first question of each image and wrong on the second, whatever the condition: every
+    variant scores 50 + 0 per category, every drop is 0, and each control leaves half the items
+    answerable, all of those answerable in clean."""
+    import wrap_datasets
+
+    from faultline_eval.tasks import wrap_configs
+    from sceval_plugin.conditions import catalogue
+
+    monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
+    copy = wrap_datasets.build_mme(tmp_path / "copy")
+    ids = ["clean", "single_noise_v70", "missing_vision", "shortcut_question_options"]
+    wrap_configs.write("mme", [catalogue().get(c) for c in ids], wrap_configs.data_override("mme", copy.dataset_path))
+    tasks = "mme__clean__var0,mme__single_noise_v70,mme__missing_vision__var0,mme__shortcut_question_options__var0"
+    bin_dir = Path(sys.executable).parent
+    done = subprocess.run(
+        [str(bin_dir / "lmms-eval"), "--model", "dummy", "--model_args", "response=Yes", "--tasks", tasks]
+        + ["--log_samples", "--output_path", str(tmp_path / "out")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    reported = json.loads(next((tmp_path / "out").rglob("*_results.json")).read_text())["results"]
+    noise = [reported[f"mme__single_noise_v70__var{k}"]["mme_perception_score,none"] for k in range(3)]
+    clean = reported["mme__clean__var0"]["mme_perception_score,none"]
+    report = subprocess.run(
+        [str(bin_dir / "sceval"), "report", str(tmp_path / "out"), "-o", str(tmp_path / "r"), "--bootstrap", "100"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert report.returncode == 0, report.stderr[-3000:]
+    raw = pd.read_csv(tmp_path / "r" / "task_metrics_mme.csv")
+    row = raw[(raw["metric"] == "mme_perception_score") & (raw["condition_id"] == "single_noise_v70")].iloc[0]
+    assert row["variants"] == 3 and row["value"] == pytest.approx(np.mean(noise))
+    assert row["drop"] == pytest.approx(clean - np.mean(noise)) == 0.0
+    assert row["drop_ci_low"] == row["drop_ci_high"] == 0.0  # the same replies everywhere: no resample moves it
+    shares = pd.read_csv(tmp_path / "r" / "audit_shares.csv").set_index("control")
+    assert shares.loc["missing_vision", "answerable"] == pytest.approx(0.5)
+    assert shares.loc["missing_vision", "needs"] == pytest.approx(0.0)
+    assert shares.loc["shortcut_question_options", "answerable_among_clean"] == pytest.approx(1.0)

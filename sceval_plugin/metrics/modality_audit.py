@@ -40,17 +40,20 @@ NEEDS = {
     "shortcut_visual_audio": "question",
     "shortcut_options_only": "question, context and media",
 }
-_KEYS = ["base_task", "model", "sample_id"]
+#: An item is a doc of the base task: its row index pairs the conditions of a run (the sample id
+#: is the adapter's key, which two docs may share: MME's two questions of an image).
+_KEYS = ["base_task", "model", "doc_id"]
 
 
 def per_item(trials: pd.DataFrame) -> pd.DataFrame:
-    """One row per (base task, model, item): per condition (clean and the controls run) whether
-    the item is answerable (1/0; NaN: not run or no 0/1 score), its doc id and option count."""
+    """One row per (base task, model, item = doc): per condition (clean and the controls run)
+    whether the item is answerable (1/0; NaN: not run or no 0/1 score), its sample id and option
+    count."""
     t = trials[trials["condition_id"].isin(("clean", *CONTROLS))]
     t = t.assign(correct=pd.to_numeric(t["correct"], errors="coerce"))
     answerable = t.groupby([*_KEYS, "condition_id"], observed=True)["correct"].mean()
     wide = (answerable >= 0.5).astype(float).where(answerable.notna()).unstack("condition_id")
-    first = t.groupby(_KEYS, observed=True)[["doc_id", "n_options"]].first()
+    first = t.groupby(_KEYS, observed=True)[["sample_id", "n_options"]].first()
     return wide.join(first).reset_index()
 
 
@@ -132,7 +135,7 @@ def answerable_items(items: pd.DataFrame, min_models: int | None = None) -> pd.D
     ``models`` (that ran it), ``correct_in_clean`` (how many of those answered it in clean) and
     the models' names."""
     rows = []
-    for (base, sample), group in items.groupby(["base_task", "sample_id"], sort=True):
+    for (base, doc), group in items.groupby(["base_task", "doc_id"], sort=True):
         for control in (c for c in CONTROLS if c in group):
             ran = group[group[control].notna()]
             if ran.empty:
@@ -144,8 +147,8 @@ def answerable_items(items: pd.DataFrame, min_models: int | None = None) -> pd.D
                     {
                         "base_task": base,
                         "control": control,
-                        "sample_id": sample,
-                        "doc_id": int(ran["doc_id"].iloc[0]),
+                        "sample_id": ran["sample_id"].iloc[0],
+                        "doc_id": int(doc),
                         "models_correct": len(right),
                         "models": len(ran),
                         "correct_in_clean": int((right.get("clean", pd.Series(dtype=float)) == 1).sum()),
