@@ -392,3 +392,20 @@ def test_report_and_audit_read_what_the_real_lmms_eval_cli_wrote(tmp_path, monke
     assert shares.loc["missing_vision", "answerable"] == pytest.approx(0.5)
     assert shares.loc["missing_vision", "needs"] == pytest.approx(0.0)
     assert shares.loc["shortcut_question_options", "answerable_among_clean"] == pytest.approx(1.0)
+
+
+def test_a_line_without_its_trial_or_a_log_without_results_is_an_error_naming_it(tmp_path):
+    from faultline_eval.core.run_logs import ReportError
+
+    docs = [worldsense_doc(i) for i in range(4)]
+    folder = write_run(tmp_path / "runs", "m", "worldsense", docs, listener, {"clean": 1}, date="20261202_070300")
+    log = folder / "20261202_070300_samples_worldsense__clean__var0.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines()
+    broken = json.loads(lines[2])
+    del broken["faultline_trial"]
+    log.write_text("\n".join([*lines[:2], json.dumps(broken), *lines[3:]]) + "\n", encoding="utf-8")
+    with pytest.raises(ReportError, match=r"samples_worldsense__clean__var0\.jsonl:3: no faultline_trial entry"):
+        read_wrapped_runs([tmp_path / "runs"])
+    (folder / "20261202_070300_results.json").unlink()
+    with pytest.raises(ReportError, match="no results JSON beside it"):
+        read_wrapped_runs([tmp_path / "runs"])
