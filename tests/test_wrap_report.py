@@ -226,7 +226,7 @@ def test_drops_worst_variant_and_paired_interval(worldsense_runs, tmp_path):
     pd.testing.assert_series_equal(same["drop_ci_low"], raw["drop_ci_low"])
     assert not moved["drop_ci_low"].fillna(0).equals(raw["drop_ci_low"].fillna(0))
     # the fault-line figures, in the metric's own units
-    for name in ("severity_curves", "drop_heatmap", "joint_scatter"):
+    for name in ("severity_curves", "drop_heatmap", "modality_severity_heatmap", "joint_scatter"):
         assert (tmp_path / "r" / f"worldsense__worldsense_score__{name}.png").is_file()
     legend = json.loads((tmp_path / "r" / "report.json").read_text())["task_metrics_legend"]
     assert "clean − condition" in legend

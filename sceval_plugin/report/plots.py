@@ -249,18 +249,31 @@ def drop_heatmap(
     """Models x operators: the drop from clean at severity 70 (pp), annotated, on colours that
     diverge around zero (red: worse than clean, blue: better); operators grouped by modality."""
     plt = pyplot()
-    from matplotlib.colors import TwoSlopeNorm
-
     models, ops, drops = _heatmap_grid(numbers, info, operators, axis.factor)
     modality_of = {c.corruptions[0][1]: c.corruptions[0][0] for c in info.values() if c.block == "single"}
     limit = max(1.0, float(np.nanmax(np.abs(drops))))
     fig, ax = plt.subplots(figsize=(2.2 + 0.62 * len(ops), 2.4 + 0.42 * len(models)))
+    image = _drop_cells(ax, drops, models, ops, limit)
+    for j in range(1, len(ops)):  # rules between modalities
+        if modality_of.get(ops[j]) != modality_of.get(ops[j - 1]):
+            ax.axvline(j - 0.5, color="black", linewidth=1.2)
+    _drop_colour_bar(fig, image, ax, axis)
+    ax.set_title("Where models break: severity-70 drops", fontsize=10)
+    fig.tight_layout()
+    return save(fig, stem)
+
+
+def _drop_cells(ax, drops: np.ndarray, rows: list[str], columns: list[str], limit: float, rotation: int = 45):
+    """``drops`` (rows x columns) as annotated cells on colours diverging around zero within
+    ±``limit`` (grey: not run); returns the image for a colour bar."""
+    from matplotlib.colors import TwoSlopeNorm
+
     image = ax.imshow(np.ma.masked_invalid(drops), cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto")
     ax.set_facecolor("#dddddd")  # cells not run
-    ax.set_xticks(range(len(ops)), ops, rotation=45, ha="right", fontsize=8)
-    ax.set_yticks(range(len(models)), models, fontsize=8)
-    for i in range(len(models)):
-        for j in range(len(ops)):
+    ax.set_xticks(range(len(columns)), columns, rotation=rotation, ha="right" if rotation else "center", fontsize=8)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    for i in range(len(rows)):
+        for j in range(len(columns)):
             value = drops[i, j]
             ax.text(
                 j,
@@ -271,12 +284,48 @@ def drop_heatmap(
                 fontsize=7,
                 color="white" if np.isfinite(value) and abs(value) > 0.6 * limit else "black",
             )
-    for j in range(1, len(ops)):  # rules between modalities
-        if modality_of.get(ops[j]) != modality_of.get(ops[j - 1]):
-            ax.axvline(j - 0.5, color="black", linewidth=1.2)
+    return image
+
+
+def _drop_colour_bar(fig, image, ax, axis: Axis) -> None:
     bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
     bar.set_label(f"{axis.drop}\nred: worse, blue: better", fontsize=8)
     bar.ax.tick_params(labelsize=7)
-    ax.set_title("Where models break: severity-70 drops", fontsize=10)
-    fig.tight_layout()
+
+
+def modality_severity_grid(numbers: Numbers, info: dict[str, ConditionInfo], factor: float):
+    """model -> (modalities with data, severities, grid of the mean single-cell drop over the
+    modality's operators at each severity ×``factor``; NaN where none was run)."""
+    s = numbers.summary.dropna(subset=["delta_base"])
+    out = {}
+    for model, group in s.groupby("model", sort=True):
+        cells: dict[tuple[str, int], list[float]] = {}
+        for cid, value in zip(group["condition_id"], group["delta_base"]):
+            c = info.get(cid)
+            if c is not None and c.block == "single":
+                modality, _, severity = c.corruptions[0]
+                cells.setdefault((modality, severity), []).append(factor * value)
+        modalities = [m for m in MODALITY_ORDER if any(m == k[0] for k in cells)]
+        if modalities:
+            severities = [x for x in SEVERITIES if x]
+            grid_ = np.array([[np.mean(cells.get((m, x), [np.nan])) for x in severities] for m in modalities])
+            out[str(model)] = (modalities, severities, grid_)
+    return out
+
+
+def modality_severity_heatmap(
+    numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, axis: Axis = ACCURACY
+) -> list[Path]:
+    """One panel per model: modality x severity, the mean drop from clean over the modality's
+    single-operator cells at that severity, annotated, on one diverging colour scale."""
+    plt = pyplot()
+    grids = modality_severity_grid(numbers, info, axis.factor)
+    limit = max(1.0, max(float(np.nanmax(np.abs(g))) for _, _, g in grids.values()))
+    fig, axes = grid(plt, len(grids), 3.4, 0.9 + 0.55 * max(len(m) for m, _, _ in grids.values()))
+    for ax, (model, (modalities, severities, drops)) in zip(axes, grids.items()):
+        image = _drop_cells(ax, drops, modalities, [str(x) for x in severities], limit, rotation=0)
+        ax.set_title(model, fontsize=9)
+        ax.set_xlabel("severity", fontsize=8)
+    _drop_colour_bar(fig, image, axes[: len(grids)], axis)
+    fig.suptitle("Mean drop from clean by modality and severity (single-modality cells)", fontsize=10, y=1.06)
     return save(fig, stem)

@@ -19,7 +19,8 @@ Per base task, model and metric the base task reports, per condition:
   itself (16 kHz audio, re-encoded video) as one more row.
 
 And the fault-line figures of :mod:`sceval_plugin.report.plots` (severity curves, severity-70
-drop heatmap, joint scatter) per base task and metric, in the metric's own units.
+drop heatmap, modality × severity heatmap, joint scatter) per base task and metric, in the
+metric's own units.
 """
 
 from __future__ import annotations
@@ -274,7 +275,12 @@ def _figures(rows: pd.DataFrame, info: dict[str, ConditionInfo], drawn: bool) ->
             limits=None,
         )
         numbers = _numbers(_summary(group))
-        for name, (draw, reason) in plots.figures(numbers, info, ops, axis).items():
+        found = plots.figures(numbers, info, ops, axis)
+        found["modality_severity_heatmap"] = (
+            functools.partial(plots.modality_severity_heatmap, axis=axis),
+            None if plots.modality_severity_grid(numbers, info, 1.0) else "no single-modality cell with a drop",
+        )
+        for name, (draw, reason) in found.items():
             stem = f"{base}__{metric}__{name}"
             reason = reason or (None if drawn else "figures turned off (--no-figures)")
             if reason:

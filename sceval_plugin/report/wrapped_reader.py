@@ -85,11 +85,11 @@ class WrappedRuns:
 
 def wrapped_sample_files(run_dirs: Sequence[str | Path]) -> list[Path]:
     """Every wrapped task's per-sample log under ``run_dirs`` (empty: none; a folder that does not
-    exist is an error)."""
+    exist holds none: the reader that needs it says so)."""
     files: list[Path] = []
     for run in map(Path, run_dirs):
         if not run.exists():
-            raise ReportError(f"{run}: no such folder")
+            continue
         found = sorted(run.rglob(WRAPPED_GLOB)) if run.is_dir() else [run]
         files += [f for f in found if split_wrapped_name(_task_of(f)) is not None]
     return files
