@@ -51,6 +51,8 @@ def stacked_bars(outcomes: pd.DataFrame, shares: pd.DataFrame, stem: Path) -> li
                 ax.plot([i - 0.42, i + 0.42], [100 * chance[control]] * 2, color="black", linewidth=1.6, label="chance")
         ax.set_xticks(x, [c.replace("_", "\n", 1) for c in group.index], fontsize=7)
         ax.set_ylim(0, 100)
+        pad = max(0.0, (2 - len(group)) / 2)  # one control: a centred bar, not a wall
+        ax.set_xlim(-0.6 - pad, len(group) - 0.4 + pad)
         ax.set_title(f"{base} — {model}", fontsize=9)
         if k % 4 == 0:
             ax.set_ylabel("items (%)")
