@@ -409,3 +409,16 @@ def test_a_line_without_its_trial_or_a_log_without_results_is_an_error_naming_it
     (folder / "20261202_070300_results.json").unlink()
     with pytest.raises(ReportError, match="no results JSON beside it"):
         read_wrapped_runs([tmp_path / "runs"])
+
+
+def test_sceval_logs_beside_wrapped_ones_get_the_wrapped_report_in_a_subfolder(worldsense_runs, tmp_path):
+    from fixtures import guesser, write_logs
+
+    root, _ = worldsense_runs
+    write_logs(tmp_path / "sceval" / "guesser", "guesser", guesser, ["clean", "single_noise_v70"])
+    done = build_report([tmp_path / "sceval", root], tmp_path / "r", b=50, seed=1, progress=False, figures=False)
+    assert done["models"] == ["guesser"]  # the SCEval report's own trials
+    assert (tmp_path / "r" / "conditions.csv").is_file()
+    wrapped = pd.read_csv(tmp_path / "r" / "wrapped" / "task_metrics_worldsense.csv")
+    assert set(wrapped["model"]) == {"listener", "watcher"}
+    assert (tmp_path / "r" / "wrapped" / "audit_shares.csv").is_file()

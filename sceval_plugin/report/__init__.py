@@ -154,7 +154,10 @@ def build_report(
     wrapped = bool(wrapped_sample_files(run_dirs))
     if wrapped and not _has_sceval_logs(run_dirs):
         return _build_wrapped_report(run_dirs, Path(out), b=b, seed=seed, figures=figures)
-    trials, notes = read_runs(run_dirs, progress=progress)
+    # a folder of wrapped runs only is the wrapped report's, not an SCEval folder without logs
+    trials, notes = read_runs(
+        [r for r in run_dirs if not wrapped or not Path(r).exists() or _has_sceval_logs([r])], progress=progress
+    )
     trials = select_cohort(trials, cohort, notes)
     info = _info_with_unknowns(trials, catalogue_info())
     trials, no_option_trials = no_option.split_trials(trials, info)  # never in the headline tables (Table 33)
