@@ -25,7 +25,7 @@ from sceval_plugin.report import probe_section as probes
 from sceval_plugin.report import protocol_section as protocol
 from sceval_plugin.report.audit_section import audit_section
 from sceval_plugin.report.reader import SAMPLES_GLOB, ReportError, read_runs
-from sceval_plugin.report.task_metric_section import task_metric_section, wrapped_report
+from sceval_plugin.report.task_metric_section import task_metric_section, wrapped_head
 from sceval_plugin.report.wrapped_reader import read_wrapped_runs, wrapped_sample_files
 
 __all__ = ["COHORTS", "ReportError", "build_report", "select_cohort", "wrapped_sections"]
@@ -106,7 +106,7 @@ def wrapped_sections(
         sections = [task_metric_section(runs, b=b, seed=seed, figures=figures), audit_section(runs, figures=figures)]
     except ValueError as exc:
         raise ReportError(str(exc)) from exc
-    return sections, dict(wrapped_report(runs, run_dirs, b=b, seed=seed, sections=sections).head)
+    return sections, wrapped_head(runs, run_dirs, b=b, seed=seed)
 
 
 def _wrapped_subreport(run_dirs: Sequence[str | Path], *, b: int, seed: int, figures: bool) -> Section:

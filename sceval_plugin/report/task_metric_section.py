@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from faultline_eval.core.figures import Figure
-from faultline_eval.core.report_writer import Report, Section
+from faultline_eval.core.report_writer import Section
 from faultline_eval.core.stats import percentile_interval, resample_weights
 from faultline_eval.core.tables import Table, json_records
 from faultline_eval.tasks.base_task import MetricSpec, aggregate, metric_specs
@@ -45,7 +45,7 @@ from sceval_plugin.report import plots
 from sceval_plugin.report.protocol_section import operator_names
 from sceval_plugin.report.wrapped_reader import WrappedRuns
 
-__all__ = ["UNWRAPPED", "LEGEND", "metric_rows", "task_metric_section", "wrapped_report"]
+__all__ = ["UNWRAPPED", "LEGEND", "metric_rows", "task_metric_section", "wrapped_head"]
 
 #: The row of the unwrapped base task (the effect of wrapping itself), beside the conditions.
 UNWRAPPED = "(unwrapped base task)"
@@ -323,11 +323,9 @@ def task_metric_section(
     )
 
 
-def wrapped_report(
-    runs: WrappedRuns, run_dirs: Sequence[str | Path], *, b: int, seed: int, sections: list[Section]
-) -> Report:
-    """The report of wrapped runs: settings and counts, then ``sections``."""
-    head = {
+def wrapped_head(runs: WrappedRuns, run_dirs: Sequence[str | Path], *, b: int, seed: int) -> dict[str, Any]:
+    """report.json's first entries for a report of wrapped runs: the settings and the counts."""
+    return {
         "settings": {"bootstrap_resamples": b, "seed": seed, "ci_level": 0.95, "runs": [str(r) for r in run_dirs]},
         "counts": {
             "trials": int(len(runs.trials)),
@@ -336,4 +334,3 @@ def wrapped_report(
             "conditions": int(runs.trials["condition_id"].nunique()),
         },
     }
-    return Report(head, sections)
