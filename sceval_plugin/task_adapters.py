@@ -31,6 +31,7 @@ from typing import Any
 from faultline_eval.core.registry import PluginError, Registry
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.plugins import fill_registry
+from sceval_plugin.render import reorder_options
 
 __all__ = [
     "GENERIC",
@@ -49,6 +50,7 @@ __all__ = [
     "modalities_of",
     "per_doc_score",
     "replace_question",
+    "rotated_options",
 ]
 
 #: lmms-eval's own extension rule for a media path (``ConfigurableMessagesTask._visual_to_content``):
@@ -303,6 +305,41 @@ def _protected_pattern(protected: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in protected))
 
 
+# --- option orders (SCEval's Latin square, Table 33) -------------------------------------------------
+
+_LETTER_PREFIX = re.compile(r"^\s*([A-Z])\s*[.)]\s*")
+
+
+def rotated_options(
+    options_field: str, answer_field: str | None = None
+) -> Callable[[Mapping[str, Any], int], dict[str, Any]]:
+    """A ``reorder_options`` for options in a list field: cyclic order ``shift`` as SCEval's
+    :func:`sceval_plugin.render.reorder_options` (shown position j holds original option
+    (j + shift) mod n). With ``answer_field`` the options are lettered (``"A. text"``) and the
+    answer is a letter: the texts move under the fixed letters and the answer letter follows its
+    text. Without it the answer is the option's text (omni_bench, mvbench) and stays as it is."""
+
+    def reorder(doc: Mapping[str, Any], shift: int) -> dict[str, Any]:
+        options = list(doc[options_field])
+        if answer_field is None:
+            keyed = tuple((str(k), text) for k, text in enumerate(options))
+            shown, _, _ = reorder_options(keyed, "0", shift)
+            return {**doc, options_field: [text for _, text in shown]}
+        prefixes = [_LETTER_PREFIX.match(o) for o in options]
+        if not all(prefixes) or not isinstance(doc.get(answer_field), str):
+            raise ValueError(f"{options_field!r} options are not all lettered ('A. ...'): {options!r}")
+        keyed = tuple((m.group(1), o[m.end() :]) for o, m in zip(options, prefixes))  # type: ignore[union-attr]
+        answer = doc[answer_field].strip()
+        if answer not in dict(keyed):
+            raise ValueError(f"answer {answer!r} is not one of the option letters {[k for k, _ in keyed]}")
+        shown, gold, _ = reorder_options(keyed, answer, shift)
+        lettered = [m.group(0) + text for m, (_, text) in zip(prefixes, shown)]  # type: ignore[union-attr]
+        return {**doc, options_field: lettered, answer_field: gold}
+
+    reorder.__name__ = f"rotated_{options_field}"
+    return reorder
+
+
 # --- the built-in adapters ------------------------------------------------------------------------
 
 
@@ -325,6 +362,7 @@ BUILTIN_ADAPTERS = (
         ("worldsense",),
         question_field="question",
         options_field="candidates",
+        reorder_options=rotated_options("candidates", "answer"),
         doc_key=_field("index"),
         modalities=AUDIO_VISUAL,
         score=("worldsense_score", "score"),
@@ -337,6 +375,7 @@ BUILTIN_ADAPTERS = (
         question_field="question",
         protected=(r"\[(?:audio|video|img)\d+\]",),
         options_field="options",
+        reorder_options=rotated_options("options", "answer"),
         doc_key=_field("question_id"),
         modalities=AUDIO_VISUAL,
         score=("av_odyssey_score", "score"),
@@ -347,6 +386,7 @@ BUILTIN_ADAPTERS = (
         ("omni_bench",),
         question_field="question",
         options_field="options",
+        reorder_options=rotated_options("options"),
         modalities=AUDIO_VISUAL,
         score=("accuracy", "overall"),
     ),
@@ -356,6 +396,7 @@ BUILTIN_ADAPTERS = (
         ("videomme", "videomme_long"),
         question_field="question",
         options_field="options",
+        reorder_options=rotated_options("options", "answer"),
         doc_key=_field("question_id"),
         modalities=AUDIO_VISUAL,
         score=("videomme_perception_score", "score"),
@@ -367,6 +408,7 @@ BUILTIN_ADAPTERS = (
         ("mvbench_*",),
         question_field="question",
         options_field="candidates",
+        reorder_options=rotated_options("candidates"),
         modalities=VISUAL,
         score=("mvbench_accuracy", "score"),
     ),

@@ -476,12 +476,20 @@ def ensure(names: Iterable[str]) -> list[str]:
     ``__``, wildcards, a base that is not an lmms-eval task) are left to lmms-eval. Raises
     :class:`WrapNameError` for an unknown condition (did you mean ...) or one that does not
     apply. Returns the wrapped task names the requests resolve to (what lmms-eval will run)."""
+    parsed_names = [p for p in (parse_name(n.strip()) for n in names) if p is not None]
+    if not parsed_names:
+        return []
     refresh_stale()
     builtin = set(builtin_task_names())
     out: list[str] = []
-    for raw in names:
-        parsed = parse_name(raw.strip())
-        if parsed is None or parsed.base not in builtin:
+    for parsed in parsed_names:
+        if parsed.base not in builtin:
+            if condition_named(parsed.selector) is not None:  # ours, with a mistyped base task
+                close = close_matches(parsed.base, builtin)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise WrapNameError(
+                    f"{parsed.base}{SEPARATOR}{parsed.selector}: no lmms-eval task {parsed.base!r}{hint}"
+                )
             continue
         conditions = selected_conditions(parsed)
         written = write(parsed.base, conditions)

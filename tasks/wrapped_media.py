@@ -35,13 +35,22 @@ frames; chunking would change the bytes), and written by
 ``max_frames / fps``) and index-based and time-based samplers agree on which frames exist. A model
 sampling more frames than the grid holds gets the grid's frames at most.
 
-**File cache.** Written files go to ``<cache>/wrapped_media/<digest>.<ext>``; the digest covers the
-source file's identity (resolved path, size, modification time, as the decode cache's key), the
-corruption's :attr:`MediaCorruption.identity`, the grid, the media limits and
-:data:`FORMAT_VERSION`. A file already there is reused (later models, reruns, other ranks: a
-stat and a path). Writers go through :func:`faultline_eval.core.store.replacing`, so a reader never
-sees a torn file and two processes writing the same digest each rename a whole copy; within a
-process, threads asking for the same file wait for one writer.
+**File cache.** Written files go to ``<cache>/wrapped_media/<2 hex>/<digest>.<ext>``; the digest
+covers the source file's identity (resolved path, size, modification time, as the decode cache's
+key), the corruption's :attr:`MediaCorruption.identity`, the grid, the media limits and
+:data:`FORMAT_VERSION`. A file already there is reused (later models, reruns, other ranks: a stat,
+a touch and a path). The folder is bounded (``SCEVAL_WRAPPED_MEDIA_GB``, default 50; ``0``: no
+bound): past it the least recently used files are deleted down to 90 %, so a rerun after an
+eviction writes them again (the bound must exceed what one batch of requests holds). Writers go
+through :func:`faultline_eval.core.store.replacing`, so a reader never sees a torn file and two
+processes writing the same digest each rename a whole copy; within a process, threads asking for
+the same file wait for one writer. ``sceval cache clear`` empties the folder.
+
+**Limits.** Files are read with the project's readers, so the media limits apply
+(:class:`faultline_eval.core.media.MediaLimits`): a picture or frame over
+``FAULTLINE_MAX_FRAME_SIDE`` is downscaled before the operator sees it, an over-long clip is
+refused. A video without an audio track is written without one; an audio corruption then has
+nothing to act on, which is logged as a warning naming the doc and file.
 
 **Errors** name ``where`` (the wrapped task and doc key), the item's position and the item: a
 missing or unreadable file, a type this module does not know, an empty list, an operator that
@@ -75,7 +84,9 @@ __all__ = [
     "MediaCorruption",
     "FrameGrid",
     "corrupt_media",
+    "decoded_video",
     "folder",
+    "files",
     "stats",
 ]
 
@@ -143,6 +154,14 @@ def folder() -> Path:
     return cache_dir() / "wrapped_media"
 
 
+#: The bound on the file cache (GB; ``0``: no bound): past it the least recently used files are
+#: deleted down to 90 % (a reused file is touched, so it counts as used).
+DISK_ENV = "SCEVAL_WRAPPED_MEDIA_GB"
+DEFAULT_DISK_GB = 50.0
+_SUFFIX = {"image": ".png", "audio": ".wav", "video": ".mp4"}
+files = decode_cache.BoundedFolder(folder, tuple(_SUFFIX.values()), DISK_ENV, DEFAULT_DISK_GB)
+
+
 def corrupt_media(
     items: Sequence[Any], corruption: MediaCorruption, *, where: str, grid: FrameGrid | None = None
 ) -> list[Any]:
@@ -181,7 +200,7 @@ def _corrupt_item(item: Any, corruption: MediaCorruption, where: str, grid: Fram
 def _vision(frames: np.ndarray, corruption: MediaCorruption, where: str) -> np.ndarray:
     """One call of the vision operator on the whole stack, its result checked."""
     assert corruption.vision is not None
-    out = np.asarray(corruption.vision(frames))
+    out = np.asarray(_call(corruption.vision, frames, "vision", where))
     if out.shape != frames.shape or out.dtype != np.uint8:
         raise WrappedMediaError(
             f"{where}: the vision corruption returned {out.dtype} {out.shape} for uint8 {frames.shape}"
@@ -193,10 +212,18 @@ def _audio(wave: np.ndarray, corruption: MediaCorruption, where: str) -> np.ndar
     """One call of the audio operator on 16 kHz mono samples (None: the samples as they are)."""
     if corruption.audio is None:
         return wave
-    out = np.asarray(corruption.audio(wave), dtype=np.float32)
+    out = np.asarray(_call(corruption.audio, wave, "audio", where), dtype=np.float32)
     if out.shape != wave.shape:
         raise WrappedMediaError(f"{where}: the audio corruption returned {out.shape} samples for {wave.shape}")
     return out
+
+
+def _call(operator: Callable[[np.ndarray], np.ndarray], data: np.ndarray, modality: str, where: str) -> Any:
+    """``operator(data)``; what it raises is re-raised naming the doc (the operator knows no doc)."""
+    try:
+        return operator(data)
+    except Exception as exc:
+        raise WrappedMediaError(f"{where}: the {modality} corruption failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _image(image: Image.Image, corruption: MediaCorruption, where: str) -> Image.Image:
@@ -267,18 +294,15 @@ def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid) -
         kind, write = "audio", _write_audio
     else:  # what is neither an image nor audio is read as a video (lmms-eval's own rule, design §1.6)
         kind, write = "video", _write_video
-    target = folder() / f"{_digest(kind, path, status, corruption, grid)}.{_SUFFIX[kind]}"
-    if target.is_file():
-        stats.reused += 1
+    target = files.path(_digest(kind, path, status, corruption, grid), _SUFFIX[kind])
+    if _reuse(target):
         return str(target)
     key = target.name
     with _lock:
         gate = _in_flight.setdefault(key, threading.Lock())
     try:
         with gate:  # a second thread asking for the same file waits for the first's
-            if target.is_file():
-                stats.reused += 1
-            else:
+            if not _reuse(target):
                 try:
                     write(path, target, corruption, where, grid)
                 except media.MediaError as exc:
@@ -286,13 +310,24 @@ def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid) -
                         raise
                     raise WrappedMediaError(f"{where}: {exc}") from exc
                 stats.written += 1
+                if files.limit_bytes() > 0:
+                    files.added(target.stat().st_size)
     finally:
         with _lock:
             _in_flight.pop(key, None)
     return str(target)
 
 
-_SUFFIX = {"image": "png", "audio": "wav", "video": "mp4"}
+def _reuse(target: Path) -> bool:
+    """Whether ``target`` is already written; if so it is touched (least recently *used* goes first)."""
+    try:
+        os.utime(target)
+    except FileNotFoundError:
+        return False
+    except OSError:  # a cache shared read-only: reused, not touched
+        pass
+    stats.reused += 1
+    return True
 
 
 def _digest(kind: str, path: str, status: os.stat_result, corruption: MediaCorruption, grid: FrameGrid) -> str:
@@ -325,29 +360,33 @@ def _write_audio(path: str, target: Path, corruption: MediaCorruption, where: st
 
 
 def _write_video(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid) -> None:
-    frames = _grid_frames(path, grid)
+    frames, track = decoded_video(path, grid)
     pixels = frames if corruption.vision is None else _vision(frames, corruption, where)
-    track = decode_cache.load("audio_track", (path,), lambda: _decode_track(path), sample_rate=media.SAMPLE_RATE)
-    has_track = not track.notes
-    if corruption.audio is not None and not has_track:
+    if corruption.audio is not None and track is None:
         logger.warning(f"{where}: {path} has no audio track; the audio corruption has nothing to act on")
-    audio = _audio(track.array, corruption, where) if has_track else None
+    audio = None if track is None else _audio(track, corruption, where)
     media.write_video_lossless(target, pixels, _grid_rate(path, grid), audio)
 
 
-def _grid_frames(path: str, grid: FrameGrid) -> np.ndarray:
-    """The frames on the grid, through the decode cache (the default grid shares SCEval's entries)."""
+def decoded_video(path: str, grid: FrameGrid | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """A video file's frames on ``grid`` (read-only uint8 ``(N, H, W, 3)``) and its audio track
+    (16 kHz mono float32; None without one), through the shared decode cache: every condition
+    and variant of an item decodes it once, and the default grid shares SCEval's own entries
+    (:func:`faultline_eval.core.record_fields.load_frames`). Raises
+    :class:`~faultline_eval.core.media.MediaError` naming the file."""
+    grid = grid or FrameGrid()
     if grid == FrameGrid():
         params: dict[str, Any] = {"exactly": None}  # the key of record_fields.load_frames
     else:
         params = {"exactly": None, "fps": grid.fps, "max_frames": grid.max_frames}
-    decoded = decode_cache.load(
+    frames = decode_cache.load(
         "frames",
         (path,),
         lambda: decode_frames((path,), fps=grid.fps, max_frames=grid.max_frames, as_video=True),
         **params,
     )
-    return decoded.array
+    track = decode_cache.load("audio_track", (path,), lambda: _decode_track(path), sample_rate=media.SAMPLE_RATE)
+    return frames.array, None if track.notes == (_NO_TRACK,) else track.array
 
 
 _NO_TRACK = "no audio track"

@@ -219,7 +219,7 @@ def shown_doc(task: Wrapped, doc: Mapping[str, Any]) -> dict[str, Any]:
     removed (options-only shortcut). Media are not touched here."""
     condition, adapter = task.condition, task.adapter
     field = doc_plan(task, doc).question_field
-    shown = dict(doc)
+    shown = _ordered(task, doc)
     if field is not None and corrupts(condition, "text"):
         key = _seed_key(task, doc_key(task, doc))
 
@@ -236,6 +236,18 @@ def shown_doc(task: Wrapped, doc: Mapping[str, Any]) -> dict[str, Any]:
     elif field is not None and control == "shortcut_options_only":
         shown[field] = ""
     return shown
+
+
+def _ordered(task: Wrapped, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The doc with its options in the condition's order (option-order conditions; the adapter
+    re-points the gold, so the base's own process_results scores the order shown)."""
+    reorder = task.adapter.reorder_options
+    if task.condition.block == "option_order" and reorder is not None:
+        try:
+            return dict(reorder(doc, task.condition.option_order))
+        except (KeyError, ValueError) as exc:
+            raise WrappedTaskError(f"{task.name} doc {doc_key(task, doc)}: cannot reorder the options: {exc}") from exc
+    return dict(doc)
 
 
 def _base_text(config: Mapping[str, Any], doc: Mapping[str, Any], kwargs: dict[str, Any] | None) -> str:
@@ -527,7 +539,8 @@ def _make_process_results(name: str) -> Callable[..., dict[str, Any]]:
 
     def process_results(doc: dict[str, Any], results: list[Any], **kwargs: Any) -> dict[str, Any]:
         base = base_config(task.base).get("process_results")
-        out = dict(base(doc, results, **kwargs)) if callable(base) else _metric_items(task, doc, results)
+        scored = _ordered(task, doc)
+        out = dict(base(scored, results, **kwargs)) if callable(base) else _metric_items(task, scored, results)
         reply = results[0] if results else ""
         call = telemetry.take(doc.get(ROW_ID_FIELD, ""))
         invalid = call.failure if call is not None and call.failure else None

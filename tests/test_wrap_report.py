@@ -225,11 +225,19 @@ def test_drops_worst_variant_and_paired_interval(worldsense_runs, tmp_path):
     moved = pd.read_csv(tmp_path / "other" / "task_metrics_worldsense.csv")
     pd.testing.assert_series_equal(same["drop_ci_low"], raw["drop_ci_low"])
     assert not moved["drop_ci_low"].fillna(0).equals(raw["drop_ci_low"].fillna(0))
-    # the fault-line figures, in the metric's own units
-    for name in ("severity_curves", "drop_heatmap", "modality_severity_heatmap", "joint_scatter"):
+    # the fault-line figures, in the metric's own units and captioned so
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    captions = data["figure_captions"]
+    for name in ("severity_curves", "drop_heatmap", "modality_severity_heatmap"):
         assert (tmp_path / "r" / f"worldsense__worldsense_score__{name}.png").is_file()
-    legend = json.loads((tmp_path / "r" / "report.json").read_text())["task_metrics_legend"]
-    assert "clean − condition" in legend
+        assert captions[f"worldsense__worldsense_score__{name}"].startswith("worldsense, worldsense_score: ")
+    assert "worldsense_score; clean − condition" in captions["worldsense__worldsense_score__drop_heatmap"]
+    assert "(pp" not in " ".join(captions.values()) and "no interval bars" in " ".join(captions.values())
+    assert captions["audit_stacked"]
+    # one joint cell per model, two in all: too few for a scatter (plots.MIN_SCATTER_POINTS), said so
+    assert data["figures_skipped"]["worldsense__worldsense_score__joint_scatter"].startswith("only 2 joint cell")
+    assert not (tmp_path / "r" / "worldsense__worldsense_score__joint_scatter.png").exists()
+    assert "clean − condition" in data["task_metrics_legend"]
 
 
 def test_the_aggregation_path_gives_the_fast_paths_interval():

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import wrap_datasets
 
+from faultline_eval import commands
 from faultline_eval.core.registry import PluginError
 from faultline_eval.core.trial import SCHEMA_VERSION, Trial, WrappedTrial, json_schema
 from faultline_eval.model_wrappers import lmms_plugin
@@ -170,6 +171,8 @@ def test_manifest_records_the_base_and_a_stale_folder_is_regenerated(wrap_cache)
 def test_a_mistyped_condition_gets_did_you_mean(wrap_cache):
     with pytest.raises(wrap_configs.WrapNameError, match=r"did you mean mme__single_noise_v50"):
         wrap_configs.ensure(["mme__single_noise_v5"])
+    with pytest.raises(wrap_configs.WrapNameError, match=r"no lmms-eval task 'worldsens'; did you mean worldsense"):
+        wrap_configs.ensure(["worldsens__clean"])
     with pytest.raises(wrap_configs.WrapNameError, match=r"var0\.\.var2"):
         wrap_configs.ensure(["mme__single_noise_v50__var3"])
 
@@ -275,11 +278,11 @@ def test_av_odyssey_media_tags_survive_text_corruption(local_copies):
 # --- wrapped tasks built by lmms-eval from the local copies -------------------------------------------
 
 
-def _build(name: str):
+def _build(name: str, task_type: str = "simple"):
     from lmms_eval.tasks import TaskManager, get_task_dict
 
     manager = TaskManager("WARNING", include_path=[str(wrap_configs.wrap_root())], include_defaults=False)
-    built = get_task_dict([name], manager)[name]
+    built = get_task_dict([name], manager, task_type=task_type)[name]
     built.build_all_requests(limit=None, rank=0, world_size=1)
     docs = built.test_docs()
     return built, [(inst.arguments, docs[inst.doc_id]) for inst in built.instances]
@@ -341,6 +344,13 @@ def test_clotho_aqa_wrapped_audio_is_16khz_and_scored_by_the_base_metric(local_c
     out = built.process_results(doc, [docs[1]["answer"].upper() + "."])
     assert out["exact_match"] == 1.0 and out["faultline_trial"]["score"] == 1.0
     assert out["faultline_trial"]["adapter"] == "clotho_aqa@1"
+    # a chat model gets lmms-eval's auto-messages from the wrapped functions: an audio part (the
+    # base task alone hands chat models its audio dict as a "video" part, design §1.6)
+    _, chat = _build("clotho_aqa_test__single_mute_a50__var0", task_type="chat")
+    context, to_messages, *_ = chat[1][0]
+    (message,) = to_messages(chat[1][1])
+    assert [part["type"] for part in message["content"]] == ["audio", "text"]
+    assert np.array_equal(message["content"][0]["url"]["array"], audio["array"])
     _, shortcut = _build("clotho_aqa_test__shortcut_text_only__var0")
     assert shortcut[0][0][2](shortcut[0][1]) == []  # the shortcut shows no media
 
@@ -375,3 +385,33 @@ def test_lmms_eval_cli_writes_a_requested_wrapped_task_and_logs_the_trial(local_
             line["doc_id"],
         )
         assert line["mme_perception_score"]["question_id"] == trial.sample_id
+
+
+def test_option_orders_move_the_texts_and_the_base_scores_the_order_shown(local_copies):
+    _, _, docs = local_copies["worldsense"]
+    name = "worldsense__order1_clean__var0"
+    task = wrapped_task.wrapped(name)
+    process_results = getattr(wrapped_task, f"process_results__{name}")
+    for doc in docs:
+        shown = wrapped_task.shown_doc(task, doc)
+        texts = {c[:1]: c[3:] for c in doc["candidates"]}
+        shown_texts = {c[:1]: c[3:] for c in shown["candidates"]}
+        assert [c[:3] for c in shown["candidates"]] == [c[:3] for c in doc["candidates"]]  # letters stay
+        assert shown_texts[shown["answer"]] == texts[doc["answer"]] and shown["answer"] != doc["answer"]
+        assert shown_texts["A"] == texts["B"]  # SCEval's Latin square: shown j holds original j + 1
+        assert process_results(doc, [shown["answer"]])["worldsense_score"]["score"] == 1.0
+        assert process_results(doc, [doc["answer"]])["worldsense_score"]["score"] == 0.0
+
+
+def test_faultline_wrap_lists_writes_and_says_what_does_not_apply(wrap_cache, local_copies, capsys):
+    copy, _, _ = local_copies["mme"]
+    argv = ["wrap", "mme", "--conditions", "clean", "single_mute_a50", "single_noise_v50", "--write"]
+    assert commands.main([*argv, "--data", f"mme={copy.dataset_path}"]) == 0
+    out = capsys.readouterr().out
+    assert "mme (mme@1): 2 conditions, 4 tasks, written to" in out
+    assert "  mme__single_noise_v50: mme__single_noise_v50__var0 mme__single_noise_v50__var1" in out
+    assert "not applied: single_mute_a50: corrupts audio, which the task does not feed" in out
+    manifest = json.loads((wrap_configs.task_folder("mme") / wrap_configs.MANIFEST).read_text())
+    assert manifest["data"]["dataset_path"] == str(copy.dataset_path.resolve())
+    assert commands.main(["wrap", "mme", "--conditions", "clen"]) == 1
+    assert "did you mean clean?" in capsys.readouterr().err

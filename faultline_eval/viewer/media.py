@@ -24,12 +24,14 @@ THUMB_HEIGHT = 96
 
 @dataclass
 class Shown:
-    """What a model was sent: labelled images in order, the audio clip (mono, 16 kHz), the text."""
+    """What a model was sent: labelled images in order, the audio clip (mono, 16 kHz), the text
+    (the user turn; ``system``: the system prompt)."""
 
     images: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (caption, H x W x 3 uint8)
     audio: np.ndarray | None = None
     text: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. "audio not shown (control)", the donor
+    system: str = ""  # the system prompt sent with the text
 
 
 @dataclass

@@ -78,8 +78,12 @@ def write_site(
     :class:`~faultline_eval.viewer.budget.Budget` (default: its defaults). Returns a summary
     (sections, bytes, seconds)."""
     start = time.perf_counter()
-    writer = SiteWriter(Path(out), budget or Budget())
-    if "sceval" in benchmarks and _has_logs(run_dirs, SCEVAL_GLOB):
+    globs = {"sceval": SCEVAL_GLOB, "c3po": C3PO_GLOB}
+    present = {name: name in benchmarks and _has_logs(run_dirs, glob) for name, glob in globs.items()}
+    # every page's top bar: the benchmarks shown (further views append their entry here, before writing)
+    nav = [(title, f"{name}/index.html") for name, title in (("sceval", "SCEval"), ("c3po", "C3PO")) if present[name]]
+    writer = SiteWriter(Path(out), budget or Budget(), nav)
+    if present["sceval"]:
         rows, notes = sceval.read_rows(run_dirs)
         writer.write_section(
             Section(
@@ -95,7 +99,7 @@ def write_site(
                 Path(sceval_report) if sceval_report else None,
             )
         )
-    if "c3po" in benchmarks and _has_logs(run_dirs, C3PO_GLOB):
+    if present["c3po"]:
         rows, notes = c3po.read_rows(run_dirs, verdicts)
         writer.write_section(
             Section(

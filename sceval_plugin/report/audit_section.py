@@ -29,6 +29,12 @@ PARTS = (
     ("neither", "answerable in neither", "#cccccc"),
 )
 
+STACKED_CAPTION = (
+    "Per base task and model, one stacked bar per control: the share of items (%) answerable in clean and "
+    "with the control, only with it, in clean only (they need what it takes away) and in neither; black "
+    "tick: the chance rate of the items' option counts."
+)
+
 
 def stacked_bars(outcomes: pd.DataFrame, shares: pd.DataFrame, stem: Path) -> list[Path]:
     """One panel per (base task, model): per control, the items' (clean, control) outcomes as a
@@ -107,7 +113,9 @@ def audit_section(runs: WrappedRuns, *, min_models: int | None = None, figures: 
             "(A./(A)/A) at a line start); the option count is read from the prompt"
         )
     rule = "every model that ran it" if min_models is None else f"at least {min_models} model(s)"
-    figures_ = [Figure("audit_stacked", functools.partial(stacked_bars, outcomes, shares))] if figures else []
+    figures_ = (
+        [Figure("audit_stacked", functools.partial(stacked_bars, outcomes, shares), STACKED_CAPTION)] if figures else []
+    )
     if not figures:
         notes.append("figure audit_stacked not drawn: figures turned off (--no-figures)")
     elif outcomes.empty:

@@ -252,8 +252,10 @@ def _shown(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """The figures' input (:attr:`Numbers.summary`): value as ``accuracy``, drop as ``delta_base``."""
-    return rows[rows["condition_id"] != UNWRAPPED].rename(columns={"value": "accuracy", "drop": "delta_base"})
+    """The figures' input (:attr:`Numbers.summary`): value as ``accuracy``, drop as ``delta_base``;
+    no interval of the value itself (the paired intervals are of the drops, in the table)."""
+    summary = rows[rows["condition_id"] != UNWRAPPED].rename(columns={"value": "accuracy", "drop": "delta_base"})
+    return summary.assign(ci_low=np.nan, ci_high=np.nan)
 
 
 def _numbers(summary: pd.DataFrame) -> Numbers:
@@ -271,22 +273,21 @@ def _figures(rows: pd.DataFrame, info: dict[str, ConditionInfo], drawn: bool) ->
             factor=1.0,
             value=f"{metric} ({'higher' if higher else 'lower'} is better)",
             drop=f"drop from clean ({metric})",
+            drop_note=f"{metric}; {'clean − condition' if higher else 'condition − clean'}, positive = a loss",
             curve_title=f"{base}: {metric}, mean over variants",
+            intervals=None,  # the table has the drops' paired intervals
             limits=None,
         )
         numbers = _numbers(_summary(group))
         found = plots.figures(numbers, info, ops, axis)
-        found["modality_severity_heatmap"] = (
-            functools.partial(plots.modality_severity_heatmap, axis=axis),
-            None if plots.modality_severity_grid(numbers, info, 1.0) else "no single-modality cell with a drop",
-        )
-        for name, (draw, reason) in found.items():
+        found["modality_severity_heatmap"] = plots.modality_severity_figure(numbers, info, axis)
+        for name, (draw, caption, reason) in found.items():
             stem = f"{base}__{metric}__{name}"
             reason = reason or (None if drawn else "figures turned off (--no-figures)")
             if reason:
                 skipped[stem] = reason
             else:
-                out.append(Figure(stem, functools.partial(draw, numbers, info)))
+                out.append(Figure(stem, functools.partial(draw, numbers, info), f"{base}, {metric}: {caption}"))
     return out, skipped
 
 
