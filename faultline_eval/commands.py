@@ -21,6 +21,36 @@ from faultline_eval.core.run_status import run_command
 COMMANDS: dict[str, str] = {"probe": "c3po_plugin.mechanistic.cli", "view": "faultline_eval.viewer"}
 
 
+def add_audit_parser(sub) -> None:
+    """``faultline audit RUN... -o DIR [--min-models K]``: the modality-necessity audit of wrapped
+    lmms-eval tasks (issue 27; ``sceval_plugin.report.audit_section``)."""
+    audit = sub.add_parser(
+        "audit",
+        help="which items of a wrapped benchmark stay answerable without its audio, vision or text",
+        description="Reads lmms-eval output folders of <base>__{clean,missing_*,shortcut_*}__var0 runs and writes "
+        "audit_shares (table), audit_items.csv (items answered with a modality removed by >= K models), "
+        "audit_per_item.csv and audit_stacked.png/pdf.",
+    )
+    audit.add_argument("runs", nargs="+", help="lmms-eval --output_path folders of wrapped tasks (any models)")
+    audit.add_argument("-o", "--output", required=True, help="folder for the audit")
+    audit.add_argument(
+        "--min-models", type=int, metavar="K", help="list items answered under a control by >= K models (default: all)"
+    )
+    audit.add_argument("--no-figures", action="store_true", help="tables only")
+
+    def run(args: argparse.Namespace) -> int:
+        # heavy: pandas and matplotlib come with the report modules
+        from sceval_plugin.report.audit_section import audit_report
+
+        done = audit_report(args.runs, args.output, min_models=args.min_models, figures=not args.no_figures)
+        for note in done["notes"]:
+            print(f"note: {note}", file=sys.stderr)
+        print(f"wrote {len(done['written'])} files to {args.output}")
+        return 0
+
+    audit.set_defaults(func=run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="faultline",
@@ -34,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_wrap_parser(sub)
     for module in COMMANDS.values():
         importlib.import_module(module).add_parser(sub)
+    add_audit_parser(sub)
     return parser
 
 

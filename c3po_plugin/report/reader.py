@@ -14,7 +14,6 @@ logged together) is kept once; different folders of one model are repeated runs 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from faultline_eval.core.run_logs import (
     model_label,
     parse_record,
     results_for,
+    sample_lines,
     trial_from_line,
 )
 from faultline_eval.core.trial import C3POTrial
@@ -111,19 +111,11 @@ def read_file(path: Path) -> list[dict]:
     task = path.name.split("_samples_", 1)[-1].removesuffix(".jsonl")
     rows: list[dict] = []
     label = None
-    with path.open(encoding="utf-8") as lines:
-        for number, text in enumerate(lines, 1):
-            if not text.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                line = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ReportError(f"{where}: not JSON ({exc.msg})") from None
-            if label is None:
-                record = parse_record(line.get(RECORD_KEY, {}), RECORD_KEY, where)
-                label = model_label(results_for(path), record.get("model"))
-            rows.append(trial_row(line, where, label, str(path.parent), task))
+    for where, line in sample_lines(path):
+        if label is None:
+            record = parse_record(line.get(RECORD_KEY, {}), RECORD_KEY, where)
+            label = model_label(results_for(path), record.get("model"))
+        rows.append(trial_row(line, where, label, str(path.parent), task))
     return rows
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ __all__ = [
     "VERSIONED_PACKAGES",
     "find_sample_files",
     "record_from_line",
+    "sample_lines",
     "parse_record",
     "trial_from_line",
 ]
@@ -111,6 +112,20 @@ def find_sample_files(
             )
         files += found
     return files
+
+
+def sample_lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each non-blank line of a per-sample log, decoded, with ``path:line`` to name it in errors;
+    a line that is not JSON is a :class:`ReportError` naming it."""
+    with path.open(encoding="utf-8") as lines:
+        for number, text in enumerate(lines, 1):
+            if not text.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                yield where, json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ReportError(f"{where}: not JSON ({exc.msg})") from None
 
 
 def parse_record(value: Any, key: str, where: str) -> dict[str, Any]:

@@ -23,9 +23,12 @@ from sceval_plugin.report import diagnostics_section as diagnostics
 from sceval_plugin.report import no_option_section as no_option
 from sceval_plugin.report import probe_section as probes
 from sceval_plugin.report import protocol_section as protocol
-from sceval_plugin.report.reader import ReportError, read_runs
+from sceval_plugin.report.audit_section import audit_section
+from sceval_plugin.report.reader import SAMPLES_GLOB, ReportError, read_runs
+from sceval_plugin.report.task_metric_section import task_metric_section, wrapped_head
+from sceval_plugin.report.wrapped_reader import read_wrapped_runs, wrapped_sample_files
 
-__all__ = ["COHORTS", "ReportError", "build_report", "select_cohort"]
+__all__ = ["COHORTS", "ReportError", "build_report", "select_cohort", "wrapped_sections"]
 
 
 def _info_with_unknowns(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> dict[str, ConditionInfo]:
@@ -102,6 +105,43 @@ def _numbers(
         raise ReportError(str(exc)) from exc
 
 
+def wrapped_sections(
+    run_dirs: Sequence[str | Path], *, b: int, seed: int, figures: bool
+) -> tuple[list[Section], dict[str, Any]]:
+    """The report of wrapped lmms-eval tasks (issue 27) under ``run_dirs``: the task's own metrics
+    per condition (:mod:`~sceval_plugin.report.task_metric_section`) and the modality-necessity
+    audit (:mod:`~sceval_plugin.report.audit_section`); and report.json's head."""
+    runs = read_wrapped_runs(run_dirs)
+    try:
+        sections = [task_metric_section(runs, b=b, seed=seed, figures=figures), audit_section(runs, figures=figures)]
+    except ValueError as exc:
+        raise ReportError(str(exc)) from exc
+    return sections, wrapped_head(runs, run_dirs, b=b, seed=seed)
+
+
+def _wrapped_subreport(run_dirs: Sequence[str | Path], *, b: int, seed: int, figures: bool) -> Section:
+    sections, head = wrapped_sections(run_dirs, b=b, seed=seed, figures=figures)
+    return Section(subreports={"wrapped": Report(head, sections)})
+
+
+def _has_sceval_logs(run_dirs: Sequence[str | Path]) -> bool:
+    return any(Path(r).is_file() or next(Path(r).rglob(SAMPLES_GLOB), None) is not None for r in run_dirs)
+
+
+def _build_wrapped_report(run_dirs: Sequence[str | Path], out: Path, *, b: int, seed: int, figures: bool) -> dict:
+    start = time.perf_counter()
+    sections, head = wrapped_sections(run_dirs, b=b, seed=seed, figures=figures)
+    report = Report(head, sections)
+    written = write_report(out, report, figure_workers=2)
+    return {
+        "written": [str(p) for p in written],
+        "notes": report.notes,
+        "trials": head["counts"]["trials"],
+        "models": head["counts"]["models"],
+        "seconds": time.perf_counter() - start,
+    }
+
+
 def build_report(
     run_dirs: Sequence[str | Path],
     out: str | Path,
@@ -117,9 +157,17 @@ def build_report(
 ) -> dict[str, Any]:
     """Read ``run_dirs``, compute, write everything under ``out``; returns a summary of what was written.
     Works on any subset of the catalogue: what the logs do not allow is listed in ``notes`` (and
-    report.json), and a figure without data is skipped with its reason."""
+    report.json), and a figure without data is skipped with its reason. Folders of wrapped
+    lmms-eval tasks (``<base>__<condition>__var<k>``, issue 27) get their report
+    (:func:`wrapped_sections`): on their own, or in the subfolder ``wrapped/`` beside SCEval's."""
     start = time.perf_counter()
-    trials, notes = read_runs(run_dirs, progress=progress)
+    wrapped = bool(wrapped_sample_files(run_dirs))
+    if wrapped and not _has_sceval_logs(run_dirs):
+        return _build_wrapped_report(run_dirs, Path(out), b=b, seed=seed, figures=figures)
+    # a folder of wrapped runs only is the wrapped report's, not an SCEval folder without logs
+    trials, notes = read_runs(
+        [r for r in run_dirs if not wrapped or not Path(r).exists() or _has_sceval_logs([r])], progress=progress
+    )
     trials = select_cohort(trials, cohort, notes)
     info = _info_with_unknowns(trials, catalogue_info())
     trials, no_option_trials = no_option.split_trials(trials, info)  # never in the headline tables (Table 33)
@@ -158,6 +206,7 @@ def build_report(
                 figures=figures,
             ),
             no_option.no_option_section(trials, info, run_dirs, no_option_trials, b=b, seed=seed),
+            *([_wrapped_subreport(run_dirs, b=b, seed=seed, figures=figures)] if wrapped else []),
         ],
         title="SCEval report",
         open_first=OPEN_FIRST,

@@ -6,13 +6,15 @@ drawn (the reason goes into the report's notes), a scatter needs at least
 :data:`MIN_SCATTER_POINTS` points, and the drops are drawn as bars when the run has one model
 or one operator (a heatmap of one row or column shows nothing a bar would not, worse). Every
 figure has a caption saying what it shows. Units and signs: accuracy in %, drops in pp with
-positive = worse (eq. 5), as every table of the report (``conventions`` in report.json).
+positive = worse (eq. 5), as every table of the report (``conventions`` in report.json); an
+:class:`Axis` draws another value (a wrapped task's own metric) in its own units, captions too.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +41,40 @@ CURVE_OFFSET = 1.4
 Draw = Callable[[Numbers, dict, Path], list]
 #: Per model, modality and operator: severity -> (accuracy, interval low, interval high).
 Curves = dict[str, dict[str, dict[str, dict[int, tuple[float, float, float]]]]]
+
+
+ACCURACY_FACTOR = 100.0  # fractions as percentages
+
+
+@dataclass(frozen=True)
+class Axis:
+    """How the figures show a value: ``factor`` × it (its intervals too), under these labels,
+    within ``limits``; the captions name the same units. SCEval's is accuracy as a percentage
+    (:data:`ACCURACY`); a wrapped task's own metric (WER, MME's score) is drawn in its own units
+    (``sceval_plugin.report.task_metric_section``)."""
+
+    factor: float = ACCURACY_FACTOR
+    value: str = "accuracy (%)"
+    drop: str = "drop from clean (pp)"
+    #: The drop's unit and sign, as the captions state them.
+    drop_note: str = "pp, positive = worse, eq. 5"
+    curve_title: str = "mean-variant accuracy"
+    #: What the curves' error bars are, or None where the values come without intervals.
+    intervals: str | None = "95% bootstrap intervals"
+    limits: tuple[float, float] | None = (-1.0, 103.0)  # room for markers at 100 %
+
+    @property
+    def least_drop(self) -> float:
+        """The drop scales (colours, bars) span at least ±this: 1 pp, or 1 % of another unit, so
+        that noise-sized drops look noise-sized."""
+        return self.factor / 100
+
+    def number(self, value: float) -> str:
+        """A value as the figures annotate it: pp to one decimal, other units to 3 significant digits."""
+        return f"{value:.1f}" if self.factor == ACCURACY_FACTOR else f"{value:.3g}"
+
+
+ACCURACY = Axis()
 
 
 def _single_curves(numbers: Numbers, info: dict[str, ConditionInfo]) -> Curves:
@@ -68,8 +104,8 @@ def _joint_points(numbers: Numbers, info: dict[str, ConditionInfo]):
     )
 
 
-def _heatmap_grid(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]):
-    """(models, operators with data, grid of severity-70 drops in pp; NaN where not run)."""
+def _heatmap_grid(numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str], factor: float = 100.0):
+    """(models, operators with data, grid of severity-70 drops ×``factor``; NaN where not run)."""
     s = numbers.summary.dropna(subset=["delta_base"])
     cell = {c: i.corruptions[0][1] for c, i in info.items() if i.block == "single" and i.corruptions[0][2] == 70}
     s = s[s["condition_id"].isin(list(cell))]
@@ -77,7 +113,7 @@ def _heatmap_grid(numbers: Numbers, info: dict[str, ConditionInfo], operators: l
     drops = np.full((len(models), len(operators)), np.nan)
     for model, cid, value in zip(s["model"], s["condition_id"], s["delta_base"]):
         if cell[cid] in operators:
-            drops[models.index(model), operators.index(cell[cid])] = 100 * value
+            drops[models.index(model), operators.index(cell[cid])] = factor * value
     keep = [j for j in range(len(operators)) if np.isfinite(drops[:, j]).any()]
     return models, [operators[j] for j in keep], drops[:, keep]
 
@@ -86,25 +122,45 @@ def _modality_of(info: dict[str, ConditionInfo]) -> dict[str, str]:
     return {c.corruptions[0][1]: c.corruptions[0][0] for c in info.values() if c.block == "single"}
 
 
-SEVERITY_CAPTION = (
-    "Accuracy (%) against severity (0 = clean) for every single-modality operator that was run, one panel "
-    "per model and modality; each operator has its own marker and is drawn a little to the side of the "
-    "others, so lines that coincide stay visible; bars: 95% bootstrap intervals."
-)
-SCATTER_CAPTION = (
-    "Per model, every joint cell's total severity s_t + s_v + s_a against its drop from clean (pp, positive = "
-    "worse, eq. 5), one marker per combination (the paper's Figure 5); points below 0 are apparent gains."
-)
+def severity_caption(axis: Axis = ACCURACY) -> str:
+    return (
+        f"One panel per model and modality: {axis.value} against severity (0 = clean) for every single-modality "
+        "operator that was run; each operator has its own marker and is drawn a little to the side of the "
+        "others, so lines that coincide stay visible; "
+        + (f"bars: {axis.intervals}." if axis.intervals else "no interval bars.")
+    )
+
+
+def scatter_caption(axis: Axis = ACCURACY) -> str:
+    return (
+        f"Per model, every joint cell's total severity s_t + s_v + s_a against its drop from clean ({axis.drop_note}), "
+        "one marker per combination (the paper's Figure 5); points below 0 are apparent gains."
+    )
+
+
+def drop_caption(models: list[str], ops: list[str], axis: Axis = ACCURACY) -> str:
+    """What :func:`drop_heatmap` draws for these models and operators: bars or a heatmap."""
+    if len(models) == 1 or len(ops) == 1:
+        return (
+            f"Drop from clean at severity 70 ({axis.drop_note}) of every operator that was run, "
+            + ("one bar per operator, coloured by modality" if len(models) == 1 else "one bar per model")
+            + (f" ({models[0]})" if len(models) == 1 else f" ({ops[0]})")
+            + "; a heatmap needs at least two models and two operators"
+        )
+    return (
+        f"Drop from clean at severity 70 ({axis.drop_note}), models x operators, operators grouped under "
+        "text / vision / audio; red: worse than clean, blue: better, grey: not run"
+    )
 
 
 def figures(
-    numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]
+    numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str], axis: Axis = ACCURACY
 ) -> dict[str, tuple[Draw, str, str | None]]:
-    """Figure name -> (drawing function ``draw(numbers, info, stem)``, caption, why it is not drawn or None)."""
+    """Figure name -> (drawing function ``draw(numbers, info, stem)``, caption, why it is not drawn
+    or None); every figure and caption in ``axis``' units."""
     has_curves = bool(_single_curves(numbers, info))
     points = len(_joint_points(numbers, info))
-    models, ops, _ = _heatmap_grid(numbers, info, operators)
-    as_bars = len(models) == 1 or len(ops) == 1
+    models, ops, _ = _heatmap_grid(numbers, info, operators, axis.factor)
     if not points:
         no_scatter = "no joint cell with a drop from clean (needs the clean condition and at least one joint cell)"
     elif points < MIN_SCATTER_POINTS:
@@ -113,32 +169,27 @@ def figures(
         no_scatter = None
     return {
         "severity_curves": (
-            severity_curves,
-            SEVERITY_CAPTION,
+            functools.partial(severity_curves, axis=axis),
+            severity_caption(axis),
             None if has_curves else "no single-modality cell with a valid output",
         ),
         "drop_heatmap": (
-            functools.partial(drop_heatmap, operators=operators),
-            (
-                "Drop from clean at severity 70 (pp, positive = worse, eq. 5) of every operator that was run, "
-                + ("one bar per operator, coloured by modality" if len(models) == 1 else "one bar per model")
-                + (f" ({models[0]})" if len(models) == 1 else f" ({ops[0]})" if ops else "")
-                + "; a heatmap needs at least two models and two operators"
-                if as_bars
-                else "Drop from clean at severity 70 (pp, positive = worse, eq. 5), models x operators, operators "
-                "grouped under text / vision / audio; red: worse than clean, blue: better, grey: not run"
-            ),
+            functools.partial(drop_heatmap, operators=operators, axis=axis),
+            drop_caption(models, ops, axis),
             None
             if ops
             else "no severity-70 single cell with a drop from clean (needs clean and single cells at severity 70)",
         ),
-        "joint_scatter": (joint_scatter, SCATTER_CAPTION, no_scatter),
+        "joint_scatter": (functools.partial(joint_scatter, axis=axis), scatter_caption(axis), no_scatter),
     }
 
 
-def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) -> list[Path]:
-    """One panel per model x modality: accuracy (%) against severity, clean drawn at 0, one line
-    per operator with its 95 % intervals; each modality's legend below its column, outside the data."""
+def severity_curves(
+    numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, axis: Axis = ACCURACY
+) -> list[Path]:
+    """One panel per model x modality: accuracy (%; or ``axis``' value) against severity, clean
+    drawn at 0, one line per operator with its 95 % intervals (where the values have them); each
+    modality's legend below its column, outside the data."""
     plt = pyplot()
     curves = _single_curves(numbers, info)
     models = sorted(curves)
@@ -155,29 +206,34 @@ def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path
     for i, model in enumerate(models):
         values = [x for m in curves[model].values() for curve in m.values() for v in curve.values() for x in v]
         values = [v for v in values if np.isfinite(v)]
-        low, high = 100 * min(values), 100 * max(values)
-        pad = max(2.0, 0.08 * (high - low))
+        low, high = axis.factor * min(values), axis.factor * max(values)
+        pad = max(2.0 if axis.limits else 0.0, 0.08 * (high - low)) or 0.05 * max(1.0, abs(high))
+        floor, ceiling = axis.limits or (-np.inf, np.inf)
         for j, modality in enumerate(modalities):
             ax = axes[i][j]
-            _curve_panel(plt, ax, curves[model].get(modality, {}), operators[modality])
-            ax.set_ylim(max(-1.0, low - pad), min(103.0, high + pad))  # room for markers at 100 %
+            _curve_panel(plt, ax, curves[model].get(modality, {}), operators[modality], axis.factor)
+            ax.set_ylim(max(floor, low - pad), min(ceiling, high + pad))
             if i == 0:
                 ax.set_title(modality, fontsize=10)
             if j == 0:
-                ax.set_ylabel(f"{model}\naccuracy (%)", fontsize=8)
+                ax.set_ylabel(f"{model}\n{axis.value}", fontsize=8)
             if i == len(models) - 1:
                 ax.set_xlabel("severity (0 = clean)")
     for j, modality in enumerate(modalities):
         _legend_below_column(fig, axes[:, j], f"{modality} operator")
-    fig.suptitle("Single-modality severity curves (mean-variant accuracy, 95% intervals)", fontsize=11)
+    intervals = ", 95% intervals" if axis.intervals else ""
+    fig.suptitle(f"Single-modality severity curves ({axis.curve_title}{intervals})", fontsize=11)
     fig.tight_layout()
     return save(fig, stem)
 
 
-def _curve_panel(plt, ax, curves: dict[str, dict[int, tuple[float, float, float]]], operators: list[str]) -> None:
-    """One line per operator (accuracy % against severity, with its intervals), in operator order;
-    operator k is drawn ``CURVE_OFFSET`` units beside operator k-1 (centred on the true severity)
-    with its own marker, so that equal curves lie side by side instead of on top of each other."""
+def _curve_panel(
+    plt, ax, curves: dict[str, dict[int, tuple[float, float, float]]], operators: list[str], factor: float = 100.0
+) -> None:
+    """One line per operator (``factor`` × the value against severity, with its intervals where
+    finite), in operator order; operator k is drawn ``CURVE_OFFSET`` units beside operator k-1
+    (centred on the true severity) with its own marker, so that equal curves lie side by side
+    instead of on top of each other."""
     cmap = plt.get_cmap("tab10")
     for k, op in enumerate(operators):
         curve = curves.get(op)
@@ -185,13 +241,13 @@ def _curve_panel(plt, ax, curves: dict[str, dict[int, tuple[float, float, float]
             continue
         xs = sorted(curve)
         shift = (k - (len(operators) - 1) / 2) * CURVE_OFFSET
-        y = np.array([100 * curve[x][0] for x in xs])
-        low = np.array([100 * curve[x][1] for x in xs])
-        high = np.array([100 * curve[x][2] for x in xs])
+        y = np.array([factor * curve[x][0] for x in xs])
+        low = np.array([factor * curve[x][1] for x in xs])
+        high = np.array([factor * curve[x][2] for x in xs])
         ax.errorbar(
             [x + shift for x in xs],
             y,
-            yerr=np.nan_to_num(np.vstack([y - low, high - y]), nan=0.0).clip(min=0),
+            yerr=np.nan_to_num(np.vstack([y - low, high - y]), nan=0.0).clip(min=0) if np.isfinite(low).any() else None,
             marker=CURVE_MARKERS[k % len(CURVE_MARKERS)],
             markersize=4,
             markerfacecolor="none",
@@ -230,7 +286,7 @@ def _legend_below_column(fig, column, title: str) -> None:
     )
 
 
-def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) -> list[Path]:
+def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, axis: Axis = ACCURACY) -> list[Path]:
     """As the paper's Figure 5: per model, the total corruption budget s_t + s_v + s_a against the
     drop from clean (pp), one marker per combination type; points below 0 are apparent gains."""
     plt = pyplot()
@@ -245,7 +301,7 @@ def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) 
             if len(b):
                 ax.scatter(
                     b["budget"],
-                    100 * b["delta_base"],
+                    axis.factor * b["delta_base"],
                     marker=MARKERS[block],
                     color=COLOURS[block],
                     s=30,
@@ -260,7 +316,7 @@ def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) 
         ax.set_xlim(min(budgets) - 10, max(budgets) + 10)
         ax.grid(alpha=0.3)
         if k % 4 == 0:
-            ax.set_ylabel("drop from clean (pp)")
+            ax.set_ylabel(axis.drop)
     handles, labels = [], []
     for ax in axes:
         for h, label in zip(*ax.get_legend_handles_labels()):
@@ -272,45 +328,57 @@ def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) 
     return save(fig, stem)
 
 
-def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, operators: list[str]) -> list[Path]:
-    """Models x operators: the drop from clean at severity 70 (pp, positive = worse), annotated, on
-    colours that diverge around zero (red: worse than clean, blue: better); operators grouped
-    under their modality. With one model or one operator, bars instead (:func:`_drop_bars`)."""
+def drop_heatmap(
+    numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, operators: list[str], axis: Axis = ACCURACY
+) -> list[Path]:
+    """Models x operators: the drop from clean at severity 70 (pp, or ``axis``' units; positive =
+    worse), annotated, on colours that diverge around zero (red: worse than clean, blue: better);
+    operators grouped under their modality. With one model or one operator, bars instead
+    (:func:`_drop_bars`)."""
     plt = pyplot()
-    from matplotlib.colors import TwoSlopeNorm
-
-    models, ops, drops = _heatmap_grid(numbers, info, operators)
+    models, ops, drops = _heatmap_grid(numbers, info, operators, axis.factor)
     modality_of = _modality_of(info)
     if len(models) == 1 or len(ops) == 1:
-        return _drop_bars(plt, models, ops, drops, modality_of, stem)
-    limit = max(1.0, float(np.nanmax(np.abs(drops))))
+        return _drop_bars(plt, models, ops, drops, modality_of, stem, axis)
+    limit = max(axis.least_drop, float(np.nanmax(np.abs(drops))))
     fig, ax = plt.subplots(figsize=(2.2 + 0.62 * len(ops), 2.6 + 0.42 * len(models)))
-    image = ax.imshow(np.ma.masked_invalid(drops), cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto")
-    ax.set_facecolor("#dddddd")  # cells not run
-    ax.set_xticks(range(len(ops)), ops, rotation=45, ha="right", fontsize=8)
-    ax.set_yticks(range(len(models)), models, fontsize=8)
-    for i in range(len(models)):
-        for j in range(len(ops)):
-            value = drops[i, j]
-            ax.text(
-                j,
-                i,
-                "–" if not np.isfinite(value) else f"{value:.1f}",
-                ha="center",
-                va="center",
-                fontsize=7,
-                color="white" if np.isfinite(value) and abs(value) > 0.6 * limit else "black",
-            )
+    image = _drop_cells(ax, drops, models, ops, limit, axis)
     for start, end, modality in _modality_spans(ops, modality_of):
         if start:
             ax.axvline(start - 0.5, color="black", linewidth=1.2)
         ax.text(
             (start + end) / 2, 1.01, modality, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=9
         )
-    colour_bar(fig, image, ax, "drop from clean (pp)\nred: worse, blue: better")
+    colour_bar(fig, image, ax, f"{axis.drop}\nred: worse, blue: better")
     ax.set_title("Where models break: severity-70 drops", fontsize=10, pad=16)
     fig.tight_layout()
     return save(fig, stem)
+
+
+def _drop_cells(
+    ax, drops: np.ndarray, rows: list[str], columns: list[str], limit: float, axis: Axis, rotation: int = 45
+):
+    """``drops`` (rows x columns) as cells annotated in ``axis``' numbers, on colours diverging
+    around zero within ±``limit`` (grey: not run); returns the image for a colour bar."""
+    from matplotlib.colors import TwoSlopeNorm
+
+    image = ax.imshow(np.ma.masked_invalid(drops), cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto")
+    ax.set_facecolor("#dddddd")  # cells not run
+    ax.set_xticks(range(len(columns)), columns, rotation=rotation, ha="right" if rotation else "center", fontsize=8)
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    for i in range(len(rows)):
+        for j in range(len(columns)):
+            value = drops[i, j]
+            ax.text(
+                j,
+                i,
+                "–" if not np.isfinite(value) else axis.number(value),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if np.isfinite(value) and abs(value) > 0.6 * limit else "black",
+            )
+    return image
 
 
 def _modality_spans(ops: list[str], modality_of: dict[str, str]) -> list[tuple[int, int, str]]:
@@ -325,9 +393,12 @@ def _modality_spans(ops: list[str], modality_of: dict[str, str]) -> list[tuple[i
     return spans
 
 
-def _drop_bars(plt, models: list[str], ops: list[str], drops: np.ndarray, modality_of: dict[str, str], stem: Path):
+def _drop_bars(
+    plt, models: list[str], ops: list[str], drops: np.ndarray, modality_of: dict[str, str], stem: Path, axis: Axis
+):
     """The severity-70 drops of one model (a bar per operator, coloured and grouped by modality) or
-    of one operator (a bar per model), each bar labelled with its value; no bar where not run."""
+    of one operator (a bar per model), each bar labelled with its value (in ``axis``' units); no
+    bar where not run."""
     one_model = len(models) == 1
     labels, values = (ops, drops[0]) if one_model else (models, drops[:, 0])
     colours = [MODALITY_COLOURS.get(modality_of.get(op, ""), "tab:grey") for op in ops] if one_model else "tab:red"
@@ -335,7 +406,7 @@ def _drop_bars(plt, models: list[str], ops: list[str], drops: np.ndarray, modali
     x = np.arange(len(labels))
     ax.bar(x, np.nan_to_num(values), 0.7, color=colours)
     for pos, value in zip(x, values):
-        text = "not run" if not np.isfinite(value) else f"{value:.1f}"
+        text = "not run" if not np.isfinite(value) else axis.number(value)
         ax.annotate(
             text,
             (pos, 0 if not np.isfinite(value) else value),
@@ -350,9 +421,9 @@ def _drop_bars(plt, models: list[str], ops: list[str], drops: np.ndarray, modali
     ax.set_xlim(-margin, len(labels) - 1 + margin)
     ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=8)
     finite = values[np.isfinite(values)]
-    top, bottom = max(1.0, float(finite.max(initial=0))), min(0.0, float(finite.min(initial=0)))
+    top, bottom = max(axis.least_drop, float(finite.max(initial=0))), min(0.0, float(finite.min(initial=0)))
     ax.set_ylim(bottom - 0.12 * (top - bottom), top + 0.15 * (top - bottom))
-    ax.set_ylabel("drop from clean (pp)\n(positive = worse)", fontsize=8)
+    ax.set_ylabel(f"{axis.drop}\n(positive = worse)", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     if one_model:
         for start, end, modality in _modality_spans(ops, modality_of):
@@ -371,4 +442,55 @@ def _drop_bars(plt, models: list[str], ops: list[str], drops: np.ndarray, modali
     else:
         ax.set_title(f"Severity-70 drop of {ops[0]} ({modality_of.get(ops[0], '?')}) per model", fontsize=10)
     fig.tight_layout()
+    return save(fig, stem)
+
+
+def modality_severity_grid(numbers: Numbers, info: dict[str, ConditionInfo], factor: float):
+    """model -> (modalities with data, severities, grid of the mean single-cell drop over the
+    modality's operators at each severity ×``factor``; NaN where none was run)."""
+    s = numbers.summary.dropna(subset=["delta_base"])
+    out = {}
+    for model, group in s.groupby("model", sort=True):
+        cells: dict[tuple[str, int], list[float]] = {}
+        for cid, value in zip(group["condition_id"], group["delta_base"]):
+            c = info.get(cid)
+            if c is not None and c.block == "single":
+                modality, _, severity = c.corruptions[0]
+                cells.setdefault((modality, severity), []).append(factor * value)
+        modalities = [m for m in MODALITY_ORDER if any(m == k[0] for k in cells)]
+        if modalities:
+            severities = [x for x in SEVERITIES if x]
+            grid_ = np.array([[np.mean(cells.get((m, x), [np.nan])) for x in severities] for m in modalities])
+            out[str(model)] = (modalities, severities, grid_)
+    return out
+
+
+def modality_severity_figure(
+    numbers: Numbers, info: dict[str, ConditionInfo], axis: Axis = ACCURACY
+) -> tuple[Draw, str, str | None]:
+    """(draw, caption, why not drawn or None) of :func:`modality_severity_heatmap`, as :func:`figures`."""
+    return (
+        functools.partial(modality_severity_heatmap, axis=axis),
+        f"Per model, the mean drop from clean ({axis.drop_note}) over each modality's single-operator cells at "
+        "each severity, modalities x severities on one colour scale; red: worse than clean, blue: better, "
+        "grey: not run",
+        None if modality_severity_grid(numbers, info, axis.factor) else "no single-modality cell with a drop",
+    )
+
+
+def modality_severity_heatmap(
+    numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, axis: Axis = ACCURACY
+) -> list[Path]:
+    """One panel per model: modality x severity, the mean drop from clean over the modality's
+    single-operator cells at that severity, annotated, on one diverging colour scale."""
+    plt = pyplot()
+    grids = modality_severity_grid(numbers, info, axis.factor)
+    limit = max(axis.least_drop, max(float(np.nanmax(np.abs(g))) for _, _, g in grids.values()))
+    fig, axes = grid(plt, len(grids), 3.4, 0.9 + 0.55 * max(len(m) for m, _, _ in grids.values()))
+    for ax, (model, (modalities, severities, drops)) in zip(axes, grids.items()):
+        image = _drop_cells(ax, drops, modalities, [str(x) for x in severities], limit, axis, rotation=0)
+        ax.set_title(model, fontsize=9)
+        ax.set_xlabel("severity", fontsize=8)
+    colour_bar(fig, image, axes[: len(grids)], f"{axis.drop}\nred: worse, blue: better", fraction=0.05)
+    fig.suptitle("Mean drop from clean by modality and severity (single-modality cells)", fontsize=10, y=1.06)
     return save(fig, stem)

@@ -1,0 +1,432 @@
+"""`sceval report` and `faultline audit` on runs of wrapped lmms-eval tasks (issue 27, design §7-8).
+
+The run folders are written as lmms-eval 0.7.3 writes them (``loggers/evaluation_tracker.py``:
+``<output_path>/<model dir>/<date>_results.json`` and ``<date>_samples_<task>.jsonl``, one line per
+doc with ``doc_id``, ``target``, ``filtered_resps`` (flattened), ``token_counts``, ``doc_hash``,
+``input`` and every value ``process_results`` returned). The per-doc items come from the REAL
+base task's ``process_results`` (worldsense, mme, ami_test) on scripted replies, and each
+variant's aggregate in results.json from the real base aggregation, as lmms-eval computes it.
+The scripted models answer from one modality only, so the audit's shares are known in advance.
+The expected numbers below are computed here from the replies, not read from the report.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from faultline_eval.core.stats import resample_weights
+from faultline_eval.core.trial import WrappedTrial
+from faultline_eval.tasks.base_task import aggregate, base_config, metric_specs
+from sceval_plugin.metrics.task_metrics import aggregate_drops, mean_score_drops
+from sceval_plugin.report import build_report
+from sceval_plugin.report.task_metric_section import UNWRAPPED
+from sceval_plugin.report.wrapped_reader import option_count, read_wrapped_runs
+
+FAULTLINE = str(Path(sys.executable).with_name("faultline"))
+LETTERS = "ABCD"
+N_DOCS = 24
+#: Condition -> variants run (the catalogue's counts).
+CONDITIONS = {
+    "clean": 1,
+    "single_noise_v30": 3,
+    "single_noise_v70": 3,
+    "single_mute_a70": 3,
+    "bi_va_noise_mute_v70_a50": 3,
+    "missing_audio": 1,
+    "missing_vision": 1,
+    "missing_text": 1,
+    "shortcut_question_options": 1,
+    "shortcut_options_only": 1,
+}
+NO_MEDIA = ("shortcut_question_options", "shortcut_options_only")
+
+
+def worldsense_doc(i: int) -> dict:
+    return {
+        "index": i,
+        "question": f"What plays at moment {i}?",
+        "candidates": [f"{x}. thing {x}{i}" for x in LETTERS],
+        "answer": LETTERS[i % 4],
+        "task_type": ["Counting", "Recognition"][i % 2],
+        "task_domain": "Music",
+        "duration": "short",
+        "audio_class": ["music"],
+    }
+
+
+def prompt(doc: dict) -> str:
+    return f"{doc['question']}\n" + "\n".join(doc["candidates"]) + "\nAnswer with the option's letter."
+
+
+def listener(condition: str, variant: int, doc: dict) -> str:
+    """Right whenever it hears the audio; noise on the frames breaks one doc in four per variant
+    at severity 70 (one in eight at 30); without audio it says "A"."""
+    heard = condition not in ("missing_audio", "single_mute_a70", "bi_va_noise_mute_v70_a50", *NO_MEDIA)
+    if not heard:
+        return "A"
+    i = doc["index"]
+    if condition == "single_noise_v70" and (i + variant) % 4 == 0:
+        return LETTERS[(i + 1) % 4]
+    if condition == "single_noise_v30" and (i + variant) % 8 == 0:
+        return LETTERS[(i + 1) % 4]
+    return doc["answer"]
+
+
+def watcher(condition: str, variant: int, doc: dict) -> str:
+    """Right whenever it sees the frames (noise at 70 breaks half the docs); otherwise "B"."""
+    seen = condition not in ("missing_vision", *NO_MEDIA)
+    if not seen or (condition in ("single_noise_v70", "bi_va_noise_mute_v70_a50") and doc["index"] % 2 == variant % 2):
+        return "B"
+    return doc["answer"]
+
+
+def write_run(
+    root: Path, model: str, base: str, docs: list[dict], reply, conditions: dict[str, int], *, date: str
+) -> Path:
+    """One lmms-eval output folder of ``model`` over ``<base>__<condition>__var<k>``, laid out as
+    EvaluationTracker writes it; items from the base task's real ``process_results``, each
+    task's aggregate from its real aggregation."""
+    folder = root / model
+    folder.mkdir(parents=True, exist_ok=True)
+    process = base_config(base)["process_results"]
+    specs = metric_specs(base)
+    results, higher, samples = {}, {}, {}
+    for condition, variants in conditions.items():
+        for variant in range(variants):
+            task = f"{base}__{condition}__var{variant}"
+            lines, items = [], {s.name: [] for s in specs}
+            for doc_id, doc in enumerate(docs):
+                text = reply(condition, variant, doc)
+                out = process(doc, [text])
+                score = next(iter(out.values())).get("score") if isinstance(next(iter(out.values())), dict) else None
+                key = str(doc.get("index", doc.get("question_id", doc_id)))
+                out["faultline_trial"] = WrappedTrial(
+                    sample_id=key,
+                    variant=variant,
+                    correct=WrappedTrial.correct_of(score),
+                    invalid="empty" if not text else None,
+                    base_task=base,
+                    condition_id=condition,
+                    doc_id=doc_id,
+                    unit=str(doc.get("question_id", key)),
+                    score=score,
+                    adapter=f"{base}@1",
+                    seed_scheme="3",
+                ).to_json()
+                for name in items:
+                    if name in out:
+                        items[name].append(out[name])
+                lines.append(
+                    {
+                        "doc_id": doc_id,
+                        "target": str(doc.get("answer", doc.get("text", ""))),
+                        "filtered_resps": text,
+                        "token_counts": [None],
+                        "doc_hash": f"{doc_id:064x}",
+                        "input": prompt(doc) if "candidates" in doc else str(doc.get("question", "")),
+                        **out,
+                    }
+                )
+            results[task] = {"alias": task}
+            for spec in specs:
+                if items[spec.name]:
+                    results[task][f"{spec.name},none"] = aggregate(base, spec.name, items[spec.name])
+                    results[task][f"{spec.name}_stderr,none"] = "N/A"
+            higher[task] = {s.name: s.higher_is_better for s in specs}
+            samples[task] = lines
+    payload = {
+        "results": results,
+        "group_subtasks": {task: [] for task in results},
+        "configs": {task: {"task": task} for task in results},
+        "versions": dict.fromkeys(results, "Yaml"),
+        "n-shot": dict.fromkeys(results, 0),
+        "higher_is_better": higher,
+        "n-samples": {task: {"original": len(docs), "effective": len(docs)} for task in results},
+        "config": {"model": model, "model_args": "", "batch_size": "1", "limit": None},
+        "model_name": model,
+        "model_name_sanitized": model,
+        "date": date,
+    }
+    (folder / f"{date}_results.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
+    for task, lines in samples.items():
+        with (folder / f"{date}_samples_{task}.jsonl").open("a", encoding="utf-8") as f:
+            for line in lines:
+                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def worldsense_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("wrapped")
+    docs = [worldsense_doc(i) for i in range(N_DOCS)]
+    write_run(root, "listener", "worldsense", docs, listener, CONDITIONS, date="20261202_070000")
+    write_run(root, "watcher", "worldsense", docs, watcher, CONDITIONS, date="20261202_070000")
+    # an unwrapped run of the base task by the listener (original media): 23 of 24 right
+    unwrapped = {"results": {"worldsense": {"alias": "worldsense", "worldsense_score,none": 100 * 23 / 24}}}
+    unwrapped["config"] = {"model": "listener", "model_args": ""}
+    (root / "listener" / "20261202_060000_results.json").write_text(json.dumps(unwrapped), encoding="utf-8")
+    return root, docs
+
+
+def test_option_count_reads_the_lettered_options_of_the_prompt():
+    assert option_count(prompt(worldsense_doc(0))) == 4
+    assert option_count("Is it red? Please answer yes or no.") is None
+    assert option_count("Question: x\nOption:\n(A) a\n(B) b\n(C) c\n") == 3
+
+
+def test_reader_pairs_the_trials_items_and_reported_values(worldsense_runs):
+    root, docs = worldsense_runs
+    runs = read_wrapped_runs([root])
+    per_model = sum(CONDITIONS.values()) * len(docs)
+    assert len(runs.trials) == 2 * per_model
+    assert set(runs.trials["model"]) == {"listener", "watcher"}
+    clean = runs.values[(runs.values["model"] == "listener") & (runs.values["condition_id"] == "clean")]
+    assert clean["value"].tolist() == [100.0]
+    items = runs.items[("listener", "worldsense__clean__var0", "worldsense_score")]
+    assert [item["question_id"] for item in items] == list(range(len(docs)))
+    assert runs.trials["n_options"].eq(4).all()
+
+
+def test_drops_worst_variant_and_paired_interval(worldsense_runs, tmp_path):
+    root, docs = worldsense_runs
+    done = build_report([root], tmp_path / "r", b=400, seed=7, progress=False)
+    raw = pd.read_csv(tmp_path / "r" / "task_metrics_worldsense.csv")
+    row = raw[(raw["model"] == "listener") & (raw["condition_id"] == "single_noise_v70")].iloc[0]
+    # independently: the listener misses doc i at variant k when (i + k) % 4 == 0
+    wrong = [sum((i + k) % 4 == 0 for i in range(N_DOCS)) for k in range(3)]
+    per_variant = [100 * (N_DOCS - w) / N_DOCS for w in wrong]
+    assert row["value"] == pytest.approx(np.mean(per_variant))
+    assert row["worst_variant_value"] == pytest.approx(min(per_variant))
+    assert row["drop"] == pytest.approx(100 - np.mean(per_variant))  # clean − condition, higher is better
+    assert row["worst_variant_drop"] == pytest.approx(100 - min(per_variant))
+    assert row["drop_ci_low"] <= row["drop"] <= row["drop_ci_high"]
+    assert row["interval_by"] == "mean of the per-doc score"  # worldsense: a plain mean of unique-id 0/1 scores
+    assert row["coverage"] == 1.0
+    # the listener without audio answers "A": right on the docs whose gold is A (one in four)
+    mute = raw[(raw["model"] == "listener") & (raw["condition_id"] == "missing_audio")].iloc[0]
+    assert mute["value"] == pytest.approx(25.0)
+    # the effect of wrapping itself: the unwrapped base task beside clean, in the same convention
+    base = raw[(raw["model"] == "listener") & (raw["condition_id"] == UNWRAPPED)].iloc[0]
+    assert base["value"] == pytest.approx(100 * 23 / 24)
+    assert base["drop"] == pytest.approx(100 - 100 * 23 / 24)
+    assert raw[raw["model"] == "listener"]["condition_id"].tolist()[:2] == ["clean", UNWRAPPED]
+    # reproducible: the same seed gives the same interval, another seed another one
+    again = build_report([root], tmp_path / "again", b=400, seed=7, progress=False, figures=False)
+    build_report([root], tmp_path / "other", b=400, seed=8, progress=False, figures=False)
+    assert again["trials"] == done["trials"]
+    same = pd.read_csv(tmp_path / "again" / "task_metrics_worldsense.csv")
+    moved = pd.read_csv(tmp_path / "other" / "task_metrics_worldsense.csv")
+    pd.testing.assert_series_equal(same["drop_ci_low"], raw["drop_ci_low"])
+    assert not moved["drop_ci_low"].fillna(0).equals(raw["drop_ci_low"].fillna(0))
+    # the fault-line figures, in the metric's own units and captioned so
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    captions = data["figure_captions"]
+    for name in ("severity_curves", "drop_heatmap", "modality_severity_heatmap"):
+        assert (tmp_path / "r" / f"worldsense__worldsense_score__{name}.png").is_file()
+        assert captions[f"worldsense__worldsense_score__{name}"].startswith("worldsense, worldsense_score: ")
+    assert "worldsense_score; clean − condition" in captions["worldsense__worldsense_score__drop_heatmap"]
+    assert "(pp" not in " ".join(captions.values()) and "no interval bars" in " ".join(captions.values())
+    assert captions["audit_stacked"]
+    # one joint cell per model, two in all: too few for a scatter (plots.MIN_SCATTER_POINTS), said so
+    assert data["figures_skipped"]["worldsense__worldsense_score__joint_scatter"].startswith("only 2 joint cell")
+    assert not (tmp_path / "r" / "worldsense__worldsense_score__joint_scatter.png").exists()
+    assert "clean − condition" in data["task_metrics_legend"]
+
+
+def test_the_aggregation_path_gives_the_fast_paths_interval():
+    """Through the task's own aggregation (worldsense's, which dedupes by question id) or as a
+    ratio of resampled sums: the same draws give the same resampled drops."""
+    docs = [worldsense_doc(i) for i in range(N_DOCS)]
+    process = base_config("worldsense")["process_results"]
+    clean = [process(d, [d["answer"]])["worldsense_score"] for d in docs]
+    variants = [[process(d, [listener("single_noise_v70", k, d)])["worldsense_score"] for d in docs] for k in range(3)]
+    units = [str(d["index"]) for d in docs]
+    weights = resample_weights(len(units), b=60, seed=3)
+    slow = aggregate_drops(
+        [clean],
+        variants,
+        units,
+        lambda items: aggregate("worldsense", "worldsense_score", items),
+        weights,
+        higher_is_better=True,
+    )
+    fast = mean_score_drops(
+        [[x["score"] for x in clean]],
+        [[x["score"] for x in v] for v in variants],
+        units,
+        weights,
+        factor=100.0,
+        higher_is_better=True,
+    )
+    np.testing.assert_allclose(slow, fast)
+    assert slow.std() > 0
+
+
+def mme_doc(i: int) -> dict:
+    return {"question_id": f"img{i // 2}.png", "category": "color", "answer": "Yes" if i % 2 == 0 else "No"}
+
+
+def mme_reply(condition: str, variant: int, doc: dict) -> str:
+    """Right in clean; under noise it says "Yes" to the second question of every third image."""
+    image = int(doc["question_id"][3:-4])
+    if condition != "clean" and image % 3 == variant % 3:
+        return "Yes"
+    return doc["answer"]
+
+
+def test_mme_pairs_go_through_the_task_aggregation(tmp_path):
+    docs = [mme_doc(i) for i in range(24)]
+    write_run(
+        tmp_path / "runs", "m", "mme", docs, mme_reply, {"clean": 1, "single_noise_v70": 3}, date="20261202_070100"
+    )
+    build_report([tmp_path / "runs"], tmp_path / "r", b=200, seed=1, progress=False, figures=False)
+    raw = pd.read_csv(tmp_path / "r" / "task_metrics_mme.csv")
+    row = raw[(raw["metric"] == "mme_perception_score") & (raw["condition_id"] == "single_noise_v70")].iloc[0]
+    # independently: an image with one wrong answer scores acc 50 + acc+ 0 instead of 200
+    broken = [sum(1 for img in range(12) if img % 3 == k % 3) for k in range(3)]
+    per_variant = [(200 * (12 - n) + 50 * n) / 12 for n in broken]
+    assert row["value"] == pytest.approx(np.mean(per_variant))
+    assert row["drop"] == pytest.approx(200 - np.mean(per_variant))
+    assert row["interval_by"] == "the task's aggregation"  # acc+ is not a mean of the per-doc score
+    assert row["drop_ci_low"] <= row["drop"] <= row["drop_ci_high"]
+
+
+def ami_doc(i: int) -> dict:
+    return {"text": f"the quick brown fox number {i} jumps"}
+
+
+def ami_reply(condition: str, variant: int, doc: dict) -> str:
+    """Exact in clean; under audio noise it drops the last word of every other doc."""
+    words = doc["text"].split()
+    n = int(words[5])
+    return " ".join(words[:-1]) if condition != "clean" and n % 2 == variant % 2 else doc["text"]
+
+
+def test_wer_drop_is_condition_minus_clean(tmp_path):
+    docs = [ami_doc(i) for i in range(12)]
+    write_run(
+        tmp_path / "runs", "m", "ami_test", docs, ami_reply, {"clean": 1, "single_noise_v70": 3}, date="20261202_070200"
+    )
+    build_report([tmp_path / "runs"], tmp_path / "r", b=200, seed=1, progress=False, figures=False)
+    raw = pd.read_csv(tmp_path / "r" / "task_metrics_ami_test.csv")
+    row = raw[raw["condition_id"] == "single_noise_v70"].iloc[0]
+    assert not row["higher_is_better"]
+    # independently: half the docs lose one of their 7 words in every variant
+    wer = np.mean([1 / 7 if i % 2 == k % 2 else 0.0 for k in range(3) for i in range(12)])
+    assert row["value"] == pytest.approx(wer)
+    assert row["drop"] == pytest.approx(wer - 0.0) and row["drop"] > 0  # a higher WER is a loss
+    assert row["drop_ci_low"] <= row["drop"] <= row["drop_ci_high"]
+
+
+def test_audit_shares_of_one_modality_models(worldsense_runs, tmp_path):
+    root, docs = worldsense_runs
+    done = subprocess.run(
+        [FAULTLINE, "audit", str(root), "-o", str(tmp_path / "audit"), "--min-models", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    shares = pd.read_csv(tmp_path / "audit" / "audit_shares.csv").set_index(["model", "control"])
+    # the listener needs the audio: without it only the docs whose gold is "A" stay right (chance: 1/4)
+    assert shares.loc[("listener", "missing_audio"), "answerable"] == pytest.approx(0.25)
+    assert shares.loc[("listener", "missing_audio"), "chance"] == pytest.approx(0.25)
+    assert shares.loc[("listener", "missing_audio"), "needs"] == pytest.approx(0.75)
+    assert shares.loc[("listener", "missing_vision"), "needs"] == pytest.approx(0.0)
+    # the watcher needs the frames (it says "B" without them) and not the audio
+    assert shares.loc[("watcher", "missing_vision"), "needs"] == pytest.approx(0.75)
+    assert shares.loc[("watcher", "missing_audio"), "needs"] == pytest.approx(0.0)
+    items = pd.read_csv(tmp_path / "audit" / "audit_items.csv")
+    without_audio = items[items["control"] == "missing_audio"]
+    # answered without audio: every doc by the watcher, and the gold-A docs by both models
+    assert len(without_audio) == N_DOCS
+    both = without_audio[without_audio["models_correct"] == 2]
+    assert sorted(both["doc_id"]) == [i for i in range(N_DOCS) if i % 4 == 0]
+    assert (tmp_path / "audit" / "audit_stacked.png").is_file()
+    assert (tmp_path / "audit" / "audit_stacked.pdf").is_file()
+
+
+@pytest.mark.slow
+def test_report_and_audit_read_what_the_real_lmms_eval_cli_wrote(tmp_path, monkeypatch):
+    """The real ``lmms-eval`` CLI (its ``dummy`` model, replying "Yes") on wrapped MME tasks built
+    from the local copy (tests/wrap_datasets.py; about 60 s, most of it lmms-eval's imports and
+    index), then ``sceval report`` and ``faultline audit`` on its output folder. "Yes" is right on
+    the first question of each image and wrong on the second, whatever the condition: every
+    variant scores 50 + 0 per category, every drop is 0, and each control leaves half the items
+    answerable, all of those answerable in clean."""
+    import wrap_datasets
+
+    from faultline_eval.tasks import wrap_configs
+    from sceval_plugin.conditions import catalogue
+
+    monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
+    copy = wrap_datasets.build_mme(tmp_path / "copy")
+    ids = ["clean", "single_noise_v70", "missing_vision", "shortcut_question_options"]
+    wrap_configs.write("mme", [catalogue().get(c) for c in ids], wrap_configs.data_override("mme", copy.dataset_path))
+    tasks = "mme__clean__var0,mme__single_noise_v70,mme__missing_vision__var0,mme__shortcut_question_options__var0"
+    bin_dir = Path(sys.executable).parent
+    done = subprocess.run(
+        [str(bin_dir / "lmms-eval"), "--model", "dummy", "--model_args", "response=Yes", "--tasks", tasks]
+        + ["--log_samples", "--output_path", str(tmp_path / "out")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    reported = json.loads(next((tmp_path / "out").rglob("*_results.json")).read_text())["results"]
+    noise = [reported[f"mme__single_noise_v70__var{k}"]["mme_perception_score,none"] for k in range(3)]
+    clean = reported["mme__clean__var0"]["mme_perception_score,none"]
+    report = subprocess.run(
+        [str(bin_dir / "sceval"), "report", str(tmp_path / "out"), "-o", str(tmp_path / "r"), "--bootstrap", "100"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert report.returncode == 0, report.stderr[-3000:]
+    raw = pd.read_csv(tmp_path / "r" / "task_metrics_mme.csv")
+    row = raw[(raw["metric"] == "mme_perception_score") & (raw["condition_id"] == "single_noise_v70")].iloc[0]
+    assert row["variants"] == 3 and row["value"] == pytest.approx(np.mean(noise))
+    assert row["drop"] == pytest.approx(clean - np.mean(noise)) == 0.0
+    assert row["drop_ci_low"] == row["drop_ci_high"] == 0.0  # the same replies everywhere: no resample moves it
+    shares = pd.read_csv(tmp_path / "r" / "audit_shares.csv").set_index("control")
+    assert shares.loc["missing_vision", "answerable"] == pytest.approx(0.5)
+    assert shares.loc["missing_vision", "needs"] == pytest.approx(0.0)
+    assert shares.loc["shortcut_question_options", "answerable_among_clean"] == pytest.approx(1.0)
+
+
+def test_a_line_without_its_trial_or_a_log_without_results_is_an_error_naming_it(tmp_path):
+    from faultline_eval.core.run_logs import ReportError
+
+    docs = [worldsense_doc(i) for i in range(4)]
+    folder = write_run(tmp_path / "runs", "m", "worldsense", docs, listener, {"clean": 1}, date="20261202_070300")
+    log = folder / "20261202_070300_samples_worldsense__clean__var0.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines()
+    broken = json.loads(lines[2])
+    del broken["faultline_trial"]
+    log.write_text("\n".join([*lines[:2], json.dumps(broken), *lines[3:]]) + "\n", encoding="utf-8")
+    with pytest.raises(ReportError, match=r"samples_worldsense__clean__var0\.jsonl:3: no faultline_trial entry"):
+        read_wrapped_runs([tmp_path / "runs"])
+    (folder / "20261202_070300_results.json").unlink()
+    with pytest.raises(ReportError, match="no results JSON beside it"):
+        read_wrapped_runs([tmp_path / "runs"])
+
+
+def test_sceval_logs_beside_wrapped_ones_get_the_wrapped_report_in_a_subfolder(worldsense_runs, tmp_path):
+    from fixtures import guesser, write_logs
+
+    root, _ = worldsense_runs
+    write_logs(tmp_path / "sceval" / "guesser", "guesser", guesser, ["clean", "single_noise_v70"])
+    done = build_report([tmp_path / "sceval", root], tmp_path / "r", b=50, seed=1, progress=False, figures=False)
+    assert done["models"] == ["guesser"]  # the SCEval report's own trials
+    assert (tmp_path / "r" / "conditions.csv").is_file()
+    wrapped = pd.read_csv(tmp_path / "r" / "wrapped" / "task_metrics_worldsense.csv")
+    assert set(wrapped["model"]) == {"listener", "watcher"}
+    assert (tmp_path / "r" / "wrapped" / "audit_shares.csv").is_file()
