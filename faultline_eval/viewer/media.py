@@ -2,13 +2,26 @@
 
 A :class:`Shown` is what a model received for a trial, regenerated from the records by the
 benchmark's own renderer (the same code the task used when it ran). :class:`MediaWriter`
-writes each trial's media once, under a folder named by a keyed hash of the trial, and stops
-writing (leaving the trial listed without media) once the budget's megabytes are spent.
+writes each trial's media once, under a folder named by a digest of the trial's key, the
+installed faultline-eval version and :data:`MEDIA_FORMAT`, and stops writing (leaving the trial
+listed without media) once the budget's megabytes are spent.
+
+Speed (``--html`` costs little next to the report): the files are encoded on a thread pool
+(PNG, JPEG and WAV encoding release the GIL) while the next trial renders; a folder a previous
+site left complete (its ``shown.json``, written last) is reused without rendering or writing
+anything, so writing a site again into the same folder rewrites pages only. Which trials get
+media does not depend on the timing: the budget waits for the pending files' exact sizes
+whenever their upper bound could cross it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,15 +29,24 @@ import numpy as np
 import soundfile
 from PIL import Image
 
+from faultline_eval import __version__
 from faultline_eval.core.media import SAMPLE_RATE
-from sceval_plugin.contact_sheet import render_waveform
+from sceval_plugin.contact_sheet import AUDIO_SIZE, render_waveform
 
 THUMB_HEIGHT = 96
+#: Bump when what is written for a trial changes (sizes, formats, the waveform): folders written
+#: under another format or faultline-eval version are not reused.
+MEDIA_FORMAT = 1
+MANIFEST = "shown.json"
+#: Trials whose files may be pending at once (bounds the memory their pictures hold).
+WINDOW = 8
 
 
 @dataclass
 class Shown:
-    """What a model was sent: labelled images in order, the audio clip (mono, 16 kHz), the text."""
+    """What a model was sent: labelled images in order, the audio clip (mono, 16 kHz), the text.
+    A trial reused from an earlier site carries no images (its files are written) and its audio as
+    written (16-bit)."""
 
     images: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (caption, H x W x 3 uint8)
     audio: np.ndarray | None = None
@@ -41,43 +63,150 @@ class Written:
     waveform: str | None
 
 
+class MediaWriteError(Exception):
+    """A trial's files could not be written (not one of the errors a trial's rendering raises, so
+    it is not shown as a trial whose media could not be regenerated)."""
+
+
+@dataclass
+class _Pending:
+    folder: Path
+    jobs: list[Future]
+    bound: int  # an upper bound of the bytes its files take
+    manifest: dict
+
+
+def _save_picture(image: np.ndarray, full: Path, thumb: Path | None) -> None:
+    picture = Image.fromarray(np.ascontiguousarray(image))
+    picture.save(full, format="PNG", compress_level=1)  # lossless; level 1 writes fast
+    if thumb is not None:
+        width = max(1, round(picture.width * THUMB_HEIGHT / picture.height))
+        picture.resize((width, THUMB_HEIGHT), Image.Resampling.BOX).save(thumb, quality=85)
+
+
+def _save_audio(audio: np.ndarray, wav: Path, waveform: Path, reference: int) -> None:
+    # 16-bit PCM: half the size of the float original, within 1/32768 of every sample sent
+    soundfile.write(str(wav), audio, SAMPLE_RATE, subtype="PCM_16")
+    render_waveform(audio, reference).save(waveform)
+
+
 class MediaWriter:
-    def __init__(self, root: Path, max_bytes: float):
+    def __init__(self, root: Path, max_bytes: float, workers: int | None = None):
         self.root, self.max_bytes, self.bytes = root, max_bytes, 0
         self.written: dict[str, Written] = {}  # trial key -> its files, each trial written once
         self.skipped = 0
+        self.reused = 0  # trials whose folder an earlier site left complete
+        self.pool = ThreadPoolExecutor(workers or min(4, os.cpu_count() or 1), thread_name_prefix="media")
+        self.pending: list[_Pending] = []
+        self.folders: set[str] = set()
 
-    def write(self, key: str, make_shown, reference_length: int | None = None) -> tuple[Shown, Written | None]:
+    def folder_of(self, key: str) -> str:
+        digest = hashlib.blake2b(f"{MEDIA_FORMAT}|{__version__}|{key}".encode(), digest_size=10).hexdigest()
+        return f"media/{digest}"
+
+    def write(
+        self, key: str, make_shown: Callable[[], Shown], reference_length: int | None = None
+    ) -> tuple[Shown, Written | None]:
         """Write the media of trial ``key`` (once); ``make_shown()`` regenerates them. Past the
         budget nothing is written (the text sent is still returned, written None);
         ``reference_length`` sets the waveform's time scale."""
-        shown = make_shown()
         if key in self.written:
-            return shown, self.written[key]
+            return make_shown(), self.written[key]
+        folder = self.folder_of(key)
+        reused = self._reuse(key, folder, reference_length)
+        if reused is None and self.bytes + sum(p.bound for p in self.pending) >= self.max_bytes:
+            self.settle()  # the budget needs the exact sizes now
         if self.bytes >= self.max_bytes:
             self.skipped += 1
-            return shown, None
-        folder = f"media/{hashlib.blake2b(key.encode(), digest_size=10).hexdigest()}"
-        (self.root / folder).mkdir(parents=True, exist_ok=True)
-        images = []
+            return (reused[0] if reused else make_shown()), None
+        if reused is not None:
+            shown, written = reused
+            self.reused += 1
+            self.bytes += sum(p.stat().st_size for p in (self.root / folder).iterdir())
+        else:
+            shown = make_shown()
+            written = self._submit(key, folder, shown, reference_length)
+        self.folders.add(folder)
+        self.written[key] = written
+        return shown, written
+
+    def _reuse(self, key: str, folder: str, reference: int | None) -> tuple[Shown, Written] | None:
+        """The trial as an earlier site wrote it into ``folder``, if complete and alike."""
+        try:
+            manifest = json.loads((self.root / folder / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        written = Written([tuple(i) for i in manifest["images"]], manifest["audio"], manifest["waveform"])
+        files = [p for _, thumb, full in written.images for p in (thumb, full)] + [written.audio, written.waveform]
+        if manifest.get("key") != key or manifest.get("reference") != reference:
+            return None
+        if not all((self.root / f).is_file() for f in files if f):
+            return None
+        audio = None
+        if written.audio:
+            audio = soundfile.read(str(self.root / written.audio), dtype="float32")[0]
+        return Shown([], audio, manifest["text"], manifest["notes"]), written
+
+    def _submit(self, key: str, folder: str, shown: Shown, reference: int | None) -> Written:
+        path = self.root / folder
+        if path.exists():  # left incomplete (a killed run) or another format: written afresh
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        images, jobs, bound = [], [], 0
         for i, (caption, image) in enumerate(shown.images):
             full = thumb = f"{folder}/{i:03d}.png"
-            picture = Image.fromarray(np.ascontiguousarray(image))
-            picture.save(self.root / full, format="PNG", compress_level=1)  # lossless; level 1 writes fast
-            if picture.height > THUMB_HEIGHT:  # small images are their own thumbnail
+            if image.shape[0] > THUMB_HEIGHT:  # small images are their own thumbnail
                 thumb = f"{folder}/{i:03d}_thumb.jpg"
-                width = max(1, round(picture.width * THUMB_HEIGHT / picture.height))
-                picture.resize((width, THUMB_HEIGHT), Image.Resampling.BOX).save(self.root / thumb, quality=85)
+            jobs.append(
+                self.pool.submit(_save_picture, image, self.root / full, self.root / thumb if thumb != full else None)
+            )
+            bound += 2 * image.nbytes + 4096  # PNG of incompressible data, and a smaller thumbnail
             images.append((caption, thumb, full))
         audio = waveform = None
         if shown.audio is not None:
             audio, waveform = f"{folder}/audio.wav", f"{folder}/waveform.png"
-            # 16-bit PCM: half the size of the float original, within 1/32768 of every sample sent
-            soundfile.write(
-                str(self.root / audio), np.asarray(shown.audio, dtype=np.float32), SAMPLE_RATE, subtype="PCM_16"
+            samples = np.asarray(shown.audio, dtype=np.float32)
+            reference_length = reference or len(samples)
+            jobs.append(
+                self.pool.submit(_save_audio, samples, self.root / audio, self.root / waveform, reference_length)
             )
-            reference = reference_length or len(shown.audio)
-            render_waveform(np.asarray(shown.audio, dtype=np.float32), reference).save(self.root / waveform)
-        self.bytes += sum(p.stat().st_size for p in (self.root / folder).iterdir())
-        self.written[key] = Written(images, audio, waveform)
-        return shown, self.written[key]
+            bound += 2 * samples.size + 1024 + 2 * 3 * AUDIO_SIZE[0] * AUDIO_SIZE[1]  # the PCM; the waveform's pixels
+        written = Written(images, audio, waveform)
+        manifest = {
+            "key": key,
+            "reference": reference,
+            "images": images,
+            "audio": audio,
+            "waveform": waveform,
+            "text": shown.text,
+            "notes": list(shown.notes),
+        }
+        self.pending.append(_Pending(path, jobs, bound + 4096, manifest))
+        while len(self.pending) > WINDOW or (self.pending and all(j.done() for j in self.pending[0].jobs)):
+            self._finish(self.pending.pop(0))
+        return written
+
+    def _finish(self, pending: _Pending) -> None:
+        for job in pending.jobs:
+            try:
+                job.result()
+            except Exception as exc:
+                raise MediaWriteError(f"media of trial {pending.manifest['key']!r} not written: {exc}") from exc
+        manifest = pending.folder / MANIFEST
+        manifest.with_suffix(".tmp").write_text(json.dumps(pending.manifest), encoding="utf-8")
+        manifest.with_suffix(".tmp").replace(manifest)  # last: the folder is complete
+        self.bytes += sum(p.stat().st_size for p in pending.folder.iterdir())
+
+    def settle(self) -> None:
+        """Wait for every pending file (their sizes count in :attr:`bytes` after)."""
+        while self.pending:
+            self._finish(self.pending.pop(0))
+
+    def close(self) -> None:
+        """Settle, stop the pool, and remove the media folders of earlier sites this one does not use."""
+        self.settle()
+        self.pool.shutdown()
+        media = self.root / "media"
+        for stale in (p for p in media.iterdir() if p.is_dir()) if media.is_dir() else ():
+            if f"media/{stale.name}" not in self.folders and (stale / MANIFEST).is_file():
+                shutil.rmtree(stale)

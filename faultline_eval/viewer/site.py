@@ -192,6 +192,8 @@ class SiteWriter:
         self.out, self.budget = Path(out), budget
         self.media = MediaWriter(self.out, budget.max_mb * 1e6)
         self.summaries: list[dict] = []
+        self.rows: dict[str, pd.DataFrame] = {}  # section -> its trials, each with its sample-page link
+        self.overview_links: dict[str, list[tuple[str, str]]] = {}  # section -> (href, text) atop its overview
 
     def write_section(self, s: Section) -> dict:
         root = self.out / s.name
@@ -218,6 +220,7 @@ class SiteWriter:
         ]
         rows["link"] = links
         rows = rows.drop(columns=[c for c in OPTIONAL_COLUMNS if c in rows and rows[c].isna().all()])
+        self.rows[s.name] = rows
         cells = sorted(rows["cell"].unique(), key=lambda c: (c != "clean", c))
         cell_pages = {c: slug(c) for c in cells}
         for cell, group in rows.groupby("cell", sort=False):
@@ -363,6 +366,7 @@ class SiteWriter:
             f"<h1>{esc(s.title)}</h1>",
             f"<p>{len(rows)} trial(s) of {len(models)} model(s) in {len(cells)} {esc(s.cell_label)}(s). "
             f"Budget: {esc(self.budget.describe())}</p>",
+            *(f'<p><a href="{esc(href)}">{esc(text)}</a></p>' for href, text in self.overview_links.get(s.name, ())),
             f'<p class="caption">Correct trials per model and {esc(s.cell_label)} (% of scored trials, '
             f"invalid answers counted as not correct): each number opens its trials</p><table class=matrix>"
             f"<thead><tr><th>{esc(s.cell_label)}</th>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>",
