@@ -70,10 +70,9 @@ class MediaWriteError(Exception):
 
 @dataclass
 class _Pending:
-    folder: Path
-    jobs: list[Future]
-    bound: int  # an upper bound of the bytes its files take
-    manifest: dict
+    key: str
+    job: Future  # -> the bytes its files take
+    bound: int  # an upper bound of those bytes
 
 
 def _save_picture(image: np.ndarray, full: Path, thumb: Path | None) -> None:
@@ -84,10 +83,23 @@ def _save_picture(image: np.ndarray, full: Path, thumb: Path | None) -> None:
         picture.resize((width, THUMB_HEIGHT), Image.Resampling.BOX).save(thumb, quality=85)
 
 
-def _save_audio(audio: np.ndarray, wav: Path, waveform: Path, reference: int) -> None:
-    # 16-bit PCM: half the size of the float original, within 1/32768 of every sample sent
-    soundfile.write(str(wav), audio, SAMPLE_RATE, subtype="PCM_16")
-    render_waveform(audio, reference).save(waveform)
+def _write_trial(root: Path, shown: Shown, reference: int | None, manifest: dict) -> int:
+    """Write one trial's files as ``manifest`` names them, then the manifest; returns their bytes.
+    Runs on the pool: one job per trial, so the main thread renders while the pool encodes."""
+    folder = root / manifest["folder"]
+    if folder.exists():  # left incomplete (a killed run): written afresh
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for (_, image), (_, thumb, full) in zip(shown.images, manifest["images"]):
+        _save_picture(image, root / full, root / thumb if thumb != full else None)
+    if shown.audio is not None:
+        samples = np.asarray(shown.audio, dtype=np.float32)
+        # 16-bit PCM: half the size of the float original, within 1/32768 of every sample sent
+        soundfile.write(str(root / manifest["audio"]), samples, SAMPLE_RATE, subtype="PCM_16")
+        render_waveform(samples, reference or len(samples)).save(root / manifest["waveform"])
+    (folder / f"{MANIFEST}.tmp").write_text(json.dumps(manifest), encoding="utf-8")
+    (folder / f"{MANIFEST}.tmp").replace(folder / MANIFEST)  # last: the folder is complete
+    return sum(p.stat().st_size for p in folder.iterdir())
 
 
 class MediaWriter:
@@ -98,7 +110,9 @@ class MediaWriter:
         self.reused = 0  # trials whose folder an earlier site left complete
         self.pool = ThreadPoolExecutor(workers or min(4, os.cpu_count() or 1), thread_name_prefix="media")
         self.pending: list[_Pending] = []
-        self.folders: set[str] = set()
+        self.folders: set[str] = set()  # the media folders this site uses
+        media = root / "media"
+        self.existing = {p.name for p in media.iterdir()} if media.is_dir() else set()  # an earlier site's
 
     def folder_of(self, key: str) -> str:
         digest = hashlib.blake2b(f"{MEDIA_FORMAT}|{__version__}|{key}".encode(), digest_size=10).hexdigest()
@@ -132,6 +146,8 @@ class MediaWriter:
 
     def _reuse(self, key: str, folder: str, reference: int | None) -> tuple[Shown, Written] | None:
         """The trial as an earlier site wrote it into ``folder``, if complete and alike."""
+        if folder.removeprefix("media/") not in self.existing:
+            return None
         try:
             manifest = json.loads((self.root / folder / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -148,32 +164,20 @@ class MediaWriter:
         return Shown([], audio, manifest["text"], manifest["notes"]), written
 
     def _submit(self, key: str, folder: str, shown: Shown, reference: int | None) -> Written:
-        path = self.root / folder
-        if path.exists():  # left incomplete (a killed run) or another format: written afresh
-            shutil.rmtree(path)
-        path.mkdir(parents=True)
-        images, jobs, bound = [], [], 0
+        images, bound = [], 4096
         for i, (caption, image) in enumerate(shown.images):
             full = thumb = f"{folder}/{i:03d}.png"
             if image.shape[0] > THUMB_HEIGHT:  # small images are their own thumbnail
                 thumb = f"{folder}/{i:03d}_thumb.jpg"
-            jobs.append(
-                self.pool.submit(_save_picture, image, self.root / full, self.root / thumb if thumb != full else None)
-            )
-            bound += 2 * image.nbytes + 4096  # PNG of incompressible data, and a smaller thumbnail
             images.append((caption, thumb, full))
+            bound += 2 * image.nbytes + 4096  # PNG of incompressible pixels, and a smaller thumbnail
         audio = waveform = None
         if shown.audio is not None:
             audio, waveform = f"{folder}/audio.wav", f"{folder}/waveform.png"
-            samples = np.asarray(shown.audio, dtype=np.float32)
-            reference_length = reference or len(samples)
-            jobs.append(
-                self.pool.submit(_save_audio, samples, self.root / audio, self.root / waveform, reference_length)
-            )
-            bound += 2 * samples.size + 1024 + 2 * 3 * AUDIO_SIZE[0] * AUDIO_SIZE[1]  # the PCM; the waveform's pixels
-        written = Written(images, audio, waveform)
+            bound += 2 * len(shown.audio) + 2 * 3 * AUDIO_SIZE[0] * AUDIO_SIZE[1] + 4096  # PCM; waveform pixels
         manifest = {
             "key": key,
+            "folder": folder,
             "reference": reference,
             "images": images,
             "audio": audio,
@@ -181,21 +185,16 @@ class MediaWriter:
             "text": shown.text,
             "notes": list(shown.notes),
         }
-        self.pending.append(_Pending(path, jobs, bound + 4096, manifest))
-        while len(self.pending) > WINDOW or (self.pending and all(j.done() for j in self.pending[0].jobs)):
+        self.pending.append(_Pending(key, self.pool.submit(_write_trial, self.root, shown, reference, manifest), bound))
+        while len(self.pending) > WINDOW or (self.pending and self.pending[0].job.done()):
             self._finish(self.pending.pop(0))
-        return written
+        return Written(images, audio, waveform)
 
     def _finish(self, pending: _Pending) -> None:
-        for job in pending.jobs:
-            try:
-                job.result()
-            except Exception as exc:
-                raise MediaWriteError(f"media of trial {pending.manifest['key']!r} not written: {exc}") from exc
-        manifest = pending.folder / MANIFEST
-        manifest.with_suffix(".tmp").write_text(json.dumps(pending.manifest), encoding="utf-8")
-        manifest.with_suffix(".tmp").replace(manifest)  # last: the folder is complete
-        self.bytes += sum(p.stat().st_size for p in pending.folder.iterdir())
+        try:
+            self.bytes += pending.job.result()
+        except Exception as exc:
+            raise MediaWriteError(f"media of trial {pending.key!r} not written: {exc}") from exc
 
     def settle(self) -> None:
         """Wait for every pending file (their sizes count in :attr:`bytes` after)."""
