@@ -3,7 +3,7 @@
 changed-cells table against ``sceval report``'s own paired tests, two runs of one model kept
 apart by ``--compare``, and a second ``faultline view`` that writes no media file again.
 
-About 40 s on 2 cores (three `faultline view` runs, one `sceval report`)."""
+About 25 s of CPU (three `faultline view` runs, one `sceval report`); minutes of wall time on a loaded machine."""
 
 from __future__ import annotations
 
@@ -122,7 +122,8 @@ def test_changed_cells_are_the_reports_own_paired_test(compared):
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium) for the browser test")
 def test_a_right_b_wrong_filter_in_a_browser(compared, tmp_path):
     """From file:// in Chromium: the address's filter, the select and a cell's count link each show
-    the trial pairs counted from the logs, with "N of M shown"; the sample links open sample pages."""
+    the trial pairs counted from the logs, with "N of M shown"; a pair opens its sample page, or
+    (no media within the budget) its cell's table filtered to the sample."""
     from playwright.sync_api import sync_playwright
 
     root, _ = compared
@@ -150,9 +151,16 @@ def test_a_right_b_wrong_filter_in_a_browser(compared, tmp_path):
             assert rows.count() == sum(c == cell and p == "b_only" for c, p in pairs) > 0, name
             page.screenshot(path=tmp_path / f"compare-{name}.png", full_page=True)
         page.goto((root / "auto" / "sceval" / "compare.html").as_uri())
-        page.locator("#compare tbody a").first.click()
+        page.locator('#compare tbody a[href^="samples/"]').first.click()
         page.wait_for_load_state("load")
         assert "/sceval/samples/" in page.url and page.locator("section.trial").count() >= 1
+        page.goto((root / "auto" / "sceval" / "compare.html").as_uri())
+        without_media = page.locator('#compare tbody a[href^="cells/"]').first  # the budget gave it no page
+        sample = without_media.inner_text()
+        without_media.click()
+        page.wait_for_load_state("load")
+        shown = page.locator("#samples tbody td:nth-child(2)").all_inner_texts()
+        assert "/sceval/cells/" in page.url and shown == [sample, sample]  # A's and B's trial
         page.goto((root / "auto" / "sceval" / "index.html").as_uri())
         page.click("text=compare A = contrarian with B = sceval_reference")
         assert page.url.endswith("/sceval/compare.html")

@@ -15,7 +15,8 @@
   test; its cells get the same function with every template in one Holm family;
 - every pair of trials (cell, sample, variant or run) with both verdicts and answers, filterable to
   "A right, B wrong" and back (``#pair=a_only``, ``#pair=b_only``, ``#cell=...``), with "N of M
-  shown"; each row links to the sample page, where A's and B's replies stand side by side;
+  shown"; each row links to the sample page, where A's and B's replies stand side by side (or,
+  for trials the budget gave no media, to the cell's table filtered to the sample);
 - per sample, in how many cells A alone and B alone was right.
 """
 
@@ -25,6 +26,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -32,7 +34,13 @@ import pandas as pd
 from faultline_eval.core.run_logs import ReportError
 from faultline_eval.viewer.budget import CORRECT
 from faultline_eval.viewer.site import ASSETS, SiteWriter, esc, page, slug
-from sceval_plugin.metrics.protocol import catalogue_info, comparisons, per_sample, split_not_applicable
+from sceval_plugin.metrics.protocol import (
+    catalogue_info,
+    check_comparable,
+    comparisons,
+    per_sample,
+    split_not_applicable,
+)
 from sceval_plugin.report import no_option_section, select_cohort
 
 PAIRS = {
@@ -43,6 +51,9 @@ PAIRS = {
     "unpaired": "not compared",
 }
 PAGE = "compare.html"
+#: The columns of :func:`paired_tests` the page reads.
+TEST_COLUMNS = ["family", "model_a", "condition_a", "model_b", "n", "mean_a", "mean_b", "diff", "ci_low", "ci_high"]
+TEST_COLUMNS += ["b", "c", "p_mcnemar", "p_holm"]
 
 
 def outcome(verdict: str | None) -> bool | None:
@@ -134,7 +145,7 @@ class Sides:
     def pair(self, benchmark: str, rows: pd.DataFrame) -> tuple[str, str] | None:
         """(A, B) of a benchmark's site, or None when it has no two sides."""
         if self.split:
-            return tuple(next(iter(m.values())) for m in self.labels[benchmark])  # type: ignore[return-value]
+            return tuple(next(iter(m.values())) for m in self.labels[benchmark])
         models = sorted(set(rows["model"]))
         return (models[0], models[1]) if len(models) == 2 else None
 
@@ -153,8 +164,11 @@ def paired_tests(trials: pd.DataFrame, info: dict) -> pd.DataFrame:
 
 def sceval_tests(trials: pd.DataFrame) -> pd.DataFrame:
     """:func:`paired_tests` on the trials ``sceval report`` tests: the headline cohort, without the
-    no-option and not-applicable trials (as :func:`sceval_plugin.report.build_report`)."""
+    no-option and not-applicable trials (as :func:`sceval_plugin.report.build_report`). Raises
+    ``ValueError`` naming what clashes for runs the report would not compare (other prompts,
+    dataset versions or seed schemes)."""
     info = catalogue_info()
+    check_comparable(trials, info)
     trials = select_cohort(trials, "gold_preserved", [])
     trials, _ = no_option_section.split_trials(trials, info)
     trials, _ = split_not_applicable(trials)
@@ -166,7 +180,7 @@ def c3po_tests(rows: pd.DataFrame) -> pd.DataFrame:
     correct 1, wrong 0, invalid or ungradable unscored (counted wrong by McNemar, as SCEval's
     headline); the repeated runs of a sample are averaged as SCEval's variants. The C³PO report has
     no paired test of its own: every template is in one Holm family."""
-    correct = rows["verdict"].map(lambda v: {True: 1.0, False: 0.0}.get(outcome(v), np.nan))  # type: ignore[arg-type]
+    correct = rows["verdict"].map(lambda v: {True: 1.0, False: 0.0}.get(outcome(v), np.nan))
     scored = rows["verdict"].map(lambda v: outcome(v) is not None or str(v).startswith("ungradable"))
     trials = rows[scored].assign(condition_id=rows["cell"], correct=correct[scored])
     return paired_tests(trials[["model", "condition_id", "sample_id", "variant", "correct"]], {})
@@ -194,14 +208,20 @@ def _p(x: float) -> str:
     return "–" if not np.isfinite(x) else f"{x:.3g}"
 
 
-def _from_overview(link: object) -> str | None:
-    """A trial's sample-page link (relative to a cell page) from the compare page beside the overview."""
-    return link.removeprefix("../") if isinstance(link, str) else None
+def _pair_link(row) -> str:
+    """Where a pair of trials opens: the sample page (its link is relative to a cell page; the
+    compare page sits beside the overview), else, for trials the budget gave no media, the cell's
+    table filtered to the sample (both replies as text)."""
+    for link in (row.link_a, row.link_b):
+        if isinstance(link, str):
+            return link.removeprefix("../")
+    return f"cells/{slug(row.cell)}.html#sample_id={quote('=' + str(row.sample_id), safe='')}"
 
 
 def write_compare(writer: SiteWriter, name: str, title: str, cell_label: str, variant_label: str, ab, tests) -> None:
     """``OUT/<name>/compare.html`` from the site's trial table (``writer.rows[name]``, with each
-    trial's sample-page link) and the paired ``tests`` (:func:`paired_tests` rows)."""
+    trial's sample-page link) and ``tests()``, the paired tests (:func:`paired_tests` rows; a
+    ``ValueError`` it raises is shown as the reason there are none)."""
     a, b = ab
     rows = writer.rows[name]
     rows = rows[rows["model"].isin([a, b])]
@@ -214,7 +234,10 @@ def write_compare(writer: SiteWriter, name: str, title: str, cell_label: str, va
     joined = joined.assign(_not_clean=joined["cell"] != "clean").sort_values(["_not_clean", *key], kind="stable")
     joined["pair"] = [pair_of(x, y) for x, y in zip(joined["verdict_a"], joined["verdict_b"])]
     cells = sorted(joined["cell"].unique(), key=lambda c: (c != "clean", c))
-    tested = oriented(tests, a, b)
+    try:
+        tested, untested = oriented(tests(), a, b), "not tested (outside the report's headline trials)"
+    except ValueError as exc:
+        tested, untested = oriented(pd.DataFrame(columns=TEST_COLUMNS), a, b), f"not tested: {exc}"
     folder = writer.out / name
     # the trial pairs, for compare.js
     data = {
@@ -233,7 +256,7 @@ def write_compare(writer: SiteWriter, name: str, title: str, cell_label: str, va
                 r.answer_b,
                 r.gold_a if isinstance(r.gold_a, str) else r.gold_b,
                 r.pair,
-                _from_overview(r.link_a if isinstance(r.link_a, str) else r.link_b),
+                _pair_link(r),
             ]
             for r in joined.itertuples()
         ],
@@ -264,7 +287,7 @@ def write_compare(writer: SiteWriter, name: str, title: str, cell_label: str, va
                 f' data-family="{esc(t["family"])}" class="{"changed" if significant else ""}"'
             )
         else:
-            test = '<td colspan="9" class="muted">not tested (outside the report\'s headline trials)</td>'
+            test = f'<td colspan="9" class="muted">{esc(untested)}</td>'
             attrs = ""
         lines.append(
             f'<tr data-cell="{esc(cell)}"{attrs}><th><a href="cells/{slug(cell)}.html">{esc(cell)}</a></th>'

@@ -64,7 +64,7 @@ def _write_with_compare(writer: SiteWriter, section: Section, sides, tests) -> N
     writer.write_section(section)
     if pair is not None:
         compare_views.write_compare(
-            writer, section.name, section.title, section.cell_label, section.variant_label, pair, tests()
+            writer, section.name, section.title, section.cell_label, section.variant_label, pair, tests
         )
 
 
@@ -72,7 +72,10 @@ def _seconds(value) -> str | None:
     return None if value is None else f"{float(value):.3f}"
 
 
-def _has_logs(runs, pattern: str) -> bool:
+def _has_logs(runs, pattern: str, every: bool = False) -> bool:
+    """Whether ``runs`` hold such logs; ``every``: each of them (both sides of ``--compare``)."""
+    if every:
+        return all(_has_logs([run], pattern) for run in runs)
     try:
         return bool(find_sample_files(runs, pattern=pattern))
     except ReportError:
@@ -100,7 +103,7 @@ def write_site(
     start = time.perf_counter()
     writer = SiteWriter(Path(out), budget or Budget())
     sides = compare_views.Sides(run_dirs, split=compare)
-    if "sceval" in benchmarks and _has_logs(run_dirs, SCEVAL_GLOB):
+    if "sceval" in benchmarks and _has_logs(run_dirs, SCEVAL_GLOB, compare):
         rows, notes = sides.read_rows("sceval", sceval.read_rows)
         section = Section(
             "sceval",
@@ -117,7 +120,7 @@ def write_site(
         _write_with_compare(
             writer, section, sides, lambda: compare_views.sceval_tests(sides.read_trials("sceval", _sceval_trials))
         )
-    if "c3po" in benchmarks and _has_logs(run_dirs, C3PO_GLOB):
+    if "c3po" in benchmarks and _has_logs(run_dirs, C3PO_GLOB, compare):
         rows, notes = sides.read_rows("c3po", lambda dirs: c3po.read_rows(dirs, verdicts))
         section = Section(
             "c3po",
