@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from test_viewer import BIN, BROWSER_ARGS, CHROMIUM, answer_messages, task, write_c3po_logs, write_sceval_logs
 
+from faultline_eval.core.run_logs import ReportError
+from faultline_eval.viewer import write_site
 from faultline_eval.viewer.compare import pair_of
 from faultline_eval.viewer.logs import verdict_of
 
@@ -180,3 +182,12 @@ def test_a_second_site_writes_no_media_file_again(compared):
     view(str(root / "logs"), "-o", str(site), env=env)
     assert {p: p.stat().st_mtime_ns for p in (site / "media").rglob("*") if p.is_file()} == media
     assert {p: p.read_bytes() for p in site.rglob("*.html")} == pages
+
+
+def test_compare_takes_two_folders_of_one_model_each(compared, tmp_path):
+    """--compare names what is wrong: a side of two models, or not two folders."""
+    root, _ = compared
+    with pytest.raises(ReportError, match=r"--compare: logs holds 2 sceval models \(contrarian, sceval_reference\)"):
+        write_site([root / "logs", root / "runs" / "run_a"], tmp_path / "site", compare=True)
+    with pytest.raises(ReportError, match="--compare takes two run folders"):
+        write_site([root / "runs" / "run_a"], tmp_path / "site", compare=True)
