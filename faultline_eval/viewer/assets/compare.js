@@ -19,6 +19,7 @@
   function select(name, options) {
     var label = document.createElement("label"), input = document.createElement("select");
     label.textContent = name + " ";
+    label.style.marginRight = "1em";
     options.forEach(function (o) {
       var option = document.createElement("option");
       option.value = o[0];
@@ -36,6 +37,7 @@
   var cellInput = select(data.columns[0], [["", "all"]].concat(cells.map(function (c) { return ["=" + c, c]; })));
   var sampleLabel = document.createElement("label"), sampleInput = document.createElement("input");
   sampleLabel.textContent = "sample ";
+  sampleLabel.style.marginRight = "1em";
   sampleInput.type = "search";
   sampleLabel.appendChild(sampleInput);
   box.appendChild(sampleLabel);
