@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "eval", help="lmms-eval's evaluation with an honest exit status (faultline-eval's flags)", add_help=False
     )
+    add_wrap_parser(sub)
     for module in COMMANDS.values():
         importlib.import_module(module).add_parser(sub)
     return parser
@@ -42,6 +43,57 @@ def main(argv: Sequence[str] | None = None) -> int:
         return evaluate(argv[1:])
     use_offline_defaults()
     return run_command("faultline", build_parser().parse_args(argv))
+
+
+def add_wrap_parser(sub) -> None:
+    """``faultline wrap TASK... [--suite S] [--conditions ...] [--write] [--data TASK=PATH]``:
+    list (and write) lmms-eval tasks wrapped with SCEval conditions (issue 27;
+    :func:`faultline_eval.tasks.wrap_configs.wrap`)."""
+    parser = sub.add_parser(
+        "wrap",
+        help="wrap installed lmms-eval tasks with SCEval conditions: list or write <task>__<condition>__var<k>",
+        description="Lists the wrapped task names (run them with --tasks <task>__<condition> or "
+        "<task>__<suite>) and the conditions that do not apply to each task, and why. lmms-eval runs "
+        "also write missing names on request; --write writes them now.",
+    )
+    parser.add_argument(
+        "tasks", nargs="+", metavar="TASK", help="installed lmms-eval task names (worldsense, mme, ...)"
+    )
+    parser.add_argument(
+        "--suite", action="append", default=[], help="SCEval tag whose conditions to wrap (default: sceval_panel)"
+    )
+    parser.add_argument("--conditions", nargs="+", default=[], metavar="ID", help="SCEval condition ids or aliases")
+    parser.add_argument("--write", action="store_true", help="write the task files (else only list them)")
+    parser.add_argument(
+        "--data", action="append", default=[], metavar="TASK=PATH", help="a local copy of TASK's dataset to read"
+    )
+
+    def run(args: argparse.Namespace) -> int:
+        from faultline_eval.tasks import wrap_configs  # heavy: the condition catalogue and the adapters
+
+        try:
+            data = dict(entry.split("=", 1) for entry in args.data)
+        except ValueError:
+            raise SystemExit(f"faultline wrap: --data takes TASK=PATH, got {args.data}") from None
+        try:
+            conditions = wrap_configs.requested_conditions(args.suite, args.conditions)
+            plans = wrap_configs.wrap(args.tasks, conditions, write_files=args.write, data=data)
+        except (KeyError, FileNotFoundError) as exc:
+            print(f"faultline wrap: error: {exc}", file=sys.stderr)
+            return 1
+        for plan in plans:
+            names = [n for ns in plan.tasks.values() for n in ns]
+            print(
+                f"{plan.base} ({plan.adapter}): {len(plan.tasks)} conditions, {len(names)} tasks"
+                + (f", written to {plan.folder}" if plan.written else "")
+            )
+            for condition, tasks in plan.tasks.items():
+                print(f"  {plan.base}__{condition}: {' '.join(tasks)}")
+            for condition, reason in plan.not_applied.items():
+                print(f"  not applied: {condition}: {reason}")
+        return 0
+
+    parser.set_defaults(func=run)
 
 
 if __name__ == "__main__":

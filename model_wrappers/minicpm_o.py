@@ -20,12 +20,11 @@ from lmms_eval.models.simple.minicpm_o import MiniCPM_O as _LmmsSimple
 from lmms_eval.models.simple.minicpm_o import encode_video
 from loguru import logger
 
-from faultline_eval.model_wrappers.device_placement import apply_placement, placement
-from faultline_eval.model_wrappers.lmms_base import init_lmms_base
+from faultline_eval.model_wrappers.lmms_base import init_local_model
 from faultline_eval.model_wrappers.local_reply_store import open_reply_store
 from faultline_eval.model_wrappers.local_requests import answer_requests
 from faultline_eval.model_wrappers.media_conversion import audio_array, pil_image
-from faultline_eval.model_wrappers.model_args import check_model_args, flag
+from faultline_eval.model_wrappers.model_args import flag
 
 
 class MiniCPMOAdapter:
@@ -52,10 +51,7 @@ class MiniCPMOAdapter:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        init_lmms_base(self)
-        check_model_args(self.model_id, type(self), kwargs)
-        where = placement(device, device_map)
-        apply_placement(self, where)
+        where = init_local_model(self, device, device_map, kwargs)
         if dtype == "auto":  # the checkpoint's bf16 on GPUs; CPUs run float32 far better
             dtype = "float32" if where.device.type == "cpu" else "bfloat16"
         self.init_vision, self.init_audio = flag(init_vision, "init_vision"), flag(init_audio, "init_audio")

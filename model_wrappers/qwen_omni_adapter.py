@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from faultline_eval.model_wrappers.chat_messages import with_system_turn
-from faultline_eval.model_wrappers.device_placement import apply_placement, placement, torch_dtype
-from faultline_eval.model_wrappers.lmms_base import init_lmms_base
+from faultline_eval.model_wrappers.device_placement import torch_dtype
+from faultline_eval.model_wrappers.lmms_base import init_local_model
 from faultline_eval.model_wrappers.local_reply_store import open_reply_store
 from faultline_eval.model_wrappers.local_requests import answer_requests
 from faultline_eval.model_wrappers.media_conversion import audio_array, pil_image
 from faultline_eval.model_wrappers.media_token_log import MediaTokenCounter
-from faultline_eval.model_wrappers.model_args import check_model_args, flag
+from faultline_eval.model_wrappers.model_args import flag
 
 
 class QwenOmniAdapter:
@@ -54,10 +54,7 @@ class QwenOmniAdapter:
     ) -> None:
         import transformers
 
-        init_lmms_base(self)
-        check_model_args(self.model_id, type(self), kwargs)
-        where = placement(device, device_map)
-        apply_placement(self, where)
+        where = init_local_model(self, device, device_map, kwargs)
         model_class = getattr(transformers, self.model_class_name)
         processor_class = getattr(transformers, self.processor_class_name)
         if getattr(model_class, "_tp_plan", []) is None:  # as lmms-eval does, for device_map loading

@@ -27,6 +27,7 @@ from faultline_eval.core.intake import check_command, read_text
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.run_status import run_command
 from faultline_eval.model_wrappers.openai_client import FRAMES_AS, mm_counts
+from faultline_eval.tasks import wrapped_media
 from faultline_eval.tasks.sceval_configs import is_builtin, out_of_date, write_task_files
 from faultline_eval.viewer import add_html_arguments, check_html_arguments, write_report_site
 from sceval_plugin import operators
@@ -354,14 +355,20 @@ def cmd_smoke(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    where = decode_cache.folder()
+    where, wrapped = decode_cache.folder(), wrapped_media.folder()
     if args.action == "clear":
         print(f"freed {decode_cache.clear() / 1e6:.1f} MB of decoded media in {where}")
+        print(f"freed {wrapped_media.files.evict(0) / 1e6:.1f} MB of wrapped tasks' media in {wrapped}")
     else:
         limit = decode_cache.setting(decode_cache.DISK_ENV, decode_cache.DEFAULT_DISK_GB)
         print(
             f"{where}: {decode_cache.disk_usage() / 1e6:.1f} MB of decoded media "
             f"(limit {limit:g} GB, {decode_cache.DISK_ENV})"
+        )
+        limit = decode_cache.setting(wrapped_media.DISK_ENV, wrapped_media.DEFAULT_DISK_GB)
+        print(
+            f"{wrapped}: {wrapped_media.files.usage() / 1e6:.1f} MB of wrapped tasks' media "
+            f"(limit {limit:g} GB, {wrapped_media.DISK_ENV})"
         )
     return 0
 
@@ -536,7 +543,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     limits.set_defaults(func=cmd_serve_limits)
 
-    cache = sub.add_parser("cache", help="size of (info) or empty (clear) the decoded-media cache under $SCEVAL_CACHE")
+    cache = sub.add_parser(
+        "cache",
+        help="size of (info) or empty (clear) the media caches under $SCEVAL_CACHE (decoded media, wrapped tasks' media)",
+    )
     cache.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
     cache.set_defaults(func=cmd_cache)
 

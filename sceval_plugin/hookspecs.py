@@ -84,3 +84,16 @@ def sceval_register_converters(registry: PluginRegistry[Any]) -> None:
     (the example's back-pointer and why it cannot be converted). A name another plugin already
     registered is an error naming both plugins. Return value is ignored.
     """
+
+
+@hookspec
+def sceval_register_task_adapters(registry: PluginRegistry[Any]) -> None:
+    """Add task adapters that say where an lmms-eval task's docs keep their question, context and
+    id, and which modalities the task feeds, so SCEval conditions can wrap the task
+    (``faultline wrap``; docs/design/wrap-any-task.md §6).
+
+    Call ``registry.add(TaskAdapter(...))`` (see :mod:`sceval_plugin.task_adapters`). An adapter
+    names the tasks it serves by fnmatch patterns (``"mvbench_*"``); an adapter name or pattern
+    another plugin already registered is an error naming both plugins, and so is a task two
+    plugins' patterns both match (when it is wrapped). Return value is ignored.
+    """

@@ -33,6 +33,7 @@ BUILTIN_PLUGINS = (
     "sceval_plugin.no_option_control",
     "sceval_plugin.prompt_subset",
     "sceval_plugin.construction.converters",
+    "sceval_plugin.task_adapters",
 )
 #: Built-ins whose conditions come from files written at run time (``sceval prompt-subset``):
 #: their task files are generated in the cache, like a third party's, not committed.

@@ -8,6 +8,7 @@ variant); in a joint condition, deterministic operators ignore the variant index
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +19,8 @@ from sceval_plugin.data.records import OmniItem
 from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION
 
 BLANK_LEVEL = 128  # neutral mid-grey for the missing-vision control
+#: The shortcut controls that show no media at all (G.5).
+NO_MEDIA_CONTROLS = ("shortcut_question_options", "shortcut_text_only", "shortcut_options_only")
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,26 @@ def reorder_options(options, gold_key: str, shift: int):
     return shown, keys[original.index(gold_key)], original
 
 
+def corrupt(condition: Condition, modality: str, data: Any, variant: int, key: str) -> Any:
+    """``data`` of ``modality`` (the question stem, ``(N,H,W,3)`` uint8 frames, mono float32 audio
+    at 16 kHz) under ``condition``'s corruptions of that modality, in catalogue order; unchanged
+    when it has none. Variant ``v`` of the condition is variant ``min(v, variants - 1)`` of each
+    operator (an operator with fewer variants repeats its last), keyed by ``key`` (the sample id):
+    the one rule by which SCEval items and wrapped lmms-eval tasks draw their corruptions."""
+    for c in condition.corruptions:
+        if c.modality == modality:
+            spec = operators.get(c.operator)
+            data = operators.apply(
+                c.operator, data, severity=c.severity, variant=min(variant, spec.variants - 1), key=key
+            )
+    return data
+
+
+def corrupts(condition: Condition, modality: str) -> bool:
+    """Whether ``condition`` corrupts ``modality`` (an operator of it, at any severity)."""
+    return any(c.modality == modality for c in condition.corruptions)
+
+
 def control_not_applicable(item: OmniItem, condition: Condition) -> str | None:
     """Why ``condition``'s control cannot do its job on ``item`` (None when it can): the no-text
     control (G.4) on an item whose only text is the question and options has nothing to remove,
@@ -67,20 +90,16 @@ def render(item: OmniItem, condition: Condition, variant: int = 0, *, with_media
     if not 0 <= variant < condition.variants:
         raise ValueError(f"condition {condition.id!r} has {condition.variants} variant(s), got {variant}")
     control = condition.control
-    no_media = control in ("shortcut_question_options", "shortcut_text_only", "shortcut_options_only")
+    no_media = control in NO_MEDIA_CONTROLS
     question, context = item.question, item.context
     frames = item.frames() if with_media and not no_media else None
     audio = item.waveform() if with_media and not no_media else None
 
-    for c in condition.corruptions:
-        spec = operators.get(c.operator)
-        kwargs = dict(severity=c.severity, variant=min(variant, spec.variants - 1), key=item.sample_id)
-        if c.modality == "text":
-            question = operators.apply(c.operator, question, **kwargs)
-        elif c.modality == "vision" and frames is not None:
-            frames = operators.apply(c.operator, frames, **kwargs)
-        elif c.modality == "audio" and audio is not None:
-            audio = operators.apply(c.operator, audio, **kwargs)
+    question = corrupt(condition, "text", question, variant, item.sample_id)
+    if frames is not None:
+        frames = corrupt(condition, "vision", frames, variant, item.sample_id)
+    if audio is not None:
+        audio = corrupt(condition, "audio", audio, variant, item.sample_id)
 
     # G.4's no-text control removes the textual evidence beyond the question and options (which
     # stay: they ask the task); G.5's visual+audio shortcut also replaces the question.

@@ -26,17 +26,24 @@ def record_exclusions(key: str, reasons: collections.Counter) -> None:
         EXCLUDED[key] = reasons
 
 
-def functions_by_name(prefix: str, function: Callable[[Any, str], Any]) -> Callable[[str], Callable[[Any], Any]]:
+def functions_by_name(
+    prefix: str, function: Callable[..., Any], *, factory: bool = False
+) -> Callable[[str], Callable[..., Any]]:
     """A module ``__getattr__`` answering ``<prefix><key>`` with ``function(dataset, key)``:
-    lmms-eval's process_docs gets no config, so the key travels in the function's name."""
+    lmms-eval's process_docs gets no config, so the key travels in the function's name.
+    ``factory=True``: ``function(key)`` returns the callable itself, for functions whose
+    signature depends on the key (a wrapped task's ``doc_to_visual`` takes its base's arity)."""
 
-    def module_getattr(name: str) -> Callable[[Any], Any]:
+    def module_getattr(name: str) -> Callable[..., Any]:
         if not name.startswith(prefix):
             raise AttributeError(name)
         key = name[len(prefix) :]
+        if factory:
+            bound = function(key)
+        else:
 
-        def bound(dataset: Any) -> Any:
-            return function(dataset, key)
+            def bound(dataset: Any) -> Any:
+                return function(dataset, key)
 
         bound.__name__ = bound.__qualname__ = name
         return bound

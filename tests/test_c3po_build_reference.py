@@ -107,3 +107,28 @@ def test_the_reference_auditor_checks_the_media_and_the_query():
     banned = json.loads(item_reply("D_T1_002_000", query="What does the narrator pick?"))
     verdict = _audit({**banned, "template_id": "D_T1_002"}, picture, speech)
     assert (verdict["failure_pillar"], verdict["difficulty_score"]) == ("Query Sanitization", -1)
+
+
+def test_an_lmms_build_stage_resumes_from_its_reply_store_without_asking_the_model(tmp_path, monkeypatch):
+    """The stage's reply store is the request lifecycle's: a second client over the same build
+    answers finished asks from it (restored, counted as such) and never reaches the model. ~14 s on
+    a busy machine (lmms-eval's model registry loads)."""
+    from c3po_plugin.construction.client import Ask, make_client
+    from c3po_plugin.construction.stage_prompts import AUDIO_TYPING
+
+    asks = [
+        Ask(f"IC03_00{i}", "IC03", AUDIO_TYPING, json.dumps({"transcript": said, "voice_style_prompt": "calm voice"}))
+        for i, said in enumerate(["[chime]", "I mean the red one."])
+    ]
+    first = make_client("lmms:c3po_build_reference", tmp_path, "classify", temperature=0)
+    answered = {ask.key: answer for ask, answer in first.ask_many(asks)}
+    assert [json.loads(answered[a.key].text)["audio_type"] for a in asks] == ["SFX", "TTS"]
+    assert first.usage.summary()["sent"] == 2 and len(first.store) == 2
+
+    model = first.model  # the same model class, now unable to answer: a request that reaches it fails
+    monkeypatch.setattr(model, "generate_until", lambda requests: pytest.fail("a stored ask reached the model"))
+    resumed = make_client("lmms:c3po_build_reference", tmp_path, "classify", temperature=0, model_instance=model)
+    again = {ask.key: answer for ask, answer in resumed.ask_many(asks)}
+    assert all(again[k].restored and again[k].text == answered[k].text for k in answered)
+    assert resumed.usage.summary()["restored"] == 2 and resumed.usage.summary()["sent"] == 0
+    assert len(resumed.store) == 2  # nothing written twice

@@ -20,6 +20,7 @@ Human answers exist for ic01-a (right), cc01-a (wrong), cc08-a (right).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -392,6 +393,72 @@ def test_refuses_mixed_prompt_ids(runs, tmp_path):
         r"alpha:org/alpha.*prompt_id.*c3po-short-v1.*c3po-long-v2",
     ):
         build_report([*runs, tmp_path / "alpha_r2"], tmp_path / "r", b=50)
+
+
+def test_the_index_lists_every_file_with_what_it_answers_figures_first(report):
+    out, result, data = report
+    index = (out / "index.md").read_text()
+    written = {Path(p).name for p in result["written"]}
+    assert written == {p.name for p in out.iterdir()} and "index.md" in written
+    assert written <= set(re.findall(r"\]\(([^)]+)\)", index))
+    assert index.index("## Open first") < index.index("## Units and signs") < index.index("## Figures")
+    assert index.index("## Figures") < index.index("## Tables")
+    assert "1. [tier_accuracy.png](tier_accuracy.png): Accuracy (%) per category and tier" in index
+    assert set(data["conventions"]) == {"accuracy", "points", "interval"}
+    assert data["figure_captions"]["template_accuracy"].startswith("Accuracy (%) per template")
+
+
+def test_template_bars_are_named_and_a_measured_zero_is_marked(report, monkeypatch):
+    """The template figure names every template (id and name) and tells 0 % from no data."""
+    import pandas as pd
+
+    from c3po_plugin.report import plots
+    from sceval_plugin.report.plots import pyplot
+
+    accuracy = pd.DataFrame(report[2]["accuracy"])
+    templates = accuracy[accuracy["level"] == "template"]
+    zero = templates[templates["accuracy"] == 0]
+    assert len(zero), "the fixture has a template some model got all wrong"
+    captured = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: captured.append(fig) or [])
+    plots.template_accuracy(accuracy, Path("unused"))
+    ax = captured[0].axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert "IC01 AttributeComposition" in labels and labels.index("IC01 AttributeComposition") == 0
+    texts = [t.get_text() for t in ax.texts]
+    assert sum(t.startswith("0% (n=") for t in texts) == len(zero)
+    marks = [line for line in ax.get_lines() if line.get_gid() == plots.ZERO_MARK]
+    assert sum(len(line.get_xdata()) for line in marks) == len(zero)
+    assert captured[0].get_figwidth() * 200 < 1700  # pixels at the report's dpi
+    pyplot().close(captured[0])
+
+
+def test_many_models_get_a_template_grid_instead_of_bars(report, monkeypatch):
+    """Past four models a bar per model and template would not fit: a templates x models grid,
+    a cell without answers saying so."""
+    import pandas as pd
+
+    from c3po_plugin.report import plots
+
+    accuracy = pd.DataFrame(report[2]["accuracy"])
+    one = accuracy[accuracy["model"] == BETA_M]
+    more = pd.concat([accuracy, *(one.assign(model=f"m{k}") for k in range(plots.MAX_BAR_MODELS))])
+    captured = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: captured.append(fig) or [])
+    plots.template_accuracy(more, Path("unused"))
+    ax = captured[0].axes[0]
+    templates = more[more["level"] == "template"]
+    assert (
+        ax.images
+        and not ax.patches
+        and ax.images[0].get_array().shape
+        == (
+            templates["group"].nunique(),
+            templates["model"].nunique(),
+        )
+    )
+    missing = templates["group"].nunique() * templates["model"].nunique() - len(templates)
+    assert missing and sum(t.get_text() == "no data" for t in ax.texts) == missing
 
 
 def test_a_folder_without_c3po_logs_is_refused(tmp_path):

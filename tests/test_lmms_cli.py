@@ -179,3 +179,39 @@ def test_released_variants_of_the_authors_release(tmp_path):
     records = [l["sceval_record"] for l in samples["sceval_t70_a50"]]
     assert all(r["released_variant"] for r in records) and {r["variant"] for r in records} == {0, 1, 2}
     assert all(r["media"]["audio"].startswith("demo/") and "/audio/mute/50/" in r["media"]["audio"] for r in records)
+
+
+def test_task_configs_parsed_with_libyaml_equal_pyyamls_own():
+    """Our entry point makes lmms-eval parse task YAMLs with libyaml (a few seconds less at every
+    start); every built-in config must come out exactly as PyYAML's pure-Python parser gives it."""
+    import lmms_eval.utils
+    import yaml
+
+    from faultline_eval.model_wrappers import lmms_plugin
+    from faultline_eval.tasks.base_task import lmms_eval_tasks_dir
+
+    lmms_plugin.parse_task_configs_with_libyaml()
+    assert isinstance(lmms_eval.utils.yaml, lmms_plugin._LibyamlForTaskConfigs)
+    files = sorted(Path(lmms_eval_tasks_dir()).rglob("*.yaml"))
+    assert len(files) > 1000
+    for path in files:
+        fast = lmms_eval.utils.load_yaml_config(str(path), mode="simple")
+        lmms_eval.utils.yaml = yaml  # PyYAML itself, pure-Python parser
+        try:
+            slow = lmms_eval.utils.load_yaml_config(str(path), mode="simple")
+        finally:
+            lmms_plugin.parse_task_configs_with_libyaml()
+        assert plain(fast) == plain(slow), path
+
+
+def plain(config):
+    """A config with the ``!function`` nodes of simple mode as (tag, value): nodes have no equality."""
+    import yaml
+
+    if isinstance(config, dict):
+        return {k: plain(v) for k, v in config.items()}
+    if isinstance(config, list):
+        return [plain(v) for v in config]
+    if isinstance(config, yaml.Node):
+        return (type(config).__name__, config.tag, plain(config.value))
+    return config

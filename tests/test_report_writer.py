@@ -83,9 +83,18 @@ def test_tables_trial_links_and_subreports_are_written(tmp_path):
             "unlinked.csv",
             "unlinked.tex",
             "by_source/a/report.json",
+            "by_source/a/index.md",
+            "index.md",
             "report.json",
         ]
     )
+    # the index lists every file, under its section's title, and links the sub-report's index
+    index = (tmp_path / "index.md").read_text()
+    assert "| [linked.md](linked.md) ([csv](linked.csv), [tex](linked.tex), [trials.json](linked.trials.json)) |" in (
+        index
+    )
+    assert "| [csv_only.csv](csv_only.csv) | (no description) |" in index
+    assert "[by_source/a/index.md](by_source/a/index.md)" in index
     assert json.loads((tmp_path / "linked.trials.json").read_text()) == {
         "columns": ["model", "clean"],
         "rows": [[None, {"cells": ["clean"], "model": "=m"}]],
@@ -136,7 +145,7 @@ def test_figures_drawn_in_other_processes_are_the_same_files(tmp_path):
     assert (
         sorted(p.name for p in inline)
         == sorted(p.name for p in parallel)
-        == ["bars.pdf", "bars.png", "more_bars.pdf", "more_bars.png", "report.json"]
+        == ["bars.pdf", "bars.png", "index.md", "more_bars.pdf", "more_bars.png", "report.json"]
     )
     for path in inline:
         assert path.read_bytes() == (tmp_path / "parallel" / path.name).read_bytes()

@@ -225,7 +225,13 @@ def test_a_run_where_every_request_failed_exits_1_with_the_summary(tmp_path):
     assert summary[1] == "  sceval_clean: 3 requests, 0 answered (0%); api_failure 3 -> FAILED: coverage 0"
     assert summary[2].startswith("      first error: HTTP 400 from ") and "fake error 400" in summary[2]
     assert summary[3] == "faultline-eval: 1 of 1 task(s) failed: sceval_clean"
-    assert next((tmp_path / "out").rglob("*_results.json"))  # the results are still written
+    results = next((tmp_path / "out").rglob("*_results.json"))  # the results are still written
+    # with the versions they leave out, for the viewer's run panel
+    from importlib.metadata import version
+
+    versions = json.loads(results.with_name(results.name.replace("_results", "_versions")).read_text())
+    assert versions["faultline-eval"] == version("faultline-eval") and versions["torch"] == version("torch")
+    assert versions["lmms-eval"] == version("lmms-eval")
 
 
 def test_the_failure_rate_threshold_is_checked_before_anything_runs(tmp_path):

@@ -55,13 +55,17 @@ def guesser(doc: dict) -> str:
     return json.dumps({"answer": "ABCD"[len(doc["row_id"]) % 4], "confidence": "low"})
 
 
-def write_sceval_logs(root: Path, models: dict) -> None:
+def write_sceval_logs(
+    root: Path, models: dict, conditions: list[str] = CONDITIONS, results: dict | None = None
+) -> None:
     """lmms-eval-shaped logs of each ``model -> answer(doc)``, written by the task's own functions
-    (as tests/test_report.py does), one folder per model."""
+    (as tests/test_report.py does), one folder per model; ``results``: more of each results JSON."""
     for model in models:
         (root / model).mkdir(parents=True)
-        (root / model / "20261201_120000_results.json").write_text(json.dumps({"config": {"model": model}}))
-    for cid in CONDITIONS:
+        (root / model / "20261201_120000_results.json").write_text(
+            json.dumps({**(results or {}), "config": {**(results or {}).get("config", {}), "model": model}})
+        )
+    for cid in conditions:
         rows = task.build_rows(catalogue().get(cid))[0][:6]
         for model, answer in models.items():
             lines = []
@@ -94,23 +98,21 @@ def site(tmp_path_factory):
             {"sceval_reference": lambda doc: answer_messages(task.doc_to_messages(doc)), "guesser": guesser},
         )
         write_c3po_logs(root / "logs" / "sceval_reference")
-        done = subprocess.run(
-            [
-                str(BIN / "faultline"),
-                "view",
-                str(root / "logs"),
-                "-o",
-                str(root / "site"),
-                "--html-budget",
-                "per_cell=3,max_mb=20",
-            ],
-            capture_output=True,
-            text=True,
-            env=dict(os.environ),
-            timeout=300,
-        )
+        stdout = faultline_view(root / "logs", root / "site", "--html-budget", "per_cell=3,max_mb=20")
+    return root / "site", stdout, root
+
+
+def faultline_view(logs: Path, out: Path, *options: str) -> str:
+    """The real `faultline view` CLI on ``logs`` into ``out``; its standard output."""
+    done = subprocess.run(
+        [str(BIN / "faultline"), "view", str(logs), "-o", str(out), *options],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    return root / "site", done.stdout, root
+    return done.stdout
 
 
 class Links(HTMLParser):
@@ -171,11 +173,23 @@ def test_a_sample_page_shows_sent_and_clean_media_the_diff_and_every_model(site)
     out, _, _ = site
     page = max((out / "sceval" / "samples").glob("*.html"), key=lambda p: p.read_text().count('class="trial"'))
     text = page.read_text()
+    # the clean item's media once, at the top, before the (folded) verdict matrix
+    item = text.split('<section class="item"')[1].split("</section>")[0]
+    assert "<h2>clean item</h2>" in item and item.count("<audio") == 1 and "<img" in item
+    assert text.index('<section class="item"') < text.index('<details class="fold" id="verdicts">')
     section = text.split('id="' + next(i for i in parsed(page).ids if i.startswith("single_drop_words_t70")))[1]
     section = section.split('<section class="trial"')[0]
-    assert "<del>" in section and "<h3>clean</h3>" in section and "<audio" in section
-    assert section.count('class="card ') == 2 and "guesser" in section and "sceval_reference" in section
-    assert "raw reply" in section and "parsed answer" in section and "gold" in section
+    assert "<del>" in section and section.count("<audio") == 1  # what was sent; the clean clip is not repeated
+    assert section.count('class="card ') == 2 and "raw reply" in section and "parsed answer" in section
+    # the cards in the verdict matrix's column order
+    matrix = text.split('<table class="matrix">')[1].split("</thead>")[0]
+    assert matrix.index("guesser") < matrix.index("sceval_reference")
+    assert section.index("<h4>guesser</h4>") < section.index("<h4>sceval_reference</h4>")
+    # the system prompt among the text sent
+    assert '<summary>system prompt</summary><pre class="system">' in section
+    doc = task.build_rows(catalogue().get("single_drop_words_t70"))[0][0]
+    [system] = [m["content"][0]["text"] for m in task.doc_to_messages(doc) if m["role"] == "system"]
+    assert system and system in html.unescape(section)
 
 
 def test_media_are_the_trial_the_task_rendered(site):
@@ -398,7 +412,10 @@ def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     overview = (tmp_path / "report" / "html" / "sceval" / "index.html").read_text()
-    assert "report tables" in overview and "Missing-modality" in overview and "not correct (wrong" in overview
+    assert "headline tables" in overview and "Missing-modality" in overview and "not correct (wrong" in overview
+    # the story first: the headline tables (Table 8 first), then the runs, then the folded rest
+    assert overview.index("Lightweight panel (Table 8)") < overview.index('id="runs"') < overview.index('id="cells"')
+    assert overview.index('id="cells"') < overview.index('<details class="fold" id="tables">')
     assert not (tmp_path / "report" / "html" / "c3po").exists()
     tables = report_links(tmp_path / "report" / "html" / "sceval" / "index.html")
     assert (tmp_path / "report" / "controls.trials.json").is_file()
@@ -532,8 +549,8 @@ def test_c3po_report_numbers_link_their_trials_and_two_folders_stay_two_runs(sit
 def report_links(overview: Path) -> dict[str, dict[str, list[tuple[str, str]]]]:
     """Per report table (caption start) and row (first cell): each linked number and its address."""
     found: dict = {}
-    for table in overview.read_text().split('<table class="report">')[1:]:
-        caption = re.search(r"<caption>(.*?)</caption>", table).group(1)
+    for table in overview.read_text().split('<div class="report-table">')[1:]:
+        caption = re.search(r'<p class="caption">(.*?)</p>', table).group(1)
         for row in re.findall(r"<tr>(.*?)</tr>", table.split("</table>")[0])[1:]:
             cells = re.findall(r"<td>(.*?)</td>", row)
             links = [

@@ -43,6 +43,10 @@ import numpy as np
 
 from faultline_eval.core.demo_media import COLOURS, HIGH_HZ, LOW_HZ, tone_events
 from faultline_eval.core.media import SAMPLE_RATE, write_audio, write_image
+from faultline_eval.tasks.base_task import base_yaml_path
+from faultline_eval.tasks.wrapped_task import decoded_audio  # noqa: F401 (re-exported: the one copy is the product's)
+
+base_yaml = base_yaml_path  # older name, kept for callers of this module
 
 #: Frames of the synthetic clips: small, so a clip is a few kB and encodes in milliseconds.
 CLIP_SIZE = (48, 64)  # (height, width)
@@ -343,31 +347,6 @@ def save_audio_split(folder: Path, split: str, rows: list[dict], columns: dict) 
     return folder
 
 
-def decoded_audio(dataset):
-    """A ``process_docs`` for tasks with Audio columns when torchcodec is absent (datasets>=4
-    decodes Audio through it, and lmms-eval touches the first doc when it builds the task): the
-    columns are read undecoded and decoded with soundfile, on access, into the ``{"array",
-    "sampling_rate", "path"}`` dict that datasets<4 gave and the audio models expect."""
-    import datasets
-    import soundfile
-
-    columns = [name for name, feature in dataset.features.items() if isinstance(feature, datasets.Audio)]
-    for name in columns:
-        dataset = dataset.cast_column(name, datasets.Audio(decode=False))
-
-    def decode(batch: dict) -> dict:
-        for name in columns:
-            if name in batch:
-                decoded = []
-                for value in batch[name]:
-                    wave, rate = soundfile.read(io.BytesIO(value["bytes"]), dtype="float32")
-                    decoded.append({"array": wave, "sampling_rate": rate, "path": value.get("path")})
-                batch[name] = decoded
-        return batch
-
-    return dataset.with_transform(decode)
-
-
 def build_clotho_aqa(root: Path, n: int = 4) -> LocalCopy:
     """lmms-lab-audio/ClothoAQA config ``clotho_aqa``, split ``clotho_aqa_test_filtered``: an
     Audio column, a free-text ``question`` and a one-word ``answer`` (exact_match, no process_results)."""
@@ -452,19 +431,6 @@ BUILDERS: dict[str, Callable[[Path], LocalCopy]] = {
 # --- the proof: the real task config reads the copy and makes requests -------------------------------
 
 
-def base_yaml(task: str) -> Path:
-    """The installed YAML that defines ``task`` (found without indexing all ~1,700 built-in names;
-    read as lmms-eval's indexer reads it, ``!function`` left unresolved)."""
-    import lmms_eval
-    from lmms_eval.utils import load_yaml_config
-
-    folder = Path(lmms_eval.__file__).parent / "tasks"
-    for path in sorted(folder.rglob("*.yaml")):
-        if task in path.read_text(encoding="utf-8") and load_yaml_config(str(path), mode="simple").get("task") == task:
-            return path
-    raise SystemExit(f"no installed lmms-eval YAML defines task {task!r}")
-
-
 def torchcodec_installed() -> bool:
     import importlib.util
 
@@ -478,11 +444,11 @@ def local_yaml(copy: LocalCopy, folder: Path) -> tuple[str, Path]:
     name = f"wrapcheck_{copy.task}"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.yaml"
-    lines = [f"include: {base_yaml(copy.task)}", f"task: {name}", f"dataset_path: {copy.dataset_path}"]
+    lines = [f"include: {base_yaml_path(copy.task)}", f"task: {name}", f"dataset_path: {copy.dataset_path}"]
     lines.append(f"dataset_kwargs: {json.dumps(copy.dataset_kwargs)}" if copy.dataset_kwargs else "dataset_kwargs: {}")
     if copy.audio_column and not torchcodec_installed():
         # the one line that is not the task's own: without it the task fails to build (see decoded_audio)
-        lines.append("process_docs: !function wrap_datasets.decoded_audio")
+        lines.append("process_docs: !function faultline_eval.tasks.wrapped_task.decoded_audio")
     path.write_text("\n".join(lines) + "\n")
     return name, path
 

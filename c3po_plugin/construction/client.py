@@ -12,13 +12,18 @@ A model spec names the backend, as judge specs do (:mod:`faultline_eval.judges`)
     and asked by :func:`faultline_eval.model_wrappers.lmms_judge.generate`, shown the media the way evaluated
     models are. It gets no schema (lmms-eval has none); its reply is parsed as JSON all the same.
 
-Every stage request is an :class:`Ask`. Replies go into a reply store per stage and model,
-``<build dir>/replies/<stage>.jsonl``, keyed by the model, the prompt version, the sample, the
-attempt, the prompt text, the media paths and the decoding settings: a build killed with
-``kill -9`` resumes without re-sending a finished request (API failures are not stored; they are
-retried). ``concurrency`` bounds the requests in flight (Gemini: threads; lmms-eval models: the
-batch handed to ``generate_until``). :class:`~faultline_eval.model_wrappers.gemini_client.Usage`
-adds up what the stage cost.
+Every stage request is an :class:`Ask`. Each stage has one
+:class:`~faultline_eval.core.request_lifecycle.RequestLifecycle` (:attr:`BuildClient.lifecycle`)
+over one reply store, ``<build dir>/replies/<stage>.jsonl``, keyed by the model, the prompt
+version, the stage, the sample, the attempt, the prompt text, the media paths and the decoding
+settings: its store lookup (``restored``) answers a finished request without sending it, so a
+build killed with ``kill -9`` resumes without re-sending; its ``settle`` counts a reply and
+stores it (API failures are not stored; they are retried). For Gemini the lifecycle is the
+:class:`~faultline_eval.model_wrappers.gemini_client.GeminiClient` itself (it also retries);
+for an lmms-eval model the client hands each batch to ``generate_until`` between the two steps.
+``concurrency`` bounds the requests in flight (Gemini: threads; lmms-eval models: the batch
+handed to ``generate_until``). The lifecycle's
+:class:`~faultline_eval.core.request_lifecycle.Usage` adds up what the stage cost.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from c3po_plugin.construction import settings as build_settings
 from c3po_plugin.construction.model_specs import parse_spec, spec_arguments
 from c3po_plugin.construction.stage_prompts import PROMPT_VERSION
 from c3po_plugin.data.records import C3POItem, check_media
-from faultline_eval.core.request_lifecycle import Reply, Usage
+from faultline_eval.core.request_lifecycle import Reply, RequestLifecycle, Usage
 from faultline_eval.core.store import ReplyStore, request_key
 from faultline_eval.model_wrappers.gemini_client import GeminiClient, message_parts
 from faultline_eval.model_wrappers.lmms_judge import generate, load_model
@@ -108,9 +113,11 @@ def _messages(ask: Ask, build_dir: Path) -> list[dict]:
 
 
 class BuildClient:
-    """A stage's model: :meth:`ask_many` answers asks as they finish, from the store when it can."""
+    """A stage's model: :meth:`ask_many` answers asks as they finish, from the store when it can
+    (through :attr:`lifecycle`, the stage's one request lifecycle and reply store)."""
 
     model_id: str
+    lifecycle: RequestLifecycle
 
     def __init__(
         self, build_dir: Path, stage: str, *, temperature: float, max_output_tokens: int, concurrency: int
@@ -120,9 +127,18 @@ class BuildClient:
         self.temperature = float(temperature)
         self.max_output_tokens = int(max_output_tokens)
         self.concurrency = max(1, int(concurrency))
-        self.store = ReplyStore(self.build_dir / "replies" / f"{stage}.jsonl")
-        self.usage = Usage()
+        self.lifecycle = RequestLifecycle(store=ReplyStore(self.build_dir / "replies" / f"{stage}.jsonl"))
         self._version = PROMPT_VERSION
+
+    @property
+    def store(self) -> ReplyStore:
+        """The stage's reply store (the lifecycle's)."""
+        return self.lifecycle.store
+
+    @property
+    def usage(self) -> Usage:
+        """What the stage's requests cost (the lifecycle's count)."""
+        return self.lifecycle.usage
 
     def store_key(self, ask: Ask) -> str:
         media = sorted(
@@ -157,15 +173,17 @@ class GeminiBuildClient(BuildClient):
         model = args.pop("model_version")
         numbers = {k: float(v) for k, v in args.items() if k != "base_url"}
         self.model_id = f"gemini:{model}"
+        # the Gemini client is a request lifecycle: it becomes the stage's, over the stage's store
         self._client = GeminiClient(
             model, base_url=args.get("base_url"), store=self.store, who=f"c3po build {stage}", **numbers
         )
-        self._client.usage = self.usage
+        self.lifecycle = self._client
 
     def _ask(self, ask: Ask) -> Reply:
         key = self.store_key(ask)
-        if self.store.get(key) is not None:  # restored without decoding any media
-            return self._client.generate([], store_key=key)
+        restored = self.lifecycle.restored(key)
+        if restored is not None:  # without decoding any media
+            return restored
         try:
             contents, system = message_parts(_messages(ask, self.build_dir))
         except (OSError, ValueError) as exc:
@@ -198,11 +216,9 @@ class LmmsBuildClient(BuildClient):
     def ask_many(self, asks: list[Ask]) -> Iterator[tuple[Ask, Reply]]:
         pending = []
         for ask in asks:
-            done = self.store.get(self.store_key(ask))
-            if done is not None:
-                reply = Reply.from_store(done)
-                self.usage.add(reply)
-                yield ask, reply
+            restored = self.lifecycle.restored(self.store_key(ask))
+            if restored is not None:
+                yield ask, restored
                 continue
             try:  # one unreadable file must not fail the whole batch
                 check_media(media_item(ask, self.build_dir))
@@ -237,10 +253,7 @@ class LmmsBuildClient(BuildClient):
             for ask, (text, error) in zip(batch, answers):
                 failure, _, detail = (error or "").partition(": ")
                 reply = Reply(text or "", failure=failure or None, detail=detail, latency_s=latency)
-                self.usage.add(reply)
-                if failure != "api_failure":
-                    self.store.put(self.store_key(ask), **reply.stored())
-                yield ask, reply
+                yield ask, self.lifecycle.settle(reply, self.store_key(ask))
 
 
 def make_client(

@@ -279,7 +279,7 @@ def probe_header(path: Path, modality: str) -> Header:
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         side = min(stream.codec_context.width, stream.codec_context.height)
-        return Header(media._video_duration(container, stream), bool(container.streams.audio), side)
+        return Header(media.declared_duration(container, stream), bool(container.streams.audio), side)
 
 
 def tags_match(match: Mapping[str, Any], item: BaseMedia) -> bool:

@@ -8,7 +8,9 @@ computes everything with :mod:`c3po_plugin.metrics` and writes, under ``out``:
   (and ``.trials.json``, the trials behind each number);
 * ``template_accuracy``, ``tier_accuracy``, ``failure_modes``, ``dominance_split`` and, where
   items carry difficulty scores, ``difficulty`` as ``.png`` (200 dpi) and ``.pdf``;
-* ``report.json`` with every number, the settings, the logs' fingerprints and which judge graded.
+* ``report.json`` with every number, the settings, the units (``conventions``), the logs'
+  fingerprints and which judge graded;
+* ``index.md``: what each file answers and which to open first.
 
 Each part is a :class:`~faultline_eval.core.report_writer.Section` value; the core's
 :func:`~faultline_eval.core.report_writer.write_report` writes them, as for ``sceval report``.
@@ -35,7 +37,7 @@ from faultline_eval.core.figures import Figure
 from faultline_eval.core.report_writer import Report, Section, write_report
 from faultline_eval.core.run_logs import ReportError
 from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
-from faultline_eval.core.tables import Table, json_records, pp
+from faultline_eval.core.tables import CONVENTIONS, Table, json_records, pp
 
 __all__ = ["ReportError", "build_report", "compute"]
 
@@ -127,24 +129,30 @@ def tables_section(trials: pd.DataFrame, numbers: dict[str, pd.DataFrame], judge
                 "tier_table",
                 "C3PO accuracy (%) per category and tier (Table 3 layout)",
                 *tables.tier_table(numbers["accuracy"], groups),
+                question="How accurate is each model per category (IC, CC) and tier, and overall (Table 3)?",
             ),
             Table(
                 "template_table",
                 "Accuracy (%) per template with 95% bootstrap interval and sample count",
                 *tables.template_table(numbers["accuracy"]),
+                question="Which templates does each model get right or wrong, and on how many samples?",
             ),
             Table(
                 "failure_modes",
                 "Failure modes of wrong answers: share per template (Table 12 columns)",
                 *tables.failure_table(numbers["failure_modes"], groups),
+                question="When a model is wrong, which modality dominated, or did fusion stay incomplete (Table 12)?",
             ),
             Table(
                 "overall",
                 "Overall accuracy (%) as #YES/#Total and with ungradable trials as missing, exact-match-only "
                 "accuracy, coverage, judge use and the judge",
                 *tables.overall_table(numbers["overall"], judges, groups),
+                question="Each model's overall accuracy, how it was graded (judge, exact match) and how many "
+                "trials were invalid or ungradable",
             ),
-        ]
+        ],
+        title="Tables",
     )
 
 
@@ -152,14 +160,41 @@ def figures_section(trials: pd.DataFrame, numbers: dict[str, pd.DataFrame]) -> S
     """Accuracy per template and per tier, failure modes, the dominance split and, where items
     carry difficulty scores, their histogram (otherwise a note)."""
     drawn = [
-        Figure("template_accuracy", functools.partial(plots.template_accuracy, numbers["accuracy"])),
-        Figure("tier_accuracy", functools.partial(plots.tier_accuracy, numbers["accuracy"])),
-        Figure("failure_modes", functools.partial(plots.failure_modes, numbers["failure_modes"])),
-        Figure("dominance_split", functools.partial(plots.dominance_split, numbers["failure_modes"])),
+        Figure(
+            "tier_accuracy",
+            functools.partial(plots.tier_accuracy, numbers["accuracy"]),
+            "Accuracy (%) per category and tier (Table 3) and overall, one bar per model with its 95% bootstrap "
+            "interval and sample count.",
+        ),
+        Figure(
+            "template_accuracy",
+            functools.partial(plots.template_accuracy, numbers["accuracy"]),
+            "Accuracy (%) per template (id and name, IC before CC), one bar per model with its 95% bootstrap "
+            'interval, accuracy and sample count; a mark on the axis is a measured 0%, "no data" a template '
+            "without answers. With more than four models, a templates x models grid of accuracy and n instead.",
+        ),
+        Figure(
+            "dominance_split",
+            functools.partial(plots.dominance_split, numbers["failure_modes"]),
+            "Per model, its wrong answers split by failure mode (%): one modality dominating vs incomplete "
+            "fusion vs other (§4.3).",
+        ),
+        Figure(
+            "failure_modes",
+            functools.partial(plots.failure_modes, numbers["failure_modes"]),
+            "Per model and template, the share (%) of each failure mode among its wrong answers (Table 12).",
+        ),
     ]
     if trials["difficulty"].notna().any():
-        return Section(figures=[*drawn, Figure("difficulty", functools.partial(plots.difficulty_histogram, trials))])
-    return Section(figures=drawn, notes=["no item carries a difficulty score: no difficulty histogram"])
+        difficulty = Figure(
+            "difficulty",
+            functools.partial(plots.difficulty_histogram, trials),
+            "How many items have each difficulty score (1-10), by category (the paper's Fig. 7).",
+        )
+        return Section(figures=[*drawn, difficulty], title="Figures")
+    return Section(
+        figures=drawn, notes=["no item carries a difficulty score: no difficulty histogram"], title="Figures"
+    )
 
 
 def head(
@@ -184,6 +219,7 @@ def head(
             "correct; accuracy_gradable counts them as missing; empty replies and refusals "
             "are wrong in both",
         },
+        "conventions": {key: CONVENTIONS[key] for key in ("accuracy", "points", "interval")},
         "graded_by": judges,
         "counts": {
             "trials": len(trials),
@@ -216,8 +252,8 @@ def build_report(
         head(trials, judges, run_dirs, b=b, seed=seed, verdicts=verdicts),
         [
             Section(notes=[*notes, *judge_notes(judges)]),
-            tables_section(trials, numbers, judges),
             figures_section(trials, numbers),
+            tables_section(trials, numbers, judges),
             Section(
                 numbers={
                     "fingerprints": fingerprints(trials),
@@ -229,6 +265,8 @@ def build_report(
                 }
             ),
         ],
+        title="C3PO report",
+        open_first=("tier_accuracy.png", "template_accuracy.png", "overall.md", "tier_table.md", "dominance_split.png"),
     )
     written = write_report(out, report)
     return {

@@ -20,8 +20,12 @@ from c3po_plugin import metrics
 from c3po_plugin.failure_modes import DOMINANCE, LABELS, MODES
 from c3po_plugin.report.tables import MODE_HEADINGS, template_label
 from c3po_plugin.templates import CATEGORIES
-from faultline_eval.core.figures import grid, pyplot, save
+from faultline_eval.core.figures import colour_bar, grid, pyplot, save
 
+#: Beyond this many models (the human reference included), the template figure is a grid, not bars.
+MAX_BAR_MODELS = 4
+#: The id of the marks that tell a measured 0 % from a missing bar.
+ZERO_MARK = "measured-zero"
 MODE_COLOURS = {
     "audio_dominance": "tab:blue",
     "visual_dominance": "tab:orange",
@@ -40,68 +44,174 @@ def _note(fig, lines: list[str]) -> None:
         fig.text(0.01, -0.01, text, ha="left", va="top", fontsize=7)
 
 
-def _grouped_bars(ax, acc: pd.DataFrame, groups: list[str], models: list[str]) -> list[str]:
-    """One cluster of bars per group, one bar per model with its interval and sample count.
-    Returns a note per model that has no data in some groups (those get no bar)."""
+def _grouped_bars(
+    ax, acc: pd.DataFrame, groups: list[str], models: list[str], *, horizontal: bool = False
+) -> list[str]:
+    """One cluster of bars per group, one bar per model with its interval and sample count
+    (``horizontal``: groups down the side, top to bottom, for long group names). A measured 0 %
+    gets a mark at zero so it is not mistaken for a missing bar; a group without data for a model
+    gets "no data" where its bar would be. Returns a note per model that has no data in some
+    groups (those get no bar)."""
     cells = acc.set_index(["model", "group"])
     width = 0.8 / max(1, len(models))
     x = np.arange(len(groups))
     notes = []
+    bar = ax.barh if horizontal else ax.bar
     for k, model in enumerate(models):
         have = [g for g in groups if (model, g) in cells.index and np.isfinite(cells.loc[(model, g), "accuracy"])]
         missing = [g for g in groups if g not in have]
+        offset = (k - (len(models) - 1) / 2) * width
         if missing:
             what = "human answers" if model == metrics.HUMAN else "graded answers"
             notes.append(f"{model}: no {what} for {', '.join(missing)} (no bar drawn)")
+            for g in missing:
+                where = (1, x[groups.index(g)] + offset) if horizontal else (x[groups.index(g)] + offset, 1)
+                ax.text(
+                    *where,
+                    "no data",
+                    fontsize=5,
+                    color="0.45",
+                    style="italic",
+                    rotation=0 if horizontal else 90,
+                    ha="left" if horizontal else "center",
+                    va="center" if horizontal else "bottom",
+                )
         if not have:
             continue
         rows = cells.loc[[(model, g) for g in have]]
         mean, low, high = (100 * rows[c].to_numpy(float) for c in ("accuracy", "ci_low", "ci_high"))
-        yerr = np.nan_to_num(np.vstack([mean - low, high - mean]), nan=0.0).clip(min=0)
-        positions = x[[groups.index(g) for g in have]] + (k - (len(models) - 1) / 2) * width
-        ax.bar(positions, mean, width, yerr=yerr, capsize=1.5, label=model, error_kw={"linewidth": 0.7})
-        for pos, top, n in zip(positions, np.nan_to_num(high, nan=0.0), rows["n_samples"]):
-            ax.text(pos, max(top, 0) + 1.5, f"{int(n)}", ha="center", va="bottom", fontsize=5, rotation=90)
-    ax.set_xticks(x, groups, rotation=60, ha="right", fontsize=7)
-    ax.set_ylim(0, 118)
-    ax.set_yticks(range(0, 101, 20))
-    ax.set_ylabel("accuracy (%)")
-    ax.grid(axis="y", alpha=0.3)
+        err = np.nan_to_num(np.vstack([mean - low, high - mean]), nan=0.0).clip(min=0)
+        positions = x[[groups.index(g) for g in have]] + offset
+        errors = {"xerr": err} if horizontal else {"yerr": err}
+        container = bar(positions, mean, width, **errors, capsize=1.5, label=model, error_kw={"linewidth": 0.7})
+        colour = container.patches[0].get_facecolor()
+        zero = positions[mean == 0]
+        if len(zero):  # a real 0 %: a mark on the axis in the model's colour
+            ax.plot(
+                *((np.zeros(len(zero)), zero) if horizontal else (zero, np.zeros(len(zero)))),
+                marker="|" if horizontal else "_",
+                markersize=9,
+                markeredgewidth=2.2,
+                linestyle="none",
+                color=colour,
+                clip_on=False,
+                gid=ZERO_MARK,
+            )
+        for pos, top, value, n in zip(positions, np.nan_to_num(high, nan=0.0), mean, rows["n_samples"]):
+            label = f"{value:.0f}% (n={int(n)})" if horizontal else f"{int(n)}"
+            if horizontal:
+                ax.text(max(top, 0) + 1.0, pos, label, ha="left", va="center", fontsize=5.5)
+            else:
+                ax.text(pos, max(top, 0) + 1.5, label, ha="center", va="bottom", fontsize=5, rotation=90)
+    if horizontal:
+        ax.set_yticks(x, groups, fontsize=7)
+        ax.set_ylim(len(groups) - 0.5, -0.5)  # the first group on top
+        ax.set_xlim(0, 125)
+        ax.set_xticks(range(0, 101, 20))
+        ax.set_xlabel("accuracy (%)")
+        ax.grid(axis="x", alpha=0.3)
+    else:
+        ax.set_xticks(x, groups, rotation=60, ha="right", fontsize=7)
+        ax.set_ylim(0, 118)
+        ax.set_yticks(range(0, 101, 20))
+        ax.set_ylabel("accuracy (%)")
+        ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="model", title_fontsize=7)
     return notes
 
 
 def _bars_figure(
-    acc: pd.DataFrame, groups: list[str], labels: list[str], width: float, height: float, title: str, path: Path
+    acc: pd.DataFrame,
+    groups: list[str],
+    labels: list[str],
+    width: float,
+    height: float,
+    title: str,
+    path: Path,
+    *,
+    horizontal: bool = False,
 ) -> list[Path]:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(width, height))
     notes = _grouped_bars(
-        ax, acc.assign(group=acc["group"].map(dict(zip(groups, labels)))), labels, metrics.models_of(acc)
+        ax,
+        acc.assign(group=acc["group"].map(dict(zip(groups, labels)))),
+        labels,
+        metrics.models_of(acc),
+        horizontal=horizontal,
     )
     ax.set_title(title, fontsize=9)
+    counts = "Beside the bars: accuracy and samples." if horizontal else "Numbers above the bars: samples."
     _note(
         fig,
-        ["Numbers above the bars: samples. Accuracy = #YES / #Total (ungradable trials count as not correct)."] + notes,
+        [
+            f"{counts} Accuracy = #YES / #Total (ungradable trials count as not correct). "
+            'A mark on the axis: a measured 0%; "no data": nothing to measure.'
+        ]
+        + notes,
     )
     fig.tight_layout()
     return save(fig, path)
 
 
 def template_accuracy(acc: pd.DataFrame, path: Path) -> list[Path]:
-    """Per template (registry order, labelled id + name): every model's accuracy with its 95 % interval."""
+    """Per template (registry order, top to bottom, labelled id + name): every model's accuracy
+    with its 95 % interval, as horizontal bars so the names stay readable at any template count;
+    with more than :data:`MAX_BAR_MODELS` models, a templates x models grid instead
+    (:func:`_template_grid`): that many bars per template would not fit on a page."""
     t = acc[acc["level"] == "template"]
     groups = sorted(t["group"].unique(), key=metrics.group_rank)
-    width = max(7.0, 0.5 * len(groups) * max(1, t["model"].nunique()) ** 0.5)
+    models = metrics.models_of(t)
+    if len(models) > MAX_BAR_MODELS:
+        return _template_grid(t, groups, models, path)
     return _bars_figure(
         t,
         groups,
         [template_label(g) for g in groups],
-        width,
-        4.6,
+        7.5,
+        1.4 + len(groups) * (0.12 + 0.13 * max(1, len(models))),
         "Accuracy per template (95% bootstrap intervals)",
         path,
+        horizontal=True,
     )
+
+
+def _template_grid(t: pd.DataFrame, groups: list[str], models: list[str], path: Path) -> list[Path]:
+    """Templates (rows) x models (columns): accuracy in % and n in each cell on a white-to-blue
+    scale; a cell without answers is grey and says "no data" (a measured 0 % is a white cell
+    reading "0")."""
+    plt = pyplot()
+    cells = t.set_index(["group", "model"])
+    grid_values = np.full((len(groups), len(models)), np.nan)
+    for i, g in enumerate(groups):
+        for j, m in enumerate(models):
+            if (g, m) in cells.index:
+                grid_values[i, j] = 100 * float(cells.loc[(g, m), "accuracy"])
+    fig, ax = plt.subplots(figsize=(3.2 + 0.75 * len(models), 1.4 + 0.3 * len(groups)))
+    image = ax.imshow(np.ma.masked_invalid(grid_values), cmap="Blues", vmin=0, vmax=100, aspect="auto")
+    ax.set_facecolor("#d9d9d9")  # no data
+    for i, g in enumerate(groups):
+        for j, m in enumerate(models):
+            value = grid_values[i, j]
+            n = int(cells.loc[(g, m), "n_samples"]) if np.isfinite(value) else 0
+            ax.text(
+                j,
+                i,
+                f"{value:.0f}\n(n={n})" if np.isfinite(value) else "no data",
+                ha="center",
+                va="center",
+                fontsize=5.5,
+                color="white" if np.isfinite(value) and value > 60 else ("black" if np.isfinite(value) else "0.35"),
+            )
+    ax.set_yticks(range(len(groups)), [template_label(g) for g in groups], fontsize=7)
+    ax.set_xticks(range(len(models)), models, rotation=45, ha="right", fontsize=7)
+    ax.xaxis.tick_top()
+    ax.xaxis.set_label_position("top")
+    plt.setp(ax.get_xticklabels(), ha="left")
+    colour_bar(fig, image, ax, "accuracy (%)", fraction=0.03)
+    ax.set_title("Accuracy per template (%, n = samples)", fontsize=9, pad=8)
+    fig.tight_layout()
+    return save(fig, path)
 
 
 def tier_accuracy(acc: pd.DataFrame, path: Path) -> list[Path]:

@@ -63,6 +63,7 @@ from faultline_eval.core.store import replacing
 __all__ = [
     "DISK_ENV",
     "DEFAULT_DISK_GB",
+    "BoundedFolder",
     "Decoded",
     "Stats",
     "stats",
@@ -107,7 +108,6 @@ _memory: OrderedDict[str, Decoded] = OrderedDict()
 _memory_bytes = 0
 _lock = threading.Lock()
 _in_flight: dict[str, threading.Lock] = {}
-_disk_bytes: int | None = None  # this process's estimate of the disk layer's size
 
 
 def folder() -> Path:
@@ -211,7 +211,7 @@ def clear_memory() -> None:
 
 
 def _path(key: str) -> Path:
-    return folder() / key[:2] / f"{key}.bin"
+    return _disk.path(key)
 
 
 def _data_offset(header_size: int) -> int:
@@ -261,9 +261,7 @@ def _damaged(path: Path, why: str) -> None:
 
 def _write(key: str, decoded: Decoded) -> None:
     """Write the entry atomically, not synced (see the module docstring); a failure to write only costs the cache."""
-    global _disk_bytes
-    limit = setting(DISK_ENV, DEFAULT_DISK_GB) * 1e9
-    if limit == 0:
+    if _disk.limit_bytes() == 0:
         return
 
     array = np.ascontiguousarray(decoded.array)
@@ -282,63 +280,101 @@ def _write(key: str, decoded: Decoded) -> None:
             handle.write(data)
     except OSError:
         return
-    with _lock:
-        if _disk_bytes is None:
-            _disk_bytes = disk_usage()
-        else:
-            _disk_bytes += _data_offset(len(header)) + array.nbytes
-        over = _disk_bytes > limit
-    if over:
-        evict(int(limit * 0.9))
+    _disk.added(_data_offset(len(header)) + array.nbytes)
 
 
-def _entries() -> list[os.DirEntry[str]]:
-    root = folder()
-    if not root.is_dir():
-        return []
-    return [
-        entry
-        for sub in os.scandir(root)
-        if sub.is_dir()
-        for entry in os.scandir(sub.path)
-        if entry.name.endswith(".bin")
-    ]
+class BoundedFolder:
+    """Files ``<root>/<2 hex digits>/<key><suffix>`` (``suffix`` one of ``suffixes``) held under a
+    byte bound: the setting ``env`` (GB, default ``default_gb``; 0 means the caller stores
+    nothing). When writes take the folder over the bound, the least recently written files (by modification time; a user that touches
+    a file on reuse makes it least recently *used*) are deleted down to 90 % of it. The decode
+    cache's disk layer is one; wrapped tasks' media files are another. Safe for several threads
+    and processes: a file another process deleted is skipped, and a reader that opened a file
+    before it was deleted keeps its data (POSIX)."""
+
+    def __init__(self, root: Callable[[], Path], suffixes: tuple[str, ...], env: str, default_gb: float) -> None:
+        self.root, self.suffixes, self.env, self.default_gb = root, suffixes, env, default_gb
+        self._lock = threading.Lock()
+        self._bytes: int | None = None  # this process's estimate of the folder's size ...
+        self._counted: Path | None = None  # ... when the root was this folder (the setting may change)
+
+    def limit_bytes(self) -> float:
+        return setting(self.env, self.default_gb) * 1e9
+
+    def path(self, key: str, suffix: str | None = None) -> Path:
+        """Where the file of ``key`` lives (``suffix`` defaults to the first of ``suffixes``)."""
+        return self.root() / key[:2] / f"{key}{suffix or self.suffixes[0]}"
+
+    def _entries(self) -> list[os.DirEntry[str]]:
+        root = self.root()
+        if not root.is_dir():
+            return []
+        return [
+            entry
+            for sub in os.scandir(root)
+            if sub.is_dir()
+            for entry in os.scandir(sub.path)
+            if entry.name.endswith(self.suffixes)
+        ]
+
+    def usage(self) -> int:
+        """Bytes held now."""
+        total = 0
+        for entry in self._entries():
+            try:
+                total += entry.stat().st_size
+            except FileNotFoundError:  # another process evicted it
+                pass
+        return total
+
+    def added(self, size: int) -> None:
+        """Count a file of ``size`` bytes just written; evict if the folder is now over its bound."""
+        limit, root = self.limit_bytes(), self.root()
+        with self._lock:
+            if self._bytes is None or self._counted != root:
+                self._bytes, self._counted = self.usage(), root
+            else:
+                self._bytes += size
+            over = self._bytes > limit
+        if over:
+            self.evict(int(limit * 0.9))
+
+    def evict(self, target_bytes: int) -> int:
+        """Delete the least recently written files until the folder holds at most
+        ``target_bytes``; returns the bytes freed."""
+        aged = []
+        for entry in self._entries():
+            try:
+                status = entry.stat()
+            except FileNotFoundError:
+                continue
+            aged.append((status.st_mtime_ns, status.st_size, entry.path))
+        total, freed = sum(size for _, size, _ in aged), 0
+        for _, size, path in sorted(aged):
+            if total - freed <= target_bytes:
+                break
+            try:
+                os.unlink(path)
+                freed += size
+            except FileNotFoundError:
+                pass
+        with self._lock:
+            self._bytes, self._counted = total - freed, self.root()
+        return freed
+
+
+_disk = BoundedFolder(folder, (".bin",), DISK_ENV, DEFAULT_DISK_GB)
 
 
 def disk_usage() -> int:
     """Bytes held by the disk layer now."""
-    total = 0
-    for entry in _entries():
-        try:
-            total += entry.stat().st_size
-        except FileNotFoundError:  # another process evicted it
-            pass
-    return total
+    return _disk.usage()
 
 
 def evict(target_bytes: int) -> int:
     """Delete the least recently written entries until the disk layer holds at most
     ``target_bytes``; returns the bytes freed. Readers holding a mapped entry keep their data."""
-    global _disk_bytes
-    aged = []
-    for entry in _entries():
-        try:
-            status = entry.stat()
-        except FileNotFoundError:
-            continue
-        aged.append((status.st_mtime_ns, status.st_size, entry.path))
-    total, freed = sum(size for _, size, _ in aged), 0
-    for _, size, path in sorted(aged):
-        if total - freed <= target_bytes:
-            break
-        try:
-            os.unlink(path)
-            freed += size
-        except FileNotFoundError:
-            pass
-    with _lock:
-        _disk_bytes = total - freed
-    return freed
+    return _disk.evict(target_bytes)
 
 
 def clear() -> int:

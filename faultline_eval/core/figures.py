@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure as MplFigure
 
-__all__ = ["DPI", "Figure", "grid", "pyplot", "save"]
+__all__ = ["DPI", "Figure", "colour_bar", "grid", "pyplot", "save"]
 
 DPI = 200  # print quality; more pixels only cost render time in large reports
 
@@ -29,10 +29,12 @@ class Figure:
     """One figure of a report: ``draw(stem)`` draws it to ``stem``.png and ``stem``.pdf (through
     :func:`save`) and returns the paths; the writer calls it with ``out / name``. ``draw`` must
     pickle (a module-level function or a :func:`functools.partial` of one) so that figures can
-    be drawn in other processes."""
+    be drawn in other processes. ``caption`` says what the figure shows (the report index and
+    the results viewer print it under the figure)."""
 
     name: str
     draw: Callable[[Path], list[Path]]
+    caption: str = ""
 
 
 def pyplot() -> ModuleType:
@@ -55,6 +57,13 @@ def grid(
     for ax in axes.flat[count:]:
         ax.axis("off")
     return fig, list(axes.flat)
+
+
+def colour_bar(fig: MplFigure, image: Any, ax: Axes, label: str, *, fraction: float = 0.04) -> None:
+    """A labelled colour bar for ``image`` beside ``ax``, off the data, in the reports' small type."""
+    bar = fig.colorbar(image, ax=ax, fraction=fraction, pad=0.03)
+    bar.set_label(label, fontsize=8)
+    bar.ax.tick_params(labelsize=7)
 
 
 def save(fig: MplFigure, stem: Path) -> list[Path]:

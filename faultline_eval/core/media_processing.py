@@ -243,5 +243,5 @@ def video_duration(path: Path) -> float | None:
     import av
 
     with av.open(str(path)) as container:
-        duration = media._video_duration(container, container.streams.video[0])
+        duration = media.declared_duration(container, container.streams.video[0])
     return duration  # after the block: mypy cannot tell that av's container never swallows an exception

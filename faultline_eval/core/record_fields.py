@@ -95,10 +95,19 @@ def load_media(
         raise RecordError(f"sample {sample_id!r}: field {field_name!r}: {exc}") from exc
 
 
-def decode_frames(paths: tuple[str, ...], exactly: int | None = None) -> decode_cache.Decoded:
-    """One video sampled per App. F.2 (or to ``exactly`` frames), or a list of same-size images."""
-    if len(paths) == 1 and Path(paths[0]).suffix.lower() in media.VIDEO_SUFFIXES:
-        return decode_cache.Decoded(*media.read_video_frames(paths[0], exactly=exactly))
+def decode_frames(
+    paths: tuple[str, ...],
+    exactly: int | None = None,
+    *,
+    fps: float = media.FRAME_RATE,
+    max_frames: int = media.MAX_FRAMES,
+    as_video: bool = False,
+) -> decode_cache.Decoded:
+    """One video sampled per App. F.2 (or on another ``fps``/``max_frames`` grid, or to
+    ``exactly`` frames), or a list of same-size images. A single path is read as a video when its
+    suffix is a video's or ``as_video`` is set."""
+    if len(paths) == 1 and (as_video or Path(paths[0]).suffix.lower() in media.VIDEO_SUFFIXES):
+        return decode_cache.Decoded(*media.read_video_frames(paths[0], fps=fps, max_frames=max_frames, exactly=exactly))
     images, notes = zip(*(media.read_image(p) for p in paths))
     if len({im.shape for im in images}) > 1:
         raise media.MediaError(f"frames differ in size: {sorted({im.shape for im in images})}")

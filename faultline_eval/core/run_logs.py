@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,9 @@ __all__ = [
     "ReportError",
     "model_label",
     "results_for",
+    "versions_for",
+    "write_versions",
+    "VERSIONED_PACKAGES",
     "find_sample_files",
     "record_from_line",
     "parse_record",
@@ -60,6 +64,33 @@ def results_for(samples_file: Path) -> Path | None:
     prefix = samples_file.name.split("_samples_", 1)[0]
     candidate = samples_file.with_name(f"{prefix}_results.json")
     return candidate if candidate.is_file() else None
+
+
+#: The packages whose versions ``faultline-eval`` records beside each results JSON it wrote.
+VERSIONED_PACKAGES = ("faultline-eval", "lmms-eval", "torch", "torchvision", "transformers")
+
+
+def versions_for(results_file: Path) -> Path:
+    """The ``<timestamp>_versions.json`` beside a ``<timestamp>_results.json``: the versions of
+    :data:`VERSIONED_PACKAGES` the run used (lmms-eval's results name only its own)."""
+    return results_file.with_name(results_file.name.replace("_results.json", "_versions.json"))
+
+
+def write_versions(output_path: Path, since: float) -> list[Path]:
+    """Write :func:`versions_for` of every results JSON under ``output_path`` written at or after
+    ``since`` (a ``time.time()``); a package not installed is left out. Returns the files written."""
+    found = {}
+    for package in VERSIONED_PACKAGES:
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    written = []
+    for results in sorted(output_path.rglob("*_results.json")) if output_path.is_dir() else []:
+        if results.stat().st_mtime >= since:
+            versions_for(results).write_text(json.dumps(found, indent=1), encoding="utf-8")
+            written.append(versions_for(results))
+    return written
 
 
 def find_sample_files(

@@ -23,6 +23,7 @@ import pandas as pd
 from faultline_eval.core.store import replacing, write_atomic
 
 __all__ = [
+    "CONVENTIONS",
     "ROW_KEYS",
     "Selector",
     "Table",
@@ -49,6 +50,26 @@ TrialLinks: TypeAlias = list[list[TrialLink]]
 #: The label columns of a raw table whose rows stand for one (model, condition) each (see
 #: :func:`row_trial_links`).
 ROW_KEYS = ("model", "condition_id")
+
+
+#: The units and signs of every table, figure and report.json of both reports, stated once: in
+#: report.json's ``conventions`` and at the top of the report's ``index.md``. A report adds its own
+#: (SCEval: slopes); the formatters below are the only way a table writes these numbers.
+CONVENTIONS: dict[str, str] = {
+    "accuracy": "Accuracies and shares are percentages (%) in tables and figures, one decimal; report.json "
+    "and the CSV files hold the same quantities as fractions (0.734 = 73.4%).",
+    "points": "Differences between accuracies are percentage points (pp); report.json and the CSV files "
+    "hold them as fractions (0.05 = 5 pp).",
+    "drop": "A drop is positive when accuracy fell, as the paper defines it (SCEval eq. 5: "
+    "Δbase = Acc_clean − Acc(c); eq. 6: Δsingle = Acc_worst single − Acc(c)); fault-line scores and "
+    "group drops are means of drops. Tables write a drop with an arrow: ↓x (x pp lower than the "
+    "reference), ↑x (x pp higher, an apparent gain), ±0; figures plot it signed, positive = worse; "
+    "report.json and the CSV files hold the signed fraction.",
+    "difference": "Every other difference (a gap, an effect, Δint, an excess drop, a transfer Δ) is written "
+    "signed, +x or -x pp; its caption says which way is better.",
+    "interval": "Intervals are 95% bootstrap intervals, [low, high], in the unit and sign of the number before them.",
+    "significance": "* p<.05, ** p<.01 after Holm's adjustment within the family the caption names.",
+}
 
 
 def pp(x: float | None) -> str:
@@ -127,13 +148,15 @@ class Table:
     """One table of a report. ``shown`` (formatted) is written as Markdown and LaTeX under
     ``caption``, ``raw`` as CSV; ``shown`` None writes the CSV only (a table too long to read).
     ``trial_links``: per shown row and column the trials behind that number; None links each
-    row's (model, condition) when ``raw`` has one per shown row (:func:`row_trial_links`)."""
+    row's (model, condition) when ``raw`` has one per shown row (:func:`row_trial_links`).
+    ``question``: the question the table answers, for the report index (the caption when empty)."""
 
     name: str
     caption: str
     shown: pd.DataFrame | None
     raw: pd.DataFrame
     trial_links: TrialLinks | None = None
+    question: str = ""
 
     def links(self) -> TrialLinks | None:
         """The links written to ``<name>.trials.json``; None when no number links anywhere."""

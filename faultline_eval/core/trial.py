@@ -16,7 +16,7 @@ Schema versions (the ``schema_version`` field; :data:`SCHEMA_VERSION` is what th
   the donor's gold, ``m`` the donor-to-item key map. C³PO: ``t`` template id, ``x`` exact match,
   ``j`` judge decided, ``e`` judge error, ``m`` failure mode, ``h`` human correct, ``hn`` has a
   human answer. Older logs may lack ``f``/``o`` (SCEval) or ``hn`` (C³PO).
-* **2**: the field names of :class:`SCEvalTrial` and :class:`C3POTrial`, plus
+* **2**: the field names of :class:`SCEvalTrial`, :class:`C3POTrial` and :class:`WrappedTrial`, plus
   ``schema_version``. A field left out holds its default; the tasks write every field except
   the rarely set ones of ``WRITTEN_WHEN_SET`` (written only when set, as in schema 1).
 
@@ -44,6 +44,7 @@ __all__ = [
     "Trial",
     "SCEvalTrial",
     "C3POTrial",
+    "WrappedTrial",
     "json_schema",
 ]
 
@@ -258,6 +259,39 @@ class C3POTrial(Trial):
         )
 
 
+@dataclass(frozen=True)
+class WrappedTrial(Trial):
+    """A trial of an lmms-eval task wrapped with an SCEval condition (issue 27): one doc of the
+    base task under one variant of one condition, scored by the base task's own
+    ``process_results``. ``sample_id`` is the adapter's doc key; ``correct`` is 1/0 when the
+    per-doc score is 0/1, else None (:meth:`correct_of`)."""
+
+    #: The lmms-eval task wrapped (``worldsense``).
+    base_task: str
+    #: The SCEval condition id (``clean``, ``single_noise_v50``, ``missing_audio``).
+    condition_id: str
+    #: lmms-eval's row index of the doc (pairs the conditions of one run).
+    doc_id: int
+    #: The bootstrap resample unit (the adapter's; default the sample id).
+    unit: str
+    #: The adapter's per-doc score (worldsense: ``worldsense_score["score"]``), or None when the task has none (WER).
+    score: float | None
+    #: The adapter that wrapped the task, with its version (``worldsense@1``, ``generic@1``).
+    adapter: str
+    #: The operators' seed scheme the corruption was drawn under.
+    seed_scheme: str
+
+    BENCHMARK: ClassVar[str] = "wrapped task"
+
+    @staticmethod
+    def correct_of(score: float | None) -> int | None:
+        """1/0 for a per-doc score of 1/0; None for any other score (a partial credit, a WER
+        item) or none."""
+        if score is None or score not in (0, 1):
+            return None
+        return int(score)
+
+
 # --- the JSON schema ----------------------------------------------------------------------------
 
 _JSON_TYPES = {str: "string", int: "integer", bool: "boolean", float: "number", type(None): "null"}
@@ -307,8 +341,8 @@ def json_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"https://faultline-eval/trial-entry/v{SCHEMA_VERSION}",
         "title": f"faultline-eval trial entry, schema version {SCHEMA_VERSION}",
-        "oneOf": [{"$ref": "#/$defs/SCEvalTrial"}, {"$ref": "#/$defs/C3POTrial"}],
-        "$defs": {cls.__name__: _object_schema(cls) for cls in (SCEvalTrial, C3POTrial)},
+        "oneOf": [{"$ref": f"#/$defs/{cls.__name__}"} for cls in (SCEvalTrial, C3POTrial, WrappedTrial)],
+        "$defs": {cls.__name__: _object_schema(cls) for cls in (SCEvalTrial, C3POTrial, WrappedTrial)},
     }
 
 

@@ -16,7 +16,7 @@ from c3po_plugin.report.reader import RECORD_KEY, read_runs, sample_files
 from c3po_plugin.report.verdicts import apply_verdicts, read_verdicts
 from c3po_plugin.templates import registry
 from faultline_eval.core.run_logs import record_from_line
-from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, verdict_of
+from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, registry_order, verdict_of
 from faultline_eval.viewer.media import Shown
 
 
@@ -78,7 +78,7 @@ def _verdict_lines(verdicts: str | Path | None) -> dict[tuple, list[dict]]:
 
 def read_records(run_dirs, rows: pd.DataFrame, wanted: set[tuple], verdicts: str | Path | None = None):
     """Per trial key (model, template, sample, the viewer's run of :func:`read_rows` ``rows``):
-    latency of every trial, and the full record of the ``wanted`` ones, with the verdict file's
+    latency, reply and per-sample log of every trial, and the full record of the ``wanted`` ones, with the verdict file's
     line for that trial (``regrade``) when one is given."""
     number = dict(zip(zip(rows["model"], rows["folder"], rows["run"]), rows["variant"]))
     lines = _verdict_lines(verdicts)
@@ -95,7 +95,7 @@ def read_records(run_dirs, rows: pd.DataFrame, wanted: set[tuple], verdicts: str
             if variant is None:  # not in the report's trial table (never expected: the same logs)
                 continue
             key = (label, record["template_id"], str(record["sample_id"]), int(variant))
-            extras[key] = {"latency_s": record.get("latency_s")}
+            extras[key] = {"latency_s": record.get("latency_s"), "reply": record.get("raw_response"), "run_file": path}
             if key in wanted:
                 candidates = lines.get((label, key[2], run)) or lines.get((str(record.get("model")), key[2], run)) or []
                 regrade = next(
@@ -134,7 +134,8 @@ class Renderer:
         if item.image:
             images.append(("image", item.picture()))
         audio = np.asarray(item.waveform(), dtype=np.float32) if item.audio else None
-        return Shown(images, audio, self.prompts.build(item.question, item.context).user)
+        prompt = self.prompts.build(item.question, item.context)
+        return Shown(images, audio, prompt.user, system=prompt.system)
 
     clean = None  # C3PO trials are not corrupted: what was sent is the clean item
 
@@ -144,3 +145,12 @@ class Renderer:
             return f"{t.name} ({t.category}, tier {t.tier})"
         except LookupError:
             return ""
+
+    def order(self, cells: list[str]) -> list[str]:
+        """``cells`` (template ids) in the paper's order (IC01..IC11, then CC01..CC14); unknown ones last."""
+        return registry_order(cells, registry().names())
+
+    def name(self, cell: str) -> str:
+        """A template's id and name (``IC01 AttributeComposition``); an unknown id as it is."""
+        template = registry().find(cell)
+        return f"{cell} {template.name}" if template is not None else cell

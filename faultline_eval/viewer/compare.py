@@ -33,7 +33,7 @@ import pandas as pd
 
 from faultline_eval.core.run_logs import ReportError
 from faultline_eval.viewer.budget import CORRECT
-from faultline_eval.viewer.site import ASSETS, SiteWriter, esc, page, slug
+from faultline_eval.viewer.site import ASSETS, SiteWriter, esc, slug
 from sceval_plugin.metrics.protocol import (
     catalogue_info,
     check_comparable,
@@ -326,7 +326,8 @@ comparisons{"" if name == "sceval" else " (C³PO: all templates are one family)"
 <table class="matrix"><thead><tr><th>sample</th><th>A right, B wrong</th><th>A wrong, B right</th></tr></thead>
 <tbody>{samples}</tbody></table>"""
     (folder / PAGE).write_text(
-        page(f"{title}: {a} vs {b}", body, 1, scripts=("compare-data.js", "../assets/compare.js")), encoding="utf-8"
+        writer.page(f"{title}: {a} vs {b}", body, 1, scripts=("compare-data.js", "../assets/compare.js")),
+        encoding="utf-8",
     )
     assets = writer.out / "assets"
     assets.mkdir(parents=True, exist_ok=True)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from pathlib import Path
 
 from faultline_eval.core.identity import matching_source
-from faultline_eval.core.run_logs import model_label, results_for
+from faultline_eval.core.run_logs import model_label, results_for, versions_for
 from faultline_eval.viewer.budget import CORRECT
 
 
@@ -95,3 +96,50 @@ class SourceCache:
         if isinstance(self.loaded[key], Exception):
             raise self.loaded[key]
         return self.loaded[key]
+
+
+def run_info(results_file: Path | None, samples_files: list[Path]) -> dict:
+    """What a run panel shows of one run (one lmms-eval results JSON and its per-sample logs),
+    read from what the run already wrote: the model, its arguments and backend, lmms-eval's
+    version, the date, the seeds, the wall time, and the token and cost totals lmms-eval counted
+    (``efficiency``, ``usage``). Versions the results do not name (faultline-eval, torch) are
+    read from :func:`~faultline_eval.core.run_logs.versions_for` when the run wrote it
+    (``faultline-eval`` does, after each run). Nothing here
+    names a folder of this machine."""
+    info: dict = {"logs": sorted({p.name for p in samples_files})}
+    if results_file is None:
+        return {**info, "run": "(no results JSON)"}
+    try:
+        results = json.loads(results_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {**info, "run": results_file.name, "error": without_paths(f"{results_file.name}: {exc}")}
+    config = results.get("config") or {}
+    overall = (results.get("efficiency") or {}).get("overall") or {}
+    versions = {"lmms-eval": results.get("lmms_eval_version")}
+    extra = versions_for(results_file)
+    if extra.is_file():
+        versions.update(json.loads(extra.read_text(encoding="utf-8")))
+    seeds = {k: config.get(k) for k in ("random_seed", "numpy_seed", "torch_seed") if config.get(k) is not None}
+    return {
+        **info,
+        "run": results_file.name,
+        "model": config.get("model"),
+        "model_args": config.get("model_args") or "",
+        "backend": config.get("model_backend"),
+        "versions": {k: v for k, v in versions.items() if v},
+        "date": results.get("date"),
+        "seeds": seeds,
+        "system_instruction": results.get("system_instruction"),
+        "wall_s": results.get("total_evaluation_time_seconds"),
+        "tokens": {
+            k: overall.get(f"total_{k}_tokens") for k in ("input", "output") if overall.get(f"total_{k}_tokens")
+        },
+        "usage": results.get("usage") or {},
+    }
+
+
+def registry_order(cells: list[str], names: list[str]) -> list[str]:
+    """``cells`` in the order of a registry's ``names`` (the catalogue's, the paper's); cells
+    the registry does not know follow, sorted."""
+    rank = {name: i for i, name in enumerate(names)}
+    return sorted(cells, key=lambda c: (rank.get(c, len(rank)), c))

@@ -36,7 +36,7 @@ from sceval_plugin.contact_sheet import AUDIO_SIZE, render_waveform
 THUMB_HEIGHT = 96
 #: Bump when what is written for a trial changes (sizes, formats, the waveform): folders written
 #: under another format or faultline-eval version are not reused.
-MEDIA_FORMAT = 2
+MEDIA_FORMAT = 3
 MANIFEST = "shown.json"
 #: Trials whose files may be pending at once (bounds the memory their pictures hold).
 WINDOW = 8
@@ -44,15 +44,16 @@ WINDOW = 8
 
 @dataclass
 class Shown:
-    """What a model was sent: labelled images in order, the audio clip (mono, 16 kHz), the text.
-    A trial reused from an earlier site (its files are written) carries no images, and for its
-    audio only the clip's length (a read-only array of zeros: the clean clip's length is the
-    waveforms' time scale)."""
+    """What a model was sent: labelled images in order, the audio clip (mono, 16 kHz), the text
+    (the user turn; ``system``: the system prompt). A trial reused from an earlier site (its files
+    are written) carries no images, and for its audio only the clip's length (a read-only array of
+    zeros: the clean clip's length is the waveforms' time scale)."""
 
     images: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (caption, H x W x 3 uint8)
     audio: np.ndarray | None = None
     text: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. "audio not shown (control)", the donor
+    system: str = ""  # the system prompt sent with the text
 
 
 @dataclass
@@ -161,7 +162,7 @@ class MediaWriter:
             return None
         length = manifest.get("audio_samples")
         audio = None if length is None else np.broadcast_to(np.float32(0), (int(length),))  # the length, no decoding
-        return Shown([], audio, manifest["text"], manifest["notes"]), written
+        return Shown([], audio, manifest["text"], manifest["notes"], manifest["system"]), written
 
     def _submit(self, key: str, folder: str, shown: Shown, reference: int | None) -> Written:
         images, bound = [], 4096
@@ -184,6 +185,7 @@ class MediaWriter:
             "waveform": waveform,
             "text": shown.text,
             "notes": list(shown.notes),
+            "system": shown.system,
             "audio_samples": None if shown.audio is None else len(shown.audio),
         }
         self.pending.append(_Pending(key, self.pool.submit(_write_trial, self.root, shown, reference, manifest), bound))

@@ -4,8 +4,10 @@ each trial's details and media (:mod:`.sceval`, :mod:`.c3po`) within the size bu
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import pandas as pd
 
 from c3po_plugin.report.reader import SAMPLES_GLOB as C3PO_GLOB
 from faultline_eval.core.run_logs import ReportError, find_sample_files
@@ -56,18 +58,6 @@ def _sceval_trials(run_dirs) -> tuple:
     return read_runs(run_dirs, progress=False)
 
 
-def _write_with_compare(writer: SiteWriter, section: Section, sides, tests) -> None:
-    """The section, and its compare view when it has two sides (``tests()``: the paired tests)."""
-    pair = sides.pair(section.name, section.rows)
-    if pair is not None:
-        writer.overview_links[section.name] = [(compare_views.PAGE, f"compare A = {pair[0]} with B = {pair[1]}")]
-    writer.write_section(section)
-    if pair is not None:
-        compare_views.write_compare(
-            writer, section.name, section.title, section.cell_label, section.variant_label, pair, tests
-        )
-
-
 def _seconds(value) -> str | None:
     return None if value is None else f"{float(value):.3f}"
 
@@ -101,9 +91,12 @@ def write_site(
     ``run_dirs`` are the two sides of the compare views (:mod:`.compare`); without it a benchmark
     with exactly two models gets them. Returns a summary (sections, bytes, seconds)."""
     start = time.perf_counter()
-    writer = SiteWriter(Path(out), budget or Budget())
+    globs = {"sceval": SCEVAL_GLOB, "c3po": C3PO_GLOB}
+    # with --compare, a benchmark is shown when both sides hold its logs
+    present = {name: name in benchmarks and _has_logs(run_dirs, glob, compare) for name, glob in globs.items()}
     sides = compare_views.Sides(run_dirs, split=compare)
-    if "sceval" in benchmarks and _has_logs(run_dirs, SCEVAL_GLOB, compare):
+    sections: list[tuple[Section, Callable[[], pd.DataFrame]]] = []  # each with its compare view's tests
+    if present["sceval"]:
         rows, notes = sides.read_rows("sceval", sceval.read_rows)
         section = Section(
             "sceval",
@@ -117,21 +110,19 @@ def write_site(
             notes,
             Path(sceval_report) if sceval_report else None,
         )
-        _write_with_compare(
-            writer, section, sides, lambda: compare_views.sceval_tests(sides.read_trials("sceval", _sceval_trials))
-        )
-    if "c3po" in benchmarks and _has_logs(run_dirs, C3PO_GLOB, compare):
-        rows, notes = sides.read_rows("c3po", lambda dirs: c3po.read_rows(dirs, verdicts))
+        sections.append((section, lambda: compare_views.sceval_tests(sides.read_trials("sceval", _sceval_trials))))
+    if present["c3po"]:
+        c3po_rows, notes = sides.read_rows("c3po", lambda dirs: c3po.read_rows(dirs, verdicts))
         section = Section(
             "c3po",
             "C3PO",
             "template",
             "run",
-            rows,
+            c3po_rows,
             lambda wanted: sides.read_records(
                 "c3po",
                 lambda dirs, side_rows, w: c3po.read_records(
-                    dirs, rows if side_rows is None else side_rows, w, verdicts
+                    dirs, c3po_rows if side_rows is None else side_rows, w, verdicts
                 ),
                 wanted,
             ),
@@ -140,7 +131,21 @@ def write_site(
             notes,
             Path(c3po_report) if c3po_report else None,
         )
-        _write_with_compare(writer, section, sides, lambda: compare_views.c3po_tests(rows))
+        sections.append((section, lambda: compare_views.c3po_tests(c3po_rows)))
+    pairs = {s.name: sides.pair(s.name, s.rows) for s, _ in sections}
+    # every page's top bar: the benchmarks shown, then their compare views
+    nav = [(s.title, f"{s.name}/index.html") for s, _ in sections]
+    nav += [(f"{s.title}: A vs B", f"{s.name}/{compare_views.PAGE}") for s, _ in sections if pairs[s.name]]
+    writer = SiteWriter(Path(out), budget or Budget(), nav)
+    for section, tests in sections:
+        pair = pairs[section.name]
+        if pair is not None:
+            writer.overview_links[section.name] = [(compare_views.PAGE, f"compare A = {pair[0]} with B = {pair[1]}")]
+        writer.write_section(section)
+        if pair is not None:
+            compare_views.write_compare(
+                writer, section.name, section.title, section.cell_label, section.variant_label, pair, tests
+            )
     if not writer.summaries:
         raise ReportError(
             f"{', '.join(map(str, run_dirs))}: no {' or '.join(benchmarks)} per-sample logs to show; "

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from faultline_eval.tasks import sceval_task
-from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, verdict_of
+from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, registry_order, verdict_of
 from faultline_eval.viewer.media import Shown
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import current_spec, load_source
@@ -51,8 +51,9 @@ def read_rows(run_dirs) -> tuple[pd.DataFrame, list[str]]:
 
 
 def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[tuple, dict]]:
-    """Per trial key: the table extras of every trial (latency, shown answer, gold) and the
-    full record of the ``wanted`` ones. Models are labelled as the report labels them."""
+    """Per trial key: the table extras of every trial (latency, shown answer, gold; the reply,
+    per-sample log and seed scheme, for the search index and run panels) and the full record of
+    the ``wanted`` ones. Models are labelled as the report labels them."""
     extras, records = {}, {}
     for path in sample_files(run_dirs):
         label = None
@@ -66,6 +67,9 @@ def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[
                 "answer": record.get("parsed_answer"),
                 "gold": record.get("gold_key"),
                 "latency_s": record.get("latency_s"),
+                "reply": record.get("raw_response"),
+                "run_file": path,
+                "seed_scheme": record.get("seed_scheme"),
             }
             if key in wanted:
                 records[key] = record
@@ -117,7 +121,7 @@ class Renderer:
 
     def _shown(self, doc: dict) -> Shown:
         condition, trial = self.task.trial_for(doc)
-        _, user = self.task._prompt(condition, trial)
+        system, user = self.task._prompt(condition, trial)
         images = []
         if trial.frames is not None:
             times = trial.frame_times or ()
@@ -131,7 +135,7 @@ class Renderer:
             notes.append("no images shown")
         if trial.audio is None:
             notes.append("no audio shown")
-        return Shown(images, None if trial.audio is None else np.asarray(trial.audio), user, notes)
+        return Shown(images, None if trial.audio is None else np.asarray(trial.audio), user, notes, system)
 
     def trial(self, record: dict) -> Shown:
         return self._shown(
@@ -146,3 +150,10 @@ class Renderer:
             return catalogue().get(cell).description
         except LookupError:
             return ""
+
+    def order(self, cells: list[str]) -> list[str]:
+        """``cells`` in the catalogue's order (clean first, then the paper's blocks); unknown ones last."""
+        return registry_order(cells, catalogue().names())
+
+    def name(self, cell: str) -> str:
+        return cell

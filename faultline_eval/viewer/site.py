@@ -31,11 +31,15 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from faultline_eval.core import report_writer
+from faultline_eval.core.run_logs import results_for
 from faultline_eval.viewer.budget import CORRECT, Budget, sample_rank, select
-from faultline_eval.viewer.logs import without_paths
+from faultline_eval.viewer.logs import run_info, without_paths
 from faultline_eval.viewer.media import MediaWriter, Shown, Written
 
 ASSETS = Path(__file__).resolve().parent / "assets"
+#: The top bar's entries, (label, address from the site root): see :attr:`SiteWriter.nav`.
+NavEntries = tuple[tuple[str, str], ...] | list[tuple[str, str]]
 TABLE_COLUMNS = ["model", "sample_id", "variant", "verdict", "answer", "gold", "confidence", "latency_s"]
 #: Columns a benchmark's rows may add, shown when any trial has a value (report links filter on them).
 OPTIONAL_COLUMNS = ["judge", "decided_by", "failure_mode", "source", "donor_answer"]
@@ -70,14 +74,39 @@ def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
 
-def page(title: str, body: str, depth: int, scripts: tuple[str, ...] = ()) -> str:
+def page(title: str, body: str, depth: int, scripts: tuple[str, ...] = (), nav: NavEntries = ()) -> str:
+    """A whole page ``depth`` folders below the site root: the top bar (the site's name, each
+    ``nav`` entry and the search box over the whole site), ``body``, then ``scripts`` and the viewer's JS."""
     up = "../" * depth
     tags = "".join(f'<script src="{s}"></script>' for s in (*scripts, f"{up}assets/viewer.js"))
+    entries = "".join(f' · <a href="{up}{esc(href)}">{esc(label)}</a>' for label, href in nav)
     return (
         f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<link rel="stylesheet" href="{up}assets/viewer.css"></head>\n<body>'
-        f'<nav><a href="{up}index.html">faultline-eval results</a></nav>\n{body}\n{tags}</body></html>\n'
+        f'<link rel="stylesheet" href="{up}assets/viewer.css"></head>\n<body data-root="{up}">'
+        f'<nav class="top"><span class="entries"><a href="{up}index.html">faultline-eval results</a>{entries}</span>'
+        f'<span class="search"><input id="fl-search" type="search" autocomplete="off" '
+        f'placeholder="search sample ids, questions, answers, replies" aria-label="search the site">'
+        f'<span id="fl-search-count" class="muted"></span><ol id="fl-results" hidden></ol></span></nav>\n'
+        f"{body}\n{tags}</body></html>\n"
+    )
+
+
+def pager(kind: str, previous: str | None, position: str, following: str | None) -> str:
+    """Previous/next buttons (``rel`` prev/next: the arrow keys and j/k follow them, see viewer.js)."""
+    back = f'<a class="button" rel="prev" href="{esc(previous)}">← previous {kind}</a>' if previous else ""
+    ahead = f'<a class="button" rel="next" href="{esc(following)}">next {kind} →</a>' if following else ""
+    return (
+        f'<p class="pager">{back} <span class="muted">{esc(position)}</span> {ahead} '
+        f'<span class="muted keys">(keys ← →{", j k: sections" if kind == "sample" else ", j k"})</span></p>'
+    )
+
+
+def fold(summary: str, content: str, *, key: str, open_: bool = False) -> str:
+    """A collapsible part of a page: ``summary`` always shown, ``content`` on a click."""
+    return (
+        f'<details class="fold" id="{esc(key)}"{" open" if open_ else ""}><summary>{summary}</summary>'
+        f"{content}</details>"
     )
 
 
@@ -181,19 +210,50 @@ def markdown_table(text: str, trials: dict | None = None, href: Callable[[dict],
         + "</tr>"
         for i, r in enumerate(rows[1:])
     )
-    return (
-        f'<table class="report"><caption>{esc(caption)}</caption><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table>"
+    return (  # the caption outside the scroll box: it wraps at the page's width, not the table's
+        f'<div class="report-table"><p class="caption">{esc(caption)}</p><div class="scroll"><table class="report">'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></div>"
     )
 
 
+#: The report tables a benchmark overview shows first (in this order, those the report has): the
+#: headline numbers (SCEval's Tables 8 and 20 and its controls; C3PO's overall and per-tier accuracy).
+HEADLINE_TABLES = ("panel", "diagnostics", "controls", "overall", "tier_table")
+#: The story's order of the report figures on an overview (curves first, then where and how models
+#: break); their captions are the report's own (``report.json`` ``figure_captions``).
+FIGURE_ORDER = (
+    "severity_curves",
+    "drop_heatmap",
+    "joint_scatter",
+    "probe_desync",
+    "probe_frame_budget",
+    "probe_key_frame",
+    "template_accuracy",
+    "tier_accuracy",
+    "failure_modes",
+    "dominance_split",
+    "difficulty",
+)
+
+
 class SiteWriter:
-    def __init__(self, out: Path, budget: Budget):
+    """Writes the site: :meth:`write_section` per benchmark, then :meth:`finish` (front page,
+    assets, search index). ``nav``: the top bar's entries (label, address from the site root) on
+    every page; a writer of further pages (e.g. a compare view) appends its entry *before* the
+    sections are written, so every page links it."""
+
+    def __init__(self, out: Path, budget: Budget, nav: NavEntries = ()):
         self.out, self.budget = Path(out), budget
         self.media = MediaWriter(self.out, budget.max_mb * 1e6)
         self.summaries: list[dict] = []
         self.rows: dict[str, pd.DataFrame] = {}  # section -> its trials, each with its sample-page link
         self.overview_links: dict[str, list[tuple[str, str]]] = {}  # section -> (href, text) atop its overview
+        self.nav: list[tuple[str, str]] = list(nav)
+        # the search index: [benchmark, kind, sample, cell, model, text, address from the root]
+        self.search: list[list] = []
+
+    def page(self, title: str, body: str, depth: int, scripts: tuple[str, ...] = ()) -> str:
+        return page(title, body, depth, scripts, self.nav)
 
     def write_section(self, s: Section) -> dict:
         root = self.out / s.name
@@ -213,7 +273,8 @@ class SiteWriter:
             rows["confidence"] = None
         has_page = shown & pd.Series([k in records for k in keys])
         notes = [without_paths(n) for n in s.notes]
-        sample_pages = self._sample_pages(s, rows[has_page], records, notes)
+        models = model_order(rows)
+        sample_pages = self._sample_pages(s, rows[has_page], records, notes, models)
         links = [
             f"../samples/{sample_pages[r.sample_id]}#{slug(f'{r.cell}-{r.variant}')}" if on else None
             for r, on in zip(rows.itertuples(), has_page)
@@ -221,11 +282,15 @@ class SiteWriter:
         rows["link"] = links
         rows = rows.drop(columns=[c for c in OPTIONAL_COLUMNS if c in rows and rows[c].isna().all()])
         self.rows[s.name] = rows
-        cells = sorted(rows["cell"].unique(), key=lambda c: (c != "clean", c))
+        cells = s.renderer.order(list(rows["cell"].unique()))
         cell_pages = {c: slug(c) for c in cells}
-        for cell, group in rows.groupby("cell", sort=False):
-            self._cell_page(s, cell, group, cell_pages[cell])
-        self._overview(s, rows, cells, cell_pages, notes)
+        groups = dict(tuple(rows.groupby("cell", sort=False)))
+        for i, cell in enumerate(cells):
+            around = (cell_pages[cells[i - 1]] if i else None, cell_pages[cells[i + 1]] if i + 1 < len(cells) else None)
+            self._cell_page(s, cell, groups[cell], cell_pages[cell], around, f"{i + 1} of {len(cells)}")
+        self._index_trials(s, rows, keys, extras, cell_pages)
+        runs = self._runs(s, rows, keys, extras)
+        self._overview(s, rows, cells, cell_pages, notes, models, runs)
         summary = {
             "name": s.name,
             "title": s.title,
@@ -238,16 +303,72 @@ class SiteWriter:
         self.summaries.append(summary)
         return summary
 
+    # -- search and runs ----------------------------------------------------------------------------------
+    def _index_trials(self, s: Section, rows: pd.DataFrame, keys: list, extras: dict, cell_pages: dict) -> None:
+        """Every trial into the search index (its answer and the start of its reply): linked to its
+        section of the sample page when it has one, else to its row of the cell's table."""
+        for r, key in zip(rows.itertuples(), keys):
+            reply = str(extras.get(key, {}).get("reply") or "")[:SEARCH_REPLY_CHARS]
+            answer = "" if r.answer is None else str(r.answer)
+            where = (
+                f"{s.name}/samples/{r.link[len('../samples/') :]}"
+                if isinstance(r.link, str)
+                else f"{s.name}/cells/{cell_pages[r.cell]}.html#sample_id={quote('=' + r.sample_id, safe='')}"
+                f"&model={quote('=' + r.model, safe='')}"
+            )
+            self.search.append([s.title, "trial", r.sample_id, r.cell, r.model, f"{answer} | {reply}", where])
+
+    def _runs(self, s: Section, rows: pd.DataFrame, keys: list, extras: dict) -> list[dict]:
+        """One panel per run (a results JSON and its per-sample logs): :func:`run_info`, the seed
+        scheme its records name, and its trials' verdicts counted by category."""
+        by_file: dict[Path, list[int]] = {}
+        for i, key in enumerate(keys):
+            file = extras.get(key, {}).get("run_file")
+            if file is not None:
+                by_file.setdefault(Path(file), []).append(i)
+        by_results: dict[Path | None, list[Path]] = {}
+        for file in by_file:
+            by_results.setdefault(results_for(file), []).append(file)
+        runs = []
+        for results, files in by_results.items():
+            at = [i for f in files for i in by_file[f]]
+            verdicts = rows["verdict"].iloc[at].value_counts()
+            schemes = {extras[keys[i]].get("seed_scheme") for i in at} - {None}
+            runs.append(
+                {
+                    **run_info(results, files),
+                    "models": sorted(rows["model"].iloc[at].unique()),
+                    "trials": len(at),
+                    "verdicts": {str(k): int(v) for k, v in verdicts.items()},
+                    "seed_scheme": ", ".join(map(str, sorted(schemes))) or None,
+                }
+            )
+        return sorted(runs, key=lambda r: (r["models"], r.get("date") or "", r["run"]))
+
     # -- per sample ---------------------------------------------------------------------------------------
-    def _sample_pages(self, s: Section, rows: pd.DataFrame, records: dict, notes: list[str]) -> dict[str, str]:
-        pages: dict[str, str] = {}
-        failures: dict[str, int] = {}
+    def _sample_pages(
+        self, s: Section, rows: pd.DataFrame, records: dict, notes: list[str], models: list[str]
+    ) -> dict[str, str]:
         order = rows.assign(_rank=sample_rank(rows["sample_id"])).sort_values(["_rank", "sample_id"], kind="stable")
-        for sample, trials in order.groupby("sample_id", sort=False):
-            pages[sample] = slug(sample) + ".html"
-            body = self._sample_body(s, sample, trials, records, failures)
+        grouped = list(order.groupby("sample_id", sort=False))
+        pages = {sample: slug(sample) + ".html" for sample, _ in grouped}
+        failures: dict[str, int] = {}
+        for i, (sample, trials) in enumerate(grouped):
+            around = (
+                pages[grouped[i - 1][0]] if i else None,
+                pages[grouped[i + 1][0]] if i + 1 < len(grouped) else None,
+            )
+            body = self._sample_body(
+                s,
+                sample,
+                trials,
+                records,
+                failures,
+                models,
+                pager("sample", *around[:1], f"sample {i + 1} of {len(grouped)}", around[1]),
+            )
             (self.out / s.name / "samples" / pages[sample]).write_text(
-                page(f"{s.title}: {sample}", body, 2), encoding="utf-8"
+                self.page(f"{s.title}: {sample}", body, 2), encoding="utf-8"
             )
         notes += [f"media of {n} trial(s) not regenerated: {reason}" for reason, n in failures.items()]
         return pages
@@ -261,53 +382,118 @@ class SiteWriter:
             return None, f'<p class="error">media not regenerated: {esc(reason)}</p>'
         return shown, media_html(written, "../../")
 
-    def _sample_body(self, s: Section, sample: str, trials: pd.DataFrame, records: dict, failures: dict) -> str:
+    def _sample_body(
+        self,
+        s: Section,
+        sample: str,
+        trials: pd.DataFrame,
+        records: dict,
+        failures: dict,
+        models: list[str],
+        nav: str,
+    ) -> str:
+        """One sample: its media and question first (the clean item, or for a benchmark that
+        sends every trial the same media, those media: written once), the gold answer, the
+        verdict matrix collapsed, then one collapsible section per (cell, variant) with what was
+        sent (media only where they differ from the top's), the text sent with its system prompt,
+        and one card per model in the matrix's order."""
         first = records[next(iter(zip(trials["model"], trials["cell"], trials["sample_id"], trials["variant"])))]
-        groups = sorted(trials.groupby(["cell", "variant"], sort=False), key=lambda g: (g[0][0] != "clean", g[0]))
-        models = sorted(trials["model"].unique())
-        # the matrix: every shown trial of this sample at a glance, linked to its section
-        head = "".join(f"<th>{esc(m)}</th>" for m in models)
-        matrix = []
+        order = {c: i for i, c in enumerate(s.renderer.order(list(trials["cell"].unique())))}
+        groups = sorted(trials.groupby(["cell", "variant"], sort=False), key=lambda g: (order[g[0][0]], g[0][1]))
+        present = [m for m in models if m in set(trials["model"])]
+        head = "".join(f"<th>{esc(m)}</th>" for m in present)
+        matrix, correct = [], 0
         for (cell, variant), g in groups:
             by_model = dict(zip(g["model"], g["verdict"]))
+            correct += sum(v == CORRECT for v in by_model.values())
             cells = "".join(
-                f'<td class="{verdict_class(by_model.get(m))}">{esc(by_model.get(m, ""))}</td>' for m in models
+                f'<td class="{verdict_class(by_model.get(m))}">{esc(by_model.get(m, ""))}</td>' for m in present
             )
             matrix.append(
-                f'<tr><th><a href="#{slug(f"{cell}-{variant}")}">{esc(cell)} / {esc(variant)}</a></th>{cells}</tr>'
+                f'<tr><th><a href="#{slug(f"{cell}-{variant}")}">{esc(s.renderer.name(cell))} / {esc(variant)}</a>'
+                f"</th>{cells}</tr>"
             )
+        # the media every section would repeat, shown once at the top
+        if s.renderer.clean is not None:
+            top_label, make_top = "clean item", (lambda: s.renderer.clean(first))
+            top_key = f"{s.name}|{first.get('dataset')}|clean|{sample}|0"
+        else:  # every trial of the sample was sent the same media (the item's own)
+            top_label, make_top = "sent in every trial", (lambda: s.renderer.trial(first))
+            top_key = f"{s.name}|{first.get('dataset')}|item|{sample}"
+        top_shown, top_media = self._render(top_key, make_top, failures)
+        gold = trials["gold"].dropna().astype(str).unique() if "gold" in trials else []
+        question = "" if top_shown is None else top_shown.text
+        self.search.append(
+            [
+                s.title,
+                "sample",
+                sample,
+                "",
+                "",
+                question[:SEARCH_QUESTION_CHARS],
+                f"{s.name}/samples/{slug(sample)}.html",
+            ]
+        )
         parts = [
             f"<h1>{esc(s.title)}: sample {esc(sample)}</h1>",
-            f'<table class="matrix"><thead><tr><th>{esc(s.cell_label)} / {esc(s.variant_label)}</th>{head}'
-            f"</tr></thead><tbody>{''.join(matrix)}</tbody></table>",
+            nav,
+            f'<section class="item" id="item"><h2>{esc(top_label)}</h2>{top_media}'
+            + (f"<p><b>gold answer:</b> {esc(' / '.join(gold))}</p>" if len(gold) else "")
+            + (f'<h3>text</h3><pre class="text">{esc(question)}</pre>' if question else "")
+            + "</section>",
+            fold(
+                f"verdicts: {correct} of {len(trials)} shown trial(s) correct, by {esc(s.cell_label)} and model",
+                f'<div class="scroll"><table class="matrix"><thead><tr><th>{esc(s.cell_label)} / '
+                f"{esc(s.variant_label)}</th>{head}</tr></thead><tbody>{''.join(matrix)}</tbody></table></div>",
+                key="verdicts",
+            ),
+            '<p class="fold-all"><button type="button" data-fold="open">expand all</button> <button type="button" '
+            'data-fold="close">collapse all</button> <span class="muted">(j / k: next / previous section)</span></p>',
         ]
-        clean_shown, clean_media = None, ""
-        if s.renderer.clean is not None:
-            clean_shown, clean_media = self._render(
-                f"{s.name}|{first.get('dataset')}|clean|{sample}|0", lambda: s.renderer.clean(first), failures
-            )
-            clean_media = f"<div><h3>clean</h3>{clean_media}</div>"
-        reference = None if clean_shown is None or clean_shown.audio is None else len(clean_shown.audio)
+        reference = None if top_shown is None or top_shown.audio is None else len(top_shown.audio)
         for (cell, variant), g in groups:
             record = records[(g["model"].iloc[0], cell, sample, variant)]
-            shown, media = self._render(
-                f"{s.name}|{record.get('dataset')}|{cell}|{sample}|{variant}",
-                lambda record=record: s.renderer.trial(record),
-                failures,
-                reference,
+            if s.renderer.clean is not None:
+                shown, media = self._render(
+                    f"{s.name}|{record.get('dataset')}|{cell}|{sample}|{variant}",
+                    lambda record=record: s.renderer.trial(record),
+                    failures,
+                    reference,
+                )
+                media = f"<h3>sent</h3>{media}"
+            else:
+                shown, media = top_shown, ""
+            text, diffed = "", " (against clean: inserted, deleted)" if s.renderer.clean and top_shown else ""
+            if shown is not None and top_shown is not None and shown.text == top_shown.text:
+                text, diffed = "", ": the same as above"  # not repeated
+            elif shown is not None:
+                text = word_diff(top_shown.text, shown.text) if diffed else esc(shown.text)
+            system = (
+                f'<details class="system"><summary>system prompt</summary><pre class="system">{esc(shown.system)}'
+                f"</pre></details>"
+                if shown is not None and shown.system
+                else ""
             )
-            text = ""
-            if shown is not None:
-                text = word_diff(clean_shown.text, shown.text) if clean_shown is not None else esc(shown.text)
             notes = "; ".join(shown.notes) if shown is not None and shown.notes else ""
-            cards = "".join(self._card(s, r, records[(r.model, cell, sample, variant)]) for r in g.itertuples())
+            about = s.renderer.describe(cell)
+            sent_text = f'<pre class="text">{text}</pre>' if text else ""
+            by_model = {r.model: r for r in g.itertuples()}
+            cards = "".join(
+                self._card(s, by_model[m], records[(m, cell, sample, variant)]) for m in present if m in by_model
+            )
+            verdicts = " ".join(
+                f'<span class="dot {verdict_class(by_model[m].verdict)}" title="{esc(m)}: '
+                f'{esc(by_model[m].verdict)}"></span>'
+                for m in present
+                if m in by_model
+            )
             parts.append(
-                f'<section class="trial" id="{slug(f"{cell}-{variant}")}"><h2>{esc(s.cell_label)} '
-                f'<a href="../cells/{slug(cell)}.html">{esc(cell)}</a>, {esc(s.variant_label)} {esc(variant)}'
-                f'</h2><p class="muted">{esc(s.renderer.describe(cell))}{" — " + esc(notes) if notes else ""}'
-                f'</p><div class="sent"><div><h3>sent</h3>{media}</div>{clean_media}</div>'
-                f"<h3>text sent{' (against clean: inserted, deleted)' if clean_shown else ''}</h3>"
-                f'<pre class="text">{text}</pre><div class="cards">{cards}</div></section>'
+                f'<section class="trial" id="{slug(f"{cell}-{variant}")}"><details open><summary><h2>'
+                f"{esc(s.cell_label)} {esc(s.renderer.name(cell))}, {esc(s.variant_label)} {esc(variant)} {verdicts}"
+                f'</h2></summary><p class="muted"><a href="../cells/{slug(cell)}.html">all trials of this '
+                f"{esc(s.cell_label)}</a>{' · ' + esc(about) if about else ''}{' — ' + esc(notes) if notes else ''}"
+                f"</p>{media}<h3>text sent{diffed}</h3>{system}{sent_text}"
+                f'<div class="cards">{cards}</div></details></section>'
             )
         return "\n".join(parts)
 
@@ -320,7 +506,7 @@ class SiteWriter:
         )
 
     # -- per cell -----------------------------------------------------------------------------------------
-    def _cell_page(self, s: Section, cell: str, rows: pd.DataFrame, name: str) -> None:
+    def _cell_page(self, s: Section, cell: str, rows: pd.DataFrame, name: str, around: tuple, position: str) -> None:
         columns = [c for c in TABLE_COLUMNS if c in rows] + [c for c in OPTIONAL_COLUMNS if c in rows]
         data = {
             "cell": cell,
@@ -329,19 +515,33 @@ class SiteWriter:
             "links": [_clean(v) for v in rows["link"]],
         }
         (self.out / s.name / "cells" / f"{name}.js").write_text(_table_js(data), encoding="utf-8")
+        previous, following = (None if a is None else f"{a}.html" for a in around)
         body = (
-            f"<h1>{esc(s.title)}: {esc(s.cell_label)} {esc(cell)}</h1><p class=muted>{esc(s.renderer.describe(cell))}</p>"
-            f'<p><a href="../index.html">overview</a> · {len(rows)} trial(s); a linked sample id opens the trial '
-            f"with its media. Click a column to sort; filter below (<code>#model=...&amp;verdict=...</code> in the "
-            f'address does the same).</p><div id="filters"></div><table id="samples" class="samples"></table>'
+            f"<h1>{esc(s.title)}: {esc(s.cell_label)} {esc(s.renderer.name(cell))}</h1>"
+            f"{pager(s.cell_label, previous, f'{s.cell_label} {position}', following)}"
+            f"<p class=muted>{esc(s.renderer.describe(cell))}</p>"
+            f'<p><a href="../index.html">overview</a> · {_count(len(rows), "trial")}; a linked sample id opens the '
+            f"trial with its media. Click a column to sort; filter below (<code>#model=...&amp;verdict=...</code> in "
+            f'the address does the same).</p><div id="filters"></div><div class="scroll">'
+            f'<table id="samples" class="samples"></table></div>'
         )
         (self.out / s.name / "cells" / f"{name}.html").write_text(
-            page(f"{s.title}: {cell}", body, 2, scripts=(f"{name}.js",)), encoding="utf-8"
+            self.page(f"{s.title}: {cell}", body, 2, scripts=(f"{name}.js",)), encoding="utf-8"
         )
 
     # -- overview -----------------------------------------------------------------------------------------
-    def _overview(self, s: Section, rows: pd.DataFrame, cells: list[str], cell_pages: dict, notes: list[str]) -> None:
-        models = sorted(rows["model"].unique())
+    def _overview(
+        self,
+        s: Section,
+        rows: pd.DataFrame,
+        cells: list[str],
+        cell_pages: dict,
+        notes: list[str],
+        models: list[str],
+        runs: list[dict],
+    ) -> None:
+        """The story first: the report's figures (captioned), its headline tables, the run panels;
+        then, collapsed, the accuracy of every model and cell, every other report table, the notes."""
         scored = rows["verdict"].isin([CORRECT, "wrong"]) | rows["verdict"].str.startswith("invalid")
         counts = rows.assign(k=rows["verdict"].eq(CORRECT), n=scored).groupby(["cell", "model"])[["k", "n"]].sum()
         head = "".join(f"<th>{esc(m)}</th>" for m in models)
@@ -361,29 +561,51 @@ class SiteWriter:
                     if n
                     else f'<td><a href="{link}">unscored</a></td>'
                 )
-            lines.append(f'<tr><th><a href="cells/{cell_pages[cell]}.html">{esc(cell)}</a></th>{"".join(tds)}</tr>')
+            lines.append(
+                f'<tr><th><a href="cells/{cell_pages[cell]}.html">{esc(s.renderer.name(cell))}</a></th>'
+                f"{''.join(tds)}</tr>"
+            )
+        matrix = (
+            f'<p class="caption">Correct trials per model and {esc(s.cell_label)} (% of scored trials, '
+            f"invalid answers counted as not correct): each number opens its trials</p><div class=scroll><table "
+            f"class=matrix><thead><tr><th>{esc(s.cell_label)}</th>{head}</tr></thead><tbody>{''.join(lines)}"
+            f"</tbody></table></div>"
+        )
         parts = [
             f"<h1>{esc(s.title)}</h1>",
             f"<p>{len(rows)} trial(s) of {len(models)} model(s) in {len(cells)} {esc(s.cell_label)}(s). "
             f"Budget: {esc(self.budget.describe())}</p>",
             *(f'<p><a href="{esc(href)}">{esc(text)}</a></p>' for href, text in self.overview_links.get(s.name, ())),
-            f'<p class="caption">Correct trials per model and {esc(s.cell_label)} (% of scored trials, '
-            f"invalid answers counted as not correct): each number opens its trials</p><table class=matrix>"
-            f"<thead><tr><th>{esc(s.cell_label)}</th>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>",
         ]
         if s.report_dir is not None:
-            parts += self._report_parts(s, cell_pages)
+            figures, headline, rest = self._report_parts(s, cell_pages)
+            parts += [*figures, *headline]
+        else:
+            rest = []
+        parts.append(fold(f"runs ({len(runs)})", runs_html(runs), key="runs", open_=True))
+        parts.append(
+            fold(
+                f"accuracy per model and {esc(s.cell_label)} ({len(cells)} {esc(s.cell_label)}s)",
+                matrix,
+                key="cells",
+                open_=s.report_dir is None,
+            )
+        )
+        if rest:
+            parts.append(fold(f"every other report table ({len(rest)})", "".join(rest), key="tables"))
         if notes:
-            parts.append("<h2>notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
-        (self.out / s.name / "index.html").write_text(page(s.title, "\n".join(parts), 1), encoding="utf-8")
+            parts.append(
+                fold(
+                    f"notes ({len(notes)})",
+                    "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>",
+                    key="notes",
+                )
+            )
+        (self.out / s.name / "index.html").write_text(self.page(s.title, "\n".join(parts), 1), encoding="utf-8")
 
-    def _report_parts(self, s: Section, cell_pages: dict[str, str]) -> list[str]:
-        parts = [
-            "<h2>report tables</h2>",
-            '<p class="muted">Each number links to the trials it was computed '
-            "from (a number over several conditions or templates to a page of all their trials); see the "
-            "README for the numbers that are not trial aggregates and stay unlinked.</p>",
-        ]
+    def _report_parts(self, s: Section, cell_pages: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
+        """The report's figures (copied, captioned), its headline tables and its other tables,
+        each number linked to the trials it was computed from."""
         groups: dict[tuple, str] = {}
 
         def href(selector: dict) -> str | None:
@@ -396,37 +618,61 @@ class SiteWriter:
             )
             return f"cells/{name}.html" + (f"#{where}" if where else "")
 
+        tables = {}
         for md in sorted(s.report_dir.glob("*.md")):
+            if md.name == report_writer.INDEX:  # the report's own guide to its files, not a table
+                continue
             side = md.with_name(f"{md.stem}.trials.json")
             links = json.loads(side.read_text(encoding="utf-8")) if side.is_file() else None
-            parts.append(markdown_table(md.read_text(encoding="utf-8"), links, href))
-        figures = sorted(s.report_dir.glob("*.png"))
-        if figures:
-            parts.append("<h2>report figures</h2>")
-        for png in figures:
+            tables[md.stem] = markdown_table(md.read_text(encoding="utf-8"), links, href)
+        tables = {k: v for k, v in tables.items() if v}
+        headline = [tables[name] for name in HEADLINE_TABLES if name in tables]
+        rest = [v for k, v in tables.items() if k not in HEADLINE_TABLES]
+        linked = (
+            '<p class="muted">Each number links to the trials it was computed from (a number over several '
+            "conditions or templates to a page of all their trials); see the README for the numbers that are not "
+            "trial aggregates and stay unlinked.</p>"
+        )
+        report_json = s.report_dir / "report.json"
+        written = (
+            json.loads(report_json.read_text(encoding="utf-8")).get("figure_captions")
+            if report_json.is_file()
+            else None
+        )
+        captions = written if isinstance(written, dict) else {}
+        figures = []
+        order = FIGURE_ORDER
+        for png in sorted(
+            s.report_dir.glob("*.png"), key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem)
+        ):
             shutil.copyfile(png, self.out / s.name / "figures" / png.name)
-            parts.append(
+            figures.append(
                 f'<figure class="figure"><a href="figures/{esc(png.name)}"><img src="figures/{esc(png.name)}"'
-                f' alt="{esc(png.stem)}"></a><figcaption>{esc(png.stem)}</figcaption></figure>'
+                f' alt="{esc(captions.get(png.stem, png.stem))}" loading="lazy"></a><figcaption><b>'
+                f"{esc(png.stem.replace('_', ' '))}</b>: {esc(captions.get(png.stem, ''))}</figcaption></figure>"
             )
-        return parts
+        figure_part = (
+            ["<h2>the fault lines at a glance</h2>", '<div class="figures">', *figures, "</div>"] if figures else []
+        )
+        headline_part = ["<h2>headline tables</h2>", linked, *headline] if headline else []
+        return figure_part, headline_part, ([linked, *rest] if rest else [])
 
     def _group_page(self, s: Section, cells: list[str], cell_pages: dict[str, str], groups: dict[tuple, str]) -> str:
         """The page of every trial of several cells (written once per set of cells): it loads each
         cell's table script, so the trials' data are not written again."""
-        key = tuple(sorted(cells, key=lambda c: (c != "clean", c)))
+        key = tuple(s.renderer.order(list(cells)))
         if key not in groups:
             groups[key] = f"group-{hashlib.blake2b('|'.join(key).encode(), digest_size=6).hexdigest()}"
-            listed = ", ".join(f'<a href="{cell_pages[c]}.html">{esc(c)}</a>' for c in key)
+            listed = ", ".join(f'<a href="{cell_pages[c]}.html">{esc(s.renderer.name(c))}</a>' for c in key)
             body = (
                 f"<h1>{esc(s.title)}: {len(key)} {esc(s.cell_label)}s</h1><p>{listed}</p>"
-                f'<p><a href="../index.html">overview</a> · the trials of these {esc(s.cell_label)}s together; a '
-                f"linked sample id opens the trial with its media. Click a column to sort; filter below.</p>"
-                f'<div id="filters"></div><table id="samples" class="samples" data-cell-column="{esc(s.cell_label)}">'
-                f"</table>"
+                f'<p><a href="../index.html">overview</a> · the trials of these {esc(s.cell_label)}s together '
+                f"({_count(None, 'trial')}); a linked sample id opens the trial with its media. Click a column to "
+                f'sort; filter below.</p><div id="filters"></div><div class="scroll"><table id="samples" '
+                f'class="samples" data-cell-column="{esc(s.cell_label)}"></table></div>'
             )
             (self.out / s.name / "cells" / f"{groups[key]}.html").write_text(
-                page(
+                self.page(
                     f"{s.title}: {len(key)} {s.cell_label}s", body, 2, scripts=tuple(f"{cell_pages[c]}.js" for c in key)
                 ),
                 encoding="utf-8",
@@ -437,6 +683,10 @@ class SiteWriter:
         (self.out / "assets").mkdir(parents=True, exist_ok=True)
         for asset in ("viewer.js", "viewer.css"):
             shutil.copyfile(ASSETS / asset, self.out / "assets" / asset)
+        index = {"fields": ["benchmark", "kind", "sample", "cell", "model", "text", "href"], "rows": self.search}
+        (self.out / "search.js").write_text(
+            f"window.FL_SEARCH = {json.dumps(index, default=str, allow_nan=False)};\n", encoding="utf-8"
+        )
         items = "".join(
             f'<li><a href="{x["name"]}/index.html">{esc(x["title"])}</a>: {x["trials"]} trial(s) of '
             f"{len(x['models'])} model(s); {x['shown']} shown with media on {x['samples']} sample page(s)"
@@ -450,11 +700,14 @@ class SiteWriter:
             else ""
         )
         body = (
-            f"<h1>faultline-eval results</h1><ul>{items}</ul><h2>what is shown</h2><p>{esc(self.budget.describe())}"
+            f"<h1>faultline-eval results</h1><ul>{items}</ul><p>Each benchmark's page opens with the report's "
+            f"figures and headline tables, then the runs; every number links to its trials, every shown trial to "
+            f"its sample page. The search box above looks through sample ids, questions, answers and replies.</p>"
+            f"<h2>what is shown</h2><p>{esc(self.budget.describe())}"
             f"</p>{skipped}<p>Media are regenerated from the logged records (item, condition, variant) by the "
             f"benchmarks' own renderers, not stored at run time.</p>"
         )
-        (self.out / "index.html").write_text(page("faultline-eval results", body, 0), encoding="utf-8")
+        (self.out / "index.html").write_text(self.page("faultline-eval results", body, 0), encoding="utf-8")
         size = sum(p.stat().st_size for p in self.out.rglob("*") if p.is_file())
         return {
             "out": str(self.out),
@@ -463,6 +716,71 @@ class SiteWriter:
             "media_bytes": self.media.bytes,
             "media_skipped": self.media.skipped,
         }
+
+
+#: How much of each reply and question the search index holds (it is loaded whole by the browser).
+SEARCH_REPLY_CHARS = 200
+SEARCH_QUESTION_CHARS = 400
+
+
+def model_order(rows: pd.DataFrame) -> list[str]:
+    """The models in the order every table and card list shows them (by name)."""
+    return sorted(rows["model"].unique())
+
+
+def _count(n: int | None, noun: str) -> str:
+    """The "N of M shown" header a filter updates (viewer.js): all ``n`` shown until one applies."""
+    total = "" if n is None else f"{n} {noun}(s)"
+    return f'<span id="shown-count" class="count">{total}</span>'
+
+
+def runs_html(runs: list[dict]) -> str:
+    """The run panels: one row per run (a results JSON), what it ran with and what it cost."""
+    if not runs:
+        return '<p class="muted">no results JSON beside the logs: nothing known of the runs</p>'
+
+    def cell(run: dict) -> list[str]:
+        verdicts = run.get("verdicts", {})
+        failures = {k: v for k, v in verdicts.items() if k != CORRECT}
+        tokens = run.get("tokens") or {}
+        return [
+            esc(run.get("run")),
+            esc(", ".join(run.get("models", ()))),
+            f"{esc(run.get('model'))}<br><code>{esc(run.get('model_args'))}</code><br>"
+            f"<span class=muted>{esc(run.get('backend') or '')}</span>",
+            "<br>".join(f"{esc(k)} {esc(v)}" for k, v in (run.get("versions") or {}).items())
+            or '<span class="muted">not recorded</span>',
+            f"scheme {esc(run.get('seed_scheme') or 'not recorded')}<br>"
+            + esc(", ".join(f"{k.replace('_seed', '')} {v}" for k, v in (run.get("seeds") or {}).items())),
+            esc(run.get("date")),
+            "" if run.get("wall_s") is None else f"{float(run['wall_s']):.1f} s",
+            (", ".join(f"{k} {int(v):,}" for k, v in tokens.items()) or '<span class="muted">not counted</span>')
+            + ("<br>" + esc(json.dumps(run["usage"])) if run.get("usage") else ""),
+            f"{run.get('trials')} trial(s)<br>" + "<br>".join(f"{esc(k)}: {v}" for k, v in sorted(failures.items()))
+            or "none",
+        ]
+
+    head = [
+        "run",
+        "models",
+        "model and arguments",
+        "versions",
+        "seeds",
+        "date",
+        "wall time",
+        "tokens / cost",
+        "verdicts not correct",
+    ]
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in cell(run)) + "</tr>" for run in runs)
+    extra = [
+        f"<li>{esc(r['run'])}: system instruction <code>{esc(r['system_instruction'])}</code></li>"
+        for r in runs
+        if r.get("system_instruction")
+    ]
+    return (
+        f'<div class="scroll"><table class="runs"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>" + (f"<ul>{''.join(extra)}</ul>" if extra else "")
+    )
 
 
 def _hash_value(text: str) -> str:

@@ -39,6 +39,16 @@ def _info_with_unknowns(trials: pd.DataFrame, info: dict[str, ConditionInfo]) ->
 
 
 COHORTS = ("gold_preserved", "stress", "all")
+#: The story first: where each model breaks (figures), then the headline tables.
+OPEN_FIRST = (
+    "severity_curves.png",
+    "drop_heatmap.png",
+    "joint_scatter.png",
+    "single_modality_s70.md",
+    "panel.md",
+    "joint.md",
+    "diagnostics.md",
+)
 
 
 def select_cohort(trials: pd.DataFrame, cohort: str, notes: list[str]) -> pd.DataFrame:
@@ -149,6 +159,8 @@ def build_report(
             ),
             no_option.no_option_section(trials, info, run_dirs, no_option_trials, b=b, seed=seed),
         ],
+        title="SCEval report",
+        open_first=OPEN_FIRST,
     )
     # Figures take longest to render: draw them in other processes while the tables are written.
     written = write_report(Path(out), report, figure_workers=2)

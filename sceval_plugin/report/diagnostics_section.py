@@ -44,7 +44,7 @@ from sceval_plugin.metrics.protocol import (
 from sceval_plugin.metrics.reliability import GROUP_OF_BLOCK, prompt_variants
 from sceval_plugin.report import protocol_section as protocol
 from sceval_plugin.report.reader import ReportError, read_runs
-from sceval_plugin.report.tables import cells_of
+from sceval_plugin.report.tables import cells_of, slope
 
 #: What a diagnostic's formatter returns: the shown table and its trial links.
 Shown = tuple[pd.DataFrame, TrialLinks | None]
@@ -316,10 +316,6 @@ def _source_breakdown(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Co
     )
 
 
-def _slope(x: float) -> str:
-    return "–" if x is None or not np.isfinite(x) else f"{100 * x:+.3f}"
-
-
 def _families(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
     gap = f["family"].str.startswith("gap (")
     shown = pd.DataFrame(
@@ -358,7 +354,7 @@ def _steepest(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionI
     shown = pd.DataFrame(
         {
             "model": f["model"],
-            **{f"S_{m} (pp/sev)": f[f"S_{m}"].map(_slope) for m in "tva"},
+            **{f"S_{m} (pp/sev)": f[f"S_{m}"].map(slope) for m in "tva"},
             "steepest channel": f["steepest"].fillna("–"),
         }
     )
@@ -547,6 +543,24 @@ TABLES: dict[str, tuple[str, Formatter | None]] = {
 }
 
 
+#: table name -> the question it answers (the report index's line for it).
+QUESTIONS = {
+    "seed_stability": "How much does each model's weakest cell depend on the random variant (seed)?",
+    "sub_additivity": "Do joint corruptions cost less than the single drops added up (sub-additive)?",
+    "calibration": "Does corruption make the models' stated confidence less calibrated?",
+    "failure_overlap": "Do the models fail on the same items?",
+    "source_breakdown": "Does the fault-line pattern hold on each item source?",
+    "accuracy_by_source": "Every (model, condition) accuracy split by item source (fractions)",
+    "families": "Do model families differ in clean accuracy, per-modality drops and fault lines?",
+    "steepest_channel": "Which modality's accuracy decays fastest with severity, per model?",
+    "operator_groups": "Are the drops driven by the high-rejection operators, or do the primary ones show them too?",
+    "prompt_shift": "Does the fault-line pattern survive chain-of-thought and open-form prompts?",
+    "invalid_items": "How many items got invalid outputs, of which kind, per group of conditions?",
+    "human_audit": "How well do humans answer the corrupted items?",
+    "human_excess_drop": "Do models lose more than humans under the same corruption?",
+}
+
+
 def diagnostics_section(
     numbers: Numbers,
     trials: pd.DataFrame,
@@ -584,7 +598,7 @@ def diagnostics_section(
     if options is not None and options.by_source:
         subreports, more = by_source_reports(trials, info, options, b=b, seed=seed, delta_single=delta_single)
         notes += more
-    return Section(tables=tables, numbers=entries, notes=notes, subreports=subreports)
+    return Section(tables=tables, numbers=entries, notes=notes, subreports=subreports, title="Appendix-C diagnostics")
 
 
 def _table(
@@ -597,9 +611,9 @@ def _table(
 ) -> Table:
     """A diagnostic's table: its formatted rows with their trial links, or the CSV only."""
     if formatter is None:
-        return Table(name, caption, None, frame)
+        return Table(name, caption, None, frame, question=QUESTIONS.get(name, ""))
     shown, links = formatter(frame, cells, info)
-    return Table(name, caption, shown, frame, links)
+    return Table(name, caption, shown, frame, links, question=QUESTIONS.get(name, ""))
 
 
 def by_source_reports(
@@ -642,5 +656,7 @@ def by_source_reports(
                     numbers, subset, info, replace(options, by_source=False), b=b, seed=seed, delta_single=delta_single
                 ),
             ],
+            title=f"SCEval report, items of source {source!r} only",
+            open_first=("single_modality_s70.md", "panel.md", "joint.md", "diagnostics.md"),
         )
     return reports, []

@@ -14,7 +14,7 @@ import pandas as pd
 
 from faultline_eval.core.report_writer import Section
 from faultline_eval.core.run_logs import model_label, results_for
-from faultline_eval.core.tables import Table, json_records
+from faultline_eval.core.tables import Table, drop, json_records, signed
 from sceval_plugin.data.manifest import current_manifest
 from sceval_plugin.metrics.no_option_drops import agreement_table, no_option_frame, transfer_table
 from sceval_plugin.no_option_control import BLOCK
@@ -45,10 +45,11 @@ def read_no_option(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
     return no_option_frame(records)
 
 
-def _column(table: pd.DataFrame, name: str, p_holm: str) -> list[str]:
-    """``48.9 [32.2, 65.6]**``: a difference in points, its interval and its Holm-adjusted mark."""
+def _column(table: pd.DataFrame, name: str, p_holm: str, shown=drop) -> list[str]:
+    """``↓48.9 [32.2, 65.6]**``: a drop (or, with ``shown=signed``, another difference) in points
+    as every table writes it, its interval in the drop's sign and its Holm-adjusted mark."""
     return [
-        f"{100 * m:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]{tables.significance_mark(p)}"
+        f"{shown(m)} [{100 * lo:.1f}, {100 * hi:.1f}]{tables.significance_mark(p)}"
         for m, lo, hi, p in table[[name, f"{name}_low", f"{name}_high", p_holm]].itertuples(index=False)
     ]
 
@@ -84,7 +85,7 @@ def no_option_section(
                 "n": transfer["n_shared"],
                 "MC drop (pp)": _column(transfer, "mc_drop", "p_holm_mc"),
                 "no-option drop (pp)": _column(transfer, "no_option_drop", "p_holm_no_option"),
-                "transfer Δ (pp)": _column(transfer, "transfer", "p_holm"),
+                "transfer Δ (pp)": _column(transfer, "transfer", "p_holm", signed),
             }
         )
         names = "; ".join(f"scorer 1 {first}, scorer 2 {second}" for first, second in scorers)
@@ -115,6 +116,7 @@ def no_option_section(
             )
         )
     return Section(
+        title="No-option control",
         tables=found,
         notes=notes,
         numbers={

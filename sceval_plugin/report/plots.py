@@ -1,8 +1,12 @@
 """Figures for a paper (PNG at 200 dpi and PDF): severity curves, the joint-corruption scatter
 (the paper's Figure 5) and the model x operator heatmap of severity-70 drops.
 
-:func:`figures` says which figures the numbers can fill; one without data is not drawn, and
-the reason goes into the report's notes.
+:func:`figures` says which figures the numbers can fill, and how: one without data is not
+drawn (the reason goes into the report's notes), a scatter needs at least
+:data:`MIN_SCATTER_POINTS` points, and the drops are drawn as bars when the run has one model
+or one operator (a heatmap of one row or column shows nothing a bar would not, worse). Every
+figure has a caption saying what it shows. Units and signs: accuracy in %, drops in pp with
+positive = worse (eq. 5), as every table of the report (``conventions`` in report.json).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faultline_eval.core.figures import grid, pyplot, save
+from faultline_eval.core.figures import colour_bar, grid, pyplot, save
 from sceval_plugin.metrics.protocol import JOINT_BLOCKS, ConditionInfo, Numbers
 
 MODALITY_ORDER = ("text", "vision", "audio")
@@ -22,26 +26,35 @@ SEVERITIES = (0, 10, 30, 50, 70)
 MARKERS = {"tv": "o", "ta": "s", "va": "^", "tva": "D"}
 COLOURS = {"tv": "tab:red", "ta": "tab:blue", "va": "tab:green", "tva": "tab:purple"}
 BLOCK_LABELS = {"tv": "T+V", "ta": "T+A", "va": "V+A", "tva": "T+V+A"}
+#: One colour per modality, where a figure colours by modality (the drop bars).
+MODALITY_COLOURS = {"text": "tab:blue", "vision": "tab:orange", "audio": "tab:green"}
+#: Fewer points than this make no scatter: the joint table says it better.
+MIN_SCATTER_POINTS = 3
+#: Markers of the operators of one panel: lines that coincide stay distinguishable.
+CURVE_MARKERS = "osD^vP*X"
+#: How far apart (in severity units) the operators of one panel are drawn, so that equal values
+#: do not hide each other; the points keep their severity on the axis ticks.
+CURVE_OFFSET = 1.4
 
 Draw = Callable[[Numbers, dict, Path], list]
+#: Per model, modality and operator: severity -> (accuracy, interval low, interval high).
+Curves = dict[str, dict[str, dict[str, dict[int, tuple[float, float, float]]]]]
 
 
-def _single_curves(
-    numbers: Numbers, info: dict[str, ConditionInfo]
-) -> dict[str, dict[str, dict[str, dict[int, float]]]]:
-    """model -> modality -> operator -> severity -> accuracy (severity 0 = clean, when run)."""
+def _single_curves(numbers: Numbers, info: dict[str, ConditionInfo]) -> Curves:
+    """model -> modality -> operator -> severity -> (accuracy, ci low, ci high), severity 0 = clean when run."""
     s = numbers.summary.dropna(subset=["accuracy"])
-    clean = s[s["condition_id"] == "clean"].set_index("model")["accuracy"]
-    curves: dict = {}
-    for model, cid, value in zip(s["model"], s["condition_id"], s["accuracy"]):
+    clean = s[s["condition_id"] == "clean"].set_index("model")[["accuracy", "ci_low", "ci_high"]]
+    curves: Curves = {}
+    for model, cid, value, low, high in zip(s["model"], s["condition_id"], s["accuracy"], s["ci_low"], s["ci_high"]):
         c = info.get(cid)
         if c is None or c.block != "single":
             continue
         modality, op, severity = c.corruptions[0]
         curve = curves.setdefault(model, {}).setdefault(modality, {}).setdefault(op, {})
-        curve[severity] = value
+        curve[severity] = (value, low, high)
         if model in clean.index:
-            curve[0] = clean[model]
+            curve[0] = tuple(clean.loc[model])
     return curves
 
 
@@ -69,33 +82,63 @@ def _heatmap_grid(numbers: Numbers, info: dict[str, ConditionInfo], operators: l
     return models, [operators[j] for j in keep], drops[:, keep]
 
 
+def _modality_of(info: dict[str, ConditionInfo]) -> dict[str, str]:
+    return {c.corruptions[0][1]: c.corruptions[0][0] for c in info.values() if c.block == "single"}
+
+
+SEVERITY_CAPTION = (
+    "Accuracy (%) against severity (0 = clean) for every single-modality operator that was run, one panel "
+    "per model and modality; each operator has its own marker and is drawn a little to the side of the "
+    "others, so lines that coincide stay visible; bars: 95% bootstrap intervals."
+)
+SCATTER_CAPTION = (
+    "Per model, every joint cell's total severity s_t + s_v + s_a against its drop from clean (pp, positive = "
+    "worse, eq. 5), one marker per combination (the paper's Figure 5); points below 0 are apparent gains."
+)
+
+
 def figures(
     numbers: Numbers, info: dict[str, ConditionInfo], operators: list[str]
-) -> dict[str, tuple[Draw, str | None]]:
-    """Figure name -> (drawing function ``draw(numbers, info, stem)``, why it is not drawn or None)."""
+) -> dict[str, tuple[Draw, str, str | None]]:
+    """Figure name -> (drawing function ``draw(numbers, info, stem)``, caption, why it is not drawn or None)."""
     has_curves = bool(_single_curves(numbers, info))
-    has_joint = not _joint_points(numbers, info).empty
-    has_heatmap = bool(_heatmap_grid(numbers, info, operators)[1])
+    points = len(_joint_points(numbers, info))
+    models, ops, _ = _heatmap_grid(numbers, info, operators)
+    as_bars = len(models) == 1 or len(ops) == 1
+    if not points:
+        no_scatter = "no joint cell with a drop from clean (needs the clean condition and at least one joint cell)"
+    elif points < MIN_SCATTER_POINTS:
+        no_scatter = f"only {points} joint cell(s) with a drop from clean, too few for a scatter: see joint.md"
+    else:
+        no_scatter = None
     return {
-        "severity_curves": (severity_curves, None if has_curves else "no single-modality cell with a valid output"),
-        "joint_scatter": (
-            joint_scatter,
-            None
-            if has_joint
-            else "no joint cell with a drop from clean (needs the clean condition and at least one joint cell)",
+        "severity_curves": (
+            severity_curves,
+            SEVERITY_CAPTION,
+            None if has_curves else "no single-modality cell with a valid output",
         ),
         "drop_heatmap": (
             functools.partial(drop_heatmap, operators=operators),
+            (
+                "Drop from clean at severity 70 (pp, positive = worse, eq. 5) of every operator that was run, "
+                + ("one bar per operator, coloured by modality" if len(models) == 1 else "one bar per model")
+                + (f" ({models[0]})" if len(models) == 1 else f" ({ops[0]})" if ops else "")
+                + "; a heatmap needs at least two models and two operators"
+                if as_bars
+                else "Drop from clean at severity 70 (pp, positive = worse, eq. 5), models x operators, operators "
+                "grouped under text / vision / audio; red: worse than clean, blue: better, grey: not run"
+            ),
             None
-            if has_heatmap
+            if ops
             else "no severity-70 single cell with a drop from clean (needs clean and single cells at severity 70)",
         ),
+        "joint_scatter": (joint_scatter, SCATTER_CAPTION, no_scatter),
     }
 
 
 def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) -> list[Path]:
     """One panel per model x modality: accuracy (%) against severity, clean drawn at 0, one line
-    per operator; each modality's legend below its column, outside the data."""
+    per operator with its 95 % intervals; each modality's legend below its column, outside the data."""
     plt = pyplot()
     curves = _single_curves(numbers, info)
     models = sorted(curves)
@@ -110,13 +153,14 @@ def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path
         sharey="row",
     )
     for i, model in enumerate(models):
-        values = [v for m in curves[model].values() for curve in m.values() for v in curve.values()]
+        values = [x for m in curves[model].values() for curve in m.values() for v in curve.values() for x in v]
+        values = [v for v in values if np.isfinite(v)]
         low, high = 100 * min(values), 100 * max(values)
         pad = max(2.0, 0.08 * (high - low))
         for j, modality in enumerate(modalities):
             ax = axes[i][j]
             _curve_panel(plt, ax, curves[model].get(modality, {}), operators[modality])
-            ax.set_ylim(max(0.0, low - pad), min(102.0, high + pad))  # room for lines at 100 %
+            ax.set_ylim(max(-1.0, low - pad), min(103.0, high + pad))  # room for markers at 100 %
             if i == 0:
                 ax.set_title(modality, fontsize=10)
             if j == 0:
@@ -125,27 +169,35 @@ def severity_curves(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path
                 ax.set_xlabel("severity (0 = clean)")
     for j, modality in enumerate(modalities):
         _legend_below_column(fig, axes[:, j], f"{modality} operator")
-    fig.suptitle("Single-modality severity curves (mean-variant accuracy)", fontsize=11)
+    fig.suptitle("Single-modality severity curves (mean-variant accuracy, 95% intervals)", fontsize=11)
     fig.tight_layout()
     return save(fig, stem)
 
 
-def _curve_panel(plt, ax, curves: dict[str, dict[int, float]], operators: list[str]) -> None:
-    """One line per operator (accuracy % against severity), in operator order."""
+def _curve_panel(plt, ax, curves: dict[str, dict[int, tuple[float, float, float]]], operators: list[str]) -> None:
+    """One line per operator (accuracy % against severity, with its intervals), in operator order;
+    operator k is drawn ``CURVE_OFFSET`` units beside operator k-1 (centred on the true severity)
+    with its own marker, so that equal curves lie side by side instead of on top of each other."""
     cmap = plt.get_cmap("tab10")
-    markers = "osD^vP*X"  # lines that coincide stay distinguishable by their markers
     for k, op in enumerate(operators):
         curve = curves.get(op)
         if not curve:
             continue
         xs = sorted(curve)
-        ax.plot(
-            xs,
-            [100 * curve[x] for x in xs],
-            marker=markers[k % len(markers)],
+        shift = (k - (len(operators) - 1) / 2) * CURVE_OFFSET
+        y = np.array([100 * curve[x][0] for x in xs])
+        low = np.array([100 * curve[x][1] for x in xs])
+        high = np.array([100 * curve[x][2] for x in xs])
+        ax.errorbar(
+            [x + shift for x in xs],
+            y,
+            yerr=np.nan_to_num(np.vstack([y - low, high - y]), nan=0.0).clip(min=0),
+            marker=CURVE_MARKERS[k % len(CURVE_MARKERS)],
             markersize=4,
             markerfacecolor="none",
-            linewidth=1.3,
+            linewidth=1.2,
+            elinewidth=0.6,
+            capsize=1.5,
             color=cmap(k % 10),
             label=op,
         )
@@ -221,15 +273,18 @@ def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path) 
 
 
 def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, operators: list[str]) -> list[Path]:
-    """Models x operators: the drop from clean at severity 70 (pp), annotated, on colours that
-    diverge around zero (red: worse than clean, blue: better); operators grouped by modality."""
+    """Models x operators: the drop from clean at severity 70 (pp, positive = worse), annotated, on
+    colours that diverge around zero (red: worse than clean, blue: better); operators grouped
+    under their modality. With one model or one operator, bars instead (:func:`_drop_bars`)."""
     plt = pyplot()
     from matplotlib.colors import TwoSlopeNorm
 
     models, ops, drops = _heatmap_grid(numbers, info, operators)
-    modality_of = {c.corruptions[0][1]: c.corruptions[0][0] for c in info.values() if c.block == "single"}
+    modality_of = _modality_of(info)
+    if len(models) == 1 or len(ops) == 1:
+        return _drop_bars(plt, models, ops, drops, modality_of, stem)
     limit = max(1.0, float(np.nanmax(np.abs(drops))))
-    fig, ax = plt.subplots(figsize=(2.2 + 0.62 * len(ops), 2.4 + 0.42 * len(models)))
+    fig, ax = plt.subplots(figsize=(2.2 + 0.62 * len(ops), 2.6 + 0.42 * len(models)))
     image = ax.imshow(np.ma.masked_invalid(drops), cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -limit, limit), aspect="auto")
     ax.set_facecolor("#dddddd")  # cells not run
     ax.set_xticks(range(len(ops)), ops, rotation=45, ha="right", fontsize=8)
@@ -246,12 +301,74 @@ def drop_heatmap(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *
                 fontsize=7,
                 color="white" if np.isfinite(value) and abs(value) > 0.6 * limit else "black",
             )
-    for j in range(1, len(ops)):  # rules between modalities
-        if modality_of.get(ops[j]) != modality_of.get(ops[j - 1]):
-            ax.axvline(j - 0.5, color="black", linewidth=1.2)
-    bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
-    bar.set_label("drop from clean (pp)\nred: worse, blue: better", fontsize=8)
-    bar.ax.tick_params(labelsize=7)
-    ax.set_title("Where models break: severity-70 drops", fontsize=10)
+    for start, end, modality in _modality_spans(ops, modality_of):
+        if start:
+            ax.axvline(start - 0.5, color="black", linewidth=1.2)
+        ax.text(
+            (start + end) / 2, 1.01, modality, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=9
+        )
+    colour_bar(fig, image, ax, "drop from clean (pp)\nred: worse, blue: better")
+    ax.set_title("Where models break: severity-70 drops", fontsize=10, pad=16)
+    fig.tight_layout()
+    return save(fig, stem)
+
+
+def _modality_spans(ops: list[str], modality_of: dict[str, str]) -> list[tuple[int, int, str]]:
+    """(first, last index, modality) of each run of operators of one modality, in order."""
+    spans: list[tuple[int, int, str]] = []
+    for j, op in enumerate(ops):
+        modality = modality_of.get(op, "?")
+        if spans and spans[-1][2] == modality:
+            spans[-1] = (spans[-1][0], j, modality)
+        else:
+            spans.append((j, j, modality))
+    return spans
+
+
+def _drop_bars(plt, models: list[str], ops: list[str], drops: np.ndarray, modality_of: dict[str, str], stem: Path):
+    """The severity-70 drops of one model (a bar per operator, coloured and grouped by modality) or
+    of one operator (a bar per model), each bar labelled with its value; no bar where not run."""
+    one_model = len(models) == 1
+    labels, values = (ops, drops[0]) if one_model else (models, drops[:, 0])
+    colours = [MODALITY_COLOURS.get(modality_of.get(op, ""), "tab:grey") for op in ops] if one_model else "tab:red"
+    fig, ax = plt.subplots(figsize=(max(3.6, 1.6 + 0.5 * len(labels)), 3.4))
+    x = np.arange(len(labels))
+    ax.bar(x, np.nan_to_num(values), 0.7, color=colours)
+    for pos, value in zip(x, values):
+        text = "not run" if not np.isfinite(value) else f"{value:.1f}"
+        ax.annotate(
+            text,
+            (pos, 0 if not np.isfinite(value) else value),
+            xytext=(0, 2 if not np.isfinite(value) or value >= 0 else -2),
+            textcoords="offset points",
+            ha="center",
+            va="bottom" if not np.isfinite(value) or value >= 0 else "top",
+            fontsize=7,
+        )
+    ax.axhline(0, color="black", linewidth=0.8)
+    margin = 0.5 + max(0.0, (3 - len(labels)) / 2)  # a lone bar stays bar-wide, not figure-wide
+    ax.set_xlim(-margin, len(labels) - 1 + margin)
+    ax.set_xticks(x, labels, rotation=45, ha="right", fontsize=8)
+    finite = values[np.isfinite(values)]
+    top, bottom = max(1.0, float(finite.max(initial=0))), min(0.0, float(finite.min(initial=0)))
+    ax.set_ylim(bottom - 0.12 * (top - bottom), top + 0.15 * (top - bottom))
+    ax.set_ylabel("drop from clean (pp)\n(positive = worse)", fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    if one_model:
+        for start, end, modality in _modality_spans(ops, modality_of):
+            if start:
+                ax.axvline(start - 0.5, color="black", linewidth=0.8, linestyle=":")
+            ax.text(
+                (start + end) / 2,
+                1.01,
+                modality,
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=9,
+            )
+        ax.set_title(f"Where {models[0]} breaks: severity-70 drops", fontsize=10, pad=16)
+    else:
+        ax.set_title(f"Severity-70 drop of {ops[0]} ({modality_of.get(ops[0], '?')}) per model", fontsize=10)
     fig.tight_layout()
     return save(fig, stem)

@@ -350,17 +350,35 @@ def _figures(table: pd.DataFrame, metrics: pd.DataFrame, drawn: bool) -> tuple[l
     a note for each other one."""
     found: list[Figure] = []
     notes = []
-    for name, draw, family in (
-        ("probe_desync", functools.partial(desync_figure, table, metrics), "desync"),
-        ("probe_frame_budget", functools.partial(budget_figure, table), "frame_budget"),
-        ("probe_key_frame", functools.partial(position_figure, table), "key_frame"),
+    for name, draw, family, caption in (
+        (
+            "probe_desync",
+            functools.partial(desync_figure, table, metrics),
+            "desync",
+            "Accuracy (%) against the audio shift (s; + = audio later, 0 = clean), one line per model with "
+            "95% bootstrap intervals; the legend gives each model's slope on |shift| (pp per second, signed).",
+        ),
+        (
+            "probe_frame_budget",
+            functools.partial(budget_figure, table),
+            "frame_budget",
+            "Accuracy (%) per frame budget, one bar per model with 95% bootstrap intervals; dashed: the "
+            f"model's accuracy at the headline budget ({HEADLINE_BUDGET} frames).",
+        ),
+        (
+            "probe_key_frame",
+            functools.partial(position_figure, table),
+            "key_frame",
+            "Accuracy (%) with the key frame first, middle or last, one bar per model with 95% bootstrap "
+            "intervals; dashed: the model's clean accuracy.",
+        ),
     ):
         if not table["family"].eq(family).any():
             notes.append(f"figure {name} not drawn: no condition of its probe family in the logs")
         elif not drawn:
             notes.append(f"figure {name} not drawn: figures turned off (--no-figures)")
         else:
-            found.append(Figure(name, draw))
+            found.append(Figure(name, draw, caption))
     return found, notes
 
 
@@ -427,6 +445,7 @@ def probes_section(
         notes.append("probes: no stated confidence in the logs, so the calibration table is not written")
     drawings, more = _figures(table, metrics, figures)
     return Section(
+        title="Mechanism probes",
         tables=tables,
         figures=drawings,
         notes=notes + more,

@@ -15,7 +15,7 @@ import pandas as pd
 
 from faultline_eval.core.figures import Figure
 from faultline_eval.core.report_writer import Section
-from faultline_eval.core.tables import Table, json_records
+from faultline_eval.core.tables import CONVENTIONS, Table, json_records
 from sceval_plugin import operators
 from sceval_plugin.metrics.protocol import ConditionInfo, Numbers
 from sceval_plugin.report import plots, tables
@@ -32,7 +32,8 @@ def operator_names() -> list[str]:
 def head(
     numbers: Numbers, trials: pd.DataFrame, run_dirs: Sequence[str | Path], *, b: int, seed: int, delta_single: str
 ) -> dict[str, Any]:
-    """report.json's first entries: the settings the numbers were computed with, and the counts."""
+    """report.json's first entries: the settings the numbers were computed with, the units and
+    signs every table and figure follows, and the counts."""
     return {
         "settings": {
             "bootstrap_resamples": b,
@@ -48,6 +49,7 @@ def head(
             if "seed_scheme" in trials
             else None,
         },
+        "conventions": {**CONVENTIONS, "slope": tables.SLOPE_CONVENTION},
         "counts": {
             "trials": int(len(trials)),
             "models": sorted(map(str, trials["model"].unique())),
@@ -61,14 +63,19 @@ def figures_section(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[
     or every one unless ``drawn``, is listed in ``figures_skipped`` with its reason."""
     found = plots.figures(numbers, info, ops)
     if not drawn:
-        found = {name: (draw, reason or "figures turned off (--no-figures)") for name, (draw, reason) in found.items()}
-    skipped = {name: reason for name, (_, reason) in found.items() if reason}
+        found = {
+            name: (*rest, reason or "figures turned off (--no-figures)") for name, (*rest, reason) in found.items()
+        }
+    skipped = {name: reason for name, (*_, reason) in found.items() if reason}
     return Section(
         figures=[
-            Figure(name, functools.partial(draw, numbers, info)) for name, (draw, reason) in found.items() if not reason
+            Figure(name, functools.partial(draw, numbers, info), caption)
+            for name, (draw, caption, reason) in found.items()
+            if not reason
         ],
         notes=[f"figure {name} not drawn: {reason}" for name, reason in skipped.items()],
         numbers={"figures_skipped": skipped},
+        title="The fault-line picture",
     )
 
 
@@ -91,36 +98,51 @@ def _main_tables(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[str
             "single_modality_s70",
             "Severity-70 single-modality accuracy (%) with drop from clean (pp)",
             *tables.single_matrix(numbers, info, ops),
+            question="Which single-modality corruption hurts each model most at severity 70 (Table 2)?",
         ),
-        Table("joint", joint_caption, *tables.joint_table(numbers, info)),
+        Table(
+            "joint",
+            joint_caption,
+            *tables.joint_table(numbers, info),
+            question="Does corrupting two or three modalities at once cost more than the worst single "
+            "corruption (Δsingle, eq. 6), and is it significant?",
+        ),
         Table(
             "single_baselines",
             "Δsingle baselines: the weakest observed single-modality cell and the grid observed",
             *tables.single_baselines_table(numbers),
+            question="Which single cell is each model's Δsingle measured against, and how much of its grid was run?",
         ),
         Table(
             "below_weakest_single",
             "Joint cells below the weakest single cell (Δsingle > 0; significant: "
-            "Holm-adjusted McNemar p<.05), and under the same-severity comparison (C.3)",
+            "Holm-adjusted McNemar p<.05), and under the same-severity comparison (C.3); max Δsingle: "
+            "↓ below the weakest single cell, ↑ above it (pp)",
             *tables.below_single_table(numbers, info),
+            question="How many joint cells fall below their weakest single cell, per combination (C.3)?",
         ),
         Table(
             "panel",
             "Lightweight panel (Table 8): block means (%), panel fault = mean of the four FS_S (pp), "
             "C_asym = Acc(t70/v70) - Acc(t30/v70) (pp)",
             *tables.panel_table(numbers, info),
+            question="How fragile is each model on the 12-cell lightweight panel, and where is its "
+            "strongest fault line (Table 8)?",
         ),
         Table(
             "controls",
             "Missing-modality, shortcut and option-order controls; ‡ the no-text control does not "
             "apply to items without textual evidence beyond question and options (left out, see notes)",
             *tables.controls_table(numbers, info),
+            question="Does each model use every modality (M_m), lean on text-only shortcuts (G) or on option order?",
         ),
         Table(
             "diagnostics",
-            "Fault-line scores FS_S over the 12-cell panel (Table 20), drop over every run cell of "
-            "each block, fragility slopes and shortcut gap",
+            "Fault-line scores FS_S over the 12-cell panel (Table 20) and drop over every run cell of "
+            "each block (pp, ↓ = below clean), fragility slopes S_m (pp per severity unit, Table 19) and "
+            "shortcut gap G = Acc(text only) − chance (pp)",
             *tables.diagnostics_table(numbers, info),
+            question="Which combination is each model's fault line (FS_S), and which channel decays fastest (S_m)?",
         ),
     ]
 
@@ -136,7 +158,24 @@ def tables_section(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[s
             written.append(table)
         elif not table.raw.empty:
             notes.append(f"table {table.name} not written: none of its quantities can be computed from these logs")
-    written += [Table("conditions", "", None, numbers.summary), Table("comparisons", "", None, numbers.comparisons)]
+    written += [
+        Table(
+            "conditions",
+            "",
+            None,
+            numbers.summary,
+            question="Every (model, condition): accuracy with its interval, drops, coverage and invalid "
+            "outputs: the numbers behind every table (fractions)",
+        ),
+        Table(
+            "comparisons",
+            "",
+            None,
+            numbers.comparisons,
+            question="Every paired test (clean vs condition, single vs joint, model vs model): McNemar "
+            "p-values before and after Holm, with invalid outputs as incorrect and as missing",
+        ),
+    ]
     flips = numbers.comparisons[numbers.comparisons["flips"].astype(bool)] if not numbers.comparisons.empty else []
     if len(flips):
         notes.append(
@@ -146,6 +185,7 @@ def tables_section(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[s
     return Section(
         tables=written,
         notes=notes,
+        title="Headline tables",
         numbers={
             "conditions": json_records(numbers.summary),
             "diagnostics": json_records(numbers.diagnostics),

@@ -4,8 +4,6 @@ builder returns ``(shown, raw, trial_links)`` for a :class:`faultline_eval.core.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
@@ -14,6 +12,19 @@ from sceval_plugin.metrics.protocol import ASYMMETRY_CELLS, JOINT_BLOCKS, MODALI
 
 #: What a table builder returns: shown, raw and the shown cells' trial links.
 Body = tuple[pd.DataFrame, pd.DataFrame, TrialLinks | None]
+
+
+#: SCEval's own unit on top of :data:`faultline_eval.core.tables.CONVENTIONS`.
+SLOPE_CONVENTION = (
+    "Fragility slopes S_m (Table 19) are pp per severity unit, three decimals, signed as the paper's: negative = "
+    "accuracy falls as severity rises (the desync slope: pp per second of |shift|); report.json and the CSV "
+    "files hold them as fractions per unit (-0.00378 = -0.378 pp/sev)."
+)
+
+
+def slope(x: float | None) -> str:
+    """A fragility slope S_m (a fraction per severity unit) in pp per severity unit, signed (Table 19)."""
+    return "–" if x is None or not np.isfinite(x) else f"{100 * x:+.3f}"
 
 
 def holm_scope(holm_families: str) -> str:
@@ -176,7 +187,7 @@ def below_single_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body
             "block": b["block"].str.upper().replace("ALL", "all"),
             "below weakest single": [f"{n} of {m}" for n, m in zip(b["below_weakest_single"], b["joint_cells"])],
             "significant": b["significant"],
-            "max Δsingle": b["max_delta_single"].map(signed),
+            "max Δsingle": b["max_delta_single"].map(drop),
             "at": b["max_cell"],
             "below (same severity)": [f"{n} of {m}" for n, m in zip(b["below_same_severity"], b["joint_cells"])],
         }
@@ -280,7 +291,7 @@ def controls_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
                 "M_t / M_v / M_a": " / ".join(signed(row_raw[k]) for k in ("M_t", "M_v", "M_a")),
                 "Q+options": pp(row_raw["shortcut_question_options"]),
                 "text only": pp(row_raw["shortcut_text_only"]),
-                "G": pp(row_raw["G"]),
+                "G": signed(row_raw["G"]),
                 "V+A generic": pp(row_raw["shortcut_visual_audio"]),
                 "options only": pp(row_raw["shortcut_options_only"]),
                 "order mean / worst (clean)": "–"
@@ -317,13 +328,10 @@ def diagnostics_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
         {
             "model": d["model"],
             "clean": d["clean"].map(pp),
-            **{f"FS {b}": d[f"FS_{b}"].map(pp) for b in JOINT_BLOCKS},
-            **{f"drop all {b}": d[f"drop_all_{b}"].map(pp) for b in JOINT_BLOCKS},
-            **{
-                f"S_{m} (pp/10 sev)": d[f"S_{m}"].map(lambda x: "–" if not math.isfinite(x) else f"{1000 * x:+.2f}")
-                for m in "tva"
-            },
-            "G": d["G"].map(pp),
+            **{f"FS {b}": d[f"FS_{b}"].map(drop) for b in JOINT_BLOCKS},
+            **{f"drop all {b}": d[f"drop_all_{b}"].map(drop) for b in JOINT_BLOCKS},
+            **{f"S_{m} (pp/sev)": d[f"S_{m}"].map(slope) for m in "tva"},
+            "G": d["G"].map(signed),
         }
     )
     links = [
@@ -332,7 +340,7 @@ def diagnostics_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
             **{f"FS {b}": trials_in(["clean", *cells_of(info, b, panel=True)], m) for b in JOINT_BLOCKS},
             **{f"drop all {b}": trials_in(["clean", *cells_of(info, b)], m) for b in JOINT_BLOCKS},
             **{
-                f"S_{letter} (pp/10 sev)": trials_in(["clean", *cells_of(info, "single", modality=modality)], m)
+                f"S_{letter} (pp/sev)": trials_in(["clean", *cells_of(info, "single", modality=modality)], m)
                 for letter, modality in MODALITIES.items()
             },
             "G": trials_in(["shortcut_text_only"], m),

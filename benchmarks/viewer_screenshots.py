@@ -1,0 +1,106 @@
+"""Screenshots of the results viewer, at a desktop width (1,280 px) and a phone's (390 px), for the docs.
+
+    python benchmarks/viewer_screenshots.py SITE -o SHOTS/          # a site `faultline view` or --html wrote
+    python benchmarks/viewer_screenshots.py --demo -o SHOTS/        # the demo main job, its reports and site first
+
+Pages: the front page, each benchmark's overview, a cell page filtered to the trials not correct,
+a sample page, and the search box with results. Uses Debian's Chromium (``apt-get install
+chromium``) through Playwright, headless, from ``file://``; the PNGs are not part of the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+WIDTHS = {"desktop": 1280, "phone": 390}
+
+
+def demo_site(work: Path) -> Path:
+    """The README's main job on the demo, both reports, and the site with them."""
+    out = work / "demo_out"
+    steps = [
+        [str(BIN / "faultline-eval"), "eval", "--model", "sceval_reference", "--tasks",
+         "sceval_panel,sceval_single,c3po_all", "--log_samples", "--output_path", str(out)],
+        [str(BIN / "sceval"), "report", str(out), "-o", str(out / "report"), "--quiet"],
+        [str(BIN / "c3po"), "report", str(out), "-o", str(out / "c3po-report")],
+        [str(BIN / "faultline"), "view", str(out), "-o", str(out / "html"), "--sceval-report", str(out / "report"),
+         "--c3po-report", str(out / "c3po-report")],
+    ]  # fmt: skip
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True)  # the commands run offline by default
+        if done.returncode:
+            raise SystemExit(f"{' '.join(step)} failed:\n{done.stderr[-2000:]}")
+    return out / "html"
+
+
+def pages(site: Path) -> list[tuple[str, str]]:
+    """(name, address) of each page shot."""
+    found = [("index", (site / "index.html").as_uri())]
+    for bench in ("sceval", "c3po"):
+        if not (site / bench).is_dir():
+            continue
+        found.append((f"{bench}-overview", (site / bench / "index.html").as_uri()))
+        cells = sorted(p for p in (site / bench / "cells").glob("*.html") if not p.name.startswith("group-"))
+        if cells:
+            found.append((f"{bench}-cell", cells[min(1, len(cells) - 1)].as_uri() + "#verdict=!correct"))
+        samples = sorted((site / bench / "samples").glob("*.html"))
+        if samples:
+            found.append((f"{bench}-sample", samples[0].as_uri()))
+    return found
+
+
+def shoot(site: Path, out: Path, chromium: str, query: str) -> list[Path]:
+    from playwright.sync_api import sync_playwright  # heavy: only for the screenshots
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        for kind, width in WIDTHS.items():
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            for name, address in pages(site):
+                page.goto(address)
+                page.wait_for_load_state("load")
+                written.append(out / f"{name}-{kind}.png")
+                # the whole page, down to 3,000 px (a sample page of 69 conditions is far longer)
+                height = min(3000, page.evaluate("document.documentElement.scrollHeight"))
+                page.screenshot(
+                    path=written[-1], full_page=True, clip={"x": 0, "y": 0, "width": width, "height": height}
+                )
+            page.goto((site / "index.html").as_uri())
+            page.fill("#fl-search", query)  # the search box over the whole site
+            page.wait_for_selector("#fl-results li")
+            written.append(out / f"search-{kind}.png")
+            page.screenshot(path=written[-1])
+            page.close()
+        browser.close()
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("site", nargs="?", help="a site folder (its index.html)")
+    parser.add_argument("--demo", action="store_true", help="run the demo main job and write its site first")
+    parser.add_argument("-o", "--output", required=True, help="folder for the PNGs")
+    parser.add_argument("--query", default="count", help="what the search screenshot searches for")
+    args = parser.parse_args(argv)
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        parser.error("no chromium binary (apt-get install chromium)")
+    if bool(args.site) == args.demo:
+        parser.error("give a SITE folder or --demo")
+    with tempfile.TemporaryDirectory() as work:
+        site = demo_site(Path(work)) if args.demo else Path(args.site)
+        for path in shoot(site, Path(args.output), chromium, args.query):
+            print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

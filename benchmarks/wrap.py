@@ -1,0 +1,201 @@
+"""What wrapping an lmms-eval task with SCEval conditions costs per request (issue 27, design §11).
+
+    python benchmarks/wrap.py video [--seconds 10] [--width 640] [--height 360] [--rounds 5]
+
+``video``: decode/corrupt/encode time per request of a wrapped task whose ``doc_to_visual`` gives a
+video path (worldsense, videomme, mvbench, ...), against the shared decode cache that SCEval's own
+tasks read frames through, measured in the same run. The item is one H.264 (yuv420p, crf 18) +
+AAC mp4 of ``--seconds`` at 25 fps and ``--width``x``--height`` (textured frames, a moving
+pattern, sensor-like noise). The wrapper's path: frames on the default grid (App. F.2: 1 frame/s,
+at most 8) and the audio track through the decode cache, the ``noise`` operator at severity 50 on
+the stack (``single_noise_v50``), the lossless MP4 written into the file cache.
+
+Arms, one request each, interleaved round by round (the order rotates; medians printed):
+
+* ``decode cold``:       the decode cache empty in memory and on disk: decode frames + audio track
+                         (SCEval's per-request cost the first time an item is seen; the named peer);
+* ``decode warm disk``:  memory empty, the entry on disk (a later run, another rank);
+* ``decode warm memory``: the entry in memory (every later condition of the same item in a run);
+* ``wrapped cold``:      decode cache and file cache empty: decode + corrupt + encode + write;
+* ``wrapped new``:       decode in memory, a condition/variant not yet written: corrupt + encode;
+* ``wrapped clean new``: the same for ``clean`` (no operator): the re-encode alone;
+* ``wrapped hit``:       the file already written (reruns, other models): a stat and a path;
+* ``corrupt only`` / ``encode only``: the operator call / :func:`write_video_lossless` alone.
+
+The operating system's page cache is not dropped between arms: "cold" means the project's caches
+are empty, not the disk's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+# --- video part: decode/corrupt/encode per request vs the decode cache ---------------------------------
+
+SOURCE_FPS = 25
+VIDEO_ARMS = (
+    "decode cold",
+    "decode warm disk",
+    "decode warm memory",
+    "wrapped cold",
+    "wrapped new",
+    "wrapped clean new",
+    "wrapped hit",
+    "corrupt only",
+    "encode only",
+)
+#: Each arm's ratio is printed against this peer (what SCEval's path costs for a first request).
+VIDEO_PEER = "decode cold"
+
+
+def make_video(path: Path, *, seconds: int, width: int, height: int) -> Path:
+    """A camera-like source clip: a textured background panning, noise per frame, a tone."""
+    from faultline_eval.core.media import SAMPLE_RATE
+    from faultline_eval.core.media_processing import write_clip
+
+    rng = np.random.default_rng(0)
+    texture = np.kron(rng.integers(0, 256, (height // 8 + 1, width // 8 + 1, 3), dtype=np.uint8), np.ones((8, 8, 1)))
+    texture = texture.astype(np.uint8)
+
+    def frames():
+        for i in range(seconds * SOURCE_FPS):
+            frame = np.roll(texture, 2 * i, axis=1)[:height, :width].astype(np.int16)
+            yield np.clip(frame + rng.normal(0, 4, frame.shape), 0, 255).astype(np.uint8)
+
+    tone = 0.3 * np.sin(2 * np.pi * 220 * np.arange(seconds * SAMPLE_RATE) / SAMPLE_RATE)
+    return write_clip(path, frames(), Fraction(SOURCE_FPS), tone.astype(np.float32))
+
+
+class VideoArms:
+    """The arms on one source clip: :meth:`prepare` puts the caches in the state an arm measures
+    (not timed), :meth:`run` is the timed request; ``request`` numbers make "new" conditions new."""
+
+    def __init__(self, source: Path, scratch: Path) -> None:
+        from faultline_eval.tasks.wrapped_media import MediaCorruption, decoded_video
+
+        self.source, self.scratch = str(source), scratch
+        self.stack, self.track = decoded_video(self.source)
+        self.hit = MediaCorruption(self.noise, None, identity="noise/hit")
+        self.stack = np.array(self.stack)  # a private copy: the decode cache is cleared between arms
+        self.encode_frames = self.noise(self.stack)
+
+    @staticmethod
+    def noise(stack: np.ndarray) -> np.ndarray:
+        from sceval_plugin import operators
+
+        return operators.apply("noise", stack, severity=50, variant=1, key="bench/doc")
+
+    def corrupt(self, identity: str, clean: bool = False) -> None:
+        from faultline_eval.tasks.wrapped_media import MediaCorruption, corrupt_media
+
+        corrupt_media(
+            [self.source], MediaCorruption(None if clean else self.noise, None, identity=identity), where="bench"
+        )
+
+    def prepare(self, arm: str) -> None:
+        from faultline_eval.core import decode_cache
+        from faultline_eval.tasks import wrapped_media
+        from faultline_eval.tasks.wrapped_media import corrupt_media, decoded_video
+
+        if arm in ("decode cold", "wrapped cold"):
+            decode_cache.clear()
+            shutil.rmtree(wrapped_media.folder(), ignore_errors=True)
+            return
+        decoded_video(self.source)  # on disk and in memory
+        if arm == "decode warm disk":
+            decode_cache.clear_memory()
+        if arm == "wrapped hit":
+            corrupt_media([self.source], self.hit, where="bench")
+
+    def run(self, arm: str, request: int) -> None:
+        from faultline_eval.core import media
+        from faultline_eval.tasks.wrapped_media import corrupt_media, decoded_video
+
+        if arm.startswith("decode"):
+            decoded_video(self.source)
+        elif arm in ("wrapped cold", "wrapped new"):
+            self.corrupt(f"noise/{request}")
+        elif arm == "wrapped clean new":
+            self.corrupt(f"clean/{request}", clean=True)
+        elif arm == "wrapped hit":
+            corrupt_media([self.source], self.hit, where="bench")
+        elif arm == "corrupt only":
+            self.noise(self.stack)
+        elif arm == "encode only":
+            media.write_video_lossless(self.scratch / f"{request}.mp4", self.encode_frames, 1.0, self.track)
+        else:
+            raise ValueError(arm)
+
+
+def video_costs(
+    *, seconds: int = 10, width: int = 640, height: int = 360, rounds: int = 5
+) -> dict[str, tuple[float, float]]:
+    """Median (wall, CPU) seconds per request of each arm of :data:`VIDEO_ARMS` (module docstring),
+    the arms interleaved round by round in a rotating order, in a cache folder of their own. CPU
+    is this process's (all threads): on a shared machine it moves less than the wall clock."""
+    previous = os.environ.get("SCEVAL_CACHE")
+    with tempfile.TemporaryDirectory(prefix="wrap-bench-") as tmp:
+        os.environ["SCEVAL_CACHE"] = str(Path(tmp) / "cache")
+        try:
+            source = make_video(Path(tmp) / "clip.mp4", seconds=seconds, width=width, height=height)
+            arms = VideoArms(source, Path(tmp))
+            times: dict[str, list[tuple[float, float]]] = {arm: [] for arm in VIDEO_ARMS}
+            request = 0
+            for r in range(rounds):
+                for arm in VIDEO_ARMS[r % len(VIDEO_ARMS) :] + VIDEO_ARMS[: r % len(VIDEO_ARMS)]:
+                    arms.prepare(arm)
+                    request += 1
+                    start, cpu = time.perf_counter(), time.process_time()
+                    arms.run(arm, request)
+                    times[arm].append((time.perf_counter() - start, time.process_time() - cpu))
+        finally:
+            if previous is None:
+                os.environ.pop("SCEVAL_CACHE", None)
+            else:
+                os.environ["SCEVAL_CACHE"] = previous
+    return {
+        arm: (statistics.median(wall for wall, _ in values), statistics.median(cpu for _, cpu in values))
+        for arm, values in times.items()
+    }
+
+
+def print_video_costs(
+    costs: dict[str, tuple[float, float]], *, seconds: int, width: int, height: int, rounds: int
+) -> None:
+    peer_wall, peer_cpu = costs[VIDEO_PEER]
+    print(
+        f"video item: {seconds} s {width}x{height} H.264+AAC at {SOURCE_FPS} fps; grid 1 frame/s, at most 8; "
+        f"noise severity 50; {rounds} interleaved rounds, median per request"
+    )
+    print(f"{'arm':<20} {'wall ms':>9} {'cpu ms':>9} {'wall x peer':>12} {'cpu x peer':>11}   (peer: {VIDEO_PEER})")
+    for arm in VIDEO_ARMS:
+        wall, cpu = costs[arm]
+        print(f"{arm:<20} {wall * 1000:>9.2f} {cpu * 1000:>9.2f} {wall / peer_wall:>12.3f} {cpu / peer_cpu:>11.3f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parts = parser.add_subparsers(dest="part", required=True)
+    video = parts.add_parser("video", help="decode/corrupt/encode per request vs the decode cache")
+    video.add_argument("--seconds", type=int, default=10)
+    video.add_argument("--width", type=int, default=640)
+    video.add_argument("--height", type=int, default=360)
+    video.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    if args.part == "video":
+        settings = {"seconds": args.seconds, "width": args.width, "height": args.height, "rounds": args.rounds}
+        print_video_costs(video_costs(**settings), **settings)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

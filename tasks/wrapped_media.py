@@ -1,0 +1,421 @@
+"""The media of a wrapped lmms-eval task, corrupted by value type (wrap design §3, §5; issue 27).
+
+A wrapped task calls the base task's ``doc_to_visual`` (or reads a ``doc_to_messages`` part's url)
+and hands what it got to :func:`corrupt_media`, which maps every item by its type, whatever the
+task's columns:
+
+================================  =================================  =========================================
+item                              given to the operator              returned
+================================  =================================  =========================================
+``PIL.Image``                     uint8 ``(1, H, W, 3)``             PIL (RGB)
+list of PIL (frame tasks)         ``(N, H, W, 3)``, one call         list of PIL
+``{"array", "sampling_rate"}``    mono float32 at 16 kHz             ``{"type": "audio", "array",
+(also datasets' AudioDecoder)                                        "sampling_rate": 16000}``
+path, image suffix                ``(1, H, W, 3)``                   lossless PNG path
+path, audio suffix                mono float32 at 16 kHz             float WAV path (16 kHz)
+path, anything else: video        frames on the grid, one call;      lossless MP4 path (frames on the grid,
+                                  the audio track, one call          constant rate; PCM s16 audio)
+================================  =================================  =========================================
+
+**Paired, not faithful** (the lead's decision on design §13). A condition that leaves a modality
+alone (``clean``, audio-only conditions for the frames, ...) still gives that modality the form
+every condition gives it, so conditions differ only by their corruption: images and frame lists
+come back unchanged (the same objects; an image *path* stays the same path), audio always comes
+back as the 16 kHz dict or WAV (resampled with :func:`faultline_eval.core.media.resample_audio`
+when the source rate differs), and a video always comes back re-encoded on the
+:class:`FrameGrid`. The base task (unwrapped) against ``clean`` measures that re-encoding itself.
+
+**Video** (design §5). The model decides how to sample a video file, so the wrapper hands it a new
+file holding exactly the frames SCEval's protocol takes: :func:`faultline_eval.core.media.sample_times`
+on the grid (App. F.2: 1 frame/s, at most 8, uniform over longer clips), decoded through the shared
+decode cache, corrupted as one stack (occlusion and other operators may be consistent across
+frames; chunking would change the bytes), and written by
+:func:`faultline_eval.core.media.write_video_lossless` at the grid's constant rate (frame *i* at
+``i * step``), so the clip keeps its duration (to within one step for clips shorter than
+``max_frames / fps``) and index-based and time-based samplers agree on which frames exist. A model
+sampling more frames than the grid holds gets the grid's frames at most.
+
+**File cache.** Written files go to ``<cache>/wrapped_media/<2 hex>/<digest>.<ext>``; the digest
+covers the source file's identity (resolved path, size, modification time, as the decode cache's
+key), the corruption's :attr:`MediaCorruption.identity`, the grid, the media limits and
+:data:`FORMAT_VERSION`. A file already there is reused (later models, reruns, other ranks: a stat,
+a touch and a path). The folder is bounded (``SCEVAL_WRAPPED_MEDIA_GB``, default 50; ``0``: no
+bound): past it the least recently used files are deleted down to 90 %, so a rerun after an
+eviction writes them again (the bound must exceed what one batch of requests holds). Writers go
+through :func:`faultline_eval.core.store.replacing`, so a reader never sees a torn file and two
+processes writing the same digest each rename a whole copy; within a process, threads asking for
+the same file wait for one writer. ``sceval cache clear`` empties the folder.
+
+**Limits.** Files are read with the project's readers, so the media limits apply
+(:class:`faultline_eval.core.media.MediaLimits`): a picture or frame over
+``FAULTLINE_MAX_FRAME_SIDE`` is downscaled before the operator sees it, an over-long clip is
+refused. A video without an audio track is written without one; an audio corruption then has
+nothing to act on, which is logged as a warning naming the doc and file.
+
+**Errors** name ``where`` (the wrapped task and doc key), the item's position and the item: a
+missing or unreadable file, a type this module does not know, an empty list, an operator that
+changed a shape. Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import astuple, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from loguru import logger
+from PIL import Image
+
+from faultline_eval.core import decode_cache, media
+from faultline_eval.core.media_processing import decode_audio_track, video_duration
+from faultline_eval.core.paths import cache_dir
+from faultline_eval.core.record_fields import decode_audio, decode_frames
+from faultline_eval.core.store import replacing
+
+__all__ = [
+    "FORMAT_VERSION",
+    "AUDIO_TYPE",
+    "WrappedMediaError",
+    "MediaCorruption",
+    "FrameGrid",
+    "corrupt_media",
+    "decoded_video",
+    "folder",
+    "files",
+    "stats",
+]
+
+#: Bump when the bytes of a written file change for the same inputs (encoder settings, layout):
+#: new digests, old files never reused.
+FORMAT_VERSION = 1
+#: The ``type`` of the audio dicts returned (lmms-eval's auto-messages read it, design §1.6).
+AUDIO_TYPE = "audio"
+
+
+class WrappedMediaError(media.MediaError):
+    """A media item of a wrapped task cannot be corrupted; the message names the task and doc
+    (``where``), the item's position and the item."""
+
+
+@dataclass(frozen=True)
+class MediaCorruption:
+    """What one wrapped condition does to media; built from an SCEval condition by the wrapper
+    (:mod:`faultline_eval.tasks.wrapped_task`), opaque here.
+
+    ``vision``: uint8 ``(N, H, W, 3)`` -> the same shape and type (N = 1 for an image); None leaves
+    images and frames unchanged. ``audio``: mono float32 at 16 kHz -> the same length; None leaves
+    the samples unchanged (still at 16 kHz). ``drop_media``: the shortcut controls, every item
+    removed. ``identity``: the condition id, variant, doc key and seed scheme, part of the file
+    cache's key (two corruptions with the same identity must be the same functions).
+    """
+
+    vision: Callable[[np.ndarray], np.ndarray] | None
+    audio: Callable[[np.ndarray], np.ndarray] | None
+    drop_media: bool = False
+    identity: str = ""
+
+
+@dataclass(frozen=True)
+class FrameGrid:
+    """The frames a wrapped video keeps: :func:`faultline_eval.core.media.sample_times` with these
+    settings (default: SCEval's App. F.2 protocol, 1 frame/s and at most 8). A run option, recorded
+    with each trial (:meth:`as_dict`), because it decides what the model can see."""
+
+    fps: float = media.FRAME_RATE
+    max_frames: int = media.MAX_FRAMES
+
+    def __post_init__(self) -> None:
+        if not (self.fps > 0 and self.max_frames >= 1):
+            raise ValueError(f"a frame grid needs fps > 0 and max_frames >= 1, got {self}")
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"fps": self.fps, "max_frames": self.max_frames}
+
+
+@dataclass
+class Stats:
+    """What this process's wrapped-media calls cost: files written vs found in the file cache."""
+
+    written: int = 0
+    reused: int = 0
+
+
+stats = Stats()
+_lock = threading.Lock()
+_in_flight: dict[str, threading.Lock] = {}
+
+
+def folder() -> Path:
+    return cache_dir() / "wrapped_media"
+
+
+#: The bound on the file cache (GB; ``0``: no bound): past it the least recently used files are
+#: deleted down to 90 % (a reused file is touched, so it counts as used).
+DISK_ENV = "SCEVAL_WRAPPED_MEDIA_GB"
+DEFAULT_DISK_GB = 50.0
+_SUFFIX = {"image": ".png", "audio": ".wav", "video": ".mp4"}
+files = decode_cache.BoundedFolder(folder, tuple(_SUFFIX.values()), DISK_ENV, DEFAULT_DISK_GB)
+
+
+def corrupt_media(
+    items: Sequence[Any], corruption: MediaCorruption, *, where: str, grid: FrameGrid | None = None
+) -> list[Any]:
+    """``items`` (what a task's ``doc_to_visual`` returned) with ``corruption`` applied to each,
+    by type (see the module docstring); the same length and order. ``drop_media`` returns ``[]``.
+    ``where`` names the wrapped task and doc in every error; ``grid`` is the video frame grid
+    (default :class:`FrameGrid`). Safe to call from several threads and processes at once."""
+    if corruption.drop_media:
+        return []
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise WrappedMediaError(f"{where}: expected a list of media items, got {_describe(items)}")
+    if not items:
+        raise WrappedMediaError(f"{where}: no media items (an empty list) where the task should give media")
+    grid = grid or FrameGrid()
+    return [_corrupt_item(item, corruption, f"{where}: media item {index}", grid) for index, item in enumerate(items)]
+
+
+def _corrupt_item(item: Any, corruption: MediaCorruption, where: str, grid: FrameGrid) -> Any:
+    if isinstance(item, Image.Image):
+        return _image(item, corruption, where)
+    if isinstance(item, (list, tuple)):
+        return _frame_list(item, corruption, where)
+    if isinstance(item, (str, os.PathLike)):
+        return _path(os.fspath(item), corruption, where, grid)
+    if isinstance(item, dict) or hasattr(item, "get_all_samples"):  # datasets' AudioDecoder: item access
+        return _audio_dict(item, corruption, where)
+    raise WrappedMediaError(
+        f"{where}: {_describe(item)} is not a media item this wrapper knows "
+        "(PIL image, list of PIL images, audio dict with 'array' and 'sampling_rate', or a file path)"
+    )
+
+
+# --- in-memory items --------------------------------------------------------------------------------
+
+
+def _vision(frames: np.ndarray, corruption: MediaCorruption, where: str) -> np.ndarray:
+    """One call of the vision operator on the whole stack, its result checked."""
+    assert corruption.vision is not None
+    out = np.asarray(_call(corruption.vision, frames, "vision", where))
+    if out.shape != frames.shape or out.dtype != np.uint8:
+        raise WrappedMediaError(
+            f"{where}: the vision corruption returned {out.dtype} {out.shape} for uint8 {frames.shape}"
+        )
+    return out
+
+
+def _audio(wave: np.ndarray, corruption: MediaCorruption, where: str) -> np.ndarray:
+    """One call of the audio operator on 16 kHz mono samples (None: the samples as they are)."""
+    if corruption.audio is None:
+        return wave
+    out = np.asarray(_call(corruption.audio, wave, "audio", where), dtype=np.float32)
+    if out.shape != wave.shape:
+        raise WrappedMediaError(f"{where}: the audio corruption returned {out.shape} samples for {wave.shape}")
+    return out
+
+
+def _call(operator: Callable[[np.ndarray], np.ndarray], data: np.ndarray, modality: str, where: str) -> Any:
+    """``operator(data)``; what it raises is re-raised naming the doc (the operator knows no doc)."""
+    try:
+        return operator(data)
+    except Exception as exc:
+        raise WrappedMediaError(f"{where}: the {modality} corruption failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _image(image: Image.Image, corruption: MediaCorruption, where: str) -> Image.Image:
+    if corruption.vision is None:
+        return image
+    pixels = np.asarray(image.convert("RGB"))[None]
+    return Image.fromarray(_vision(pixels, corruption, where)[0])
+
+
+def _frame_list(frames: Sequence[Any], corruption: MediaCorruption, where: str) -> list[Any]:
+    if not frames:
+        raise WrappedMediaError(f"{where}: an empty list of frames")
+    for index, frame in enumerate(frames):
+        if not isinstance(frame, Image.Image):
+            raise WrappedMediaError(f"{where}: frame {index} is {_describe(frame)}, not a PIL image")
+    if corruption.vision is None:
+        return list(frames)
+    stack = [np.asarray(frame.convert("RGB")) for frame in frames]
+    if len({pixels.shape for pixels in stack}) > 1:
+        raise WrappedMediaError(f"{where}: frames differ in size: {sorted({pixels.shape for pixels in stack})}")
+    return [Image.fromarray(pixels) for pixels in _vision(np.stack(stack), corruption, where)]
+
+
+def _audio_dict(item: Any, corruption: MediaCorruption, where: str) -> dict[str, Any]:
+    try:
+        samples, rate = item["array"], item["sampling_rate"]
+    except (KeyError, TypeError, IndexError) as exc:
+        raise WrappedMediaError(
+            f"{where}: {_describe(item)} is not an audio item ('array' and 'sampling_rate' expected): {exc!r}"
+        ) from None
+    wave = _mono(np.asarray(samples, dtype=np.float32), where)
+    try:
+        rate = int(rate)
+    except (TypeError, ValueError):
+        raise WrappedMediaError(f"{where}: audio sampling_rate {rate!r} is not a number") from None
+    if rate <= 0:
+        raise WrappedMediaError(f"{where}: audio sampling_rate {rate} is not positive")
+    wave = media.resample_audio(wave, rate)
+    return {"type": AUDIO_TYPE, "array": _audio(wave, corruption, where), "sampling_rate": media.SAMPLE_RATE}
+
+
+def _mono(wave: np.ndarray, where: str) -> np.ndarray:
+    """1-D samples; a 2-D array is averaged over its shorter axis, the channels (soundfile gives
+    (samples, channels), torchcodec (channels, samples))."""
+    if wave.ndim == 2:
+        wave = wave.mean(axis=int(np.argmin(wave.shape)), dtype=np.float32)
+    if wave.ndim != 1 or not wave.size:
+        raise WrappedMediaError(f"{where}: audio array of shape {wave.shape}: expected mono or stereo samples")
+    if not np.isfinite(wave).all():
+        raise WrappedMediaError(f"{where}: audio holds NaN or infinite samples")
+    return np.ascontiguousarray(wave)
+
+
+# --- files -----------------------------------------------------------------------------------------
+
+
+def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid) -> str:
+    try:
+        status = os.stat(path)
+    except OSError as exc:
+        raise WrappedMediaError(f"{where}: media file {path!r} cannot be read: {exc.strerror or exc}") from None
+    suffix = Path(path).suffix.lower()
+    if suffix in media.IMAGE_SUFFIXES:
+        if corruption.vision is None:
+            return path
+        kind, write = "image", _write_image
+    elif suffix in media.AUDIO_SUFFIXES:
+        kind, write = "audio", _write_audio
+    else:  # what is neither an image nor audio is read as a video (lmms-eval's own rule, design §1.6)
+        kind, write = "video", _write_video
+    target = files.path(_digest(kind, path, status, corruption, grid), _SUFFIX[kind])
+    if _reuse(target):
+        return str(target)
+    key = target.name
+    with _lock:
+        gate = _in_flight.setdefault(key, threading.Lock())
+    try:
+        with gate:  # a second thread asking for the same file waits for the first's
+            if not _reuse(target):
+                try:
+                    write(path, target, corruption, where, grid)
+                except media.MediaError as exc:
+                    if isinstance(exc, WrappedMediaError):
+                        raise
+                    raise WrappedMediaError(f"{where}: {exc}") from exc
+                stats.written += 1
+                if files.limit_bytes() > 0:
+                    files.added(target.stat().st_size)
+    finally:
+        with _lock:
+            _in_flight.pop(key, None)
+    return str(target)
+
+
+def _reuse(target: Path) -> bool:
+    """Whether ``target`` is already written; if so it is touched (least recently *used* goes first)."""
+    try:
+        os.utime(target)
+    except FileNotFoundError:
+        return False
+    except OSError:  # a cache shared read-only: reused, not touched
+        pass
+    stats.reused += 1
+    return True
+
+
+def _digest(kind: str, path: str, status: os.stat_result, corruption: MediaCorruption, grid: FrameGrid) -> str:
+    """The file cache key: what the written bytes depend on (module docstring), and nothing else."""
+    identity = (
+        FORMAT_VERSION,
+        kind,
+        os.path.realpath(path),
+        status.st_size,
+        status.st_mtime_ns,
+        corruption.identity,
+        astuple(grid) if kind == "video" else (),
+        astuple(media.limits()),
+    )
+    return hashlib.blake2b(repr(identity).encode(), digest_size=16).hexdigest()
+
+
+def _write_image(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid) -> None:
+    decoded = decode_cache.load("frames", (path,), lambda: decode_frames((path,)), exactly=None)
+    pixels = _vision(decoded.array, corruption, where)[0]
+    with replacing(target) as temporary:
+        media.write_image(temporary, pixels)
+
+
+def _write_audio(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid) -> None:
+    decoded = decode_cache.load("audio", (path,), lambda: decode_audio(path), sample_rate=media.SAMPLE_RATE)
+    wave = _audio(decoded.array, corruption, where)
+    with replacing(target) as temporary:
+        media.write_audio(temporary, wave)
+
+
+def _write_video(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid) -> None:
+    frames, track = decoded_video(path, grid)
+    pixels = frames if corruption.vision is None else _vision(frames, corruption, where)
+    if corruption.audio is not None and track is None:
+        logger.warning(f"{where}: {path} has no audio track; the audio corruption has nothing to act on")
+    audio = None if track is None else _audio(track, corruption, where)
+    media.write_video_lossless(target, pixels, _grid_rate(path, grid), audio)
+
+
+def decoded_video(path: str, grid: FrameGrid | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """A video file's frames on ``grid`` (read-only uint8 ``(N, H, W, 3)``) and its audio track
+    (16 kHz mono float32; None without one), through the shared decode cache: every condition
+    and variant of an item decodes it once, and the default grid shares SCEval's own entries
+    (:func:`faultline_eval.core.record_fields.load_frames`). Raises
+    :class:`~faultline_eval.core.media.MediaError` naming the file."""
+    grid = grid or FrameGrid()
+    if grid == FrameGrid():
+        params: dict[str, Any] = {"exactly": None}  # the key of record_fields.load_frames
+    else:
+        params = {"exactly": None, "fps": grid.fps, "max_frames": grid.max_frames}
+    frames = decode_cache.load(
+        "frames",
+        (path,),
+        lambda: decode_frames((path,), fps=grid.fps, max_frames=grid.max_frames, as_video=True),
+        **params,
+    )
+    track = decode_cache.load("audio_track", (path,), lambda: _decode_track(path), sample_rate=media.SAMPLE_RATE)
+    return frames.array, None if track.notes == (_NO_TRACK,) else track.array
+
+
+_NO_TRACK = "no audio track"
+
+
+def _decode_track(path: str) -> decode_cache.Decoded:
+    import av  # heavy: PyAV, loaded where a video is read
+
+    try:
+        track = decode_audio_track(Path(path))
+    except av.FFmpegError as exc:
+        raise media.MediaError(f"{path}: cannot decode the audio track: {exc}") from exc
+    if track is None or not len(track):
+        return decode_cache.Decoded(np.zeros(0, np.float32), (), (_NO_TRACK,))
+    return decode_cache.Decoded(track)
+
+
+def _grid_rate(path: str, grid: FrameGrid) -> float:
+    """The constant frame rate of the written clip: one frame per step of the grid's times
+    (``1 / fps`` for a clip of at most ``max_frames / fps`` s, else ``max_frames / duration``)."""
+    duration = video_duration(Path(path))
+    if duration is None:  # read_video_frames then takes the first max_frames frames at fps
+        return grid.fps
+    times = media.sample_times(
+        duration, fps=grid.fps, max_frames=grid.max_frames, sampling=media.limits().frame_sampling
+    )
+    return 1 / (times[1] - times[0]) if len(times) > 1 else grid.fps
+
+
+def _describe(item: Any) -> str:
+    text = repr(item)
+    return f"{type(item).__name__} {text[:80]}{'...' if len(text) > 80 else ''}"

@@ -1,0 +1,235 @@
+"""The viewer's controls in a real headless Chromium (Debian's package, as tests/test_viewer.py):
+previous/next and the keys, the site-wide search, "N of M shown" after a filter, the folded
+sections, the run panel, and layouts without horizontal overflow at 1,280 px and a phone's 390 px.
+
+One small site (two models, two SCEval conditions, C3PO) is written by the real `faultline view`
+once for the module (~10 s); each test drives one page of it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_viewer import BROWSER_ARGS, CHROMIUM, faultline_view, guesser, write_c3po_logs, write_sceval_logs
+
+from faultline_eval.model_wrappers.reference import answer_messages
+from faultline_eval.tasks import sceval_task as task
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium) for the browser tests"),
+]
+#: What the run's results JSON says of it (lmms-eval writes these keys), and the versions file beside it.
+RESULTS = {
+    "config": {"model_args": "pretrained=tiny/ckpt,max_pixels=1024", "random_seed": 0, "numpy_seed": 1234},
+    "lmms_eval_version": "0.7.3",
+    "date": "20261201_120000",
+    "total_evaluation_time_seconds": "12.5",
+    "efficiency": {"overall": {"total_input_tokens": 4321.0, "total_output_tokens": 210.0}},
+}
+VERSIONS = {"faultline-eval": "9.9.9", "torch": "2.14.1"}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pages")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("C3PO_JUDGE", "exact")
+        mp.setenv("SCEVAL_CACHE", str(root / "cache"))
+        models = {"sceval_reference": lambda doc: answer_messages(task.doc_to_messages(doc)), "guesser": guesser}
+        write_sceval_logs(root / "logs", models, ["clean", "bi_ta_drop_words_mute_t70_a50"], RESULTS)
+        for model in models:
+            (root / "logs" / model / "20261201_120000_versions.json").write_text(json.dumps(VERSIONS))
+        write_c3po_logs(root / "logs" / "sceval_reference")
+        faultline_view(root / "logs", root / "site", "--html-budget", "per_cell=3")
+    return root / "site"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    page.close()
+    assert errors == []
+
+
+def sample_pages(site: Path) -> list[Path]:
+    """The SCEval sample pages in the order the pager walks them (each page's position says it)."""
+    pages = list((site / "sceval" / "samples").glob("*.html"))
+    position = {p: int(re.search(r"sample (\d+) of", p.read_text()).group(1)) for p in pages}
+    return sorted(pages, key=position.get)
+
+
+def test_arrow_keys_j_k_and_buttons_walk_samples_sections_and_cells(site, page):
+    walk = sample_pages(site)
+    assert len(walk) >= 3
+    page.goto(walk[1].as_uri())
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url(walk[2].as_uri())
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_url(walk[1].as_uri())
+    page.click('.pager a[rel="next"]')
+    page.wait_for_url(walk[2].as_uri())
+    # j / k: the next / previous condition section of the sample, in the page's order
+    sections = page.locator("section.trial").evaluate_all("s => s.map(x => x.id)")
+    assert len(sections) >= 2 and sections[0].startswith("clean-")  # one per (condition, variant), clean first
+    page.keyboard.press("j")
+    assert page.evaluate("location.hash") == f"#{sections[0]}"
+    page.keyboard.press("j")
+    assert page.evaluate("location.hash") == f"#{sections[1]}"
+    page.keyboard.press("k")
+    assert page.evaluate("location.hash") == f"#{sections[0]}"
+    # keys typed into the search box stay there
+    page.focus("#fl-search")
+    page.keyboard.press("j")
+    assert page.input_value("#fl-search") == "j" and page.url.split("#")[0] == walk[2].as_uri()
+    # a cell page: the arrows and j / k walk the conditions (clean first, in the catalogue's order)
+    cells = {p.read_text().split("<h1>")[1].split("</h1>")[0]: p for p in (site / "sceval" / "cells").glob("*.html")}
+    clean, drop = cells["SCEval: condition clean"], cells["SCEval: condition bi_ta_drop_words_mute_t70_a50"]
+    page.goto(clean.as_uri())
+    assert page.locator('.pager a[rel="prev"]').count() == 0
+    page.keyboard.press("j")
+    page.wait_for_url(drop.as_uri())
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_url(clean.as_uri())
+
+
+def search_index(site: Path) -> list[list]:
+    text = (site / "search.js").read_text()
+    return json.loads(text[text.index("{") : text.rindex("}") + 1])["rows"]
+
+
+@pytest.mark.parametrize("query", ["sample_id", "reply"])
+def test_one_search_box_finds_sample_ids_and_replies_across_the_site(site, page, query):
+    rows = search_index(site)
+    record = json.loads(
+        next((site.parent / "logs" / "guesser").glob("*_bi_ta_drop_words_mute_t70_a50.jsonl")).open().readline()
+    )
+    words = {
+        "sample_id": record["sceval_record"]["sample_id"],
+        "reply": "beep(s); looked",  # the reference model's replies, and no other text
+    }[query]
+    expected = [r for r in rows if words.lower() in " ".join(map(str, r[2:6])).lower()]
+    assert expected and {r[0] for r in expected} <= {"SCEval", "C3PO"}
+    page.goto((site / "c3po" / "index.html").as_uri())  # any page: the index is the site's
+    page.fill("#fl-search", words)
+    page.wait_for_selector("#fl-results li")
+    assert int(page.get_attribute("#fl-search", "data-count")) == len(expected)
+    shown = page.locator("#fl-results li").count()
+    assert shown == min(50, len(expected))
+    assert page.inner_text("#fl-search-count") == f"{shown} of {len(expected)} shown"
+    if query == "sample_id":  # the sample's own page comes first, and Enter opens it
+        page.keyboard.press("Enter")
+        page.wait_for_load_state("load")
+        assert page.locator("h1").inner_text().endswith(f"sample {words}")
+    else:  # a reply opens its trial's section on a sample page
+        page.locator("#fl-results a").first.click()
+        page.wait_for_load_state("load")
+        target = page.evaluate("decodeURIComponent(location.hash.slice(1))")
+        assert "/samples/" in page.url and page.locator(f"section.trial[id='{target}'] > details[open]").count() == 1
+    page.fill("#fl-search", "no such text anywhere zzz")
+    assert page.inner_text("#fl-search-count") == "no match" and page.locator("#fl-results").is_hidden()
+
+
+def test_the_trial_count_says_n_of_m_after_a_filter(site, page):
+    cell = next((site / "sceval" / "cells").glob("bi_ta_drop_words_mute_t70_a50-*.html"))
+    page.goto(cell.as_uri())
+    assert page.inner_text("#shown-count") == "12 of 12 trial(s) shown"
+    page.fill('#filters input[data-column="model"]', "guesser")
+    assert page.inner_text("#shown-count") == "6 of 12 trial(s) shown"
+    wrong = page.locator("#samples tbody tr.bad").count()
+    page.fill('#filters input[data-column="verdict"]', "=wrong")
+    assert page.inner_text("#shown-count") == f"{wrong} of 12 trial(s) shown"
+    page.goto(cell.as_uri() + "#model=sceval_reference")  # a filter from the address counts too
+    page.reload()
+    assert page.inner_text("#shown-count") == "6 of 12 trial(s) shown"
+
+
+def test_sample_page_opens_with_media_and_answer_and_folds_the_verdict_table(site, page):
+    page.goto(sample_pages(site)[0].as_uri())
+    top = page.locator("section.item")
+    assert top.locator("img").count() > 0 and top.locator("audio").count() == 1
+    assert "gold answer:" in top.inner_text()
+    matrix = page.locator("details#verdicts table.matrix")
+    assert not matrix.is_visible()  # folded until asked for
+    page.click("details#verdicts > summary")
+    sections = page.locator("section.trial > details")
+    assert matrix.is_visible() and matrix.locator("tbody tr").count() == sections.count() >= 2
+    assert all(d.get_attribute("open") is not None for d in sections.all())
+    page.click('button[data-fold="close"]')
+    assert all(d.get_attribute("open") is None for d in sections.all())
+    page.click('button[data-fold="open"]')
+    assert all(d.get_attribute("open") is not None for d in sections.all())
+
+
+def test_c3po_overview_names_templates_in_paper_order(site, page):
+    from c3po_plugin.templates import registry
+
+    page.goto((site / "c3po" / "index.html").as_uri())
+    shown = page.locator("#cells table.matrix tbody th").all_inner_texts()
+    ids = [s.split()[0] for s in shown]
+    order = registry().names()
+    assert shown and ids == sorted(ids, key=order.index)
+    assert all(s == f"{i} {registry().get(i).name}" for s, i in zip(shown, ids))
+
+
+def test_run_panel_shows_each_runs_model_versions_seeds_tokens_and_failures(site, page):
+    page.goto((site / "sceval" / "index.html").as_uri())
+    panel = page.locator("details#runs")
+    assert panel.get_attribute("open") is not None
+    rows = panel.locator("table.runs tbody tr")
+    assert rows.count() == 2  # one run per model folder
+    for row in rows.all():
+        text = row.inner_text()
+        model = "guesser" if "guesser" in text else "sceval_reference"
+        assert "pretrained=tiny/ckpt,max_pixels=1024" in text and "lmms-eval 0.7.3" in text
+        assert "faultline-eval 9.9.9" in text and "torch 2.14.1" in text
+        assert "20261201_120000" in text and "12.5 s" in text and "input 4,321" in text and "output 210" in text
+        scheme = json.loads(next((site.parent / "logs" / model).glob("*_clean.jsonl")).open().readline())[
+            "sceval_record"
+        ]["seed_scheme"]
+        assert f"scheme {scheme}" in text and "random 0" in text and "numpy 1234" in text
+        # failures by category: the run's trials not correct, counted from its logs
+        verdicts: dict[str, int] = {}
+        for log in (site.parent / "logs" / model).glob("*_samples_sceval_*.jsonl"):
+            for line in log.read_text().splitlines():
+                r = json.loads(line)["sceval_record"]
+                v = f"invalid: {r['invalid']}" if r["invalid"] else "correct" if r["correct"] == 1 else "wrong"
+                verdicts[v] = verdicts.get(v, 0) + 1
+        assert f"{sum(verdicts.values())} trial(s)" in text
+        for v, n in verdicts.items():
+            if v != "correct":
+                assert f"{v}: {n}" in text
+    assert "/" not in "".join(panel.locator("td:first-child").all_inner_texts())  # no folder of this machine
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_no_page_overflows_sideways_at_desktop_or_phone_width(site, browser, width):
+    page = browser.new_page(viewport={"width": width, "height": 800})
+    for address in [
+        site / "index.html",
+        site / "sceval" / "index.html",
+        site / "c3po" / "index.html",
+        *(site / "sceval" / "cells").glob("*.html"),  # the longest condition id in a heading
+        sample_pages(site)[0],
+        next((site / "c3po" / "samples").glob("*.html")),
+    ]:
+        page.goto(address.as_uri())
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")  # the folded parts too
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, (address.relative_to(site).as_posix(), width, overflow)
+    page.close()
