@@ -104,12 +104,19 @@ def _write_trial(root: Path, shown: Shown, reference: int | None, manifest: dict
     return sum(p.stat().st_size for p in folder.iterdir())
 
 
+def _light(shown: Shown) -> Shown:
+    """``shown`` without its pixels and samples (kept per written trial, as a reused one is)."""
+    audio = None if shown.audio is None else np.broadcast_to(np.float32(0), (len(shown.audio),))
+    return Shown([], audio, shown.text, list(shown.notes), shown.system)
+
+
 class MediaWriter:
     def __init__(self, root: Path, max_bytes: float, workers: int | None = None):
         self.root, self.max_bytes, self.bytes = root, max_bytes, 0
         self.written: dict[str, Written] = {}  # trial key -> its files, each trial written once
         self.skipped = 0
         self.reused = 0  # trials whose folder an earlier site left complete
+        self.shown: dict[str, Shown] = {}  # trial key -> what it sent, without the pixels (see _light)
         self.pool = ThreadPoolExecutor(workers or min(4, os.cpu_count() or 1), thread_name_prefix="media")
         self.pending: list[_Pending] = []
         self.folders: set[str] = set()  # the media folders this site uses
@@ -126,8 +133,8 @@ class MediaWriter:
         """Write the media of trial ``key`` (once); ``make_shown()`` regenerates them. Past the
         budget nothing is written (the text sent is still returned, written None);
         ``reference_length`` sets the waveform's time scale."""
-        if key in self.written:
-            return make_shown(), self.written[key]
+        if key in self.written:  # asked again (a sample's clean media, and its clean condition): not rendered again
+            return self.shown[key], self.written[key]
         folder = self.folder_of(key)
         reused = self._reuse(key, folder, reference_length)
         if reused is None and self.bytes + sum(p.bound for p in self.pending) >= self.max_bytes:
@@ -144,6 +151,7 @@ class MediaWriter:
             written = self._submit(key, folder, shown, reference_length)
         self.folders.add(folder)
         self.written[key] = written
+        self.shown[key] = _light(shown)
         return shown, written
 
     def _reuse(self, key: str, folder: str, reference: int | None) -> tuple[Shown, Written] | None:
@@ -161,7 +169,7 @@ class MediaWriter:
         if not all((self.root / f).is_file() for f in files if f):
             return None
         length = manifest.get("audio_samples")
-        audio = None if length is None else np.broadcast_to(np.float32(0), (int(length),))  # the length, no decoding
+        audio = None if length is None else np.broadcast_to(np.float32(0), (int(length),))  # the length (see _light)
         return Shown([], audio, manifest["text"], manifest["notes"], manifest["system"]), written
 
     def _submit(self, key: str, folder: str, shown: Shown, reference: int | None) -> Written:
