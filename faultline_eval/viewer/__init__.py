@@ -110,6 +110,7 @@ def _run(args: argparse.Namespace) -> int:
         verdicts=args.verdicts,
         sceval_source=args.sceval_source,
         c3po_source=args.c3po_source,
+        compare=args.compare,
     )
     print_summary(done)
     return 0
@@ -121,6 +122,13 @@ def add_parser(sub) -> None:
     view.add_argument("-o", "--output", required=True, help="folder for the site (open its index.html)")
     view.add_argument("--sceval-report", metavar="DIR", help="an `sceval report` folder: its tables and figures")
     view.add_argument("--c3po-report", metavar="DIR", help="a `c3po report` folder: its tables and figures")
+    view.add_argument(
+        "--compare",
+        action="store_true",
+        help="RUNS are two folders, A and B (two models, or two runs of one model): each is read alone and "
+        "the site gets compare pages (A right/B wrong, cells changed by the report's paired test); "
+        "without it, a benchmark with exactly two models gets them too",
+    )
     view.add_argument("--verdicts", help="C3PO verdict file (from `c3po judge`) to grade with, as `c3po report`")
     add_html_arguments(view)
     view.set_defaults(func=_run)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -14,8 +15,14 @@ from faultline_eval.viewer.budget import CORRECT
 
 def label_for(samples_file: Path, record_model: str | None) -> str:
     """The model label the reports give this log's trials (results JSON first, then the record)."""
-    label = model_label(results_for(samples_file), None)
+    label = _results_label(results_for(samples_file))
     return label if label != "unknown" else (record_model or "unknown")
+
+
+@functools.lru_cache(maxsize=256)
+def _results_label(results: Path | None) -> str:
+    # a run's task logs share one results JSON, which can weigh megabytes: read it once
+    return model_label(results, None)
 
 
 def verdict_of(correct, invalid, not_applicable=None) -> str:

@@ -4,15 +4,19 @@ each trial's details and media (:mod:`.sceval`, :mod:`.c3po`) within the size bu
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import pandas as pd
 
 from c3po_plugin.report.reader import SAMPLES_GLOB as C3PO_GLOB
 from faultline_eval.core.run_logs import ReportError, find_sample_files
 from faultline_eval.viewer import c3po, sceval
+from faultline_eval.viewer import compare as compare_views
 from faultline_eval.viewer.budget import Budget
 from faultline_eval.viewer.site import Section, SiteWriter
 from sceval_plugin.report.reader import SAMPLES_GLOB as SCEVAL_GLOB
+from sceval_plugin.report.reader import read_runs
 
 __all__ = ["write_site"]
 
@@ -50,11 +54,18 @@ def _c3po_details(record: dict) -> list[tuple[str, object]]:
     ]
 
 
+def _sceval_trials(run_dirs) -> tuple:
+    return read_runs(run_dirs, progress=False)
+
+
 def _seconds(value) -> str | None:
     return None if value is None else f"{float(value):.3f}"
 
 
-def _has_logs(runs, pattern: str) -> bool:
+def _has_logs(runs, pattern: str, every: bool = False) -> bool:
+    """Whether ``runs`` hold such logs; ``every``: each of them (both sides of ``--compare``)."""
+    if every:
+        return all(_has_logs([run], pattern) for run in runs)
     try:
         return bool(find_sample_files(runs, pattern=pattern))
     except ReportError:
@@ -72,52 +83,73 @@ def write_site(
     verdicts: str | Path | None = None,
     sceval_source: str | None = None,
     c3po_source: str | None = None,
+    compare: bool = False,
 ) -> dict:
     """Write the site for the logs under ``run_dirs`` into ``out``; a benchmark without logs
     there is left out (raises when none has any). ``budget`` is a
-    :class:`~faultline_eval.viewer.budget.Budget` (default: its defaults). Returns a summary
-    (sections, bytes, seconds)."""
+    :class:`~faultline_eval.viewer.budget.Budget` (default: its defaults). ``compare``: the two
+    ``run_dirs`` are the two sides of the compare views (:mod:`.compare`); without it a benchmark
+    with exactly two models gets them. Returns a summary (sections, bytes, seconds)."""
     start = time.perf_counter()
     globs = {"sceval": SCEVAL_GLOB, "c3po": C3PO_GLOB}
-    present = {name: name in benchmarks and _has_logs(run_dirs, glob) for name, glob in globs.items()}
-    # every page's top bar: the benchmarks shown (further views append their entry here, before writing)
-    nav = [(title, f"{name}/index.html") for name, title in (("sceval", "SCEval"), ("c3po", "C3PO")) if present[name]]
-    writer = SiteWriter(Path(out), budget or Budget(), nav)
+    # with --compare, a benchmark is shown when both sides hold its logs
+    present = {name: name in benchmarks and _has_logs(run_dirs, glob, compare) for name, glob in globs.items()}
+    sides = compare_views.Sides(run_dirs, split=compare)
+    sections: list[tuple[Section, Callable[[], pd.DataFrame]]] = []  # each with its compare view's tests
     if present["sceval"]:
-        rows, notes = sceval.read_rows(run_dirs)
-        writer.write_section(
-            Section(
-                "sceval",
-                "SCEval",
-                "condition",
-                "variant",
-                rows,
-                lambda wanted: sceval.read_records(run_dirs, wanted),
-                sceval.Renderer(sceval_source, notes),
-                _sceval_details,
-                notes,
-                Path(sceval_report) if sceval_report else None,
-            )
+        rows, notes = sides.read_rows("sceval", sceval.read_rows)
+        section = Section(
+            "sceval",
+            "SCEval",
+            "condition",
+            "variant",
+            rows,
+            lambda wanted: sides.read_records("sceval", lambda dirs, _, w: sceval.read_records(dirs, w), wanted),
+            sceval.Renderer(sceval_source, notes),
+            _sceval_details,
+            notes,
+            Path(sceval_report) if sceval_report else None,
         )
+        sections.append((section, lambda: compare_views.sceval_tests(sides.read_trials("sceval", _sceval_trials))))
     if present["c3po"]:
-        rows, notes = c3po.read_rows(run_dirs, verdicts)
-        writer.write_section(
-            Section(
+        c3po_rows, notes = sides.read_rows("c3po", lambda dirs: c3po.read_rows(dirs, verdicts))
+        section = Section(
+            "c3po",
+            "C3PO",
+            "template",
+            "run",
+            c3po_rows,
+            lambda wanted: sides.read_records(
                 "c3po",
-                "C3PO",
-                "template",
-                "run",
-                rows,
-                lambda wanted: c3po.read_records(run_dirs, rows, wanted, verdicts),
-                c3po.Renderer(c3po_source, notes),
-                _c3po_details,
-                notes,
-                Path(c3po_report) if c3po_report else None,
-            )
+                lambda dirs, side_rows, w: c3po.read_records(
+                    dirs, c3po_rows if side_rows is None else side_rows, w, verdicts
+                ),
+                wanted,
+            ),
+            c3po.Renderer(c3po_source, notes),
+            _c3po_details,
+            notes,
+            Path(c3po_report) if c3po_report else None,
         )
+        sections.append((section, lambda: compare_views.c3po_tests(c3po_rows)))
+    pairs = {s.name: sides.pair(s.name, s.rows) for s, _ in sections}
+    # every page's top bar: the benchmarks shown, then their compare views
+    nav = [(s.title, f"{s.name}/index.html") for s, _ in sections]
+    nav += [(f"{s.title}: A vs B", f"{s.name}/{compare_views.PAGE}") for s, _ in sections if pairs[s.name]]
+    writer = SiteWriter(Path(out), budget or Budget(), nav)
+    for section, tests in sections:
+        pair = pairs[section.name]
+        if pair is not None:
+            writer.overview_links[section.name] = [(compare_views.PAGE, f"compare A = {pair[0]} with B = {pair[1]}")]
+        writer.write_section(section)
+        if pair is not None:
+            compare_views.write_compare(
+                writer, section.name, section.title, section.cell_label, section.variant_label, pair, tests
+            )
     if not writer.summaries:
         raise ReportError(
             f"{', '.join(map(str, run_dirs))}: no {' or '.join(benchmarks)} per-sample logs to show; "
             "run lmms-eval with --log_samples --output_path"
         )
+    writer.media.close()
     return {**writer.finish(), "seconds": time.perf_counter() - start}
