@@ -12,9 +12,10 @@ A run that finished is checked too: it ends with a one-screen summary per task o
 error text) and exits 1 when a task's coverage is 0 or more than ``--max-failure-rate`` (an
 option of ``faultline-eval`` only, default 0.05) of its requests got no reply. An unknown
 ``sceval_*``/``c3po_*`` task name is refused with its close matches before lmms-eval is imported.
-Beside each results JSON the run wrote, ``<timestamp>_versions.json`` records the versions of
-faultline-eval, lmms-eval, torch and transformers (the results name only lmms-eval's; the
-viewer's run panel shows them).
+Beside each results JSON the run wrote, ``<timestamp>_run_info.json`` (written by our lmms-eval
+plugin, so plain ``lmms-eval`` runs get it too) records the versions of faultline-eval,
+lmms-eval, torch and transformers and each model's request and token totals (the viewer's run
+panel shows them).
 
     faultline-eval --model sceval_reference --tasks sceval_clean,c3po_all --output_path out/
 """
@@ -24,13 +25,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from faultline_eval.core.offline import use_offline_defaults
-from faultline_eval.core.run_logs import write_versions
 from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, records_of, report
 from faultline_eval.model_wrappers.lmms_plugin import UnknownTaskError, check_task_names, our_task_dirs, our_task_names
 from faultline_eval.tasks import wrap_configs
@@ -111,7 +109,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             failures.append(f"{type(cause).__name__}: {cause}")
             return None, None  # lmms-eval then reports nothing for this run, as after its own catch
 
-    started = time.time()
     saved_argv, sys.argv = sys.argv, ["faultline-eval", *argv]
     lmms_main.cli_evaluate_single = recording
     try:
@@ -120,8 +117,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         lmms_main.cli_evaluate_single = evaluate_one
         sys.argv = saved_argv
-    for output in option_values(argv, "--output_path"):  # the versions lmms-eval's results leave out
-        write_versions(Path(output), started)
     status = report(outcomes, options.max_failure_rate) if outcomes else 0
     for failure in failures:
         print(f"faultline-eval: error: the run failed, nothing was evaluated: {failure}", file=sys.stderr)

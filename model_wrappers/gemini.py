@@ -78,6 +78,7 @@ class GeminiChat(RemoteChat):
             max_backoff=max_backoff,
             who="sceval_gemini",
         )
+        self._client.run_label = f"{self.name}:{self.model_version}"  # its totals go beside the results JSON
         self._client.store = open_store(
             store, f"gemini-{self.model_version}", "sceval_gemini", "those requests are not sent again"
         )

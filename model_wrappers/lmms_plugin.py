@@ -5,7 +5,9 @@ lmms-eval imports this when it builds its model registry (``import lmms_eval.mod
 lmms-eval's TaskManager index the SCEval and C3PO task folders, because lmms-eval 0.7.3 has no task
 entry point and its ``LMMS_EVAL_PLUGINS`` task path is applied too late in the CLI. So
 ``lmms-eval --model <any> --tasks sceval_...`` works right after ``pip install``, with no
-``--include_path``. (``lmms-eval tasks list`` never imports the model registry, so it does not
+``--include_path``. It also writes ``<timestamp>_run_info.json`` beside each results JSON
+(:func:`install_run_info`): the packages' versions and each model's request and token totals,
+which lmms-eval's own ``efficiency`` counts leave at 0 for our models. (``lmms-eval tasks list`` never imports the model registry, so it does not
 show our tasks; ``sceval conditions`` does.)
 
 Unknown task names: lmms-eval only says "Tasks not found". :func:`check_task_names` names the
@@ -27,6 +29,8 @@ import yaml
 
 from faultline_eval.core import telemetry
 from faultline_eval.core.registry import close_matches
+from faultline_eval.core.request_lifecycle import take_run_usage
+from faultline_eval.core.run_logs import write_run_info
 
 PACKAGE = "faultline_eval.model_wrappers"
 
@@ -36,6 +40,7 @@ def manifests() -> list:
     from lmms_eval.models.registry_v2 import ModelManifest
 
     install_task_path()
+    install_run_info()
     return [
         ModelManifest(
             model_id="sceval_reference",
@@ -104,6 +109,33 @@ def install_task_path() -> None:
     TaskManager.initialize_tasks = initialize_tasks
     TaskManager.match_tasks = match_tasks
     parse_task_configs_with_libyaml()
+
+
+def install_run_info() -> None:
+    """Wrap ``EvaluationTracker.save_results_aggregated`` once: after lmms-eval writes
+    ``<timestamp>_results.json`` (rank 0, ``--output_path`` given), write its
+    :func:`~faultline_eval.core.run_logs.write_run_info` with the request totals the models'
+    lifecycles counted in this process since the last results JSON. Under data parallelism the
+    other ranks' requests are not in it (their processes hold them)."""
+    from lmms_eval.loggers.evaluation_tracker import EvaluationTracker
+
+    if getattr(EvaluationTracker.save_results_aggregated, "_faultline", False):
+        return
+    original = EvaluationTracker.save_results_aggregated
+
+    @functools.wraps(original)
+    def save_results_aggregated(self, results, samples, datetime_str):
+        original(self, results, samples, datetime_str)
+        requests = take_run_usage()
+        if not self.output_path:
+            return
+        folder = Path(self.output_path) / self.general_config_tracker.model_name_sanitized
+        results_file = folder / f"{datetime_str.replace(':', '-')}_results.json"
+        if results_file.is_file():
+            write_run_info(results_file, requests)
+
+    save_results_aggregated._faultline = True  # type: ignore[attr-defined]
+    EvaluationTracker.save_results_aggregated = save_results_aggregated
 
 
 class _LibyamlForTaskConfigs(types.ModuleType):

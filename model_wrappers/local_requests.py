@@ -37,7 +37,6 @@ class LmmsRequest(PendingRequest):
     doc_id: Any = None
     task: str = ""
     media: dict[str, int] = field(default_factory=dict)  # media items sent, by kind
-    tokens: dict[str, int] = field(default_factory=dict)  # media tokens the model received, by kind
 
 
 class LocalRequests:
@@ -46,7 +45,7 @@ class LocalRequests:
     def __init__(self, wrapper: Any, name: str, answer: AnswerOne, answer_batch: AnswerBatch | None = None) -> None:
         self.wrapper, self.name, self.answer, self.answer_batch = wrapper, name, answer, answer_batch
         self.counter: MediaTokenCounter | None = getattr(wrapper, "media_token_counter", None)
-        self.lifecycle = RequestLifecycle(store=getattr(wrapper, "reply_store", None))
+        self.lifecycle = RequestLifecycle(store=getattr(wrapper, "reply_store", None), run_label=name)
         self.batch_size = max(1, int(getattr(wrapper, "batch_size_per_gpu", 1) or 1)) if answer_batch else 1
         self.replies: list[str] = []
         self.warned_unkeyed = False
@@ -111,7 +110,7 @@ class LocalRequests:
             texts = self.answer_batch([request.payload for request in batch], gen_kwargs)
         rows = (self.counter.rows if self.counter is not None else None) or []
         for position, request in enumerate(batch):
-            request.tokens = rows[position] if position < len(rows) else {}
+            request.media_tokens = rows[position] if position < len(rows) else {}
         return texts
 
     def done(self, request: LmmsRequest, reply: Reply) -> None:
@@ -120,7 +119,7 @@ class LocalRequests:
         else:
             logger.debug(
                 f"{self.name}: {request.task} doc {request.doc_id}: media items {request.media}, "
-                f"tokens {request.tokens}"
+                f"tokens {request.media_tokens}"
             )
             log_media_tokens(
                 {
@@ -129,7 +128,7 @@ class LocalRequests:
                     "doc_id": request.doc_id,
                     "row_id": request.row_id,
                     **{f"n_{k}s": v for k, v in request.media.items()},
-                    **request.tokens,
+                    **{f"n_{kind}_tokens": n for kind, n in request.media_tokens.items()},
                     "failure": reply.failure,
                 }
             )

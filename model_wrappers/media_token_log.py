@@ -56,4 +56,4 @@ class MediaTokenCounter:
         if input_ids is None:
             return
         ids = input_ids.reshape(-1, input_ids.shape[-1])
-        self.rows = [{f"n_{name}_tokens": int((row == i).sum()) for name, i in self.token_ids.items()} for row in ids]
+        self.rows = [{name: int((row == i).sum()) for name, i in self.token_ids.items()} for row in ids]

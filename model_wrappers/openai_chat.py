@@ -120,6 +120,7 @@ class OpenAIChat(RemoteChat):
             first_endpoint=self._rank,
         )
         self.model_name = self._client.model
+        self._client.run_label = f"{self.name}:{self.model_name}"  # its totals go beside the results JSON
         self._client.store = open_store(
             store, f"openai-{slug(self.model_name)}", "sceval_openai", "those requests are not sent again"
         )

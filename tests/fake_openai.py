@@ -35,6 +35,9 @@ from http.server import BaseHTTPRequestHandler
 
 from local_server import LocalServer, send_json
 
+#: The token usage the fake reports on every answered request.
+USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
 
 def _completion(text: str = "", finish: str = "stop", refusal: str | None = None) -> dict:
     return {
@@ -49,7 +52,7 @@ def _completion(text: str = "", finish: str = "stop", refusal: str | None = None
                 "message": {"role": "assistant", "content": text or None, "refusal": refusal},
             }
         ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "usage": dict(USAGE),
     }
 
 

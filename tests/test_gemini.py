@@ -79,6 +79,16 @@ def test_gemini_records_every_failure_with_its_category(tmp_path):
         assert r["latency_s"] is not None and r["latency_s"] >= 0
     assert "HTTP 500" in records["500"]["failure_detail"] and "after 2 retries" in records["500"]["failure_detail"]
     assert records["timeout"]["latency_s"] >= 2.0  # three attempts of about one second
+    # The run's totals beside its results JSON: requests by the lifecycle's category (a malformed
+    # reply is the task's parse failure, a generated request here), and the usageMetadata of each
+    # reply that carried one (answered within the timeout: not blocked, safety-stopped or timed out).
+    info = json.loads(next((tmp_path / "out").rglob("*_run_info.json")).read_text())
+    totals = info["requests"]["sceval_gemini:gemini-test"]
+    lifecycle = [r["invalid"] for r in records.values() if r["invalid"] in ("api_failure", "refusal", "empty")]
+    assert totals["failures"] == {c: lifecycle.count(c) for c in set(lifecycle)}
+    assert (totals["sent"], totals["restored"], totals["generated"]) == (8, 0, 3)
+    with_usage = [s for s, r in records.items() if r["invalid"] in (None, "parse_failure", "empty")]
+    assert (totals["input_tokens"], totals["output_tokens"]) == (10 * len(with_usage), 5 * len(with_usage))
 
     first = requests[0]
     assert first["model"] == "gemini-test" and first["headers"].get("x-goog-api-key") == KEY

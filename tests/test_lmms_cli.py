@@ -69,9 +69,38 @@ def test_panel_writes_results_and_complete_records(tmp_path):
         "--output_path",
         "out/",
         cwd=tmp_path,
+        env={"FAULTLINE_MEDIA_TOKEN_LOG": str(tmp_path / "media_tokens.jsonl")},
     )
     summary, samples = results(tmp_path / "out")
     assert len(summary["results"]) == 13 and len(samples) == 13
+    # Plain lmms-eval: our plugin writes the run's request totals beside the results JSON, and they
+    # are the sums of the per-request telemetry (the media token log: one line per generated request;
+    # the records: each request's failure category).
+    info = json.loads(next((tmp_path / "out").rglob("*_run_info.json")).read_text())
+    assert info["versions"]["lmms-eval"] and info["versions"]["faultline-eval"]
+    logged = [json.loads(line) for line in (tmp_path / "media_tokens.jsonl").read_text().splitlines()]
+    categories = [line["sceval_record"]["invalid"] for lines in samples.values() for line in lines]
+    assert len(logged) == len(categories)  # every request was generated (none restored)
+    failed = {c: categories.count(c) for c in ("api_failure", "refusal", "empty") if c in categories}
+    media = {}
+    for line in logged:
+        for key, n in line.items():
+            if key.endswith("_tokens"):
+                media[key[2:-7]] = media.get(key[2:-7], 0) + n
+    assert info["requests"] == {
+        "sceval_reference": {
+            "sent": len(categories),
+            "restored": 0,
+            "retries": 0,
+            "generated": sum(line["failure"] is None for line in logged),
+            "failures": failed,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "media_tokens": media,  # the reference counts no tokens
+            "latency_s": info["requests"]["sceval_reference"]["latency_s"],
+            "mean_latency_s": info["requests"]["sceval_reference"]["mean_latency_s"],
+        }
+    }
     acc = {task: r["sceval_accuracy,none"] for task, r in summary["results"].items()}
     assert acc["sceval_clean"] >= 0.95
     others = [v for k, v in acc.items() if k != "sceval_clean"]

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI
+from fake_openai import USAGE, FakeOpenAI
 from fixtures import copy_demo
 
 pytestmark = pytest.mark.slow
@@ -98,6 +98,21 @@ def test_a_served_model_records_failures_and_a_killed_run_resumes_without_resend
     assert "HTTP 500" in failed and "after 2 retries" in failed
     restored = [r for rs in records.values() for r in rs if r["failure_detail"] == "restored from the reply store"]
     assert len(restored) == 5
+    # The resumed run's request totals beside its results JSON: the usage the server reported on each
+    # answered request (canary asks included: they are paid for too), and requests by outcome.
+    answered = [r for r in resent if r["scenario"] != "500"]
+    info = json.loads(next((tmp_path / "out").rglob("*_run_info.json")).read_text())
+    totals = info["requests"]["sceval_openai:fake-omni"]
+    assert (totals["input_tokens"], totals["output_tokens"]) == (
+        USAGE["prompt_tokens"] * len(answered),
+        USAGE["completion_tokens"] * len(answered),
+    )
+    failed = [r for rs in records.values() for r in rs if r["invalid"] == "api_failure"]
+    assert (totals["restored"], totals["failures"], totals["generated"]) == (
+        len(restored),
+        {"api_failure": len(failed)},
+        len(answered),
+    )
 
     body = sent_first[0]["body"]
     assert body["model"] == "fake-omni" and body["temperature"] == 0 and "response_format" not in body

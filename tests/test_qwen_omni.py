@@ -249,6 +249,13 @@ def run_sceval_clean(model: str, checkpoint: Path, tmp_path: Path, *, simple: bo
         assert seen["failure"] is None and record["latency_s"] is not None and record["invalid"] != "api_failure"
         # noise from a random model: either a valid key or an invalid output with its category
         assert (record["parsed_answer"] is not None) != (record["invalid"] in INVALID_CATEGORIES)
+    # the run's totals beside its results JSON are the sums of the media token log
+    [totals] = json.loads(next((tmp_path / "out").rglob("*_run_info.json")).read_text())["requests"].values()
+    kinds = {key[2 : -len("_tokens")] for line in received.values() for key in line if key.endswith("_tokens")}
+    assert totals["media_tokens"] == {
+        kind: sum(line.get(f"n_{kind}_tokens", 0) for line in received.values()) for kind in kinds
+    }
+    assert (totals["sent"], totals["generated"], totals["failures"]) == (2, 2, {})
     return received
 
 

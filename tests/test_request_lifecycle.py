@@ -10,7 +10,14 @@ from types import SimpleNamespace
 import numpy as np
 
 from faultline_eval.core import telemetry
-from faultline_eval.core.request_lifecycle import Answer, FatalError, PendingRequest, RequestLifecycle, RetryableError
+from faultline_eval.core.request_lifecycle import (
+    Answer,
+    FatalError,
+    PendingRequest,
+    RequestLifecycle,
+    RetryableError,
+    take_run_usage,
+)
 from faultline_eval.core.store import RESTORED_DETAIL, ReplyStore
 from faultline_eval.model_wrappers.reference import ReferenceChat
 
@@ -96,3 +103,32 @@ def test_the_reference_model_answers_through_the_lifecycle_and_one_bad_doc_no_lo
     failed, answered = telemetry.take("clean/demo-2/0"), telemetry.take("clean/demo-3/0")
     assert failed.failure == "api_failure" and "cannot read a media item of type int" in failed.detail
     assert answered.failure is None and answered.latency_s is not None
+
+
+def test_a_labelled_lifecycle_counts_into_the_run_totals_with_media_tokens_by_kind(tmp_path):
+    """The run totals our lmms-eval plugin writes beside the results JSON: every lifecycle of one
+    label (a local model makes one per generate_until call) adds up; a take starts them again."""
+    take_run_usage()
+
+    def call(batch: list[PendingRequest]) -> list[str]:
+        for n, request in enumerate(batch, 1):  # what a MediaTokenCounter reports for each row
+            request.media_tokens = {"image": 100 * n, "audio": n}
+        return [str(request.payload) for request in batch]
+
+    store = ReplyStore(tmp_path / "replies.jsonl")
+    for _ in range(2):  # the second round is restored from the store: counted, not sent
+        RequestLifecycle(store=store, run_label="local").answer_in_batches(
+            [PendingRequest(payload=p, store_key=p) for p in ("a", "b", "c")],
+            prepare=lambda request: None,
+            call=call,
+            done=lambda request, reply: None,
+            batch_size=2,
+        )
+    RequestLifecycle(run_label="remote").send(lambda: Answer("", "refusal", "no", input_tokens=9, output_tokens=1))
+    totals = take_run_usage()
+    local, remote = totals["local"], totals["remote"]
+    assert (local["sent"], local["generated"], local["restored"], local["failures"]) == (3, 3, 3, {})
+    assert local["media_tokens"] == {"image": 100 + 200 + 100, "audio": 1 + 2 + 1}  # batches of two, then one
+    assert (remote["sent"], remote["generated"], remote["failures"]) == (1, 0, {"refusal": 1})
+    assert (remote["input_tokens"], remote["output_tokens"]) == (9, 1)
+    assert take_run_usage() == {}

@@ -226,12 +226,16 @@ def test_a_run_where_every_request_failed_exits_1_with_the_summary(tmp_path):
     assert summary[2].startswith("      first error: HTTP 400 from ") and "fake error 400" in summary[2]
     assert summary[3] == "faultline-eval: 1 of 1 task(s) failed: sceval_clean"
     results = next((tmp_path / "out").rglob("*_results.json"))  # the results are still written
-    # with the versions they leave out, for the viewer's run panel
+    # with the versions they leave out and the request totals, for the viewer's run panel
     from importlib.metadata import version
 
-    versions = json.loads(results.with_name(results.name.replace("_results", "_versions")).read_text())
+    info = json.loads(results.with_name(results.name.replace("_results", "_run_info")).read_text())
+    versions = info["versions"]
     assert versions["faultline-eval"] == version("faultline-eval") and versions["torch"] == version("torch")
     assert versions["lmms-eval"] == version("lmms-eval")
+    (totals,) = info["requests"].values()
+    assert (totals["sent"], totals["generated"], totals["failures"]) == (3, 0, {"api_failure": 3})
+    assert totals["input_tokens"] == totals["output_tokens"] == 0  # an HTTP 400 reports no usage
 
 
 def test_the_failure_rate_threshold_is_checked_before_anything_runs(tmp_path):

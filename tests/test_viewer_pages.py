@@ -30,6 +30,18 @@ RESULTS = {
     "efficiency": {"overall": {"total_input_tokens": 4321.0, "total_output_tokens": 210.0}},
 }
 VERSIONS = {"faultline-eval": "9.9.9", "torch": "2.14.1"}
+#: One model's request totals as our lmms-eval plugin writes them (core.request_lifecycle.Usage.summary).
+REQUESTS = {
+    "sceval_reference": {
+        "sent": 11,
+        "restored": 2,
+        "generated": 10,
+        "failures": {"api_failure": 1},
+        "input_tokens": 1200,
+        "output_tokens": 40,
+        "media_tokens": {"image": 300, "audio": 25},
+    }
+}
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +52,11 @@ def site(tmp_path_factory):
         mp.setenv("SCEVAL_CACHE", str(root / "cache"))
         models = {"sceval_reference": lambda doc: answer_messages(task.doc_to_messages(doc)), "guesser": guesser}
         write_sceval_logs(root / "logs", models, ["clean", "bi_ta_drop_words_mute_t70_a50"], RESULTS)
-        for model in models:
-            (root / "logs" / model / "20261201_120000_versions.json").write_text(json.dumps(VERSIONS))
+        # sceval_reference: the run_info our plugin writes; guesser: an older run's versions file alone
+        (root / "logs" / "sceval_reference" / "20261201_120000_run_info.json").write_text(
+            json.dumps({"versions": VERSIONS, "requests": REQUESTS})
+        )
+        (root / "logs" / "guesser" / "20261201_120000_versions.json").write_text(json.dumps(VERSIONS))
         write_c3po_logs(root / "logs" / "sceval_reference")
         faultline_view(root / "logs", root / "site", "--html-budget", "per_cell=3")
     return root / "site"
@@ -203,6 +218,11 @@ def test_run_panel_shows_each_runs_model_versions_seeds_tokens_and_failures(site
             "sceval_record"
         ]["seed_scheme"]
         assert f"scheme {scheme}" in text and "random 0" in text and "numpy 1234" in text
+        totals = (  # the request totals of _run_info.json, tokens by kind and requests by outcome
+            "sceval_reference: tokens input 1,200, audio 25, image 300, output 40; "
+            "requests generated 10, restored 2, failed: api_failure 1"
+        )
+        assert (totals in text) == (model == "sceval_reference")
         # failures by category: the run's trials not correct, counted from its logs
         verdicts: dict[str, int] = {}
         for log in (site.parent / "logs" / model).glob("*_samples_sceval_*.jsonl"):

@@ -24,7 +24,11 @@ Every request a model of ours answers goes through the same five steps, in this 
 4. **store write**: a finished reply (anything but ``api_failure``, which a resumed run tries
    again) is appended to the store as soon as it arrives, so a kill loses at most the call in
    flight;
-5. **usage** (:class:`Usage`): calls, restored replies, retries, failures, latency and tokens.
+5. **usage** (:class:`Usage`): calls, restored replies, retries, failures, latency and tokens
+   (text in and out where the model reports them, media tokens by kind where a local model counts
+   them). A lifecycle with a ``run_label`` also counts into the process's run totals
+   (:func:`take_run_usage`), which the lmms-eval plugin writes beside each results JSON
+   (``<timestamp>_run_info.json``), so the run's cost is on disk, not only in memory.
 
 A reply is always a :class:`Reply`; the lifecycle never raises for the model's sake. What is
 lmms-eval's (unpacking requests, its cache hook, progress bars) lives in the harness adapters:
@@ -59,6 +63,8 @@ __all__ = [
     "Store",
     "Usage",
     "generation_failure",
+    "run_usage",
+    "take_run_usage",
 ]
 
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
@@ -104,6 +110,7 @@ class Reply:
     latency_s: float = 0.0
     input_tokens: int = 0
     output_tokens: int = 0
+    media_tokens: dict[str, int] = field(default_factory=dict)  # placeholder tokens the model received, by kind
     restored: bool = False  # answered from the reply store, not sent
 
     def stored(self) -> dict[str, Any]:
@@ -141,6 +148,7 @@ class Usage:
     failures: dict[str, int] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
+    media_tokens: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -153,6 +161,8 @@ class Usage:
             self.retries += reply.retries
             self.input_tokens += reply.input_tokens
             self.output_tokens += reply.output_tokens
+            for kind, n in reply.media_tokens.items():
+                self.media_tokens[kind] = self.media_tokens.get(kind, 0) + n
             self.latency_s += reply.latency_s
             if reply.failure:
                 self.failures[reply.failure] = self.failures.get(reply.failure, 0) + 1
@@ -162,10 +172,12 @@ class Usage:
             return {
                 "sent": self.sent,
                 "restored": self.restored,
+                "generated": self.sent - sum(self.failures.values()),  # sent and answered without a failure
                 "retries": self.retries,
                 "failures": dict(self.failures),
                 "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens,
+                "media_tokens": dict(self.media_tokens),
                 "latency_s": round(self.latency_s, 3),
                 "mean_latency_s": round(self.latency_s / self.sent, 3) if self.sent else None,
             }
@@ -182,10 +194,29 @@ class PendingRequest:
     row_id: str | None = None  # None: no telemetry (the task has no row id to look it up by)
     label: str = "request"  # how log lines name it
     prepared_s: float = 0.0  # time spent preparing it, counted in its latency
+    media_tokens: dict[str, int] = field(default_factory=dict)  # what the call counted the model received
     stored_with: dict[str, Any] = field(default_factory=dict)  # extra fields written beside its reply
 
 
 Pending = TypeVar("Pending", bound=PendingRequest)
+
+_run_lock = threading.Lock()
+_run_usage: dict[str, Usage] = {}
+
+
+def run_usage(label: str) -> Usage:
+    """The process's running totals of every lifecycle labelled ``label`` (a model's name)."""
+    with _run_lock:
+        return _run_usage.setdefault(label, Usage())
+
+
+def take_run_usage() -> dict[str, dict[str, Any]]:
+    """Each label's :meth:`Usage.summary` since the last take, and start again (one lmms-eval
+    process may evaluate several models in turn; each results JSON gets its own)."""
+    with _run_lock:
+        taken = {label: usage.summary() for label, usage in sorted(_run_usage.items())}
+        _run_usage.clear()
+    return taken
 
 
 def generation_failure(exc: BaseException, latency_s: float) -> Reply:
@@ -196,7 +227,10 @@ def generation_failure(exc: BaseException, latency_s: float) -> Reply:
 class RequestLifecycle:
     """Store lookup, the call (batched or retried), telemetry, store write and usage for one model
     (see the module doc). ``store`` and ``usage`` are plain attributes: a caller may swap in its
-    own (the C3PO build stages share one :class:`Usage` between clients)."""
+    own (the C3PO build stages share one :class:`Usage` between clients). ``run_label`` (a
+    model's name) also counts every reply into :func:`run_usage` of that label."""
+
+    run_label: str | None = None
 
     def __init__(
         self,
@@ -205,7 +239,9 @@ class RequestLifecycle:
         max_retries: int = 0,
         initial_backoff: float = 1.0,
         max_backoff: float = 60.0,
+        run_label: str | None = None,
     ) -> None:
+        self.run_label = run_label
         self.max_retries = max(0, int(max_retries))
         self.initial_backoff, self.max_backoff = float(initial_backoff), float(max_backoff)
         self.store = store
@@ -221,7 +257,7 @@ class RequestLifecycle:
         if done is None:
             return None
         reply = Reply.from_store(done)
-        self.usage.add(reply)
+        self._count(reply)
         if row_id is not None:
             telemetry.record(row_id, restored_call(done))
         return reply
@@ -234,7 +270,7 @@ class RequestLifecycle:
         stored_with: dict[str, Any] | None = None,
     ) -> Reply:
         """Count ``reply``, tell its task, and store it unless it is an ``api_failure``."""
-        self.usage.add(reply)
+        self._count(reply)
         if row_id is not None:
             telemetry.record(
                 row_id,
@@ -245,6 +281,11 @@ class RequestLifecycle:
         if store_key is not None and self.store is not None and reply.failure != API_FAILURE:
             self.store.put(store_key, **reply.stored(), **(stored_with or {}))
         return reply
+
+    def _count(self, reply: Reply) -> None:
+        self.usage.add(reply)
+        if self.run_label is not None:
+            run_usage(self.run_label).add(reply)
 
     # --- remote: one call, with retries ----------------------------------------------------------
 
@@ -346,7 +387,7 @@ class RequestLifecycle:
             return
         elapsed = time.perf_counter() - start
         for request, text in zip(batch, texts):
-            reply = Reply(text, latency_s=request.prepared_s + elapsed)
+            reply = Reply(text, latency_s=request.prepared_s + elapsed, media_tokens=dict(request.media_tokens))
             done(request, self.settle(reply, request.store_key, request.row_id, request.stored_with))
 
     def _fail(self, request: Pending, exc: Exception, latency_s: float, done: Callable[[Pending, Reply], None]) -> None:

@@ -20,14 +20,16 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from faultline_eval.core.store import write_atomic
 from faultline_eval.core.trial import T, TrialEntryError
 
 __all__ = [
     "ReportError",
     "model_label",
     "results_for",
+    "run_info_for",
     "versions_for",
-    "write_versions",
+    "write_run_info",
     "VERSIONED_PACKAGES",
     "find_sample_files",
     "record_from_line",
@@ -67,31 +69,36 @@ def results_for(samples_file: Path) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-#: The packages whose versions ``faultline-eval`` records beside each results JSON it wrote.
+#: The packages whose versions each run records beside its results JSON (lmms-eval's results name only its own).
 VERSIONED_PACKAGES = ("faultline-eval", "lmms-eval", "torch", "torchvision", "transformers")
 
 
+def run_info_for(results_file: Path) -> Path:
+    """The ``<timestamp>_run_info.json`` beside a ``<timestamp>_results.json`` (:func:`write_run_info`)."""
+    return results_file.with_name(results_file.name.replace("_results.json", "_run_info.json"))
+
+
 def versions_for(results_file: Path) -> Path:
-    """The ``<timestamp>_versions.json`` beside a ``<timestamp>_results.json``: the versions of
-    :data:`VERSIONED_PACKAGES` the run used (lmms-eval's results name only its own)."""
+    """The ``<timestamp>_versions.json`` that ``faultline-eval`` wrote before ``_run_info.json``
+    held the versions (read by the viewer for older runs; no longer written)."""
     return results_file.with_name(results_file.name.replace("_results.json", "_versions.json"))
 
 
-def write_versions(output_path: Path, since: float) -> list[Path]:
-    """Write :func:`versions_for` of every results JSON under ``output_path`` written at or after
-    ``since`` (a ``time.time()``); a package not installed is left out. Returns the files written."""
+def write_run_info(results_file: Path, requests: dict[str, dict[str, Any]]) -> Path:
+    """Write :func:`run_info_for` ``results_file``: ``versions``, the installed versions of
+    :data:`VERSIONED_PACKAGES` (one not installed is left out), and ``requests``, each model's
+    request totals (:meth:`faultline_eval.core.request_lifecycle.Usage.summary`: sent, restored,
+    generated, failures by category, text tokens in and out, media tokens by kind, latency).
+    Written atomically, so a kill leaves the old file or the new one, never half of one."""
     found = {}
     for package in VERSIONED_PACKAGES:
         try:
             found[package] = version(package)
         except PackageNotFoundError:
             continue
-    written = []
-    for results in sorted(output_path.rglob("*_results.json")) if output_path.is_dir() else []:
-        if results.stat().st_mtime >= since:
-            versions_for(results).write_text(json.dumps(found, indent=1), encoding="utf-8")
-            written.append(versions_for(results))
-    return written
+    path = run_info_for(results_file)
+    write_atomic(path, json.dumps({"versions": found, "requests": requests}, indent=1))
+    return path
 
 
 def find_sample_files(

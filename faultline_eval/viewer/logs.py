@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from faultline_eval.core.identity import matching_source
-from faultline_eval.core.run_logs import model_label, results_for, versions_for
+from faultline_eval.core.run_logs import model_label, results_for, run_info_for, versions_for
 from faultline_eval.viewer.budget import CORRECT
 
 
@@ -102,10 +102,11 @@ def run_info(results_file: Path | None, samples_files: list[Path]) -> dict:
     """What a run panel shows of one run (one lmms-eval results JSON and its per-sample logs),
     read from what the run already wrote: the model, its arguments and backend, lmms-eval's
     version, the date, the seeds, the wall time, and the token and cost totals lmms-eval counted
-    (``efficiency``, ``usage``). Versions the results do not name (faultline-eval, torch) are
-    read from :func:`~faultline_eval.core.run_logs.versions_for` when the run wrote it
-    (``faultline-eval`` does, after each run). Nothing here
-    names a folder of this machine."""
+    (``efficiency``, ``usage``). Versions the results do not name (faultline-eval, torch) and each
+    model's request and token totals (``requests``) are read from
+    :func:`~faultline_eval.core.run_logs.run_info_for` when the run wrote it (our lmms-eval plugin
+    does, for every run with ``--output_path``; an older run's ``_versions.json`` gives the
+    versions alone). Nothing here names a folder of this machine."""
     info: dict = {"logs": sorted({p.name for p in samples_files})}
     if results_file is None:
         return {**info, "run": "(no results JSON)"}
@@ -116,9 +117,12 @@ def run_info(results_file: Path | None, samples_files: list[Path]) -> dict:
     config = results.get("config") or {}
     overall = (results.get("efficiency") or {}).get("overall") or {}
     versions = {"lmms-eval": results.get("lmms_eval_version")}
-    extra = versions_for(results_file)
-    if extra.is_file():
-        versions.update(json.loads(extra.read_text(encoding="utf-8")))
+    written: dict = {}
+    if run_info_for(results_file).is_file():
+        written = json.loads(run_info_for(results_file).read_text(encoding="utf-8"))
+    elif versions_for(results_file).is_file():
+        written = {"versions": json.loads(versions_for(results_file).read_text(encoding="utf-8"))}
+    versions.update(written.get("versions") or {})
     seeds = {k: config.get(k) for k in ("random_seed", "numpy_seed", "torch_seed") if config.get(k) is not None}
     return {
         **info,
@@ -135,6 +139,7 @@ def run_info(results_file: Path | None, samples_files: list[Path]) -> dict:
             k: overall.get(f"total_{k}_tokens") for k in ("input", "output") if overall.get(f"total_{k}_tokens")
         },
         "usage": results.get("usage") or {},
+        "requests": written.get("requests") or {},
     }
 
 

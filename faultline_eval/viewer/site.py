@@ -734,6 +734,26 @@ def _count(n: int | None, noun: str) -> str:
     return f'<span id="shown-count" class="count">{total}</span>'
 
 
+def request_totals_html(requests: dict[str, dict]) -> str:
+    """Each model's request totals from the run's ``_run_info.json``: tokens in (text, then media
+    by kind) and out, then requests by outcome (generated, restored from the store, failed by
+    category). No price table exists in the project, so no cost is shown."""
+    lines = []
+    for label, usage in requests.items():
+        tokens = [("input", usage.get("input_tokens", 0))]
+        tokens += [(kind, n) for kind, n in sorted((usage.get("media_tokens") or {}).items())]
+        tokens.append(("output", usage.get("output_tokens", 0)))
+        outcomes = [("generated", usage.get("generated", 0)), ("restored", usage.get("restored", 0))]
+        outcomes += [(f"failed: {k}", n) for k, n in sorted((usage.get("failures") or {}).items())]
+        lines.append(
+            f"<b>{esc(label)}</b>: tokens "
+            + ", ".join(f"{esc(k)} {int(n):,}" for k, n in tokens)
+            + "; requests "
+            + ", ".join(f"{esc(k)} {int(n):,}" for k, n in outcomes)
+        )
+    return "<br>".join(lines)
+
+
 def runs_html(runs: list[dict]) -> str:
     """The run panels: one row per run (a results JSON), what it ran with and what it cost."""
     if not runs:
@@ -754,7 +774,17 @@ def runs_html(runs: list[dict]) -> str:
             + esc(", ".join(f"{k.replace('_seed', '')} {v}" for k, v in (run.get("seeds") or {}).items())),
             esc(run.get("date")),
             "" if run.get("wall_s") is None else f"{float(run['wall_s']):.1f} s",
-            (", ".join(f"{k} {int(v):,}" for k, v in tokens.items()) or '<span class="muted">not counted</span>')
+            (
+                "<br>".join(
+                    part
+                    for part in (
+                        ", ".join(f"{k} {int(v):,}" for k, v in tokens.items()),  # lmms-eval's efficiency
+                        request_totals_html(run.get("requests") or {}),  # our models' (_run_info.json)
+                    )
+                    if part
+                )
+                or '<span class="muted">not counted</span>'
+            )
             + ("<br>" + esc(json.dumps(run["usage"])) if run.get("usage") else ""),
             f"{run.get('trials')} trial(s)<br>" + "<br>".join(f"{esc(k)}: {v}" for k, v in sorted(failures.items()))
             or "none",
