@@ -112,29 +112,39 @@ class MediaCorruption:
     the samples unchanged (still at 16 kHz). ``drop_media``: the shortcut controls, every item
     removed. ``identity``: the condition id, variant, doc key and seed scheme, part of the file
     cache's key (two corruptions with the same identity must be the same functions).
+    ``keeps_length`` False lets ``vision`` return another number of frames (same size) and
+    ``audio`` another number of samples (the temporal probe's middle drop and gaps). ``grid``: the
+    frame grid a video is decoded on under this corruption, in place of the task's (the
+    frame-budget probe); ``vision`` then acts on images and frame lists only, a video's frames
+    being what that grid takes.
     """
 
     vision: Callable[[np.ndarray], np.ndarray] | None
     audio: Callable[[np.ndarray], np.ndarray] | None
     drop_media: bool = False
     identity: str = ""
+    keeps_length: bool = True
+    grid: FrameGrid | None = None
 
 
 @dataclass(frozen=True)
 class FrameGrid:
     """The frames a wrapped video keeps: :func:`faultline_eval.core.media.sample_times` with these
     settings (default: SCEval's App. F.2 protocol, 1 frame/s and at most 8). A run option, recorded
-    with each trial (:meth:`as_dict`), because it decides what the model can see."""
+    with each trial (:meth:`as_dict`), because it decides what the model can see. ``exactly=N``:
+    N frames, frame *i* at ``i * duration / N`` (G.10's frame budget, the rule of
+    :meth:`sceval_plugin.data.records.OmniItem.frames_at_budget`), in place of the grid."""
 
     fps: float = media.FRAME_RATE
     max_frames: int = media.MAX_FRAMES
+    exactly: int | None = None
 
     def __post_init__(self) -> None:
-        if not (self.fps > 0 and self.max_frames >= 1):
-            raise ValueError(f"a frame grid needs fps > 0 and max_frames >= 1, got {self}")
+        if not (self.fps > 0 and self.max_frames >= 1) or (self.exactly is not None and self.exactly < 1):
+            raise ValueError(f"a frame grid needs fps > 0, max_frames >= 1 and exactly None or >= 1, got {self}")
 
-    def as_dict(self) -> dict[str, float | int]:
-        return {"fps": self.fps, "max_frames": self.max_frames}
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"fps": self.fps, "max_frames": self.max_frames, "exactly": self.exactly}
 
 
 @dataclass
@@ -185,7 +195,7 @@ def _corrupt_item(item: Any, corruption: MediaCorruption, where: str, grid: Fram
     if isinstance(item, (list, tuple)):
         return _frame_list(item, corruption, where)
     if isinstance(item, (str, os.PathLike)):
-        return _path(os.fspath(item), corruption, where, grid)
+        return _path(os.fspath(item), corruption, where, corruption.grid or grid)
     if isinstance(item, dict) or hasattr(item, "get_all_samples"):  # datasets' AudioDecoder: item access
         return _audio_dict(item, corruption, where)
     raise WrappedMediaError(
@@ -201,7 +211,8 @@ def _vision(frames: np.ndarray, corruption: MediaCorruption, where: str) -> np.n
     """One call of the vision operator on the whole stack, its result checked."""
     assert corruption.vision is not None
     out = np.asarray(_call(corruption.vision, frames, "vision", where))
-    if out.shape != frames.shape or out.dtype != np.uint8:
+    same = out.shape == frames.shape if corruption.keeps_length else out.shape[1:] == frames.shape[1:] and len(out)
+    if not same or out.dtype != np.uint8:
         raise WrappedMediaError(
             f"{where}: the vision corruption returned {out.dtype} {out.shape} for uint8 {frames.shape}"
         )
@@ -213,7 +224,8 @@ def _audio(wave: np.ndarray, corruption: MediaCorruption, where: str) -> np.ndar
     if corruption.audio is None:
         return wave
     out = np.asarray(_call(corruption.audio, wave, "audio", where), dtype=np.float32)
-    if out.shape != wave.shape:
+    same = out.shape == wave.shape if corruption.keeps_length else out.ndim == 1 and out.size > 0
+    if not same:
         raise WrappedMediaError(f"{where}: the audio corruption returned {out.shape} samples for {wave.shape}")
     return out
 
@@ -361,7 +373,7 @@ def _write_audio(path: str, target: Path, corruption: MediaCorruption, where: st
 
 def _write_video(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid) -> None:
     frames, track = decoded_video(path, grid)
-    pixels = frames if corruption.vision is None else _vision(frames, corruption, where)
+    pixels = frames if corruption.vision is None or corruption.grid is not None else _vision(frames, corruption, where)
     if corruption.audio is not None and track is None:
         logger.warning(f"{where}: {path} has no audio track; the audio corruption has nothing to act on")
     audio = None if track is None else _audio(track, corruption, where)
@@ -378,11 +390,11 @@ def decoded_video(path: str, grid: FrameGrid | None = None) -> tuple[np.ndarray,
     if grid == FrameGrid():
         params: dict[str, Any] = {"exactly": None}  # the key of record_fields.load_frames
     else:
-        params = {"exactly": None, "fps": grid.fps, "max_frames": grid.max_frames}
+        params = {"exactly": grid.exactly, "fps": grid.fps, "max_frames": grid.max_frames}
     frames = decode_cache.load(
         "frames",
         (path,),
-        lambda: decode_frames((path,), fps=grid.fps, max_frames=grid.max_frames, as_video=True),
+        lambda: decode_frames((path,), grid.exactly, fps=grid.fps, max_frames=grid.max_frames, as_video=True),
         **params,
     )
     track = decode_cache.load("audio_track", (path,), lambda: decode_track(path), sample_rate=media.SAMPLE_RATE)
@@ -393,8 +405,10 @@ def _grid_rate(path: str, grid: FrameGrid) -> float:
     """The constant frame rate of the written clip: one frame per step of the grid's times
     (``1 / fps`` for a clip of at most ``max_frames / fps`` s, else ``max_frames / duration``)."""
     duration = video_duration(Path(path))
-    if duration is None:  # read_video_frames then takes the first max_frames frames at fps
+    if duration is None:  # read_video_frames then takes the first frames at fps
         return grid.fps
+    if grid.exactly is not None:  # frame i at i * duration / exactly
+        return grid.exactly / duration
     times = media.sample_times(
         duration, fps=grid.fps, max_frames=grid.max_frames, sampling=media.limits().frame_sampling
     )
