@@ -164,7 +164,9 @@ def not_applicable(condition: Condition, adapter: TaskAdapter) -> str | None:
             return reason
         for modality in sorted(probe_needs(condition.probe)):
             if modality not in modalities:
-                return f"probe {condition.probe.id} needs {modality}, which the task does not feed"
+                return f"needs {modality}, which the task does not feed"
+        if adapter.still_images and probe_acts_on(condition.probe) == "vision":
+            return f"changes frame order or count, and {adapter.label} shows one still image per visual"
     if condition.block == "no_option":
         return "the no-option control needs SCEval's free-answer grading, not the base task's metric"
     if condition.block == "option_order" and adapter.reorder_options is None:
@@ -214,17 +216,11 @@ def probe_not_applicable(call: ProbeCall) -> str | None:
     spec = probes.get(call.name)
     tier = spec.donor_tier(call.parameter)
     if tier is not None:
-        return (
-            f"probe {call.id} needs a donor item ({tier} tier, drawn by SCEval's DonorPicker from the "
-            "dataset's SCEval records by source, category and gold answer), which a wrapped doc does not have"
-        )
+        return f"needs a donor item ({tier} tier), which SCEval draws from its records; a wrapped doc is shown alone"
     if call.name == "key_frame":
-        return "probe key_frame moves the item's key frame, and an lmms-eval doc has no key_frame_index (an SCEval record field)"
+        return "needs the item's key_frame_index, an SCEval record field that lmms-eval docs lack"
     if call.name == "distractor":
-        return (
-            f"probe {call.id} needs hidden.evidence_modality (an SCEval record field) to know that the "
-            "doc's text is not needed (G.11)"
-        )
+        return "needs hidden.evidence_modality, an SCEval record field that lmms-eval docs lack (G.11)"
     if call.name not in DOC_PROBES:
         return (
             f"probe {call.id} (plugin {spec.plugin or '?'}) is not known to act on a doc's media alone; "
