@@ -10,6 +10,7 @@ the wrapper writes. About 5 s in all.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 from test_wrap_report import listener, worldsense_doc, write_run
+from test_wrap_tasks import _build
 
 from faultline_eval.core import media
 from faultline_eval.core.record_fields import decode_track
@@ -26,6 +28,8 @@ from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.operators import variant_rng
 from sceval_plugin.report import build_report
+from sceval_plugin.report.task_metric_section import metric_rows
+from sceval_plugin.report.wrapped_reader import read_wrapped_runs
 
 KEY = "0"  # the doc key the corruption is seeded with (worldsense: its index)
 
@@ -141,10 +145,39 @@ def test_probes_that_need_a_donor_or_a_record_field_are_refused_with_their_reaso
     assert applies == [] and "still image" in skipped["probe_frame_budget_4"]
 
 
-def test_report_gives_a_row_per_probe_condition_of_a_wrapped_run(tmp_path):
+def test_a_doc_the_probe_does_not_apply_to_is_shown_unchanged_and_its_trial_says_why(wrap_copies, wrap_cache):
+    """clotho_aqa's clips last 1 s: too short to shuffle 1 s segments, long enough for gaps."""
+    copy = wrap_copies.copies["clotho_aqa_test"]
+    shuffle, gaps = (catalogue().get(f"probe_temporal_audio_{kind}") for kind in ("shuffle", "gaps"))
+    wrap_configs.write(
+        "clotho_aqa_test", [shuffle, gaps], wrap_configs.data_override("clotho_aqa_test", copy.dataset_path)
+    )
+    built, requests = _build(f"clotho_aqa_test__{shuffle.id}__var0")
+    arguments, doc = requests[0]
+    (audio,) = arguments[2](doc)
+    source = np.asarray(doc["audio"]["array"], dtype=np.float32)
+    assert np.array_equal(audio["array"], source)
+    trial = built.process_results(doc, [doc["answer"]])["faultline_trial"]
+    assert trial["not_applicable"] == "audio_too_short" and trial["condition_id"] == shuffle.id
+    _, requests = _build(f"clotho_aqa_test__{gaps.id}__var0")
+    (audio,) = requests[0][0][2](requests[0][1])
+    assert len(audio["array"]) == len(source) + 3 * round(0.5 * media.SAMPLE_RATE)  # 3 gaps of 0.5 s
+
+
+def test_report_gives_a_row_per_probe_condition_and_notes_what_did_not_apply(tmp_path):
     docs = [worldsense_doc(i) for i in range(8)]
     conditions = {"clean": 1, "probe_desync_plus1s": 1, "probe_temporal_frame_reverse": 1}
-    write_run(tmp_path / "runs", "listener", "worldsense", docs, listener, conditions, date="20261202_070200")
-    build_report([tmp_path / "runs"], tmp_path / "r", b=100, seed=1, progress=False, figures=False)
+    runs = tmp_path / "runs"
+    write_run(runs, "listener", "worldsense", docs, listener, conditions, date="20261202_070200")
+    log = runs / "listener" / "20261202_070200_samples_worldsense__probe_temporal_frame_reverse__var0.jsonl"
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    for line in lines[:2]:
+        line["faultline_trial"]["not_applicable"] = "single_frame"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    build_report([runs], tmp_path / "r", b=100, seed=1, progress=False, figures=False)
     raw = pd.read_csv(tmp_path / "r" / "task_metrics_worldsense.csv")
     assert set(conditions) <= set(raw["condition_id"])
+    _, notes = metric_rows(read_wrapped_runs([runs]), b=50, seed=1)
+    assert any(
+        "probe_temporal_frame_reverse: the probe did not apply to 2 of 8 trials (single_frame (2))" in n for n in notes
+    )
