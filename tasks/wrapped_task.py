@@ -362,7 +362,9 @@ def _probe_corruption(task: Wrapped, key: str) -> MediaCorruption:
     if call.name == "frame_budget" and call.parameter != "default":
         grid = FrameGrid(exactly=call.parameter)
     identity = f"{task.condition.id}/var{task.variant}/{seed_key}/seed{operators.seed_scheme()}"
-    return MediaCorruption(vision=vision, audio=audio, identity=identity, keeps_length=False, grid=grid)
+    # the budget (of a frame list), the middle drop and the gaps change how many frames or samples there are
+    keeps_length = call.name != "frame_budget" and not str(call.parameter).startswith(("middle_drop", "audio_gaps"))
+    return MediaCorruption(vision=vision, audio=audio, identity=identity, keeps_length=keeps_length, grid=grid)
 
 
 def _frame_grid(task: Wrapped) -> FrameGrid:
