@@ -63,7 +63,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +75,12 @@ from faultline_eval.core import decode_cache, media
 from faultline_eval.core.media_processing import video_duration
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.record_fields import NO_AUDIO_TRACK, decode_audio, decode_frames, decode_track
-from faultline_eval.core.store import replacing
+from faultline_eval.core.store import replacing, write_atomic
 
 __all__ = [
     "FORMAT_VERSION",
     "AUDIO_TYPE",
+    "NotApplied",
     "WrappedMediaError",
     "MediaCorruption",
     "FrameGrid",
@@ -95,6 +96,12 @@ __all__ = [
 FORMAT_VERSION = 1
 #: The ``type`` of the audio dicts returned (lmms-eval's auto-messages read it, design §1.6).
 AUDIO_TYPE = "audio"
+
+
+class NotApplied(Exception):
+    """Raised by a corruption that does not apply to an item (``args[0]``: why, e.g. a probe's
+    ``single_frame``): the item is kept as it is and :attr:`MediaCorruption.not_applied` is told,
+    also when a file written for it is reused later (the reason is kept beside the file)."""
 
 
 class WrappedMediaError(media.MediaError):
@@ -116,7 +123,8 @@ class MediaCorruption:
     ``audio`` another number of samples (the temporal probe's middle drop and gaps). ``grid``: the
     frame grid a video is decoded on under this corruption, in place of the task's (the
     frame-budget probe); ``vision`` then acts on images and frame lists only, a video's frames
-    being what that grid takes.
+    being what that grid takes. ``not_applied(reason)`` is called for an item a callable raised
+    :class:`NotApplied` on.
     """
 
     vision: Callable[[np.ndarray], np.ndarray] | None
@@ -125,6 +133,7 @@ class MediaCorruption:
     identity: str = ""
     keeps_length: bool = True
     grid: FrameGrid | None = None
+    not_applied: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +178,8 @@ def folder() -> Path:
 DISK_ENV = "SCEVAL_WRAPPED_MEDIA_GB"
 DEFAULT_DISK_GB = 50.0
 _SUFFIX = {"image": ".png", "audio": ".wav", "video": ".mp4"}
+#: Beside a written file, why its corruption did not apply (:class:`NotApplied`).
+NOT_APPLIED_SUFFIX = ".not_applied"
 files = decode_cache.BoundedFolder(folder, tuple(_SUFFIX.values()), DISK_ENV, DEFAULT_DISK_GB)
 
 
@@ -210,7 +221,7 @@ def _corrupt_item(item: Any, corruption: MediaCorruption, where: str, grid: Fram
 def _vision(frames: np.ndarray, corruption: MediaCorruption, where: str) -> np.ndarray:
     """One call of the vision operator on the whole stack, its result checked."""
     assert corruption.vision is not None
-    out = np.asarray(_call(corruption.vision, frames, "vision", where))
+    out = np.asarray(_call(corruption.vision, frames, "vision", where, corruption))
     same = out.shape == frames.shape if corruption.keeps_length else out.shape[1:] == frames.shape[1:] and len(out)
     if not same or out.dtype != np.uint8:
         raise WrappedMediaError(
@@ -223,17 +234,28 @@ def _audio(wave: np.ndarray, corruption: MediaCorruption, where: str) -> np.ndar
     """One call of the audio operator on 16 kHz mono samples (None: the samples as they are)."""
     if corruption.audio is None:
         return wave
-    out = np.asarray(_call(corruption.audio, wave, "audio", where), dtype=np.float32)
+    out = np.asarray(_call(corruption.audio, wave, "audio", where, corruption), dtype=np.float32)
     same = out.shape == wave.shape if corruption.keeps_length else out.ndim == 1 and out.size > 0
     if not same:
         raise WrappedMediaError(f"{where}: the audio corruption returned {out.shape} samples for {wave.shape}")
     return out
 
 
-def _call(operator: Callable[[np.ndarray], np.ndarray], data: np.ndarray, modality: str, where: str) -> Any:
-    """``operator(data)``; what it raises is re-raised naming the doc (the operator knows no doc)."""
+def _call(
+    operator: Callable[[np.ndarray], np.ndarray],
+    data: np.ndarray,
+    modality: str,
+    where: str,
+    corruption: MediaCorruption,
+) -> Any:
+    """``operator(data)``; what it raises is re-raised naming the doc (the operator knows no doc),
+    except :class:`NotApplied`: then ``data`` as it is, and ``corruption.not_applied`` told why."""
     try:
         return operator(data)
+    except NotApplied as exc:
+        if corruption.not_applied is not None:
+            corruption.not_applied(str(exc.args[0]))
+        return data
     except Exception as exc:
         raise WrappedMediaError(f"{where}: the {modality} corruption failed: {type(exc).__name__}: {exc}") from exc
 
@@ -307,7 +329,18 @@ def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid) -
     else:  # what is neither an image nor audio is read as a video (lmms-eval's own rule, design §1.6)
         kind, write = "video", _write_video
     target = files.path(_digest(kind, path, status, corruption, grid), _SUFFIX[kind])
+    told = corruption.not_applied
+    if told is not None:  # the reason goes beside the file, before the file itself is in place
+        note = target.with_name(target.name + NOT_APPLIED_SUFFIX)
+
+        def keep(reason: str) -> None:
+            write_atomic(note, reason)
+            told(reason)
+
+        corruption = replace(corruption, not_applied=keep)
     if _reuse(target):
+        if told is not None and note.is_file():
+            told(note.read_text(encoding="utf-8"))
         return str(target)
     key = target.name
     with _lock:

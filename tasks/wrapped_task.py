@@ -52,7 +52,7 @@ from faultline_eval.core.trial import WrappedTrial
 from faultline_eval.tasks.base_task import base_config
 from faultline_eval.tasks.task_hooks import functions_by_name
 from faultline_eval.tasks.wrap_configs import SEPARATOR, WrapNameError, condition_named, parse_name, probe_acts_on
-from faultline_eval.tasks.wrapped_media import FrameGrid, MediaCorruption, corrupt_media
+from faultline_eval.tasks.wrapped_media import FrameGrid, MediaCorruption, NotApplied, corrupt_media
 from sceval_plugin import operators
 from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition
@@ -329,7 +329,8 @@ def _probe_corruption(task: Wrapped, key: str) -> MediaCorruption:
     frame, then ``"image"``; else ``"frames"``) or the 16 kHz audio, whichever it changes
     (:func:`~faultline_eval.tasks.wrap_configs.probe_acts_on`). Frame times are not stated, as for
     a frame list. A doc the probe does not apply to (one frame where order is probed, audio too
-    short) is shown unchanged and its reason recorded in its trial, as SCEval does.
+    short) is shown unchanged and its reason recorded in its trial, as SCEval does (also when its
+    file is reused from the wrapped media cache, which keeps the reason beside the file).
     The frame budget of a video file is its grid instead (``exactly`` N frames over the duration,
     G.10's rule, the one :meth:`~sceval_plugin.data.records.OmniItem.frames_at_budget` decodes
     with); ``"default"`` is the task's grid, so it equals clean."""
@@ -341,10 +342,13 @@ def _probe_corruption(task: Wrapped, key: str) -> MediaCorruption:
         evidence = probes.Evidence(probes.BareItem(seed_key, kind), "", "", frames, wave, None, shown_kind)
         shown, _, reason = probes.apply(call, evidence, variant=task.variant)
         if reason is not None:
-            logger.warning(f"{task.name} doc {key}: probe {call.id} does not apply: {probes.NOT_APPLICABLE[reason]}")
-            with _plans_lock:
-                _probe_not_applicable[(task.name, key)] = reason
+            raise NotApplied(reason)
         return shown
+
+    def not_applied(reason: str) -> None:
+        logger.warning(f"{task.name} doc {key}: probe {call.id} does not apply: {probes.NOT_APPLICABLE[reason]}")
+        with _plans_lock:
+            _probe_not_applicable[(task.name, key)] = reason
 
     vision: Callable[[np.ndarray], np.ndarray] | None = None
     audio: Callable[[np.ndarray], np.ndarray] | None = None
@@ -364,7 +368,9 @@ def _probe_corruption(task: Wrapped, key: str) -> MediaCorruption:
     identity = f"{task.condition.id}/var{task.variant}/{seed_key}/seed{operators.seed_scheme()}"
     # the budget (of a frame list), the middle drop and the gaps change how many frames or samples there are
     keeps_length = call.name != "frame_budget" and not str(call.parameter).startswith(("middle_drop", "audio_gaps"))
-    return MediaCorruption(vision=vision, audio=audio, identity=identity, keeps_length=keeps_length, grid=grid)
+    return MediaCorruption(
+        vision=vision, audio=audio, identity=identity, keeps_length=keeps_length, grid=grid, not_applied=not_applied
+    )
 
 
 def _frame_grid(task: Wrapped) -> FrameGrid:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -103,6 +104,18 @@ def test_frame_lists_take_the_probes_own_list_rule_and_images_are_left_alone():
     image = Image.new("RGB", (8, 6), (1, 2, 3))
     (same,) = corrupt_media([image], wrapped_task.media_corruption(reverse, KEY), where=reverse.name)
     assert np.array_equal(np.asarray(same), np.asarray(image))  # one frame: not applicable, unchanged
+
+
+def test_a_reused_file_still_says_why_the_probe_did_not_apply(clip, wrap_cache):
+    """The 2 s clip on the default grid has 2 frames: too few to drop middle ones."""
+    told = []
+    task = wrapped_task.wrapped("worldsense__probe_temporal_middle_drop__var0")
+    corruption = wrapped_task.media_corruption(task, KEY)
+    corruption = replace(corruption, not_applied=told.append)
+    first = corrupt_media([clip], corruption, where=task.name)
+    again = corrupt_media([clip], corruption, where=task.name)  # reused from the file cache
+    assert first == again and told == ["too_few_frames", "too_few_frames"]
+    assert np.array_equal(read_back(first[0])[0], read_back(wrapped_file("clean", clip))[0])
 
 
 def test_audio_probes_are_seeded_like_apply_and_give_the_same_bytes_twice(clip, wrap_cache):
