@@ -118,6 +118,8 @@ def add_wrap_parser(sub) -> None:
                 f"{plan.base} ({plan.adapter}): {len(plan.tasks)} conditions, {len(names)} tasks"
                 + (f", written to {plan.folder}" if plan.written else "")
             )
+            for suite in args.suite if plan.tasks else ():
+                print(f"  --tasks {plan.base}__{suite} runs the {suite} conditions that apply")
             for condition, tasks in plan.tasks.items():
                 print(f"  {plan.base}__{condition}: {' '.join(tasks)}")
             for condition, reason in plan.not_applied.items():

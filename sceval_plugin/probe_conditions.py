@@ -130,10 +130,23 @@ class NotApplicable(Exception):
 
 
 @dataclass(frozen=True)
+class BareItem:
+    """An item known only by its id and the kind of its visual: what the probes that need no donor
+    and no record field (temporal, desync, frame_budget on a frame list) read of a doc that is no
+    SCEval record, such as a doc of a wrapped lmms-eval task (issue 27). ``sample_id`` seeds the
+    probe as :func:`apply` seeds every probe; ``visual_kind`` is ``"image"`` or ``"frames"`` (a
+    video reaches these probes already decoded to its frames); it has no ``key_frame_index``."""
+
+    sample_id: str
+    visual_kind: str | None
+    key_frame_index: None = None
+
+
+@dataclass(frozen=True)
 class Evidence:
     """What a trial shows before the probe: the probe returns a changed copy."""
 
-    item: OmniItem
+    item: OmniItem | BareItem
     question: str
     context: str
     frames: np.ndarray | None  # (N, H, W, 3) uint8

@@ -100,6 +100,9 @@ class TaskAdapter:
     reorder_options: Callable[[Mapping[str, Any], int], dict[str, Any]] | None = None
     #: Frames on the video re-encode grid when the task implies a number (its ``frame_num``).
     frame_budget: int | None = None
+    #: True when every visual of the task is one still image (MME): the probes of frame order and
+    #: frame budget then do not apply to the task (False: unknown or video; decided per doc).
+    still_images: bool = False
     #: The plugin that registered it (filled by the registry).
     plugin: str = ""
 
@@ -437,6 +440,7 @@ BUILTIN_ADAPTERS = (
         protected=(r" Please answer yes or no\.$",),
         doc_key=_field("question_id"),
         modalities=VISUAL,
+        still_images=True,
         score=("mme_*_score", "score"),
         resample_unit=_field("question_id"),
     ),

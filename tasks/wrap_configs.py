@@ -42,7 +42,9 @@ from faultline_eval.tasks import sceval_configs
 from faultline_eval.tasks.base_task import BaseTaskError, base_simple_config, base_yaml_path, builtin_task_names
 from sceval_plugin import no_option_control as no_option
 from sceval_plugin import operators
+from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition, catalogue
+from sceval_plugin.probe_conditions import ProbeCall
 from sceval_plugin.render import NO_MEDIA_CONTROLS, corrupts
 from sceval_plugin.task_adapters import TaskAdapter, adapter_for
 
@@ -59,6 +61,10 @@ __all__ = [
     "task_folder",
     "tags",
     "not_applicable",
+    "DOC_PROBES",
+    "probe_acts_on",
+    "probe_needs",
+    "probe_not_applicable",
     "plan",
     "condition_named",
     "selected_conditions",
@@ -153,7 +159,14 @@ def not_applicable(condition: Condition, adapter: TaskAdapter) -> str | None:
     if condition.block == "prompt":
         return "prompt variants replace SCEval's prompt; a wrapped task keeps the base task's prompt"
     if condition.probe is not None:
-        return "mechanism probes need SCEval's item fields (Evidence), which an lmms-eval doc lacks"
+        reason = probe_not_applicable(condition.probe)
+        if reason is not None:
+            return reason
+        for modality in sorted(probe_needs(condition.probe)):
+            if modality not in modalities:
+                return f"needs {modality}, which the task does not feed"
+        if adapter.still_images and probe_acts_on(condition.probe) == "vision":
+            return f"changes frame order or count, and {adapter.label} shows one still image per visual"
     if condition.block == "no_option":
         return "the no-option control needs SCEval's free-answer grading, not the base task's metric"
     if condition.block == "option_order" and adapter.reorder_options is None:
@@ -176,6 +189,43 @@ def not_applicable(condition: Condition, adapter: TaskAdapter) -> str | None:
         return "replaces the question beside the options; the task has no question and options fields"
     if control in NO_MEDIA_CONTROLS and modalities == {"text"}:
         return "removes the media of a text-only task (it would equal clean)"
+    return None
+
+
+#: The probes a wrapped task runs on a doc's own decoded media: Table 17's probes that need no
+#: donor and no SCEval record field (G.10). The others are refused (:func:`probe_not_applicable`).
+DOC_PROBES = ("temporal", "desync", "frame_budget")
+
+
+def probe_acts_on(call: ProbeCall) -> str:
+    """The modality probe ``call`` changes on a doc: ``audio`` for desync and temporal's audio
+    kinds (``audio_shuffle``, ``audio_gaps*``), else ``vision``."""
+    if call.name == "desync" or (call.name == "temporal" and str(call.parameter).startswith("audio_")):
+        return "audio"
+    return "vision"
+
+
+def probe_needs(call: ProbeCall) -> frozenset[str]:
+    """The modalities a task must feed for ``call`` to mean something: the one it changes, and
+    for desync the frames too (the audio is shifted *against* them)."""
+    return frozenset({probe_acts_on(call), "vision"} if call.name == "desync" else {probe_acts_on(call)})
+
+
+def probe_not_applicable(call: ProbeCall) -> str | None:
+    """Why probe ``call`` cannot wrap any lmms-eval task (None: it can, see :data:`DOC_PROBES`)."""
+    spec = probes.get(call.name)
+    tier = spec.donor_tier(call.parameter)
+    if tier is not None:
+        return f"needs a donor item ({tier} tier), which SCEval draws from its records; a wrapped doc is shown alone"
+    if call.name == "key_frame":
+        return "needs the item's key_frame_index, an SCEval record field that lmms-eval docs lack"
+    if call.name == "distractor":
+        return "needs hidden.evidence_modality, an SCEval record field that lmms-eval docs lack (G.11)"
+    if call.name not in DOC_PROBES:
+        return (
+            f"probe {call.id} (plugin {spec.plugin or '?'}) is not known to act on a doc's media alone; "
+            f"wrapped tasks run {', '.join(DOC_PROBES)}"
+        )
     return None
 
 

@@ -63,7 +63,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +75,12 @@ from faultline_eval.core import decode_cache, media
 from faultline_eval.core.media_processing import video_duration
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.record_fields import NO_AUDIO_TRACK, decode_audio, decode_frames, decode_track
-from faultline_eval.core.store import replacing
+from faultline_eval.core.store import replacing, write_atomic
 
 __all__ = [
     "FORMAT_VERSION",
     "AUDIO_TYPE",
+    "NotApplied",
     "WrappedMediaError",
     "MediaCorruption",
     "FrameGrid",
@@ -97,6 +98,12 @@ FORMAT_VERSION = 1
 AUDIO_TYPE = "audio"
 
 
+class NotApplied(Exception):
+    """Raised by a corruption that does not apply to an item (``args[0]``: why, e.g. a probe's
+    ``single_frame``): the item is kept as it is and :attr:`MediaCorruption.not_applied` is told,
+    also when a file written for it is reused later (the reason is kept beside the file)."""
+
+
 class WrappedMediaError(media.MediaError):
     """A media item of a wrapped task cannot be corrupted; the message names the task and doc
     (``where``), the item's position and the item."""
@@ -112,29 +119,41 @@ class MediaCorruption:
     the samples unchanged (still at 16 kHz). ``drop_media``: the shortcut controls, every item
     removed. ``identity``: the condition id, variant, doc key and seed scheme, part of the file
     cache's key (two corruptions with the same identity must be the same functions).
+    ``keeps_length`` False lets ``vision`` return another number of frames (same size) and
+    ``audio`` another number of samples (the temporal probe's middle drop and gaps). ``grid``: the
+    frame grid a video is decoded on under this corruption, in place of the task's (the
+    frame-budget probe); ``vision`` then acts on images and frame lists only, a video's frames
+    being what that grid takes. ``not_applied(reason)`` is called for an item a callable raised
+    :class:`NotApplied` on.
     """
 
     vision: Callable[[np.ndarray], np.ndarray] | None
     audio: Callable[[np.ndarray], np.ndarray] | None
     drop_media: bool = False
     identity: str = ""
+    keeps_length: bool = True
+    grid: FrameGrid | None = None
+    not_applied: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)
 class FrameGrid:
     """The frames a wrapped video keeps: :func:`faultline_eval.core.media.sample_times` with these
     settings (default: SCEval's App. F.2 protocol, 1 frame/s and at most 8). A run option, recorded
-    with each trial (:meth:`as_dict`), because it decides what the model can see."""
+    with each trial (:meth:`as_dict`), because it decides what the model can see. ``exactly=N``:
+    N frames, frame *i* at ``i * duration / N`` (G.10's frame budget, the rule of
+    :meth:`sceval_plugin.data.records.OmniItem.frames_at_budget`), in place of the grid."""
 
     fps: float = media.FRAME_RATE
     max_frames: int = media.MAX_FRAMES
+    exactly: int | None = None
 
     def __post_init__(self) -> None:
-        if not (self.fps > 0 and self.max_frames >= 1):
-            raise ValueError(f"a frame grid needs fps > 0 and max_frames >= 1, got {self}")
+        if not (self.fps > 0 and self.max_frames >= 1) or (self.exactly is not None and self.exactly < 1):
+            raise ValueError(f"a frame grid needs fps > 0, max_frames >= 1 and exactly None or >= 1, got {self}")
 
-    def as_dict(self) -> dict[str, float | int]:
-        return {"fps": self.fps, "max_frames": self.max_frames}
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"fps": self.fps, "max_frames": self.max_frames, "exactly": self.exactly}
 
 
 @dataclass
@@ -159,6 +178,8 @@ def folder() -> Path:
 DISK_ENV = "SCEVAL_WRAPPED_MEDIA_GB"
 DEFAULT_DISK_GB = 50.0
 _SUFFIX = {"image": ".png", "audio": ".wav", "video": ".mp4"}
+#: Beside a written file, why its corruption did not apply (:class:`NotApplied`).
+NOT_APPLIED_SUFFIX = ".not_applied"
 files = decode_cache.BoundedFolder(folder, tuple(_SUFFIX.values()), DISK_ENV, DEFAULT_DISK_GB)
 
 
@@ -185,7 +206,7 @@ def _corrupt_item(item: Any, corruption: MediaCorruption, where: str, grid: Fram
     if isinstance(item, (list, tuple)):
         return _frame_list(item, corruption, where)
     if isinstance(item, (str, os.PathLike)):
-        return _path(os.fspath(item), corruption, where, grid)
+        return _path(os.fspath(item), corruption, where, corruption.grid or grid)
     if isinstance(item, dict) or hasattr(item, "get_all_samples"):  # datasets' AudioDecoder: item access
         return _audio_dict(item, corruption, where)
     raise WrappedMediaError(
@@ -200,8 +221,9 @@ def _corrupt_item(item: Any, corruption: MediaCorruption, where: str, grid: Fram
 def _vision(frames: np.ndarray, corruption: MediaCorruption, where: str) -> np.ndarray:
     """One call of the vision operator on the whole stack, its result checked."""
     assert corruption.vision is not None
-    out = np.asarray(_call(corruption.vision, frames, "vision", where))
-    if out.shape != frames.shape or out.dtype != np.uint8:
+    out = np.asarray(_call(corruption.vision, frames, "vision", where, corruption))
+    same = out.shape == frames.shape if corruption.keeps_length else out.shape[1:] == frames.shape[1:] and len(out)
+    if not same or out.dtype != np.uint8:
         raise WrappedMediaError(
             f"{where}: the vision corruption returned {out.dtype} {out.shape} for uint8 {frames.shape}"
         )
@@ -212,16 +234,28 @@ def _audio(wave: np.ndarray, corruption: MediaCorruption, where: str) -> np.ndar
     """One call of the audio operator on 16 kHz mono samples (None: the samples as they are)."""
     if corruption.audio is None:
         return wave
-    out = np.asarray(_call(corruption.audio, wave, "audio", where), dtype=np.float32)
-    if out.shape != wave.shape:
+    out = np.asarray(_call(corruption.audio, wave, "audio", where, corruption), dtype=np.float32)
+    same = out.shape == wave.shape if corruption.keeps_length else out.ndim == 1 and out.size > 0
+    if not same:
         raise WrappedMediaError(f"{where}: the audio corruption returned {out.shape} samples for {wave.shape}")
     return out
 
 
-def _call(operator: Callable[[np.ndarray], np.ndarray], data: np.ndarray, modality: str, where: str) -> Any:
-    """``operator(data)``; what it raises is re-raised naming the doc (the operator knows no doc)."""
+def _call(
+    operator: Callable[[np.ndarray], np.ndarray],
+    data: np.ndarray,
+    modality: str,
+    where: str,
+    corruption: MediaCorruption,
+) -> Any:
+    """``operator(data)``; what it raises is re-raised naming the doc (the operator knows no doc),
+    except :class:`NotApplied`: then ``data`` as it is, and ``corruption.not_applied`` told why."""
     try:
         return operator(data)
+    except NotApplied as exc:
+        if corruption.not_applied is not None:
+            corruption.not_applied(str(exc.args[0]))
+        return data
     except Exception as exc:
         raise WrappedMediaError(f"{where}: the {modality} corruption failed: {type(exc).__name__}: {exc}") from exc
 
@@ -295,7 +329,18 @@ def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid) -
     else:  # what is neither an image nor audio is read as a video (lmms-eval's own rule, design §1.6)
         kind, write = "video", _write_video
     target = files.path(_digest(kind, path, status, corruption, grid), _SUFFIX[kind])
+    told = corruption.not_applied
+    if told is not None:  # the reason goes beside the file, before the file itself is in place
+        note = target.with_name(target.name + NOT_APPLIED_SUFFIX)
+
+        def keep(reason: str) -> None:
+            write_atomic(note, reason)
+            told(reason)
+
+        corruption = replace(corruption, not_applied=keep)
     if _reuse(target):
+        if told is not None and note.is_file():
+            told(note.read_text(encoding="utf-8"))
         return str(target)
     key = target.name
     with _lock:
@@ -361,7 +406,7 @@ def _write_audio(path: str, target: Path, corruption: MediaCorruption, where: st
 
 def _write_video(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid) -> None:
     frames, track = decoded_video(path, grid)
-    pixels = frames if corruption.vision is None else _vision(frames, corruption, where)
+    pixels = frames if corruption.vision is None or corruption.grid is not None else _vision(frames, corruption, where)
     if corruption.audio is not None and track is None:
         logger.warning(f"{where}: {path} has no audio track; the audio corruption has nothing to act on")
     audio = None if track is None else _audio(track, corruption, where)
@@ -378,11 +423,11 @@ def decoded_video(path: str, grid: FrameGrid | None = None) -> tuple[np.ndarray,
     if grid == FrameGrid():
         params: dict[str, Any] = {"exactly": None}  # the key of record_fields.load_frames
     else:
-        params = {"exactly": None, "fps": grid.fps, "max_frames": grid.max_frames}
+        params = {"exactly": grid.exactly, "fps": grid.fps, "max_frames": grid.max_frames}
     frames = decode_cache.load(
         "frames",
         (path,),
-        lambda: decode_frames((path,), fps=grid.fps, max_frames=grid.max_frames, as_video=True),
+        lambda: decode_frames((path,), grid.exactly, fps=grid.fps, max_frames=grid.max_frames, as_video=True),
         **params,
     )
     track = decode_cache.load("audio_track", (path,), lambda: decode_track(path), sample_rate=media.SAMPLE_RATE)
@@ -393,8 +438,10 @@ def _grid_rate(path: str, grid: FrameGrid) -> float:
     """The constant frame rate of the written clip: one frame per step of the grid's times
     (``1 / fps`` for a clip of at most ``max_frames / fps`` s, else ``max_frames / duration``)."""
     duration = video_duration(Path(path))
-    if duration is None:  # read_video_frames then takes the first max_frames frames at fps
+    if duration is None:  # read_video_frames then takes the first frames at fps
         return grid.fps
+    if grid.exactly is not None:  # frame i at i * duration / exactly
+        return grid.exactly / duration
     times = media.sample_times(
         duration, fps=grid.fps, max_frames=grid.max_frames, sampling=media.limits().frame_sampling
     )

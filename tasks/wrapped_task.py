@@ -51,9 +51,10 @@ from faultline_eval.core.identity import WRAPPED_DATASET_FIELD
 from faultline_eval.core.trial import WrappedTrial
 from faultline_eval.tasks.base_task import base_config
 from faultline_eval.tasks.task_hooks import functions_by_name
-from faultline_eval.tasks.wrap_configs import SEPARATOR, WrapNameError, condition_named, parse_name
-from faultline_eval.tasks.wrapped_media import FrameGrid, MediaCorruption, corrupt_media
+from faultline_eval.tasks.wrap_configs import SEPARATOR, WrapNameError, condition_named, parse_name, probe_acts_on
+from faultline_eval.tasks.wrapped_media import FrameGrid, MediaCorruption, NotApplied, corrupt_media
 from sceval_plugin import operators
+from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition
 from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION
 from sceval_plugin.render import BLANK_LEVEL, NO_MEDIA_CONTROLS, corrupt, corrupts
@@ -285,6 +286,8 @@ def media_corruption(task: Wrapped, key: str) -> MediaCorruption:
     media for the shortcut controls. A condition that changes no media has the identity
     ``unchanged``, so its files (video re-encodes) are shared by every such condition."""
     condition, variant, seed_key = task.condition, task.variant, _seed_key(task, key)
+    if condition.probe is not None:
+        return _probe_corruption(task, key)
     vision: Callable[[np.ndarray], np.ndarray] | None = None
     audio: Callable[[np.ndarray], np.ndarray] | None = None
     if corrupts(condition, "vision"):
@@ -311,6 +314,63 @@ def media_corruption(task: Wrapped, key: str) -> MediaCorruption:
     changed = vision is not None or audio is not None
     identity = f"{condition.id}/var{variant}/{seed_key}/seed{operators.seed_scheme()}" if changed else "unchanged"
     return MediaCorruption(vision=vision, audio=audio, drop_media=drop, identity=identity)
+
+
+#: (wrapped task, doc key) -> why the condition's probe did not apply to that doc's media, as far
+#: as this process has run it (``process_results`` records it in the trial).
+_probe_not_applicable: dict[tuple[str, str], str] = {}
+
+
+def _probe_corruption(task: Wrapped, key: str) -> MediaCorruption:
+    """The probe of ``task``'s condition on the doc keyed ``key`` (G.10; only the probes of
+    :data:`~faultline_eval.tasks.wrap_configs.DOC_PROBES` reach here): the probe's own function
+    through :func:`sceval_plugin.probe_conditions.apply`, seeded as ``apply`` seeds every probe
+    with the doc's seed key ``<base>/<key>`` as sample id, on the decoded frames (an image: one
+    frame, then ``"image"``; else ``"frames"``) or the 16 kHz audio, whichever it changes
+    (:func:`~faultline_eval.tasks.wrap_configs.probe_acts_on`). Frame times are not stated, as for
+    a frame list. A doc the probe does not apply to (one frame where order is probed, audio too
+    short) is shown unchanged and its reason recorded in its trial, as SCEval does (also when its
+    file is reused from the wrapped media cache, which keeps the reason beside the file).
+    The frame budget of a video file is its grid instead (``exactly`` N frames over the duration,
+    G.10's rule, the one :meth:`~sceval_plugin.data.records.OmniItem.frames_at_budget` decodes
+    with); ``"default"`` is the task's grid, so it equals clean."""
+    call, seed_key = task.condition.probe, _seed_key(task, key)
+
+    def run(frames: np.ndarray | None, wave: np.ndarray | None) -> probes.Evidence:
+        kind = None if frames is None else ("image" if len(frames) == 1 else "frames")
+        shown_kind = None if kind is None else ("image" if kind == "image" else "video frames")
+        evidence = probes.Evidence(probes.BareItem(seed_key, kind), "", "", frames, wave, None, shown_kind)
+        shown, _, reason = probes.apply(call, evidence, variant=task.variant)
+        if reason is not None:
+            raise NotApplied(reason)
+        return shown
+
+    def not_applied(reason: str) -> None:
+        logger.warning(f"{task.name} doc {key}: probe {call.id} does not apply: {probes.NOT_APPLICABLE[reason]}")
+        with _plans_lock:
+            _probe_not_applicable[(task.name, key)] = reason
+
+    vision: Callable[[np.ndarray], np.ndarray] | None = None
+    audio: Callable[[np.ndarray], np.ndarray] | None = None
+    if probe_acts_on(call) == "audio":
+
+        def audio(wave: np.ndarray) -> np.ndarray:
+            return run(None, wave).audio
+
+    else:
+
+        def vision(frames: np.ndarray) -> np.ndarray:
+            return run(frames, None).frames
+
+    grid = None
+    if call.name == "frame_budget" and call.parameter != "default":
+        grid = FrameGrid(exactly=call.parameter)
+    identity = f"{task.condition.id}/var{task.variant}/{seed_key}/seed{operators.seed_scheme()}"
+    # the budget (of a frame list), the middle drop and the gaps change how many frames or samples there are
+    keeps_length = call.name != "frame_budget" and not str(call.parameter).startswith(("middle_drop", "audio_gaps"))
+    return MediaCorruption(
+        vision=vision, audio=audio, identity=identity, keeps_length=keeps_length, grid=grid, not_applied=not_applied
+    )
 
 
 def _frame_grid(task: Wrapped) -> FrameGrid:
@@ -554,6 +614,8 @@ def _make_process_results(name: str) -> Callable[..., dict[str, Any]]:
             invalid = "empty"
         key = doc_key(task, doc)
         score = per_doc_score(out, task.adapter.score)
+        with _plans_lock:
+            not_applicable = _probe_not_applicable.get((task.name, key))
         trial = WrappedTrial(
             sample_id=key,
             variant=task.variant,
@@ -566,6 +628,7 @@ def _make_process_results(name: str) -> Callable[..., dict[str, Any]]:
             score=score,
             adapter=task.adapter.label,
             seed_scheme=str(operators.seed_scheme()),
+            not_applicable=not_applicable,
         )
         out[TRIAL_KEY] = trial.to_json()
         return out

@@ -280,8 +280,11 @@ class WrappedTrial(Trial):
     adapter: str
     #: The operators' seed scheme the corruption was drawn under.
     seed_scheme: str
+    #: Why the condition's probe did not apply to the doc (shown unchanged; e.g. ``single_frame``).
+    not_applicable: str | None = None
 
     BENCHMARK: ClassVar[str] = "wrapped task"
+    WRITTEN_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"not_applicable"})
 
     @staticmethod
     def correct_of(score: float | None) -> int | None:

@@ -110,6 +110,20 @@ def _interval(
     return float(low), float(high), path, note
 
 
+def _not_applied_notes(base: str, model: str, trials: pd.DataFrame) -> list[str]:
+    """A note per condition whose probe did not apply to some docs (one frame where order is
+    probed, audio too short): the base task scored them as shown, unchanged."""
+    notes = []
+    for cid, group in trials[trials["not_applicable"].notna()].groupby("condition_id", sort=True):
+        total = int((trials["condition_id"] == cid).sum())
+        reasons = ", ".join(f"{r} ({n})" for r, n in group["not_applicable"].value_counts().sort_index().items())
+        notes.append(
+            f"{base} ({model}) {cid}: the probe did not apply to {len(group)} of {total} trials ({reasons}); "
+            "they were shown unchanged and the base metric counts them"
+        )
+    return notes
+
+
 def metric_rows(
     runs: WrappedRuns,
     *,
@@ -129,6 +143,7 @@ def metric_rows(
         coverage = (
             reply.assign(replied=~reply["invalid"].isin(NO_REPLY)).groupby("condition_id")["replied"].mean().to_dict()
         )
+        notes += _not_applied_notes(base, model, reply)
         clean = group[group["condition_id"] == "clean"]
         for spec in specs(base):
             metric = group[group["metric"] == spec.name]
