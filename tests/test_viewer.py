@@ -416,6 +416,9 @@ def test_sceval_report_html_writes_the_site_beside_the_report(site, tmp_path):
     # the story first: the headline tables (Table 8 first), then the runs, then the folded rest
     assert overview.index("Lightweight panel (Table 8)") < overview.index('id="runs"') < overview.index('id="cells"')
     assert overview.index('id="cells"') < overview.index('<details class="fold" id="tables">')
+    # the report's units-and-signs legend, once, before the headline tables
+    assert overview.count('id="units"') == 1 and overview.index('id="units"') < overview.index("Lightweight panel")
+    assert "<dt>drop</dt>" in overview and "positive when accuracy fell" in overview
     assert not (tmp_path / "report" / "html" / "c3po").exists()
     tables = report_links(tmp_path / "report" / "html" / "sceval" / "index.html")
     assert (tmp_path / "report" / "controls.trials.json").is_file()

@@ -634,12 +634,9 @@ class SiteWriter:
             "trial aggregates and stay unlinked.</p>"
         )
         report_json = s.report_dir / "report.json"
-        written = (
-            json.loads(report_json.read_text(encoding="utf-8")).get("figure_captions")
-            if report_json.is_file()
-            else None
-        )
-        captions = written if isinstance(written, dict) else {}
+        head = json.loads(report_json.read_text(encoding="utf-8")) if report_json.is_file() else {}
+        captions = head.get("figure_captions") if isinstance(head.get("figure_captions"), dict) else {}
+        conventions = head.get("conventions") if isinstance(head.get("conventions"), dict) else {}
         figures = []
         order = FIGURE_ORDER
         for png in sorted(
@@ -655,6 +652,9 @@ class SiteWriter:
             ["<h2>the fault lines at a glance</h2>", '<div class="figures">', *figures, "</div>"] if figures else []
         )
         headline_part = ["<h2>headline tables</h2>", linked, *headline] if headline else []
+        if conventions:  # the report's one units-and-signs legend, stated once beside its tables
+            legend = "".join(f"<dt>{esc(topic)}</dt><dd>{esc(text)}</dd>" for topic, text in conventions.items())
+            headline_part.insert(0, fold("units and signs", f'<dl class="legend">{legend}</dl>', key="units"))
         return figure_part, headline_part, ([linked, *rest] if rest else [])
 
     def _group_page(self, s: Section, cells: list[str], cell_pages: dict[str, str], groups: dict[tuple, str]) -> str:
