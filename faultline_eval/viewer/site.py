@@ -163,8 +163,19 @@ def _table_js(table: dict) -> str:
 
 
 def _clean(value: Any) -> Any:
+    if type(value) in _PLAIN:  # most values: nothing to convert (and no attribute lookup)
+        return value
     value = value.item() if hasattr(value, "item") else value
     return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
+
+
+_PLAIN = frozenset({str, int, bool})
+
+
+def _plain_rows(rows: pd.DataFrame, columns: list[str]) -> list[list]:
+    """``rows[columns]`` as lists of :func:`_clean` values, read column by column (a column's
+    ``tolist()`` converts it at once; row-wise iteration builds a pandas row per trial)."""
+    return [list(row) for row in zip(*([_clean(v) for v in rows[c].tolist()] for c in columns))]
 
 
 def _pipe_table(text: str) -> tuple[str, list[list[str]]]:
@@ -397,14 +408,20 @@ class SiteWriter:
         verdict matrix collapsed, then one collapsible section per (cell, variant) with what was
         sent (media only where they differ from the top's), the text sent with its system prompt,
         and one card per model in the matrix's order."""
-        first = records[next(iter(zip(trials["model"], trials["cell"], trials["sample_id"], trials["variant"])))]
-        order = {c: i for i, c in enumerate(s.renderer.order(list(trials["cell"].unique())))}
-        groups = sorted(trials.groupby(["cell", "variant"], sort=False), key=lambda g: (order[g[0][0]], g[0][1]))
-        present = [m for m in models if m in set(trials["model"])]
+        # the sample's trials by (cell, variant), each group's rows in table order: one pass over
+        # the rows (a pandas group and row tuple class per (cell, variant) cost more than the page)
+        by_group: dict[tuple, list] = {}
+        for r in trials.itertuples():
+            by_group.setdefault((r.cell, r.variant), []).append(r)
+        first_row = next(iter(by_group.values()))[0]
+        first = records[(first_row.model, first_row.cell, first_row.sample_id, first_row.variant)]
+        order = {c: i for i, c in enumerate(s.renderer.order(list(dict.fromkeys(c for c, _ in by_group))))}
+        groups = sorted(by_group.items(), key=lambda g: (order[g[0][0]], g[0][1]))
+        present = [m for m in models if m in {r.model for g in by_group.values() for r in g}]
         head = "".join(f"<th>{esc(m)}</th>" for m in present)
         matrix, correct = [], 0
         for (cell, variant), g in groups:
-            by_model = dict(zip(g["model"], g["verdict"]))
+            by_model = {r.model: r.verdict for r in g}
             correct += sum(v == CORRECT for v in by_model.values())
             cells = "".join(
                 f'<td class="{verdict_class(by_model.get(m))}">{esc(by_model.get(m, ""))}</td>' for m in present
@@ -452,7 +469,7 @@ class SiteWriter:
         ]
         reference = None if top_shown is None or top_shown.audio is None else len(top_shown.audio)
         for (cell, variant), g in groups:
-            record = records[(g["model"].iloc[0], cell, sample, variant)]
+            record = records[(g[0].model, cell, sample, variant)]
             if s.renderer.clean is not None:
                 shown, media = self._render(
                     f"{s.name}|{record.get('dataset')}|{cell}|{sample}|{variant}",
@@ -477,7 +494,7 @@ class SiteWriter:
             notes = "; ".join(shown.notes) if shown is not None and shown.notes else ""
             about = s.renderer.describe(cell)
             sent_text = f'<pre class="text">{text}</pre>' if text else ""
-            by_model = {r.model: r for r in g.itertuples()}
+            by_model = {r.model: r for r in g}
             cards = "".join(
                 self._card(s, by_model[m], records[(m, cell, sample, variant)]) for m in present if m in by_model
             )
@@ -511,8 +528,8 @@ class SiteWriter:
         data = {
             "cell": cell,
             "columns": [s.variant_label if c == "variant" else c for c in columns],
-            "rows": [[_clean(v) for v in values] for values in rows[columns].itertuples(index=False)],
-            "links": [_clean(v) for v in rows["link"]],
+            "rows": _plain_rows(rows, columns),
+            "links": [_clean(v) for v in rows["link"].tolist()],
         }
         (self.out / s.name / "cells" / f"{name}.js").write_text(_table_js(data), encoding="utf-8")
         previous, following = (None if a is None else f"{a}.html" for a in around)
