@@ -17,6 +17,7 @@ media path is relative, so the folder opens from disk or any static host.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import html
 import json
@@ -172,10 +173,16 @@ def _clean(value: Any) -> Any:
 _PLAIN = frozenset({str, int, bool})
 
 
+def values_of(column: pd.Series) -> list:
+    """A column's values as Python objects, as iterating it yields them, converted at once
+    (iterating a pyarrow-backed column converts one value per call: slow over many trials)."""
+    return column.to_numpy(dtype=object).tolist()
+
+
 def _plain_rows(rows: pd.DataFrame, columns: list[str]) -> list[list]:
-    """``rows[columns]`` as lists of :func:`_clean` values, read column by column (a column's
-    ``tolist()`` converts it at once; row-wise iteration builds a pandas row per trial)."""
-    return [list(row) for row in zip(*([_clean(v) for v in rows[c].tolist()] for c in columns))]
+    """``rows[columns]`` as lists of :func:`_clean` values, read column by column (row-wise
+    iteration builds a pandas row per trial)."""
+    return [list(row) for row in zip(*([_clean(v) for v in values_of(rows[c])] for c in columns))]
 
 
 def _pipe_table(text: str) -> tuple[str, list[list[str]]]:
@@ -272,7 +279,7 @@ class SiteWriter:
             (root / sub).mkdir(parents=True, exist_ok=True)
         rows = s.rows.reset_index(drop=True)
         shown = select(rows, self.budget)
-        keys = list(zip(rows["model"], rows["cell"], rows["sample_id"], rows["variant"]))
+        keys = list(zip(*(values_of(rows[c]) for c in ("model", "cell", "sample_id", "variant"))))
         extras, records = s.read_records({k for k, on in zip(keys, shown) if on})
         for column in ("answer", "gold", "latency_s"):
             logged = [extras.get(k, {}).get(column) for k in keys]
@@ -287,8 +294,8 @@ class SiteWriter:
         models = model_order(rows)
         sample_pages = self._sample_pages(s, rows[has_page], records, notes, models)
         links = [
-            f"../samples/{sample_pages[r.sample_id]}#{slug(f'{r.cell}-{r.variant}')}" if on else None
-            for r, on in zip(rows.itertuples(), has_page)
+            f"../samples/{sample_pages[sample]}#{slug(f'{cell}-{variant}')}" if on else None
+            for (_, cell, sample, variant), on in zip(keys, has_page)
         ]
         rows["link"] = links
         rows = rows.drop(columns=[c for c in OPTIONAL_COLUMNS if c in rows and rows[c].isna().all()])
@@ -318,25 +325,26 @@ class SiteWriter:
     def _index_trials(self, s: Section, rows: pd.DataFrame, keys: list, extras: dict, cell_pages: dict) -> None:
         """Every trial into the search index (its answer and the start of its reply): linked to its
         section of the sample page when it has one, else to its row of the cell's table."""
-        for r, key in zip(rows.itertuples(), keys):
+        quoted = functools.cache(lambda text: quote("=" + text, safe=""))  # ids and models repeat across trials
+        for key, answer, link in zip(keys, values_of(rows["answer"]), values_of(rows["link"])):
+            model, cell, sample, _ = key
             reply = str(extras.get(key, {}).get("reply") or "")[:SEARCH_REPLY_CHARS]
-            answer = "" if r.answer is None else str(r.answer)
+            answer = "" if answer is None else str(answer)
             where = (
-                f"{s.name}/samples/{r.link[len('../samples/') :]}"
-                if isinstance(r.link, str)
-                else f"{s.name}/cells/{cell_pages[r.cell]}.html#sample_id={quote('=' + r.sample_id, safe='')}"
-                f"&model={quote('=' + r.model, safe='')}"
+                f"{s.name}/samples/{link[len('../samples/') :]}"
+                if isinstance(link, str)
+                else f"{s.name}/cells/{cell_pages[cell]}.html#sample_id={quoted(sample)}&model={quoted(model)}"
             )
-            self.search.append([s.title, "trial", r.sample_id, r.cell, r.model, f"{answer} | {reply}", where])
+            self.search.append([s.title, "trial", sample, cell, model, f"{answer} | {reply}", where])
 
     def _runs(self, s: Section, rows: pd.DataFrame, keys: list, extras: dict) -> list[dict]:
         """One panel per run (a results JSON and its per-sample logs): :func:`run_info`, the seed
         scheme its records name, and its trials' verdicts counted by category."""
         by_file: dict[Path, list[int]] = {}
         for i, key in enumerate(keys):
-            file = extras.get(key, {}).get("run_file")
+            file = extras.get(key, {}).get("run_file")  # a Path (made once per log, not per trial)
             if file is not None:
-                by_file.setdefault(Path(file), []).append(i)
+                by_file.setdefault(file, []).append(i)
         by_results: dict[Path | None, list[Path]] = {}
         for file in by_file:
             by_results.setdefault(results_for(file), []).append(file)
@@ -529,7 +537,7 @@ class SiteWriter:
             "cell": cell,
             "columns": [s.variant_label if c == "variant" else c for c in columns],
             "rows": _plain_rows(rows, columns),
-            "links": [_clean(v) for v in rows["link"].tolist()],
+            "links": [_clean(v) for v in values_of(rows["link"])],
         }
         (self.out / s.name / "cells" / f"{name}.js").write_text(_table_js(data), encoding="utf-8")
         previous, following = (None if a is None else f"{a}.html" for a in around)
