@@ -182,7 +182,12 @@ def values_of(column: pd.Series) -> list:
 def _plain_rows(rows: pd.DataFrame, columns: list[str]) -> list[list]:
     """``rows[columns]`` as lists of :func:`_clean` values, read column by column (row-wise
     iteration builds a pandas row per trial)."""
-    return [list(row) for row in zip(*([_clean(v) for v in values_of(rows[c])] for c in columns))]
+    return [list(row) for row in zip(*(_clean_all(values_of(rows[c])) for c in columns))]
+
+
+def _clean_all(values: list) -> list:
+    """:func:`_clean` of each value, the plain ones passed through without a call."""
+    return [v if type(v) in _PLAIN else _clean(v) for v in values]
 
 
 def _pipe_table(text: str) -> tuple[str, list[list[str]]]:
@@ -281,8 +286,9 @@ class SiteWriter:
         shown = select(rows, self.budget)
         keys = list(zip(*(values_of(rows[c]) for c in ("model", "cell", "sample_id", "variant"))))
         extras, records = s.read_records({k for k, on in zip(keys, shown) if on})
+        by_key = [extras.get(k, {}) for k in keys]
         for column in ("answer", "gold", "latency_s"):
-            logged = [extras.get(k, {}).get(column) for k in keys]
+            logged = [e.get(column) for e in by_key]
             rows[column] = (
                 rows[column].where(rows[column].notna(), pd.Series(logged, dtype=object)) if column in rows else logged
             )
@@ -537,7 +543,7 @@ class SiteWriter:
             "cell": cell,
             "columns": [s.variant_label if c == "variant" else c for c in columns],
             "rows": _plain_rows(rows, columns),
-            "links": [_clean(v) for v in values_of(rows["link"])],
+            "links": _clean_all(values_of(rows["link"])),
         }
         (self.out / s.name / "cells" / f"{name}.js").write_text(_table_js(data), encoding="utf-8")
         previous, following = (None if a is None else f"{a}.html" for a in around)
@@ -568,16 +574,17 @@ class SiteWriter:
         """The story first: the report's figures (captioned), its headline tables, the run panels;
         then, collapsed, the accuracy of every model and cell, every other report table, the notes."""
         scored = rows["verdict"].isin([CORRECT, "wrong"]) | rows["verdict"].str.startswith("invalid")
-        counts = rows.assign(k=rows["verdict"].eq(CORRECT), n=scored).groupby(["cell", "model"])[["k", "n"]].sum()
+        table = rows.assign(k=rows["verdict"].eq(CORRECT), n=scored).groupby(["cell", "model"])[["k", "n"]].sum()
+        counts = {key: (int(k), int(n)) for key, k, n in zip(table.index, table["k"], table["n"])}
         head = "".join(f"<th>{esc(m)}</th>" for m in models)
         lines = []
         for cell in cells:
             tds = []
             for model in models:
-                if (cell, model) not in counts.index:
+                if (cell, model) not in counts:
                     tds.append("<td></td>")
                     continue
-                k, n = map(int, counts.loc[(cell, model)])
+                k, n = counts[(cell, model)]
                 bad = n - k
                 link = f"cells/{cell_pages[cell]}.html#model={_hash_value('=' + model)}"
                 wrong = f'<a href="{link}&amp;verdict=!correct">{bad} not correct</a>' if bad else "0 not correct"
