@@ -7,9 +7,10 @@ installed faultline-eval version and :data:`MEDIA_FORMAT`, and stops writing (le
 listed without media) once the budget's megabytes are spent.
 
 Speed (``--html`` costs little next to the report): the files are encoded on a thread pool
-(PNG, JPEG and WAV encoding release the GIL) while the next trial renders; a folder a previous
-site left complete (its ``shown.json``, written last) is reused without rendering or writing
-anything, so writing a site again into the same folder rewrites pages only. Which trials get
+(PNG, JPEG and WAV encoding release the GIL) while the next trial renders; a file several
+trials share (the clean frames under a text condition) is encoded once (:class:`EncodedFiles`);
+a folder a previous site left complete (its ``shown.json``, written last) is reused without
+rendering or writing anything, so writing a site again into the same folder rewrites pages only. Which trials get
 media does not depend on the timing: the budget waits for the pending files' exact sizes
 whenever their upper bound could cross it.
 """
