@@ -130,6 +130,8 @@ def search_index(site: Path) -> list[list]:
 
 @pytest.mark.parametrize("query", ["sample_id", "reply"])
 def test_one_search_box_finds_sample_ids_and_replies_across_the_site(site, page, query):
+    from playwright.sync_api import expect  # as the browser fixture: only where Chromium runs
+
     rows = search_index(site)
     record = json.loads(
         next((site.parent / "logs" / "guesser").glob("*_bi_ta_drop_words_mute_t70_a50.jsonl")).open().readline()
@@ -141,23 +143,25 @@ def test_one_search_box_finds_sample_ids_and_replies_across_the_site(site, page,
     expected = [r for r in rows if words.lower() in " ".join(map(str, r[2:6])).lower()]
     assert expected and {r[0] for r in expected} <= {"SCEval", "C3PO"}
     page.goto((site / "c3po" / "index.html").as_uri())  # any page: the index is the site's
+    # the index (search.js) loads on the first keystroke, asynchronously: every check waits for
+    # the results (expect retries), none reads the count the moment the text is typed
     page.fill("#fl-search", words)
-    page.wait_for_selector("#fl-results li")
-    assert int(page.get_attribute("#fl-search", "data-count")) == len(expected)
-    shown = page.locator("#fl-results li").count()
-    assert shown == min(50, len(expected))
-    assert page.inner_text("#fl-search-count") == f"{shown} of {len(expected)} shown"
+    expect(page.locator("#fl-search")).to_have_attribute("data-count", str(len(expected)))
+    shown = min(50, len(expected))
+    expect(page.locator("#fl-results li")).to_have_count(shown)
+    expect(page.locator("#fl-search-count")).to_have_text(f"{shown} of {len(expected)} shown")
     if query == "sample_id":  # the sample's own page comes first, and Enter opens it
         page.keyboard.press("Enter")
-        page.wait_for_load_state("load")
-        assert page.locator("h1").inner_text().endswith(f"sample {words}")
+        page.wait_for_url("**/samples/*")  # the new page, loaded (load state right after a click is the old page's)
+        expect(page.locator("h1")).to_have_text(re.compile(f"sample {re.escape(words)}$"))
     else:  # a reply opens its trial's section on a sample page
         page.locator("#fl-results a").first.click()
-        page.wait_for_load_state("load")
+        page.wait_for_url("**/samples/*")
         target = page.evaluate("decodeURIComponent(location.hash.slice(1))")
-        assert "/samples/" in page.url and page.locator(f"section.trial[id='{target}'] > details[open]").count() == 1
-    page.fill("#fl-search", "no such text anywhere zzz")
-    assert page.inner_text("#fl-search-count") == "no match" and page.locator("#fl-results").is_hidden()
+        expect(page.locator(f"section.trial[id='{target}'] > details[open]")).to_have_count(1)
+    page.fill("#fl-search", "no such text anywhere zzz")  # a new page: its index loads again
+    expect(page.locator("#fl-search-count")).to_have_text("no match")
+    expect(page.locator("#fl-results")).to_be_hidden()
 
 
 def test_the_trial_count_says_n_of_m_after_a_filter(site, page):

@@ -66,14 +66,13 @@ class Budget:
 
 
 def sample_rank(sample_ids) -> np.ndarray:
-    """A stable pseudo-random rank per sample id (blake2b of the id)."""
-    return np.array(
-        [
-            int.from_bytes(hashlib.blake2b(str(s).encode(), digest_size=8, person=b"fl-view").digest(), "big")
-            for s in sample_ids
-        ],
-        dtype=np.uint64,
-    )
+    """A stable pseudo-random rank per sample id (blake2b of the id; each distinct id hashed once)."""
+    ids = [str(s) for s in sample_ids]
+    rank = {
+        s: int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8, person=b"fl-view").digest(), "big")
+        for s in dict.fromkeys(ids)
+    }
+    return np.array([rank[s] for s in ids], dtype=np.uint64)
 
 
 def select(rows: pd.DataFrame, budget: Budget) -> pd.Series:

@@ -7,9 +7,10 @@ installed faultline-eval version and :data:`MEDIA_FORMAT`, and stops writing (le
 listed without media) once the budget's megabytes are spent.
 
 Speed (``--html`` costs little next to the report): the files are encoded on a thread pool
-(PNG, JPEG and WAV encoding release the GIL) while the next trial renders; a folder a previous
-site left complete (its ``shown.json``, written last) is reused without rendering or writing
-anything, so writing a site again into the same folder rewrites pages only. Which trials get
+(PNG, JPEG and WAV encoding release the GIL) while the next trial renders; a file several
+trials share (the clean frames under a text condition) is encoded once (:class:`EncodedFiles`);
+a folder a previous site left complete (its ``shown.json``, written last) is reused without
+rendering or writing anything, so writing a site again into the same folder rewrites pages only. Which trials get
 media does not depend on the timing: the budget waits for the pending files' exact sizes
 whenever their upper bound could cross it.
 """
@@ -17,9 +18,11 @@ whenever their upper bound could cross it.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -77,15 +80,55 @@ class _Pending:
     bound: int  # an upper bound of those bytes
 
 
-def _save_picture(image: np.ndarray, full: Path, thumb: Path | None) -> None:
+class EncodedFiles:
+    """Encoded files by what they encode: a picture, clip or waveform that several trials share
+    (the clean frames under a text or audio condition, the clean clip under a vision one) is
+    encoded once and its bytes written again (the same bytes: encoding is deterministic). Shared by
+    the pool's threads; past ``max_bytes`` held, further encodings are written but not kept."""
+
+    def __init__(self, max_bytes: float = 64e6):
+        self.max_bytes, self.bytes = max_bytes, 0
+        self.files: dict[tuple, bytes] = {}
+        self.lock = threading.Lock()
+
+    def write(self, path: Path, key: tuple, encode: Callable[[io.BytesIO], None]) -> None:
+        """Write to ``path`` the bytes ``encode(buffer)`` writes for content ``key``."""
+        with self.lock:
+            data = self.files.get(key)
+        if data is None:
+            buffer = io.BytesIO()
+            encode(buffer)
+            data = buffer.getvalue()
+            with self.lock:
+                if key not in self.files and self.bytes + len(data) <= self.max_bytes:
+                    self.files[key] = data
+                    self.bytes += len(data)
+        path.write_bytes(data)
+
+
+def _content(array: np.ndarray) -> tuple:
+    """The key of an array's content: digest, shape and type."""
+    array = np.ascontiguousarray(array)
+    return hashlib.blake2b(memoryview(array).cast("B"), digest_size=16).digest(), array.shape, array.dtype.str
+
+
+def _save_picture(image: np.ndarray, full: Path, thumb: Path | None, encoded: EncodedFiles) -> None:
+    key = _content(image)
     picture = Image.fromarray(np.ascontiguousarray(image))
-    picture.save(full, format="PNG", compress_level=1)  # lossless; level 1 writes fast
+    # lossless; level 1 writes fast
+    encoded.write(full, ("png", *key), lambda out: picture.save(out, format="PNG", compress_level=1))
     if thumb is not None:
         width = max(1, round(picture.width * THUMB_HEIGHT / picture.height))
-        picture.resize((width, THUMB_HEIGHT), Image.Resampling.BOX).save(thumb, quality=85)
+        encoded.write(
+            thumb,
+            ("thumb", *key),
+            lambda out: picture.resize((width, THUMB_HEIGHT), Image.Resampling.BOX).save(
+                out, format="JPEG", quality=85
+            ),
+        )
 
 
-def _write_trial(root: Path, shown: Shown, reference: int | None, manifest: dict) -> int:
+def _write_trial(root: Path, shown: Shown, reference: int | None, manifest: dict, encoded: EncodedFiles) -> int:
     """Write one trial's files as ``manifest`` names them, then the manifest; returns their bytes.
     Runs on the pool: one job per trial, so the main thread renders while the pool encodes."""
     folder = root / manifest["folder"]
@@ -93,12 +136,21 @@ def _write_trial(root: Path, shown: Shown, reference: int | None, manifest: dict
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     for (_, image), (_, thumb, full) in zip(shown.images, manifest["images"]):
-        _save_picture(image, root / full, root / thumb if thumb != full else None)
+        _save_picture(image, root / full, root / thumb if thumb != full else None, encoded)
     if shown.audio is not None:
         samples = np.asarray(shown.audio, dtype=np.float32)
+        key, scale = _content(samples), reference or len(samples)
         # 16-bit PCM: half the size of the float original, within 1/32768 of every sample sent
-        soundfile.write(str(root / manifest["audio"]), samples, SAMPLE_RATE, subtype="PCM_16")
-        render_waveform(samples, reference or len(samples)).save(root / manifest["waveform"])
+        encoded.write(
+            root / manifest["audio"],
+            ("wav", *key),
+            lambda out: soundfile.write(out, samples, SAMPLE_RATE, subtype="PCM_16", format="WAV"),
+        )
+        encoded.write(
+            root / manifest["waveform"],
+            ("waveform", scale, *key),
+            lambda out: render_waveform(samples, scale).save(out, format="PNG"),
+        )
     (folder / f"{MANIFEST}.tmp").write_text(json.dumps(manifest), encoding="utf-8")
     (folder / f"{MANIFEST}.tmp").replace(folder / MANIFEST)  # last: the folder is complete
     return sum(p.stat().st_size for p in folder.iterdir())
@@ -118,6 +170,7 @@ class MediaWriter:
         self.reused = 0  # trials whose folder an earlier site left complete
         self.shown: dict[str, Shown] = {}  # trial key -> what it sent, without the pixels (see _light)
         self.pool = ThreadPoolExecutor(workers or min(4, os.cpu_count() or 1), thread_name_prefix="media")
+        self.encoded = EncodedFiles()  # files several trials share, encoded once
         self.pending: list[_Pending] = []
         self.folders: set[str] = set()  # the media folders this site uses
         media = root / "media"
@@ -196,7 +249,9 @@ class MediaWriter:
             "system": shown.system,
             "audio_samples": None if shown.audio is None else len(shown.audio),
         }
-        self.pending.append(_Pending(key, self.pool.submit(_write_trial, self.root, shown, reference, manifest), bound))
+        self.pending.append(
+            _Pending(key, self.pool.submit(_write_trial, self.root, shown, reference, manifest, self.encoded), bound)
+        )
         while len(self.pending) > WINDOW or (self.pending and self.pending[0].job.done()):
             self._finish(self.pending.pop(0))
         return Written(images, audio, waveform)

@@ -56,11 +56,11 @@ def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[
     the ``wanted`` ones. Models are labelled as the report labels them."""
     extras, records = {}, {}
     for path in sample_files(run_dirs):
-        label = None
+        label, name = None, path.name
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
-            record = read_record(line, f"{path.name}:{number}")
+            record = read_record(line, f"{name}:{number}")
             label = label or label_for(path, record.get("model"))
             key = (label, record["condition_id"], str(record["sample_id"]), int(record["variant"]))
             extras[key] = {

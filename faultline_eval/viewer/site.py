@@ -17,6 +17,7 @@ media path is relative, so the folder opens from disk or any static host.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import html
 import json
@@ -163,8 +164,30 @@ def _table_js(table: dict) -> str:
 
 
 def _clean(value: Any) -> Any:
+    if type(value) in _PLAIN:  # most values: nothing to convert (and no attribute lookup)
+        return value
     value = value.item() if hasattr(value, "item") else value
     return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
+
+
+_PLAIN = frozenset({str, int, bool})
+
+
+def values_of(column: pd.Series) -> list:
+    """A column's values as Python objects, as iterating it yields them, converted at once
+    (iterating a pyarrow-backed column converts one value per call: slow over many trials)."""
+    return column.to_numpy(dtype=object).tolist()
+
+
+def _plain_rows(rows: pd.DataFrame, columns: list[str]) -> list[list]:
+    """``rows[columns]`` as lists of :func:`_clean` values, read column by column (row-wise
+    iteration builds a pandas row per trial)."""
+    return [list(row) for row in zip(*(_clean_all(values_of(rows[c])) for c in columns))]
+
+
+def _clean_all(values: list) -> list:
+    """:func:`_clean` of each value, the plain ones passed through without a call."""
+    return [v if type(v) in _PLAIN else _clean(v) for v in values]
 
 
 def _pipe_table(text: str) -> tuple[str, list[list[str]]]:
@@ -261,10 +284,11 @@ class SiteWriter:
             (root / sub).mkdir(parents=True, exist_ok=True)
         rows = s.rows.reset_index(drop=True)
         shown = select(rows, self.budget)
-        keys = list(zip(rows["model"], rows["cell"], rows["sample_id"], rows["variant"]))
+        keys = list(zip(*(values_of(rows[c]) for c in ("model", "cell", "sample_id", "variant"))))
         extras, records = s.read_records({k for k, on in zip(keys, shown) if on})
+        by_key = [extras.get(k, {}) for k in keys]
         for column in ("answer", "gold", "latency_s"):
-            logged = [extras.get(k, {}).get(column) for k in keys]
+            logged = [e.get(column) for e in by_key]
             rows[column] = (
                 rows[column].where(rows[column].notna(), pd.Series(logged, dtype=object)) if column in rows else logged
             )
@@ -276,8 +300,8 @@ class SiteWriter:
         models = model_order(rows)
         sample_pages = self._sample_pages(s, rows[has_page], records, notes, models)
         links = [
-            f"../samples/{sample_pages[r.sample_id]}#{slug(f'{r.cell}-{r.variant}')}" if on else None
-            for r, on in zip(rows.itertuples(), has_page)
+            f"../samples/{sample_pages[sample]}#{slug(f'{cell}-{variant}')}" if on else None
+            for (_, cell, sample, variant), on in zip(keys, has_page)
         ]
         rows["link"] = links
         rows = rows.drop(columns=[c for c in OPTIONAL_COLUMNS if c in rows and rows[c].isna().all()])
@@ -307,25 +331,26 @@ class SiteWriter:
     def _index_trials(self, s: Section, rows: pd.DataFrame, keys: list, extras: dict, cell_pages: dict) -> None:
         """Every trial into the search index (its answer and the start of its reply): linked to its
         section of the sample page when it has one, else to its row of the cell's table."""
-        for r, key in zip(rows.itertuples(), keys):
+        quoted = functools.cache(lambda text: quote("=" + text, safe=""))  # ids and models repeat across trials
+        for key, answer, link in zip(keys, values_of(rows["answer"]), values_of(rows["link"])):
+            model, cell, sample, _ = key
             reply = str(extras.get(key, {}).get("reply") or "")[:SEARCH_REPLY_CHARS]
-            answer = "" if r.answer is None else str(r.answer)
+            answer = "" if answer is None else str(answer)
             where = (
-                f"{s.name}/samples/{r.link[len('../samples/') :]}"
-                if isinstance(r.link, str)
-                else f"{s.name}/cells/{cell_pages[r.cell]}.html#sample_id={quote('=' + r.sample_id, safe='')}"
-                f"&model={quote('=' + r.model, safe='')}"
+                f"{s.name}/samples/{link[len('../samples/') :]}"
+                if isinstance(link, str)
+                else f"{s.name}/cells/{cell_pages[cell]}.html#sample_id={quoted(sample)}&model={quoted(model)}"
             )
-            self.search.append([s.title, "trial", r.sample_id, r.cell, r.model, f"{answer} | {reply}", where])
+            self.search.append([s.title, "trial", sample, cell, model, f"{answer} | {reply}", where])
 
     def _runs(self, s: Section, rows: pd.DataFrame, keys: list, extras: dict) -> list[dict]:
         """One panel per run (a results JSON and its per-sample logs): :func:`run_info`, the seed
         scheme its records name, and its trials' verdicts counted by category."""
         by_file: dict[Path, list[int]] = {}
         for i, key in enumerate(keys):
-            file = extras.get(key, {}).get("run_file")
+            file = extras.get(key, {}).get("run_file")  # a Path (made once per log, not per trial)
             if file is not None:
-                by_file.setdefault(Path(file), []).append(i)
+                by_file.setdefault(file, []).append(i)
         by_results: dict[Path | None, list[Path]] = {}
         for file in by_file:
             by_results.setdefault(results_for(file), []).append(file)
@@ -397,14 +422,20 @@ class SiteWriter:
         verdict matrix collapsed, then one collapsible section per (cell, variant) with what was
         sent (media only where they differ from the top's), the text sent with its system prompt,
         and one card per model in the matrix's order."""
-        first = records[next(iter(zip(trials["model"], trials["cell"], trials["sample_id"], trials["variant"])))]
-        order = {c: i for i, c in enumerate(s.renderer.order(list(trials["cell"].unique())))}
-        groups = sorted(trials.groupby(["cell", "variant"], sort=False), key=lambda g: (order[g[0][0]], g[0][1]))
-        present = [m for m in models if m in set(trials["model"])]
+        # the sample's trials by (cell, variant), each group's rows in table order: one pass over
+        # the rows (a pandas group and row tuple class per (cell, variant) cost more than the page)
+        by_group: dict[tuple, list] = {}
+        for r in trials.itertuples():
+            by_group.setdefault((r.cell, r.variant), []).append(r)
+        first_row = next(iter(by_group.values()))[0]
+        first = records[(first_row.model, first_row.cell, first_row.sample_id, first_row.variant)]
+        order = {c: i for i, c in enumerate(s.renderer.order(list(dict.fromkeys(c for c, _ in by_group))))}
+        groups = sorted(by_group.items(), key=lambda g: (order[g[0][0]], g[0][1]))
+        present = [m for m in models if m in {r.model for g in by_group.values() for r in g}]
         head = "".join(f"<th>{esc(m)}</th>" for m in present)
         matrix, correct = [], 0
         for (cell, variant), g in groups:
-            by_model = dict(zip(g["model"], g["verdict"]))
+            by_model = {r.model: r.verdict for r in g}
             correct += sum(v == CORRECT for v in by_model.values())
             cells = "".join(
                 f'<td class="{verdict_class(by_model.get(m))}">{esc(by_model.get(m, ""))}</td>' for m in present
@@ -452,7 +483,7 @@ class SiteWriter:
         ]
         reference = None if top_shown is None or top_shown.audio is None else len(top_shown.audio)
         for (cell, variant), g in groups:
-            record = records[(g["model"].iloc[0], cell, sample, variant)]
+            record = records[(g[0].model, cell, sample, variant)]
             if s.renderer.clean is not None:
                 shown, media = self._render(
                     f"{s.name}|{record.get('dataset')}|{cell}|{sample}|{variant}",
@@ -477,7 +508,7 @@ class SiteWriter:
             notes = "; ".join(shown.notes) if shown is not None and shown.notes else ""
             about = s.renderer.describe(cell)
             sent_text = f'<pre class="text">{text}</pre>' if text else ""
-            by_model = {r.model: r for r in g.itertuples()}
+            by_model = {r.model: r for r in g}
             cards = "".join(
                 self._card(s, by_model[m], records[(m, cell, sample, variant)]) for m in present if m in by_model
             )
@@ -511,8 +542,8 @@ class SiteWriter:
         data = {
             "cell": cell,
             "columns": [s.variant_label if c == "variant" else c for c in columns],
-            "rows": [[_clean(v) for v in values] for values in rows[columns].itertuples(index=False)],
-            "links": [_clean(v) for v in rows["link"]],
+            "rows": _plain_rows(rows, columns),
+            "links": _clean_all(values_of(rows["link"])),
         }
         (self.out / s.name / "cells" / f"{name}.js").write_text(_table_js(data), encoding="utf-8")
         previous, following = (None if a is None else f"{a}.html" for a in around)
@@ -543,16 +574,17 @@ class SiteWriter:
         """The story first: the report's figures (captioned), its headline tables, the run panels;
         then, collapsed, the accuracy of every model and cell, every other report table, the notes."""
         scored = rows["verdict"].isin([CORRECT, "wrong"]) | rows["verdict"].str.startswith("invalid")
-        counts = rows.assign(k=rows["verdict"].eq(CORRECT), n=scored).groupby(["cell", "model"])[["k", "n"]].sum()
+        table = rows.assign(k=rows["verdict"].eq(CORRECT), n=scored).groupby(["cell", "model"])[["k", "n"]].sum()
+        counts = {key: (int(k), int(n)) for key, k, n in zip(table.index, table["k"], table["n"])}
         head = "".join(f"<th>{esc(m)}</th>" for m in models)
         lines = []
         for cell in cells:
             tds = []
             for model in models:
-                if (cell, model) not in counts.index:
+                if (cell, model) not in counts:
                     tds.append("<td></td>")
                     continue
-                k, n = map(int, counts.loc[(cell, model)])
+                k, n = counts[(cell, model)]
                 bad = n - k
                 link = f"cells/{cell_pages[cell]}.html#model={_hash_value('=' + model)}"
                 wrong = f'<a href="{link}&amp;verdict=!correct">{bad} not correct</a>' if bad else "0 not correct"

@@ -240,8 +240,29 @@ def read_runs(
 ) -> tuple[pd.DataFrame, list[str]]:
     """The trial table of every SCEval per-sample log under ``run_dirs`` (columns
     :data:`~sceval_plugin.metrics.protocol.TRIAL_COLUMNS` and :data:`EXTRA_COLUMNS`), and notes
-    (repeated trials)."""
+    (repeated trials). Logs read again unchanged in the same process (``sceval report --html``:
+    the report, then its site) are not parsed again: the table comes from :data:`_last_read`, copied."""
     files = sample_files(run_dirs)
+    key = _identity(files)
+    if key not in _last_read:
+        _last_read.clear()  # the last table only: a report and its site read the same logs one after the other
+        _last_read[key] = _read_files(files, workers, progress)
+    trials, notes = _last_read[key]
+    return trials.copy(), list(notes)
+
+
+#: The last trial table :func:`read_runs` read, by :func:`_identity` of its logs.
+_last_read: dict[tuple, tuple[pd.DataFrame, list[str]]] = {}
+
+
+def _identity(files: list[Path]) -> tuple:
+    """The logs and the results files that label their models, as they are now (path, size, time)."""
+    results = sorted({str(r) for f in files if (r := results_for(f)) is not None})
+    return tuple((p, (st := os.stat(p)).st_size, st.st_mtime_ns) for p in [*map(str, files), *results])
+
+
+def _read_files(files: list[Path], workers: int | None, progress: bool) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`read_runs` of the logs ``files``."""
     label_of = functools.lru_cache(maxsize=None)(lambda results: model_label(results, None))
     parsed = _parse_files(files, workers, progress)
     kept = [(parsed[str(f)], label_of(results_for(f))) for f in files if len(parsed[str(f)][1][0][0])]
