@@ -227,8 +227,9 @@ def write_compare(writer: SiteWriter, name: str, title: str, cell_label: str, va
     rows = rows[rows["model"].isin([a, b])]
     key = ["cell", "sample_id", "variant"]
     side = {m: g.set_index(key) for m, g in rows.groupby("model")}
-    joined = side[a][["verdict", "answer", "gold", "link"]].join(
-        side[b][["verdict", "answer", "gold", "link"]], how="outer", lsuffix="_a", rsuffix="_b"
+    columns = ["verdict", "answer", "gold", "link"]
+    joined = side[a][columns].merge(
+        side[b][columns], how="outer", left_index=True, right_index=True, suffixes=("_a", "_b")
     )
     joined = joined.reset_index()
     joined = joined.assign(_not_clean=joined["cell"] != "clean").sort_values(["_not_clean", *key], kind="stable")
