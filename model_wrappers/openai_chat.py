@@ -214,8 +214,8 @@ class OpenAIChat(RemoteChat):
             raise AudioCanaryError(
                 f"sceval_openai: the audio canary failed on {self._client.base_urls} ({self.model_name}): "
                 f"{result.summary()}. The served model does not hear the audio, so every answer would be a "
-                "text-and-vision answer. Check the server's chat template and --limit-mm-per-prompt (README, "
-                "'Serving with vLLM'), or pass audio_canary=off to run anyway."
+                "text-and-vision answer. Check that the server's chat template has an audio placeholder and that "
+                "its backend passes the audio on (README, 'Serving with vLLM'), or pass audio_canary=off to run anyway."
             )
         logger.info(f"sceval_openai: audio canary passed: {result.summary()}")
 
