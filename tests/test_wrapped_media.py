@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -195,6 +196,9 @@ def test_the_file_cache_is_bounded_and_evicts_the_least_recently_used(cache, tmp
     size = os.path.getsize(first)
     monkeypatch.setenv(wrapped_media.DISK_ENV, str(2.5 * size / 1e9))  # room for two files and a half
     [second] = corrupt_media([str(pictures[1])], invert, where=WHERE)
+    # written a minute apart (two writes within the clock's resolution would tie)
+    for age, path in ((120, first), (60, second)):
+        os.utime(path, (time.time() - age, time.time() - age))
     assert corrupt_media([str(pictures[0])], invert, where=WHERE) == [first]  # used again: now the most recent
     [third] = corrupt_media([str(pictures[2])], invert, where=WHERE)
     assert os.path.exists(first) and os.path.exists(third) and not os.path.exists(second)
