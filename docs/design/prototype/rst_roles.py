@@ -11,8 +11,8 @@ ROLE = re.compile(r":(?:func|class|mod|data|meth|attr|exc|obj):`(~?)([\w.]+)(?:\
 
 
 def full_path(obj, name: str) -> str:
-    head, _, rest = name.partition(".")
-    for scope in (obj, obj.parent, obj.module):
+    head, _, rest = name.lstrip(".").partition(".")  # ".x": Sphinx's "x, searched upwards"
+    for scope in (obj, obj.parent, obj.module, obj.module.parent):
         try:
             return scope.resolve(head) + ("." + rest if rest else "")
         except (griffe.NameResolutionError, AttributeError, ValueError):
