@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_lmms_cli import lmms_eval
 
 from faultline_eval.core.stats import resample_weights
 from faultline_eval.core.trial import WrappedTrial
@@ -372,15 +373,10 @@ def test_report_and_audit_read_what_the_real_lmms_eval_cli_wrote(tmp_path, monke
     wrap_configs.write("mme", [catalogue().get(c) for c in ids], wrap_configs.data_override("mme", copy.dataset_path))
     tasks = "mme__clean__var0,mme__single_noise_v70,mme__missing_vision__var0,mme__shortcut_question_options__var0"
     bin_dir = Path(sys.executable).parent
-    done = subprocess.run(
-        [str(bin_dir / "lmms-eval"), "--model", "dummy", "--model_args", "response=Yes", "--tasks", tasks]
-        + ["--log_samples", "--output_path", str(tmp_path / "out")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lmms_eval(
+        "--model", "dummy", "--model_args", "response=Yes", "--tasks", tasks,
+        "--log_samples", "--output_path", str(tmp_path / "out"), cwd=tmp_path,
+    )  # fmt: skip
     reported = json.loads(next((tmp_path / "out").rglob("*_results.json")).read_text())["results"]
     noise = [reported[f"mme__single_noise_v70__var{k}"]["mme_perception_score,none"] for k in range(3)]
     clean = reported["mme__clean__var0"]["mme_perception_score,none"]

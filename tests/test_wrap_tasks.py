@@ -11,14 +11,12 @@ import hashlib
 import importlib.metadata
 import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import wrap_datasets
+from test_lmms_cli import lmms_eval
 
 from faultline_eval import commands
 from faultline_eval.core.registry import PluginError
@@ -378,15 +376,10 @@ def test_lmms_eval_cli_writes_a_requested_wrapped_task_and_logs_the_trial(local_
     wrap_configs.write("mme", [catalogue().get("clean")], wrap_configs.data_override("mme", copy.dataset_path))
     name = "mme__bi_tv_drop_words_noise_t70_v70__var1"
     assert not (wrap_configs.task_folder("mme") / f"{name}.yaml").exists()
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "lmms-eval"), "--model", "dummy", "--tasks", name, "--limit", "4"]
-        + ["--log_samples", "--output_path", str(tmp_path / "out")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lmms_eval(
+        "--model", "dummy", "--tasks", name, "--limit", "4",
+        "--log_samples", "--output_path", str(tmp_path / "out"), cwd=tmp_path,
+    )  # fmt: skip
     results = json.loads(next((tmp_path / "out").rglob("*_results.json")).read_text())
     assert "mme_perception_score,none" in results["results"][name]
     lines = [json.loads(x) for x in next((tmp_path / "out").rglob(f"*_samples_{name}.jsonl")).read_text().splitlines()]
