@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         "-o", "--output", default=str(DEFAULT_OUT), help="folder for the PNGs (default docs/assets/demo/)"
     )
     args = parser.parse_args(argv)
+    check_run(Path(args.run))  # before the browser: a wrong folder is the likelier mistake
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         parser.error("no chromium binary for the viewer screenshots (apt-get install chromium)")
