@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
@@ -55,29 +56,43 @@ def pages(site: Path) -> list[tuple[str, str]]:
     return found
 
 
-def shoot(site: Path, out: Path, chromium: str, query: str) -> list[Path]:
+def shoot(
+    site: Path,
+    out: Path,
+    chromium: str,
+    query: str | None,
+    widths: dict[str, int] = WIDTHS,
+    only: Collection[str] | None = None,
+    max_height: int = 3000,
+) -> list[Path]:
+    """Shoot ``site``'s pages (those named in ``only``, default all) at each of ``widths`` into
+    ``out/<page>-<width name>.png``, each down to ``max_height`` px, and the search box with results
+    for ``query`` (``None``: no search shot). ``docs/assets/make_assets.py`` takes a few of them."""
     from playwright.sync_api import sync_playwright  # heavy: only for the screenshots
 
     out.mkdir(parents=True, exist_ok=True)
     written = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        for kind, width in WIDTHS.items():
+        for kind, width in widths.items():
             page = browser.new_page(viewport={"width": width, "height": 900})
             for name, address in pages(site):
+                if only is not None and name not in only:
+                    continue
                 page.goto(address)
                 page.wait_for_load_state("load")
                 written.append(out / f"{name}-{kind}.png")
                 # the whole page, down to 3,000 px (a sample page of 69 conditions is far longer)
-                height = min(3000, page.evaluate("document.documentElement.scrollHeight"))
+                height = min(max_height, page.evaluate("document.documentElement.scrollHeight"))
                 page.screenshot(
                     path=written[-1], full_page=True, clip={"x": 0, "y": 0, "width": width, "height": height}
                 )
-            page.goto((site / "index.html").as_uri())
-            page.fill("#fl-search", query)  # the search box over the whole site
-            page.wait_for_selector("#fl-results li")
-            written.append(out / f"search-{kind}.png")
-            page.screenshot(path=written[-1])
+            if query is not None:
+                page.goto((site / "index.html").as_uri())
+                page.fill("#fl-search", query)  # the search box over the whole site
+                page.wait_for_selector("#fl-results li")
+                written.append(out / f"search-{kind}.png")
+                page.screenshot(path=written[-1])
             page.close()
         browser.close()
     return written

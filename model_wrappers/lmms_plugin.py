@@ -61,9 +61,9 @@ def manifests() -> list:
             chat_class_path="c3po_plugin.construction.reference_model.BuildReferenceChat",
         ),
         ModelManifest(model_id="sceval_gemini", chat_class_path=f"{PACKAGE}.gemini.GeminiChat"),
-        # OpenAI-compatible endpoints (vLLM, vLLM-Omni) with the audio sent and checked (README, "Serving with vLLM").
+        # OpenAI-compatible endpoints (vLLM, vLLM-Omni) with the audio sent and checked (docs/reference/models.md).
         ModelManifest(model_id="sceval_openai", chat_class_path=f"{PACKAGE}.openai_chat.OpenAIChat"),
-        # Adapters over lmms-eval's open omni wrappers (README, "Supported models").
+        # Adapters over lmms-eval's open omni wrappers (docs/reference/models.md, "What the adapters fix").
         ModelManifest(
             model_id="faultline_qwen2_5_omni",
             chat_class_path=f"{PACKAGE}.qwen2_5_omni.Qwen2_5OmniChat",

@@ -2,7 +2,7 @@
 
 Encoding the 8 noise-corrupted 640x360 frames of a request as PNG through Pillow costs
 hundreds of ms of client CPU, most of it in Pillow's per-row filter search, which buys nothing
-on noise (README "Serving with vLLM" has the measurements, ``benchmarks/serving.py`` makes
+on noise (docs/tutorials/served-model.md, "Wire encoding", has the measurements, ``benchmarks/serving.py`` makes
 them). Every choice here is lossless, so the model sees exactly the pixels the operator made:
 
 - ``png``: Pillow's PNG (adaptive row filters, zlib level 6); the smallest, the slowest;

@@ -2,7 +2,7 @@
 
 A **pipeline exerciser producing demo-quality items, not a benchmark generator**: it lets
 ``c3po build all BUILD --pool demo --generator lmms:c3po_build_reference`` run every stage
-offline with no key (README, "Build a C³PO benchmark"). Like ``sceval_reference``
+offline with no key (docs/tutorials/build-c3po.md). Like ``sceval_reference``
 (:mod:`.reference`) it reads only what a real model is sent — the prompt text and the attached
 media — and perceives the media with the same signal processing (:func:`.reference_perception.find_shapes`,
 :func:`.reference_perception.find_tones`). Which of App. I's three prompts it got, it reads from the system text.

@@ -662,8 +662,8 @@ class SiteWriter:
         rest = [v for k, v in tables.items() if k not in HEADLINE_TABLES]
         linked = (
             '<p class="muted">Each number links to the trials it was computed from (a number over several '
-            "conditions or templates to a page of all their trials); see the README for the numbers that are not "
-            "trial aggregates and stay unlinked.</p>"
+            "conditions or templates to a page of all their trials); docs/how-to/browse.md lists the numbers that "
+            "are not trial aggregates and stay unlinked.</p>"
         )
         report_json = s.report_dir / "report.json"
         head = json.loads(report_json.read_text(encoding="utf-8")) if report_json.is_file() else {}
