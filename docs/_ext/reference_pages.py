@@ -42,11 +42,23 @@ GENERATED_NOTE = "*Generated from the code when the site is built; edit the code
 PLUGIN_FAILURE_PAGE = "../tutorials/write-a-plugin.md"
 
 
+#: A code span in a help string or docstring: ``x`` (reStructuredText) or `x` (Markdown).
+CODE_SPAN = re.compile(r"``(.+?)``|`([^`]+)`")
+
+
 def md(text: str) -> str:
     """Plain text (an argparse help string, a description) made safe for a Markdown table cell:
-    HTML and Markdown's special characters escaped, one line."""
-    text = html.escape(" ".join(text.split()), quote=False)
-    return re.sub(r"([\\`*_\[\]|])", r"\\\1", text)
+    one line, code spans kept as code, HTML and Markdown's special characters escaped elsewhere."""
+    text = " ".join(text.split())
+    parts, end = [], 0
+    for match in CODE_SPAN.finditer(text):
+        parts += [escape(text[end : match.start()]), code(match.group(1) or match.group(2))]
+        end = match.end()
+    return "".join([*parts, escape(text[end:])])
+
+
+def escape(text: str) -> str:
+    return re.sub(r"([\\`*_\[\]|])", r"\\\1", html.escape(text, quote=False))
 
 
 def code(text: Any) -> str:
@@ -82,12 +94,19 @@ def option_row(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
         value = " \\| ".join(code(choice) for choice in action.choices)
     elif action.nargs == 0:
         value = ""
+    elif not action.option_strings:  # a positional: its name is in the first column
+        value = {"?": "optional", "*": "any number", "+": "one or more"}.get(action.nargs, "")
     else:
         metavar = action.metavar or (action.dest.upper() if action.option_strings else action.dest)
         value = code(" ".join(metavar) if isinstance(metavar, tuple) else metavar)
         if action.nargs in ("+", "*"):
             value += " ..."
-    if action.default in (None, argparse.SUPPRESS, False, [], "") or action.nargs == 0:
+    if (
+        action.nargs == 0
+        or action.default is None
+        or action.default is False
+        or action.default in (argparse.SUPPRESS, [], "")
+    ):
         default = ""
     else:
         default = code(action.default)
@@ -143,20 +162,14 @@ def cli_page(parsers: dict[str, argparse.ArgumentParser] | None = None) -> str:
         if command in ("lmms-eval", "faultline-eval"):
             continue
         if command == "faultline eval":
-            lines += [
-                f"### `{command}` {{#{anchor(command)}}}",
-                "",
-                "The same as [`faultline-eval`](#faultline-eval): `faultline eval ARGS` runs `faultline-eval ARGS`.",
-                "",
-            ]
-            continue
+            continue  # the same command as faultline-eval, whose section has the same anchor
         lines += command_section(command, parser, summaries.get(command, ""), cli_walk.visible_actions(parser))
     if "faultline-eval" in parsers:
         own = cli_walk.visible_actions(cli_walk.faultline_eval_own_parser())
         lines += command_section("faultline-eval", parsers["faultline-eval"], "", own)
         lines += [
             "and every [lmms-eval flag](#lmms-eval): `faultline-eval` runs lmms-eval's evaluation with them, "
-            "and exits 1 when the run failed.",
+            "and exits 1 when the run failed. `faultline eval ARGS` is the same command as `faultline-eval ARGS`.",
             "",
         ]
     if lmms is not None:
@@ -184,12 +197,29 @@ def docstring(text: str | None, module: str, scope: str = "") -> str:
 
 
 def hooks(module: ModuleType) -> list[tuple[str, Callable[..., Any]]]:
-    """The hook specifications of a hookspecs module: its functions named ``<PROJECT>_*``."""
-    return [
+    """The hook specifications of a hookspecs module, in source order: its functions named
+    ``<PROJECT>_*``."""
+    found = [
         (name, fn)
-        for name, fn in inspect.getmembers(module, inspect.isfunction)
-        if name.startswith(f"{module.PROJECT}_") and fn.__module__ == module.__name__
+        for name, fn in vars(module).items()
+        if name.startswith(f"{module.PROJECT}_") and inspect.isfunction(fn) and fn.__module__ == module.__name__
     ]
+    return sorted(found, key=lambda item: item[1].__code__.co_firstlineno)
+
+
+def signature(fn: Callable[..., Any]) -> str:
+    """``def name(arg: Annotation) -> Return``, annotations as written in the source."""
+    sig = inspect.signature(fn)
+
+    def shown(annotation: Any) -> str:
+        return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+
+    params = [
+        param.name if param.annotation is param.empty else f"{param.name}: {shown(param.annotation)}"
+        for param in sig.parameters.values()
+    ]
+    returns = "" if sig.return_annotation is sig.empty else f" -> {shown(sig.return_annotation)}"
+    return f"def {fn.__name__}({', '.join(params)}){returns}"
 
 
 HOOKSPECS = (sceval_plugin.hookspecs, c3po_plugin.hookspecs)
@@ -220,7 +250,7 @@ def hooks_page(modules: Iterable[ModuleType] = HOOKSPECS) -> str:
                 "",
                 "<!-- example: skip output -->",
                 "```python",
-                f"def {name}{inspect.signature(fn)}",
+                signature(fn),
                 "```",
                 "",
                 docstring(fn.__doc__, module.__name__),
@@ -291,7 +321,7 @@ def schema_page(path: Path = TRIAL_SCHEMA) -> str:
         "",
         GENERATED_NOTE,
         "",
-        f"{md(schema.get('title', ''))} The JSON Schema is `faultline_eval/core/trial_schema.json` ({code(schema.get('$id', ''))}); "
+        f"{md(schema.get('title', '')).rstrip('.')}. The JSON Schema is `faultline_eval/core/trial_schema.json` ({code(schema.get('$id', ''))}); "
         "[`faultline_eval.core.trial`](api/faultline_eval.core.trial.md) reads and writes it.",
         "",
     ]

@@ -8,8 +8,10 @@ what its target is:
   (the API pages of ``docs/public-api.md``), else plain code (an internal module, a private name);
 - an object outside our packages (``numpy.random.Generator``, ``ast.literal_eval``): plain code,
   since the site is built offline, without other projects' inventories;
-- a name of ours that does not exist (a typo, a module that moved): a *required* reference, so
-  ``mkdocs build --strict`` fails and names it.
+- a name of ours that does not exist, or a name that resolves nowhere and is no builtin (a typo, a
+  module that moved): a *required* reference, so ``mkdocs build --strict`` fails and names it.
+
+A reStructuredText literal block (``text::`` and an indented block) becomes Markdown's.
 
 Used by the griffe extension (API pages, names resolved by griffe) and by the generated pages
 (hooks, trial schema, settings: names resolved at run time), so both follow one rule.
@@ -30,6 +32,10 @@ OUR_PACKAGES = ("sceval_plugin", "c3po_plugin", "faultline_eval")
 
 #: ``:role:`~name()```: the ``~`` (show the last part only) and the target.
 ROLE = re.compile(r":(?:func|class|mod|data|meth|attr|exc|obj):`(~?)([\w.]+?)(?:\(\))?`")
+
+
+#: reStructuredText's "text::" before an indented literal block (Markdown: "text:" and the block).
+LITERAL_BLOCK = re.compile(r"::\n\n")
 
 
 def runtime_exists(path: str) -> bool:
@@ -79,7 +85,7 @@ def rewrite(text: str, resolve: Callable[[str], str | None], exists: Callable[[s
         target = resolve(name)
         return reference(shown, name, target, target is not None and is_ours(target) and exists(target))
 
-    return ROLE.sub(one, text)
+    return LITERAL_BLOCK.sub(":\n\n", ROLE.sub(one, text))
 
 
 def module_resolver(module_name: str, scope: str = "") -> Callable[[str], str | None]:

@@ -1,0 +1,208 @@
+"""The documentation site (issue 29): ``mkdocs build --strict`` passes, and the reference pages
+generated from the code (``docs/_ext``) list every command, hook, setting, trial field and public
+module there is.
+
+The build runs the real ``mkdocs`` CLI in a subprocess (about 10-15 s on two cores, most of it
+lmms-eval's import for its flags and mkdocstrings reading the packages). Needs the ``docs`` extra
+(``pip install -e ".[test,docs]"``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+
+import cli_walk  # noqa: E402
+import reference_pages  # noqa: E402
+import sphinx_roles  # noqa: E402
+
+import faultline_eval.commands  # noqa: E402
+
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "NO_ALBUMENTATIONS_UPDATE": "1",
+    "WANDB_MODE": "disabled",
+    # mkdocs-material 9.8's banner (end of life in 2027, mkdocs 2): known, pinned <10 in the docs extra
+    "NO_MKDOCS_2_WARNING": "1",
+}
+
+
+def help_text(root: argparse.ArgumentParser, words: list[str]) -> str:
+    """What ``root WORDS --help`` prints (the real command line, not the walk)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exited:
+        root.parse_args([*words, "--help"])
+    assert exited.value.code == 0
+    return out.getvalue()
+
+
+def test_cli_walk_reaches_every_subcommand():
+    """Each command of the walk is a real command line (``ROOT WORDS --help`` shows its usage), and
+    every sub-command a usage line lists (``{a,b,c}``) is in the walk."""
+    parsers = cli_walk.parsers(lmms_eval=False)
+    for command in parsers:
+        root, *words = command.split()
+        usage = help_text(cli_walk.ROOTS[root](), words).split("\n\n")[0]
+        assert usage.startswith(f"usage: {command} "), usage
+        for listed in re.findall(r"\{([\w,-]+)\}\s*\.\.\.", usage):  # {a,b,c} ...: the sub-commands
+            assert {f"{command} {name}" for name in listed.split(",")} <= set(parsers), command
+    # faultline's sub-commands show as COMMAND: the modules faultline_eval.commands names, and its own
+    faultline = {f"faultline {name}" for name in [*faultline_eval.commands.COMMANDS, "wrap", "audit"]}
+    assert faultline <= set(parsers)
+    assert {"sceval report", "c3po build generate", "faultline probe e1", "sceval build annotate export"} <= set(
+        parsers
+    )
+
+
+def test_flags_leave_out_the_hidden_old_spellings():
+    parsers = cli_walk.parsers(lmms_eval=False)
+    smoke = parsers["sceval smoke"]
+    assert "--model-args" in cli_walk.flags(smoke)
+    assert "--model_args" not in cli_walk.flags(smoke)
+    assert "--model_args" in cli_walk.hidden_flags(smoke)
+    probe = parsers["faultline probe e1"]
+    assert {"--mid_layers", "--lens_video", "--max_failure_rate"} <= cli_walk.hidden_flags(probe)
+    assert not cli_walk.hidden_flags(probe) & cli_walk.flags(probe)
+    # a hidden spelling is still accepted, as the same option
+    with contextlib.redirect_stderr(io.StringIO()) as note:
+        args = probe.parse_args(["--model", "m", "--tasks", "t", "--output-path", "o", "--max_failure_rate", "0.2"])
+    assert args.max_failure_rate == 0.2
+    assert "--max_failure_rate is deprecated" in note.getvalue()
+    # and help=SUPPRESS options count as hidden too
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shown")
+    parser.add_argument("--secret", help=argparse.SUPPRESS)
+    assert cli_walk.flags(parser) == {"-h", "--help", "--shown"}
+    assert cli_walk.hidden_flags(parser) == {"--secret"}
+
+
+def test_lmms_eval_parsers_are_built_without_side_effects():
+    environ, argv = dict(os.environ), list(sys.argv)
+    parsers = cli_walk.parsers()
+    assert dict(os.environ) == environ and sys.argv == argv
+    lmms, ours = parsers["lmms-eval"], parsers["faultline-eval"]
+    assert parsers["faultline eval"] is ours
+    assert {"--model", "--tasks", "--model_args", "--output_path", "--log_samples"} <= cli_walk.flags(lmms)
+    assert cli_walk.flags(ours) == cli_walk.flags(lmms) | {"--max-failure-rate"}
+    assert cli_walk.hidden_flags(ours) == {"--max_failure_rate"}
+    args = ours.parse_args(["--model", "sceval_reference", "--tasks", "sceval_panel", "--max-failure-rate", "0.5"])
+    assert (args.model, args.max_failure_rate) == ("sceval_reference", 0.5)
+    with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+        lmms.parse_args(["--max-failure-rate", "0.5"])  # ours, not lmms-eval's
+
+
+@dataclass(frozen=True)
+class FakeSetting:
+    name: str
+    default: str | None
+    doc: str
+    choices: tuple[str, ...] = ()
+
+
+def test_settings_page_has_a_row_per_setting():
+    page = reference_pages.settings_page(
+        [
+            FakeSetting("SCEVAL_ZETA", None, "Unset | off."),
+            FakeSetting(
+                "FAULTLINE_ALPHA", "batch", "How often (:mod:`faultline_eval.core.store`).", ("batch", "never")
+            ),
+        ]
+    )
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    assert rows[0].startswith("| `FAULTLINE_ALPHA` {#FAULTLINE_ALPHA} | `batch` | `batch`, `never` |")
+    assert 'identifier="faultline_eval.core.store" optional' in rows[0]
+    assert rows[1] == "| `SCEVAL_ZETA` {#SCEVAL_ZETA} | unset |  | Unset \\| off. |"
+
+
+def test_sphinx_roles_link_ours_and_fail_on_a_typo():
+    resolve = sphinx_roles.module_resolver("faultline_eval.core.trial")
+    text = sphinx_roles.rewrite(
+        ":class:`SCEvalTrial`, :func:`numpy.asarray`, :exc:`ValueError`, :mod:`faultline_eval.core.nope`", resolve
+    )
+    assert text.split(", ") == [
+        '<autoref identifier="faultline_eval.core.trial.SCEvalTrial" optional><code>SCEvalTrial</code></autoref>',
+        "`numpy.asarray`",
+        "`ValueError`",
+        "[`faultline_eval.core.nope`][faultline_eval.core.nope]",  # required: --strict fails on it
+    ]
+
+
+def test_public_api_pages_are_the_nav_and_public_api_md():
+    modules = reference_pages.public_modules()
+    assert {"sceval_plugin.operators", "faultline_eval.core.trial", "faultline_eval.tasks.wrap_configs"} <= set(modules)
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+
+    def pages(items):
+        for item in items:
+            for value in item.values() if isinstance(item, dict) else [item]:
+                yield from pages(value) if isinstance(value, list) else [value]
+
+    api = {page.removeprefix("reference/api/").removesuffix(".md") for page in pages(nav) if "reference/api/" in page}
+    assert api == set(modules), "mkdocs.yml's Python API nav must list docs/public-api.md's modules"
+
+
+def text_of(site: Path, page: str) -> str:
+    path = site / page / "index.html"
+    assert path.is_file(), f"{page} is not in the site"
+    return path.read_text()
+
+
+@pytest.mark.slow
+def test_mkdocs_build_strict(tmp_path):
+    assert importlib.util.find_spec("mkdocs"), 'the docs extra is not installed: pip install -e ".[test,docs]"'
+    site = tmp_path / "site"
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
+        cwd=ROOT,
+        env={**os.environ, **OFFLINE},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+
+    cli = text_of(site, "reference/cli")
+    for command in cli_walk.parsers(lmms_eval=False):
+        if command != "faultline eval":  # documented with faultline-eval (the same anchor)
+            assert f'id="{reference_pages.anchor(command)}"' in cli, command
+    assert 'id="faultline-eval"' in cli and 'id="lmms-eval"' in cli and "--max-failure-rate" in cli
+
+    hooks = text_of(site, "reference/hooks")
+    for module in reference_pages.HOOKSPECS:
+        for name, _ in reference_pages.hooks(module):
+            assert f'id="{name}"' in hooks, name
+    assert len(reference_pages.hooks(reference_pages.HOOKSPECS[0])) >= 5
+
+    settings = text_of(site, "reference/settings")
+    for setting in reference_pages.declared_settings():
+        assert f'id="{setting.name}"' in settings, setting.name
+
+    schema = text_of(site, "reference/trial-schema")
+    for kind, spec in json.loads(reference_pages.TRIAL_SCHEMA.read_text())["$defs"].items():
+        assert f'id="{kind}"' in schema
+        assert all(f"<code>{field}</code>" in schema for field in spec["properties"]), kind
+
+    for module in reference_pages.public_modules():
+        page = text_of(site, f"reference/api/{module}")
+        assert f'id="{module}"' in page, module
+        assert not re.search(r":(func|class|mod|data|meth|attr|exc):`?\w", page), f"a raw Sphinx role in {module}"
+    trial = text_of(site, "reference/api/faultline_eval.core.trial")
+    assert 'id="faultline_eval.core.trial.SCEvalTrial"' in trial
