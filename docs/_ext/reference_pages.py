@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 GENERATED_NOTE = "*Generated from the code when the site is built; edit the code, not this page.*"
 
-#: Where plugin failures (a plugin that raises, clashes or is malformed) are explained, once.
+#: The tutorial on plugins, which also explains, once, what happens when a plugin fails.
 PLUGIN_FAILURE_PAGE = "../tutorials/write-a-plugin.md"
 
 
@@ -231,10 +231,9 @@ def hooks_page(modules: Iterable[ModuleType] = HOOKSPECS) -> str:
         "",
         GENERATED_NOTE,
         "",
-        "A plugin is a module with functions marked `@hookimpl`, named by an entry point of the group the hook "
-        "belongs to. [Write a plugin](../tutorials/write-a-plugin.md) walks through one of each kind, and says "
-        f"what happens when a plugin fails (it raises, clashes with another one or is malformed): "
-        f"[plugin failures]({PLUGIN_FAILURE_PAGE}).",
+        "A plugin is a module with functions marked `@hookimpl`, named by an entry point of the group its hooks "
+        f"belong to. [Write a plugin]({PLUGIN_FAILURE_PAGE}) walks through a plugin of each kind and says what "
+        "happens when a plugin fails (it raises, clashes with another plugin or is malformed).",
         "",
     ]
     for module in modules:
