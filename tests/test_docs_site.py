@@ -32,17 +32,11 @@ import reference_pages  # noqa: E402
 import sphinx_roles  # noqa: E402
 
 import faultline_eval.commands  # noqa: E402
+from faultline_eval.core.offline import OFFLINE_DEFAULTS  # noqa: E402
 
-OFFLINE = {
-    "HF_HUB_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "HF_HUB_DISABLE_TELEMETRY": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "NO_ALBUMENTATIONS_UPDATE": "1",
-    "WANDB_MODE": "disabled",
-    # mkdocs-material 9.8's banner (end of life in 2027, mkdocs 2): known, pinned <10 in the docs extra
-    "NO_MKDOCS_2_WARNING": "1",
-}
+#: The build's environment: offline, and without mkdocs-material 9.8's banner (end of life in May
+#: 2027, mkdocs 2), which is known: the docs extra pins material <10 and mkdocs 1.6.
+BUILD_ENV = {**OFFLINE_DEFAULTS, "NO_MKDOCS_2_WARNING": "1"}
 
 
 def help_text(root: argparse.ArgumentParser, words: list[str]) -> str:
@@ -172,7 +166,7 @@ def test_mkdocs_build_strict(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
         cwd=ROOT,
-        env={**os.environ, **OFFLINE},
+        env={**os.environ, **BUILD_ENV},
         capture_output=True,
         text=True,
         timeout=300,
