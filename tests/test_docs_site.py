@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import importlib.util
 import io
 import json
@@ -198,5 +199,8 @@ def test_mkdocs_build_strict(tmp_path):
         page = text_of(site, f"reference/api/{module}")
         assert f'id="{module}"' in page, module
         assert not re.search(r":(func|class|mod|data|meth|attr|exc):`?\w", page), f"a raw Sphinx role in {module}"
+        exported = getattr(importlib.import_module(module), "__all__", ())
+        missing = [name for name in exported if f'id="{module}.{name}"' not in page]
+        assert not missing, f"{module}: exported but not on its API page: {missing}"
     trial = text_of(site, "reference/api/faultline_eval.core.trial")
     assert 'id="faultline_eval.core.trial.SCEvalTrial"' in trial
