@@ -49,12 +49,22 @@ CODE_SPAN = re.compile(r"``(.+?)``|`([^`]+)`")
 def md(text: str) -> str:
     """Plain text (an argparse help string, a description) made safe for a Markdown table cell:
     one line, code spans kept as code, HTML and Markdown's special characters escaped elsewhere."""
+    return around_code(text, escape, lambda span: code(span.group(1) or span.group(2)))
+
+
+def cell(markdown: str) -> str:
+    """Markdown (a docstring) as one table cell: one line, a ``|`` outside code spans escaped."""
+    return around_code(markdown, lambda part: part.replace("|", "\\|"), lambda span: span.group(0))
+
+
+def around_code(text: str, prose: Callable[[str], str], span: Callable[[re.Match[str]], str]) -> str:
+    """``text`` on one line, ``prose`` applied to what lies outside its code spans, ``span`` to each."""
     text = " ".join(text.split())
     parts, end = [], 0
     for match in CODE_SPAN.finditer(text):
-        parts += [escape(text[end : match.start()]), code(match.group(1) or match.group(2))]
+        parts += [prose(text[end : match.start()]), span(match)]
         end = match.end()
-    return "".join([*parts, escape(text[end:])])
+    return "".join([*parts, prose(text[end:])])
 
 
 def escape(text: str) -> str:
@@ -288,7 +298,7 @@ def settings_page(settings: Sequence[Setting] | None = None) -> str:
     for setting in sorted(settings, key=lambda s: s.name):
         default = code(setting.default) if setting.default not in (None, "") else "unset"
         values = ", ".join(code(choice) for choice in setting.choices)
-        text = docstring(setting.doc, type(setting).__module__).replace("\n", " ").replace("|", "\\|")
+        text = cell(docstring(setting.doc, type(setting).__module__))
         lines.append(f"| `{setting.name}` {{#{setting.name}}} | {default} | {values} | {text} |")
     return "\n".join(lines) + "\n"
 
@@ -335,8 +345,7 @@ def schema_page(path: Path = TRIAL_SCHEMA) -> str:
             "|---|---|---|---|",
         ]
         for field, prop in spec["properties"].items():
-            text = docstring(prop.get("description", ""), TRIAL_MODULE, kind).replace("\n", " ")
-            text = text.replace("|", "\\|")
+            text = cell(docstring(prop.get("description", ""), TRIAL_MODULE, kind))
             lines.append(f"| `{field}` | {schema_type(prop)} | {'yes' if field in required else ''} | {text} |")
         lines.append("")
     return "\n".join(lines)
