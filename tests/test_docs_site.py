@@ -110,21 +110,27 @@ class FakeSetting:
     default: str | None
     doc: str
     choices: tuple[str, ...] = ()
+    group: str = ""
 
 
-def test_settings_page_has_a_row_per_setting():
+def test_settings_page_has_a_row_per_setting_under_its_group():
     page = reference_pages.settings_page(
         [
-            FakeSetting("SCEVAL_ZETA", None, "Unset | off."),
+            FakeSetting("SCEVAL_ZETA", None, "Unset | off, ``a|b``.", group="Data"),
             FakeSetting(
-                "FAULTLINE_ALPHA", "batch", "How often (:mod:`faultline_eval.core.store`).", ("batch", "never")
+                "FAULTLINE_ALPHA", "batch", "How (:mod:`faultline_eval.core.store`).", ("batch", "never"), "Runs"
             ),
-        ]
+            FakeSetting("SCEVAL_BETA", "1", "One.", group="Data"),
+        ],
+        [FakeSetting("RANK", "0", "accelerate's rank.")],
     )
-    rows = [line for line in page.splitlines() if line.startswith("| `")]
-    assert rows[0].startswith("| `FAULTLINE_ALPHA` {#FAULTLINE_ALPHA} | `batch` | `batch`, `never` |")
-    assert 'identifier="faultline_eval.core.store" optional' in rows[0]
-    assert rows[1] == "| `SCEVAL_ZETA` {#SCEVAL_ZETA} | unset |  | Unset \\| off. |"
+    lines = page.splitlines()
+    rows = [line for line in lines if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == ["SCEVAL_ZETA", "SCEVAL_BETA", "FAULTLINE_ALPHA", "RANK"]
+    assert rows[0] == "| `SCEVAL_ZETA` {#SCEVAL_ZETA} | unset |  | Unset \\| off, ``a|b``. |"
+    assert rows[2].startswith("| `FAULTLINE_ALPHA` {#FAULTLINE_ALPHA} | `batch` | `batch`, `never` |")
+    assert 'identifier="faultline_eval.core.store" optional' in rows[2]
+    assert lines.index("## Data") < lines.index("## Runs") < lines.index("## Read, not ours")
 
 
 def test_sphinx_roles_link_ours_and_fail_on_a_typo():
@@ -140,18 +146,14 @@ def test_sphinx_roles_link_ours_and_fail_on_a_typo():
     ]
 
 
-def test_public_api_pages_are_the_nav_and_public_api_md():
+def test_the_nav_lists_one_api_page_per_public_module():
     modules = reference_pages.public_modules()
     assert {"sceval_plugin.operators", "faultline_eval.core.trial", "faultline_eval.tasks.wrap_configs"} <= set(modules)
-    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
-
-    def pages(items):
-        for item in items:
-            for value in item.values() if isinstance(item, dict) else [item]:
-                yield from pages(value) if isinstance(value, list) else [value]
-
-    api = {page.removeprefix("reference/api/").removesuffix(".md") for page in pages(nav) if "reference/api/" in page}
-    assert api == set(modules), "mkdocs.yml's Python API nav must list docs/public-api.md's modules"
+    nav = reference_pages.api_nav(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
+    (reference,) = [item["Reference"] for item in nav if "Reference" in item]
+    (api,) = [item["Python API"] for item in reference if "Python API" in item]
+    assert api == [{module: f"reference/api/{module}.md"} for module in modules]
+    assert set(reference_pages.pages()) >= {f"reference/api/{module}.md" for module in modules}
 
 
 def text_of(site: Path, page: str) -> str:
@@ -187,7 +189,8 @@ def test_mkdocs_build_strict(tmp_path):
     assert len(reference_pages.hooks(reference_pages.HOOKSPECS[0])) >= 5
 
     settings = text_of(site, "reference/settings")
-    for setting in reference_pages.declared_settings():
+    settings_, third_party = reference_pages.declared_settings()
+    for setting in [*settings_, *third_party]:
         assert f'id="{setting.name}"' in settings, setting.name
 
     schema = text_of(site, "reference/trial-schema")

@@ -269,7 +269,8 @@ def hooks_page(modules: Iterable[ModuleType] = HOOKSPECS) -> str:
 
 
 class Setting(Protocol):
-    """What the settings page reads of ``faultline_eval.core.settings.Setting``."""
+    """What the settings page reads of ``faultline_eval.core.settings.Setting`` (and its
+    ``group``, the heading it is listed under, where it has one)."""
 
     name: str
     default: str | None
@@ -277,30 +278,50 @@ class Setting(Protocol):
     choices: tuple[str, ...]
 
 
-def declared_settings() -> Sequence[Setting]:
-    settings = importlib.import_module("faultline_eval.core.settings")
-    return settings.SETTINGS
+SETTINGS_MODULE = "faultline_eval.core.settings"
 
 
-def settings_page(settings: Sequence[Setting] | None = None) -> str:
-    settings = declared_settings() if settings is None else settings
+def declared_settings() -> tuple[Sequence[Setting], Sequence[Setting]]:
+    """The project's settings and the other tools' variables it reads (``THIRD_PARTY``)."""
+    settings = importlib.import_module(SETTINGS_MODULE)
+    return settings.SETTINGS, getattr(settings, "THIRD_PARTY", ())
+
+
+def settings_table(settings: Iterable[Setting]) -> list[str]:
+    lines = ["| variable | default | values | what it sets |", "|---|---|---|---|"]
+    for setting in settings:
+        default = code(setting.default) if setting.default not in (None, "") else "unset"
+        values = ", ".join(code(choice) for choice in setting.choices)
+        text = cell(docstring(setting.doc, type(setting).__module__))
+        lines.append(f"| `{setting.name}` {{#{setting.name}}} | {default} | {values} | {text} |")
+    return [*lines, ""]
+
+
+def settings_page(settings: Sequence[Setting] | None = None, third_party: Sequence[Setting] = ()) -> str:
+    """The settings, in declaration order, under their ``group`` headings (in order of first
+    appearance), then the other tools' variables the project reads."""
+    if settings is None:
+        settings, third_party = declared_settings()
     lines = [
         "# Settings",
         "",
         GENERATED_NOTE,
         "",
-        "Every environment variable the project reads, with its default. Each is declared once, in "
-        "`faultline_eval.core.settings`, where the code reads it; the guides explain when to set which.",
+        "Every environment variable the project reads, with its default (what the code does when it is unset "
+        f"or blank). Each is declared once, in [`{SETTINGS_MODULE}`](api/{SETTINGS_MODULE}.md), which the code "
+        "reads it through; the guides explain when to set which. Link to one as `settings.md#NAME`.",
         "",
-        "| variable | default | values | what it sets |",
-        "|---|---|---|---|",
     ]
-    for setting in sorted(settings, key=lambda s: s.name):
-        default = code(setting.default) if setting.default not in (None, "") else "unset"
-        values = ", ".join(code(choice) for choice in setting.choices)
-        text = cell(docstring(setting.doc, type(setting).__module__))
-        lines.append(f"| `{setting.name}` {{#{setting.name}}} | {default} | {values} | {text} |")
-    return "\n".join(lines) + "\n"
+    groups: dict[str, list[Setting]] = {}
+    for setting in settings:
+        groups.setdefault(getattr(setting, "group", ""), []).append(setting)
+    for group, members in groups.items():
+        lines += [f"## {group}", ""] if group else []
+        lines += settings_table(members)
+    if third_party:
+        lines += ["## Read, not ours", "", "Other tools' variables that the project reads too.", ""]
+        lines += settings_table(third_party)
+    return "\n".join(lines)
 
 
 TRIAL_SCHEMA = ROOT / "faultline_eval" / "core" / "trial_schema.json"
@@ -414,6 +435,41 @@ def pages() -> dict[str, Callable[[], str]]:
     for module, summary in public_modules().items():
         found[f"reference/api/{module}.md"] = lambda module=module, summary=summary: api_page(module, summary)
     return found
+
+
+#: The nav section (``mkdocs.yml``) that lists the API pages; the hook fills it in.
+API_NAV_SECTION = "Python API"
+
+
+def api_nav(nav: list[Any]) -> list[Any]:
+    """``nav`` with its ``Python API`` section listing one page per public module."""
+    found = False
+
+    def fill(items: list[Any]) -> list[Any]:
+        nonlocal found
+        filled = []
+        for item in items:
+            if isinstance(item, dict):
+                item = dict(item)
+                for title, value in item.items():
+                    if title == API_NAV_SECTION:
+                        found = True
+                        item[title] = [{module: f"reference/api/{module}.md"} for module in public_modules()]
+                    elif isinstance(value, list):
+                        item[title] = fill(value)
+            filled.append(item)
+        return filled
+
+    filled = fill(nav)
+    if not found:
+        raise ValueError(f"mkdocs.yml's nav has no {API_NAV_SECTION!r} section for the API pages")
+    return filled
+
+
+def on_config(config: Any) -> Any:
+    """MkDocs hook: list the API pages in the nav (``docs/public-api.md`` decides which)."""
+    config["nav"] = api_nav(config["nav"])
+    return config
 
 
 def on_files(files: Any, config: Any) -> Any:
