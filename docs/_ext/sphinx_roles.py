@@ -6,7 +6,7 @@ what its target is:
 
 - an object of ours that exists: an *optional* reference — a link when some page documents it
   (the API pages of ``docs/public-api.md``), else plain code (an internal module, a private name);
-- an object outside our packages (``numpy.random.Generator``, ``ast.literal_eval``): plain code,
+- an object outside our packages (``numpy.random.Generator``, ``ast.literal_eval``, a builtin): plain code,
   since the site is built offline, without other projects' inventories;
 - a name of ours that does not exist, or a name that resolves nowhere and is no builtin (a typo, a
   module that moved): a *required* reference, so ``mkdocs build --strict`` fails and names it.
@@ -63,7 +63,7 @@ def reference(shown: str, name: str, target: str | None, exists: bool) -> str:
     """The Markdown for the role ``name``, resolved to ``target`` (None: not resolved), which
     ``exists`` or not; see the module docstring for the rule."""
     if target is None:  # a builtin, another project's dotted name, or a name that does not exist
-        if hasattr(builtins, name) or ("." in name and not is_ours(name) and runtime_exists(name)):
+        if hasattr(builtins, name) or (not is_ours(name) and runtime_exists(name)):
             return f"`{shown}`"
         return f"[`{shown}`][{name}]"
     if not is_ours(target):
