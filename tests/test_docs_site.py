@@ -2,8 +2,9 @@
 generated from the code (``docs/_ext``) list every command, hook, setting, trial field and public
 module there is.
 
-The build runs the real ``mkdocs`` CLI in a subprocess (about 10-15 s on two cores, most of it
-lmms-eval's import for its flags and mkdocstrings reading the packages). Needs the ``docs`` extra
+The build runs the real ``mkdocs`` CLI in a subprocess: about 11 s of CPU (lmms-eval's import for its
+flags, mkdocstrings reading the packages), 22-38 s wall on two busy shared cores, 1.1 GB RSS; marked
+slow. The lmms-eval parser test costs lmms-eval's import (8-16 s there). Needs the ``docs`` extra
 (``pip install -e ".[test,docs]"``).
 """
 
