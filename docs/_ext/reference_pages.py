@@ -169,10 +169,8 @@ def cli_page(parsers: dict[str, argparse.ArgumentParser] | None = None) -> str:
             summaries[f"{command} {name}"] = text
     lmms = parsers.get("lmms-eval")
     for command, parser in parsers.items():
-        if command in ("lmms-eval", "faultline-eval"):
-            continue
-        if command == "faultline eval":
-            continue  # the same command as faultline-eval, whose section has the same anchor
+        if command in ("faultline-eval", "faultline eval", "lmms-eval"):
+            continue  # below; `faultline eval` is faultline-eval (and would take its anchor)
         lines += command_section(command, parser, summaries.get(command, ""), cli_walk.visible_actions(parser))
     if "faultline-eval" in parsers:
         own = cli_walk.visible_actions(cli_walk.faultline_eval_own_parser())
