@@ -2,7 +2,7 @@
 
 :class:`GeminiClient` sends one ``generateContent`` request through google-genai and always
 returns a :class:`Reply`, never raises for the API's sake. Retries, backoff, the reply store and
-:class:`Usage` are the project's one request lifecycle
+:class:`~faultline_eval.core.request_lifecycle.Usage` are the project's one request lifecycle
 (:class:`faultline_eval.core.request_lifecycle.RequestLifecycle`); this module adds only what is
 Gemini's: 408/429/5xx and transport timeouts are retryable, a blocked prompt or a safety stop
 without text is ``refusal``, no text at all is ``empty``, and token counts come from the

@@ -228,7 +228,7 @@ class _Reference(lmms_base()):  # type: ignore[misc]
         raise NotImplementedError(f"{self.model_id} answers in one round")
 
     def answer(self, messages: list[dict]) -> str:
-        """The reply to one request's messages (the simple path's: :func:`messages_from_visuals`)."""
+        """The reply to one request's messages (the simple path's: :func:`~faultline_eval.model_wrappers.chat_messages.messages_from_visuals`)."""
         raise NotImplementedError
 
     def generate_until(self, requests: list[Any]) -> list[str]:

@@ -17,7 +17,7 @@ resolved path, **size and modification time** (nanoseconds). A file rewritten in
 new mtime, hence a new key: the stale entry is never read again (and is evicted in time). We
 chose size+mtime over a content hash because hashing a clip costs a good part of decoding it;
 a tool that rewrites a file keeping both size and mtime defeats it (``sceval cache clear``).
-The key does not include the dataset fingerprint (:attr:`Source.fingerprint`): that changes
+The key does not include the dataset fingerprint (:attr:`sceval_plugin.data.sources.Source.fingerprint`): that changes
 with questions and options, which do not change pixels, while two datasets that share a media
 file share its decode. The sample id is not in the key either; errors still name it, because
 the callers wrap them.

@@ -161,7 +161,8 @@ class Registry(Generic[Item]):
         return None if name is None else self._items[name]
 
     def get(self, key: object) -> Item:
-        """The item registered as ``key``; an unknown key raises :attr:`error` with close matches."""
+        """The item registered as ``key``; an unknown key raises the registry's ``error`` (an
+        :class:`UnknownNameError`) with close matches."""
         found = self.find(key)
         if found is None:
             raise self.error(self.unknown_kind, key, self._items, self._names.keys() - self._items.keys())

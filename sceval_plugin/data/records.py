@@ -74,7 +74,7 @@ class OmniItem:
     def frames(self) -> np.ndarray:
         """The visual evidence as uint8 ``(N, H, W, 3)``: 1 image, up to 8 frames, or a
         video sampled per App. F.2 (see :func:`media.sample_times`). Read-only; decoded once
-        per file across tasks and runs (:mod:`.decode_cache`)."""
+        per file across tasks and runs (:mod:`faultline_eval.core.decode_cache`)."""
         return load_frames(self.sample_id, "visual", self.visual).frames
 
     def frames_at_budget(self, count: int) -> media.Frames:
@@ -86,7 +86,7 @@ class OmniItem:
         return load_frames(self.sample_id, "visual", self.visual).times if self.visual_kind == "video" else None
 
     def waveform(self) -> np.ndarray:
-        """Mono float32 audio at 16 kHz. Read-only; decoded once (:mod:`.decode_cache`)."""
+        """Mono float32 audio at 16 kHz. Read-only; decoded once (:mod:`faultline_eval.core.decode_cache`)."""
         return load_audio(self.sample_id, "audio", self.audio)[0]
 
     def media_notes(self) -> list[str]:

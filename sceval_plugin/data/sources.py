@@ -13,7 +13,7 @@
 For the authors' release, ``SCEVAL_HF_MODE`` picks ``apply`` (default: our operators on the
 baseline items) or ``released`` (their pre-corrupted variants as they are, mapped to our
 condition ids). Tables and hub datasets go through :mod:`datasets` (JSON lines are read line
-by line, see :mod:`.intake`); offline settings are respected.
+by line, see :mod:`faultline_eval.core.intake`); offline settings are respected.
 
 Every row is validated and every media file probed when the source is loaded; the problems
 found are kept in :attr:`Source.problems` (``sceval check`` prints them) and the task builder
@@ -64,7 +64,7 @@ class Source:
 
     @property
     def fingerprint(self) -> str:
-        """The items' content (:mod:`.identity`): ids, questions, options, gold keys, context,
+        """The items' content (:mod:`faultline_eval.core.identity`): ids, questions, options, gold keys, context,
         category, key frame, media paths relative to the dataset root and media content hashes
         (released pre-corrupted rows too). Not where the dataset lies."""
 
@@ -91,7 +91,7 @@ class Source:
     @property
     def legacy_fingerprint(self) -> str:
         """The fingerprint logs carried before :attr:`fingerprint` (absolute media paths), for
-        reading them (:func:`.identity.matching_source`)."""
+        reading them (:func:`faultline_eval.core.identity.matching_source`)."""
         h = hashlib.blake2b(digest_size=8)
         for item in self.items:
             h.update(

@@ -81,7 +81,7 @@ def interaction_cells(
     additive prediction Acc_add = Acc_clean − Σ_m Δ_m, where Δ_m = Acc_clean − Acc(single cell of
     the same operator at the same severity), and the interaction Δint = Acc(joint) − Acc_add
     (positive: sub-additive, the joint is gentler than the sum). Cells whose clean or component
-    single cells were not run are left out (:func:`appendix_c` notes how many)."""
+    single cells were not run are left out (:func:`~sceval_plugin.metrics.diagnostics.appendix_c` notes how many)."""
     columns = ["model", "condition_id", "block", "accuracy", "additive", "delta_int", "components"]
     acc, clean = _accuracy(summary), _clean(summary)
     single_of = _singles(info)
