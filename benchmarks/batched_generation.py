@@ -2,7 +2,7 @@
 
     python benchmarks/batched_generation.py [--items 16] [--rounds 2] [--device cpu] [--model qwen2_5_omni]
 
-The tiny random checkpoint of the tests (``tests/tiny_qwen_omni.py`` or ``tiny_qwen3_omni.py``)
+The tiny random checkpoint of the tests (``faultline tiny-model qwen2_5_omni`` or ``qwen3_omni``)
 answers ``sceval_clean`` on ``--items`` demo items through lmms-eval's evaluator, greedy, 8 new
 tokens (the random model never stops early, so every row generates all 8). Arms run in turn,
 their order rotating each round; each arm loads the model afresh (the evaluator frees it after
@@ -17,7 +17,6 @@ import argparse
 import importlib
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,8 +31,7 @@ for _k, _v in {
 }.items():
     os.environ.setdefault(_k, _v)
 
-TESTS = Path(__file__).resolve().parent.parent / "tests"
-CLASSES = {"qwen2_5_omni": ("tiny_qwen_omni", "Qwen2_5OmniChat"), "qwen3_omni": ("tiny_qwen3_omni", "Qwen3OmniChat")}
+CLASSES = {"qwen2_5_omni": "Qwen2_5OmniChat", "qwen3_omni": "Qwen3OmniChat"}
 
 
 def timed_run(model_class, checkpoint: Path, batch_size: int, items: int, device: str) -> tuple[float, dict]:
@@ -65,12 +63,12 @@ def main() -> int:
     parser.add_argument("--batch-sizes", default="1,4,8")
     args = parser.parse_args()
     sizes = [int(b) for b in args.batch_sizes.split(",")]
-    sys.path.insert(0, str(TESTS))
-    builder_name, class_name = CLASSES[args.model]
-    model_class = getattr(importlib.import_module(f"faultline_eval.model_wrappers.{args.model}"), class_name)
+    from faultline_eval.model_wrappers.tiny_checkpoints import BUILDERS
+
+    model_class = getattr(importlib.import_module(f"faultline_eval.model_wrappers.{args.model}"), CLASSES[args.model])
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["SCEVAL_CACHE"] = str(Path(tmp) / "cache")
-        checkpoint = importlib.import_module(builder_name).build(Path(tmp) / "tiny")
+        checkpoint = BUILDERS[args.model](Path(tmp) / "tiny")
         timed_run(model_class, checkpoint, 1, 2, args.device)  # warm-up: first-call costs fall on no arm
         times: dict[int, list[float]] = {b: [] for b in sizes}
         replies: dict[int, dict] = {}

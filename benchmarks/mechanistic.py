@@ -3,7 +3,8 @@
     python benchmarks/mechanistic.py [--checkpoint DIR] [--model faultline_qwen2_5_omni] [--repeat 3]
         [--max-new-tokens 8] [--device cpu]
 
-Without ``--checkpoint`` the tiny random Qwen2.5-Omni of the tests is built in a temporary folder.
+Without ``--checkpoint`` the tiny random Qwen2.5-Omni of the tests (``faultline tiny-model``) is built in a
+temporary folder.
 Each round times, on the same C3PO demo docs and interleaved (so machine drift hits all alike):
 the adapter's plain generation (``_answer``, greedy, ``max_new_tokens``, sdpa-free eager model),
 then E1, E2 and E3. Per sample: the median over rounds after one warm-up; ratio = probe / plain.
@@ -18,7 +19,6 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from faultline_eval.core.flag_spellings import add_argument
 
@@ -43,10 +43,9 @@ def main() -> int:
 
     checkpoint = args.checkpoint
     if checkpoint is None:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-        from tiny_qwen_omni import build
+        from faultline_eval.model_wrappers.tiny_checkpoints import build_qwen2_5_omni
 
-        checkpoint = str(build(tempfile.mkdtemp(prefix="tiny-qwen-omni-")))
+        checkpoint = str(build_qwen2_5_omni(tempfile.mkdtemp(prefix="tiny-qwen-omni-")))
     adapter = load_adapter(
         args.model, f"pretrained={checkpoint},device={args.device},attn_implementation=eager,store=none"
     )

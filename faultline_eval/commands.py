@@ -12,10 +12,12 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from faultline_eval.cli import main as evaluate
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.run_status import run_command
+from faultline_eval.model_wrappers.tiny_checkpoints import BUILDERS as TINY_CHECKPOINTS
 
 # subcommand -> module with add_parser(sub); `eval` is forwarded whole to faultline-eval.
 COMMANDS: dict[str, str] = {"probe": "c3po_plugin.mechanistic.cli", "view": "faultline_eval.viewer"}
@@ -51,6 +53,47 @@ def add_audit_parser(sub) -> None:
     audit.set_defaults(func=run)
 
 
+def add_tiny_model_parser(sub) -> None:
+    """``faultline tiny-model {qwen2_5_omni,qwen3_omni} OUT``: write a tiny random checkpoint
+    (:mod:`faultline_eval.model_wrappers.tiny_checkpoints`) to try the pipeline on a CPU."""
+    parser = sub.add_parser(
+        "tiny-model",
+        help="write a tiny random Qwen-Omni checkpoint (answers are noise) to try the pipeline on a CPU",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Builds, offline, a tiny randomly initialised checkpoint: the real transformers model,\n"
+        "processor and tokenizer classes with a few small layers (thinker only, no talker), under 1 MB,\n"
+        "in about 10 s. Its answers are noise: it is for trying evaluations and the mechanistic probes\n"
+        "on a CPU (the tests use it too). Load it with --model faultline_VARIANT.",
+        epilog="""examples:
+  faultline tiny-model qwen2_5_omni tiny-qwen-omni
+  lmms-eval --model faultline_qwen2_5_omni --model_args pretrained=tiny-qwen-omni,device=cpu \\
+      --tasks sceval_clean --limit 2 --gen_kwargs max_new_tokens=8
+  faultline probe all --model faultline_qwen2_5_omni \\
+      --model-args pretrained=tiny-qwen-omni,device=cpu,attn_implementation=eager \\
+      --tasks c3po_ic_t1 --limit 2 --max-new-tokens 4 --output-path probes/tiny""",
+    )
+    parser.add_argument(
+        "variant", choices=sorted(TINY_CHECKPOINTS), metavar="VARIANT", help="qwen2_5_omni or qwen3_omni"
+    )
+    parser.add_argument("out", type=Path, metavar="OUT", help="a new or empty folder for the checkpoint")
+
+    def run(args: argparse.Namespace) -> int:
+        out: Path = args.out
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"tiny-model: OUT {out} is a file; give a new or empty folder")
+        if out.is_dir() and any(out.iterdir()):
+            raise ValueError(f"tiny-model: OUT {out} is not empty; remove it or give a new folder")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"tiny-model: cannot create OUT {out}: {exc.strerror}") from exc
+        TINY_CHECKPOINTS[args.variant](out)
+        print(f"wrote a tiny random faultline_{args.variant} checkpoint to {out} (its answers are noise)")
+        return 0
+
+    parser.set_defaults(func=run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="faultline",
@@ -65,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in COMMANDS.values():
         importlib.import_module(module).add_parser(sub)
     add_audit_parser(sub)
+    add_tiny_model_parser(sub)
     return parser
 
 

@@ -3,12 +3,9 @@ on the tiny real checkpoints, through lmms-eval's evaluator and a real SCEval ta
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+from faultline_eval.model_wrappers import tiny_checkpoints
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +51,7 @@ def test_batch_3_gives_the_greedy_replies_of_batch_1(variant, task_manager, tmp_
     import importlib
 
     monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
-    builder = importlib.import_module("tiny_qwen_omni" if variant == "qwen2_5_omni" else "tiny_qwen3_omni")
-    checkpoint = builder.build(tmp_path / "tiny")
+    checkpoint = tiny_checkpoints.BUILDERS[variant](tmp_path / "tiny")
     adapters = importlib.import_module(f"faultline_eval.model_wrappers.{variant}")
     chat = adapters.Qwen2_5OmniChat if variant == "qwen2_5_omni" else adapters.Qwen3OmniChat
     replies, calls = {}, {}

@@ -363,7 +363,7 @@ def test_a_tiny_lmms_eval_model_as_generator_and_auditor(tmp_path, monkeypatch):
     """The tiny random Qwen2.5-Omni (our adapter) through the judge's loader: it is shown the base
     picture (the adapter's media-token log counts it) and its noise is rejected as a malformed
     reply after the re-ask, never an item."""
-    from tiny_qwen_omni import build
+    from faultline_eval.model_wrappers.tiny_checkpoints import build_qwen2_5_omni as build
 
     log = tmp_path / "media.jsonl"
     monkeypatch.setenv("FAULTLINE_MEDIA_TOKEN_LOG", str(log))

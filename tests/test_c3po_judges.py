@@ -200,7 +200,7 @@ def test_a_hugging_face_model_through_lmms_eval_as_judge_sees_the_media(tmp_path
     adapter on a tiny random checkpoint) and shows it the sample's frames, picture and audio
     (the adapter's media-token log counts them). Its replies are noise: whatever it says that is
     not exactly YES or NO is a judge error, never a YES."""
-    from tiny_qwen_omni import build
+    from faultline_eval.model_wrappers.tiny_checkpoints import build_qwen2_5_omni as build
 
     log = tmp_path / "media.jsonl"
     monkeypatch.setenv("FAULTLINE_MEDIA_TOKEN_LOG", str(log))

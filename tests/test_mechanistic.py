@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,8 +14,7 @@ import pytest
 from c3po_plugin.mechanistic import spans
 from c3po_plugin.mechanistic.attention import entropy_bits, mid_layer_indices
 from faultline_eval.commands import main as faultline
-
-sys.path.insert(0, str(Path(__file__).parent))
+from faultline_eval.model_wrappers import tiny_checkpoints
 
 REFERENCE = "The beeps count the red and green shapes; a blue disc in the frame."
 
@@ -24,12 +22,8 @@ REFERENCE = "The beeps count the red and green shapes; a blue disc in the frame.
 @pytest.fixture(scope="module", params=["qwen2_5", "qwen3"])
 def checkpoint(request, tmp_path_factory):
     if request.param == "qwen2_5":
-        from tiny_qwen_omni import build
-
-        return "faultline_qwen2_5_omni", build(tmp_path_factory.mktemp("tiny25"))
-    from tiny_qwen3_omni import build
-
-    return "faultline_qwen3_omni", build(tmp_path_factory.mktemp("tiny3"))
+        return "faultline_qwen2_5_omni", tiny_checkpoints.build_qwen2_5_omni(tmp_path_factory.mktemp("tiny25"))
+    return "faultline_qwen3_omni", tiny_checkpoints.build_qwen3_omni(tmp_path_factory.mktemp("tiny3"))
 
 
 def _records(folder: Path, probe: str) -> list[dict]:
@@ -121,11 +115,10 @@ def test_every_probe_runs_through_the_cli_and_the_report_has_the_tables(checkpoi
 
 def test_a_hidden_state_whose_unembedding_hits_the_reference_has_hit_rate_one():
     import torch
-    from tiny_qwen_omni import build_tokenizer
 
     from c3po_plugin.mechanistic.logit_lens import lens_hits, reference_ids
 
-    tokenizer = build_tokenizer()
+    tokenizer = tiny_checkpoints.build_tokenizer()
     torch.manual_seed(0)
     unembedding = torch.nn.Linear(16, len(tokenizer), bias=False)
     norm = torch.nn.LayerNorm(16, elementwise_affine=False)
@@ -262,9 +255,9 @@ def test_caption_fidelity_is_rouge1_recall_of_content_lemmas_per_section():
 
 
 def test_frames_after_the_video_label_are_video_and_each_image_run_is_one_image_part():
-    from tiny_qwen_omni import TOKEN_ID
-
     from c3po_plugin import eval_prompt as prompts
+
+    TOKEN_ID = tiny_checkpoints.TOKEN_ID
 
     content = [
         {"type": "text", "text": prompts.video_label([0.0, 1.0])},

@@ -16,6 +16,7 @@ from PIL import Image
 
 from faultline_eval.core import telemetry
 from faultline_eval.core.store import RESTORED_DETAIL
+from faultline_eval.model_wrappers import tiny_checkpoints
 from faultline_eval.model_wrappers.chat_messages import messages_from_visuals, with_system_turn
 from faultline_eval.model_wrappers.local_reply_store import open_reply_store
 from faultline_eval.model_wrappers.local_requests import answer_requests
@@ -198,10 +199,7 @@ def test_the_adapters_are_registered_with_lmms_eval():
 
 @pytest.fixture(scope="module")
 def tiny_qwen_omni(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(Path(__file__).parent))
-    from tiny_qwen_omni import build
-
-    return build(tmp_path_factory.mktemp("tiny-qwen2.5-omni"))
+    return tiny_checkpoints.build_qwen2_5_omni(tmp_path_factory.mktemp("tiny-qwen2.5-omni"))
 
 
 def run_sceval_clean(model: str, checkpoint: Path, tmp_path: Path, *, simple: bool = False) -> dict:
@@ -404,10 +402,7 @@ def test_a_killed_tiny_qwen2_5_omni_run_resumes_without_generating_finished_requ
 
 @pytest.fixture(scope="module")
 def tiny_qwen3_omni(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(Path(__file__).parent))
-    from tiny_qwen3_omni import build
-
-    return build(tmp_path_factory.mktemp("tiny-qwen3-omni"))
+    return tiny_checkpoints.build_qwen3_omni(tmp_path_factory.mktemp("tiny-qwen3-omni"))
 
 
 @pytest.mark.slow

@@ -1,18 +1,25 @@
-"""A tiny, randomly initialised Qwen2.5-Omni checkpoint built offline (no hub downloads).
+"""Tiny, randomly initialised Qwen2.5-Omni and Qwen3-Omni checkpoints, built offline (no hub downloads).
 
-The real transformers classes with a few small layers: a thinker (text, vision and audio
-encoders), no talker (``enable_audio_output=False``), a byte-level BPE tokenizer trained here on
-a few sentences, and the processor that goes with it. Its answers are noise; it exists so that
-tests can run real model loading, media preprocessing and generation on CPU in seconds.
+Each is the real transformers model, processor and tokenizer classes with a few small layers and
+random weights: a thinker (text, vision and audio encoders of one or two layers, a two-layer text
+model; Qwen3-Omni's with four experts), no talker (``enable_audio_output=False``), and a byte-level
+BPE tokenizer trained here on a few sentences. Their answers are noise; they exist so that tests,
+benchmarks and the tutorials can run real model loading, media preprocessing, generation and the
+mechanistic probes of ``faultline_qwen2_5_omni`` / ``faultline_qwen3_omni`` on a CPU in seconds.
+Building one takes about 10 s on a CPU (mostly importing transformers) and writes under 1 MB.
 
-By hand:  python tests/tiny_qwen_omni.py /tmp/tiny-qwen-omni
-then      lmms-eval --model faultline_qwen2_5_omni --model_args pretrained=/tmp/tiny-qwen-omni,device=cpu \
-              --tasks sceval_clean --limit 2 --gen_kwargs max_new_tokens=8
+    faultline tiny-model qwen2_5_omni tiny-qwen-omni
+    lmms-eval --model faultline_qwen2_5_omni --model_args pretrained=tiny-qwen-omni,device=cpu \
+        --tasks sceval_clean --limit 2 --gen_kwargs max_new_tokens=8
+
+From Python: ``BUILDERS["qwen3_omni"](folder)``. torch, tokenizers and transformers are imported
+inside the functions, so importing this module (the ``faultline`` CLI does) stays cheap.
 """
 
 from __future__ import annotations
 
-import sys
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 #: Special tokens in id order (ids 0..); the thinker config below uses these ids.
@@ -56,6 +63,7 @@ CORPUS = [
 
 
 def build_tokenizer():
+    """A byte-level BPE tokenizer trained on :data:`CORPUS`; its special tokens keep the ids of :data:`TOKEN_ID`."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import Qwen2TokenizerFast
 
@@ -71,8 +79,6 @@ def build_tokenizer():
     backend.train_from_iterator(CORPUS, trainer=trainer)
     vocab = backend.get_vocab()
     assert all(vocab[t] == i for t, i in TOKEN_ID.items()), "special tokens must keep the config's ids"
-    import json
-
     merges = [
         tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in json.loads(backend.to_str())["model"]["merges"]
     ]
@@ -105,7 +111,7 @@ def build_tokenizer():
     return tokenizer
 
 
-def build_processor(tokenizer):
+def build_qwen2_5_omni_processor(tokenizer):
     from transformers import Qwen2_5OmniProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor, WhisperFeatureExtractor
 
     return Qwen2_5OmniProcessor(
@@ -117,7 +123,7 @@ def build_processor(tokenizer):
     )
 
 
-def build_model(vocab_size: int):
+def build_qwen2_5_omni_model(vocab_size: int):
     import torch
     from transformers import Qwen2_5OmniConfig, Qwen2_5OmniForConditionalGeneration, Qwen2_5OmniThinkerConfig
 
@@ -175,19 +181,122 @@ def build_model(vocab_size: int):
     return Qwen2_5OmniForConditionalGeneration(config).eval()
 
 
-def build(folder: str | Path) -> Path:
-    """Write the tiny checkpoint (model, processor, tokenizer, speakers) into ``folder``."""
+def build_qwen2_5_omni(folder: str | Path) -> Path:
+    """Write the tiny Qwen2.5-Omni checkpoint (model, processor, tokenizer, speakers) into ``folder``."""
     import torch
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer()
-    build_processor(tokenizer).save_pretrained(folder)
-    build_model(len(tokenizer)).save_pretrained(folder)
+    build_qwen2_5_omni_processor(tokenizer).save_pretrained(folder)
+    build_qwen2_5_omni_model(len(tokenizer)).save_pretrained(folder)
     # Qwen2_5OmniForConditionalGeneration.from_pretrained insists on a speaker table.
     torch.save({"Chelsie": {"bos_token": torch.tensor(0)}}, folder / "spk_dict.pt")
     return folder
 
 
-if __name__ == "__main__":
-    print(build(sys.argv[1] if len(sys.argv) > 1 else "tiny-qwen-omni"))
+# --- Qwen3-Omni (MoE thinker): the same tokenizer and chat template ---
+
+QWEN3_PATCH_SIZE = 16  # Qwen3-Omni's vision patch (Qwen2.5-Omni's is 14)
+
+
+def build_qwen3_omni_processor(tokenizer):
+    from transformers import (
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+        Qwen3OmniMoeProcessor,
+        WhisperFeatureExtractor,
+    )
+
+    return Qwen3OmniMoeProcessor(
+        image_processor=Qwen2VLImageProcessor(merge_size=MERGE_SIZE, patch_size=QWEN3_PATCH_SIZE),
+        video_processor=Qwen2VLVideoProcessor(merge_size=MERGE_SIZE, patch_size=QWEN3_PATCH_SIZE),
+        feature_extractor=WhisperFeatureExtractor(feature_size=NUM_MEL_BINS),
+        tokenizer=tokenizer,
+        chat_template=CHAT_TEMPLATE,
+    )
+
+
+def build_qwen3_omni_model(vocab_size: int):
+    import torch
+    from transformers import Qwen3OmniMoeConfig, Qwen3OmniMoeForConditionalGeneration, Qwen3OmniMoeThinkerConfig
+
+    hidden = 32
+    thinker = Qwen3OmniMoeThinkerConfig(
+        audio_config={
+            "d_model": hidden,
+            "encoder_layers": 1,
+            "encoder_attention_heads": 2,
+            "encoder_ffn_dim": 32,
+            "num_mel_bins": NUM_MEL_BINS,
+            "max_source_positions": 1500,
+            "n_window": 50,
+            "n_window_infer": 400,
+            "conv_chunksize": 100,
+            "downsample_hidden_size": 8,
+            "output_dim": hidden,
+        },
+        vision_config={
+            "depth": 2,
+            "hidden_size": hidden,
+            "intermediate_size": 32,
+            "num_heads": 2,
+            "patch_size": QWEN3_PATCH_SIZE,
+            "spatial_merge_size": MERGE_SIZE,
+            "temporal_patch_size": 2,
+            "out_hidden_size": hidden,
+            "num_position_embeddings": 576,
+            "deepstack_visual_indexes": [0],
+        },
+        text_config={
+            "vocab_size": vocab_size,
+            "hidden_size": hidden,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 8,
+            "max_position_embeddings": 4096,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 16,
+            # mrope sections must add up to head_dim / 2 (8 / 2 = 4)
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": [1, 1, 2],
+                "interleaved": True,
+            },
+            "pad_token_id": TOKEN_ID["<|endoftext|>"],
+            "eos_token_id": TOKEN_ID["<|im_end|>"],
+        },
+        audio_token_id=TOKEN_ID["<|AUDIO|>"],
+        image_token_id=TOKEN_ID["<|IMAGE|>"],
+        video_token_id=TOKEN_ID["<|VIDEO|>"],
+        audio_start_token_id=TOKEN_ID["<|audio_bos|>"],
+        vision_start_token_id=TOKEN_ID["<|vision_bos|>"],
+        user_token_id=TOKEN_ID["<|im_start|>"],
+        position_id_per_seconds=13,
+    )
+    torch.manual_seed(0)
+    config = Qwen3OmniMoeConfig(
+        thinker_config=thinker.to_dict(),
+        enable_audio_output=False,
+        im_start_token_id=TOKEN_ID["<|im_start|>"],
+        im_end_token_id=TOKEN_ID["<|im_end|>"],
+    )
+    return Qwen3OmniMoeForConditionalGeneration(config).eval()
+
+
+def build_qwen3_omni(folder: str | Path) -> Path:
+    """Write the tiny Qwen3-Omni checkpoint (model, processor, tokenizer) into ``folder``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tokenizer()
+    build_qwen3_omni_processor(tokenizer).save_pretrained(folder)
+    build_qwen3_omni_model(len(tokenizer)).save_pretrained(folder)
+    return folder
+
+
+#: The checkpoint builders by model variant (our lmms-eval model ``faultline_<variant>`` loads the result).
+BUILDERS: dict[str, Callable[[str | Path], Path]] = {"qwen2_5_omni": build_qwen2_5_omni, "qwen3_omni": build_qwen3_omni}
