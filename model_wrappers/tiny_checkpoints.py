@@ -111,60 +111,83 @@ def build_tokenizer():
     return tokenizer
 
 
-def build_qwen2_5_omni_processor(tokenizer):
-    from transformers import Qwen2_5OmniProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor, WhisperFeatureExtractor
+HIDDEN = 32  # the width of every encoder and of the text model
 
-    return Qwen2_5OmniProcessor(
-        image_processor=Qwen2VLImageProcessor(merge_size=MERGE_SIZE),
-        video_processor=Qwen2VLVideoProcessor(merge_size=MERGE_SIZE),
+
+def encoder_and_text_configs(vocab_size: int, *, audio: dict, vision: dict, text: dict) -> dict[str, dict]:
+    """The thinker's ``audio_config``, ``vision_config`` and ``text_config``: the sizes both families share,
+    updated with each family's own keys."""
+    return {
+        "audio_config": {
+            "d_model": HIDDEN,
+            "encoder_layers": 1,
+            "encoder_attention_heads": 2,
+            "encoder_ffn_dim": 32,
+            "num_mel_bins": NUM_MEL_BINS,
+            "max_source_positions": 1500,
+            "output_dim": HIDDEN,
+            **audio,
+        },
+        "vision_config": {
+            "hidden_size": HIDDEN,
+            "intermediate_size": 32,
+            "num_heads": 2,
+            "spatial_merge_size": MERGE_SIZE,
+            "temporal_patch_size": 2,
+            "out_hidden_size": HIDDEN,
+            **vision,
+        },
+        "text_config": {
+            "vocab_size": vocab_size,
+            "hidden_size": HIDDEN,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 4096,
+            "pad_token_id": TOKEN_ID["<|endoftext|>"],
+            "eos_token_id": TOKEN_ID["<|im_end|>"],
+            **text,
+        },
+    }
+
+
+def build_processor(processor_class, tokenizer, patch_size: int):
+    """The family's processor over the shared tokenizer and chat template; ``patch_size`` is its vision patch."""
+    from transformers import Qwen2VLImageProcessor, Qwen2VLVideoProcessor, WhisperFeatureExtractor
+
+    return processor_class(
+        image_processor=Qwen2VLImageProcessor(merge_size=MERGE_SIZE, patch_size=patch_size),
+        video_processor=Qwen2VLVideoProcessor(merge_size=MERGE_SIZE, patch_size=patch_size),
         feature_extractor=WhisperFeatureExtractor(feature_size=NUM_MEL_BINS),
         tokenizer=tokenizer,
         chat_template=CHAT_TEMPLATE,
     )
 
 
+# --- Qwen2.5-Omni ---
+
+QWEN2_5_PATCH_SIZE = 14  # its vision patch
+
+
 def build_qwen2_5_omni_model(vocab_size: int):
     import torch
     from transformers import Qwen2_5OmniConfig, Qwen2_5OmniForConditionalGeneration, Qwen2_5OmniThinkerConfig
 
-    hidden = 32
     thinker = Qwen2_5OmniThinkerConfig(
-        audio_config={
-            "d_model": hidden,
-            "encoder_layers": 1,
-            "encoder_attention_heads": 2,
-            "encoder_ffn_dim": 32,
-            "num_mel_bins": NUM_MEL_BINS,
-            "max_source_positions": 1500,
-            "n_window": 100,
-            "output_dim": hidden,
-        },
-        vision_config={
-            "depth": 1,
-            "hidden_size": hidden,
-            "intermediate_size": 32,
-            "num_heads": 2,
-            "patch_size": 14,
-            "spatial_merge_size": MERGE_SIZE,
-            "temporal_patch_size": 2,
-            "out_hidden_size": hidden,
-            "fullatt_block_indexes": [0],
-            "window_size": 112,
-            "hidden_act": "quick_gelu",
-        },
-        text_config={
-            "vocab_size": vocab_size,
-            "hidden_size": hidden,
-            "intermediate_size": 37,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 4096,
+        **encoder_and_text_configs(
+            vocab_size,
+            audio={"n_window": 100},
+            vision={
+                "depth": 1,
+                "patch_size": QWEN2_5_PATCH_SIZE,
+                "fullatt_block_indexes": [0],
+                "window_size": 112,
+                "hidden_act": "quick_gelu",
+            },
             # mrope sections must add up to head_dim / 2 (32 / 4 heads / 2 = 4)
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2]},
-            "pad_token_id": TOKEN_ID["<|endoftext|>"],
-            "eos_token_id": TOKEN_ID["<|im_end|>"],
-        },
+            text={"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2]}},
+        ),
         audio_token_index=TOKEN_ID["<|AUDIO|>"],
         image_token_index=TOKEN_ID["<|IMAGE|>"],
         video_token_index=TOKEN_ID["<|VIDEO|>"],
@@ -184,11 +207,12 @@ def build_qwen2_5_omni_model(vocab_size: int):
 def build_qwen2_5_omni(folder: str | Path) -> Path:
     """Write the tiny Qwen2.5-Omni checkpoint (model, processor, tokenizer, speakers) into ``folder``."""
     import torch
+    from transformers import Qwen2_5OmniProcessor
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer()
-    build_qwen2_5_omni_processor(tokenizer).save_pretrained(folder)
+    build_processor(Qwen2_5OmniProcessor, tokenizer, QWEN2_5_PATCH_SIZE).save_pretrained(folder)
     build_qwen2_5_omni_model(len(tokenizer)).save_pretrained(folder)
     # Qwen2_5OmniForConditionalGeneration.from_pretrained insists on a speaker table.
     torch.save({"Chelsie": {"bos_token": torch.tensor(0)}}, folder / "spk_dict.pt")
@@ -200,76 +224,34 @@ def build_qwen2_5_omni(folder: str | Path) -> Path:
 QWEN3_PATCH_SIZE = 16  # Qwen3-Omni's vision patch (Qwen2.5-Omni's is 14)
 
 
-def build_qwen3_omni_processor(tokenizer):
-    from transformers import (
-        Qwen2VLImageProcessor,
-        Qwen2VLVideoProcessor,
-        Qwen3OmniMoeProcessor,
-        WhisperFeatureExtractor,
-    )
-
-    return Qwen3OmniMoeProcessor(
-        image_processor=Qwen2VLImageProcessor(merge_size=MERGE_SIZE, patch_size=QWEN3_PATCH_SIZE),
-        video_processor=Qwen2VLVideoProcessor(merge_size=MERGE_SIZE, patch_size=QWEN3_PATCH_SIZE),
-        feature_extractor=WhisperFeatureExtractor(feature_size=NUM_MEL_BINS),
-        tokenizer=tokenizer,
-        chat_template=CHAT_TEMPLATE,
-    )
-
-
 def build_qwen3_omni_model(vocab_size: int):
     import torch
     from transformers import Qwen3OmniMoeConfig, Qwen3OmniMoeForConditionalGeneration, Qwen3OmniMoeThinkerConfig
 
-    hidden = 32
     thinker = Qwen3OmniMoeThinkerConfig(
-        audio_config={
-            "d_model": hidden,
-            "encoder_layers": 1,
-            "encoder_attention_heads": 2,
-            "encoder_ffn_dim": 32,
-            "num_mel_bins": NUM_MEL_BINS,
-            "max_source_positions": 1500,
-            "n_window": 50,
-            "n_window_infer": 400,
-            "conv_chunksize": 100,
-            "downsample_hidden_size": 8,
-            "output_dim": hidden,
-        },
-        vision_config={
-            "depth": 2,
-            "hidden_size": hidden,
-            "intermediate_size": 32,
-            "num_heads": 2,
-            "patch_size": QWEN3_PATCH_SIZE,
-            "spatial_merge_size": MERGE_SIZE,
-            "temporal_patch_size": 2,
-            "out_hidden_size": hidden,
-            "num_position_embeddings": 576,
-            "deepstack_visual_indexes": [0],
-        },
-        text_config={
-            "vocab_size": vocab_size,
-            "hidden_size": hidden,
-            "intermediate_size": 37,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "head_dim": 8,
-            "max_position_embeddings": 4096,
-            "num_experts": 4,
-            "num_experts_per_tok": 2,
-            "moe_intermediate_size": 16,
-            # mrope sections must add up to head_dim / 2 (8 / 2 = 4)
-            "rope_parameters": {
-                "rope_type": "default",
-                "rope_theta": 10000.0,
-                "mrope_section": [1, 1, 2],
-                "interleaved": True,
+        **encoder_and_text_configs(
+            vocab_size,
+            audio={"n_window": 50, "n_window_infer": 400, "conv_chunksize": 100, "downsample_hidden_size": 8},
+            vision={
+                "depth": 2,
+                "patch_size": QWEN3_PATCH_SIZE,
+                "num_position_embeddings": 576,
+                "deepstack_visual_indexes": [0],
             },
-            "pad_token_id": TOKEN_ID["<|endoftext|>"],
-            "eos_token_id": TOKEN_ID["<|im_end|>"],
-        },
+            text={
+                "head_dim": 8,
+                "num_experts": 4,
+                "num_experts_per_tok": 2,
+                "moe_intermediate_size": 16,
+                # mrope sections must add up to head_dim / 2 (8 / 2 = 4)
+                "rope_parameters": {
+                    "rope_type": "default",
+                    "rope_theta": 10000.0,
+                    "mrope_section": [1, 1, 2],
+                    "interleaved": True,
+                },
+            },
+        ),
         audio_token_id=TOKEN_ID["<|AUDIO|>"],
         image_token_id=TOKEN_ID["<|IMAGE|>"],
         video_token_id=TOKEN_ID["<|VIDEO|>"],
@@ -290,10 +272,12 @@ def build_qwen3_omni_model(vocab_size: int):
 
 def build_qwen3_omni(folder: str | Path) -> Path:
     """Write the tiny Qwen3-Omni checkpoint (model, processor, tokenizer) into ``folder``."""
+    from transformers import Qwen3OmniMoeProcessor
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer()
-    build_qwen3_omni_processor(tokenizer).save_pretrained(folder)
+    build_processor(Qwen3OmniMoeProcessor, tokenizer, QWEN3_PATCH_SIZE).save_pretrained(folder)
     build_qwen3_omni_model(len(tokenizer)).save_pretrained(folder)
     return folder
 

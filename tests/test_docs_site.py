@@ -61,7 +61,7 @@ def test_cli_walk_reaches_every_subcommand():
         for listed in re.findall(r"\{([\w,-]+)\}\s*\.\.\.", usage):  # {a,b,c} ...: the sub-commands
             assert {f"{command} {name}" for name in listed.split(",")} <= set(parsers), command
     # faultline's sub-commands show as COMMAND: the modules faultline_eval.commands names, and its own
-    faultline = {f"faultline {name}" for name in [*faultline_eval.commands.COMMANDS, "wrap", "audit"]}
+    faultline = {f"faultline {name}" for name in [*faultline_eval.commands.COMMANDS, "wrap", "audit", "tiny-model"]}
     assert faultline <= set(parsers)
     assert {"sceval report", "c3po build generate", "faultline probe e1", "sceval build annotate export"} <= set(
         parsers
