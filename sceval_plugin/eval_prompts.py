@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from faultline_eval.core.media import describe_frame_times
+from faultline_eval.core.settings import SCEVAL_PROMPT_TEMPLATE
 
 JSON_SCHEMA_LINE = (
     'Reply with exactly one JSON object: {"answer": "<option key>", "confidence": "<low | medium | high>", '
@@ -118,7 +118,7 @@ PROMPT_VARIANTS = {"json": STANDARD, "cot": CHAIN_OF_THOUGHT, "open": OPEN_FORM,
 GENERIC_INSTRUCTION = "Choose the option that the attached inputs support."
 
 #: A JSON file with the fields of PromptTemplate replaces the standard (JSON) prompt.
-TEMPLATE_ENV = "SCEVAL_PROMPT_TEMPLATE"
+TEMPLATE_ENV = SCEVAL_PROMPT_TEMPLATE.name
 
 
 @functools.lru_cache(maxsize=4)
@@ -147,7 +147,7 @@ def _template_from_file(path: str) -> PromptTemplate:
 def prompt_template(variant: str) -> PromptTemplate:
     """The template of a prompt variant (``json``, ``cot`` or ``open``); ``$SCEVAL_PROMPT_TEMPLATE``
     replaces the standard ``json`` one, and every record then carries the replacement's id."""
-    override = os.environ.get(TEMPLATE_ENV, "").strip()
+    override = SCEVAL_PROMPT_TEMPLATE.get()
     if variant == "json" and override:
         return _template_from_file(override)
     return PROMPT_VARIANTS[variant]
