@@ -28,7 +28,6 @@ from faultline_eval.model_wrappers.media_encoding import encode_image, encode_wa
 
 REFUSAL_FINISH = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"}
 KEY_SETTINGS = (GEMINI_API_KEY, GOOGLE_API_KEY)
-KEY_ENV = tuple(setting.name for setting in KEY_SETTINGS)
 #: Gemini reads PNG (not BMP); the unfiltered zlib-1 PNG keeps uploads small at a fraction of Pillow's CPU.
 DEFAULT_IMAGE_ENCODING = "png-fast"
 IMAGE_ENCODINGS = ("png", "png-fast", "png-stored")

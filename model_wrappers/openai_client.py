@@ -56,7 +56,6 @@ from faultline_eval.model_wrappers.media_encoding import encode_image, encode_wa
 from faultline_eval.tasks import FRAME_TIME_KEY
 
 KEY_SETTINGS = (SCEVAL_OPENAI_API_KEY, OPENAI_API_KEY)
-KEY_ENV = tuple(setting.name for setting in KEY_SETTINGS)
 FRAMES_AS = ("images", "video")
 AUDIO_PARTS = ("input_audio", "audio_url")
 DEFAULT_IMAGE_ENCODING = "bmp"

@@ -117,8 +117,6 @@ PROMPT_VARIANTS = {"json": STANDARD, "cot": CHAIN_OF_THOUGHT, "open": OPEN_FORM,
 #: The instruction that replaces the question in the "generic instruction" controls.
 GENERIC_INSTRUCTION = "Choose the option that the attached inputs support."
 
-#: A JSON file with the fields of PromptTemplate replaces the standard (JSON) prompt.
-TEMPLATE_ENV = SCEVAL_PROMPT_TEMPLATE.name
 
 
 @functools.lru_cache(maxsize=4)
@@ -135,12 +133,12 @@ def _template_from_file(path: str) -> PromptTemplate:
         template.render("q", [("A", "x"), ("B", "y")], visual="image", audio=True)
     except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
         raise ValueError(
-            f"{TEMPLATE_ENV}={path}: not a usable prompt template ({type(exc).__name__}: {exc}); "
+            f"{SCEVAL_PROMPT_TEMPLATE.name}={path}: not a usable prompt template ({type(exc).__name__}: {exc}); "
             "needs id, system, user (with {media} {context} {question} {options} "
             "{answer_format}) and answer_format"
         ) from exc
     if template.id in {p.id for p in PROMPT_VARIANTS.values()}:
-        raise ValueError(f"{TEMPLATE_ENV}={path}: give the replacement its own id, not {template.id!r}")
+        raise ValueError(f"{SCEVAL_PROMPT_TEMPLATE.name}={path}: give the replacement its own id, not {template.id!r}")
     return template
 
 

@@ -26,8 +26,6 @@ from c3po_plugin.data.sources import SourceError
 from faultline_eval.core.settings import C3PO_JUDGE, C3PO_RUNS
 from faultline_eval.judges import DEFAULT_JUDGE
 
-RUNS_ENV = C3PO_RUNS.name
-
 
 @dataclass(frozen=True)
 class TaskSettings:
@@ -41,7 +39,7 @@ class TaskSettings:
         """The settings ``environ`` gives, checked (a bad value raises :class:`SourceError`)."""
         runs = C3PO_RUNS.get(environ)
         if not runs.isdigit() or int(runs) < 1:
-            raise SourceError(f"{RUNS_ENV}={runs!r}: expected a positive integer")
+            raise SourceError(f"{C3PO_RUNS.name}={runs!r}: expected a positive integer")
         return cls(runs=int(runs), judge=C3PO_JUDGE.get(environ))
 
 

@@ -90,7 +90,6 @@ OFF = ("none", "off", "false", "")
 #: The failure detail of a record whose reply came from the store, not from the model.
 RESTORED_DETAIL = "restored from the reply store"
 #: The setting of the default fsync policy, and the policies.
-FSYNC_ENV = FAULTLINE_STORE_FSYNC.name
 FSYNC_POLICIES = FAULTLINE_STORE_FSYNC.choices
 #: ``batch``: the longest a record waits for an ``fdatasync`` while appends keep coming.
 BATCH_SECONDS = 1.0
@@ -173,7 +172,7 @@ def _decode_line(line: bytes, checksummed_before: bool) -> tuple[dict[str, Any] 
 def _fsync_policy(fsync: str | None) -> str:
     policy = (fsync or FAULTLINE_STORE_FSYNC.get()).lower()
     if policy not in FSYNC_POLICIES:
-        raise ValueError(f"{FSYNC_ENV}/fsync={policy!r}: expected one of {FSYNC_POLICIES}")
+        raise ValueError(f"{FAULTLINE_STORE_FSYNC.name}/fsync={policy!r}: expected one of {FSYNC_POLICIES}")
     return policy
 
 

@@ -27,7 +27,6 @@ from faultline_eval.judges.base import PARTIAL, UNANSWERABLE, Judge, JudgeReques
 from faultline_eval.judges.cache import VerdictCache, verdict_key
 from faultline_eval.judges.matching import abstains, exact_match, partial_overlap
 
-JUDGE_ENV = C3PO_JUDGE.name
 DEFAULT_JUDGE = C3PO_JUDGE.default_text
 
 

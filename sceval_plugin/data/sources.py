@@ -41,7 +41,6 @@ from sceval_plugin.data.records import OmniItem, RecordError, item_from_row
 
 SOURCE_ENV = SCEVAL_SOURCE.name
 BAD_INPUT_ENV = SCEVAL_ON_BAD_INPUT.name
-HF_MODE_ENV = SCEVAL_HF_MODE.name
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 RELEASE_REPO = "KZL96/ModalityFaultLines-SCEval"
 
@@ -219,7 +218,7 @@ def _from_release(spec: str, repo: str, mode: str) -> Source:
     import datasets
 
     if mode not in ("apply", "released"):
-        raise SourceError(f"{HF_MODE_ENV}={mode!r}: use 'apply' or 'released'")
+        raise SourceError(f"{SCEVAL_HF_MODE.name}={mode!r}: use 'apply' or 'released'")
     local = Path(repo).expanduser()
     root = local if local.is_dir() else None
 

@@ -34,7 +34,6 @@ SEED_SCHEMES = {
     2: "PCG64 per variant; noise = rounded Gaussian drawn from 16-bit inverse-CDF tables",
 }
 DEFAULT_SEED_SCHEME = int(SCEVAL_SEED_SCHEME.default_text)
-SEED_SCHEME_ENV = SCEVAL_SEED_SCHEME.name
 
 
 def seed_scheme() -> int:
@@ -42,12 +41,10 @@ def seed_scheme() -> int:
 
     Read on every call, so a process can reproduce old variants by setting the variable.
     """
-    if not SCEVAL_SEED_SCHEME.is_set():
-        return DEFAULT_SEED_SCHEME
     value = SCEVAL_SEED_SCHEME.get()
     if not value.isdigit() or int(value) not in SEED_SCHEMES:
         known = ", ".join(f"{n} ({what})" for n, what in SEED_SCHEMES.items())
-        raise ValueError(f"{SEED_SCHEME_ENV}={value!r} is not a seed scheme; known: {known}")
+        raise ValueError(f"{SCEVAL_SEED_SCHEME.name}={value!r} is not a seed scheme; known: {known}")
     return int(value)
 
 
