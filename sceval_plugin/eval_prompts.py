@@ -118,7 +118,6 @@ PROMPT_VARIANTS = {"json": STANDARD, "cot": CHAIN_OF_THOUGHT, "open": OPEN_FORM,
 GENERIC_INSTRUCTION = "Choose the option that the attached inputs support."
 
 
-
 @functools.lru_cache(maxsize=4)
 def _template_from_file(path: str) -> PromptTemplate:
     try:

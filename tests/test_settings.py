@@ -12,8 +12,26 @@ from pathlib import Path
 
 import pytest
 
+from c3po_plugin.data import sources as c3po_sources
 from faultline_eval.core import decode_cache, intake, media, offline, paths, settings, store
-from faultline_eval.core.settings import GROUPS, SETTINGS, THIRD_PARTY, Setting
+from faultline_eval.core.settings import (
+    C3PO_ON_BAD_INPUT,
+    GROUPS,
+    SCEVAL_ON_BAD_INPUT,
+    SCEVAL_SEED_SCHEME,
+    SCEVAL_STRESS_ONLY,
+    SETTINGS,
+    THIRD_PARTY,
+    Setting,
+)
+from faultline_eval.judges import make_judge, open_cache
+from faultline_eval.model_wrappers import openai_client
+from faultline_eval.tasks import wrapped_media
+from faultline_eval.tasks.c3po_settings import TaskSettings
+from sceval_plugin import no_option_control
+from sceval_plugin.data import manifest
+from sceval_plugin.data import sources as sceval_sources
+from sceval_plugin.operators import SEED_SCHEMES, seed_scheme
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sceval_plugin", "c3po_plugin", "faultline_eval", "tasks", "model_wrappers")
@@ -112,15 +130,6 @@ def test_the_table_is_well_formed():
 
 
 def test_the_choices_are_the_values_the_code_accepts():
-    from faultline_eval.core.settings import (
-        C3PO_ON_BAD_INPUT,
-        SCEVAL_ON_BAD_INPUT,
-        SCEVAL_SEED_SCHEME,
-        SCEVAL_STRESS_ONLY,
-    )
-    from sceval_plugin.data import manifest
-    from sceval_plugin.operators import SEED_SCHEMES
-
     assert SCEVAL_ON_BAD_INPUT.choices == C3PO_ON_BAD_INPUT.choices == intake.POLICIES
     assert SCEVAL_SEED_SCHEME.choices == tuple(str(n) for n in SEED_SCHEMES)
     assert manifest.STRESS_ONLY_POLICIES == SCEVAL_STRESS_ONLY.choices
@@ -150,16 +159,6 @@ def unset(monkeypatch, tmp_path):
 def _in_use() -> dict[str, object]:
     """What the code uses for each setting when its variable is unset, read from the code's own
     objects (not from the table)."""
-    from c3po_plugin.data import sources as c3po_sources
-    from faultline_eval.judges import make_judge, open_cache
-    from faultline_eval.model_wrappers import openai_client
-    from faultline_eval.tasks import wrapped_media
-    from faultline_eval.tasks.c3po_settings import TaskSettings
-    from sceval_plugin import no_option_control
-    from sceval_plugin.data import manifest
-    from sceval_plugin.data import sources as sceval_sources
-    from sceval_plugin.operators import seed_scheme
-
     limits = media.limits()
     task = TaskSettings.from_environment()
     return {
@@ -172,10 +171,10 @@ def _in_use() -> dict[str, object]:
         "FAULTLINE_MAX_AUDIO_SECONDS": limits.max_audio_s,
         "FAULTLINE_FRAME_SAMPLING": limits.frame_sampling,
         "SCEVAL_SOURCE": sceval_sources.current_spec(),
-        "SCEVAL_ON_BAD_INPUT": intake.bad_input_policy(settings.SCEVAL_ON_BAD_INPUT),
+        "SCEVAL_ON_BAD_INPUT": intake.bad_input_policy(SCEVAL_ON_BAD_INPUT),
         "SCEVAL_STRESS_ONLY": manifest.stress_only_policy(),
         "C3PO_SOURCE": c3po_sources.current_spec(),
-        "C3PO_ON_BAD_INPUT": intake.bad_input_policy(settings.C3PO_ON_BAD_INPUT),
+        "C3PO_ON_BAD_INPUT": intake.bad_input_policy(C3PO_ON_BAD_INPUT),
         "SCEVAL_SEED_SCHEME": seed_scheme(),
         "C3PO_RUNS": task.runs,
         "C3PO_JUDGE": task.judge,
@@ -213,9 +212,6 @@ def test_the_defaults_in_the_table_are_the_ones_the_code_uses(unset):
 
 
 def test_a_value_set_in_the_environment_is_the_one_the_code_reads(unset, monkeypatch):
-    from faultline_eval.model_wrappers import openai_client
-    from faultline_eval.tasks import wrapped_media
-
     monkeypatch.setenv("SCEVAL_DECODE_CACHE_GB", " 3 ")
     monkeypatch.setenv("SCEVAL_WRAPPED_MEDIA_GB", "0")
     monkeypatch.setenv("FAULTLINE_MAX_FRAME_SIDE", "640")

@@ -286,7 +286,8 @@ SCEVAL_NO_OPTION_SCORER_1 = Setting(
 SCEVAL_NO_OPTION_SCORER_2 = Setting(
     "SCEVAL_NO_OPTION_SCORER_2",
     "embedding",
-    "The second scorer of SCEval's no-option control (Table 35), a judge spec as for C3PO_JUDGE.",
+    "The second scorer of SCEval's no-option control (Table 35), a judge spec as for C3PO_JUDGE; it "
+    "too sees the answer's text only.",
     group=_JUDGES,
 )
 C3PO_BUILD_CLASSIFIER = Setting(
