@@ -222,7 +222,7 @@ def test_a_value_set_in_the_environment_is_the_one_the_code_reads(unset, monkeyp
     monkeypatch.setenv("SCEVAL_OPENAI_API_KEY", "sk-ours")
     assert openai_client.api_key() == "sk-ours"
     monkeypatch.setenv("SCEVAL_DECODE_CACHE_GB", "lots")
-    with pytest.raises(ValueError, match=r"SCEVAL_DECODE_CACHE_GB='lots': expected a number \(0 turns the layer off\)"):
+    with pytest.raises(ValueError, match=r"SCEVAL_DECODE_CACHE_GB='lots': expected a number >= 0 \(The decode cache"):
         decode_cache._disk.limit_bytes()
 
 

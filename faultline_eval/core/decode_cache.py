@@ -117,7 +117,7 @@ def setting(size: Setting) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"{size.name}={raw!r}: expected a number (0 turns the layer off)") from None
+        raise ValueError(f"{size.name}={raw!r}: expected a number >= 0 ({size.doc})") from None
     if value < 0:
         raise ValueError(f"{size.name}={raw!r}: expected a number >= 0")
     return value
