@@ -34,7 +34,6 @@ still as images; :mod:`.openai_client`), ``audio_part`` (``input_audio`` or ``au
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from loguru import logger
@@ -106,9 +105,8 @@ class OpenAIChat(RemoteChat):
         self.extra = {"modalities": [m for m in str(modalities).split("|") if m]} if modalities else {}
         self.audio_canary = flag(audio_canary, "audio_canary")
         self.canary_items = max(2, int(canary_items))
-        # Under `accelerate launch` each rank is a client of its own share of the requests (lmms-eval
-        # splits them by rank and gathers the results) and starts its round-robin on another endpoint.
-        self._rank, self._world_size = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+        # Under a multi-process launch each rank is a client of its own share of the requests
+        # (HostSideModel) and starts its round-robin on another endpoint.
         urls = [u.strip() for u in str(base_url).split("|") if u.strip()]
         self._client = OpenAIChatClient(
             urls,
