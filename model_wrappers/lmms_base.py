@@ -1,5 +1,6 @@
-"""lmms-eval's model base class, for the classes of ours that derive from it, and the opening
-of our local-model adapters.
+"""lmms-eval's model base class, for the classes of ours that derive from it; what our models
+need under a multi-process launch (:class:`HostSideModel`, :func:`without_padding`); and the
+opening of our local-model adapters.
 
 lmms-eval is imported on first use, not when this package is: its import takes seconds.
 """
