@@ -39,7 +39,6 @@ from typing import Any
 from loguru import logger
 
 from faultline_eval.core.identity import fingerprint_of
-from faultline_eval.core.settings import RANK, WORLD_SIZE
 from faultline_eval.core.store import open_store, request_key, slug
 from faultline_eval.model_wrappers.audio_canary import AudioCanaryError, audio_clip, run_canary
 from faultline_eval.model_wrappers.chat_messages import role_texts
@@ -106,9 +105,8 @@ class OpenAIChat(RemoteChat):
         self.extra = {"modalities": [m for m in str(modalities).split("|") if m]} if modalities else {}
         self.audio_canary = flag(audio_canary, "audio_canary")
         self.canary_items = max(2, int(canary_items))
-        # Under `accelerate launch` each rank is a client of its own share of the requests (lmms-eval
-        # splits them by rank and gathers the results) and starts its round-robin on another endpoint.
-        self._rank, self._world_size = int(RANK.get()), int(WORLD_SIZE.get())
+        # Under a multi-process launch each rank is a client of its own share of the requests
+        # (HostSideModel) and starts its round-robin on another endpoint.
         urls = [u.strip() for u in str(base_url).split("|") if u.strip()]
         self._client = OpenAIChatClient(
             urls,

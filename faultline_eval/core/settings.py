@@ -451,21 +451,22 @@ _THIRD_PARTY = "Read, not ours"
 RANK = Setting(
     "RANK",
     "0",
-    "This process's rank, set by `accelerate launch`/torchrun: each rank of `sceval_openai` starts "
-    "its round-robin over the `base_url` endpoints on a different one.",
+    "This process's rank, set by `accelerate launch`/torchrun; lmms-eval hands each rank its share "
+    "of the docs, and each rank of `sceval_openai` starts its round-robin over the `base_url` "
+    "endpoints on a different one.",
     group=_THIRD_PARTY,
 )
 WORLD_SIZE = Setting(
     "WORLD_SIZE",
     "1",
-    "The number of ranks, set by `accelerate launch`/torchrun (read by `sceval_openai` beside RANK; "
-    "lmms-eval itself splits the requests by rank).",
+    "The number of ranks, set by `accelerate launch`/torchrun; our host-side models (API clients, "
+    "the reference and oracle models) report it to lmms-eval's evaluator.",
     group=_THIRD_PARTY,
 )
 HF_TOKEN = Setting(
     "HF_TOKEN",
     None,
-    "The Hugging Face token (read by huggingface_hub, or `huggingface-cli login`) that "
+    "The Hugging Face token (read by huggingface_hub, or `hf auth login`) that "
     "`sceval build publish` and `c3po build export --push-to-hub` upload with.",
     group=_THIRD_PARTY,
 )
