@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from c3po_plugin import hookspecs
 from faultline_eval.core.plugin_host import PluginHost
-
-DISABLE_AUTOLOAD_ENV = "C3PO_DISABLE_PLUGIN_AUTOLOAD"
-STRICT_ENV = "C3PO_STRICT_PLUGINS"
+from faultline_eval.core.settings import C3PO_DISABLE_PLUGIN_AUTOLOAD, C3PO_STRICT_PLUGINS
 
 BUILTIN_PLUGINS = ("c3po_plugin.templates", "c3po_plugin.construction.specs", "c3po_plugin.construction.synthesize")
-HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, DISABLE_AUTOLOAD_ENV, STRICT_ENV)
+HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, C3PO_DISABLE_PLUGIN_AUTOLOAD, C3PO_STRICT_PLUGINS)

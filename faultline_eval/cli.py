@@ -30,9 +30,9 @@ from typing import Any
 
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, records_of, report
+from faultline_eval.core.settings import FAULTLINE_DEBUG
 from faultline_eval.model_wrappers.lmms_plugin import UnknownTaskError, check_task_names, our_task_dirs, our_task_names
 from faultline_eval.tasks import wrap_configs
-from sceval_plugin.plugins import DEBUG_ENV, env_flag
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return evaluate_one(args)
         except Exception as exc:
-            if env_flag(DEBUG_ENV) or getattr(args, "verbosity", "") == "DEBUG":
+            if FAULTLINE_DEBUG.is_on() or getattr(args, "verbosity", "") == "DEBUG":
                 raise
             cause = root_cause(exc)
             failures.append(f"{type(cause).__name__}: {cause}")

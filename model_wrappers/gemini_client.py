@@ -13,7 +13,6 @@ The API key comes only from the environment (``GEMINI_API_KEY`` or ``GOOGLE_API_
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from faultline_eval.core.request_lifecycle import (
@@ -24,17 +23,18 @@ from faultline_eval.core.request_lifecycle import (
     RequestLifecycle,
     RetryableError,
 )
+from faultline_eval.core.settings import GEMINI_API_KEY, GOOGLE_API_KEY
 from faultline_eval.model_wrappers.media_encoding import encode_image, encode_wav
 
 REFUSAL_FINISH = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"}
-KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+KEY_SETTINGS = (GEMINI_API_KEY, GOOGLE_API_KEY)
 #: Gemini reads PNG (not BMP); the unfiltered zlib-1 PNG keeps uploads small at a fraction of Pillow's CPU.
 DEFAULT_IMAGE_ENCODING = "png-fast"
 IMAGE_ENCODINGS = ("png", "png-fast", "png-stored")
 
 
 def api_key(who: str) -> str:
-    key = next((os.environ[k] for k in KEY_ENV if os.environ.get(k)), None)
+    key = next((value for setting in KEY_SETTINGS if (value := setting.raw())), None)
     if not key:
         raise ValueError(f"{who}: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment")
     return key

@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from faultline_eval.core.request_lifecycle import PendingRequest, Reply, RequestLifecycle
 from faultline_eval.model_wrappers.chat_messages import media_counts, messages_from_visuals
+from faultline_eval.model_wrappers.lmms_base import without_padding
 from faultline_eval.model_wrappers.local_reply_store import store_key
 from faultline_eval.model_wrappers.media_token_log import MediaTokenCounter, log_media_tokens
 
@@ -157,5 +158,6 @@ def answer_requests(
     soon as its call returns, and a request already in it is answered from it without reaching the
     model (telemetry: the stored latency, detail ``restored from the reply store``; no line in the
     media token log). Failed requests are not stored, so a resumed run tries them again.
+    lmms-eval's padding of a rank's requests is not answered (:func:`.lmms_base.without_padding`).
     """
-    return LocalRequests(wrapper, name, answer, answer_batch).run(requests)
+    return without_padding(requests, LocalRequests(wrapper, name, answer, answer_batch).run)

@@ -9,13 +9,13 @@ first forward call), and its failure category. Lines are appended through the pr
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
+from faultline_eval.core.settings import FAULTLINE_MEDIA_TOKEN_LOG
 from faultline_eval.core.store import Journal
 
-MEDIA_TOKEN_LOG_ENV = "FAULTLINE_MEDIA_TOKEN_LOG"
+MEDIA_TOKEN_LOG_ENV = FAULTLINE_MEDIA_TOKEN_LOG.name
 _log_lock = threading.Lock()
 _token_logs: dict[str, Journal] = {}
 
@@ -31,7 +31,7 @@ def token_log(path: str) -> Journal:
 
 def log_media_tokens(line: dict) -> None:
     """Append ``line`` to the media token log, when ``$FAULTLINE_MEDIA_TOKEN_LOG`` names one."""
-    path = os.environ.get(MEDIA_TOKEN_LOG_ENV)
+    path = FAULTLINE_MEDIA_TOKEN_LOG.raw()
     if path:
         token_log(path).append(line)
 

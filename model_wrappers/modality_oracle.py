@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from faultline_eval.model_wrappers.chat_messages import visuals_and_context
-from faultline_eval.model_wrappers.lmms_base import lmms_base
+from faultline_eval.model_wrappers.lmms_base import HostSideModel, lmms_base
 from faultline_eval.model_wrappers.local_requests import answer_requests
 from faultline_eval.model_wrappers.model_args import check_model_args
 from faultline_eval.model_wrappers.reference import base_options
@@ -76,7 +76,7 @@ def oracle_reply(prompt: str, word: str | None) -> str:
     return word or UNKNOWN
 
 
-class _ModalityOracle(lmms_base()):  # type: ignore[misc]
+class _ModalityOracle(HostSideModel, lmms_base()):  # type: ignore[misc]
     model_id = "modality_oracle"
 
     def __init__(self, modality: str = "audio", **kwargs: Any) -> None:

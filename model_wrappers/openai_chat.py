@@ -34,7 +34,6 @@ still as images; :mod:`.openai_client`), ``audio_part`` (``input_audio`` or ``au
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from loguru import logger
@@ -106,9 +105,8 @@ class OpenAIChat(RemoteChat):
         self.extra = {"modalities": [m for m in str(modalities).split("|") if m]} if modalities else {}
         self.audio_canary = flag(audio_canary, "audio_canary")
         self.canary_items = max(2, int(canary_items))
-        # Under `accelerate launch` each rank is a client of its own share of the requests (lmms-eval
-        # splits them by rank and gathers the results) and starts its round-robin on another endpoint.
-        self._rank, self._world_size = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+        # Under a multi-process launch each rank is a client of its own share of the requests
+        # (HostSideModel) and starts its round-robin on another endpoint.
         urls = [u.strip() for u in str(base_url).split("|") if u.strip()]
         self._client = OpenAIChatClient(
             urls,
@@ -207,15 +205,15 @@ class OpenAIChat(RemoteChat):
         if not result.answered:  # the server refused the requests: nothing is known about the audio
             raise AudioCanaryError(
                 f"sceval_openai: the audio canary could not run on {self._client.base_urls} ({self.model_name}): "
-                f"{result.detail}. Nothing of the run was sent; fix what the error names (README, 'Serving with "
-                "vLLM'), or pass audio_canary=off to run anyway."
+                f"{result.detail}. Nothing of the run was sent; fix what the error names (see "
+                "docs/tutorials/served-model.md), or pass audio_canary=off to run anyway."
             )
         if not result.passed:
             raise AudioCanaryError(
                 f"sceval_openai: the audio canary failed on {self._client.base_urls} ({self.model_name}): "
                 f"{result.summary()}. The served model does not hear the audio, so every answer would be a "
                 "text-and-vision answer. Check that the server's chat template has an audio placeholder and that "
-                "its backend passes the audio on (README, 'Serving with vLLM'), or pass audio_canary=off to run anyway."
+                "its backend passes the audio on (see docs/tutorials/served-model.md), or pass audio_canary=off to run anyway."
             )
         logger.info(f"sceval_openai: audio canary passed: {result.summary()}")
 

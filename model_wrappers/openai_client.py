@@ -40,7 +40,6 @@ from __future__ import annotations
 import base64
 import collections
 import itertools
-import os
 import threading
 from typing import Any
 
@@ -52,10 +51,11 @@ from faultline_eval.core.request_lifecycle import (
     RequestLifecycle,
     RetryableError,
 )
+from faultline_eval.core.settings import OPENAI_API_KEY, SCEVAL_OPENAI_API_KEY
 from faultline_eval.model_wrappers.media_encoding import encode_image, encode_wav
 from faultline_eval.tasks import FRAME_TIME_KEY
 
-KEY_ENV = ("SCEVAL_OPENAI_API_KEY", "OPENAI_API_KEY")
+KEY_SETTINGS = (SCEVAL_OPENAI_API_KEY, OPENAI_API_KEY)
 FRAMES_AS = ("images", "video")
 AUDIO_PARTS = ("input_audio", "audio_url")
 DEFAULT_IMAGE_ENCODING = "bmp"
@@ -70,7 +70,7 @@ class TimingRefused(RuntimeError):
 
 
 def api_key() -> str:
-    return next((os.environ[k] for k in KEY_ENV if os.environ.get(k)), "EMPTY")
+    return next((value for setting in KEY_SETTINGS if (value := setting.raw())), OPENAI_API_KEY.default_text)
 
 
 def _data_url(mime: str, data: bytes) -> str:

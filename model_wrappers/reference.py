@@ -19,7 +19,7 @@ import numpy as np
 
 from c3po_plugin.eval_prompt import ANSWER_CUE
 from faultline_eval.model_wrappers.chat_messages import visuals_and_context
-from faultline_eval.model_wrappers.lmms_base import lmms_base
+from faultline_eval.model_wrappers.lmms_base import HostSideModel, lmms_base
 from faultline_eval.model_wrappers.local_requests import answer_requests
 from faultline_eval.model_wrappers.model_args import check_model_args
 from faultline_eval.model_wrappers.reference_c3po import answer_c3po_messages, answer_c3po_visuals
@@ -214,7 +214,7 @@ def answer_visuals(context: str, visuals: Iterable[Any]) -> str:
     return _reply(context, images, wave)
 
 
-class _Reference(lmms_base()):  # type: ignore[misc]
+class _Reference(HostSideModel, lmms_base()):  # type: ignore[misc]
     model_id = "sceval_reference"
 
     def __init__(self, **kwargs: Any) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from faultline_eval.model_wrappers.lmms_base import lmms_base
+from faultline_eval.model_wrappers.lmms_base import HostSideModel, lmms_base, without_padding
 from faultline_eval.model_wrappers.request_pipeline import pipelined
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.eval_prompts import prompt_template
@@ -45,7 +45,7 @@ def decoding(request: Any, doc: dict, max_tokens: int) -> tuple[float, int, tupl
     return temperature, budget, (temperature, budget)
 
 
-class RemoteChat(lmms_base()):  # type: ignore[misc]
+class RemoteChat(HostSideModel, lmms_base()):  # type: ignore[misc]
     is_simple = False
     name = "remote"
     max_concurrency, build_workers, lookahead = 4, None, None
@@ -72,6 +72,9 @@ class RemoteChat(lmms_base()):  # type: ignore[misc]
         raise NotImplementedError(f"{self.name} answers in one round")
 
     def generate_until(self, requests):
+        return without_padding(requests, self._generate)
+
+    def _generate(self, requests: list) -> list[str]:
         with tqdm(total=len(requests), disable=self.rank != 0, desc=self.name) as bar:
             return pipelined(
                 requests,

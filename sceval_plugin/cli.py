@@ -26,6 +26,7 @@ from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.intake import check_command, read_text
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.run_status import run_command
+from faultline_eval.core.settings import SCEVAL_DECODE_CACHE_GB, SCEVAL_WRAPPED_MEDIA_GB
 from faultline_eval.model_wrappers.openai_client import FRAMES_AS, mm_counts
 from faultline_eval.tasks import wrapped_media
 from faultline_eval.tasks.sceval_configs import is_builtin, out_of_date, write_task_files
@@ -360,15 +361,15 @@ def cmd_cache(args: argparse.Namespace) -> int:
         print(f"freed {decode_cache.clear() / 1e6:.1f} MB of decoded media in {where}")
         print(f"freed {wrapped_media.files.evict(0) / 1e6:.1f} MB of wrapped tasks' media in {wrapped}")
     else:
-        limit = decode_cache.setting(decode_cache.DISK_ENV, decode_cache.DEFAULT_DISK_GB)
+        limit = decode_cache.setting(SCEVAL_DECODE_CACHE_GB)
         print(
             f"{where}: {decode_cache.disk_usage() / 1e6:.1f} MB of decoded media "
-            f"(limit {limit:g} GB, {decode_cache.DISK_ENV})"
+            f"(limit {limit:g} GB, {SCEVAL_DECODE_CACHE_GB.name})"
         )
-        limit = decode_cache.setting(wrapped_media.DISK_ENV, wrapped_media.DEFAULT_DISK_GB)
+        limit = decode_cache.setting(SCEVAL_WRAPPED_MEDIA_GB)
         print(
             f"{wrapped}: {wrapped_media.files.usage() / 1e6:.1f} MB of wrapped tasks' media "
-            f"(limit {limit:g} GB, {wrapped_media.DISK_ENV})"
+            f"(limit {limit:g} GB, {SCEVAL_WRAPPED_MEDIA_GB.name})"
         )
     return 0
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from faultline_eval.core.media import describe_frame_times
+from faultline_eval.core.settings import SCEVAL_PROMPT_TEMPLATE
 
 JSON_SCHEMA_LINE = (
     'Reply with exactly one JSON object: {"answer": "<option key>", "confidence": "<low | medium | high>", '
@@ -117,9 +117,6 @@ PROMPT_VARIANTS = {"json": STANDARD, "cot": CHAIN_OF_THOUGHT, "open": OPEN_FORM,
 #: The instruction that replaces the question in the "generic instruction" controls.
 GENERIC_INSTRUCTION = "Choose the option that the attached inputs support."
 
-#: A JSON file with the fields of PromptTemplate replaces the standard (JSON) prompt.
-TEMPLATE_ENV = "SCEVAL_PROMPT_TEMPLATE"
-
 
 @functools.lru_cache(maxsize=4)
 def _template_from_file(path: str) -> PromptTemplate:
@@ -135,19 +132,19 @@ def _template_from_file(path: str) -> PromptTemplate:
         template.render("q", [("A", "x"), ("B", "y")], visual="image", audio=True)
     except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
         raise ValueError(
-            f"{TEMPLATE_ENV}={path}: not a usable prompt template ({type(exc).__name__}: {exc}); "
+            f"{SCEVAL_PROMPT_TEMPLATE.name}={path}: not a usable prompt template ({type(exc).__name__}: {exc}); "
             "needs id, system, user (with {media} {context} {question} {options} "
             "{answer_format}) and answer_format"
         ) from exc
     if template.id in {p.id for p in PROMPT_VARIANTS.values()}:
-        raise ValueError(f"{TEMPLATE_ENV}={path}: give the replacement its own id, not {template.id!r}")
+        raise ValueError(f"{SCEVAL_PROMPT_TEMPLATE.name}={path}: give the replacement its own id, not {template.id!r}")
     return template
 
 
 def prompt_template(variant: str) -> PromptTemplate:
     """The template of a prompt variant (``json``, ``cot`` or ``open``); ``$SCEVAL_PROMPT_TEMPLATE``
     replaces the standard ``json`` one, and every record then carries the replacement's id."""
-    override = os.environ.get(TEMPLATE_ENV, "").strip()
+    override = SCEVAL_PROMPT_TEMPLATE.get()
     if variant == "json" and override:
         return _template_from_file(override)
     return PROMPT_VARIANTS[variant]

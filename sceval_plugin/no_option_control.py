@@ -33,11 +33,11 @@ scorer could not decide: a malformed judge reply, an API failure), never counted
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from faultline_eval.core.settings import SCEVAL_NO_OPTION_SCORER_1, SCEVAL_NO_OPTION_SCORER_2
 from faultline_eval.judges import grade, make_judge, open_cache
 from faultline_eval.judges.base import CORRECT, JudgeRequest
 from sceval_plugin.conditions import Condition, ConditionRegistry
@@ -58,8 +58,8 @@ NO_OPTION_BASES = (
     "tri_drop_words_noise_mute_t30_v70_a30",
 )
 TAG = "sceval_no_option"
-SCORER_ENVS = ("SCEVAL_NO_OPTION_SCORER_1", "SCEVAL_NO_OPTION_SCORER_2")
-DEFAULT_SCORERS = ("exact", "embedding")
+SCORER_SETTINGS = (SCEVAL_NO_OPTION_SCORER_1, SCEVAL_NO_OPTION_SCORER_2)
+SCORER_ENVS = tuple(setting.name for setting in SCORER_SETTINGS)
 SCALE = "graded"
 
 
@@ -124,7 +124,7 @@ def scorer_request(item: OmniItem, answer: str) -> JudgeRequest:
 
 
 def scorer_specs() -> tuple[str, str]:
-    return tuple(os.environ.get(env, "").strip() or default for env, default in zip(SCORER_ENVS, DEFAULT_SCORERS))
+    return tuple(setting.get() for setting in SCORER_SETTINGS)
 
 
 @functools.lru_cache(maxsize=4)

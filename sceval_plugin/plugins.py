@@ -6,6 +6,7 @@ from __future__ import annotations
 import pluggy
 
 from faultline_eval.core.plugin_host import DEBUG_ENV, PluginError, PluginHost, SkippedPlugin, env_flag
+from faultline_eval.core.settings import SCEVAL_DISABLE_PLUGIN_AUTOLOAD, SCEVAL_STRICT_PLUGINS
 from sceval_plugin import hookspecs
 
 __all__ = [
@@ -22,8 +23,6 @@ __all__ = [
 
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT
-DISABLE_AUTOLOAD_ENV = "SCEVAL_DISABLE_PLUGIN_AUTOLOAD"
-STRICT_ENV = "SCEVAL_STRICT_PLUGINS"
 BUILTIN_PLUGINS = (
     "sceval_plugin.operators.text",
     "sceval_plugin.operators.vision",
@@ -38,7 +37,7 @@ BUILTIN_PLUGINS = (
 #: Built-ins whose conditions come from files written at run time (``sceval prompt-subset``):
 #: their task files are generated in the cache, like a third party's, not committed.
 GENERATED_PLUGINS = ("sceval_plugin.prompt_subset",)
-HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, DISABLE_AUTOLOAD_ENV, STRICT_ENV)
+HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, SCEVAL_DISABLE_PLUGIN_AUTOLOAD, SCEVAL_STRICT_PLUGINS)
 
 
 def plugin_manager() -> pluggy.PluginManager:

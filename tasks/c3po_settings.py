@@ -23,9 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from c3po_plugin.data.sources import SourceError
-from faultline_eval.judges import DEFAULT_JUDGE, JUDGE_ENV
-
-RUNS_ENV = "C3PO_RUNS"
+from faultline_eval.core.settings import C3PO_JUDGE, C3PO_RUNS
+from faultline_eval.judges import DEFAULT_JUDGE
 
 
 @dataclass(frozen=True)
@@ -38,10 +37,10 @@ class TaskSettings:
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> TaskSettings:
         """The settings ``environ`` gives, checked (a bad value raises :class:`SourceError`)."""
-        runs = environ.get(RUNS_ENV, "1").strip() or "1"
+        runs = C3PO_RUNS.get(environ)
         if not runs.isdigit() or int(runs) < 1:
-            raise SourceError(f"{RUNS_ENV}={runs!r}: expected a positive integer")
-        return cls(runs=int(runs), judge=environ.get(JUDGE_ENV, "").strip() or DEFAULT_JUDGE)
+            raise SourceError(f"{C3PO_RUNS.name}={runs!r}: expected a positive integer")
+        return cls(runs=int(runs), judge=C3PO_JUDGE.get(environ))
 
 
 @functools.lru_cache(maxsize=1)

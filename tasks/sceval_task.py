@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 from faultline_eval.core import telemetry
 from faultline_eval.core.accuracy import mean_over_samples, worst_repeat_accuracy
 from faultline_eval.core.intake import bad_input_policy, decode_problem, refuse
+from faultline_eval.core.settings import SCEVAL_ON_BAD_INPUT
 from faultline_eval.core.trial import SCEvalTrial
 from faultline_eval.tasks import video_frame_parts
 from faultline_eval.tasks.task_hooks import excluded_trials, functions_by_name, invalid_count, record_exclusions
@@ -82,7 +83,7 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
     ``SCEVAL_ON_BAD_INPUT=exclude``, leaves those trials out and counts them by reason.
     """
     source = load_source()
-    policy = bad_input_policy(BAD_INPUT_ENV)
+    policy = bad_input_policy(SCEVAL_ON_BAD_INPUT)
     manifest = current_manifest()
     stress_only = stress_only_policy()
     trials, released_mode = _source_trials(source, condition)

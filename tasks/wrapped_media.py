@@ -75,6 +75,7 @@ from faultline_eval.core import decode_cache, media
 from faultline_eval.core.media_processing import video_duration
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.record_fields import NO_AUDIO_TRACK, decode_audio, decode_frames, decode_track
+from faultline_eval.core.settings import SCEVAL_WRAPPED_MEDIA_GB
 from faultline_eval.core.store import replacing, write_atomic
 
 __all__ = [
@@ -175,12 +176,11 @@ def folder() -> Path:
 
 #: The bound on the file cache (GB; ``0``: no bound): past it the least recently used files are
 #: deleted down to 90 % (a reused file is touched, so it counts as used).
-DISK_ENV = "SCEVAL_WRAPPED_MEDIA_GB"
-DEFAULT_DISK_GB = 50.0
+DISK_ENV = SCEVAL_WRAPPED_MEDIA_GB.name
 _SUFFIX = {"image": ".png", "audio": ".wav", "video": ".mp4"}
 #: Beside a written file, why its corruption did not apply (:class:`NotApplied`).
 NOT_APPLIED_SUFFIX = ".not_applied"
-files = decode_cache.BoundedFolder(folder, tuple(_SUFFIX.values()), DISK_ENV, DEFAULT_DISK_GB)
+files = decode_cache.BoundedFolder(folder, tuple(_SUFFIX.values()), SCEVAL_WRAPPED_MEDIA_GB)
 
 
 def corrupt_media(

@@ -162,8 +162,15 @@ def test_the_audio_canary_passes_a_hearing_backend_and_refuses_one_that_drops_au
         assert len({json.loads(r)["answer"] for r in model.generate_until(requests)}) >= 1
     with FakeOpenAI(mode="drops_audio") as server:
         model, requests = _model_over(server, docs, canary_items=3, frames_as="video", audio_part="audio_url")
-        with pytest.raises(AudioCanaryError, match="0/3 replies change with silence, 0/3 with the audio swapped"):
+        with pytest.raises(
+            AudioCanaryError, match="0/3 replies change with silence, 0/3 with the audio swapped"
+        ) as deaf:
             model.generate_until(requests)
+        # the causes of a deaf server (vLLM 0.32), and the page that explains them; not a media limit
+        message = str(deaf.value)
+        assert "chat template has an audio placeholder" in message and "backend passes the audio on" in message
+        assert "docs/tutorials/served-model.md" in message and "README" not in message
+        assert "limit-mm-per-prompt" not in message
         sent = chat_requests(server)
         assert len(sent) == 3 * 3, "a refused backend gets no request of the run itself"
         kinds = [p["type"] for p in sent[0]["body"]["messages"][1]["content"]]
@@ -189,7 +196,7 @@ def test_a_canary_the_server_refused_blames_the_server_not_the_audio():
             model.generate_until(requests)
     message = str(refused.value)
     assert "the audio canary could not run" in message and "2 item(s) unanswered: HTTP 400" in message
-    assert "fake error 400" in message
+    assert "fake error 400" in message and "docs/tutorials/served-model.md" in message
     assert "does not hear the audio" not in message and "chat template" not in message
 
 

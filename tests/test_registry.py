@@ -11,6 +11,7 @@ import pytest
 
 from faultline_eval.core.plugin_host import PluginHost
 from faultline_eval.core.registry import DIRECT, PluginError, Registry, UnknownNameError, did_you_mean
+from faultline_eval.core.settings import Setting
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,11 @@ def test_the_plugin_host_rolls_back_a_failing_plugin_and_names_the_clash(monkeyp
         module.regtest_register_tools = hookimpl(register)
         plugins[name] = module
         monkeypatch.setitem(sys.modules, name, module)
-    host = PluginHost("regtest", specs, ["regtest_builtin"], "REGTEST_DISABLE", "REGTEST_STRICT")
+    switches = (
+        Setting("REGTEST_DISABLE", None, "test host: built-ins only"),
+        Setting("REGTEST_STRICT", None, "strict"),
+    )
+    host = PluginHost("regtest", specs, ["regtest_builtin"], *switches)
     for name in list(plugins)[1:]:  # the others as a third party's, in this order
         host.manager.register(plugins[name], name=name)
     tools = host.fill_registry("regtest_register_tools", ToolRegistry(), "tools")

@@ -34,11 +34,11 @@ build's summary and its exported dataset card (:func:`model_warnings`).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from c3po_plugin.construction.model_specs import model_identity, model_label
+from faultline_eval.core.settings import C3PO_BUILD_AUDITOR, C3PO_BUILD_CLASSIFIER
 from faultline_eval.core.store import write_atomic
 
 #: App. I: the generator's Zero-Hint list ("audio", "video", "image", "narrator", "speaker",
@@ -50,7 +50,8 @@ PAPER_MODELS = {"generator": "Gemini-3-Pro", "classifier": "Gemma-3-12B", "audit
 #: App. C's auditor as a model spec.
 PAPER_AUDITOR = "lmms:faultline_qwen3_omni,pretrained=Qwen/Qwen3-Omni-30B-A3B-Thinking"
 #: Where the auditor / audio typer is configured when neither the caller nor settings.json names it.
-ROLE_ENV = {"classifier": "C3PO_BUILD_CLASSIFIER", "auditor": "C3PO_BUILD_AUDITOR"}
+ROLE_SETTINGS = {"classifier": C3PO_BUILD_CLASSIFIER, "auditor": C3PO_BUILD_AUDITOR}
+ROLE_ENV = {role: setting.name for role, setting in ROLE_SETTINGS.items()}
 #: The stage each LLM role runs.
 ROLE_STAGE = {"generator": "generate", "classifier": "classify", "auditor": "audit"}
 
@@ -97,7 +98,7 @@ def resolve(build_dir: str | Path, **given: Any) -> dict[str, Any]:
 
 
 def _from_environment(role: str) -> str | None:
-    return os.environ.get(ROLE_ENV[role], "").strip() or None
+    return ROLE_SETTINGS[role].get() or None
 
 
 def model_for(settings: dict[str, Any], role: str) -> str:

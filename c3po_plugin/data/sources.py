@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,10 +33,11 @@ from faultline_eval.core.intake import (
     read_rows,
     refuse,
 )
+from faultline_eval.core.settings import C3PO_HF_SPLIT, C3PO_ON_BAD_INPUT, C3PO_SOURCE
 
-SOURCE_ENV = "C3PO_SOURCE"
-SPLIT_ENV = "C3PO_HF_SPLIT"
-BAD_INPUT_ENV = "C3PO_ON_BAD_INPUT"
+SOURCE_ENV = C3PO_SOURCE.name
+SPLIT_ENV = C3PO_HF_SPLIT.name
+BAD_INPUT_ENV = C3PO_ON_BAD_INPUT.name
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 
 
@@ -84,12 +84,12 @@ class Source:
 
 
 def current_spec() -> str:
-    return os.environ.get(SOURCE_ENV, "").strip() or "demo"
+    return C3PO_SOURCE.get()
 
 
 def load_source(spec: str | None = None) -> Source:
     """Every valid item of ``spec`` (default ``$C3PO_SOURCE``) plus the problems found. Cached."""
-    return _load_source(spec or current_spec(), os.environ.get(SPLIT_ENV, "test"))
+    return _load_source(spec or current_spec(), C3PO_HF_SPLIT.get())
 
 
 def checked_items(spec: str | None = None) -> tuple[Source, list[C3POItem], list[Problem]]:
@@ -99,7 +99,7 @@ def checked_items(spec: str | None = None) -> tuple[Source, list[C3POItem], list
     source = load_source(spec)
     decoding = decoding_problems(source.items, check_media, media_paths)
     problems = [*source.problems, *decoding]
-    if problems and bad_input_policy(BAD_INPUT_ENV) == "error":
+    if problems and bad_input_policy(C3PO_ON_BAD_INPUT) == "error":
         raise refuse(source.spec, problems, BAD_INPUT_ENV)
     unusable = {p.sample_id for p in decoding}
     items = [item for item in source.items if item.sample_id not in unusable]

@@ -58,11 +58,11 @@ import numpy as np
 
 from faultline_eval.core import media
 from faultline_eval.core.paths import cache_dir
+from faultline_eval.core.settings import SCEVAL_DECODE_CACHE_GB, SCEVAL_DECODE_CACHE_MEMORY_MB, Setting
 from faultline_eval.core.store import replacing
 
 __all__ = [
     "DISK_ENV",
-    "DEFAULT_DISK_GB",
     "BoundedFolder",
     "Decoded",
     "Stats",
@@ -76,10 +76,7 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 2
-MEMORY_ENV = "SCEVAL_DECODE_CACHE_MEMORY_MB"
-DISK_ENV = "SCEVAL_DECODE_CACHE_GB"
-DEFAULT_MEMORY_MB = 1024
-DEFAULT_DISK_GB = 20.0
+DISK_ENV = SCEVAL_DECODE_CACHE_GB.name
 _MAGIC = b"SCEVDEC2"
 _ALIGN = 64
 
@@ -114,14 +111,15 @@ def folder() -> Path:
     return cache_dir() / "decoded"
 
 
-def setting(env: str, default: float) -> float:
-    raw = os.environ.get(env, "").strip()
+def setting(size: Setting) -> float:
+    """The value of a size setting (its default when unset), checked: a number >= 0."""
+    raw = size.get()
     try:
-        value = float(raw) if raw else default
+        value = float(raw)
     except ValueError:
-        raise ValueError(f"{env}={raw!r}: expected a number (0 turns the layer off)") from None
+        raise ValueError(f"{size.name}={raw!r}: expected a number >= 0 ({size.doc})") from None
     if value < 0:
-        raise ValueError(f"{env}={raw!r}: expected a number >= 0")
+        raise ValueError(f"{size.name}={raw!r}: expected a number >= 0")
     return value
 
 
@@ -186,7 +184,7 @@ def _from_memory(key: str) -> Decoded | None:
 
 def _remember(key: str, decoded: Decoded) -> None:
     global _memory_bytes
-    budget = setting(MEMORY_ENV, DEFAULT_MEMORY_MB) * 2**20
+    budget = setting(SCEVAL_DECODE_CACHE_MEMORY_MB) * 2**20
     size = decoded.array.nbytes
     with _lock:
         if size > budget or key in _memory:
@@ -225,7 +223,7 @@ def _checksum(fields: dict[str, Any], data: bytes | memoryview) -> int:
 
 def _read(key: str) -> Decoded | None:
     """The entry, memory-mapped, or None when absent, disabled or damaged (with a warning)."""
-    if setting(DISK_ENV, DEFAULT_DISK_GB) == 0:
+    if setting(SCEVAL_DECODE_CACHE_GB) == 0:
         return None
     path = _path(key)
     try:
@@ -285,21 +283,22 @@ def _write(key: str, decoded: Decoded) -> None:
 
 class BoundedFolder:
     """Files ``<root>/<2 hex digits>/<key><suffix>`` (``suffix`` one of ``suffixes``) held under a
-    byte bound: the setting ``env`` (GB, default ``default_gb``; 0 means the caller stores
-    nothing). When writes take the folder over the bound, the least recently written files (by modification time; a user that touches
+    byte bound: the setting ``bound`` (GB; what 0 means is the caller's: the decode cache then
+    stores nothing, wrapped tasks' media are kept without a bound). When writes take the folder
+    over the bound, the least recently written files (by modification time; a user that touches
     a file on reuse makes it least recently *used*) are deleted down to 90 % of it. The decode
     cache's disk layer is one; wrapped tasks' media files are another. Safe for several threads
     and processes: a file another process deleted is skipped, and a reader that opened a file
     before it was deleted keeps its data (POSIX)."""
 
-    def __init__(self, root: Callable[[], Path], suffixes: tuple[str, ...], env: str, default_gb: float) -> None:
-        self.root, self.suffixes, self.env, self.default_gb = root, suffixes, env, default_gb
+    def __init__(self, root: Callable[[], Path], suffixes: tuple[str, ...], bound: Setting) -> None:
+        self.root, self.suffixes, self.bound = root, suffixes, bound
         self._lock = threading.Lock()
         self._bytes: int | None = None  # this process's estimate of the folder's size ...
         self._counted: Path | None = None  # ... when the root was this folder (the setting may change)
 
     def limit_bytes(self) -> float:
-        return setting(self.env, self.default_gb) * 1e9
+        return setting(self.bound) * 1e9
 
     def path(self, key: str, suffix: str | None = None) -> Path:
         """Where the file of ``key`` lives (``suffix`` defaults to the first of ``suffixes``)."""
@@ -363,7 +362,7 @@ class BoundedFolder:
         return freed
 
 
-_disk = BoundedFolder(folder, (".bin",), DISK_ENV, DEFAULT_DISK_GB)
+_disk = BoundedFolder(folder, (".bin",), SCEVAL_DECODE_CACHE_GB)
 
 
 def disk_usage() -> int:

@@ -13,7 +13,6 @@ its file, line and column rather than a failure of the whole table.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 from faultline_eval.core import media
 from faultline_eval.core.record_fields import RecordError
+from faultline_eval.core.settings import Setting
 
 __all__ = [
     "Identified",
@@ -263,11 +263,11 @@ def decoding_problems(
 # --- policy ---------------------------------------------------------------------------------------
 
 
-def bad_input_policy(env: str) -> str:
+def bad_input_policy(setting: Setting) -> str:
     """``error`` (the default: refuse to run on any problem) or ``exclude`` (run the rest)."""
-    policy = os.environ.get(env, "").strip() or "error"
+    policy = setting.get()
     if policy not in POLICIES:
-        raise SourceError(f"{env}={policy!r}: use 'error' or 'exclude'")
+        raise SourceError(f"{setting.name}={policy!r}: use 'error' or 'exclude'")
     return policy
 
 

@@ -16,7 +16,6 @@ operator runs.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -25,6 +24,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 
+from faultline_eval.core.settings import (
+    FAULTLINE_FRAME_SAMPLING,
+    FAULTLINE_MAX_AUDIO_SECONDS,
+    FAULTLINE_MAX_CLIP_SECONDS,
+    FAULTLINE_MAX_FRAME_SIDE,
+    FAULTLINE_MAX_MEGAPIXELS,
+)
 from faultline_eval.core.store import replacing
 
 if TYPE_CHECKING:  # PyAV is imported where a video is read (heavy); its types are for the checker only
@@ -69,7 +75,7 @@ AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 FRAME_RATE = 1.0
 MAX_FRAMES = 8
 #: How frames are picked from a clip longer than ``MAX_FRAMES / FRAME_RATE`` seconds.
-FRAME_SAMPLINGS = ("uniform", "head")
+FRAME_SAMPLINGS = FAULTLINE_FRAME_SAMPLING.choices
 
 
 class MediaError(ValueError):
@@ -85,33 +91,36 @@ class MediaLimits:
     """Caps on what one item may cost; each is a setting (environment variable)."""
 
     #: ``FAULTLINE_MAX_FRAME_SIDE``: longer image/frame sides are downscaled to this (aspect kept).
-    max_side: int = 1920
+    max_side: int = int(FAULTLINE_MAX_FRAME_SIDE.default_text)
     #: ``FAULTLINE_MAX_MEGAPIXELS``: a larger image or video frame (by its header) is rejected.
-    max_megapixels: float = 50.0
+    max_megapixels: float = float(FAULTLINE_MAX_MEGAPIXELS.default_text)
     #: ``FAULTLINE_MAX_CLIP_SECONDS``: a longer video is rejected.
-    max_clip_s: float = 600.0
+    max_clip_s: float = float(FAULTLINE_MAX_CLIP_SECONDS.default_text)
     #: ``FAULTLINE_MAX_AUDIO_SECONDS``: longer audio is rejected (cutting it would change the evidence).
-    max_audio_s: float = 600.0
+    max_audio_s: float = float(FAULTLINE_MAX_AUDIO_SECONDS.default_text)
     #: ``FAULTLINE_FRAME_SAMPLING``: ``uniform`` (the paper's) or ``head`` (the first 8 s only).
-    frame_sampling: str = "uniform"
+    frame_sampling: str = FAULTLINE_FRAME_SAMPLING.default_text
 
 
-LIMIT_ENV = {
-    "max_side": "FAULTLINE_MAX_FRAME_SIDE",
-    "max_megapixels": "FAULTLINE_MAX_MEGAPIXELS",
-    "max_clip_s": "FAULTLINE_MAX_CLIP_SECONDS",
-    "max_audio_s": "FAULTLINE_MAX_AUDIO_SECONDS",
-    "frame_sampling": "FAULTLINE_FRAME_SAMPLING",
+#: The setting of each :class:`MediaLimits` field.
+LIMIT_SETTINGS = {
+    "max_side": FAULTLINE_MAX_FRAME_SIDE,
+    "max_megapixels": FAULTLINE_MAX_MEGAPIXELS,
+    "max_clip_s": FAULTLINE_MAX_CLIP_SECONDS,
+    "max_audio_s": FAULTLINE_MAX_AUDIO_SECONDS,
+    "frame_sampling": FAULTLINE_FRAME_SAMPLING,
 }
+#: The variable named in a limit's error messages, per field.
+LIMIT_ENV = {name: setting.name for name, setting in LIMIT_SETTINGS.items()}
 
 
 def limits() -> MediaLimits:
     """The limits in force: the defaults, overridden by the ``FAULTLINE_*`` variables."""
     values: dict[str, Any] = {}
-    for name, env in LIMIT_ENV.items():
-        raw = os.environ.get(env, "").strip()
-        if not raw:
+    for name, setting in LIMIT_SETTINGS.items():
+        if not setting.is_set():
             continue
+        env, raw = setting.name, setting.get()
         if name == "frame_sampling":
             if raw not in FRAME_SAMPLINGS:
                 raise ValueError(f"{env}={raw!r}: use one of {', '.join(FRAME_SAMPLINGS)}")

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import os
 
+from faultline_eval.core.settings import (
+    HF_DATASETS_OFFLINE,
+    HF_HUB_DISABLE_TELEMETRY,
+    HF_HUB_OFFLINE,
+    NO_ALBUMENTATIONS_UPDATE,
+    WANDB_MODE,
+)
+
 __all__ = ["OFFLINE_DEFAULTS", "use_offline_defaults"]
 
 #: What the project's commands set unless the environment already says otherwise: no hub, no
 #: telemetry, no update checks. Export e.g. ``HF_HUB_OFFLINE=0`` to reach the hub.
 OFFLINE_DEFAULTS = {
-    "HF_HUB_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "HF_HUB_DISABLE_TELEMETRY": "1",
-    "NO_ALBUMENTATIONS_UPDATE": "1",
-    "WANDB_MODE": "disabled",
+    setting.name: setting.default_text
+    for setting in (HF_HUB_OFFLINE, HF_DATASETS_OFFLINE, HF_HUB_DISABLE_TELEMETRY, NO_ALBUMENTATIONS_UPDATE, WANDB_MODE)
 }
 
 

@@ -30,10 +30,11 @@ from typing import Any, TypeVar
 import pluggy
 
 from faultline_eval.core.registry import Fillable, PluginError
+from faultline_eval.core.settings import FAULTLINE_DEBUG, Setting
 
 __all__ = ["DEBUG_ENV", "PluginError", "PluginHost", "SkippedPlugin", "env_flag"]
 
-DEBUG_ENV = "FAULTLINE_DEBUG"
+DEBUG_ENV = FAULTLINE_DEBUG.name
 
 AnyRegistry = TypeVar("AnyRegistry", bound=Fillable)
 
@@ -58,15 +59,15 @@ class SkippedPlugin:
 class PluginHost:
     """One pluggy project: its hook specifications, built-in plugins and entry-point group.
 
-    Set the environment variable named by ``disable_env`` to load only the built-ins, and the
-    one named by ``strict_env`` to turn a skipped plugin into a :class:`PluginError`.
+    Switch on the setting ``disable_autoload`` to load only the built-ins, and ``strict`` to turn a
+    skipped plugin into a :class:`PluginError`.
     """
 
     def __init__(
-        self, project: str, specs: ModuleType, builtins: Sequence[str], disable_env: str, strict_env: str
+        self, project: str, specs: ModuleType, builtins: Sequence[str], disable_autoload: Setting, strict: Setting
     ) -> None:
         self.project, self.specs, self.builtins = project, specs, tuple(builtins)
-        self.disable_env, self.strict_env = disable_env, strict_env
+        self.disable_autoload, self.strict = disable_autoload, strict
         self._entry_points: dict[str, Any] = {}
         #: Every plugin skipped so far, in the order it failed.
         self.skipped: list[SkippedPlugin] = []
@@ -79,7 +80,7 @@ class PluginHost:
         for module_name in self.builtins:
             pm.register(importlib.import_module(module_name), name=module_name)
         pm.check_pending()
-        if not env_flag(self.disable_env):
+        if not self.disable_autoload.is_on():
             for ep in entry_points(group=self.project):
                 if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
                     continue
@@ -102,17 +103,17 @@ class PluginHost:
         skipped = SkippedPlugin(self.project, self.describe(plugin_name), reason)
         if plugin_name in self.builtins:
             raise PluginError(f"built-in {self.project} plugin {plugin_name!r} failed: {reason}") from exc
-        if env_flag(self.strict_env):
+        if self.strict.is_on():
             raise PluginError(
                 f"{self.project} plugin {skipped.plugin} failed: {reason} "
-                f"({self.strict_env} is set, so this is an error)"
+                f"({self.strict.name} is set, so this is an error)"
             ) from exc
         if pm.get_plugin(plugin_name) is not None:
             pm.unregister(name=plugin_name)
         pm.set_blocked(plugin_name)
         self.skipped.append(skipped)
         print(f"warning: {skipped}", file=sys.stderr)
-        if env_flag(DEBUG_ENV):
+        if FAULTLINE_DEBUG.is_on():
             traceback.print_exception(exc, file=sys.stderr)
 
     def describe(self, plugin_name: str, ep: Any = None) -> str:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from faultline_eval.core.flag_spellings import add_argument
-from faultline_eval.core.plugin_host import DEBUG_ENV, env_flag
+from faultline_eval.core.settings import FAULTLINE_DEBUG
 
 __all__ = [
     "DEFAULT_MAX_FAILURE_RATE",
@@ -185,12 +185,15 @@ def run_command(prog: str, args: argparse.Namespace) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit-time flush is quiet too
         return 0
     except (ValueError, LookupError, OSError, RuntimeError) as exc:
-        if env_flag(DEBUG_ENV):
+        if FAULTLINE_DEBUG.is_on():
             raise
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug of ours or of a plugin: still one line, with the way to the traceback
-        if env_flag(DEBUG_ENV):
+        if FAULTLINE_DEBUG.is_on():
             raise
-        print(f"{prog}: error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+        print(
+            f"{prog}: error: {type(exc).__name__}: {exc} (set {FAULTLINE_DEBUG.name}=1 for the traceback)",
+            file=sys.stderr,
+        )
         return 2

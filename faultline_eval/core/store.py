@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from faultline_eval.core.paths import cache_dir
+from faultline_eval.core.settings import FAULTLINE_STORE_FSYNC
 from faultline_eval.core.telemetry import Call
 
 __all__ = [
@@ -88,10 +89,8 @@ __all__ = [
 OFF = ("none", "off", "false", "")
 #: The failure detail of a record whose reply came from the store, not from the model.
 RESTORED_DETAIL = "restored from the reply store"
-#: The environment variable that sets the default fsync policy, and the policies.
-FSYNC_ENV = "FAULTLINE_STORE_FSYNC"
-FSYNC_POLICIES = ("record", "batch", "never")
-DEFAULT_FSYNC = "batch"
+#: The setting of the default fsync policy, and the policies.
+FSYNC_POLICIES = FAULTLINE_STORE_FSYNC.choices
 #: ``batch``: the longest a record waits for an ``fdatasync`` while appends keep coming.
 BATCH_SECONDS = 1.0
 CHECKSUM_FIELD = "_crc32"
@@ -171,9 +170,9 @@ def _decode_line(line: bytes, checksummed_before: bool) -> tuple[dict[str, Any] 
 
 
 def _fsync_policy(fsync: str | None) -> str:
-    policy = (fsync or os.environ.get(FSYNC_ENV, "").strip() or DEFAULT_FSYNC).lower()
+    policy = (fsync or FAULTLINE_STORE_FSYNC.get()).lower()
     if policy not in FSYNC_POLICIES:
-        raise ValueError(f"{FSYNC_ENV}/fsync={policy!r}: expected one of {FSYNC_POLICIES}")
+        raise ValueError(f"{FAULTLINE_STORE_FSYNC.name}/fsync={policy!r}: expected one of {FSYNC_POLICIES}")
     return policy
 
 

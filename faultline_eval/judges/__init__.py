@@ -16,20 +16,18 @@ arguments (:mod:`faultline_eval.model_wrappers.lmms_judge`); by default they see
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from faultline_eval.core.paths import cache_dir
+from faultline_eval.core.settings import C3PO_JUDGE, C3PO_VERDICT_CACHE
 from faultline_eval.core.store import slug
 from faultline_eval.judges.base import PARTIAL, UNANSWERABLE, Judge, JudgeRequest, Verdict, negative, positive
 from faultline_eval.judges.cache import VerdictCache, verdict_key
 from faultline_eval.judges.matching import abstains, exact_match, partial_overlap
 
-JUDGE_ENV = "C3PO_JUDGE"
-CACHE_ENV = "C3PO_VERDICT_CACHE"
-DEFAULT_JUDGE = "embedding"
+DEFAULT_JUDGE = C3PO_JUDGE.default_text
 
 
 def graded_rule(request: JudgeRequest) -> Verdict | None:
@@ -79,7 +77,7 @@ def backend(name: str) -> type:
 
 def make_judge(spec: str | None = None) -> Judge:
     """The judge a spec names (default ``$C3PO_JUDGE``, else the embedding judge)."""
-    spec = (spec or os.environ.get(JUDGE_ENV) or DEFAULT_JUDGE).strip()
+    spec = (spec or C3PO_JUDGE.get()).strip()
     if spec == "embedding":
         return backend("embedding")()
     if spec in ("exact", "none"):
@@ -98,7 +96,7 @@ def default_cache_path(judge: Judge) -> Path:
 
 def open_cache(judge: Judge) -> VerdictCache | None:
     """``$C3PO_VERDICT_CACHE`` (``none`` turns caching off), else one file per judge id."""
-    setting = os.environ.get(CACHE_ENV, "").strip()
+    setting = C3PO_VERDICT_CACHE.get()
     if setting.lower() in ("none", "off"):
         return None
     return VerdictCache(setting or default_cache_path(judge))

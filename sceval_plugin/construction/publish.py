@@ -133,7 +133,7 @@ def offline_guard() -> None:
     if env_flag("HF_HUB_OFFLINE"):
         raise BuildError(
             "--push-to-hub needs the network, but HF_HUB_OFFLINE=1 is set: unset it (and log in, "
-            "`huggingface-cli login` or HF_TOKEN) to upload"
+            "`hf auth login` or HF_TOKEN) to upload"
         )
 
 

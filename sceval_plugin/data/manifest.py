@@ -30,18 +30,16 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from faultline_eval.core.intake import SourceError, read_text
+from faultline_eval.core.settings import SCEVAL_MANIFEST, SCEVAL_STRESS_ONLY
 from faultline_eval.core.trial import STRESS_ONLY
 from sceval_plugin import operators
 from sceval_plugin.conditions import Condition
 
-MANIFEST_ENV = "SCEVAL_MANIFEST"
-STRESS_ONLY_ENV = "SCEVAL_STRESS_ONLY"
-STRESS_ONLY_POLICIES = ("run", "exclude")
+STRESS_ONLY_POLICIES = SCEVAL_STRESS_ONLY.choices
 SCHEMAS = ("sceval-manifest/1", "sceval-manifest/2")
 GOLD_PRESERVED = "gold_preserved"
 
@@ -140,14 +138,14 @@ def _load(path: str) -> Manifest:
 
 
 def current_manifest() -> Manifest | None:
-    path = os.environ.get(MANIFEST_ENV, "").strip()
+    path = SCEVAL_MANIFEST.get()
     return _load(path) if path else None
 
 
 def stress_only_policy() -> str:
     """``run`` (default: stress-only trials are run, recorded and kept out of the headline
     metrics) or ``exclude`` (left out before any model call)."""
-    policy = os.environ.get(STRESS_ONLY_ENV, "run").strip().lower() or "run"
+    policy = SCEVAL_STRESS_ONLY.get().lower()
     if policy not in STRESS_ONLY_POLICIES:
-        raise ManifestError(f"{STRESS_ONLY_ENV}={policy!r}: use 'run' or 'exclude'")
+        raise ManifestError(f"{SCEVAL_STRESS_ONLY.name}={policy!r}: use 'run' or 'exclude'")
     return policy

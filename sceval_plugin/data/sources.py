@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -35,13 +34,13 @@ from typing import Any
 from faultline_eval.core.identity import content_fingerprint, relative_media
 from faultline_eval.core.intake import Problem, Row, SourceError, collect, numbered, read_rows
 from faultline_eval.core.paths import CACHE_ENV, cache_dir  # noqa: F401  (part of this module's API)
+from faultline_eval.core.settings import SCEVAL_HF_MODE, SCEVAL_ON_BAD_INPUT, SCEVAL_SOURCE
 from faultline_eval.core.store import replacing
 from sceval_plugin.conditions import joint_id, single_id
 from sceval_plugin.data.records import OmniItem, RecordError, item_from_row
 
-SOURCE_ENV = "SCEVAL_SOURCE"
-BAD_INPUT_ENV = "SCEVAL_ON_BAD_INPUT"
-HF_MODE_ENV = "SCEVAL_HF_MODE"
+SOURCE_ENV = SCEVAL_SOURCE.name
+BAD_INPUT_ENV = SCEVAL_ON_BAD_INPUT.name
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 RELEASE_REPO = "KZL96/ModalityFaultLines-SCEval"
 
@@ -101,12 +100,12 @@ class Source:
 
 
 def current_spec() -> str:
-    return os.environ.get(SOURCE_ENV, "").strip() or "demo"
+    return SCEVAL_SOURCE.get()
 
 
 def load_source(spec: str | None = None, hf_mode: str | None = None) -> Source:
     """Read the items of ``spec`` (default: ``$SCEVAL_SOURCE``, else the demo). Cached per process."""
-    return _load_source(spec or current_spec(), (hf_mode or os.environ.get(HF_MODE_ENV) or "apply").strip())
+    return _load_source(spec or current_spec(), (hf_mode or SCEVAL_HF_MODE.get()).strip())
 
 
 @functools.lru_cache(maxsize=8)
@@ -219,7 +218,7 @@ def _from_release(spec: str, repo: str, mode: str) -> Source:
     import datasets
 
     if mode not in ("apply", "released"):
-        raise SourceError(f"{HF_MODE_ENV}={mode!r}: use 'apply' or 'released'")
+        raise SourceError(f"{SCEVAL_HF_MODE.name}={mode!r}: use 'apply' or 'released'")
     local = Path(repo).expanduser()
     root = local if local.is_dir() else None
 

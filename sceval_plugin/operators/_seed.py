@@ -21,9 +21,10 @@ A new scheme never reuses an old number; old numbers keep giving the old bytes.
 from __future__ import annotations
 
 import hashlib
-import os
 
 import numpy as np
+
+from faultline_eval.core.settings import SCEVAL_SEED_SCHEME
 
 #: The digest's salt. Part of every scheme so far: changing it would change every variant.
 SEED_DERIVATION = "sceval-variant-v1"
@@ -32,8 +33,7 @@ SEED_SCHEMES = {
     1: "PCG64 per variant; noise = rounded float32 ziggurat Gaussians",
     2: "PCG64 per variant; noise = rounded Gaussian drawn from 16-bit inverse-CDF tables",
 }
-DEFAULT_SEED_SCHEME = 2
-SEED_SCHEME_ENV = "SCEVAL_SEED_SCHEME"
+DEFAULT_SEED_SCHEME = int(SCEVAL_SEED_SCHEME.default_text)
 
 
 def seed_scheme() -> int:
@@ -41,12 +41,10 @@ def seed_scheme() -> int:
 
     Read on every call, so a process can reproduce old variants by setting the variable.
     """
-    value = os.environ.get(SEED_SCHEME_ENV, "").strip()
-    if not value:
-        return DEFAULT_SEED_SCHEME
+    value = SCEVAL_SEED_SCHEME.get()
     if not value.isdigit() or int(value) not in SEED_SCHEMES:
         known = ", ".join(f"{n} ({what})" for n, what in SEED_SCHEMES.items())
-        raise ValueError(f"{SEED_SCHEME_ENV}={value!r} is not a seed scheme; known: {known}")
+        raise ValueError(f"{SCEVAL_SEED_SCHEME.name}={value!r} is not a seed scheme; known: {known}")
     return int(value)
 
 
