@@ -73,7 +73,10 @@ def add_tiny_model_parser(sub) -> None:
       --tasks c3po_ic_t1 --limit 2 --max-new-tokens 4 --output-path probes/tiny""",
     )
     parser.add_argument(
-        "variant", choices=sorted(TINY_CHECKPOINTS), metavar="VARIANT", help="qwen2_5_omni or qwen3_omni"
+        "variant",
+        choices=sorted(TINY_CHECKPOINTS),
+        metavar="VARIANT",
+        help="the model family; --model faultline_VARIANT loads it",
     )
     parser.add_argument("out", type=Path, metavar="OUT", help="a new or empty folder for the checkpoint")
 
