@@ -27,6 +27,7 @@ Loaded by ``tests/conftest.py``; ``pytest`` with no arguments collects README.md
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -59,8 +60,8 @@ SHELL = {"", "bash", "sh", "shell", "console"}
 PYTHON = {"python", "py", "python3"}
 #: The commands whose lines are parsed, by the first word.
 OURS = ("sceval", "c3po", "faultline", "faultline-eval", "lmms-eval")
-#: Words that run the next word as the command (``env A=1 sceval ...``, ``time sceval ...``).
-PREFIXES = {"env", "time", "nohup", "exec"}
+#: Words before the command word (``env A=1 sceval ...``, ``time sceval ...``, ``do sceval ...``).
+PREFIXES = {"env", "time", "nohup", "exec", "do", "then", "else", "if", "while", "until", "!", "{"}
 SEPARATORS = {"&&", "||", "|", ";", "&", "(", ")"}
 TIMEOUT_S = {False: 60, True: 300}  # (slow) a run example's limit
 OFFLINE_ENV = {
@@ -117,33 +118,33 @@ def fences(text: str) -> Iterator[Fence]:
         i += 1
 
 
+#: ``<model>``, ``<local copy>``: a placeholder, not a redirection.
+PLACEHOLDER = re.compile(r"<([A-Za-z][^<>\n]*?)>")
+#: ``> out.txt``, ``2>&1``, ``2>/dev/null``, ``< in``: a redirection and its target, no arguments.
+REDIRECTION = re.compile(r"(?<!\S)\d*(?:>>?|<|&>)(?:&\d+|\s*[^\s;&|()]+)")
+
+
 def shell_commands(body: str) -> Iterator[list[str]]:
     """The simple commands of a shell text: continuations joined, comments, ``VAR=x`` prefixes and
     redirections dropped, split at ``&&``, ``||``, ``|``, ``;``; each as its words."""
     for line in body.replace("\\\n", " ").splitlines():
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
+        line = PLACEHOLDER.sub(lambda m: "\x00" + m.group(1).replace(" ", "\x03") + "\x01", line)
+        lexer = shlex.shlex(REDIRECTION.sub(" ", line), posix=True, punctuation_chars=";&|()")
         lexer.whitespace_split, lexer.commenters = True, "#"
         try:
-            tokens = list(lexer)
+            tokens = [t.replace("\x00", "<").replace("\x01", ">").replace("\x03", " ") for t in lexer]
         except ValueError:  # an unclosed quote: a heredoc's text or prose, not a command line
             continue
         words: list[str] = []
-        skip_next = False
         for token in [*tokens, ";"]:
-            if skip_next:
-                skip_next = False
-            elif token in SEPARATORS:
-                while words and (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]) or words[0] in PREFIXES):
-                    words.pop(0)
-                if words:
-                    yield words
-                words = []
-            elif re.fullmatch(r"[<>]+&?", token):  # a redirection: its target is no argument
-                if words and words[-1].isdigit():
-                    words.pop()  # the 2 of 2>
-                skip_next = True
-            else:
+            if token not in SEPARATORS:
                 words.append(token)
+                continue
+            while words and (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]) or words[0] in PREFIXES):
+                words.pop(0)
+            if words:
+                yield words
+            words = []
 
 
 def command_name(word: str) -> str | None:
@@ -152,22 +153,28 @@ def command_name(word: str) -> str | None:
     return name if name in OURS else None
 
 
-_PARSERS: dict = {}
+_PARSERS: dict[str, argparse.ArgumentParser] = {}
 
 
-def command_parser(words: list[str]) -> tuple[object, list[str]] | None:
+def all_parsers() -> dict[str, argparse.ArgumentParser]:
+    """``cli_walk.parsers()``, built once per process (lmms-eval's import takes seconds)."""
+    if not _PARSERS:
+        _PARSERS.update(parsers())
+    return _PARSERS
+
+
+def command_parser(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]] | None:
     """The parser of the (sub-)command ``words`` names and the arguments it gets; None for a
     command of lmms-eval's other than evaluation (``lmms-eval tasks list``: lmms-eval's business)."""
-    if not _PARSERS:
-        _PARSERS.update(parsers())  # built once: lmms-eval's import takes seconds
+    known = all_parsers()
     key, args = command_name(words[0]), words[1:]
     if key in ("faultline-eval", "lmms-eval") and args[:1] == ["eval"]:
         args = args[1:]  # `faultline-eval eval ...` is `faultline-eval ...`, as is lmms-eval's dispatch
     if key == "lmms-eval" and args[:1] and not args[0].startswith("-"):
         return None
-    while args and f"{key} {args[0]}" in _PARSERS:
+    while args and f"{key} {args[0]}" in known:
         key, args = f"{key} {args[0]}", args[1:]
-    return _PARSERS[key], args
+    return known[key], args
 
 
 def parse_command(words: list[str]) -> str | None:
