@@ -63,7 +63,10 @@ OURS = ("sceval", "c3po", "faultline", "faultline-eval", "lmms-eval")
 #: Words before the command word (``env A=1 sceval ...``, ``time sceval ...``, ``do sceval ...``).
 PREFIXES = {"env", "time", "nohup", "exec", "do", "then", "else", "if", "while", "until", "!", "{"}
 SEPARATORS = {"&&", "||", "|", ";", "&", "(", ")"}
-TIMEOUT_S = {False: 60, True: 300}  # (slow) a run example's limit
+TIMEOUT_S = {
+    False: 90,
+    True: 300,
+}  # (slow) a run example's limit: an lmms-eval run of --limit 2 takes ~30 s on 2 busy cores
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
     "HF_DATASETS_OFFLINE": "1",
@@ -90,6 +93,7 @@ class Fence:
     body: str
     marker: tuple[str, ...] | None
     ci_block: str | None = None  # "main-job" / "test-command": run by .ci/run
+    markers: int = 1  # how many marker comments stood before it (one is right)
 
 
 def fences(text: str) -> Iterator[Fence]:
@@ -97,13 +101,14 @@ def fences(text: str) -> Iterator[Fence]:
     lines = text.splitlines()
     marker: tuple[str, ...] | None = None
     ci_block: str | None = None
-    i = 0
+    count, i = 0, 0
     while i < len(lines):
         stripped = lines[i].strip()
         if m := MARKER.fullmatch(stripped):
-            marker, ci_block = tuple(m.group(1).split()), None
+            if ci_block is None:  # a block .ci/run runs stays one, whatever marker sits beside it
+                marker, count = tuple(m.group(1).split()), count + 1
         elif m := CI_MARKER.fullmatch(stripped):
-            marker, ci_block = ("skip", "run", "by", ".ci/run"), m.group(1)
+            marker, ci_block, count = ("skip", "run", "by", ".ci/run"), m.group(1), 1
         elif m := FENCE.match(lines[i]):
             indent, ticks, lang = m.groups()
             end = next(
@@ -111,10 +116,10 @@ def fences(text: str) -> Iterator[Fence]:
                 len(lines),
             )
             body = "\n".join(line[len(indent) :] if line.startswith(indent) else line for line in lines[i + 1 : end])
-            yield Fence(i + 1, lang.lower(), body, marker, ci_block)
-            marker, ci_block, i = None, None, end
+            yield Fence(i + 1, lang.lower(), body, marker, ci_block, count)
+            marker, ci_block, count, i = None, None, 0, end
         elif stripped:
-            marker, ci_block = None, None  # a marker belongs to the fence right after it
+            marker, ci_block, count = None, None, 0  # a marker belongs to the fence right after it
         i += 1
 
 
@@ -291,6 +296,8 @@ class MarkdownExample(pytest.Item):
         fence = self.fence
         if fence.marker is None:
             self.fail(f"a fence without a marker; put one of {SYNTAX} on the line before it")
+        if fence.markers > 1:
+            self.fail(f"{fence.markers} markers before one fence; keep one ({SYNTAX})")
         kind, *args = fence.marker or ("",)
         if kind == "run" and set(args) - {"demo_out", "slow"}:
             self.fail(f"unknown run option(s) {sorted(set(args) - {'demo_out', 'slow'})}; the syntax is {SYNTAX}")
