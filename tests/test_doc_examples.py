@@ -130,6 +130,6 @@ def test_an_unmarked_or_failing_example_fails_naming_its_line(pytester):
             "README.md:6: exit status 3 after *",
             "working in */doc-example-*",  # a fresh temp dir, not the checkout
             "README.md:18: `skip` needs a reason*",
-            "README.md:24: 2 markers before one fence*",
+            "README.md:23: 2 markers before one fence*",
         ]
     )
