@@ -67,7 +67,7 @@ EXTERNAL_FLAGS = {
     "accelerate launch": "--num_processes --num-processes --multi_gpu --main_process_port",
     "pytest / pytest-xdist": "--dist --maxprocesses --collect-only --durations",
     "mypy / ruff": "--strict --check --fix",
-    "pip": "--index-url --extra-index-url --no-deps --upgrade",
+    "pip": "--index-url --extra-index-url --no-deps --upgrade --target --editable",
 }
 EXTERNAL_FLAG_NAMES = frozenset(flag for names in EXTERNAL_FLAGS.values() for flag in names.split())
 #: The flags of each ``benchmarks/*.py`` script (they build their parsers inline: read, not imported).
@@ -80,6 +80,7 @@ BENCHMARK_FLAGS = {
 NOT_TASKS = {
     "sceval_t30_v7O": "the misspelt name of the unknown-task example",
     "c3po_echo_location": "the template a plugin of the tutorial would add",
+    "sceval_bi_tv_typo_ocr_defocus_blur_t50_v50": "the cell the plugin tutorial's condition plugin adds",
 }
 #: Task names made on request (not in the task folders until a command writes them).
 MADE_ON_REQUEST = ("sceval_prompt_subset_",)
@@ -199,6 +200,10 @@ def test_flags_exist_for_their_command(our_flags):
                     continue
                 parser, args = found
                 known, old = flags(parser), hidden_flags(parser)
+                if args[:1] == ["..."]:  # `faultline probe ... --prompt task`: any sub-command of it
+                    below = [p for name, p in all_parsers().items() if name.startswith(f"{parser.prog} ")]
+                    known = known.union(*map(flags, below))
+                    old = old.union(*map(hidden_flags, below)) - known
                 for flag in given_flags(args):
                     checked += 1
                     if flag in old:
