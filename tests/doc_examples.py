@@ -45,6 +45,8 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from faultline_eval.core.offline import OFFLINE_DEFAULTS
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))  # cli_walk is the docs build's module, not a package of ours
 
@@ -67,15 +69,8 @@ TIMEOUT_S = {
     False: 90,
     True: 300,
 }  # (slow) a run example's limit: an lmms-eval run of --limit 2 takes ~30 s on 2 busy cores
-OFFLINE_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "HF_HUB_DISABLE_TELEMETRY": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "NO_ALBUMENTATIONS_UPDATE": "1",
-    "WANDB_MODE": "disabled",
-    "OMP_NUM_THREADS": "1",
-}
+#: The commands' offline defaults, and what CI sets besides (.ci/run; one OpenMP thread: tests/conftest.py).
+OFFLINE_ENV = {**OFFLINE_DEFAULTS, "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
 #: The main job (README, ``<!-- main-job -->``): its tasks, and the reduced copy's size.
 DEMO_TASKS = "sceval_panel,sceval_single,c3po_all"
 DEMO_LIMIT = 2

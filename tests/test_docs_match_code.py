@@ -256,15 +256,20 @@ def settings_module():
     )
 
 
+def names_in_pages(pattern: re.Pattern[str]) -> list[tuple[str, str]]:
+    """(file:line, name) for every match of ``pattern`` in README.md and the docs pages."""
+    return [
+        (f"{rel(path)}:{number}", name)
+        for path in PAGES
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for name in pattern.findall(line)
+    ]
+
+
 def test_named_settings_are_declared(settings_module):
     declared = {setting.name for setting in settings_module.SETTINGS}
-    problems, named = [], 0
-    for path in PAGES:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            for name in SETTING.findall(line):
-                named += 1
-                if name not in declared:
-                    problems.append(f"{rel(path)}:{number}: {name} is no setting{hint(name, declared)}")
+    named = names_in_pages(SETTING)
+    problems = [f"{where}: {name} is no setting{hint(name, declared)}" for where, name in named if name not in declared]
     assert named, "no SCEVAL_/C3PO_/FAULTLINE_ variable named in the docs"
     assert not problems, "settings the docs name that faultline_eval.core.settings does not declare:\n" + "\n".join(
         problems
@@ -283,13 +288,8 @@ HOOKS = {name for module in HOOKSPECS for name in vars(module) if name.startswit
 
 
 def test_named_hooks_exist():
-    problems, named = [], 0
-    for path in PAGES:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            for name in HOOK.findall(line):
-                named += 1
-                if name not in HOOKS:
-                    problems.append(f"{rel(path)}:{number}: {name} is no hook{hint(name, HOOKS)}")
+    named = names_in_pages(HOOK)
+    problems = [f"{where}: {name} is no hook{hint(name, HOOKS)}" for where, name in named if name not in HOOKS]
     assert named, "no hook named in the docs"
     assert not problems, "hooks the docs name that the hookspecs do not define:\n" + "\n".join(problems)
 
