@@ -119,11 +119,15 @@ def test_an_unmarked_or_failing_example_fails_naming_its_line(pytester):
             ```bash
             true
             ```
+            <!-- example: skip output -->
+            ```
+            sceval report out/ -o report/ --shown-not-parsed
+            ```
             """
         ),
     )
     result = pytester.runpytest("-p", "doc_examples", "-p", "no:xdist", "README.md")
-    result.assert_outcomes(passed=1, failed=4, skipped=1)
+    result.assert_outcomes(passed=1, failed=4, skipped=2)  # output is shown, not parsed
     result.stdout.fnmatch_lines(
         [
             "README.md:2: a fence without a marker; put one of <!-- example: run |*",
