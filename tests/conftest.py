@@ -18,6 +18,10 @@ from sceval_plugin import use_offline_defaults
 
 use_offline_defaults()
 
+# README.md and docs/ are tests too: every fenced example runs or is parsed (tests/doc_examples.py).
+# A plugin, not this conftest's own hook: a conftest's hooks only see files under its folder.
+pytest_plugins = ["doc_examples"]
+
 # CI replays the same examples on every run (a red CI names a bug, not bad luck); locally the
 # property tests keep exploring new ones.
 settings.register_profile("ci", derandomize=True)
