@@ -357,7 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     tasks = sub.add_parser("tasks", help="check (default) or --write the generated lmms-eval task folder")
     tasks.add_argument("folder", help="e.g. tasks/c3po in a source checkout")
-    tasks.add_argument("--write", action="store_true")
+    tasks.add_argument(
+        "--write", action="store_true", help="write the task files (else list the out-of-date ones; exit 1 if any)"
+    )
     tasks.set_defaults(func=cmd_tasks)
 
     judge = sub.add_parser("judge", help="re-grade finished runs with a judge; writes a verdict file")
@@ -369,9 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
     judge.set_defaults(func=cmd_judge)
 
     agree = sub.add_parser("judge-agreement", help="agreement rate and Cohen's kappa between two verdict files")
-    agree.add_argument("a")
-    agree.add_argument("b")
-    agree.add_argument("--json", action="store_true")
+    agree.add_argument("a", help="judge A's verdict file (JSONL, from `c3po judge`)")
+    agree.add_argument("b", help="judge B's verdict file (JSONL, from `c3po judge`)")
+    agree.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     agree.add_argument(
         "--include-exact",
         action="store_true",
@@ -384,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", required=True, help="folder for the report")
     report.add_argument("--verdicts", help="grade with this verdict file (from `c3po judge`) instead")
     report.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    report.add_argument("--seed", type=int, default=20261129)
+    report.add_argument("--seed", type=int, default=20261129, help="bootstrap resampling seed (default %(default)s)")
 
     add_html_arguments(report, ("c3po",), switch=True)
     report.set_defaults(func=cmd_report)

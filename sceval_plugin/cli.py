@@ -382,13 +382,22 @@ def build_parser() -> argparse.ArgumentParser:
     corrupt.add_argument("input", nargs="?", help="PNG/JPEG image, MP4 video, WAV audio or .txt question")
     corrupt.add_argument("--text", help="corrupt this question string instead of a file")
     corrupt.add_argument("--op", help="operator name (see `sceval operators`)")
-    corrupt.add_argument("--severity", type=int, choices=SEVERITIES)
-    corrupt.add_argument("--variant", type=int, default=0)
+    corrupt.add_argument(
+        "--severity", type=int, choices=SEVERITIES, help="severity level of --op, one of %(choices)s (0: the identity)"
+    )
+    corrupt.add_argument(
+        "--variant",
+        type=int,
+        default=0,
+        help="variant index: with --key, seeds a stochastic operator (default %(default)s)",
+    )
     corrupt.add_argument("--key", help="sample id that seeds the variant (default: the input's file name)")
     corrupt.add_argument("--grid", action="store_true", help="write a contact sheet: operators x severities")
     corrupt.add_argument("--ops", help="comma-separated operators for --grid (default: all of the modality)")
     corrupt.add_argument("--fps", type=float, default=media.FRAME_RATE, help="video frames per second to sample")
-    corrupt.add_argument("--max-frames", type=int, default=media.MAX_FRAMES)
+    corrupt.add_argument(
+        "--max-frames", type=int, default=media.MAX_FRAMES, help="most video frames to sample (default %(default)s)"
+    )
     corrupt.add_argument(
         "--frame-sampling",
         choices=media.FRAME_SAMPLINGS,
@@ -421,7 +430,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     tasks = sub.add_parser("tasks", help="check (default) or --write the generated lmms-eval task folder")
     tasks.add_argument("folder", help="e.g. tasks/sceval in a source checkout")
-    tasks.add_argument("--write", action="store_true")
+    tasks.add_argument(
+        "--write", action="store_true", help="write the task files (else list the out-of-date ones; exit 1 if any)"
+    )
     tasks.set_defaults(func=cmd_tasks)
 
     report = sub.add_parser("report", help="tables, plots and statistics from lmms-eval output folders")
@@ -435,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Δsingle baseline (eq. 6): the weakest observed single cell of each corrupted modality "
         "(default, the paper's C.2/C.3) or of each of the joint cell's own operators",
     )
-    report.add_argument("--seed", type=int, default=20261129)
+    report.add_argument("--seed", type=int, default=20261129, help="bootstrap resampling seed (default %(default)s)")
     report.add_argument(
         "--cohort",
         choices=("gold_preserved", "stress", "all"),
@@ -520,7 +531,7 @@ def build_parser() -> argparse.ArgumentParser:
     smoke = sub.add_parser("smoke", help="10-example interface check of a model (frames, audio, parser)")
     smoke.add_argument("--model", required=True, help="an lmms-eval model id, e.g. sceval_reference or qwen2_5_omni")
     add_argument(smoke, "--model-args", old=["--model_args"], default="", help="as for lmms-eval, e.g. pretrained=...")
-    smoke.add_argument("--limit", type=int, default=10)
+    smoke.add_argument("--limit", type=int, default=10, help="examples per check task (default %(default)s)")
     smoke.set_defaults(func=cmd_smoke)
 
     limits = sub.add_parser(
@@ -548,11 +559,22 @@ def build_parser() -> argparse.ArgumentParser:
         "cache",
         help="size of (info) or empty (clear) the media caches under $SCEVAL_CACHE (decoded media, wrapped tasks' media)",
     )
-    cache.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
+    cache.add_argument(
+        "action",
+        choices=("info", "clear"),
+        nargs="?",
+        default="info",
+        help="info: print the caches' sizes and limits (default); clear: empty them",
+    )
     cache.set_defaults(func=cmd_cache)
 
     demo = sub.add_parser("demo", help="contact sheets of every operator on a built-in synthetic sample")
-    demo.add_argument("-o", "--output", default="sceval-demo")
+    demo.add_argument(
+        "-o",
+        "--output",
+        default="sceval-demo",
+        help="folder for the clean media and contact sheets (default %(default)s)",
+    )
     demo.set_defaults(func=cmd_demo)
 
     add_build_parser(sub)

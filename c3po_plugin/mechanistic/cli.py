@@ -145,7 +145,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             default=MID_LAYERS_DEFAULT,
             help="E1 middle-layer range as relative depths LOW:HIGH (default 0.33:0.67)",
         )
-        p.add_argument("--lemmatizer", choices=LEMMATIZERS, default="simplemma")
+        p.add_argument(
+            "--lemmatizer",
+            choices=LEMMATIZERS,
+            default="simplemma",
+            help="E2/E3 content-word lemmatiser: simplemma (default), spacy (the paper's; needs "
+            "en_core_web_sm) or rules (suffix rules)",
+        )
         p.add_argument("--mask", default="", help="E1 ablation: modalities no query may attend to, e.g. audio")
         add_argument(
             p,

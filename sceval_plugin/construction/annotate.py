@@ -524,11 +524,11 @@ def add_parser(stages) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     out = actions.add_parser("export", help="write the sheets of one pass, one folder per annotator")
     out.add_argument("build", type=Path, help="the build folder (BUILD/pool holds the candidate pool)")
-    out.add_argument("--pass", dest="pass_name", required=True, choices=PASSES)
+    out.add_argument("--pass", dest="pass_name", required=True, choices=PASSES, help="the pass: %(choices)s")
     out.add_argument(
         "--annotators", default="", help="comma-separated annotator names (reveal: those of the blind pass, always)"
     )
-    out.add_argument("--seed", type=int, default=0)
+    out.add_argument("--seed", type=int, default=0, help="seed of the subsamples and assignments (default %(default)s)")
     out.add_argument("--per-item", type=int, default=2, help="annotators per item (full, >= 2) or cell (blind)")
     out.add_argument("--items", type=int, default=30, help="pilot subsample size (default 30, as in the paper)")
     out.add_argument("--fraction", type=float, default=0.1, help="audit: share of decisions spot-checked")
@@ -537,8 +537,10 @@ def add_parser(stages) -> None:
     out.add_argument("--force", action="store_true", help="write the pass again over its sheets (filled or not)")
     out.set_defaults(func=_cmd_export)
     back = actions.add_parser("import", help="read the filled sheets of one pass back, validated")
-    back.add_argument("build", type=Path)
-    back.add_argument("--pass", dest="pass_name", required=True, choices=PASSES)
+    back.add_argument("build", type=Path, help="the build folder (BUILD/annotation/PASS holds the sheets)")
+    back.add_argument(
+        "--pass", dest="pass_name", required=True, choices=PASSES, help="the pass whose sheets to read: %(choices)s"
+    )
     back.add_argument("--format", choices=("csv", "xlsx"), default="csv", help="which of the two sheets was filled")
     back.set_defaults(func=_cmd_import)
 

@@ -128,7 +128,7 @@ def add_parser(stages) -> None:
     parser = stages.add_parser(
         "agreement", help="inter-annotator agreement per field and source (Table 27)", description=__doc__
     )
-    parser.add_argument("build", type=Path)
+    parser.add_argument("build", type=Path, help="the build folder (with the imported labels)")
     parser.add_argument(
         "--pass",
         dest="pass_name",

@@ -315,7 +315,14 @@ def add_parser(stages) -> None:
         help="convert local copies of source benchmarks into SCEval items",
         description=__doc__.split("\n\n")[0],
     )
-    parser.add_argument("build_dir", type=Path, metavar="BUILD_DIR", nargs="?", default=Path("."))
+    parser.add_argument(
+        "build_dir",
+        type=Path,
+        metavar="BUILD_DIR",
+        nargs="?",
+        default=Path("."),
+        help="the build folder; writes BUILD_DIR/converted/<source> (default: the current folder)",
+    )
     parser.add_argument(
         "sources",
         nargs="*",

@@ -374,7 +374,7 @@ def add_parser(stages) -> None:
     parser = stages.add_parser(
         "manifest", help="decisions -> manifest.json, funnel, retention, rejected list", description=__doc__
     )
-    parser.add_argument("build", type=Path)
+    parser.add_argument("build", type=Path, help="the build folder (with the annotation passes imported)")
     parser.set_defaults(func=_cmd_manifest)
 
 

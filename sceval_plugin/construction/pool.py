@@ -212,9 +212,14 @@ def add_parser(stages) -> None:
     parser = stages.add_parser(
         "pool", help="draw the seeded candidate pool (a budget per source)", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("build_dir", type=Path, metavar="BUILD_DIR")
+    parser.add_argument(
+        "build_dir",
+        type=Path,
+        metavar="BUILD_DIR",
+        help="the build folder (reads BUILD_DIR/converted, writes BUILD_DIR/pool)",
+    )
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="items per source (default 100, Table 1)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the draw (default %(default)s)")
     parser.add_argument(
         "--tri-modal-weight",
         type=float,

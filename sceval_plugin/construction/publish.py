@@ -292,7 +292,12 @@ def add_parser(stages) -> None:
     parser = stages.add_parser(
         "publish", help="write the benchmark as a datasets folder with its card", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("build_dir", type=Path, metavar="BUILD_DIR")
+    parser.add_argument(
+        "build_dir",
+        type=Path,
+        metavar="BUILD_DIR",
+        help="the build folder (reads BUILD_DIR/pool and BUILD_DIR/manifest.json when present)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="default: BUILD_DIR/published")
     parser.add_argument(
         "--push-to-hub",

@@ -134,9 +134,15 @@ def add_parser(actions) -> None:
     sim = actions.add_parser(
         "simulate", help="SIMULATION: fill a pass's sheets with seeded simulated annotators", description=__doc__
     )
-    sim.add_argument("build", type=Path)
-    sim.add_argument("--pass", dest="pass_name", required=True, choices=tuple(SHEETS))
-    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("build", type=Path, help="the build folder (BUILD/annotation/PASS holds the exported sheets)")
+    sim.add_argument(
+        "--pass",
+        dest="pass_name",
+        required=True,
+        choices=tuple(SHEETS),
+        help="the pass whose sheets to fill: %(choices)s",
+    )
+    sim.add_argument("--seed", type=int, default=0, help="seed of the simulated truth and flips (default %(default)s)")
     sim.add_argument(
         "--disagreement",
         type=float,
