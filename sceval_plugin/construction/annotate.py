@@ -524,7 +524,13 @@ def add_parser(stages) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     out = actions.add_parser("export", help="write the sheets of one pass, one folder per annotator")
     out.add_argument("build", type=Path, help="the build folder (BUILD/pool holds the candidate pool)")
-    out.add_argument("--pass", dest="pass_name", required=True, choices=PASSES, help="the pass: %(choices)s")
+    out.add_argument(
+        "--pass",
+        dest="pass_name",
+        required=True,
+        choices=PASSES,
+        help="the pass whose sheets to write: %(choices)s (in order)",
+    )
     out.add_argument(
         "--annotators", default="", help="comma-separated annotator names (reveal: those of the blind pass, always)"
     )
