@@ -182,9 +182,7 @@ def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub
     )
     if problems or len(items) != len(kept):
         raise BuildError(f"{out}: the published folder does not load cleanly: {'; '.join(map(str, problems[:5]))}")
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(partial, out)
+    _swap_into_place(partial, out)
     result = {
         "out": str(out),
         "published": len(kept),
@@ -195,6 +193,19 @@ def publish(build_dir: str | Path, *, out: str | Path | None = None, push_to_hub
     if push_to_hub:
         result["hub"] = push(out, push_to_hub)
     return result
+
+
+def _swap_into_place(partial: Path, out: Path) -> None:
+    """Put the finished ``partial`` folder at ``out``. The old folder is renamed aside before it is
+    deleted (a kill during a delete would leave it half there): a kill at any point leaves ``out``
+    whole, the new one, or absent; the next run clears what is left aside."""
+    aside = out.with_name(f".{out.name}.old")
+    if aside.exists():
+        shutil.rmtree(aside)
+    if out.exists():
+        os.replace(out, aside)
+    os.replace(partial, out)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _pool_funnel(pool: Path, rows: list[dict]) -> dict:

@@ -99,7 +99,13 @@ def noise(frames: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndar
         def one(i: int) -> None:
             field = np.random.Generator(np.random.PCG64(seeds[i])).standard_normal(src.shape[1:], dtype=np.float32)
             field *= np.float32(sigma)
-            cv2.add(src[i], field, dst=out[i], dtype=cv2.CV_8U)  # rounds to nearest, saturates at 0/255
+            # The sum in float64, rounded half to even and clipped: the bytes OpenCV < 5.1's
+            # cv2.add(uint8, float32) gave when the scheme was pinned. OpenCV 5.1 adds in float32
+            # and rounds some sums the other way, so the scheme no longer leaves it to OpenCV.
+            total = src[i] + field.astype(np.float64)
+            np.rint(total, out=total)
+            np.clip(total, 0, 255, out=total)
+            out[i] = total
     else:
         table, size = rounded_gaussian_table(float(sigma)), src[0].size
 
