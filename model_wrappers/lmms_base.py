@@ -7,11 +7,10 @@ lmms-eval is imported on first use, not when this package is: its import takes s
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
-from faultline_eval.core.settings import RANK, WORLD_SIZE
+from faultline_eval.core.settings import LOCAL_RANK, RANK, WORLD_SIZE
 from faultline_eval.model_wrappers.device_placement import Placement, apply_placement, placement
 from faultline_eval.model_wrappers.model_args import check_model_args
 
@@ -70,7 +69,7 @@ class HostSideModel:
 
         distributed = torch.distributed
         if distributed.is_available() and distributed.is_initialized() and distributed.get_backend() == "nccl":
-            return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+            return torch.device("cuda", int(LOCAL_RANK.get()))
         return torch.device("cpu")
 
 

@@ -41,9 +41,9 @@ from doc_examples import (
     fences,
     shell_commands,
 )
+from reference_pages import HOOKSPECS, hooks
 
-import c3po_plugin.hookspecs
-import sceval_plugin.hookspecs
+from faultline_eval.cli import option_values
 from faultline_eval.core.registry import close_matches
 from faultline_eval.model_wrappers.lmms_plugin import NAMESPACES, our_task_names
 
@@ -138,17 +138,6 @@ def commands_in(path: Path) -> Iterator[Command]:
 
 
 ALL_COMMANDS = {rel(path): list(commands_in(path)) for path in PAGES}
-
-
-def option_values(words: tuple[str, ...] | list[str], option: str) -> list[str]:
-    """The values given to ``option`` (``--tasks a,b`` or ``--tasks=a,b``), as written."""
-    values = []
-    for i, word in enumerate(words):
-        if word == option and i + 1 < len(words):
-            values.append(words[i + 1])
-        elif word.startswith(f"{option}="):
-            values.append(word.split("=", 1)[1])
-    return values
 
 
 def given_flags(args: list[str] | tuple[str, ...]) -> list[str]:
@@ -283,8 +272,7 @@ def test_declared_settings_are_explained_by_hand(settings_module):
     assert not missing, f"settings no hand-written page (README.md, docs/) names: {', '.join(missing)}"
 
 
-HOOKSPECS = (sceval_plugin.hookspecs, c3po_plugin.hookspecs)
-HOOKS = {name for module in HOOKSPECS for name in vars(module) if name.startswith(f"{module.PROJECT}_")}
+HOOKS = {name for module in HOOKSPECS for name, _ in hooks(module)}  # as the hooks reference page lists them
 
 
 def test_named_hooks_exist():
@@ -325,14 +313,16 @@ def test_task_and_model_names_exist():
             bare = not command_name(command.words[0]) and command.words[0] in ("--tasks", "--model")
             if not (is_eval or bare or command.words[0].startswith("--tasks=")):
                 continue
-            for value in option_values(command.words, "--tasks"):
-                for name in filter(None, value.split(",")):
-                    if name == "list" or PLACEHOLDER.search(name):
-                        continue
-                    checked += 1
-                    if problem := task_problem(name, tasks):
-                        problems.append(f"{command.where}: {problem}")
-            for model in option_values(command.words, "--model"):
+            for name in option_values(command.words, "--tasks"):
+                if name == "list" or PLACEHOLDER.search(name):
+                    continue
+                checked += 1
+                if problem := task_problem(name, tasks):
+                    problems.append(f"{command.where}: {problem}")
+            given = option_values(command.words, "--model")
+            if len(given) > 1:  # split at commas; lmms-eval runs one model
+                problems.append(f"{command.where}: --model {','.join(given)} names more than one model")
+            for model in given:
                 if PLACEHOLDER.search(model):
                     continue
                 checked += 1

@@ -110,8 +110,6 @@ LIMIT_SETTINGS = {
     "max_audio_s": FAULTLINE_MAX_AUDIO_SECONDS,
     "frame_sampling": FAULTLINE_FRAME_SAMPLING,
 }
-#: The variable named in a limit's error messages, per field.
-LIMIT_ENV = {name: setting.name for name, setting in LIMIT_SETTINGS.items()}
 
 
 def limits() -> MediaLimits:
@@ -157,7 +155,7 @@ def _check_pixels(path: Path, width: int, height: int, cap: MediaLimits, what: s
     if megapixels > cap.max_megapixels:
         raise MediaTooLarge(
             f"{path}: {what} is {width}x{height} ({megapixels:.1f} MP), over the "
-            f"{cap.max_megapixels:g} MP limit ({LIMIT_ENV['max_megapixels']})"
+            f"{cap.max_megapixels:g} MP limit ({FAULTLINE_MAX_MEGAPIXELS.name})"
         )
 
 
@@ -172,7 +170,7 @@ def fitted_size(width: int, height: int, max_side: int) -> tuple[int, int]:
 def _downscale_note(path: Path, size: tuple[int, int], fitted: tuple[int, int], cap: MediaLimits) -> str:
     return (
         f"{path.name}: downscaled {size[0]}x{size[1]} to {fitted[0]}x{fitted[1]} "
-        f"({LIMIT_ENV['max_side']}={cap.max_side})"
+        f"({FAULTLINE_MAX_FRAME_SIDE.name}={cap.max_side})"
     )
 
 
@@ -250,7 +248,7 @@ def _check_clip(path: Path, container: InputContainer, stream: VideoStream, cap:
     duration = declared_duration(container, stream)
     if duration is not None and duration > cap.max_clip_s:
         raise MediaTooLarge(
-            f"{path}: clip is {duration:.1f} s, over the {cap.max_clip_s:g} s limit ({LIMIT_ENV['max_clip_s']})"
+            f"{path}: clip is {duration:.1f} s, over the {cap.max_clip_s:g} s limit ({FAULTLINE_MAX_CLIP_SECONDS.name})"
         )
     return duration
 
@@ -318,7 +316,9 @@ def _decode_at(
         t = float(frame.time) if frame.time is not None else index / rate
         start = t if start is None else start
         if t - start > cap.max_clip_s:
-            raise MediaTooLarge(f"{path}: clip runs past the {cap.max_clip_s:g} s limit ({LIMIT_ENV['max_clip_s']})")
+            raise MediaTooLarge(
+                f"{path}: clip runs past the {cap.max_clip_s:g} s limit ({FAULTLINE_MAX_CLIP_SECONDS.name})"
+            )
         if t - start + 1e-6 < targets[len(frames)]:
             continue
         fitted = fitted_size(frame.width, frame.height, cap.max_side)
@@ -376,7 +376,7 @@ def _check_audio_length(path: Path, info: Any, cap: MediaLimits) -> None:  # inf
     seconds = info.frames / info.samplerate
     if seconds > cap.max_audio_s:
         raise MediaTooLarge(
-            f"{path}: audio is {seconds:.1f} s, over the {cap.max_audio_s:g} s limit ({LIMIT_ENV['max_audio_s']})"
+            f"{path}: audio is {seconds:.1f} s, over the {cap.max_audio_s:g} s limit ({FAULTLINE_MAX_AUDIO_SECONDS.name})"
         )
 
 

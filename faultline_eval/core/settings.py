@@ -463,6 +463,13 @@ WORLD_SIZE = Setting(
     "the reference and oracle models) report it to lmms-eval's evaluator.",
     group=_THIRD_PARTY,
 )
+LOCAL_RANK = Setting(
+    "LOCAL_RANK",
+    "0",
+    "This process's rank on its machine, set by `accelerate launch`/torchrun: under NCCL our "
+    "host-side models give lmms-eval's collectives that GPU.",
+    group=_THIRD_PARTY,
+)
 HF_TOKEN = Setting(
     "HF_TOKEN",
     None,
@@ -472,7 +479,7 @@ HF_TOKEN = Setting(
 )
 
 #: Variables of other tools that the project reads or names, for the reference table.
-THIRD_PARTY: tuple[Setting, ...] = (RANK, WORLD_SIZE, HF_TOKEN)
+THIRD_PARTY: tuple[Setting, ...] = (RANK, WORLD_SIZE, LOCAL_RANK, HF_TOKEN)
 
 
 def by_name(name: str) -> Setting:
