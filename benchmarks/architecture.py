@@ -2,6 +2,7 @@
 
     python benchmarks/architecture.py            # a table
     python benchmarks/architecture.py --json     # the same numbers as JSON
+    python benchmarks/architecture.py --json PATH   # its figures with their provenance (benchmarks/provenance.py)
     python benchmarks/architecture.py --lint-imports [ARGS...]   # lint-imports on the real module tree
 
 What is measured (product code only: ``sceval_plugin/``, ``c3po_plugin/``, ``faultline_eval/``, and the
@@ -676,8 +677,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="print the numbers as JSON; with PATH, write the figures with their provenance there instead",
+    )
     parser.add_argument("--fast", action="store_true", help="skip mypy and lint-imports (the slow parts)")
+    parser.add_argument("--smoke", action="store_true", help="the CI-sized run: the same as --fast")
     parser.add_argument(
         "--lint-imports",
         nargs=argparse.REMAINDER,
@@ -690,8 +698,16 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(result.stdout)
         sys.stderr.write(result.stderr)
         return result.returncode
-    numbers = measure(ROOT, slow=not arguments.fast)
-    print(json.dumps(numbers, indent=1) if arguments.json else table(numbers))
+    import provenance  # here: tests import this module with only benchmarks/ on the path, which suffices
+
+    record = provenance.Record(__file__, peer=None, argv=argv)
+    numbers = measure(ROOT, slow=not (arguments.fast or arguments.smoke))
+    print(json.dumps(numbers, indent=1) if arguments.json == "-" else table(numbers))
+    if arguments.json not in (None, "-"):
+        for key, value in numbers.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                record.figure(key, value, "", key.replace("_", " "))
+        record.write(arguments.json, smoke=arguments.smoke)
     return 0
 
 

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import provenance
+
 for _k, _v in {
     "HF_HUB_OFFLINE": "1",
     "HF_DATASETS_OFFLINE": "1",
@@ -61,7 +63,14 @@ def main() -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--model", choices=sorted(CLASSES), default="qwen2_5_omni")
     parser.add_argument("--batch-sizes", default="1,4,8")
+    parser.add_argument(
+        "--smoke", action="store_true", help=f"{provenance.SMOKE_HELP}: 2 items, batch sizes 1 and 2, one round"
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.items, args.rounds, args.batch_sizes = 2, 1, "1,2"
+    record = provenance.Record(__file__, peer=f"batch_size {args.batch_sizes.split(',')[0]}")
     sizes = [int(b) for b in args.batch_sizes.split(",")]
     from faultline_eval.model_wrappers.tiny_checkpoints import BUILDERS
 
@@ -87,6 +96,12 @@ def main() -> int:
         print(f"{b:>10} {rate:>11.2f} {rate / base:>11.2f}x")
     same = all(replies[b] == replies[sizes[0]] for b in sizes)
     print(f"greedy replies identical across batch sizes: {same}")
+    for b in sizes:
+        rate = args.items / statistics.median(times[b])
+        record.figure(f"batch_{b}_requests_per_s", rate, "requests/s", f"tiny {args.model} on {args.device}, batch {b}")
+        record.figure(f"batch_{b}_ratio", rate / base, "x", f"batch {b} / batch {sizes[0]} requests/s")
+    record.figure("replies_identical", str(same), "", "greedy replies identical across batch sizes")
+    record.write(args.json, smoke=args.smoke)
     return 0 if same else 1
 
 

@@ -33,6 +33,7 @@ for _k, _v in {
 os.environ.setdefault("GEMINI_API_KEY", "benchmark-key")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+import provenance  # noqa: E402
 from build_fakes import Scripted, write_candidates  # noqa: E402
 from fake_gemini import FakeGemini  # noqa: E402
 
@@ -64,7 +65,12 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.25, help="seconds the fake server takes per reply")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help=f"{provenance.SMOKE_HELP}: 4 items, 0.05 s latency, once")
+    parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.items, args.latency, args.repeat = 4, 0.05, 1
+    record = provenance.Record(__file__, peer="the same build at concurrency 1")
     best: dict[int, tuple[float, int, int]] = {}
     with tempfile.TemporaryDirectory() as tmp, FakeGemini(script=Scripted({}), latency=args.latency) as server:
         for run in range(args.repeat):
@@ -81,6 +87,15 @@ def main() -> None:
             f"{rate[concurrency]:7.1f} items/min"
         )
     print(f"concurrency 16 / concurrency 1: {rate[16] / rate[1]:.1f}x items per minute")
+    for concurrency, (seconds, _, requests) in sorted(best.items()):
+        record.figure(
+            f"concurrency_{concurrency}_items_per_min",
+            rate[concurrency],
+            "items/min",
+            f"{requests} requests in {seconds:.1f} s",
+        )
+    record.figure("speedup", rate[16] / rate[1], "x", f"items/min at concurrency 16 / 1, {args.latency} s fake latency")
+    record.write(args.json, smoke=args.smoke)
 
 
 if __name__ == "__main__":

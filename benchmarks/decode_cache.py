@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import provenance
 
 PANEL_TASKS = 13  # clean + the 12 cells of Table 31
 VARIANTS = 3
@@ -128,7 +129,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=96)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help=f"{provenance.SMOKE_HELP}: 2 items, one round")
+    parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.items, args.rounds = 2, 1
+    record = provenance.Record(__file__, peer="lru_cache(64) per medium kind")
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["SCEVAL_CACHE"] = str(Path(tmp) / "cache")  # this run's own, cleared by the cold arm
         items = make_items(Path(tmp) / "data", args.items)
@@ -162,6 +168,12 @@ def main() -> int:
             if decodes[name]
             else f"{name} vs lru(64): {peer / statistics.median(times[name]):.1f}x faster, no decodes at all"
         )
+    for name in arms:
+        record.figure(f"{name}_s", statistics.median(times[name]), "s", f"{name}: {n_requests} requests, median")
+        record.figure(f"{name}_decodes_per_medium", decodes[name] / args.items / 2, "", f"{name}: decodes per medium")
+    for name in ("cold", "warm"):
+        record.figure(f"{name}_speedup", peer / statistics.median(times[name]), "x", f"lru(64) / {name}")
+    record.write(args.json, smoke=args.smoke)
     return 0
 
 

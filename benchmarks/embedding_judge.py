@@ -26,8 +26,11 @@ import platform
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import provenance
 
 from faultline_eval.core.agreement import best_threshold
 from faultline_eval.judges import embedding
@@ -48,9 +51,21 @@ def best_s(fn: Callable[[], object], repeat: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{provenance.SMOKE_HELP}: 20 of the pairs, the default text form, one timing",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.repeat = 1
+    record = provenance.Record(__file__, peer="SQuAD token-F1")
 
     rows = [json.loads(line) for line in embedding.CALIBRATION_PATH.read_text().splitlines() if line.strip()]
+    forms = embedding.TEXT_FORMS
+    if args.smoke:
+        rows, forms = rows[:10] + rows[-10:], [embedding.DEFAULT_FORM]
     labels = [bool(r["equivalent"]) for r in rows]
     requests = [JudgeRequest(f"cal-{i}", r["question"], r["gold"], r["prediction"]) for i, r in enumerate(rows)]
     leaks = sum(exact_match(r["prediction"], r["gold"]) for r in rows)
@@ -73,7 +88,7 @@ def main() -> int:
     print(f"{'scorer':<40}{'threshold':>10}{'kappa':>8}{'accuracy':>10}")
     chosen = alone = None
     for guards in (True, False):
-        for form in embedding.TEXT_FORMS:
+        for form in forms:
             verdicts = embedding.EmbeddingJudge(text_form=form, guards=guards).judge(requests)
             scores = [embedding.score(v) for v in verdicts]
             t, kappa, acc = best_threshold(scores, labels)
@@ -113,7 +128,15 @@ def main() -> int:
         f"\nthroughput: embedding judge {ours_rate:,.0f} pairs/s, token-F1 {peer_rate:,.0f} pairs/s "
         f"(embedding is {peer_rate / ours_rate:,.0f}x slower; kappa {kappa:.3f} vs {f1_kappa:.3f})"
     )
-    if (
+    record.figure("kappa", kappa, "", f"Cohen's kappa of the guarded judge at threshold {t:.2f}")
+    record.figure("accuracy", acc, "", "its accuracy")
+    record.figure("threshold", t, "", "the best threshold")
+    record.figure("embedding_alone_kappa", alone[1], "", "kappa of the embedding without guards")
+    record.figure("token_f1_kappa", f1_kappa, "", "kappa of token F1 at its best threshold")
+    record.figure("pairs_per_s", ours_rate, "pairs/s", "the embedding judge's throughput")
+    record.figure("slowdown", peer_rate / ours_rate, "x", "token-F1 pairs/s / the judge's")
+    record.write(args.json, smoke=args.smoke)
+    if not args.smoke and (
         abs(t - embedding.THRESHOLD) > 1e-9
         or abs(kappa - embedding.CALIBRATION_KAPPA) > 0.0005
         or abs(acc - embedding.CALIBRATION_ACCURACY) > 0.0005

@@ -678,7 +678,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-durability", action="store_true")
     parser.add_argument("--workdir", help="where pipelines write (default: a temporary folder)")
+    import provenance  # here: the tests load this file by path, without benchmarks/ on sys.path
+
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{provenance.SMOKE_HELP}: store, sceval_annotate, sceval_publish at 1 kill point, 200 records",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args(argv)
+    if args.smoke:  # lmms_run and c3po_build run at CI size in their own tests (test_fault_lmms_run.py, ...)
+        args.kill_points, args.records, args.rounds = 1, 200, 1
+        args.pipelines = "store,sceval_annotate,sceval_publish"
+    record = provenance.Record(__file__, peer="the same pipeline never killed; plain appends", argv=argv)
     chosen = [name.strip() for name in args.pipelines.split(",") if name.strip()]
     unknown = sorted(set(chosen) - set(PIPELINES))
     if unknown:
@@ -701,6 +713,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             for path in result["differing_files"][:10]:
                 print(f"    differs: {path}")
+            what = f"{name}: of {result['kill_points']} kill points, {result['killed']} cut a run short"
+            for key in ("lost", "duplicated"):
+                record.figure(f"{name}/{key}", result[key], "records", what)
+            record.figure(f"{name}/differing_files", len(result["differing_files"]), "files", what)
+            record.figure(f"{name}/seconds", result["seconds"], "s", f"{name}: the whole pipeline, kills and reruns")
     if not args.no_durability:
         rates = durability(args.records, args.rounds)
         plain = rates["plain open(a).write"]
@@ -710,6 +727,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         for name, rate in rates.items():
             print(f"{name:<30}{rate:>12,.0f}/s{rate / plain:>9.3f}x plain")
+            record.figure(f"appends/{name}", rate, "appends/s", f"{args.records} records, median of {args.rounds}")
+    record.write(args.json, smoke=args.smoke)
     return 1 if failed else 0
 
 

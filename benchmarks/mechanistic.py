@@ -19,6 +19,9 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+import provenance
 
 from faultline_eval.core.flag_spellings import add_argument
 
@@ -31,7 +34,12 @@ def main() -> int:
     add_argument(parser, "--max-new-tokens", old=["--max_new_tokens"], type=int, default=8)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--docs", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help=f"{provenance.SMOKE_HELP}: 1 doc, 1 round, 2 new tokens")
+    parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.docs, args.repeat, args.max_new_tokens = 1, 1, 2
+    record = provenance.Record(__file__, peer="a plain greedy generate on the same model")
 
     import torch
 
@@ -88,6 +96,11 @@ def main() -> int:
         memory = f", peak CUDA {peaks[name] / 2**20:.1f} MiB" if cuda else ""
         print(f"{name:30s} {median * 1000:9.1f} ms/sample   x{median / plain:5.2f} vs plain generate{memory}")
     print(f"E1 largest transient attention tensor: {attention_bytes / 2**20:.2f} MiB")
+    for name, values in times.items():
+        key = name.split(" (")[0].lower().replace(" ", "_")
+        record.figure(f"{key}_ms", statistics.median(values) * 1000, "ms", f"{name} per sample, {args.device}")
+        record.figure(f"{key}_ratio", statistics.median(values) / plain, "x", f"{name} / plain generate")
+    record.write(args.json, smoke=args.smoke)
     return 0
 
 

@@ -1,7 +1,7 @@
 """Operator speed against named peers, measured in the same run on the same data.
 
     pip install ".[bench]"   # imagecorruptions (needs setuptools<80 for pkg_resources)
-    python benchmarks/operators.py [--repeat 7] [--mode single|threaded|both] [--only NAME,...]
+    python benchmarks/operators.py [--repeat 7] [--mode single|threaded|both] [--only NAME,...] [--smoke] [--json PATH]
 
 Data: an 8-frame 640x360 uint8 clip and 30 s of mono float32 audio at 16 kHz. Every SCEval
 operator runs at severity 70 (its heaviest setting) against its peer:
@@ -21,6 +21,9 @@ Each pair is timed interleaved (ours, peer, ours, peer, ...) so drift of a share
 both, and the best of --repeat rounds after one warm-up is kept. Both passes run in one process:
 "single" pins every pool to one thread (OpenCV's, our frame pool, which follows OpenCV's, and
 BLAS/OpenMP through threadpoolctl), "threaded" restores the defaults.
+
+Without imagecorruptions the script refuses (exit 3), except under ``--smoke``, which then times
+those operators against a NumPy copy, says so, and exits 3 after the rest of the run.
 """
 
 from __future__ import annotations
@@ -33,11 +36,13 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")
 
 import cv2
 import numpy as np
+import provenance
 
 from sceval_plugin import operators
 
@@ -118,6 +123,8 @@ def pairs(clip: np.ndarray, audio: np.ndarray, corrupt) -> list[Pair]:
         return lambda: operators.apply(name, data, severity=70, key="bench")
 
     def imagecorruptions(function: str) -> Callable[[], object]:
+        if corrupt is None:  # --smoke without the peer: the operator still runs, against a copy
+            return clip.copy
         return lambda: [corrupt(frame, corruption_name=function, severity=5) for frame in clip]
 
     def noise_scheme_1() -> object:
@@ -127,7 +134,7 @@ def pairs(clip: np.ndarray, audio: np.ndarray, corrupt) -> list[Pair]:
     out = []
     for name in operators.names("vision"):
         if name in IMAGECORRUPTIONS_PEER:
-            peer = IMAGECORRUPTIONS_PEER[name]
+            peer = IMAGECORRUPTIONS_PEER[name] if corrupt is not None else "missing: a numpy copy instead"
             out.append(Pair(name, ours(name, clip), f"imagecorruptions {peer}", imagecorruptions(peer), "speedup"))
             if name == "noise":
                 out.append(Pair("noise (scheme 1)", noise_scheme_1, f"imagecorruptions {peer}", imagecorruptions(peer)))
@@ -186,8 +193,8 @@ def low_resolution_floor(clip: np.ndarray, peer: Callable[[], object], peer_labe
     ]
 
 
-def run_pass(title: str, rows: list[Pair], repeat: int) -> list[str]:
-    """Time every pair, print one table, return the goals missed."""
+def run_pass(title: str, rows: list[Pair], repeat: int, record: provenance.Record) -> list[str]:
+    """Time every pair, print one table, record each ratio, return the goals missed."""
     print(f"== {title} (cv2 threads: {cv2.getNumThreads()})")
     print(f"{'operator':<18}{'ours ms':>9}  {'peer':<34}{'peer ms':>9}  {'ratio':<20}{'goal'}")
     missed, floors = [], {}
@@ -209,6 +216,8 @@ def run_pass(title: str, rows: list[Pair], repeat: int) -> list[str]:
         if row.floor_of:
             floors.setdefault(row.floor_of, []).append(f"{row.name.strip()} {text}")
         print(f"{row.name:<18}{ours_ms:>9.2f}  {row.peer_label:<34}{peer_ms:>9.2f}  {text:<20}{goal}")
+        what = f"{row.name.strip()}: {ours_ms:.2f} ms against {row.peer_label}'s {peer_ms:.2f} ms, {title}"
+        record.figure(f"{title}/{row.name.strip()}", ratio, "x", what)
     for name, steps in floors.items():
         print(f"floor of {name} (each necessary step alone vs the same peer): {'; '.join(steps)}")
     print()
@@ -225,17 +234,31 @@ def main() -> int:
         default=None,
         help="comma-separated operator names (with their floor and scheme-1 rows)",
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{provenance.SMOKE_HELP}: a 2-frame 96x64 clip and 1 s of audio, one round, single-threaded",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args()
+    record = provenance.Record(__file__, peer="imagecorruptions, audiomentations, a numpy copy")
+    missing = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from imagecorruptions import corrupt
     except ImportError as exc:
-        raise SystemExit(f"the peer is missing ({exc}); install it with: pip install '.[bench]'") from None
+        missing = f"imagecorruptions ({exc}); install it with: pip install '.[bench]'"
+        if not args.smoke:
+            return provenance.peer_missing(missing)
+        corrupt = None
+    frames, height, width, seconds = (2, 64, 96, 1) if args.smoke else (8, 360, 640, 30)
+    if args.smoke:
+        args.repeat, args.mode = 1, "single"
 
     rng = np.random.default_rng(0)
-    clip = rng.integers(0, 256, size=(8, 360, 640, 3), dtype=np.uint8)
-    audio = (0.3 * rng.standard_normal(30 * 16_000)).astype(np.float32)
+    clip = rng.integers(0, 256, size=(frames, height, width, 3), dtype=np.uint8)
+    audio = (0.3 * rng.standard_normal(seconds * 16_000)).astype(np.float32)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, numpy {np.__version__}, opencv {cv2.__version__}, "
         f"seed scheme {operators.seed_scheme()}"
@@ -254,7 +277,12 @@ def main() -> int:
     for title, single in (("single-threaded", True), ("threaded", False)):
         if args.mode in ("both", title.split("-")[0]):
             with threads(single):
-                missed += run_pass(title, rows, args.repeat)
+                missed += run_pass(title, rows, args.repeat, record)
+    record.write(args.json, smoke=args.smoke)
+    if missing:
+        return provenance.peer_missing(missing)
+    if args.smoke:
+        return 0
     if missed:
         print("goals missed:\n  " + "\n  ".join(missed))
         return 1

@@ -16,8 +16,11 @@ import os
 import platform
 import statistics
 import time
+from pathlib import Path
 
 os.environ.setdefault("SCEVAL_SOURCE", "demo")
+
+import provenance
 
 from faultline_eval.tasks import sceval_task as task
 from sceval_plugin import probe_conditions as probes
@@ -35,10 +38,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--family", choices=probes.PROBE_FAMILIES, help="only this probe family")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{provenance.SMOKE_HELP}: the first probe condition of each family, one round",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args()
+    record = provenance.Record(__file__, peer="the clean condition's trials")
     conditions = [
         c for c in catalogue() if c.probe is not None and args.family in (None, probes.get(c.probe.name).family)
     ]
+    if args.smoke:
+        args.repeat = 1
+        first = {probes.get(c.probe.name).family: c for c in reversed(conditions)}
+        conditions = [c for c in conditions if c in first.values()]
     clean_docs = task.build_rows(catalogue().get("clean"))[0]
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs; {len(clean_docs)} demo trials per condition, "
@@ -56,10 +70,17 @@ def main() -> int:
         probe_ms, clean_ms = 1000 * statistics.median(probe_times), 1000 * statistics.median(clean_times)
         ratios.append(probe_ms / clean_ms)
         print(f"{condition.id:<34}{probe_ms:>15.2f}{clean_ms:>15.2f}{probe_ms / clean_ms:>8.2f}")
+        record.figure(
+            condition.id, probe_ms / clean_ms, "x", f"{probe_ms:.2f} ms a trial against clean's {clean_ms:.2f} ms"
+        )
     print(
         f"\nprobe / clean per trial: median ratio {statistics.median(ratios):.2f}, "
         f"max {max(ratios):.2f} ({conditions[ratios.index(max(ratios))].id})"
     )
+    record.figure("median_ratio", statistics.median(ratios), "x", "median over the probe conditions of probe / clean")
+    record.figure("min_ratio", min(ratios), "x", f"the cheapest ({conditions[ratios.index(min(ratios))].id})")
+    record.figure("max_ratio", max(ratios), "x", f"the dearest ({conditions[ratios.index(max(ratios))].id})")
+    record.write(args.json, smoke=args.smoke)
     return 0
 
 

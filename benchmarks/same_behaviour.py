@@ -39,7 +39,10 @@ import io
 import json
 import math
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -481,12 +484,30 @@ def index(folder: Path, skip_figures: bool) -> dict[str, Path]:
     return files
 
 
+def smoke_folders(work: Path) -> tuple[Path, Path]:
+    """``--smoke``: one real run (2 items of ``sceval_clean`` and ``c3po_ic_t1``, both reports) and a copy of it."""
+    before = work / "before"
+    bin_ = Path(sys.executable).parent
+    steps = [
+        [str(bin_ / "faultline-eval"), "eval", "--model", "sceval_reference", "--tasks", "sceval_clean,c3po_ic_t1",
+         "--limit", "2", "--log_samples", "--output_path", str(before)],
+        [str(bin_ / "sceval"), "report", str(before), "-o", str(before / "report"), "--quiet"],
+        [str(bin_ / "c3po"), "report", str(before), "-o", str(before / "c3po-report")],
+    ]  # fmt: skip
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True)  # the commands run offline by default
+        if done.returncode:
+            raise SystemExit(f"{' '.join(step)} failed:\n{done.stderr[-2000:]}")
+    shutil.copytree(before, work / "after")
+    return before, work / "after"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("before", type=Path, help="output folder of the code before the change")
-    parser.add_argument("after", type=Path, help="output folder of the code after the change")
+    parser.add_argument("before", type=Path, nargs="?", help="output folder of the code before the change")
+    parser.add_argument("after", type=Path, nargs="?", help="output folder of the code after the change")
     parser.add_argument("--before-repo", help="checkout that produced BEFORE (default: detected)")
     parser.add_argument("--after-repo", help="checkout that produced AFTER (default: detected)")
     parser.add_argument(
@@ -498,7 +519,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", type=int, default=5, help="differences printed per file (default 5)")
     parser.add_argument("--skip-figures", action="store_true", help="do not compare figures (png, pdf, svg)")
     parser.add_argument("--quiet", action="store_true", help="print only differing files and the summary")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a CI-sized check of the whole path: a 2-item run with both reports, compared with a copy of itself",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the counts as JSON with their provenance")
     args = parser.parse_args(argv)
+    if args.smoke:
+        with tempfile.TemporaryDirectory() as work:
+            args.before, args.after = smoke_folders(Path(work))
+            return compare_folders(parser, args, argv)
+    if args.before is None or args.after is None:
+        parser.error("give BEFORE and AFTER (or --smoke)")
+    return compare_folders(parser, args, argv)
+
+
+def compare_folders(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str] | None) -> int:
+    import provenance  # here: the module is also imported by path
+
+    record = provenance.Record(__file__, peer=None, argv=argv)
     for folder in (args.before, args.after):
         if not folder.is_dir():
             parser.error(f"{folder}: not a folder")
@@ -547,6 +587,9 @@ def main(argv: list[str] | None = None) -> int:
             if not args.quiet:
                 print(f"same    {name}")
     print("\nsummary: " + ", ".join(f"{n} {k}" for k, n in sorted(tally.items())))
+    record.figure("files", len(set(b_files) | set(a_files)), "files", "files compared")
+    record.figure("differing", len(differing), "files", "files that differ or are missing")
+    record.write(args.json, smoke=args.smoke)
     if differing:
         print(f"NOT THE SAME: {len(differing)} of {len(set(b_files) | set(a_files))} files differ or are missing")
         return 1

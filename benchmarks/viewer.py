@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import provenance
+
 BIN = Path(sys.executable).parent
 ENV = {
     **os.environ,
@@ -99,7 +101,9 @@ def synthesise(logs: Path, root: Path, models: int) -> int:
     return lines
 
 
-def compare(label: str, peer: list[str], html: list[str], site: Path, repeats: int) -> None:
+def compare(
+    label: str, peer: list[str], html: list[str], site: Path, repeats: int, record: provenance.Record, key: str
+) -> None:
     """Interleaved, so the machine's load falls on all alike: the report alone, the report with a
     new site (``site`` removed first), and the report with the site written again over itself
     (every trial's media reused). Best of ``repeats``; wall and CPU seconds."""
@@ -113,11 +117,16 @@ def compare(label: str, peer: list[str], html: list[str], site: Path, repeats: i
     best = {k: (min(w for w, _ in v), min(c for _, c in v)) for k, v in times.items()}
     wall, cpu = best["report"]
     print(f"{label}: report alone {wall:.1f} s wall, {cpu:.1f} s CPU; site {mb:.1f} MB in {count} files")
+    record.figure(f"{key}/report_s", wall, "s", f"{label}: the report alone, wall ({cpu:.1f} s CPU)")
+    record.figure(f"{key}/site_mb", mb, "MB", f"{label}: the site, {count} files")
     for name in ("new site", "site again"):
         w, c = best[name]
         print(
             f"  report + --html, {name}: {w:.1f} s wall (ratio {w / wall:.2f}x), {c:.1f} s CPU (ratio {c / cpu:.2f}x)"
         )
+        arm = name.replace(" ", "_")
+        record.figure(f"{key}/{arm}_wall_ratio", w / wall, "x", f"{label}: report + --html, {name} / the report, wall")
+        record.figure(f"{key}/{arm}_cpu_ratio", c / cpu, "x", "the same, CPU seconds")
 
 
 def main() -> None:
@@ -127,7 +136,19 @@ def main() -> None:
     parser.add_argument("--budget", default="per_cell=2,wrong_only,max_mb=100")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--keep", type=Path, help="keep the outputs in this folder")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{provenance.SMOKE_HELP}: without --logs, sceval_clean and c3po_ic_t1 on 3 items; 2 synthetic models",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args()
+    tasks, limit = (
+        ("sceval_clean,c3po_ic_t1", ["--limit", "3"]) if args.smoke else ("sceval_panel,sceval_single,c3po_all", [])
+    )
+    if args.smoke:
+        args.models, args.repeats = 2, 1
+    record = provenance.Record(__file__, peer="the same report without --html")
     root = Path(tempfile.mkdtemp(prefix="viewer-bench-")) if args.keep is None else args.keep
     ENV["SCEVAL_CACHE"] = str(root / "cache")
     try:
@@ -140,7 +161,8 @@ def main() -> None:
                     "--model",
                     "sceval_reference",
                     "--tasks",
-                    "sceval_panel,sceval_single,c3po_all",
+                    tasks,
+                    *limit,
                     "--log_samples",
                     "--output_path",
                     str(logs),
@@ -150,7 +172,8 @@ def main() -> None:
         for tool in ("sceval", "c3po"):
             out = root / f"{tool}-report"
             peer = [str(BIN / tool), "report", str(logs), "-o", str(out)] + (["--quiet"] if tool == "sceval" else [])
-            compare(f"demo main job, {tool} (default budget)", peer, [*peer, "--html"], out / "html", args.repeats)
+            label = f"demo main job, {tool} (default budget)"
+            compare(label, peer, [*peer, "--html"], out / "html", args.repeats, record, f"demo_{tool}")
         synthetic = root / "synthetic"
         lines = synthesise(logs, synthetic, args.models)
         print(f"synthetic: {args.models} models, {lines} trials")
@@ -162,7 +185,11 @@ def main() -> None:
             [*peer, "--html", "--html-budget", args.budget],
             out / "html",
             args.repeats,
+            record,
+            "synthetic",
         )
+        record.figure("synthetic_trials", lines, "trials", f"{args.models} synthetic models")
+        record.write(args.json, smoke=args.smoke)
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -2,6 +2,7 @@
 
     python benchmarks/viewer_screenshots.py SITE -o SHOTS/          # a site `faultline view` or --html wrote
     python benchmarks/viewer_screenshots.py --demo -o SHOTS/        # the demo main job, its reports and site first
+    python benchmarks/viewer_screenshots.py --smoke                 # CI: a 3-item demo site, shot if chromium is there
 
 Pages: the front page, each benchmark's overview, a cell page filtered to the trials not correct,
 a sample page, and the search box with results. Uses Debian's Chromium (``apt-get install
@@ -18,16 +19,19 @@ import tempfile
 from collections.abc import Collection
 from pathlib import Path
 
+import provenance
+
 BIN = Path(sys.executable).parent
 WIDTHS = {"desktop": 1280, "phone": 390}
 
 
-def demo_site(work: Path) -> Path:
-    """The README's main job on the demo, both reports, and the site with them."""
+def demo_site(work: Path, smoke: bool = False) -> Path:
+    """The README's main job on the demo (``smoke``: two tasks on 3 items), both reports, and the site with them."""
     out = work / "demo_out"
+    tasks = ["sceval_clean,c3po_ic_t1", "--limit", "3"] if smoke else ["sceval_panel,sceval_single,c3po_all"]
     steps = [
-        [str(BIN / "faultline-eval"), "eval", "--model", "sceval_reference", "--tasks",
-         "sceval_panel,sceval_single,c3po_all", "--log_samples", "--output_path", str(out)],
+        [str(BIN / "faultline-eval"), "eval", "--model", "sceval_reference", "--tasks", *tasks,
+         "--log_samples", "--output_path", str(out)],
         [str(BIN / "sceval"), "report", str(out), "-o", str(out / "report"), "--quiet"],
         [str(BIN / "c3po"), "report", str(out), "-o", str(out / "c3po-report")],
         [str(BIN / "faultline"), "view", str(out), "-o", str(out / "html"), "--sceval-report", str(out / "report"),
@@ -102,18 +106,36 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("site", nargs="?", help="a site folder (its index.html)")
     parser.add_argument("--demo", action="store_true", help="run the demo main job and write its site first")
-    parser.add_argument("-o", "--output", required=True, help="folder for the PNGs")
+    parser.add_argument("-o", "--output", help="folder for the PNGs (required but with --smoke)")
     parser.add_argument("--query", default="count", help="what the search screenshot searches for")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{provenance.SMOKE_HELP}: a demo site of 3 items, shot into a temporary folder",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args(argv)
+    record = provenance.Record(__file__, peer=None, argv=argv)
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
+    if chromium is None and not args.smoke:
         parser.error("no chromium binary (apt-get install chromium)")
-    if bool(args.site) == args.demo:
-        parser.error("give a SITE folder or --demo")
+    if args.smoke:
+        args.demo = not args.site
+    elif bool(args.site) == args.demo or not args.output:
+        parser.error("give a SITE folder or --demo, and -o SHOTS/")
     with tempfile.TemporaryDirectory() as work:
-        site = demo_site(Path(work)) if args.demo else Path(args.site)
-        for path in shoot(site, Path(args.output), chromium, args.query):
+        site = demo_site(Path(work), smoke=args.smoke) if args.demo else Path(args.site).resolve()
+        if chromium is None:  # --smoke: the site was built; only the browser is missing
+            return provenance.peer_missing(
+                "no chromium binary, the site was built but not shot (apt-get install chromium)"
+            )
+        shots = shoot(site, Path(args.output or Path(work) / "shots"), chromium, args.query)
+        for path in shots:
             print(path)
+    record.figure(
+        "screenshots", len(shots), "PNG files", f"{len(pages(site))} pages at {len(WIDTHS)} widths, and search"
+    )
+    record.write(args.json, smoke=args.smoke)
     return 0
 
 

@@ -3,6 +3,7 @@
     python benchmarks/wrap.py overhead [--rounds 200] [--tasks mme,clotho_aqa_test] [--image-size 768x1024]
                                        [--audio-seconds 20] [--audio-rate 16000]
     python benchmarks/wrap.py video [--seconds 10] [--width 640] [--height 360] [--rounds 5]
+    python benchmarks/wrap.py --smoke                    # both parts at CI size
 
 ``overhead``: per-request time outside the model of a wrapped task at severity 0 against its
 base task on the same docs.
@@ -60,6 +61,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+import provenance
 
 # --- overhead part: wrapped clean vs the base task, per request, interleaved pairs ----------------
 
@@ -118,7 +120,7 @@ def overhead(root: Path, task: str, rounds: int, options: dict[str, dict]) -> tu
     return statistics.median(times["base"]) / 1e3, statistics.median(times["wrapped"]) / 1e3
 
 
-def print_overhead(args: argparse.Namespace) -> None:
+def print_overhead(args: argparse.Namespace, record: provenance.Record) -> None:
     """The ``overhead`` part: build the copies, time the pairs, print the table and the goal."""
     from faultline_eval.core.offline import use_offline_defaults
 
@@ -141,6 +143,10 @@ def print_overhead(args: argparse.Namespace) -> None:
                 ratio = wrapped_us / base_us
                 worst = max(worst, ratio)
                 print(f"{task:<18}{base_us:>10.1f}{wrapped_us:>10.1f}{ratio:>7.2f}x", flush=True)
+                what = (
+                    f"{task}: {wrapped_us:.0f} µs a request wrapped at severity 0 against the base's {base_us:.0f} µs"
+                )
+                record.figure(f"overhead/{task}", ratio, "x", what)
         finally:
             if previous is None:
                 os.environ.pop("SCEVAL_CACHE", None)
@@ -279,7 +285,13 @@ def video_costs(
 
 
 def print_video_costs(
-    costs: dict[str, tuple[float, float]], *, seconds: int, width: int, height: int, rounds: int
+    costs: dict[str, tuple[float, float]],
+    record: provenance.Record,
+    *,
+    seconds: int,
+    width: int,
+    height: int,
+    rounds: int,
 ) -> None:
     peer_wall, peer_cpu = costs[VIDEO_PEER]
     print(
@@ -290,11 +302,15 @@ def print_video_costs(
     for arm in VIDEO_ARMS:
         wall, cpu = costs[arm]
         print(f"{arm:<20} {wall * 1000:>9.2f} {cpu * 1000:>9.2f} {wall / peer_wall:>12.3f} {cpu / peer_cpu:>11.3f}")
+        what = f"{arm}, {width}x{height}: {wall * 1000:.2f} ms wall, {cpu / peer_cpu:.3f}x {VIDEO_PEER}'s CPU time"
+        record.figure(f"video/{arm.replace(' ', '_')}_cpu_ms", cpu * 1000, "ms", what)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parts = parser.add_subparsers(dest="part", required=True)
+    parser.add_argument("--smoke", action="store_true", help=f"{provenance.SMOKE_HELP}: both parts, tiny media")
+    parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
+    parts = parser.add_subparsers(dest="part")
     over = parts.add_parser("overhead", help="wrapped clean vs the base task per request (image, audio)")
     over.add_argument("--rounds", type=int, default=200)
     over.add_argument("--tasks", default="mme,clotho_aqa_test", help="comma-separated; image and audio tasks")
@@ -306,12 +322,23 @@ def main() -> int:
     video.add_argument("--width", type=int, default=640)
     video.add_argument("--height", type=int, default=360)
     video.add_argument("--rounds", type=int, default=5)
+    for part in (over, video):  # also after the part's name; SUPPRESS keeps a value given before it
+        part.add_argument("--smoke", action="store_true", default=argparse.SUPPRESS, help="as above")
+        part.add_argument("--json", type=Path, metavar="PATH", default=argparse.SUPPRESS, help="as above")
     args = parser.parse_args()
-    if args.part == "overhead":
-        print_overhead(args)
-    if args.part == "video":
+    if args.part is None and not args.smoke:
+        parser.error("name a part: overhead or video (or give --smoke for both at CI size)")
+    record = provenance.Record(__file__, peer="the base lmms-eval task; the decode cache's cold decode")
+    if args.smoke:
+        smoke = {"rounds": 2, "tasks": "mme,clotho_aqa_test", "image_size": "24x32", "audio_seconds": 0.5}
+        smoke |= {"audio_rate": 16_000, "seconds": 2, "width": 96, "height": 64}
+        args = argparse.Namespace(**(smoke | {"part": args.part, "smoke": True, "json": args.json}))
+    if args.part in ("overhead", None):
+        print_overhead(args, record)
+    if args.part in ("video", None):
         settings = {"seconds": args.seconds, "width": args.width, "height": args.height, "rounds": args.rounds}
-        print_video_costs(video_costs(**settings), **settings)
+        print_video_costs(video_costs(**settings), record, **settings)
+    record.write(args.json, smoke=args.smoke)
     return 0
 
 
