@@ -47,7 +47,7 @@ PEER_MISSING = 3
 #: Units written straight after the number (``12.1×``); every other unit follows a space (``246 s``).
 ATTACHED_UNITS = {"x": "×", "%": "%"}
 #: Changes a run's checkout may have without its figures changing (text, and the results themselves).
-UNMEASURED = ("docs/", "benchmarks/results/", "README.md", "CHANGELOG.md")
+UNMEASURED = ("docs/", "benchmarks/results/", "tests/test_", "README.md", "CHANGELOG.md", "mkdocs.yml")
 #: A figure older than this is marked on the Benchmarks page even when its script has not changed.
 MAX_AGE_DAYS = 120
 
