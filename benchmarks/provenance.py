@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import platform
 import shlex
@@ -47,7 +48,15 @@ PEER_MISSING = 3
 #: Units written straight after the number (``12.1×``); every other unit follows a space (``246 s``).
 ATTACHED_UNITS = {"x": "×", "%": "%"}
 #: Changes a run's checkout may have without its figures changing (text, and the results themselves).
-UNMEASURED = ("docs/", "benchmarks/results/", "tests/test_", "README.md", "CHANGELOG.md", "mkdocs.yml")
+UNMEASURED = (
+    "docs/",
+    "benchmarks/results/",
+    "benchmarks/provenance.py",  # writes the record, measures nothing
+    "tests/test_",
+    "README.md",
+    "CHANGELOG.md",
+    "mkdocs.yml",
+)
 #: A figure older than this is marked on the Benchmarks page even when its script has not changed.
 MAX_AGE_DAYS = 120
 
@@ -57,7 +66,7 @@ def git(*args: str) -> str | None:
         done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    return done.stdout.rstrip() if done.returncode == 0 else None  # porcelain lines start with a space
 
 
 def cpu_model() -> str:
@@ -98,6 +107,19 @@ def load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+def without_json(argv: list[str]) -> list[str]:
+    """``argv`` without ``--json PATH`` (where the figures went is not part of what was measured)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--json":
+            skip = True
+        elif not arg.startswith("--json="):
+            out.append(arg)
+    return out
+
+
 class Record:
     """One run's provenance, started when the script starts; its figures are added as measured."""
 
@@ -121,7 +143,7 @@ class Record:
         changed = git("status", "--porcelain", "--untracked-files=no")
         return {
             "script": script,
-            "command": shlex.join(["python", script, *self.argv]),
+            "command": shlex.join(["python", script, *without_json(self.argv)]),
             "smoke": smoke,
             "commit": git("rev-parse", "HEAD"),
             "changed_files": [line[3:] for line in changed.splitlines()] if changed else [],
@@ -173,7 +195,11 @@ def results(folder: Path = RESULTS) -> dict[str, Result]:
 
 def format_value(value: float | int | str, unit: str) -> str:
     """A figure as the docs state it: ``246 s``, ``12.1×``, ``1,051 tests``, ``0.605``."""
-    text = f"{value:,}" if isinstance(value, (int, float)) else str(value)
+    if isinstance(value, float) and value:  # three significant digits, as measured times deserve
+        digits = max(0, 2 - math.floor(math.log10(abs(value))))
+        text = f"{value:,.{digits}f}".rstrip("0").rstrip(".") if digits else f"{round(value):,}"
+    else:
+        text = f"{value:,}" if isinstance(value, int) else str(value)
     if unit in ATTACHED_UNITS:
         return text + ATTACHED_UNITS[unit]
     return f"{text} {unit}" if unit else text
@@ -184,7 +210,7 @@ def stale(result: Result, today: dt.date | None = None) -> str | None:
     commit is not in this checkout's history, the run's checkout had changes, or it is old."""
     data = result.data
     if data.get("transcribed"):
-        return "transcribed from an earlier page, not re-run with its provenance recorded"
+        return f"transcribed from {data['transcribed']['from']}, not re-run with its provenance recorded"
     reasons = []
     commit, script = data.get("commit"), data.get("script")
     if commit and script:

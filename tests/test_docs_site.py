@@ -223,3 +223,8 @@ def test_mkdocs_build_strict(tmp_path):
         assert not missing, f"{module}: exported but not on its API page: {missing}"
     trial = text_of(site, "reference/api/faultline_eval.core.trial")
     assert 'id="faultline_eval.core.trial.SCEvalTrial"' in trial
+
+    # docs/_ext/measured.py ran: the figures are filled in, and the Benchmarks page names each run
+    assert "{{ measured" not in text_of(site, "getting-started/install")
+    benchmarks = text_of(site, "explanations/benchmarks")
+    assert "<!-- results" not in benchmarks and benchmarks.count("<table>") >= len(list(ROOT.glob("benchmarks/results/*.json")))
