@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))  # MkDocs loads this file by path
 
 import provenance  # noqa: E402
 
-FIGURE = re.compile(r"\{\{\s*measured:([\w-]+)\.([\w/.() -]+?)\s*\}\}")
+FIGURE = re.compile(r"\{\{\s*measured:([\w-]+)\.([\w/.(), -]+?)\s*\}\}")
 RESULTS_MARKER = re.compile(r"<!--\s*results:\s*([\w\s-]+?)\s*-->")
 
 
