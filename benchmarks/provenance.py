@@ -1,7 +1,14 @@
 """Where a benchmark's figures come from: the one writer and reader of ``--json`` result files.
 
-Every script under ``benchmarks/`` takes ``--json PATH`` and, at the end of its run, writes its
-measured figures there with what produced them::
+What every script under ``benchmarks/`` does (``tests/test_benchmarks_smoke.py`` runs each one):
+
+- ``--smoke``: a run of its whole path (synthesis, the real commands, the comparison with its peer)
+  at a size that takes seconds; it exits 0 whatever the ratios, and non-zero only on a crash;
+- ``--json PATH``: its figures with their provenance, written by :class:`Record` below;
+- a peer that is not installed: run what it can without it (under ``--smoke``), then
+  ``return provenance.peer_missing("NAME (install: ...)")``, exit status :data:`PEER_MISSING`.
+
+At the end of its run a script writes its measured figures with what produced them::
 
     record = provenance.Record(__file__, peer="the reference: json.loads + pandas + Python loops")
     ...  # the measurement
