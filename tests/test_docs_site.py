@@ -227,4 +227,6 @@ def test_mkdocs_build_strict(tmp_path):
     # docs/_ext/measured.py ran: the figures are filled in, and the Benchmarks page names each run
     assert "{{ measured" not in text_of(site, "getting-started/install")
     benchmarks = text_of(site, "explanations/benchmarks")
-    assert "<!-- results" not in benchmarks and benchmarks.count("<table>") >= len(list(ROOT.glob("benchmarks/results/*.json")))
+    assert "<!-- results" not in benchmarks and benchmarks.count("<table>") >= len(
+        list(ROOT.glob("benchmarks/results/*.json"))
+    )
