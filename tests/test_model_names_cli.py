@@ -74,9 +74,16 @@ def test_a_placement_argument_makes_a_rerun_not_a_model(runs, tmp_path):
     assert list(alone["model"]) == ["modality_oracle"]  # a lone run keeps the name it always had
 
 
-def test_a_label_is_the_name(runs, tmp_path):
+def test_a_label_is_the_name_and_changes_nothing_sent(runs, tmp_path):
     conditions, _ = report(tmp_path / "report", runs["labelled"], runs["rerun"])
     assert sorted(conditions["model"]) == ["modality_oracle", "oracle-vision"]
+
+    def sent_and_answered(folder: Path) -> list[tuple]:
+        [log] = folder.glob("*_samples_sceval_clean.jsonl")
+        lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+        return [(line["doc_id"], line["input"], line["filtered_resps"]) for line in lines]
+
+    assert sent_and_answered(runs["labelled"]) == sent_and_answered(runs["vision"])
 
 
 def test_the_viewer_pages_show_the_two_names(runs, tmp_path):
