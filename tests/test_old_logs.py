@@ -19,8 +19,10 @@ from fixtures import write_logs
 
 from faultline_eval.model_wrappers.reference import answer_messages
 from faultline_eval.tasks import sceval_task as task
+from faultline_eval.viewer.compare import sceval_tests
 from sceval_plugin.metrics.protocol import TRIAL_COLUMNS, catalogue_info, leave_out_incomparable
 from sceval_plugin.probe_conditions import REREAD_IN_2
+from sceval_plugin.report.reader import read_runs
 
 BIN = Path(sys.executable).parent
 OLD = Path(__file__).parent / "data" / "old_logs"
@@ -145,7 +147,7 @@ def test_a_mix_with_current_logs_leaves_out_only_the_earlier_readings_and_strict
 
     # --strict: today's refusal, by condition and model
     strict = sceval_report(tmp_path, [tmp_path / "current", *releases, pre], "strict", "--strict")
-    assert strict.returncode != 0
+    assert strict.returncode == 2  # an error: `sceval: error: ...`
     assert "were made under the earlier reading (probe_distractor_audio: sceval_reference:pre-readings;" in (
         strict.stderr
     )
@@ -183,3 +185,17 @@ def test_a_condition_the_catalogue_does_not_know_is_left_out_by_name():
     assert left.to_dict("records") == [
         {"model": "m", "condition_id": "plugin_condition", "reason": "unknown_condition", "trials": 3}
     ]
+
+
+def test_the_viewers_paired_tests_leave_out_what_the_report_leaves_out():
+    """`faultline view --compare` of a pre-readings run and 0.1.0's: the paired tests are those of
+    the cells both runs share under one meaning (before, the earlier readings made every test fail)."""
+    trials, _ = read_runs([OLD / "pre-readings", OLD / "0.1.0"], workers=1, progress=False)
+    tests = sceval_tests(trials)
+    tested = set(tests["condition_a"])
+    assert {"clean", "single_noise_v30", "probe_temporal_frame_reverse"} <= tested
+    assert not tested & set(REREAD_IN_2)
+    assert set(tests["model_a"]) | set(tests["model_b"]) == {
+        "sceval_reference:pre-readings",
+        "sceval_reference:release-0.1.0",
+    }

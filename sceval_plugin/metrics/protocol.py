@@ -670,8 +670,9 @@ def earlier_readings(trials: pd.DataFrame) -> pd.Series:
     :data:`READINGS`, or none (a log from before the field)."""
     if "probe_readings" not in trials:  # not read from logs (read_runs gives every log the column)
         return pd.Series(False, index=trials.index)
-    readings = pd.to_numeric(trials["probe_readings"].astype(object), errors="coerce")
-    return trials["condition_id"].isin(REREAD_IN_2) & ~(readings >= READINGS)
+    reread = trials["condition_id"].isin(REREAD_IN_2)
+    readings = pd.to_numeric(trials.loc[reread, "probe_readings"].astype(object), errors="coerce")
+    return reread & ~(readings >= READINGS).reindex(trials.index, fill_value=True)
 
 
 def earlier_readings_message(old: pd.DataFrame) -> str:
@@ -706,7 +707,7 @@ def leave_out_incomparable(trials: pd.DataFrame, info: dict[str, ConditionInfo])
     logs' tables are computed as if those logs had not been given."""
     reasons = pd.Series(None, index=trials.index, dtype=object)
     reasons[earlier_readings(trials)] = "earlier_probe_reading"
-    reasons[~trials["condition_id"].astype(str).isin(list(info))] = "unknown_condition"
+    reasons[~trials["condition_id"].isin(list(info))] = "unknown_condition"
     out = reasons.notna()
     columns = ["model", "condition_id", "reason", "trials"]
     if not out.any():
