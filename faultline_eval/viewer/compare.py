@@ -39,6 +39,7 @@ from sceval_plugin.metrics.protocol import (
     catalogue_info,
     check_comparable,
     comparisons,
+    leave_out_incomparable,
     per_sample,
     split_not_applicable,
 )
@@ -170,10 +171,12 @@ def paired_tests(trials: pd.DataFrame, info: dict) -> pd.DataFrame:
 
 def sceval_tests(trials: pd.DataFrame) -> pd.DataFrame:
     """:func:`paired_tests` on the trials ``sceval report`` tests: the headline cohort, without the
-    no-option and not-applicable trials (as :func:`sceval_plugin.report.build_report`). Raises
-    ``ValueError`` naming what clashes for runs the report would not compare (other prompts,
-    dataset versions or seed schemes)."""
+    no-option and not-applicable trials, and without the trials the report leaves out (a probe's
+    earlier reading, a condition the catalogue does not know), as
+    :func:`sceval_plugin.report.build_report`. Raises ``ValueError`` naming what clashes for runs
+    the report would not compare (other prompts, dataset versions or seed schemes)."""
     info = catalogue_info()
+    trials, _ = leave_out_incomparable(trials, info)
     check_comparable(trials, info)
     trials = select_cohort(trials, "gold_preserved", [])
     trials, _ = no_option_section.split_trials(trials, info)
