@@ -31,6 +31,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from faultline_eval.core.model_names import ModelNames
 from faultline_eval.core.run_logs import ReportError
 from faultline_eval.viewer.budget import CORRECT
 from faultline_eval.viewer.site import ASSETS, SiteWriter, esc, slug
@@ -104,6 +105,11 @@ class Sides:
                     "give one folder per model or run, or leave out --compare"
                 )
         shown = [models[0] for models in found]
+        if shown[0] == shown[1]:  # one name read alone: the names the two folders get read together
+            together = ModelNames.under(self.run_dirs)
+            apart = [together.under_folder(folder) for folder in self.run_dirs]
+            if all(len(names) == 1 for names in apart) and apart[0] != apart[1]:
+                shown = [names.pop() for names in apart]
         if shown[0] == shown[1]:  # two runs of one model: name them by their folders
             names = [Path(folder).resolve().name for folder in self.run_dirs]
             names = names if names[0] != names[1] else ["A", "B"]
