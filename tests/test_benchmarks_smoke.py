@@ -28,11 +28,6 @@ import provenance  # noqa: E402
 
 #: The scripts (provenance.py is their helper, not a benchmark).
 SCRIPTS = sorted(path.stem for path in BENCHMARKS.glob("*.py") if path.stem != "provenance")
-#: Cases expected to fail until another change lands, and why.
-EXPECTED_FAILURES = {
-    "report": "its synthetic logs lack the probe_readings field, which sceval report now requires (issue 42, "
-    "fixed by the log-synthesis change to benchmarks/report.py)",
-}
 
 
 def test_every_script_is_smoked():
@@ -41,15 +36,7 @@ def test_every_script_is_smoked():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "script",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=False, reason=EXPECTED_FAILURES[name]))
-        if name in EXPECTED_FAILURES
-        else name
-        for name in SCRIPTS
-    ],
-)
+@pytest.mark.parametrize("script", SCRIPTS)
 def test_smoke(script: str, tmp_path: Path):
     figures = tmp_path / "figures.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
