@@ -4,11 +4,10 @@ their provenance (``--json``). A ratio never fails this test; a crash does. A sc
 not installed here (imagecorruptions for ``operators.py``, chromium for ``viewer_screenshots.py``)
 runs what it can without it and exits 3 saying which, and is skipped with that reason.
 
-Measured on the shared 2-core development machine at a load of 4-5 (2026-12-07): 293 s in all
-before report.py's logs were fixed (which adds about 30 s, most of it the reference's Python-loop
-bootstrap), from under 1 s (probes, decode_cache) to 54 s (viewer: the main job on 3 items and nine
-report runs); the scripts that start lmms-eval, a tiny model or the embedding model pay those imports,
-which puts the whole far above a minute. Marked slow.
+Measured on the shared 2-core development machine at a load of about 3 (2026-12-07): 307 s in all,
+from under 1 s (decode_cache) to 45 s (serving: three lmms-eval runs); the scripts that start
+lmms-eval, a tiny model or the embedding model pay those imports, which puts the whole far above a
+minute. Marked slow.
 """
 
 from __future__ import annotations
