@@ -233,25 +233,30 @@ def test_budget_per_cell_wrong_only_and_alignment():
         Budget.parse("per_sample=3")
 
 
-def test_past_max_mb_trials_are_listed_without_media_and_the_overview_says_so(site, tmp_path):
+@pytest.mark.parametrize("spec", ["per_cell=2,max_mb=0.05", "per_cell=all,max_mb=0.05"])
+def test_past_max_mb_trials_are_listed_without_media_and_the_counts_are_of_trials(site, tmp_path, spec):
+    """Each trial is counted once (one model: one "sent" section per trial on the sample pages):
+    shown with media + without media = all trials; past the cap the trial's page says why."""
     from faultline_eval.viewer import write_site
 
     _, _, root = site
-    done = write_site(
-        [root / "logs" / "guesser"],
-        tmp_path / "site",
-        budget=Budget.parse("per_cell=2,max_mb=0.05"),
-        benchmarks=("sceval",),
-    )
-    assert done["media_skipped"] > 0 and done["media_bytes"] < 0.05e6 + 2e6
+    done = write_site([root / "logs" / "guesser"], tmp_path / "site", budget=Budget.parse(spec), benchmarks=("sceval",))
+    (section,) = done["sections"]
+    assert done["past_max_mb"] > 0 and done["media_bytes"] < 0.05e6 + 2e6
     pages = [p.read_text() for p in (tmp_path / "site" / "sceval" / "samples").glob("*.html")]
-    sent = [p.split("<h3>sent</h3>")[1:] for p in pages]
-    without = sum(
-        part.startswith('<p class="muted">media not written (size budget spent)') for ps in sent for part in ps
-    )
-    assert 0 < without <= done["media_skipped"] and without < sum(map(len, sent))  # the first ones have media
+    sent = [part for p in pages for part in p.split("<h3>sent</h3>")[1:]]
+    without = sum(part.startswith('<p class="muted">media not written (size budget spent)') for part in sent)
+    assert section["media_failed"] == 0 and section["shown"] + section["without_media"] == section["trials"]
+    assert (section["shown"], section["past_max_mb"]) == (len(sent) - without, without)
+    assert 0 < without < len(sent)  # the first ones have media
+    if spec.startswith("per_cell=all"):  # every trial has a page: none is left out by the per-cell count
+        assert len(sent) == section["trials"] == section["shown"] + section["past_max_mb"]
+    else:
+        assert section["without_media"] > section["past_max_mb"]
     assert all('<pre class="text">' in p for p in pages)  # the text sent is shown all the same
-    assert f"{done['media_skipped']} trial(s) are shown without media" in (tmp_path / "site" / "index.html").read_text()
+    front = (tmp_path / "site" / "index.html").read_text()
+    assert f"{without} trial(s) picked for a sample page are shown without media" in front
+    assert f"{section['shown']} shown with media on {section['samples']} sample page(s)" in front
 
 
 @pytest.mark.parametrize("tool", ["sceval", "c3po"])
