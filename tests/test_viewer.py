@@ -137,7 +137,7 @@ def parsed(path: Path) -> Links:
 
 def test_every_link_and_media_path_is_relative_and_resolves(site):
     out, stdout, _ = site
-    assert "SCEval: 30 trials" not in stdout and "SCEval: 60 trials" in stdout and "C3PO: 8 trials" in stdout
+    assert "SCEval: 60 trial(s) of 2 model(s)" in stdout and "C3PO: 8 trial(s) of 1 model(s)" in stdout
     pages = sorted(out.rglob("*.html"))
     assert len(list((out / "sceval" / "cells").glob("*.html"))) == len(CONDITIONS)
     assert {p.parent.name for p in pages} >= {"cells", "samples", "sceval", "c3po"}
@@ -658,3 +658,39 @@ def test_the_site_in_a_headless_browser(site, tmp_path):
         u for u in requests if not u.startswith("file://")
     ]
     assert any(url.endswith("/assets/viewer.js") for url in requests)
+
+
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "benchmarks" / "viewer_screenshots.py"
+
+
+def test_screenshot_pages_of_a_relative_site_folder_are_file_addresses(site, monkeypatch):
+    """benchmarks/viewer_screenshots.py as docs/how-to/browse.md runs it (a relative SITE): every
+    page's address is a file:// URI of a page that exists (Path.as_uri() refuses relative paths)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("viewer_screenshots", SCREENSHOTS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder, _, _ = site
+    monkeypatch.chdir(folder.parent)
+    found = module.pages(Path(folder.name))
+    assert {name for name, _ in found} >= {"index", "sceval-overview", "sceval-cell", "sceval-sample", "c3po-sample"}
+    for _, address in found:
+        assert address.startswith("file:///")
+        assert Path(unquote(urlparse(address).path)).is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium) for the browser test")
+def test_screenshot_script_as_the_docs_run_it(site):
+    """`python benchmarks/viewer_screenshots.py SITE -o shots/` with relative folders: a PNG per
+    page and width, and the search's; a folder without a site is refused naming it."""
+    folder, _, _ = site
+    run = [sys.executable, str(SCREENSHOTS)]
+    done = subprocess.run([*run, folder.name, "-o", "shots/"], cwd=folder.parent, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shots = sorted(p.name for p in (folder.parent / "shots").glob("*.png"))
+    assert "index-desktop.png" in shots and "search-phone.png" in shots and len(shots) >= 12
+    assert all((folder.parent / "shots" / name).stat().st_size > 1000 for name in shots)
+    refused = subprocess.run([*run, "no/such/site", "-o", "shots/"], cwd=folder.parent, capture_output=True, text=True)
+    assert refused.returncode == 2 and "no/such/site: no index.html there" in refused.stderr
