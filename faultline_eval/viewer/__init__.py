@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from faultline_eval.viewer.budget import Budget
+from faultline_eval.viewer.budget import Budget, media_counts
 
 # The commands import this module to build their parsers; writing a site (pandas, scipy) is imported when one is written.
 __all__ = ["write_site", "add_parser", "add_html_arguments", "check_html_arguments"]
@@ -80,8 +80,6 @@ def check_html_arguments(parser: argparse.ArgumentParser, args: argparse.Namespa
 
 
 def print_summary(done: dict) -> None:
-    from faultline_eval.viewer.site import media_counts  # heavy (pandas): only once a site is written
-
     for note in done["notes"]:
         print(f"note: {note}")
     for s in done["sections"]:

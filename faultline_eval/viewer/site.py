@@ -34,7 +34,7 @@ import pandas as pd
 
 from faultline_eval.core import report_writer
 from faultline_eval.core.run_logs import results_for
-from faultline_eval.viewer.budget import CORRECT, Budget, sample_rank, select
+from faultline_eval.viewer.budget import CORRECT, Budget, media_counts, sample_rank, select
 from faultline_eval.viewer.logs import run_info, without_paths
 from faultline_eval.viewer.media import MediaWriter, Shown, Written
 
@@ -769,18 +769,6 @@ class SiteWriter:
 #: How much of each reply and question the search index holds (it is loaded whole by the browser).
 SEARCH_REPLY_CHARS = 200
 SEARCH_QUESTION_CHARS = 400
-
-
-def media_counts(summary: dict) -> str:
-    """A section's trials by their media (:meth:`SiteWriter.write_section`'s summary), each trial
-    counted once: shown with media + without (budget) + not regenerated = all its trials."""
-    not_picked = summary["without_media"] - summary["past_max_mb"]
-    failed = f", {summary['media_failed']} whose media could not be regenerated" if summary["media_failed"] else ""
-    return (
-        f"{summary['trials']} trial(s) of {len(summary['models'])} model(s): {summary['shown']} shown with media on "
-        f"{summary['samples']} sample page(s), {summary['without_media']} without media (budget: {not_picked} not "
-        f"picked per cell, {summary['past_max_mb']} past max_mb){failed}"
-    )
 
 
 def model_order(rows: pd.DataFrame) -> list[str]:
