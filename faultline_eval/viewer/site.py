@@ -299,8 +299,8 @@ class SiteWriter:
         has_page = shown & pd.Series([k in records for k in keys])
         notes = [without_paths(n) for n in s.notes]
         models = model_order(rows)
-        media: dict[str, int] = {}  # trials with a sample page by their media: written, "budget", "failed"
-        sample_pages = self._sample_pages(s, rows[has_page], records, notes, models, media)
+        trial_media: dict[str, int] = {}  # trials with a sample page by their media: "written", "budget", "failed"
+        sample_pages = self._sample_pages(s, rows[has_page], records, notes, models, trial_media)
         links = [
             f"../samples/{sample_pages[sample]}#{slug(f'{cell}-{variant}')}" if on else None
             for (_, cell, sample, variant), on in zip(keys, has_page)
@@ -317,7 +317,7 @@ class SiteWriter:
         self._index_trials(s, rows, keys, extras, cell_pages)
         runs = self._runs(s, rows, keys, extras)
         self._overview(s, rows, cells, cell_pages, notes, models, runs)
-        with_media, failed = media.get("written", 0), media.get("failed", 0)
+        with_media, failed = trial_media.get("written", 0), trial_media.get("failed", 0)
         summary = {
             "name": s.name,
             "title": s.title,
@@ -325,7 +325,7 @@ class SiteWriter:
             # each trial counted once: with media + without (not picked, or past max_mb) + failed = trials
             "shown": with_media,
             "without_media": len(rows) - with_media - failed,
-            "past_max_mb": media.get("budget", 0),
+            "past_max_mb": trial_media.get("budget", 0),
             "media_failed": failed,
             "samples": len(sample_pages),
             "models": sorted(rows["model"].unique()),
@@ -379,9 +379,9 @@ class SiteWriter:
 
     # -- per sample ---------------------------------------------------------------------------------------
     def _sample_pages(
-        self, s: Section, rows: pd.DataFrame, records: dict, notes: list[str], models: list[str], media: dict
+        self, s: Section, rows: pd.DataFrame, records: dict, notes: list[str], models: list[str], trial_media: dict
     ) -> dict[str, str]:
-        """The sample pages of ``rows`` (the trials given one); ``media`` counts those trials by
+        """The sample pages of ``rows`` (the trials given one); ``trial_media`` counts those trials by
         what their media came to ("written", "budget": past max_mb, "failed")."""
         order = rows.assign(_rank=sample_rank(rows["sample_id"])).sort_values(["_rank", "sample_id"], kind="stable")
         grouped = list(order.groupby("sample_id", sort=False))
@@ -400,7 +400,7 @@ class SiteWriter:
                 failures,
                 models,
                 pager("sample", *around[:1], f"sample {i + 1} of {len(grouped)}", around[1]),
-                media,
+                trial_media,
             )
             (self.out / s.name / "samples" / pages[sample]).write_text(
                 self.page(f"{s.title}: {sample}", body, 2), encoding="utf-8"
@@ -427,7 +427,7 @@ class SiteWriter:
         failures: dict,
         models: list[str],
         nav: str,
-        media_counts: dict,
+        trial_media: dict,
     ) -> str:
         """One sample: its media and question first (the clean item, or for a benchmark that
         sends every trial the same media, those media: written once), the gold answer, the
@@ -507,7 +507,7 @@ class SiteWriter:
             else:
                 shown, media, outcome = top_shown, "", top_outcome
             # each model's trial of this (cell, variant) was sent these media: counted per trial, not per file
-            media_counts[outcome] = media_counts.get(outcome, 0) + len(g)
+            trial_media[outcome] = trial_media.get(outcome, 0) + len(g)
             text, diffed = "", " (against clean: inserted, deleted)" if s.renderer.clean and top_shown else ""
             if shown is not None and top_shown is not None and shown.text == top_shown.text:
                 text, diffed = "", ": the same as above"  # not repeated
