@@ -194,9 +194,8 @@ def c3po_outcomes(folder: Path) -> dict[tuple[str, str], bool]:
     """(template, sample) -> graded right, from the logged C3PO records (exact matching)."""
     found = {}
     for line in (folder / "20261201_120000_samples_c3po_all.jsonl").read_text().splitlines():
-        record = eval(
-            json.loads(line)["c3po_record"], {"nan": float("nan")}
-        )  # written with repr(), as lmms-eval logs it
+        # lmms-eval logs the record with repr(): a Python literal (nan for a missing number)
+        record = eval(json.loads(line)["c3po_record"], {"nan": float("nan")})
         found[(record["template_id"], str(record["sample_id"]))] = bool(record["correct"])
     return found
 
@@ -231,7 +230,7 @@ def test_every_number_of_the_compare_tables_is_the_reports(scenario, drawn_a, dr
     assert {(r["model_a"], r["model_b"]) for r in report} == {tuple(sorted((a, b)))}
     pairs = sceval_pairs(root / "logs" / name_a, root / "logs" / name_b)
     trial_pairs = {
-        cell: tuple(sum(p == (cell, kind) for p in ((c, w) for c, _, w in pairs)) for kind in ("a_only", "b_only"))
+        cell: tuple(sum((c, w) == (cell, which) for c, _, w in pairs) for which in ("a_only", "b_only"))
         for cell, _, _ in pairs
     }
     shown = table_rows(page)
@@ -250,6 +249,9 @@ def test_every_number_of_the_compare_tables_is_the_reports(scenario, drawn_a, dr
             a_only, b_only = by_sample.get(sample, (0, 0))
             by_sample[sample] = (a_only + (pair == "a_only"), b_only + (pair == "b_only"))
     assert per_sample_rows(page) == by_sample
+    changed = sum(float(r["p_holm"]) < 0.05 for r in report)
+    assert f"{changed} of {len(report)} tested condition(s) differ significantly" in page
+    assert f"{len(shown)} condition(s), {len(pairs)} pair(s) of trials." in page
 
     # C3PO: accuracy per template from the report; n, b, c, exact p and Holm counted from the logs
     page = (root / "site" / "c3po" / "compare.html").read_text()
@@ -298,6 +300,9 @@ def test_every_number_of_the_compare_tables_is_the_reports(scenario, drawn_a, dr
         expected = expected_row(test, a, c3po_pairs)
         assert same_row(shown[t], expected), (t, shown[t], expected)
         assert np.isclose(p[t], boot.loc[t, "p_mcnemar"])  # scipy's exact test and the report's agree
+    changed = sum(adjusted[t] < 0.05 for t in templates)
+    assert f"{changed} of {len(templates)} tested template(s) differ significantly" in page
+    assert f"{len(templates)} template(s), {len(right_a)} pair(s) of trials." in page
 
 
 def test_a_benchmark_one_side_lacks_is_named_not_dropped(tmp_path, monkeypatch, capsys):
