@@ -37,6 +37,7 @@ rows and problems keep the converter's order and JSON is written with sorted key
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import shutil
@@ -49,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from faultline_eval.core.intake import media_reason, read_text
+from faultline_eval.core.preflight import PathRule, PreflightError, check_existing_path, path_rules
 from faultline_eval.core.registry import PluginError, Registry, UnknownNameError
 from faultline_eval.core.run_status import TaskOutcome, report
 from faultline_eval.core.store import write_atomic
@@ -272,6 +274,10 @@ def _source_arg(text: str) -> tuple[str, str]:
     name, sep, path = text.partition("=")
     if not sep or not name or not path:
         raise ValueError(f"expected SOURCE=PATH, got {text!r}")
+    try:  # checked as the arguments are parsed: a typo is refused before any source is read
+        check_existing_path(path, f"{name}=PATH", kind="file_or_folder")
+    except PreflightError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return name, path
 
 
@@ -315,13 +321,16 @@ def add_parser(stages) -> None:
         help="convert local copies of source benchmarks into SCEval items",
         description=__doc__.split("\n\n")[0],
     )
-    parser.add_argument(
-        "build_dir",
-        type=Path,
-        metavar="BUILD_DIR",
-        nargs="?",
-        default=Path("."),
-        help="the build folder; writes BUILD_DIR/converted/<source> (default: the current folder)",
+    path_rules(
+        parser.add_argument(
+            "build_dir",
+            type=Path,
+            metavar="BUILD_DIR",
+            nargs="?",
+            default=Path("."),
+            help="the build folder; writes BUILD_DIR/converted/<source> (default: the current folder)",
+        ),
+        PathRule("folder_to_write", unless="list"),
     )
     parser.add_argument(
         "sources",
