@@ -16,7 +16,7 @@ from pathlib import Path
 
 from faultline_eval.cli import main as evaluate
 from faultline_eval.core.offline import use_offline_defaults
-from faultline_eval.core.preflight import FOLDER_TO_WRITE, RUN_FOLDER, PreflightError, check_existing_path, path_rules
+from faultline_eval.core.preflight import FOLDER_TO_WRITE, RUN_FOLDER, check_existing_path, path_rules
 from faultline_eval.core.run_status import run_command
 from faultline_eval.model_wrappers.tiny_checkpoints import BUILDERS as TINY_CHECKPOINTS
 
@@ -88,15 +88,9 @@ def add_tiny_model_parser(sub) -> None:
     )
 
     def run(args: argparse.Namespace) -> int:
-        out: Path = args.out
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"tiny-model: OUT {out} is a file; give a new or empty folder")
-        if out.is_dir() and any(out.iterdir()):
+        out: Path = args.out  # a folder that can be written (checked before the command runs)
+        if any(out.iterdir()):
             raise ValueError(f"tiny-model: OUT {out} is not empty; remove it or give a new folder")
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ValueError(f"tiny-model: cannot create OUT {out}: {exc.strerror}") from exc
         TINY_CHECKPOINTS[args.variant](out)
         print(f"wrote a tiny random faultline_{args.variant} checkpoint to {out} (its answers are noise)")
         return 0
@@ -154,15 +148,19 @@ def add_wrap_parser(sub) -> None:
         "--data",
         action="append",
         default=[],
-        type=_task_data,
         metavar="TASK=PATH",
         help="a local copy of TASK's dataset to read",
     )
 
     def run(args: argparse.Namespace) -> int:
+        try:
+            data = dict(entry.split("=", 1) for entry in args.data)
+        except ValueError:
+            raise SystemExit(f"faultline wrap: --data takes TASK=PATH, got {args.data}") from None
+        for task, path in data.items():  # every local copy, before any task is indexed
+            check_existing_path(path, f"--data {task}=PATH", kind="file_or_folder")
         from faultline_eval.tasks import wrap_configs  # heavy: the condition catalogue and the adapters
 
-        data = dict(args.data)
         try:
             conditions = wrap_configs.requested_conditions(args.suite, args.conditions)
             plans = wrap_configs.wrap(args.tasks, conditions, write_files=args.write, data=data)
@@ -184,18 +182,6 @@ def add_wrap_parser(sub) -> None:
         return 0
 
     parser.set_defaults(func=run)
-
-
-def _task_data(text: str) -> tuple[str, str]:
-    """``--data TASK=PATH``, PATH an existing file or folder (checked as the arguments are parsed)."""
-    task, sep, path = text.partition("=")
-    if not sep or not task or not path:
-        raise argparse.ArgumentTypeError(f"takes TASK=PATH, got {text!r}")
-    try:
-        check_existing_path(path, f"--data {task}=PATH", kind="file_or_folder")
-    except PreflightError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return task, path
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ rows and problems keep the converter's order and JSON is written with sorted key
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import shutil
@@ -50,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from faultline_eval.core.intake import media_reason, read_text
-from faultline_eval.core.preflight import PathRule, PreflightError, check_existing_path, path_rules
+from faultline_eval.core.preflight import PathRule, check_existing_path, path_rules
 from faultline_eval.core.registry import PluginError, Registry, UnknownNameError
 from faultline_eval.core.run_status import TaskOutcome, report
 from faultline_eval.core.store import write_atomic
@@ -274,10 +273,6 @@ def _source_arg(text: str) -> tuple[str, str]:
     name, sep, path = text.partition("=")
     if not sep or not name or not path:
         raise ValueError(f"expected SOURCE=PATH, got {text!r}")
-    try:  # checked as the arguments are parsed: a typo is refused before any source is read
-        check_existing_path(path, f"{name}=PATH", kind="file_or_folder")
-    except PreflightError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
     return name, path
 
 
@@ -290,6 +285,9 @@ def cmd_convert(args) -> int:
         raise SystemExit(f"sceval build convert: give BUILD_DIR before SOURCE=PATH (got {args.build_dir})")
     if not args.sources:
         raise SystemExit("sceval build convert: give SOURCE=PATH (sceval build convert --list shows the converters)")
+    for name, path in args.sources:  # every converter and local copy, before the first conversion
+        if str(path) not in registry().get(name).named_copies:
+            check_existing_path(path, f"{name}=PATH", kind="file_or_folder")
     outcomes = []
     for name, path in args.sources:
         summary = convert_source(name, path, args.build_dir)
