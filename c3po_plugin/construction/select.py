@@ -158,27 +158,27 @@ def load_pool(pool: str | Path | Any, build_dir: Path, name: str | None = None) 
     spec = str(pool)
     if spec == "demo":
         return _from_folder(make_demo_pool(build_dir / "demo_pool"), "demo")
-    name = name or spec
+    label = name or spec
     if spec.startswith("hf:"):
         import datasets
 
-        name, _, split = spec[3:].partition("@")
-        local = Path(name).expanduser()
+        dataset, _, split = spec[3:].partition("@")
+        local = Path(dataset).expanduser()
         try:
             table = (
                 datasets.load_from_disk(str(local))
                 if (local / "dataset_info.json").is_file() or (local / "dataset_dict.json").is_file()
-                else datasets.load_dataset(name, split=split or "train")
+                else datasets.load_dataset(dataset, split=split or "train")
             )
         except Exception as exc:
-            raise PoolError(f"pool {name}: cannot load: {type(exc).__name__}: {exc}") from exc
+            raise PoolError(f"pool {label}: cannot load: {type(exc).__name__}: {exc}") from exc
         if isinstance(table, datasets.DatasetDict):
             table = table[split or "train"]
-        return _from_dataset(table, name, build_dir)
+        return _from_dataset(table, label, build_dir)
     folder = Path(spec).expanduser()
     if not folder.is_dir():
         raise PoolError(f"pool {spec!r} is not 'demo', a folder with annotations.jsonl/.csv or 'hf:<dataset>'")
-    return _from_folder(folder, name)
+    return _from_folder(folder, label)
 
 
 def _from_folder(folder: Path, name: str) -> Pool:

@@ -152,15 +152,19 @@ def check_existing_path(
             )
         return folder
     if not found.exists():
-        parent = found.parent if found.parent.is_dir() else None
-        close = close_matches(found.name, [p.name for p in parent.iterdir()]) if parent else []
-        hint = f"; did you mean {', '.join(str(parent / c) for c in close)}?" if parent and close else ""
-        raise PreflightError(f"{argument} {str(path)!r} does not exist{hint}")
+        raise PreflightError(f"{argument} {str(path)!r} does not exist{_close_names(found)}")
     if found.is_dir() and kind == "file":
         raise PreflightError(f"{argument} {str(path)!r} is a folder; give the file")
     if found.stat().st_size == 0:
         raise PreflightError(f"{argument} {str(path)!r} is empty; give the file that holds the data")
     return found
+
+
+def _close_names(missing: Path) -> str:
+    """``"; did you mean a/b, a/c?"`` for the names beside ``missing`` that look like it, or ``""``."""
+    parent = missing.parent
+    close = close_matches(missing.name, [p.name for p in parent.iterdir()]) if parent.is_dir() else []
+    return f"; did you mean {', '.join(str(parent / c) for c in close)}?" if close else ""
 
 
 def check_path(value: str | os.PathLike[str], argument: str, rule: PathRule) -> None:
