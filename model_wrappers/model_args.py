@@ -8,6 +8,9 @@ first thing in its ``__init__`` (before weights load or a server is asked anythi
 argument is an :class:`UnknownModelArgError` naming the close matches (difflib) and the
 arguments the model takes.
 
+``label=<name>`` is accepted by every model and changes nothing that is sent: it names the run's
+model in reports, audits and the viewer (:mod:`faultline_eval.core.model_names`).
+
 Forward compatibility: ``allow_unknown_args=true`` among the model arguments turns the error
 into a warning that names what is ignored (the opt-out is itself a model argument, so the
 results' ``model_args`` record that it was used).
@@ -21,6 +24,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from faultline_eval.core.model_names import LABEL_ARG
 from faultline_eval.core.registry import close_matches, did_you_mean
 
 #: What lmms-eval itself passes to every model constructor (evaluator.simple_evaluate).
@@ -29,6 +33,9 @@ LMMS_EVAL_ARGS = ("batch_size", "max_batch_size", "device")
 LMMS_EVAL_OPTIONS = ("seed", "limit", "gen_kwargs", "num_fewshot", "output_path", "log_samples", "verbosity")
 #: The opt-out model argument.
 ALLOW_UNKNOWN = "allow_unknown_args"
+#: Model arguments every model takes that the model itself never reads: the opt-out, and the
+#: name the reports give the run's model.
+EVERY_MODEL_ARGS = (ALLOW_UNKNOWN, LABEL_ARG)
 #: The package whose classes' ``__init__`` parameters are the arguments our models take.
 PACKAGE = "faultline_eval."
 
@@ -53,8 +60,8 @@ def flag(value: Any, name: str = "flag") -> bool:
 def accepted_args(cls: type) -> list[str]:
     """The keyword arguments ``cls`` takes: the named ``__init__`` parameters of its classes in
     this project (an adapter does not run the ``__init__`` of the lmms-eval class it extends), plus
-    lmms-eval's own and the opt-out."""
-    names: set[str] = set(LMMS_EVAL_ARGS) | {ALLOW_UNKNOWN}
+    lmms-eval's own and :data:`EVERY_MODEL_ARGS`."""
+    names: set[str] = set(LMMS_EVAL_ARGS) | set(EVERY_MODEL_ARGS)
     for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
         if init is None or not klass.__module__.startswith(PACKAGE):
@@ -84,10 +91,10 @@ def named_with_close_matches(
 
 def check_model_args(model: str, cls: type, leftover: dict[str, Any]) -> None:
     """Refuse the model arguments in ``leftover`` (a constructor's ``**kwargs``) that ``model``
-    (class ``cls``) does not take, naming the close matches; lmms-eval's own arguments and the
-    opt-out are not unknown. With ``allow_unknown_args=true`` the unknown ones are only logged."""
+    (class ``cls``) does not take, naming the close matches; lmms-eval's own arguments and
+    :data:`EVERY_MODEL_ARGS` are not unknown. With ``allow_unknown_args=true`` the unknown ones are only logged."""
     allow = flag(leftover.get(ALLOW_UNKNOWN), ALLOW_UNKNOWN)
-    unknown = sorted(k for k in leftover if k not in LMMS_EVAL_ARGS and k != ALLOW_UNKNOWN)
+    unknown = sorted(k for k in leftover if k not in LMMS_EVAL_ARGS and k not in EVERY_MODEL_ARGS)
     if not unknown:
         return
     known = accepted_args(cls)
@@ -97,7 +104,7 @@ def check_model_args(model: str, cls: type, leftover: dict[str, Any]) -> None:
         logger.warning(f"{model}: ignoring unknown model_args {unknown} ({ALLOW_UNKNOWN}=true)")
         return
     parts = named_with_close_matches(unknown, known)
-    ours = [k for k in known if k not in LMMS_EVAL_ARGS and k != ALLOW_UNKNOWN]
+    ours = [k for k in known if k not in LMMS_EVAL_ARGS and k not in EVERY_MODEL_ARGS]
     raise UnknownModelArgError(
         f"{model}: unknown model argument{'s' if len(parts) > 1 else ''} {', '.join(parts)}; "
         f"{model} takes {', '.join(ours) if ours else 'no model arguments of its own'} "
