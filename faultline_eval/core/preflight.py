@@ -83,7 +83,9 @@ def check_existing_folder(path: str | os.PathLike[str], argument: str, *, holds:
 # Each command declares what a path-like argument must be where it adds the argument
 # (``path_rules(parser.add_argument(...), PathRule(...))``); once the arguments are parsed,
 # :func:`check_path_arguments` runs every rule of the chosen subcommand before its function runs:
-# one pass over the parsed arguments instead of a check in each command.
+# one pass over the parsed arguments instead of a check in each command. These commands run it
+# through :func:`faultline_eval.core.run_status.run_command`, so a refusal is their other errors'
+# ``<command>: error: ...`` and exit status 2 (docs/reference/records.md).
 
 
 @dataclass(frozen=True)
