@@ -56,8 +56,10 @@ from faultline_eval.model_wrappers.lmms_plugin import UnknownTaskError, check_ta
 from faultline_eval.tasks import wrap_configs
 from sceval_plugin.data import sources as sceval_sources
 
-#: The lmms-eval options :func:`preflight` reads, with lmms-eval's defaults.
-RUN_OPTIONS = {"model": "hf", "model_args": "", "output_path": None, "log_samples": False, "predict_only": False}
+#: The model lmms-eval runs without ``--model``.
+LMMS_DEFAULT_MODEL = "hf"
+#: The lmms-eval options :func:`preflight` reads, with lmms-eval's defaults (``--model``'s: above).
+RUN_OPTIONS = {"model": None, "model_args": "", "output_path": None, "log_samples": False, "predict_only": False}
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -108,7 +110,9 @@ def preflight(argv: Sequence[str]) -> None:
             raise PreflightError("--log_samples needs --output_path: give the folder the samples go to")
         if run["output_path"]:  # lmms-eval writes it at the end; a refused run leaves no empty folder
             check_writable_folder(run["output_path"], "--output_path", keep_created=False)
-        run["model_id"] = model_checks.check_model_name(run["model"])
+        run["model_id"] = model_checks.check_model_name(
+            run["model"] or LMMS_DEFAULT_MODEL, given=run["model"] is not None
+        )
         run["args"] = model_checks.model_arguments(str(run["model_args"] or ""))
         model_checks.check_checkpoints(run["args"])
     tasks = option_values(argv, "--tasks")

@@ -108,9 +108,10 @@ def plugin_models() -> set[str]:
     return names
 
 
-def check_model_name(name: str) -> str:
+def check_model_name(name: str, given: bool = True) -> str:
     """The model id ``--model name`` resolves to (an alias resolves to its model), or a
-    :class:`PreflightError` with the close matches."""
+    :class:`PreflightError` with the close matches (``given=False``: lmms-eval's default name,
+    no ``--model`` was given)."""
     ours = [model_id for model_id, _, _ in MODELS]
     builtin = builtin_models()
     if builtin is None or name in ours:
@@ -119,6 +120,8 @@ def check_model_name(name: str) -> str:
         return builtin[name]
     if name in plugin_models():
         return name
+    if not given:
+        raise PreflightError(f"--model is missing (lmms-eval's default {name!r} names no model); name the model to run")
     close = close_matches(name, [*ours, *builtin], cutoff=0.75)
     hint = f"did you mean {', '.join(close)}? " if close else ""
     raise PreflightError(

@@ -72,6 +72,7 @@ def test_a_misspelt_model_name_names_the_close_match_in_one_line(tmp_path):
     done = faultline_eval("--model", "sceval_refrence", "--tasks", "sceval_clean", cwd=tmp_path)
     error = refused(done, "--model 'sceval_refrence'", "did you mean sceval_reference?")
     assert len(error) < 500  # not lmms-eval's list of every model
+    refused(faultline_eval("--tasks", "sceval_clean", cwd=tmp_path), "--model is missing")
     assert check_model_name("openai_compatible") == "openai"  # lmms-eval's alias, read without importing it
     assert check_model_name("sceval_openai") == "sceval_openai"
     with pytest.raises(PreflightError, match="did you mean qwen2_5_omni"):
