@@ -32,15 +32,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-for _k, _v in {
-    "HF_HUB_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "HF_HUB_DISABLE_TELEMETRY": "1",
-    "NO_ALBUMENTATIONS_UPDATE": "1",
-    "WANDB_MODE": "disabled",
-}.items():
-    os.environ.setdefault(_k, _v)
-
 GOAL_S = 3.0
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -188,6 +179,10 @@ def main() -> int:
     args = parser.parse_args()
     args.repeat = max(1, args.repeat)
     from fake_openai import FakeOpenAI
+
+    from faultline_eval.core.offline import use_offline_defaults
+
+    use_offline_defaults()  # as faultline-eval itself does: no hub, no telemetry
 
     tmp = Path(tempfile.mkdtemp(prefix="preflight-bench-"))
     rows: list[dict] = []
