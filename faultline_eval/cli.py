@@ -48,7 +48,7 @@ import yaml
 from c3po_plugin.data import sources as c3po_sources
 from faultline_eval.core.intake import SourceError
 from faultline_eval.core.offline import use_offline_defaults
-from faultline_eval.core.preflight import PreflightError, check_writable_folder
+from faultline_eval.core.preflight import PreflightError, check_writable_folder, file_in_the_way
 from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, records_of, report
 from faultline_eval.core.settings import FAULTLINE_DEBUG
 from faultline_eval.model_wrappers import preflight as model_checks
@@ -156,7 +156,9 @@ def checking_saves() -> Iterator[list[str]]:
             path = expected(self, *args, **kwargs)
             error = next((after for before, after in zip(said, said[1:]) if before.startswith("Could not save")), None)
             if path is not None and (error or not path.is_file()):
-                failures.append(f"{path}: {error or 'not written'}")
+                blocker = file_in_the_way(path.parent)
+                where = f" ({blocker} is a file, not a folder)" if blocker else ""
+                failures.append(f"{path}: {error or 'not written'}{where}")
 
         return save
 

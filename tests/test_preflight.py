@@ -60,8 +60,13 @@ def closed_port() -> int:
 def test_an_output_path_that_cannot_be_written_is_refused_and_nothing_is_left(tmp_path):
     (tmp_path / "notes.md").write_text("a file")
     base = ["--model", "sceval_reference", "--tasks", "sceval_clean", "--limit", "2", "--log_samples"]
-    done = faultline_eval(*base, "--output_path", "notes.md/out", cwd=tmp_path)
+    done = faultline_eval("eval", *base, "--output_path", "notes.md/out", cwd=tmp_path)
     refused(done, "--output_path 'notes.md/out' cannot be written", "notes.md is a file, not a folder")
+    # the runs of a --config file are checked as lmms-eval reads them: the command line wins
+    (tmp_path / "runs.yaml").write_text("- {model: sceval_reference, output_path: notes.md/a}\n- {model: x}\n")
+    refused(faultline_eval("--config", "runs.yaml", "--tasks", "sceval_clean", cwd=tmp_path), "'notes.md/a'")
+    done = faultline_eval("--config", "runs.yaml", "--output_path", "ok/", "--tasks", "sceval_clean", cwd=tmp_path)
+    refused(done, "--model 'x' is not a model")
     refused(faultline_eval(*base, cwd=tmp_path), "--log_samples needs --output_path")
     # a run refused for another reason leaves no empty output folder behind
     refused(faultline_eval(*base, "--output_path", "new/out", "--model", "sceval_refrence", cwd=tmp_path))
@@ -132,6 +137,7 @@ def test_a_base_url_without_v1_and_a_server_that_never_answers_get_their_own_hin
         refused(served_run(f"http://127.0.0.1:{silent.getsockname()[1]}/v1", tmp_path), "no answer within 2 s")
 
 
+@pytest.mark.slow
 def test_a_served_gemini_base_url_that_answers_passes(tmp_path):
     """Any HTTP answer will do for a server that is not OpenAI-compatible: the run goes on to
     lmms-eval, whose own error (here: no key) follows."""
@@ -190,7 +196,7 @@ def test_a_run_whose_files_cannot_be_saved_exits_1_and_the_rerun_sends_nothing(t
         sent = len(server.requests)
         assert first.returncode == 1 and sent == 3, first.stdout[-2000:] + first.stderr[-2000:]
         assert f"faultline-eval: error: not saved: {out}" in first.stderr and "_results.json: " in first.stderr
-        assert "FileExistsError" in first.stderr or "NotADirectoryError" in first.stderr
+        assert f"FileExistsError(17, 'File exists') ({out} is a file, not a folder)" in first.stderr
         assert "sends none of them again" in first.stderr
 
         out.unlink()

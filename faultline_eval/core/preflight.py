@@ -13,6 +13,7 @@ what is wrong and the fix; the commands print it as ``<command>: error: <message
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket
@@ -33,6 +34,7 @@ __all__ = [
     "check_existing_folder",
     "check_existing_path",
     "check_writable_folder",
+    "file_in_the_way",
     "looks_like_path",
     "probe_endpoint",
 ]
@@ -59,16 +61,21 @@ def check_writable_folder(path: str | os.PathLike[str], argument: str, *, keep_c
         folder.mkdir(parents=True, exist_ok=True)
         probe.write_bytes(b"ok")
         probe.unlink()
-        if not keep_created:
-            for made in created:  # deepest first
-                made.rmdir()
     except OSError as exc:
-        blocker = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+        blocker = file_in_the_way(folder)
         why = f"{blocker} is a file, not a folder" if blocker else f"{type(exc).__name__}: {exc.strerror or exc}"
         raise PreflightError(
             f"{argument} {str(path)!r} cannot be written ({why}); give a folder you can write to"
         ) from exc
+    for made in [] if keep_created else created:  # deepest first; one another process filled stays
+        with contextlib.suppress(OSError):
+            made.rmdir()
     return folder
+
+
+def file_in_the_way(folder: Path) -> Path | None:
+    """The file that stands where ``folder`` or one of its parents should be a folder, if any."""
+    return next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
 
 
 def _near(path: Path, folders_only: bool) -> str:
