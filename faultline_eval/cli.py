@@ -10,7 +10,7 @@ the error instead of the traceback and exits 1. ``FAULTLINE_DEBUG=1`` (or
 Before lmms-eval is imported (a second, where lmms-eval takes 10-20 s to reach the same errors),
 every input that can be checked is (:func:`preflight`): ``--output_path`` can be created and
 written, ``--log_samples`` has an output path, the ``--model`` name is known (close matches
-named), a checkpoint argument that can only be a path exists, ``SCEVAL_SOURCE`` /
+named), our models take each model argument given, a checkpoint argument that can only be a path exists, ``SCEVAL_SOURCE`` /
 ``C3PO_SOURCE`` name items for the ``sceval_*`` / ``c3po_*`` tasks asked for, a served model's
 server answers. Each refusal names the argument and the fix, exits 1, and sends nothing.
 
@@ -46,20 +46,26 @@ from typing import Any
 import yaml
 
 from c3po_plugin.data import sources as c3po_sources
-from faultline_eval.core.intake import SourceError
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.preflight import PreflightError, check_writable_folder, file_in_the_way
 from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, records_of, report
 from faultline_eval.core.settings import FAULTLINE_DEBUG
 from faultline_eval.model_wrappers import preflight as model_checks
-from faultline_eval.model_wrappers.lmms_plugin import UnknownTaskError, check_task_names, our_task_dirs, our_task_names
+from faultline_eval.model_wrappers.lmms_plugin import check_task_names, our_task_dirs, our_task_names
 from faultline_eval.tasks import wrap_configs
 from sceval_plugin.data import sources as sceval_sources
 
 #: The model lmms-eval runs without ``--model``.
 LMMS_DEFAULT_MODEL = "hf"
 #: The lmms-eval options :func:`preflight` reads, with lmms-eval's defaults (``--model``'s: above).
-RUN_OPTIONS = {"model": None, "model_args": "", "output_path": None, "log_samples": False, "predict_only": False}
+RUN_OPTIONS = {
+    "model": None,
+    "model_args": "",
+    "output_path": None,
+    "log_samples": False,
+    "predict_only": False,
+    "force_simple": False,
+}
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -114,6 +120,7 @@ def preflight(argv: Sequence[str]) -> None:
             run["model"] or LMMS_DEFAULT_MODEL, given=run["model"] is not None
         )
         run["args"] = model_checks.model_arguments(str(run["model_args"] or ""))
+        model_checks.check_our_model_args(run["model_id"], run["args"], bool(run["force_simple"]))
         model_checks.check_checkpoints(run["args"])
     tasks = option_values(argv, "--tasks")
     if tasks:
@@ -213,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:  # checked in a second; lmms-eval's import and task index take 10-20 s
         preflight(argv)
-    except (UnknownTaskError, wrap_configs.WrapNameError, PreflightError, SourceError) as exc:
+    except (ValueError, wrap_configs.WrapNameError) as exc:  # every refusal of the checks is a ValueError
         print(f"faultline-eval: error: {exc}", file=sys.stderr)
         return 1
 

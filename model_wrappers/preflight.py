@@ -10,6 +10,8 @@ request's connection error. Here each is refused with the argument, what is wron
 - :func:`check_model_name`: the name is one lmms-eval knows (read from its registry's source,
   without importing it), one of ours (:data:`.lmms_plugin.MODELS`), or one another installed
   plugin declares (only then are the plugins loaded); else the close matches.
+- :func:`check_our_model_args`: a model argument one of our models does not take (a misspelt
+  ``pretrianed=``), read from the class's source (:func:`.model_args.check_declared_args`).
 - :func:`check_checkpoints`: a checkpoint argument that can only be a path (``/x``, ``./x``,
   ``~/x``, ``a/b/c``) exists.
 - :func:`check_endpoints`: the server of a served model answers (:data:`ENDPOINTS`), through the
@@ -30,6 +32,7 @@ from pathlib import Path
 from faultline_eval.core.preflight import PreflightError, check_existing_path, looks_like_path, probe_endpoint
 from faultline_eval.core.registry import close_matches
 from faultline_eval.model_wrappers.lmms_plugin import ENTRY_POINT, MODELS
+from faultline_eval.model_wrappers.model_args import check_declared_args
 from faultline_eval.model_wrappers.openai_client import DEFAULT_BASE_URL, served_models
 
 #: Model arguments that name a checkpoint (lmms-eval's models and ours), checked as paths when
@@ -128,6 +131,16 @@ def check_model_name(name: str, given: bool = True) -> str:
         f"--model {name!r} is not a model lmms-eval or an installed plugin knows; {hint}"
         f"faultline-eval's models: {', '.join(ours)}; `lmms-eval models` lists lmms-eval's own"
     )
+
+
+def check_our_model_args(model_id: str, args: Mapping[str, str], force_simple: bool = False) -> None:
+    """Refuse a model argument one of our models (:data:`.lmms_plugin.MODELS`) does not take, as
+    its class would when lmms-eval builds it (the chat class, the simple one with
+    ``--force_simple``); lmms-eval's own models are left to lmms-eval."""
+    for ours, chat, simple in MODELS:
+        if ours == model_id:
+            class_path = (simple if force_simple else chat) or chat or simple
+            check_declared_args(model_id, str(class_path), dict(args))
 
 
 def check_checkpoints(args: Mapping[str, str]) -> None:

@@ -8,6 +8,7 @@ no model load. A fake OpenAI server counts the requests that reached it.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import socket
@@ -20,6 +21,8 @@ from fake_gemini import FakeGemini
 from fake_openai import FakeOpenAI
 
 from faultline_eval.core.preflight import PreflightError, check_writable_folder, looks_like_path
+from faultline_eval.model_wrappers.lmms_plugin import MODELS
+from faultline_eval.model_wrappers.model_args import declared_args
 from faultline_eval.model_wrappers.preflight import check_checkpoints, check_model_name, model_arguments
 
 #: faultline-eval's entry point, then whether lmms-eval was imported (the marker the assertions read).
@@ -97,6 +100,35 @@ def test_a_checkpoint_path_that_does_not_exist_is_refused(tmp_path, checkpoint):
         env={"HOME": str(tmp_path)},
     )
     refused(done, f"--model_args pretrained {checkpoint!r} does not exist", "Hugging Face repo id (org/name)")
+
+
+def test_a_misspelt_model_argument_of_ours_is_refused_from_the_source(tmp_path):
+    done = faultline_eval(
+        "--model", "faultline_qwen2_5_omni", "--model_args", "pretrianed=x", "--tasks", "sceval_clean", cwd=tmp_path
+    )
+    refused(done, "faultline_qwen2_5_omni: unknown model argument 'pretrianed' (did you mean 'pretrained'?)")
+    args = ["--model", "sceval_reference", "--model_args", "sed=1,allow_unknown_args=maybe", "--tasks", "sceval_clean"]
+    refused(faultline_eval(*args, cwd=tmp_path), "allow_unknown_args='maybe': use true or false")
+
+
+@pytest.mark.slow
+def test_the_arguments_read_from_source_are_those_each_registered_class_takes():
+    """~12 s (imports every model class): the check before lmms-eval is imported and the one in
+    each class's __init__ agree."""
+    import importlib
+
+    for model_id, chat, simple in MODELS:
+        for path in filter(None, (chat, simple)):
+            module, _, name = path.rpartition(".")
+            cls = getattr(importlib.import_module(module), name)
+            runtime = {
+                p.name
+                for k in cls.__mro__
+                if k.__module__.startswith("faultline_eval.") and "__init__" in k.__dict__
+                for p in list(inspect.signature(k.__dict__["__init__"]).parameters.values())[1:]
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            }
+            assert declared_args(path) == runtime, model_id
 
 
 def test_hub_ids_and_existing_checkpoints_are_not_paths_to_check(tmp_path):
