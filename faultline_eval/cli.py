@@ -123,16 +123,16 @@ def preflight(argv: Sequence[str]) -> None:
         model_checks.check_our_model_args(run["model_id"], run["args"], bool(run["force_simple"]))
         model_checks.check_checkpoints(run["args"])
     tasks = option_values(argv, "--tasks")
-    if tasks:
-        wrap_configs.ensure(tasks)  # wrapped lmms-eval tasks (issue 27) are written on request
-        folders = [*our_task_dirs(), *option_values(argv, "--include_path")]
-        check_task_names(tasks, our_task_names(folders))
     if any(t.startswith("sceval_") for t in tasks):
         sceval_sources.check_spec()
     if any(t.startswith("c3po_") for t in tasks):
         c3po_sources.check_spec()
-    for run in runs:  # last: the only check that waits on the network
+    for run in runs:  # waits on the network, at most PROBE_TIMEOUT_S per server
         model_checks.check_endpoints(run["model_id"], run["args"])
+    if tasks:  # last: reads every task YAML of ours (about a second)
+        wrap_configs.ensure(tasks)  # wrapped lmms-eval tasks (issue 27) are written on request
+        folders = [*our_task_dirs(), *option_values(argv, "--include_path")]
+        check_task_names(tasks, our_task_names(folders))
 
 
 #: lmms-eval's module that saves the results and samples files (and logs why it could not).
