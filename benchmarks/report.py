@@ -40,6 +40,8 @@ B = 1000
 
 def synthesise(root: Path, models: int, samples: int) -> int:
     from sceval_plugin.conditions import catalogue
+    from sceval_plugin.operators import seed_scheme
+    from sceval_plugin.probe_conditions import READINGS
 
     rng = np.random.default_rng(0)
     prompt = (
@@ -97,7 +99,12 @@ def synthesise(root: Path, models: int, samples: int) -> int:
                         "control": c.control,
                         "option_order": c.option_order,
                         "variant": v,
+                        "cohort": "gold_preserved",
                         "released_variant": False,
+                        # as the task writes them (tasks/sceval_task.py): a probe log without
+                        # probe_readings is one of the earlier reading, which the report leaves out
+                        "seed_scheme": seed_scheme(),
+                        "probe_readings": READINGS if c.probe is not None else None,
                         "media": {
                             "root": "/data/sceval-release",
                             "visual": [f"media/{sid}/frame_{k}.png" for k in range(8)],

@@ -9,6 +9,9 @@ argument is an :class:`UnknownModelArgError` naming the close matches (difflib) 
 arguments the model takes. ``faultline-eval`` makes the same check before lmms-eval is imported
 (:func:`check_declared_args`): the arguments a class takes are read from its source.
 
+``label=<name>`` is accepted by every model and changes nothing that is sent: it names the run's
+model in reports, audits and the viewer (:mod:`faultline_eval.core.model_names`).
+
 Forward compatibility: ``allow_unknown_args=true`` among the model arguments turns the error
 into a warning that names what is ignored (the opt-out is itself a model argument, so the
 results' ``model_args`` record that it was used).
@@ -25,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from faultline_eval.core.model_names import LABEL_ARG
 from faultline_eval.core.registry import close_matches, did_you_mean
 
 #: What lmms-eval itself passes to every model constructor (evaluator.simple_evaluate).
@@ -33,6 +37,9 @@ LMMS_EVAL_ARGS = ("batch_size", "max_batch_size", "device")
 LMMS_EVAL_OPTIONS = ("seed", "limit", "gen_kwargs", "num_fewshot", "output_path", "log_samples", "verbosity")
 #: The opt-out model argument.
 ALLOW_UNKNOWN = "allow_unknown_args"
+#: Model arguments every model takes that the model itself never reads: the opt-out, and the
+#: name the reports give the run's model.
+EVERY_MODEL_ARGS = (ALLOW_UNKNOWN, LABEL_ARG)
 #: The package whose classes' ``__init__`` parameters are the arguments our models take.
 PACKAGE = "faultline_eval."
 
@@ -57,13 +64,13 @@ def flag(value: Any, name: str = "flag") -> bool:
 def accepted_args(cls: type) -> list[str]:
     """The keyword arguments ``cls`` takes: the named ``__init__`` parameters of its classes in
     this project (an adapter does not run the ``__init__`` of the lmms-eval class it extends), plus
-    lmms-eval's own and the opt-out; read from the source (:func:`declared_args`)."""
+    lmms-eval's own and :data:`EVERY_MODEL_ARGS`; read from the source (:func:`declared_args`)."""
     return accepted_args_of(f"{cls.__module__}.{cls.__qualname__}")
 
 
 def accepted_args_of(class_path: str) -> list[str]:
     """:func:`accepted_args` of the class ``module.Class``, which is not imported."""
-    return sorted(set(LMMS_EVAL_ARGS) | {ALLOW_UNKNOWN} | declared_args(class_path))
+    return sorted(set(LMMS_EVAL_ARGS) | set(EVERY_MODEL_ARGS) | declared_args(class_path))
 
 
 def named_with_close_matches(
@@ -83,8 +90,8 @@ def named_with_close_matches(
 
 def check_model_args(model: str, cls: type, leftover: dict[str, Any]) -> None:
     """Refuse the model arguments in ``leftover`` (a constructor's ``**kwargs``) that ``model``
-    (class ``cls``) does not take, naming the close matches; lmms-eval's own arguments and the
-    opt-out are not unknown. With ``allow_unknown_args=true`` the unknown ones are only logged."""
+    (class ``cls``) does not take, naming the close matches; lmms-eval's own arguments and
+    :data:`EVERY_MODEL_ARGS` are not unknown. With ``allow_unknown_args=true`` the unknown ones are only logged."""
     refuse_unknown_args(model, leftover, lambda: accepted_args(cls))
 
 
@@ -100,7 +107,7 @@ def check_declared_args(model: str, class_path: str, given: dict[str, Any]) -> N
 def refuse_unknown_args(model: str, leftover: dict[str, Any], known_args: Callable[[], list[str]]) -> None:
     """The refusal of :func:`check_model_args`: ``known_args()`` lists what ``model`` takes."""
     allow = flag(leftover.get(ALLOW_UNKNOWN), ALLOW_UNKNOWN)
-    unknown = sorted(k for k in leftover if k not in LMMS_EVAL_ARGS and k != ALLOW_UNKNOWN)
+    unknown = sorted(k for k in leftover if k not in LMMS_EVAL_ARGS and k not in EVERY_MODEL_ARGS)
     if not unknown:
         return
     known = known_args()
@@ -110,7 +117,7 @@ def refuse_unknown_args(model: str, leftover: dict[str, Any], known_args: Callab
         logger.warning(f"{model}: ignoring unknown model_args {unknown} ({ALLOW_UNKNOWN}=true)")
         return
     parts = named_with_close_matches(unknown, known)
-    ours = [k for k in known if k not in LMMS_EVAL_ARGS and k != ALLOW_UNKNOWN]
+    ours = [k for k in known if k not in LMMS_EVAL_ARGS and k not in EVERY_MODEL_ARGS]
     raise UnknownModelArgError(
         f"{model}: unknown model argument{'s' if len(parts) > 1 else ''} {', '.join(parts)}; "
         f"{model} takes {', '.join(ours) if ours else 'no model arguments of its own'} "

@@ -261,12 +261,20 @@ def cmd_report(args: argparse.Namespace) -> int:
         options=options,
         figures=not args.no_figures,
         cohort=args.cohort,
+        strict=args.strict,
     )
     for note in done["notes"]:
         print(f"note: {note}", file=sys.stderr)
+    left_out = done["left_out"]
     print(
         f"{done['trials']} trials of {len(done['models'])} model(s) in {done['seconds']:.1f} s; wrote "
         f"{len(done['written'])} files to {args.output}"
+        + (
+            f"; left out {int(left_out['trials'].sum())} trial(s) of "
+            f"{', '.join(sorted(set(left_out['condition_id'])))} (see the notes and report.json's left_out)"
+            if len(left_out)
+            else ""
+        )
     )
     if args.html:
         write_report_site(args, "sceval")
@@ -461,6 +469,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="write tables and report.json only (a quick recompute; the notes list the figures skipped)",
     )
     report.add_argument("--quiet", action="store_true", help="no progress bar")
+    report.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse logs the report cannot pool with today's meaning (a probe run under its earlier "
+        "reading, a condition the catalogue does not know) instead of leaving their trials out with a note",
+    )
 
     add_html_arguments(report, ("sceval",), switch=True)
     report.add_argument(

@@ -234,6 +234,19 @@ def test_dedupe_across_task_logs(runs):
     assert trials["difficulty"].eq(3).all() and trials["prompt_id"].eq("c3po-short-v1").all()
 
 
+def test_two_settings_of_one_checkpoint_are_two_models(tmp_path):
+    """Issue 35: runs that differ in a model argument are two models, named by it; a store is not one."""
+    write_run(tmp_path / "bf16", "alpha", "pretrained=org/alpha,dtype=bfloat16", {0: ALPHA_R0})
+    write_run(tmp_path / "fp32", "alpha", "pretrained=org/alpha,dtype=float32,store=none", {0: ALPHA_R1})
+    write_run(tmp_path / "fp32_again", "alpha", "dtype=float32,pretrained=org/alpha", {0: ALPHA_R1})
+    trials, notes = read_runs([tmp_path / "bf16", tmp_path / "fp32", tmp_path / "fp32_again"])
+    assert trials.groupby("model")["folder"].nunique().to_dict() == {
+        f"{ALPHA} (dtype=bfloat16)": 1,
+        f"{ALPHA} (dtype=float32)": 2,  # two runs of one model
+    }
+    assert len(trials) == 3 * 8 and notes == []
+
+
 def test_tier_table_is_table3_layout(report):
     out, _, data = report
     rows = {r["model"]: r for r in data["tier_table"]}

@@ -216,9 +216,10 @@ def test_a_frame_budget_record_states_the_times_of_the_frames_sent(tmp_path):
 
 
 @pytest.mark.slow
-def test_logs_of_a_reread_probe_made_under_the_earlier_reading_are_refused_by_name(tmp_path):
-    """~5 s: `probe_distractor_text` kept its id when it took the paper's G.11 reading; a log of it
-    without ``probe_readings`` (made before) is refused by name, not pooled with today's."""
+def test_logs_of_a_reread_probe_made_under_the_earlier_reading_are_left_out_or_refused_by_name(tmp_path):
+    """~8 s: `probe_distractor_text` kept its id when it took the paper's G.11 reading; a log of it
+    without ``probe_readings`` (made before) is never pooled with today's: left out by name, or
+    with --strict refused by name (tests/test_old_logs.py does the same on real old logs)."""
     write_logs(tmp_path / "new", "reference", unaffected, ["clean", "probe_distractor_text"])
     report(tmp_path, [tmp_path / "new"], "fresh")  # today's logs report
     old = tmp_path / "old"
@@ -231,8 +232,19 @@ def test_logs_of_a_reread_probe_made_under_the_earlier_reading_are_refused_by_na
                 assert line["sceval_record"].pop("probe_readings") == 2
             text = "\n".join(map(json.dumps, lines)) + "\n"
         (old / path.name).write_text(text)
+    kept = report(tmp_path, [old], "kept")
+    trials = sum(len(p.read_text().splitlines()) for p in old.glob("*_samples_sceval_probe_distractor_text.jsonl"))
+    assert json.loads((kept / "report.json").read_text())["left_out"] == [
+        {
+            "model": "reference",
+            "condition_id": "probe_distractor_text",
+            "reason": "earlier_probe_reading",
+            "trials": trials,
+        }
+    ]
+    assert "probe_distractor_text" not in set(pd.read_csv(kept / "conditions.csv")["condition_id"])
     done = subprocess.run(
-        [str(BIN / "sceval"), "report", str(old), "-o", str(tmp_path / "stale"), "--quiet", "--no-figures"],
+        [str(BIN / "sceval"), "report", str(old), "-o", str(tmp_path / "stale"), "--quiet", "--no-figures", "--strict"],
         capture_output=True,
         text=True,
         env={**os.environ, "SCEVAL_CACHE": str(tmp_path / "cache")},

@@ -67,9 +67,10 @@ def test_every_registered_model_refuses_a_misspelt_argument_before_loading_anyth
     classes = model_classes()
     assert len(classes) == 13  # 8 models, 5 of them with a simple interface too
     for model_id, cls in classes:
-        # lmms-eval's own batch_size/device are not unknown; pretrianed is, before any weights or server
+        # lmms-eval's own batch_size/device and the reports' label are not unknown; pretrianed is,
+        # before any weights or server
         with pytest.raises(UnknownModelArgError, match=rf"^{model_id}: unknown model argument 'pretrianed'") as err:
-            cls(pretrianed="x", batch_size=1, device="cpu")
+            cls(pretrianed="x", label="my run", batch_size=1, device="cpu")
         if model_id.startswith("faultline_"):
             assert "did you mean 'pretrained'?" in str(err.value), model_id
         assert "allow_unknown_args=true" in str(err.value)

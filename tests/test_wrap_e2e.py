@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from wrap_datasets import PreparedCopies
 
@@ -60,8 +61,8 @@ def write_wrapped(copies: PreparedCopies, tasks: list[str], removed: str) -> dic
     return names
 
 
-def run_cli(copies: PreparedCopies, modality: str, tasks: list[str], out: Path) -> tuple[dict, dict[str, list]]:
-    """One ``lmms-eval`` run of ``modality_oracle``: (results by task, sample lines by task)."""
+def run_cli(copies: PreparedCopies, modality: str, tasks: list[str], out: Path) -> tuple[dict, dict[str, list], Path]:
+    """One ``lmms-eval`` run of ``modality_oracle``: (results by task, sample lines by task, the output folder)."""
     command = [sys.executable, "-m", "lmms_eval", "--model", "modality_oracle", "--model_args", f"modality={modality}"]
     command += ["--tasks", ",".join(tasks), "--include_path", str(copies.tasks_dir)]
     command += ["--limit", str(LIMIT), "--log_samples", "--output_path", str(out)]
@@ -73,7 +74,7 @@ def run_cli(copies: PreparedCopies, modality: str, tasks: list[str], out: Path) 
         task: [json.loads(line) for path in out.rglob(f"*_samples_{task}.jsonl") for line in path.open()]
         for task in tasks
     }
-    return results, samples
+    return results, samples, out
 
 
 @pytest.fixture(scope="module")
@@ -114,14 +115,30 @@ def check_run(names, results, samples, tasks, removed):
 
 
 def test_audio_tasks_clean_and_missing_audio(audio_run):
-    names, results, samples = audio_run
+    names, results, samples, _ = audio_run
     check_run(names, results, samples, AUDIO_TASKS, "missing_audio")
 
 
 def test_visual_tasks_clean_and_missing_vision_and_the_base(vision_run, wrap_copies):
-    names, results, samples = vision_run
+    names, results, samples, _ = vision_run
     check_run(names, results, samples, VISION_TASKS, "missing_vision")
     for task in VISION_TASKS:  # the unwrapped base on the same docs: same answers as clean here
         metric, clean_value, _ = EXPECTED[task]
         assert results[wrap_copies.names[task]][f"{metric},none"] == pytest.approx(clean_value)
         assert all("faultline_trial" not in line for line in samples[wrap_copies.names[task]])
+
+
+def test_the_audit_names_the_two_settings_of_the_oracle_apart(audio_run, vision_run, tmp_path):
+    """``faultline audit`` over both runs: one class (``modality_oracle``) with two ``modality``
+    settings is two models, named by that argument (issue 35), each with its own tasks' trials."""
+    out = tmp_path / "audit"
+    command = [str(Path(sys.executable).with_name("faultline")), "audit", str(audio_run[3]), str(vision_run[3])]
+    done = subprocess.run([*command, "-o", str(out), "--no-figures"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "more than once" not in done.stdout + done.stderr
+    per_item = pd.read_csv(out / "audit_per_item.csv")
+    tasks = per_item.groupby("model")["base_task"].agg(set).to_dict()
+    assert tasks == {
+        "modality_oracle (modality=audio)": set(AUDIO_TASKS),
+        "modality_oracle (modality=vision)": set(VISION_TASKS),
+    }

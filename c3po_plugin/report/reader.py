@@ -22,10 +22,10 @@ import pandas as pd
 
 from c3po_plugin.templates import registry
 from faultline_eval.core.identity import fingerprint_of
+from faultline_eval.core.model_names import ModelNames
 from faultline_eval.core.run_logs import (
     ReportError,
     find_sample_files,
-    model_label,
     parse_record,
     results_for,
     sample_lines,
@@ -106,15 +106,16 @@ def trial_row(line: dict, where: str, model: str, folder: str, task: str) -> dic
     }
 
 
-def read_file(path: Path) -> list[dict]:
-    """Every trial of one samples file, labelled with its model (from the results JSON)."""
+def read_file(path: Path, names: ModelNames) -> list[dict]:
+    """Every trial of one samples file, labelled with its model's name among ``names`` (from the
+    results JSON; the record's model when there is none)."""
     task = path.name.split("_samples_", 1)[-1].removesuffix(".jsonl")
     rows: list[dict] = []
     label = None
     for where, line in sample_lines(path):
         if label is None:
             record = parse_record(line.get(RECORD_KEY, {}), RECORD_KEY, where)
-            label = model_label(results_for(path), record.get("model"))
+            label = names.of(results_for(path), record.get("model"))
         rows.append(trial_row(line, where, label, str(path.parent), task))
     return rows
 
@@ -138,7 +139,8 @@ def read_runs(run_dirs: Sequence[str | Path]) -> tuple[pd.DataFrame, list[str]]:
     """The trial table of every C3PO per-sample log under ``run_dirs`` (one row per trial,
     duplicates across task files removed) and notes on what was dropped."""
     files = sample_files(run_dirs)
-    rows = [row for f in files for row in read_file(f)]
+    names = ModelNames.under(run_dirs)
+    rows = [row for f in files for row in read_file(f, names)]
     if not rows:
         raise ReportError("the per-sample logs are empty")
     trials = pd.DataFrame(rows)

@@ -7,8 +7,8 @@ value the task's ``process_results`` returned (a trial entry, :mod:`faultline_ev
 for the variant metrics) and the task's full record (``sceval_record``, ``c3po_record``), which
 lmms-eval writes as a JSON object or, for some values, as a Python ``repr`` string.
 
-This module finds the logs, labels their model and decodes one line's record or trial entry;
-each benchmark's report reader turns them into its trial table.
+This module finds the logs and decodes one line's record or trial entry; each benchmark's report
+reader turns them into its trial table, its models named by :mod:`faultline_eval.core.model_names`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from faultline_eval.core.trial import T, TrialEntryError
 
 __all__ = [
     "ReportError",
-    "model_label",
     "results_for",
     "run_info_for",
     "versions_for",
@@ -38,28 +37,9 @@ __all__ = [
     "trial_from_line",
 ]
 
-#: model_args keys that name the checkpoint a model label adds.
-CHECKPOINT_ARGS = ("pretrained", "model_version", "model", "model_name", "model_id")
-
 
 class ReportError(ValueError):
     """The report cannot be built from these folders; the message says why."""
-
-
-def model_label(results_file: Path | None, fallback: str | None) -> str:
-    """``model`` from the run's results JSON, plus its checkpoint when model_args name one."""
-    if results_file is None or not results_file.is_file():
-        return fallback or "unknown"
-    config = json.loads(results_file.read_text()).get("config", {})
-    model = config.get("model") or fallback or "unknown"
-    args = config.get("model_args") or ""
-    if isinstance(args, dict):
-        args = ",".join(f"{k}={v}" for k, v in args.items())
-    for part in str(args).split(","):
-        key, _, value = part.partition("=")
-        if key.strip() in CHECKPOINT_ARGS and value:
-            return f"{model}:{value.strip()}"
-    return str(model)
 
 
 def results_for(samples_file: Path) -> Path | None:

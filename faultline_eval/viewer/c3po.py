@@ -15,6 +15,7 @@ from c3po_plugin.data.sources import current_spec, load_source
 from c3po_plugin.report.reader import RECORD_KEY, read_runs, sample_files
 from c3po_plugin.report.verdicts import apply_verdicts, read_verdicts
 from c3po_plugin.templates import registry
+from faultline_eval.core.model_names import ModelNames
 from faultline_eval.core.run_logs import record_from_line
 from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, registry_order, verdict_of
 from faultline_eval.viewer.media import Shown
@@ -83,13 +84,14 @@ def read_records(run_dirs, rows: pd.DataFrame, wanted: set[tuple], verdicts: str
     number = dict(zip(zip(rows["model"], rows["folder"], rows["run"]), rows["variant"]))
     lines = _verdict_lines(verdicts)
     extras, records = {}, {}
+    names = ModelNames.under(run_dirs)
     for path in sample_files(run_dirs):
         label, folder = None, str(path.parent)
         for line_number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not text.strip():
                 continue
             record = record_from_line(text, RECORD_KEY, f"{path.name}:{line_number}")
-            label = label or label_for(path, record.get("model"))
+            label = label or label_for(names, path, record.get("model"))
             run = int(record["run"])
             variant = number.get((label, folder, run))
             if variant is None:  # not in the report's trial table (never expected: the same logs)

@@ -31,6 +31,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from faultline_eval.core.model_names import ModelNames
 from faultline_eval.core.run_logs import ReportError
 from faultline_eval.viewer.budget import CORRECT
 from faultline_eval.viewer.site import ASSETS, SiteWriter, esc, slug
@@ -38,6 +39,7 @@ from sceval_plugin.metrics.protocol import (
     catalogue_info,
     check_comparable,
     comparisons,
+    leave_out_incomparable,
     per_sample,
     split_not_applicable,
 )
@@ -103,6 +105,11 @@ class Sides:
                     "give one folder per model or run, or leave out --compare"
                 )
         shown = [models[0] for models in found]
+        if shown[0] == shown[1]:  # one name read alone: the names the two folders get read together
+            together = ModelNames.under(self.run_dirs)
+            apart = [together.under_folder(folder) for folder in self.run_dirs]
+            if all(len(names) == 1 for names in apart) and apart[0] != apart[1]:
+                shown = [names.pop() for names in apart]
         if shown[0] == shown[1]:  # two runs of one model: name them by their folders
             names = [Path(folder).resolve().name for folder in self.run_dirs]
             names = names if names[0] != names[1] else ["A", "B"]
@@ -164,10 +171,12 @@ def paired_tests(trials: pd.DataFrame, info: dict) -> pd.DataFrame:
 
 def sceval_tests(trials: pd.DataFrame) -> pd.DataFrame:
     """:func:`paired_tests` on the trials ``sceval report`` tests: the headline cohort, without the
-    no-option and not-applicable trials (as :func:`sceval_plugin.report.build_report`). Raises
-    ``ValueError`` naming what clashes for runs the report would not compare (other prompts,
-    dataset versions or seed schemes)."""
+    no-option and not-applicable trials, and without the trials the report leaves out (a probe's
+    earlier reading, a condition the catalogue does not know), as
+    :func:`sceval_plugin.report.build_report`. Raises ``ValueError`` naming what clashes for runs
+    the report would not compare (other prompts, dataset versions or seed schemes)."""
     info = catalogue_info()
+    trials, _ = leave_out_incomparable(trials, info)
     check_comparable(trials, info)
     trials = select_cohort(trials, "gold_preserved", [])
     trials, _ = no_option_section.split_trials(trials, info)

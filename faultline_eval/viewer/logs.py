@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
 from pathlib import Path
 
 from faultline_eval.core.identity import matching_source
-from faultline_eval.core.run_logs import model_label, results_for, run_info_for, versions_for
+from faultline_eval.core.model_names import ModelNames
+from faultline_eval.core.run_logs import results_for, run_info_for, versions_for
 from faultline_eval.viewer.budget import CORRECT
 
 
-def label_for(samples_file: Path, record_model: str | None) -> str:
-    """The model label the reports give this log's trials (results JSON first, then the record)."""
-    label = _results_label(results_for(samples_file))
+def label_for(names: ModelNames, samples_file: Path, record_model: str | None) -> str:
+    """The model name the reports give this log's trials among ``names`` (results JSON first, then the record)."""
+    label = names.of(results_for(samples_file))
     return label if label != "unknown" else (record_model or "unknown")
-
-
-@functools.lru_cache(maxsize=256)
-def _results_label(results: Path | None) -> str:
-    # a run's task logs share one results JSON, which can weigh megabytes: read it once
-    return model_label(results, None)
 
 
 def verdict_of(correct, invalid, not_applicable=None) -> str:

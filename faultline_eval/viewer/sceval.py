@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from faultline_eval.core.model_names import ModelNames
 from faultline_eval.tasks import sceval_task
 from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, registry_order, verdict_of
 from faultline_eval.viewer.media import Shown
@@ -55,13 +56,14 @@ def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[
     per-sample log and seed scheme, for the search index and run panels) and the full record of
     the ``wanted`` ones. Models are labelled as the report labels them."""
     extras, records = {}, {}
+    names = ModelNames.under(run_dirs)
     for path in sample_files(run_dirs):
         label, name = None, path.name
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
             record = read_record(line, f"{name}:{number}")
-            label = label or label_for(path, record.get("model"))
+            label = label or label_for(names, path, record.get("model"))
             key = (label, record["condition_id"], str(record["sample_id"]), int(record["variant"]))
             extras[key] = {
                 "answer": record.get("parsed_answer"),

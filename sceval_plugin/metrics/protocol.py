@@ -659,21 +659,80 @@ def check_comparable(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> No
                 f"runs use different seed schemes ({detail}), so their noise variants differ; rerun "
                 "with SCEVAL_SEED_SCHEME set to one of them"
             )
+    old = earlier_readings(trials)
+    if old.any():
+        raise ValueError(earlier_readings_message(trials[old]))
+
+
+def earlier_readings(trials: pd.DataFrame) -> pd.Series:
+    """Which trials are of a probe that changed meaning with the paper's G.10/G.11 readings
+    (:data:`REREAD_IN_2`) and were made under the earlier reading: ``probe_readings`` below
+    :data:`READINGS`, or none (a log from before the field)."""
     if "probe_readings" not in trials:  # not read from logs (read_runs gives every log the column)
-        return
-    reread = trials[trials["condition_id"].isin(REREAD_IN_2)]
-    old = reread[reread["probe_readings"].isna() | (reread["probe_readings"].astype(float) < READINGS)]
-    if len(old):  # a log without the field predates it
-        detail = "; ".join(
-            f"{c}: {', '.join(map(str, ms))}"
-            for c, ms in old.groupby("condition_id", observed=True)["model"].unique().items()
+        return pd.Series(False, index=trials.index)
+    reread = trials["condition_id"].isin(REREAD_IN_2)
+    readings = pd.to_numeric(trials.loc[reread, "probe_readings"].astype(object), errors="coerce")
+    return reread & ~(readings >= READINGS).reindex(trials.index, fill_value=True)
+
+
+def earlier_readings_message(old: pd.DataFrame) -> str:
+    """Why trials of :func:`earlier_readings` cannot be pooled with today's, by condition and model."""
+    detail = "; ".join(
+        f"{c}: {', '.join(map(str, ms))}"
+        for c, ms in old.groupby("condition_id", observed=True)["model"].unique().items()
+    )
+    return (
+        f"logs of probes whose meaning changed with the paper's G.10/G.11 readings were made "
+        f"under the earlier reading ({detail}): they appended distractors to every item and "
+        f"dropped one middle frame; rerun those tasks (the earlier readings are the "
+        f"sceval_probe_options tasks *_appended_* and probe_temporal_middle_drop_1)"
+    )
+
+
+#: Why a report leaves trials out rather than refuse the whole report (``sceval report --strict``
+#: refuses instead), in words: rows whose meaning today's catalogue does not hold.
+LEFT_OUT_REASONS = {
+    "earlier_probe_reading": "logged under the probe's earlier reading (no probe_readings: distractors "
+    "appended to every item, one middle frame dropped), not the paper's G.10/G.11 reading the condition "
+    "now names; rerun those tasks for their numbers (the earlier reading runs today as the "
+    "sceval_probe_options tasks *_appended_* and probe_temporal_middle_drop_1)",
+    "unknown_condition": "a condition not in the installed catalogue; install the plugin that defines it",
+}
+
+
+def leave_out_incomparable(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The trials a report can pool, and per (model, condition) the trials it leaves out with
+    their reason (:data:`LEFT_OUT_REASONS`; columns model, condition_id, reason, trials): those of
+    :func:`earlier_readings`, and those of conditions ``info`` does not know. The rest of the
+    logs' tables are computed as if those logs had not been given."""
+    reasons = pd.Series(None, index=trials.index, dtype=object)
+    reasons[earlier_readings(trials)] = "earlier_probe_reading"
+    reasons[~trials["condition_id"].isin(list(info))] = "unknown_condition"
+    out = reasons.notna()
+    columns = ["model", "condition_id", "reason", "trials"]
+    if not out.any():
+        return trials, pd.DataFrame(columns=columns)
+    left = (
+        trials[out]
+        .assign(**{k: trials.loc[out, k].astype(str) for k in ("model", "condition_id")}, reason=reasons[out])
+        .groupby(["model", "condition_id", "reason"])
+        .size()
+        .rename("trials")
+        .reset_index()
+    )
+    return trials[~out].reset_index(drop=True), left[columns]
+
+
+def left_out_notes(left_out: pd.DataFrame) -> list[str]:
+    """One note per reason of :func:`leave_out_incomparable`, naming each condition and its models."""
+    notes = []
+    for reason, group in left_out.groupby("reason", sort=False):
+        cells = "; ".join(
+            f"{cid} ({', '.join(g['model'])}: {int(g['trials'].sum())} trial(s))"
+            for cid, g in group.groupby("condition_id", sort=True)
         )
-        raise ValueError(
-            f"logs of probes whose meaning changed with the paper's G.10/G.11 readings were made "
-            f"under the earlier reading ({detail}): they appended distractors to every item and "
-            f"dropped one middle frame; rerun those tasks (the earlier readings are the "
-            f"sceval_probe_options tasks *_appended_* and probe_temporal_middle_drop_1)"
-        )
+        notes.append(f"left out of every table: {cells}: {LEFT_OUT_REASONS[reason]} (--strict refuses such logs)")
+    return notes
 
 
 #: Why a control does not apply to an item (the trial's ``not_applicable``), in words.

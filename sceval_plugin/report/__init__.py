@@ -17,8 +17,17 @@ import pandas as pd
 
 from faultline_eval.core.report_writer import Report, Section, write_report
 from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
+from faultline_eval.core.tables import Table, json_records
 from sceval_plugin.metrics.diagnostics import DiagnosticOptions
-from sceval_plugin.metrics.protocol import ConditionInfo, Numbers, catalogue_info, compute
+from sceval_plugin.metrics.protocol import (
+    LEFT_OUT_REASONS,
+    ConditionInfo,
+    Numbers,
+    catalogue_info,
+    compute,
+    leave_out_incomparable,
+    left_out_notes,
+)
 from sceval_plugin.report import diagnostics_section as diagnostics
 from sceval_plugin.report import no_option_section as no_option
 from sceval_plugin.report import probe_section as probes
@@ -124,6 +133,28 @@ def _wrapped_subreport(run_dirs: Sequence[str | Path], *, b: int, seed: int, fig
     return Section(subreports={"wrapped": Report(head, sections)})
 
 
+def _left_out_section(left_out: pd.DataFrame, *, strict: bool) -> Section:
+    """The trials left out of every table (:func:`leave_out_incomparable`), by model and
+    condition with the reason: a table (when any) and report.json's ``left_out``."""
+    shown = left_out.assign(why=left_out["reason"].map(LEFT_OUT_REASONS))
+    return Section(
+        tables=[
+            Table(
+                "left_out",
+                "Trials left out of every table, by model and condition, and why (sceval report --strict "
+                "refuses such logs instead)",
+                shown,
+                left_out,
+                trial_links=[[None] * len(shown.columns)] * len(shown),  # not in the trial table the viewer reads
+            )
+        ]
+        if len(left_out)
+        else [],
+        numbers={"left_out": json_records(left_out), "settings": {"strict": strict}},
+        title="Left out",
+    )
+
+
 def _has_sceval_logs(run_dirs: Sequence[str | Path]) -> bool:
     return any(Path(r).is_file() or next(Path(r).rglob(SAMPLES_GLOB), None) is not None for r in run_dirs)
 
@@ -154,12 +185,17 @@ def build_report(
     options: DiagnosticOptions | None = None,
     figures: bool = True,
     cohort: str = "gold_preserved",
+    strict: bool = False,
 ) -> dict[str, Any]:
     """Read ``run_dirs``, compute, write everything under ``out``; returns a summary of what was written.
     Works on any subset of the catalogue: what the logs do not allow is listed in ``notes`` (and
     report.json), and a figure without data is skipped with its reason. Folders of wrapped
     lmms-eval tasks (``<base>__<condition>__var<k>``, issue 27) get their report
-    (:func:`wrapped_sections`): on their own, or in the subfolder ``wrapped/`` beside SCEval's."""
+    (:func:`wrapped_sections`): on their own, or in the subfolder ``wrapped/`` beside SCEval's.
+    Trials the report cannot pool with today's meaning (a probe's earlier reading, a condition
+    the catalogue does not know) are left out of every table, named in the notes and in
+    report.json's ``left_out`` (:func:`~sceval_plugin.metrics.protocol.leave_out_incomparable`);
+    ``strict`` refuses such logs instead."""
     start = time.perf_counter()
     wrapped = bool(wrapped_sample_files(run_dirs))
     if wrapped and not _has_sceval_logs(run_dirs):
@@ -169,7 +205,14 @@ def build_report(
         [r for r in run_dirs if not wrapped or not Path(r).exists() or _has_sceval_logs([r])], progress=progress
     )
     trials = select_cohort(trials, cohort, notes)
-    info = _info_with_unknowns(trials, catalogue_info())
+    info = catalogue_info()
+    left_out = pd.DataFrame(columns=["model", "condition_id", "reason", "trials"])
+    if not strict:  # strict: the checks below refuse them, naming each
+        trials, left_out = leave_out_incomparable(trials, info)
+        notes += left_out_notes(left_out)
+        if trials.empty:
+            raise ReportError("every trial of the logs is left out: " + " ".join(notes))
+    info = _info_with_unknowns(trials, info)
     trials, no_option_trials = no_option.split_trials(trials, info)  # never in the headline tables (Table 33)
     if trials.empty:
         raise ReportError(
@@ -191,6 +234,7 @@ def build_report(
         protocol.head(numbers, trials, run_dirs, b=b, seed=seed, delta_single=delta_single),
         [
             Section(notes=[*notes, *numbers.notes]),
+            _left_out_section(left_out, strict=strict),
             protocol.figures_section(numbers, info, ops, drawn=figures),
             protocol.tables_section(numbers, info, ops, delta_single),
             # the Appendix-C diagnostics: their own tables, and their entries in report.json
@@ -218,5 +262,6 @@ def build_report(
         "notes": report.notes,
         "trials": len(trials),
         "models": sorted(map(str, trials["model"].unique())),
+        "left_out": left_out,
         "seconds": time.perf_counter() - start,
     }

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from faultline_eval.core.model_names import ModelNames
 from faultline_eval.core.report_writer import Section
-from faultline_eval.core.run_logs import model_label, results_for
+from faultline_eval.core.run_logs import results_for
 from faultline_eval.core.tables import Table, drop, json_records, signed
 from sceval_plugin.data.manifest import current_manifest
 from sceval_plugin.metrics.no_option_drops import agreement_table, no_option_frame, transfer_table
@@ -34,10 +35,11 @@ def read_no_option(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
     """:func:`~sceval_plugin.metrics.no_option_drops.no_option_frame` of every no-option log under
     ``run_dirs``, models labelled as :func:`~sceval_plugin.report.reader.read_runs` labels them."""
     records = []
+    names = ModelNames.under(run_dirs)
     for path in sample_files(run_dirs):
         if SAMPLES_MARK not in path.name:
             continue
-        label = model_label(results_for(path), None)
+        label = names.of(results_for(path))
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
                 record = read_record(line, f"{path}:{number}")

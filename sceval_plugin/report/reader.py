@@ -1,6 +1,7 @@
 """Reading lmms-eval output folders of SCEval tasks into one trial table.
 
-The folders are found and their models labelled by :mod:`faultline_eval.core.run_logs`. Each
+The folders are found by :mod:`faultline_eval.core.run_logs`, their models named by
+:mod:`faultline_eval.core.model_names`. Each
 per-sample line carries the trial entry (:class:`faultline_eval.core.trial.SCEvalTrial`, schema
 2, or schema 1's single-letter keys) under ``sceval_accuracy``, and the full record under
 ``sceval_record``. A log holds hundreds of thousands of lines with few distinct entries, so a
@@ -12,7 +13,6 @@ through its records.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import re
@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from faultline_eval.core.run_logs import ReportError, find_sample_files, model_label, record_from_line, results_for
+from faultline_eval.core.model_names import ModelNames
+from faultline_eval.core.run_logs import ReportError, find_sample_files, record_from_line, results_for
 from faultline_eval.core.trial import SCHEMA_VERSION, SCEvalTrial
 from sceval_plugin.metrics.protocol import TRIAL_COLUMNS
 
@@ -243,15 +244,16 @@ def read_runs(
     (repeated trials). Logs read again unchanged in the same process (``sceval report --html``:
     the report, then its site) are not parsed again: the table comes from :data:`_last_read`, copied."""
     files = sample_files(run_dirs)
-    key = _identity(files)
+    names = ModelNames.under(run_dirs)
+    key = (_identity(files), tuple(sorted(names.names.items())))
     if key not in _last_read:
         _last_read.clear()  # the last table only: a report and its site read the same logs one after the other
-        _last_read[key] = _read_files(files, workers, progress)
+        _last_read[key] = _read_files(files, names, workers, progress)
     trials, notes = _last_read[key]
     return trials.copy(), list(notes)
 
 
-#: The last trial table :func:`read_runs` read, by :func:`_identity` of its logs.
+#: The last trial table :func:`read_runs` read, by :func:`_identity` of its logs and their models' names.
 _last_read: dict[tuple, tuple[pd.DataFrame, list[str]]] = {}
 
 
@@ -261,11 +263,12 @@ def _identity(files: list[Path]) -> tuple:
     return tuple((p, (st := os.stat(p)).st_size, st.st_mtime_ns) for p in [*map(str, files), *results])
 
 
-def _read_files(files: list[Path], workers: int | None, progress: bool) -> tuple[pd.DataFrame, list[str]]:
-    """:func:`read_runs` of the logs ``files``."""
-    label_of = functools.lru_cache(maxsize=None)(lambda results: model_label(results, None))
+def _read_files(
+    files: list[Path], names: ModelNames, workers: int | None, progress: bool
+) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`read_runs` of the logs ``files``, their models named by ``names``."""
     parsed = _parse_files(files, workers, progress)
-    kept = [(parsed[str(f)], label_of(results_for(f))) for f in files if len(parsed[str(f)][1][0][0])]
+    kept = [(parsed[str(f)], names.of(results_for(f))) for f in files if len(parsed[str(f)][1][0][0])]
     if not kept:
         raise ReportError("the per-sample logs are empty")
     counts = np.array([len(samples[0]) for (_, (samples, _)), _ in kept])

@@ -25,7 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from faultline_eval.core.run_logs import ReportError, find_sample_files, model_label, results_for, sample_lines
+from faultline_eval.core.model_names import ModelNames
+from faultline_eval.core.run_logs import ReportError, find_sample_files, results_for, sample_lines
 from faultline_eval.core.trial import TrialEntryError, WrappedTrial
 
 __all__ = [
@@ -187,12 +188,12 @@ def _read_log(path: Path, model: str, task: str, metrics: Sequence[str]) -> tupl
     return rows, items
 
 
-def _unwrapped(results_files: set[Path], bases: set[str]) -> pd.DataFrame:
+def _unwrapped(results_files: set[Path], bases: set[str], names: ModelNames) -> pd.DataFrame:
     """The base tasks' own aggregates in the same folders' results (an unwrapped run of them)."""
     rows = []
     for path in sorted(results_files):
         results = _results(path)
-        model = model_label(path, None)
+        model = names.of(path)
         for base in sorted(bases & set(results.get("results", {}))):
             for metric, (value, _) in _metric_values(results, base, path).items():
                 rows.append({"model": model, "base_task": base, "metric": metric, "value": value, "file": str(path)})
@@ -207,10 +208,11 @@ def read_wrapped_runs(run_dirs: Sequence[str | Path]) -> WrappedRuns:
     files = wrapped_sample_files(run_dirs) or find_sample_files(
         run_dirs, pattern=WRAPPED_GLOB, benchmark="wrapped-task", tasks="`faultline wrap`"
     )
+    names = ModelNames.under(run_dirs)
     latest: dict[tuple[str, str], Path] = {}
     notes: list[str] = []
     for path in files:  # sorted: a later date sorts later within a folder
-        model = model_label(results_for(path), path.parent.name)
+        model = names.of(results_for(path), path.parent.name)
         key = (model, _task_of(path))
         if key in latest:
             notes.append(f"{key[1]} of {model} was run more than once: kept {path.name}, left out {latest[key].name}")
@@ -244,4 +246,4 @@ def read_wrapped_runs(run_dirs: Sequence[str | Path]) -> WrappedRuns:
     bases = set(trials["base_task"])
     results_files = {r for f in files if (r := results_for(f)) is not None}
     results_files |= {p for run in map(Path, run_dirs) if run.is_dir() for p in run.rglob("*_results.json")}
-    return WrappedRuns(trials, items, pd.DataFrame(values), _unwrapped(results_files, bases), notes)
+    return WrappedRuns(trials, items, pd.DataFrame(values), _unwrapped(results_files, bases, names), notes)
