@@ -41,7 +41,8 @@ def demo_site(work: Path) -> Path:
 
 
 def pages(site: Path) -> list[tuple[str, str]]:
-    """(name, address) of each page shot."""
+    """(name, address) of each page shot (``file://`` addresses: ``site`` is made absolute)."""
+    site = Path(site).resolve()  # Path.as_uri() refuses a relative path (the docs' `out/site/` is one)
     found = [("index", (site / "index.html").as_uri())]
     for bench in ("sceval", "c3po"):
         if not (site / bench).is_dir():
@@ -70,6 +71,7 @@ def shoot(
     for ``query`` (``None``: no search shot). ``docs/assets/make_assets.py`` takes a few of them."""
     from playwright.sync_api import sync_playwright  # heavy: only for the screenshots
 
+    site = Path(site).resolve()
     out.mkdir(parents=True, exist_ok=True)
     written = []
     with sync_playwright() as p:
@@ -105,11 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--output", required=True, help="folder for the PNGs")
     parser.add_argument("--query", default="count", help="what the search screenshot searches for")
     args = parser.parse_args(argv)
+    if bool(args.site) == args.demo:
+        parser.error("give a SITE folder or --demo")
+    if args.site and not (Path(args.site) / "index.html").is_file():
+        parser.error(f"{args.site}: no index.html there; give the folder `faultline view -o` wrote")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         parser.error("no chromium binary (apt-get install chromium)")
-    if bool(args.site) == args.demo:
-        parser.error("give a SITE folder or --demo")
     with tempfile.TemporaryDirectory() as work:
         site = demo_site(Path(work)) if args.demo else Path(args.site)
         for path in shoot(site, Path(args.output), chromium, args.query):

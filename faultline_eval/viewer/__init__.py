@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from faultline_eval.viewer.budget import Budget
+from faultline_eval.viewer.budget import Budget, media_counts
 
 # The commands import this module to build their parsers; writing a site (pandas, scipy) is imported when one is written.
 __all__ = ["write_site", "add_parser", "add_html_arguments", "check_html_arguments"]
@@ -80,10 +80,11 @@ def check_html_arguments(parser: argparse.ArgumentParser, args: argparse.Namespa
 
 
 def print_summary(done: dict) -> None:
+    for note in done["notes"]:
+        print(f"note: {note}")
     for s in done["sections"]:
-        print(f"{s['title']}: {s['trials']} trials, {s['shown']} shown with media on {s['samples']} sample pages")
-    skipped = f", {done['media_skipped']} trial(s) without media (budget)" if done["media_skipped"] else ""
-    print(f"viewer in {done['out']}/index.html: {done['bytes'] / 1e6:.1f} MB{skipped}, {done['seconds']:.1f} s")
+        print(f"{s['title']}: {media_counts(s)}")
+    print(f"viewer in {done['out']}/index.html: {done['bytes'] / 1e6:.1f} MB, {done['seconds']:.1f} s")
 
 
 def write_report_site(args: argparse.Namespace, benchmark: str) -> None:
