@@ -9,12 +9,21 @@ non-zero: 1 for ``faultline-eval`` (as for its other refused runs), 2 for ``scev
 
     check_writable_folder("out/", "--output_path")      # creates out/, writes and removes a file
     check_existing_folder("out/report", "--sceval-report", holds="report.json")
+    check_existing_path("./ckpt", "--model_args pretrained", kind="file_or_folder")
+    probe_endpoint("http://127.0.0.1:8000/v1/models", "base_url")  # answers, or the hint that fits
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
+import socket
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,9 +32,15 @@ from pathlib import Path
 from faultline_eval.core.registry import close_matches
 
 __all__ = [
+    "PROBE_TIMEOUT_S",
+    "EndpointReply",
     "PreflightError",
     "check_existing_folder",
+    "check_existing_path",
     "check_writable_folder",
+    "file_in_the_way",
+    "looks_like_path",
+    "probe_endpoint",
     # the path arguments of the sceval, c3po and faultline commands (block below)
     "PathRule",
     "FILE_TO_WRITE",
@@ -35,34 +50,48 @@ __all__ = [
     "REPORT_FOLDER",
     "RUN_FOLDER",
     "argument_name",
-    "check_existing_path",
     "check_path",
     "check_path_arguments",
     "path_rules",
 ]
+
+#: How long :func:`probe_endpoint` waits for a server's answer: a live server answers a listing in
+#: milliseconds; a refusal must come in seconds, not after a run's first request times out.
+PROBE_TIMEOUT_S = 2.0
 
 
 class PreflightError(ValueError):
     """An input refused before any work started; the message names the argument and the fix."""
 
 
-def check_writable_folder(path: str | os.PathLike[str], argument: str) -> Path:
+def check_writable_folder(path: str | os.PathLike[str], argument: str, *, keep_created: bool = True) -> Path:
     """``path`` as a folder this process can write: created if missing, then proven by writing and
     removing a real file (permissions, read-only mounts and a file where a folder should be all
-    fail here, not after hours of requests). Returns the path; raises :class:`PreflightError`."""
+    fail here, not after hours of requests). With ``keep_created=False`` the folders this check
+    created are removed again (a command that writes them later leaves nothing behind when it is
+    refused for another reason). Returns the path; raises :class:`PreflightError`."""
     folder = Path(path)
     probe = folder / f".faultline-write-check-{uuid.uuid4().hex}"
+    created = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         probe.write_bytes(b"ok")
         probe.unlink()
     except OSError as exc:
-        blocker = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+        blocker = file_in_the_way(folder)
         why = f"{blocker} is a file, not a folder" if blocker else f"{type(exc).__name__}: {exc.strerror or exc}"
         raise PreflightError(
             f"{argument} {str(path)!r} cannot be written ({why}); give a folder you can write to"
         ) from exc
+    for made in [] if keep_created else created:  # deepest first; one another process filled stays
+        with contextlib.suppress(OSError):
+            made.rmdir()
     return folder
+
+
+def file_in_the_way(folder: Path) -> Path | None:
+    """The file that stands where ``folder`` or one of its parents should be a folder, if any."""
+    return next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
 
 
 def check_existing_folder(
@@ -142,15 +171,18 @@ def check_existing_path(
     kind: str = "file",
     holds: str | None = None,
     what: str | None = None,
+    fix: str = "",
 ) -> Path:
-    """``path`` as an existing ``file`` (not empty), ``folder`` or ``file_or_folder``; a folder
-    must match the glob ``holds`` when given. The refusal names the argument, what is wrong and
-    the close names beside it (a typo's intended file)."""
-    found = Path(path)
+    """``path`` (``~`` expanded) as an existing ``file`` (not empty), ``folder`` or
+    ``file_or_folder``; a folder must match the glob ``holds`` when given. The refusal names the
+    argument, what is wrong and the close names beside it (a typo's intended file), then ``fix``."""
+    found = Path(path).expanduser()
     if kind == "folder" or (kind == "file_or_folder" and found.is_dir()):
-        return check_existing_folder(path, argument, holds=holds, what=what)
+        return check_existing_folder(found, argument, holds=holds, what=what)
     if not found.exists():
-        raise PreflightError(f"{argument} {str(path)!r} does not exist{_close_names(found)}")
+        raise PreflightError(
+            f"{argument} {str(path)!r} does not exist{_close_names(found)}" + (f"; {fix}" if fix else "")
+        )
     if found.is_dir() and kind == "file":
         raise PreflightError(f"{argument} {str(path)!r} is a folder; give the file")
     if found.stat().st_size == 0:
@@ -239,3 +271,63 @@ REPORT_FOLDER = PathRule("folder", holds="report.json", what="report")
 ITEMS_SOURCE = PathRule(
     "source", holds="items.*", what="items.jsonl or items.parquet", names=("demo",), prefixes=("hf:", "lmms:")
 )
+
+
+def looks_like_path(value: str) -> bool:
+    """Whether ``value`` can only be meant as a local path: it starts with ``/``, ``./``, ``../`` or
+    ``~``, or has more than one ``/`` (a Hugging Face repo id is ``org/name``, a name has none)."""
+    return value.startswith(("/", "./", "../", "~")) or value in (".", "..") or value.count("/") > 1
+
+
+@dataclass(frozen=True)
+class EndpointReply:
+    """What a server answered to :func:`probe_endpoint`: the HTTP status and the body."""
+
+    status: int
+    body: bytes
+
+
+def _why_no_answer(url: str, exc: BaseException, timeout: float) -> str:
+    """What failed, in words that point at the fix."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    parts = urllib.parse.urlsplit(url)
+    where = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+    if isinstance(reason, ConnectionRefusedError) or getattr(reason, "errno", None) == errno.ECONNREFUSED:
+        return f"connection refused: nothing listens at {where}; is the server running, on that port?"
+    if isinstance(reason, socket.gaierror):
+        return f"the host name {parts.hostname!r} does not resolve; check its spelling"
+    if isinstance(reason, TimeoutError | socket.timeout):
+        return (
+            f"no answer within {timeout:g} s from {where}; is it the right address, is the server still "
+            "loading its model, or does a firewall drop the connection?"
+        )
+    if isinstance(reason, ssl.SSLError):
+        return f"TLS failed ({reason}); is the server http:// rather than https://?"
+    return f"{type(reason).__name__}: {reason}"
+
+
+def probe_endpoint(
+    url: str,
+    argument: str,
+    *,
+    headers: dict[str, str] | None = None,
+    timeout: float = PROBE_TIMEOUT_S,
+    start_hint: str = "",
+) -> EndpointReply:
+    """GET ``url`` once, within ``timeout`` seconds: the reply, whatever its HTTP status (the
+    caller reads what the status means for its kind of server). No answer at all (refused, a name
+    that does not resolve, a timeout, not a URL) is a :class:`PreflightError` naming the argument
+    (``argument``: how the user gave the URL, e.g. ``--model_args base_url=http://...``) and what
+    failed, followed by ``start_hint`` (how to start the server) when nothing listens."""
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        raise PreflightError(f"{argument}: {url!r} is not an http:// or https:// URL")
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return EndpointReply(response.status, response.read(1 << 20))
+    except urllib.error.HTTPError as exc:
+        return EndpointReply(exc.code, exc.read(1 << 16))
+    except (urllib.error.URLError, OSError) as exc:
+        why = _why_no_answer(url, exc, timeout)
+        hint = f" {start_hint}" if start_hint and why.startswith("connection refused") else ""
+        raise PreflightError(f"{argument}: GET {url} got no answer ({why}){hint}") from exc
