@@ -99,8 +99,8 @@ def check_existing_folder(
 ) -> Path:
     """``path`` as an existing folder, holding a file matching the glob ``holds`` (described as
     ``what``) when given. Raises :class:`PreflightError` naming the argument, with the close names
-    beside it (a typo's intended folder)."""
-    folder = Path(path)
+    beside it (a typo's intended folder). ``~`` is expanded."""
+    folder = Path(path).expanduser()
     if not folder.is_dir():
         state = "is a file, not a folder" if folder.exists() else "does not exist"
         raise PreflightError(f"{argument} {str(path)!r} {state}{_close_names(folder)}")
@@ -178,7 +178,7 @@ def check_existing_path(
     argument, what is wrong and the close names beside it (a typo's intended file), then ``fix``."""
     found = Path(path).expanduser()
     if kind == "folder" or (kind == "file_or_folder" and found.is_dir()):
-        return check_existing_folder(found, argument, holds=holds, what=what)
+        return check_existing_folder(path, argument, holds=holds, what=what)
     if not found.exists():
         raise PreflightError(
             f"{argument} {str(path)!r} does not exist{_close_names(found)}" + (f"; {fix}" if fix else "")
