@@ -45,7 +45,8 @@ def demo_site(work: Path, smoke: bool = False) -> Path:
 
 
 def pages(site: Path) -> list[tuple[str, str]]:
-    """(name, address) of each page shot."""
+    """(name, address) of each page shot (``file://`` addresses: ``site`` is made absolute)."""
+    site = Path(site).resolve()  # Path.as_uri() refuses a relative path (the docs' `out/site/` is one)
     found = [("index", (site / "index.html").as_uri())]
     for bench in ("sceval", "c3po"):
         if not (site / bench).is_dir():
@@ -74,6 +75,7 @@ def shoot(
     for ``query`` (``None``: no search shot). ``docs/assets/make_assets.py`` takes a few of them."""
     from playwright.sync_api import sync_playwright  # heavy: only for the screenshots
 
+    site = Path(site).resolve()
     out.mkdir(parents=True, exist_ok=True)
     written = []
     with sync_playwright() as p:
@@ -116,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args(argv)
     record = provenance.Record(__file__, peer=None, argv=argv)
+    if args.site and not (Path(args.site) / "index.html").is_file():
+        parser.error(f"{args.site}: no index.html there; give the folder `faultline view -o` wrote")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None and not args.smoke:
         parser.error("no chromium binary (apt-get install chromium)")

@@ -23,6 +23,7 @@ from pathlib import Path
 from c3po_plugin.construction import pipeline
 from c3po_plugin.construction.ledger import format_reports
 from c3po_plugin.construction.sample import import_answers
+from c3po_plugin.construction.select import POOL
 from c3po_plugin.construction.settings import DEFAULTS, PAPER_AUDITOR, PAPER_MODELS, ROLE_ENV
 from c3po_plugin.construction.specs import registry as specs
 from c3po_plugin.data.records import check_media
@@ -30,6 +31,15 @@ from c3po_plugin.data.sources import load_source, media_paths
 from c3po_plugin.templates import registry
 from faultline_eval.core.intake import check_command
 from faultline_eval.core.offline import use_offline_defaults
+from faultline_eval.core.preflight import (
+    FILE_TO_WRITE,
+    FOLDER_TO_WRITE,
+    INPUT_FILE,
+    ITEMS_SOURCE,
+    RUN_FOLDER,
+    PathRule,
+    path_rules,
+)
 from faultline_eval.core.run_status import add_failure_rate_argument, run_command
 from faultline_eval.judges import make_judge
 from faultline_eval.tasks.c3po_configs import out_of_date, write_task_files
@@ -239,6 +249,38 @@ def model_default(role: str) -> str:
     return text + f"; the paper used {PAPER_MODELS[role]}"
 
 
+#: The ledger each stage reads: a stage run before it has nothing to work on (it would report 0 items and exit 0).
+UPSTREAM = {
+    "generate": "select",
+    "classify": "generate",
+    "synthesize": "classify",
+    "audit": "synthesize",
+    "sample": "audit",
+    "export": "audit",
+}
+
+
+BUILD_DIR_HELP = {
+    "select": "the build folder (created when missing)",
+    "all": "the build folder (created when missing)",
+    **{stage: f"the build folder, with the {upstream} ledger" for stage, upstream in UPSTREAM.items()},
+}
+
+
+def build_dir_rules(stage: str) -> tuple[PathRule, ...]:
+    """What BUILD_DIR must be for ``stage``: ``select`` and ``all`` make it; a later stage needs
+    the ledger of the stage before it; ``status`` and ``import-answers`` read an existing build."""
+    if stage in ("select", "all"):
+        return (FOLDER_TO_WRITE,)
+    if stage in UPSTREAM:
+        upstream = UPSTREAM[stage]
+        ledger = PathRule(
+            "folder", holds=f"ledger/{upstream}.jsonl", what=f"{upstream} ledger (run `c3po build {upstream}` first)"
+        )
+        return (ledger, FOLDER_TO_WRITE)
+    return (PathRule("folder", holds="ledger/*.jsonl", what="build ledgers (is it a `c3po build` folder?)"),)
+
+
 def add_build_parser(sub) -> None:
     build = sub.add_parser(
         "build",
@@ -250,7 +292,10 @@ def add_build_parser(sub) -> None:
 
     def stage(name: str, help: str, *, templates: bool = True) -> argparse.ArgumentParser:
         parser = stages.add_parser(name, help=help, description=help)
-        parser.add_argument("build_dir", help="the build folder (created when missing)")
+        path_rules(
+            parser.add_argument("build_dir", help=BUILD_DIR_HELP.get(name, "the build folder")),
+            *build_dir_rules(name),
+        )
         if name not in ("status", "import-answers"):
             add_failure_rate_argument(parser)
         if templates:
@@ -263,7 +308,10 @@ def add_build_parser(sub) -> None:
         return parser
 
     def pool(parser, required: bool) -> None:
-        parser.add_argument("--pool", required=required, help="base media pool: a folder or a datasets dataset")
+        path_rules(
+            parser.add_argument("--pool", required=required, help="base media pool: a folder or a datasets dataset"),
+            POOL,
+        )
         parser.add_argument(
             "--per-template",
             type=_per_template,
@@ -299,7 +347,9 @@ def add_build_parser(sub) -> None:
         parser.add_argument("--annotators", type=int, help="disjoint annotator subsets (default 3)")
 
     def export(parser) -> None:
-        parser.add_argument("--out", help="where the dataset goes (default BUILD_DIR/export)")
+        path_rules(
+            parser.add_argument("--out", help="where the dataset goes (default BUILD_DIR/export)"), FOLDER_TO_WRITE
+        )
         parser.add_argument("--push-to-hub", help="also push the dataset to this Hugging Face repo id")
 
     pool(stage("select", "pick base media candidates per template from a pool and process them"), True)
@@ -324,7 +374,7 @@ def add_build_parser(sub) -> None:
     sampling(sampling_parser)
     sampling_parser.add_argument("--seed", type=int, help="sampling seed (default 0)")
     answers = stage("import-answers", "read a filled human-evaluation sheet back into the items", templates=False)
-    answers.add_argument("sheet", help="the filled sheet (CSV)")
+    path_rules(answers.add_argument("sheet", help="the filled sheet (CSV)"), INPUT_FILE)
     export(
         stage(
             "export", "export accepted items as a datasets dataset, with the funnel report and Fig. 7", templates=False
@@ -350,29 +400,36 @@ def build_parser() -> argparse.ArgumentParser:
     templates.set_defaults(func=cmd_templates)
 
     check = sub.add_parser("check", help="validate a source's items and media; list every problem by sample")
-    check.add_argument(
-        "source", nargs="?", help="demo, a folder, items.jsonl/.parquet or hf:... (default $C3PO_SOURCE)"
+    path_rules(
+        check.add_argument(
+            "source", nargs="?", help="demo, a folder, items.jsonl/.parquet or hf:... (default $C3PO_SOURCE)"
+        ),
+        ITEMS_SOURCE,
     )
     check.set_defaults(func=cmd_check)
 
     tasks = sub.add_parser("tasks", help="check (default) or --write the generated lmms-eval task folder")
-    tasks.add_argument("folder", help="e.g. tasks/c3po in a source checkout")
+    path_rules(
+        tasks.add_argument("folder", help="e.g. tasks/c3po in a source checkout"),
+        PathRule("folder_to_write", only_with="write"),
+        PathRule("folder", unless="write"),
+    )
     tasks.add_argument(
         "--write", action="store_true", help="write the task files (else list the out-of-date ones; exit 1 if any)"
     )
     tasks.set_defaults(func=cmd_tasks)
 
     judge = sub.add_parser("judge", help="re-grade finished runs with a judge; writes a verdict file")
-    judge.add_argument("runs", nargs="+", help="lmms-eval --output_path folders")
+    path_rules(judge.add_argument("runs", nargs="+", help="lmms-eval --output_path folders"), RUN_FOLDER)
     judge.add_argument(
         "--judge", required=True, help="embedding | exact | lmms:<model>[:<model_args>] | gemini:<model>[,base_url=...]"
     )
-    judge.add_argument("-o", "--output", required=True, help="verdict file (JSONL)")
+    path_rules(judge.add_argument("-o", "--output", required=True, help="verdict file (JSONL)"), FILE_TO_WRITE)
     judge.set_defaults(func=cmd_judge)
 
     agree = sub.add_parser("judge-agreement", help="agreement rate and Cohen's kappa between two verdict files")
-    agree.add_argument("a", help="judge A's verdict file (JSONL, from `c3po judge`)")
-    agree.add_argument("b", help="judge B's verdict file (JSONL, from `c3po judge`)")
+    path_rules(agree.add_argument("a", help="judge A's verdict file (JSONL, from `c3po judge`)"), INPUT_FILE)
+    path_rules(agree.add_argument("b", help="judge B's verdict file (JSONL, from `c3po judge`)"), INPUT_FILE)
     agree.add_argument("--json", action="store_true", help="print the result as JSON instead of a table")
     agree.add_argument(
         "--include-exact",
@@ -382,9 +439,17 @@ def build_parser() -> argparse.ArgumentParser:
     agree.set_defaults(func=cmd_agreement)
 
     report = sub.add_parser("report", help="tables and plots from lmms-eval output folders")
-    report.add_argument("runs", nargs="+", help="lmms-eval --output_path folders (several runs of a model average)")
-    report.add_argument("-o", "--output", required=True, help="folder for the report")
-    report.add_argument("--verdicts", help="grade with this verdict file (from `c3po judge`) instead")
+    path_rules(
+        report.add_argument(
+            "runs", nargs="+", help="lmms-eval --output_path folders (several runs of a model average)"
+        ),
+        RUN_FOLDER,
+    )
+    path_rules(report.add_argument("-o", "--output", required=True, help="folder for the report"), FOLDER_TO_WRITE)
+    path_rules(
+        report.add_argument("--verdicts", help="grade with this verdict file (from `c3po judge`) instead"),
+        INPUT_FILE,
+    )
     report.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     report.add_argument("--seed", type=int, default=20261129, help="bootstrap resampling seed (default %(default)s)")
 
@@ -401,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_html_arguments(parser, args)
-    return run_command("c3po", args)
+    return run_command("c3po", args, parser)
 
 
 if __name__ == "__main__":

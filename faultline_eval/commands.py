@@ -16,6 +16,7 @@ from pathlib import Path
 
 from faultline_eval.cli import main as evaluate
 from faultline_eval.core.offline import use_offline_defaults
+from faultline_eval.core.preflight import FOLDER_TO_WRITE, RUN_FOLDER, check_existing_path, path_rules
 from faultline_eval.core.run_status import run_command
 from faultline_eval.model_wrappers.tiny_checkpoints import BUILDERS as TINY_CHECKPOINTS
 
@@ -33,8 +34,11 @@ def add_audit_parser(sub) -> None:
         "audit_shares (table), audit_items.csv (items answered with a modality removed by >= K models), "
         "audit_per_item.csv and audit_stacked.png/pdf.",
     )
-    audit.add_argument("runs", nargs="+", help="lmms-eval --output_path folders of wrapped tasks (any models)")
-    audit.add_argument("-o", "--output", required=True, help="folder for the audit")
+    path_rules(
+        audit.add_argument("runs", nargs="+", help="lmms-eval --output_path folders of wrapped tasks (any models)"),
+        RUN_FOLDER,
+    )
+    path_rules(audit.add_argument("-o", "--output", required=True, help="folder for the audit"), FOLDER_TO_WRITE)
     audit.add_argument(
         "--min-models", type=int, metavar="K", help="list items answered under a control by >= K models (default: all)"
     )
@@ -78,18 +82,15 @@ def add_tiny_model_parser(sub) -> None:
         metavar="VARIANT",
         help="the model family; --model faultline_VARIANT loads it",
     )
-    parser.add_argument("out", type=Path, metavar="OUT", help="a new or empty folder for the checkpoint")
+    path_rules(
+        parser.add_argument("out", type=Path, metavar="OUT", help="a new or empty folder for the checkpoint"),
+        FOLDER_TO_WRITE,
+    )
 
     def run(args: argparse.Namespace) -> int:
-        out: Path = args.out
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"tiny-model: OUT {out} is a file; give a new or empty folder")
-        if out.is_dir() and any(out.iterdir()):
+        out: Path = args.out  # a folder that can be written (checked before the command runs)
+        if any(out.iterdir()):
             raise ValueError(f"tiny-model: OUT {out} is not empty; remove it or give a new folder")
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ValueError(f"tiny-model: cannot create OUT {out}: {exc.strerror}") from exc
         TINY_CHECKPOINTS[args.variant](out)
         print(f"wrote a tiny random faultline_{args.variant} checkpoint to {out} (its answers are noise)")
         return 0
@@ -120,7 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["eval"]:
         return evaluate(argv[1:])
     use_offline_defaults()
-    return run_command("faultline", build_parser().parse_args(argv))
+    parser = build_parser()
+    return run_command("faultline", parser.parse_args(argv), parser)
 
 
 def add_wrap_parser(sub) -> None:
@@ -143,16 +145,22 @@ def add_wrap_parser(sub) -> None:
     parser.add_argument("--conditions", nargs="+", default=[], metavar="ID", help="SCEval condition ids or aliases")
     parser.add_argument("--write", action="store_true", help="write the task files (else only list them)")
     parser.add_argument(
-        "--data", action="append", default=[], metavar="TASK=PATH", help="a local copy of TASK's dataset to read"
+        "--data",
+        action="append",
+        default=[],
+        metavar="TASK=PATH",
+        help="a local copy of TASK's dataset to read",
     )
 
     def run(args: argparse.Namespace) -> int:
-        from faultline_eval.tasks import wrap_configs  # heavy: the condition catalogue and the adapters
-
         try:
             data = dict(entry.split("=", 1) for entry in args.data)
         except ValueError:
             raise SystemExit(f"faultline wrap: --data takes TASK=PATH, got {args.data}") from None
+        for task, path in data.items():  # every local copy, before any task is indexed
+            check_existing_path(path, f"--data {task}=PATH", kind="file_or_folder")
+        from faultline_eval.tasks import wrap_configs  # heavy: the condition catalogue and the adapters
+
         try:
             conditions = wrap_configs.requested_conditions(args.suite, args.conditions)
             plans = wrap_configs.wrap(args.tasks, conditions, write_files=args.write, data=data)

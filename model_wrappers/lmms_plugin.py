@@ -35,6 +35,32 @@ from faultline_eval.core.run_logs import write_run_info
 PACKAGE = "faultline_eval.model_wrappers"
 
 
+#: Our models as (model id, chat class, simple class): plain data, so ``faultline-eval`` knows the
+#: names before lmms-eval is imported (:mod:`.preflight`); :func:`manifests` makes lmms-eval's of them.
+MODELS: tuple[tuple[str, str | None, str | None], ...] = (
+    ("sceval_reference", f"{PACKAGE}.reference.ReferenceChat", f"{PACKAGE}.reference.ReferenceSimple"),
+    # Calibration: answers from ONE modality (model arg modality=audio|vision), so a wrapped task's
+    # modality-necessity audit has numbers known in advance (issue 27).
+    (
+        "modality_oracle",
+        f"{PACKAGE}.modality_oracle.ModalityOracleChat",
+        f"{PACKAGE}.modality_oracle.ModalityOracleSimple",
+    ),
+    # The offline generator / audio typer / auditor of `c3po build` (demo-quality items).
+    # layer 4: it answers the construction stages' prompts, so it lives with them (named, not imported)
+    ("c3po_build_reference", "c3po_plugin.construction.reference_model.BuildReferenceChat", None),
+    ("sceval_gemini", f"{PACKAGE}.gemini.GeminiChat", None),
+    # OpenAI-compatible endpoints (vLLM, vLLM-Omni) with the audio sent and checked (docs/reference/models.md).
+    ("sceval_openai", f"{PACKAGE}.openai_chat.OpenAIChat", None),
+    # Adapters over lmms-eval's open omni wrappers (docs/reference/models.md, "What the adapters fix").
+    ("faultline_qwen2_5_omni", f"{PACKAGE}.qwen2_5_omni.Qwen2_5OmniChat", f"{PACKAGE}.qwen2_5_omni.Qwen2_5OmniSimple"),
+    ("faultline_qwen3_omni", f"{PACKAGE}.qwen3_omni.Qwen3OmniChat", f"{PACKAGE}.qwen3_omni.Qwen3OmniSimple"),
+    ("faultline_minicpm_o", f"{PACKAGE}.minicpm_o.MiniCPMOChat", f"{PACKAGE}.minicpm_o.MiniCPMOSimple"),
+)
+#: This module's entry point as ``setup.cfg`` declares it (group ``lmms_eval.models``).
+ENTRY_POINT = f"{__name__}:manifests"
+
+
 def manifests() -> list:
     """Our models for lmms-eval's registry (and, as a side effect, our task folders)."""
     from lmms_eval.models.registry_v2 import ModelManifest
@@ -42,43 +68,8 @@ def manifests() -> list:
     install_task_path()
     install_run_info()
     return [
-        ModelManifest(
-            model_id="sceval_reference",
-            chat_class_path=f"{PACKAGE}.reference.ReferenceChat",
-            simple_class_path=f"{PACKAGE}.reference.ReferenceSimple",
-        ),
-        # Calibration: answers from ONE modality (model arg modality=audio|vision), so a wrapped task's
-        # modality-necessity audit has numbers known in advance (issue 27).
-        ModelManifest(
-            model_id="modality_oracle",
-            chat_class_path=f"{PACKAGE}.modality_oracle.ModalityOracleChat",
-            simple_class_path=f"{PACKAGE}.modality_oracle.ModalityOracleSimple",
-        ),
-        # The offline generator / audio typer / auditor of `c3po build` (demo-quality items).
-        # layer 4: it answers the construction stages' prompts, so it lives with them (named, not imported)
-        ModelManifest(
-            model_id="c3po_build_reference",
-            chat_class_path="c3po_plugin.construction.reference_model.BuildReferenceChat",
-        ),
-        ModelManifest(model_id="sceval_gemini", chat_class_path=f"{PACKAGE}.gemini.GeminiChat"),
-        # OpenAI-compatible endpoints (vLLM, vLLM-Omni) with the audio sent and checked (docs/reference/models.md).
-        ModelManifest(model_id="sceval_openai", chat_class_path=f"{PACKAGE}.openai_chat.OpenAIChat"),
-        # Adapters over lmms-eval's open omni wrappers (docs/reference/models.md, "What the adapters fix").
-        ModelManifest(
-            model_id="faultline_qwen2_5_omni",
-            chat_class_path=f"{PACKAGE}.qwen2_5_omni.Qwen2_5OmniChat",
-            simple_class_path=f"{PACKAGE}.qwen2_5_omni.Qwen2_5OmniSimple",
-        ),
-        ModelManifest(
-            model_id="faultline_qwen3_omni",
-            chat_class_path=f"{PACKAGE}.qwen3_omni.Qwen3OmniChat",
-            simple_class_path=f"{PACKAGE}.qwen3_omni.Qwen3OmniSimple",
-        ),
-        ModelManifest(
-            model_id="faultline_minicpm_o",
-            chat_class_path=f"{PACKAGE}.minicpm_o.MiniCPMOChat",
-            simple_class_path=f"{PACKAGE}.minicpm_o.MiniCPMOSimple",
-        ),
+        ModelManifest(model_id=model_id, chat_class_path=chat, simple_class_path=simple)
+        for model_id, chat, simple in MODELS
     ]
 
 

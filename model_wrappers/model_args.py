@@ -6,7 +6,8 @@ and the default (another checkpoint, another endpoint) would be evaluated instea
 this project registers calls :func:`check_model_args` with what is left in its ``**kwargs``,
 first thing in its ``__init__`` (before weights load or a server is asked anything): an unknown
 argument is an :class:`UnknownModelArgError` naming the close matches (difflib) and the
-arguments the model takes.
+arguments the model takes. ``faultline-eval`` makes the same check before lmms-eval is imported
+(:func:`check_declared_args`): the arguments a class takes are read from its source.
 
 ``label=<name>`` is accepted by every model and changes nothing that is sent: it names the run's
 model in reports, audits and the viewer (:mod:`faultline_eval.core.model_names`).
@@ -21,7 +22,10 @@ neither true nor false (``json_mode=ture`` is an error, not ``False``).
 
 from __future__ import annotations
 
-import inspect
+import ast
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from faultline_eval.core.model_names import LABEL_ARG
@@ -60,18 +64,13 @@ def flag(value: Any, name: str = "flag") -> bool:
 def accepted_args(cls: type) -> list[str]:
     """The keyword arguments ``cls`` takes: the named ``__init__`` parameters of its classes in
     this project (an adapter does not run the ``__init__`` of the lmms-eval class it extends), plus
-    lmms-eval's own and :data:`EVERY_MODEL_ARGS`."""
-    names: set[str] = set(LMMS_EVAL_ARGS) | set(EVERY_MODEL_ARGS)
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None or not klass.__module__.startswith(PACKAGE):
-            continue
-        names.update(
-            p.name
-            for p in list(inspect.signature(init).parameters.values())[1:]
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-        )
-    return sorted(names)
+    lmms-eval's own and :data:`EVERY_MODEL_ARGS`; read from the source (:func:`declared_args`)."""
+    return accepted_args_of(f"{cls.__module__}.{cls.__qualname__}")
+
+
+def accepted_args_of(class_path: str) -> list[str]:
+    """:func:`accepted_args` of the class ``module.Class``, which is not imported."""
+    return sorted(set(LMMS_EVAL_ARGS) | set(EVERY_MODEL_ARGS) | declared_args(class_path))
 
 
 def named_with_close_matches(
@@ -93,11 +92,25 @@ def check_model_args(model: str, cls: type, leftover: dict[str, Any]) -> None:
     """Refuse the model arguments in ``leftover`` (a constructor's ``**kwargs``) that ``model``
     (class ``cls``) does not take, naming the close matches; lmms-eval's own arguments and
     :data:`EVERY_MODEL_ARGS` are not unknown. With ``allow_unknown_args=true`` the unknown ones are only logged."""
+    refuse_unknown_args(model, leftover, lambda: accepted_args(cls))
+
+
+def check_declared_args(model: str, class_path: str, given: dict[str, Any]) -> None:
+    """:func:`check_model_args` before the class is imported (``faultline-eval`` checks a run's
+    ``--model_args`` so): the arguments ``class_path`` takes are read from our source
+    (:func:`declared_args`), not from the class, whose import loads lmms-eval and torch."""
+    known = accepted_args_of(class_path)
+    leftover = {k: v for k, v in given.items() if k not in known or k == ALLOW_UNKNOWN}  # as **kwargs gets them
+    refuse_unknown_args(model, leftover, lambda: known)
+
+
+def refuse_unknown_args(model: str, leftover: dict[str, Any], known_args: Callable[[], list[str]]) -> None:
+    """The refusal of :func:`check_model_args`: ``known_args()`` lists what ``model`` takes."""
     allow = flag(leftover.get(ALLOW_UNKNOWN), ALLOW_UNKNOWN)
     unknown = sorted(k for k in leftover if k not in LMMS_EVAL_ARGS and k not in EVERY_MODEL_ARGS)
     if not unknown:
         return
-    known = accepted_args(cls)
+    known = known_args()
     if allow:
         from loguru import logger
 
@@ -111,3 +124,40 @@ def check_model_args(model: str, cls: type, leftover: dict[str, Any]) -> None:
         f"(and lmms-eval's {', '.join(LMMS_EVAL_ARGS)}). Nothing was loaded or sent; pass "
         f"{ALLOW_UNKNOWN}=true to run anyway with them ignored."
     )
+
+
+#: The packages whose classes :func:`declared_args` follows to their bases (ours).
+SOURCE_PACKAGES = ("faultline_eval.", "sceval_plugin.", "c3po_plugin.")
+
+
+def declared_args(class_path: str) -> set[str]:
+    """The named ``__init__`` parameters (positional-or-keyword and keyword-only) of the class
+    ``class_path`` (``module.Class``) and of its bases defined in this project, read from the
+    source without importing it (importing a model class loads lmms-eval and torch): a base is
+    followed in its module or through a ``from ... import``; only classes of :data:`PACKAGE`
+    count (an adapter does not run the ``__init__`` of the lmms-eval class it extends)."""
+    module, _, name = class_path.rpartition(".")
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ImportError(f"no source for {module}")
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    imported = {
+        alias.asname or alias.name: f"{node.module}.{alias.name}"
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+        for alias in node.names
+    }
+    names: set[str] = set()
+    pending = [name]
+    while pending:
+        node = classes[pending.pop()]
+        init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+        if init is not None and module.startswith(PACKAGE):
+            names.update(a.arg for a in [*init.args.args[1:], *init.args.kwonlyargs])
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id in classes:
+                pending.append(base.id)
+            elif isinstance(base, ast.Name) and imported.get(base.id, "").startswith(SOURCE_PACKAGES):
+                names |= declared_args(imported[base.id])
+    return names

@@ -46,6 +46,7 @@ from faultline_eval.model_wrappers.media_encoding import check_image_encoding
 from faultline_eval.model_wrappers.model_args import check_model_args, flag
 from faultline_eval.model_wrappers.openai_client import (
     AUDIO_PARTS,
+    DEFAULT_BASE_URL,
     DEFAULT_IMAGE_ENCODING,
     FRAMES_AS,
     OpenAIChatClient,
@@ -53,7 +54,6 @@ from faultline_eval.model_wrappers.openai_client import (
 )
 from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json
 
-DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 VIDEO_WIRE = 2  # what frames_as=video sends (in the reply-store key): 2 = timing sent, picture as an image
 
 

@@ -40,9 +40,11 @@ from __future__ import annotations
 import base64
 import collections
 import itertools
+import json
 import threading
 from typing import Any
 
+from faultline_eval.core.preflight import PreflightError, probe_endpoint
 from faultline_eval.core.request_lifecycle import (
     RETRYABLE_STATUS,
     Answer,
@@ -56,9 +58,12 @@ from faultline_eval.model_wrappers.media_encoding import encode_image, encode_wa
 from faultline_eval.tasks import FRAME_TIME_KEY
 
 KEY_SETTINGS = (SCEVAL_OPENAI_API_KEY, OPENAI_API_KEY)
+#: How a local OpenAI-compatible server is started (named when nothing answers at a base_url).
+START_HINT = "Start it with `vllm serve <checkpoint> --port <port>` (docs/tutorials/served-model.md)."
 FRAMES_AS = ("images", "video")
 AUDIO_PARTS = ("input_audio", "audio_url")
 DEFAULT_IMAGE_ENCODING = "bmp"
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 #: vLLM (0.32) refuses per-request ``media_io_kwargs`` / ``mm_processor_kwargs`` without it
 #: (``validate_request_mm_kwargs``, ``vllm/entrypoints/generate/base/protocol.py``)
 TRUST_FLAG = "--trust-request-mm-kwargs"
@@ -71,6 +76,42 @@ class TimingRefused(RuntimeError):
 
 def api_key() -> str:
     return next((value for setting in KEY_SETTINGS if (value := setting.raw())), OPENAI_API_KEY.default_text)
+
+
+def served_models(base_url: str, argument: str = "base_url") -> list[str]:
+    """The models an OpenAI-compatible ``base_url`` serves (``GET <base_url>/models``), asked
+    with a short timeout: what ``faultline-eval`` checks before anything runs and what
+    :class:`OpenAIChatClient` asks when it starts. A server that does not answer, or answers
+    something else than a model list, is a :class:`PreflightError` naming ``argument`` (how the
+    user gave the URL) with the hint that fits what failed."""
+    url = base_url.rstrip("/") + "/models"
+    named = f"{argument}={base_url}"
+    reply = probe_endpoint(url, named, headers={"Authorization": f"Bearer {api_key()}"}, start_hint=START_HINT)
+    if reply.status == 404:
+        hint = (
+            ""
+            if base_url.rstrip("/").endswith("/v1")
+            else f"; an OpenAI-compatible base_url ends in /v1: {base_url.rstrip('/')}/v1?"
+        )
+        raise PreflightError(f"{named}: GET {url} is not found (HTTP 404){hint}")
+    if reply.status in (401, 403):
+        raise PreflightError(
+            f"{named}: the server refuses the API key (HTTP {reply.status}); set {SCEVAL_OPENAI_API_KEY.name} "
+            f"(or {OPENAI_API_KEY.name}) to the key it was started with"
+        )
+    if reply.status != 200:
+        text = reply.body[:200].decode("utf-8", "replace")
+        raise PreflightError(f"{named}: GET {url} answers HTTP {reply.status}: {text}")
+    try:
+        served = [str(entry["id"]) for entry in json.loads(reply.body)["data"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PreflightError(
+            f"{named}: GET {url} answers, but not with an OpenAI model list; is it the port of the "
+            "OpenAI-compatible server (vllm serve)?"
+        ) from exc
+    if not served:
+        raise PreflightError(f"{named}: the server serves no model")
+    return served
 
 
 def _data_url(mime: str, data: bytes) -> str:
@@ -253,20 +294,9 @@ class OpenAIChatClient(RequestLifecycle):
         self._in_flight = [0] * len(self._clients)
         self._turn = itertools.count(first_endpoint)  # data-parallel ranks start on different replicas
         self._lock = threading.Lock()
-        self.model = model or self._served_model()
-
-    def _served_model(self) -> str:
-        """The model the first endpoint serves (vLLM serves one per process)."""
-        try:
-            served = [m.id for m in self._clients[0].models.list()]
-        except Exception as exc:
-            raise ValueError(
-                f"sceval_openai: cannot list the models of {self.base_urls[0]} "
-                f"({type(exc).__name__}: {exc}); pass model=..."
-            ) from exc
-        if not served:
-            raise ValueError(f"sceval_openai: {self.base_urls[0]} serves no model")
-        return served[0]
+        # every endpoint answers before anything is built or sent; the first one's model by default
+        served = [served_models(url, "sceval_openai base_url") for url in self.base_urls]
+        self.model = model or served[0][0]  # vLLM serves one model per process
 
     def _pick(self) -> int:
         with self._lock:

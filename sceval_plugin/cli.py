@@ -25,6 +25,14 @@ from faultline_eval.core import decode_cache, media
 from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.intake import check_command, read_text
 from faultline_eval.core.offline import use_offline_defaults
+from faultline_eval.core.preflight import (
+    FOLDER_TO_WRITE,
+    INPUT_FILE,
+    ITEMS_SOURCE,
+    RUN_FOLDER,
+    PathRule,
+    path_rules,
+)
 from faultline_eval.core.run_status import run_command
 from faultline_eval.core.settings import SCEVAL_DECODE_CACHE_GB, SCEVAL_WRAPPED_MEDIA_GB
 from faultline_eval.model_wrappers.openai_client import FRAMES_AS, mm_counts
@@ -387,7 +395,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     corrupt = sub.add_parser("corrupt", help="corrupt an image, video, audio clip or question")
-    corrupt.add_argument("input", nargs="?", help="PNG/JPEG image, MP4 video, WAV audio or .txt question")
+    path_rules(
+        corrupt.add_argument("input", nargs="?", help="PNG/JPEG image, MP4 video, WAV audio or .txt question"),
+        INPUT_FILE,
+    )
     corrupt.add_argument("--text", help="corrupt this question string instead of a file")
     corrupt.add_argument("--op", help="operator name (see `sceval operators`)")
     corrupt.add_argument(
@@ -419,16 +430,29 @@ def build_parser() -> argparse.ArgumentParser:
         "a probe, or all) on one item of --source: --sample ID (default: the first item)",
     )
     corrupt.add_argument("--sample", help="with --probes: the item's sample id")
-    corrupt.add_argument("--source", help="with --probes: demo, a folder, items.jsonl, hf:... (default $SCEVAL_SOURCE)")
-    corrupt.add_argument("-o", "--output", help="output file (folder of PNG frames for video)")
+    path_rules(
+        corrupt.add_argument(
+            "--source", help="with --probes: demo, a folder, items.jsonl, hf:... (default $SCEVAL_SOURCE)"
+        ),
+        ITEMS_SOURCE,
+    )
+    path_rules(
+        corrupt.add_argument("-o", "--output", help="output file (folder of PNG frames for video)"),
+        PathRule("output_to_write"),
+    )
     corrupt.set_defaults(func=cmd_corrupt)
 
     ops = sub.add_parser("operators", help="list registered operators and their severity tables")
     ops.set_defaults(func=cmd_operators)
 
     check = sub.add_parser("check", help="validate a source's items and media; list every problem by sample")
-    check.add_argument(
-        "source", nargs="?", help="demo, a folder, items.jsonl/.parquet, hf:... or lmms:... (default $SCEVAL_SOURCE)"
+    path_rules(
+        check.add_argument(
+            "source",
+            nargs="?",
+            help="demo, a folder, items.jsonl/.parquet, hf:... or lmms:... (default $SCEVAL_SOURCE)",
+        ),
+        ITEMS_SOURCE,
     )
     check.set_defaults(func=cmd_check)
 
@@ -437,15 +461,24 @@ def build_parser() -> argparse.ArgumentParser:
     conditions.set_defaults(func=cmd_conditions)
 
     tasks = sub.add_parser("tasks", help="check (default) or --write the generated lmms-eval task folder")
-    tasks.add_argument("folder", help="e.g. tasks/sceval in a source checkout")
+    path_rules(
+        tasks.add_argument("folder", help="e.g. tasks/sceval in a source checkout"),
+        PathRule("folder_to_write", only_with="write"),
+        PathRule("folder", unless="write"),
+    )
     tasks.add_argument(
         "--write", action="store_true", help="write the task files (else list the out-of-date ones; exit 1 if any)"
     )
     tasks.set_defaults(func=cmd_tasks)
 
     report = sub.add_parser("report", help="tables, plots and statistics from lmms-eval output folders")
-    report.add_argument("runs", nargs="+", help="lmms-eval --output_path folders (one per model, or many tasks in one)")
-    report.add_argument("-o", "--output", required=True, help="folder for the report")
+    path_rules(
+        report.add_argument(
+            "runs", nargs="+", help="lmms-eval --output_path folders (one per model, or many tasks in one)"
+        ),
+        RUN_FOLDER,
+    )
+    path_rules(report.add_argument("-o", "--output", required=True, help="folder for the report"), FOLDER_TO_WRITE)
     report.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     report.add_argument(
         "--delta-single",
@@ -477,19 +510,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_html_arguments(report, ("sceval",), switch=True)
-    report.add_argument(
+    families = report.add_argument(
         "--families",
         metavar="FILE",
         help="model -> family (CSV model,family or JSON object): "
         "family means, per-modality drops, fault lines and gaps (Table 20)",
     )
-    report.add_argument(
+    humans = report.add_argument(
         "--humans",
         metavar="PATH",
         help="human answers: a CSV/JSONL of per-item answers "
         "(sample_id, condition_id, correct or answer+gold, optional annotator) or an lmms-eval "
         "output folder of the humans' replies; adds the human reference (Tables 14/15)",
     )
+    path_rules(families, INPUT_FILE)
+    path_rules(humans, PathRule("file_or_folder"))
     report.add_argument(
         "--shared-hard",
         type=float,
@@ -537,7 +572,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="choose the prompt-robustness cells (G.6) from one model's own "
         "results; writes an lmms-eval group of them under $SCEVAL_CACHE",
     )
-    subset.add_argument("runs", nargs="+", help="lmms-eval --output_path folders of that model's standard-prompt runs")
+    path_rules(
+        subset.add_argument(
+            "runs", nargs="+", help="lmms-eval --output_path folders of that model's standard-prompt runs"
+        ),
+        RUN_FOLDER,
+    )
     subset.add_argument("--model", help="the model, as the report names it (default: the only one in the logs)")
     subset.add_argument("--prompts", default="cot,open", help="prompt variants to generate (default cot,open)")
     subset.set_defaults(func=cmd_prompt_subset)
@@ -583,11 +623,14 @@ def build_parser() -> argparse.ArgumentParser:
     cache.set_defaults(func=cmd_cache)
 
     demo = sub.add_parser("demo", help="contact sheets of every operator on a built-in synthetic sample")
-    demo.add_argument(
-        "-o",
-        "--output",
-        default="sceval-demo",
-        help="folder for the clean media and contact sheets (default %(default)s)",
+    path_rules(
+        demo.add_argument(
+            "-o",
+            "--output",
+            default="sceval-demo",
+            help="folder for the clean media and contact sheets (default %(default)s)",
+        ),
+        FOLDER_TO_WRITE,
     )
     demo.set_defaults(func=cmd_demo)
 
@@ -601,7 +644,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_html_arguments(parser, args)
-    return run_command("sceval", args)
+    return run_command("sceval", args, parser)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ path does: the reply depends on the text and images only.
 
 The scenario of a request is named in its text as ``[[scenario]]``: ok, 429-then-ok, 500,
 refusal, empty, slow. ``latency`` seconds are slept before every reply. ``/v1/models`` lists
-``served``. ``parse=False`` (benchmarks) skips decoding the body and answers every request
+``served``; any other GET is 404, as vLLM answers. ``on_request()``, if given, is called as each
+chat request arrives (a test changes the world mid-run). ``parse=False`` (benchmarks) skips decoding the body and answers every request
 with the same reply. ``fail_status`` (e.g. 400, as vLLM answers a request it cannot take)
 answers every chat request with that HTTP error. ``tag_replies`` adds the request's digest
 (``request_digest``: sha256 of its JSON body) to each "ok" reply's reasoning, so a stored reply
@@ -134,6 +135,7 @@ class FakeOpenAI(LocalServer):
         tag_replies: bool = False,
         limits: dict | None = None,
         trust_mm_kwargs: bool = False,
+        on_request=None,
     ) -> None:
         assert mode in ("hears", "drops_audio")
         self.requests: list[dict] = []
@@ -153,10 +155,14 @@ class FakeOpenAI(LocalServer):
                 send_json(self, status, payload)
 
             def do_GET(self):
+                if self.path.split("?")[0].rstrip("/") != "/v1/models":
+                    return self._reply(404, {"detail": "Not Found"})
                 self._reply(200, {"object": "list", "data": [{"id": served, "object": "model"}]})
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers["Content-Length"]))
+                if on_request is not None:
+                    on_request()
                 if latency:
                     time.sleep(latency)
                 if not parse:

@@ -253,7 +253,7 @@ def test_exit_status_and_summary_follow_the_failure_rate(tmp_path, capsys, monke
         )
     assert down.returncode == 1, down.stdout + down.stderr
     assert "FAILED generate: all 2 items failed" in down.stdout
-    assert "FAILED      2  api_failure  (first: D_T1_002_000: api_failure:" in down.stdout
+    assert "FAILED      2  api_failure\n             first: D_T1_002_000: api_failure:" in down.stdout
 
     build = tmp_path / "partly"
     write_candidates(build, "IC01", 4)

@@ -176,6 +176,7 @@ def test_select_from_a_datasets_pool(tmp_path):
         counts = run_select(build, pool=pool, specs=SPECS[:1], per_template=(1, 5))
         ok = Ledger(build, "select").ok()
         assert counts["ok"] == 1 and set(ok) == {"IC01/pic1"}
+        assert ok["IC01/pic1"]["source"]["pool"] == ("dataset" if pool is table else pool)  # the name as given
         image = media.read_image(build / ok["IC01/pic1"]["media"]["image"])[0]
         assert image.shape == (80, 120, 3)
 

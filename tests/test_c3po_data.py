@@ -108,7 +108,7 @@ def test_hugging_face_dataset_in_the_same_schema_loads_through_datasets(tmp_path
 
 
 def test_unknown_source_spec_says_what_is_accepted():
-    with pytest.raises(SourceError, match="is not 'demo', an existing folder"):
+    with pytest.raises(SourceError, match="does not exist; give 'demo', 'hf:"):
         sources.load_source("/no/such/place")
 
 

@@ -148,7 +148,7 @@ def test_duplicate_ids_and_missing_items_are_refused(tmp_path):
     assert [str(p) for p in source.problems] == [
         f"record: sample {rows[0]['sample_id']!r}: duplicate sample_id (items.jsonl line 3)"
     ]
-    with pytest.raises(SourceError, match="is not 'demo', an existing folder"):
+    with pytest.raises(SourceError, match="does not exist; give 'demo', 'hf:"):
         load_source(str(tmp_path / "nowhere"))
 
 

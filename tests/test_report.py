@@ -124,7 +124,8 @@ def test_report_is_reproducible_and_refuses_bad_folders(runs, tmp_path):
     done = subprocess.run(
         [SCEVAL, "report", str(tmp_path / "empty"), "-o", str(tmp_path / "x")], capture_output=True, text=True
     )
-    assert done.returncode == 2 and "holds no SCEval per-sample logs" in done.stderr
+    assert done.returncode == 2 and f"RUNS '{tmp_path / 'empty'}' holds no lmms-eval per-sample logs" in done.stderr
+    assert not (tmp_path / "x").exists()  # refused before the report folder was made
     pd.read_csv(tmp_path / "a" / "comparisons.csv")
 
 

@@ -105,7 +105,7 @@ def test_faultline_eval_refuses_a_misspelt_model_argument_and_writes_nothing(tmp
     )
     assert done.returncode == 1 and not (tmp_path / "out").exists()
     assert (
-        "UnknownModelArgError: sceval_reference: unknown model argument 'sed' (did you mean lmms-eval's "
+        "faultline-eval: error: sceval_reference: unknown model argument 'sed' (did you mean lmms-eval's "
         "--seed option? it is not a model argument)"
     ) in done.stderr
     assert "faultline-eval: summary" not in done.stdout  # no summary of a run that did not run

@@ -53,7 +53,7 @@ def test_tiny_model_refuses_a_file_or_a_folder_with_files_in_it(tmp_path, capsys
     a_file = tmp_path / "a-file"
     a_file.write_text("mine")
     assert faultline(["tiny-model", "qwen3_omni", str(a_file)]) == 2
-    assert f"OUT {a_file} is a file" in capsys.readouterr().err
+    assert f"OUT '{a_file}' cannot be written ({a_file} is a file, not a folder)" in capsys.readouterr().err
 
 
 def test_tiny_model_names_the_variants_it_builds(capsys):

@@ -137,7 +137,7 @@ def parsed(path: Path) -> Links:
 
 def test_every_link_and_media_path_is_relative_and_resolves(site):
     out, stdout, _ = site
-    assert "SCEval: 30 trials" not in stdout and "SCEval: 60 trials" in stdout and "C3PO: 8 trials" in stdout
+    assert "SCEval: 60 trial(s) of 2 model(s)" in stdout and "C3PO: 8 trial(s) of 1 model(s)" in stdout
     pages = sorted(out.rglob("*.html"))
     assert len(list((out / "sceval" / "cells").glob("*.html"))) == len(CONDITIONS)
     assert {p.parent.name for p in pages} >= {"cells", "samples", "sceval", "c3po"}
@@ -233,25 +233,30 @@ def test_budget_per_cell_wrong_only_and_alignment():
         Budget.parse("per_sample=3")
 
 
-def test_past_max_mb_trials_are_listed_without_media_and_the_overview_says_so(site, tmp_path):
+@pytest.mark.parametrize("spec", ["per_cell=2,max_mb=0.05", "per_cell=all,max_mb=0.05"])
+def test_past_max_mb_trials_are_listed_without_media_and_the_counts_are_of_trials(site, tmp_path, spec):
+    """Each trial is counted once (one model: one "sent" section per trial on the sample pages):
+    shown with media + without media = all trials; past the cap the trial's page says why."""
     from faultline_eval.viewer import write_site
 
     _, _, root = site
-    done = write_site(
-        [root / "logs" / "guesser"],
-        tmp_path / "site",
-        budget=Budget.parse("per_cell=2,max_mb=0.05"),
-        benchmarks=("sceval",),
-    )
-    assert done["media_skipped"] > 0 and done["media_bytes"] < 0.05e6 + 2e6
+    done = write_site([root / "logs" / "guesser"], tmp_path / "site", budget=Budget.parse(spec), benchmarks=("sceval",))
+    (section,) = done["sections"]
+    assert done["past_max_mb"] > 0 and done["media_bytes"] < 0.05e6 + 2e6
     pages = [p.read_text() for p in (tmp_path / "site" / "sceval" / "samples").glob("*.html")]
-    sent = [p.split("<h3>sent</h3>")[1:] for p in pages]
-    without = sum(
-        part.startswith('<p class="muted">media not written (size budget spent)') for ps in sent for part in ps
-    )
-    assert 0 < without <= done["media_skipped"] and without < sum(map(len, sent))  # the first ones have media
+    sent = [part for p in pages for part in p.split("<h3>sent</h3>")[1:]]
+    without = sum(part.startswith('<p class="muted">media not written (size budget spent)') for part in sent)
+    assert section["media_failed"] == 0 and section["shown"] + section["without_media"] == section["trials"]
+    assert (section["shown"], section["past_max_mb"]) == (len(sent) - without, without)
+    assert 0 < without < len(sent)  # the first ones have media
+    if spec.startswith("per_cell=all"):  # every trial has a page: none is left out by the per-cell count
+        assert len(sent) == section["trials"] == section["shown"] + section["past_max_mb"]
+    else:
+        assert section["without_media"] > section["past_max_mb"]
     assert all('<pre class="text">' in p for p in pages)  # the text sent is shown all the same
-    assert f"{done['media_skipped']} trial(s) are shown without media" in (tmp_path / "site" / "index.html").read_text()
+    front = (tmp_path / "site" / "index.html").read_text()
+    assert f"{without} trial(s) picked for a sample page are shown without media" in front
+    assert f"{section['shown']} shown with media on {section['samples']} sample page(s)" in front
 
 
 @pytest.mark.parametrize("tool", ["sceval", "c3po"])
@@ -653,3 +658,39 @@ def test_the_site_in_a_headless_browser(site, tmp_path):
         u for u in requests if not u.startswith("file://")
     ]
     assert any(url.endswith("/assets/viewer.js") for url in requests)
+
+
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "benchmarks" / "viewer_screenshots.py"
+
+
+def test_screenshot_pages_of_a_relative_site_folder_are_file_addresses(site, monkeypatch):
+    """benchmarks/viewer_screenshots.py as docs/how-to/browse.md runs it (a relative SITE): every
+    page's address is a file:// URI of a page that exists (Path.as_uri() refuses relative paths)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("viewer_screenshots", SCREENSHOTS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder, _, _ = site
+    monkeypatch.chdir(folder.parent)
+    found = module.pages(Path(folder.name))
+    assert {name for name, _ in found} >= {"index", "sceval-overview", "sceval-cell", "sceval-sample", "c3po-sample"}
+    for _, address in found:
+        assert address.startswith("file:///")
+        assert Path(unquote(urlparse(address).path)).is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium) for the browser test")
+def test_screenshot_script_as_the_docs_run_it(site):
+    """`python benchmarks/viewer_screenshots.py SITE -o shots/` with relative folders: a PNG per
+    page and width, and the search's; a folder without a site is refused naming it."""
+    folder, _, _ = site
+    run = [sys.executable, str(SCREENSHOTS)]
+    done = subprocess.run([*run, folder.name, "-o", "shots/"], cwd=folder.parent, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shots = sorted(p.name for p in (folder.parent / "shots").glob("*.png"))
+    assert "index-desktop.png" in shots and "search-phone.png" in shots and len(shots) >= 12
+    assert all((folder.parent / "shots" / name).stat().st_size > 1000 for name in shots)
+    refused = subprocess.run([*run, "no/such/site", "-o", "shots/"], cwd=folder.parent, capture_output=True, text=True)
+    assert refused.returncode == 2 and "no/such/site: no index.html there" in refused.stderr

@@ -157,15 +157,26 @@ class Upstream:
 # --- what a run did, and its exit status -----------------------------------------------------------
 
 
+#: A token naming a file or folder: it holds a slash, or ends in a suffix such as ``.mp4`` (a number
+#: such as ``2.5`` is not one). Such a token is the particulars of one reason, never its category.
+_PATH = r"[^\s:'\"]*[/\\][^\s:'\"]*|[\w.-]+\.[A-Za-z][A-Za-z0-9]{1,4}"
+
+
 def reason_category(reason: str | None) -> str:
-    """A reason without its particulars, to count reasons by kind: the text before the first
-    ``": "`` (``api_failure``, ``RuntimeError``, ``audio typing rejected at classify``), numbers as
-    ``N`` and quoted words as ``'…'`` (``fit score N below threshold N``)."""
+    """A reason without its particulars, to count reasons by kind. The category is the first
+    ``": "``-separated part that does not name a file (``p/img2.png: cannot decode image: ...`` ->
+    ``cannot decode image``; ``api_failure``, ``RuntimeError``), or a carried rejection's
+    ``<what> rejected at <stage>``; in it a quoted text becomes ``'…'``, a file or folder
+    ``<path>`` and a number standing alone ``N`` (``fit score N below threshold N``), while a
+    digit inside a word is kept (``Qwen2``; a file name was ``broken.mpN`` once)."""
     text = str(reason or "no reason given")
     carried = re.match(r"^(.+? rejected at \w+): ", text)
-    head = carried.group(1) if carried else text.split(": ", 1)[0]
+    parts = [carried.group(1)] if carried else text.split(": ")
+    names_a_file = re.compile(rf"(?:^|\s)(?:{_PATH})(?=\s|$)")
+    head = next((part for part in parts if not names_a_file.search(part)), parts[-1])
     head = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", head)
-    return re.sub(r"\d+(\.\d+)?", "N", head).strip()
+    head = re.sub(rf"(?<!\S)(?:{_PATH})(?!\S)", "<path>", head)
+    return re.sub(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", "N", head).strip() or "no reason given"
 
 
 @dataclass
@@ -236,7 +247,8 @@ def stage_report(
 
 def format_reports(reports: list[StageReport], width: int = 100) -> str:
     """A one-screen summary: a line per stage, then its rejections by reason and its failures by
-    category (with the first error, cut to ``width``)."""
+    category (lines cut to ``width``), each category followed by its first error whole on one
+    line: it names the key and the file, which a cut would lose."""
     lines = ["stage        in      ok  rejected  failed  waiting"]
     for r in reports:
         lines.append(
@@ -245,7 +257,8 @@ def format_reports(reports: list[StageReport], width: int = 100) -> str:
         for category, n in sorted(r.rejected.items(), key=lambda kv: (-kv[1], kv[0]))[:6]:
             lines.append(f"    rejected {n:>4}  {category}"[:width])
         for category, n in sorted(r.failed.items(), key=lambda kv: (-kv[1], kv[0]))[:6]:
-            lines.append(f"    FAILED   {n:>4}  {category}  (first: {r.first_error[category]})"[:width])
+            lines.append(f"    FAILED   {n:>4}  {category}"[:width])
+            lines.append("             first: " + " ".join(r.first_error[category].split()))
         for stage, n in sorted(r.waiting.items()):
             what = "not reached yet" if stage == r.stage else f"on {stage} (no entry or failed there)"
             lines.append(f"    waiting  {n:>4}  {what}"[:width])

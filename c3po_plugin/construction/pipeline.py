@@ -15,7 +15,9 @@ from typing import Any
 from c3po_plugin.construction import settings as build_settings
 from c3po_plugin.construction.assemble import SAMPLE_STAGES, sample_fates, template_id_of
 from c3po_plugin.construction.ledger import Ledger, failing_stages, format_reports, stage_report
+from c3po_plugin.construction.select import POOL
 from c3po_plugin.construction.specs import resolve
+from faultline_eval.core.preflight import PreflightError, check_path
 
 STAGES = ("select", "generate", "classify", "synthesize", "audit", "sample", "export")
 LLM_STAGES = ("generate", "classify", "audit")
@@ -59,15 +61,28 @@ def run_all(
     push_to_hub: str | None = None,
     model_instance: Any = None,
 ) -> dict[str, dict]:
-    """Every stage on ``build_dir``; returns ``{stage: counts}``. ``pool`` is needed unless the
-    ``select`` ledger is there already (a resumed build). ``model_instance`` (an lmms-eval model
-    object) serves every LLM stage, for tests and notebooks."""
+    """Every stage on ``build_dir``; returns ``{stage: counts}``. Without ``pool`` (a resumed
+    build), ``select`` runs again with the pool, ``per_template`` and ``seed`` that
+    ``settings.json`` kept, so its failed items are retried like every other stage's; ``pool`` is
+    needed when the build has neither. ``model_instance`` (an lmms-eval model object) serves every
+    LLM stage, for tests and notebooks."""
     build_dir = Path(build_dir)
+    stored = build_settings.load(build_dir)
+    pool_name = None
+    if pool is None and stored.get("pool"):
+        pool, pool_name = stored.get("pool_path") or stored["pool"], stored["pool"]
+        try:
+            check_path(pool, f"--pool (kept in {build_settings.path(build_dir)})", POOL)
+        except PreflightError as exc:
+            raise PreflightError(f"{exc}; pass --pool with where the pool is now") from None
+        per_template = per_template or _pair(stored.get("per_template"))
+        seed = stored.get("seed") if seed is None else seed
+    elif pool is None and not (build_dir / "ledger" / "select.jsonl").is_file():
+        raise PreflightError(f"--pool: {build_dir} has no select ledger yet; pass the base media pool with --pool")
     # what the build was started with, for the record and for stages run later on their own
     build_settings.resolve(
         build_dir,
         **_given(
-            pool=None if pool is None else str(pool),
             templates=templates,
             classifier=classifier,
             auditor=auditor,
@@ -79,11 +94,12 @@ def run_all(
         ),
     )
     results: dict[str, dict] = {}
-    if pool is not None or not (build_dir / "ledger" / "select.jsonl").is_file():
-        if pool is None:
-            raise ValueError(f"{build_dir}: no select ledger yet; pass the base media pool")
+    if pool is not None:
         results["select"] = stage_function("select")(
-            build_dir, pool=pool, templates=templates, **_given(per_template=per_template, seed=seed)
+            build_dir,
+            pool=pool,
+            templates=templates,
+            **_given(per_template=per_template, seed=seed, pool_name=pool_name),
         )
     results["generate"] = stage_function("generate")(
         build_dir,
@@ -112,6 +128,11 @@ def run_all(
     results["export"] = stage_function("export")(build_dir, **_given(out=out, push_to_hub=push_to_hub))
     print(summary(build_dir, templates))
     return results
+
+
+def _pair(value: Any) -> tuple[int, int] | None:
+    """``per_template`` as ``settings.json`` keeps it (a JSON list) back as ``(min, max)``."""
+    return None if value is None else (int(value[0]), int(value[1]))
 
 
 def stage_reports(build_dir: str | Path, stages: tuple[str, ...] = STAGES, templates: list[str] | None = None) -> list:

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from c3po_plugin.construction import settings as build_settings
 from c3po_plugin.construction import specs as spec_registry
 from c3po_plugin.construction.demo_pool import make_demo_pool
 from c3po_plugin.construction.ledger import Ledger
@@ -66,6 +67,7 @@ from c3po_plugin.construction.selection_filter import actions_for, base_filter, 
 from faultline_eval.core import media
 from faultline_eval.core import media_processing as processing
 from faultline_eval.core.intake import Problem, read_rows
+from faultline_eval.core.preflight import PathRule
 from faultline_eval.core.store import write_atomic
 
 STAGE = "select"
@@ -77,6 +79,13 @@ _SUFFIX_MODALITY = {
     **dict.fromkeys(media.AUDIO_SUFFIXES, "audio"),
 }
 _DEFAULT_SUFFIX = {"video": ".mp4", "image": ".png", "audio": ".wav"}
+
+
+#: What ``--pool`` must be (checked before a build starts): ``demo``, ``hf:<dataset>``, or a folder
+#: with its annotations.
+POOL = PathRule(
+    "source", holds="annotations.*", what="annotations.jsonl or annotations.csv", names=("demo",), prefixes=("hf:",)
+)
 
 
 class PoolError(ValueError):
@@ -130,33 +139,46 @@ def problem_with(item: BaseMedia, exc: BaseException) -> str:
 # --- pools ------------------------------------------------------------------------------------------
 
 
-def load_pool(pool: str | Path | Any, build_dir: Path) -> Pool:
-    """A :class:`Pool` from ``demo``, a folder, ``hf:<dataset>[@split]`` or a ``datasets.Dataset``."""
+def pool_location(spec: str | Path) -> str:
+    """Where the pool ``spec`` is from any working folder: a local folder (``hf:`` one too) made
+    absolute; ``demo`` and a Hub dataset as they are. ``settings.json`` keeps it for a resume."""
+    spec = str(spec)
+    name, at, split = spec[3:].partition("@") if spec.startswith("hf:") else (spec, "", "")
+    local = Path(name).expanduser()
+    if spec == "demo" or not local.exists():
+        return spec
+    return ("hf:" if spec.startswith("hf:") else "") + str(local.resolve()) + at + split
+
+
+def load_pool(pool: str | Path | Any, build_dir: Path, name: str | None = None) -> Pool:
+    """A :class:`Pool` from ``demo``, a folder, ``hf:<dataset>[@split]`` or a ``datasets.Dataset``;
+    ``name`` (default: ``pool`` as given) is what the ledger and messages call it."""
     if not isinstance(pool, (str, Path)):
         return _from_dataset(pool, "dataset", build_dir)
     spec = str(pool)
     if spec == "demo":
         return _from_folder(make_demo_pool(build_dir / "demo_pool"), "demo")
+    label = name or spec
     if spec.startswith("hf:"):
         import datasets
 
-        name, _, split = spec[3:].partition("@")
-        local = Path(name).expanduser()
+        dataset, _, split = spec[3:].partition("@")
+        local = Path(dataset).expanduser()
         try:
             table = (
                 datasets.load_from_disk(str(local))
                 if (local / "dataset_info.json").is_file() or (local / "dataset_dict.json").is_file()
-                else datasets.load_dataset(name, split=split or "train")
+                else datasets.load_dataset(dataset, split=split or "train")
             )
         except Exception as exc:
-            raise PoolError(f"pool {spec}: cannot load: {type(exc).__name__}: {exc}") from exc
+            raise PoolError(f"pool {label}: cannot load: {type(exc).__name__}: {exc}") from exc
         if isinstance(table, datasets.DatasetDict):
             table = table[split or "train"]
-        return _from_dataset(table, spec, build_dir)
+        return _from_dataset(table, label, build_dir)
     folder = Path(spec).expanduser()
     if not folder.is_dir():
         raise PoolError(f"pool {spec!r} is not 'demo', a folder with annotations.jsonl/.csv or 'hf:<dataset>'")
-    return _from_folder(folder, spec)
+    return _from_folder(folder, label)
 
 
 def _from_folder(folder: Path, name: str) -> Pool:
@@ -359,10 +381,15 @@ def run_select(
     per_template: int | tuple[int, int] = DEFAULT_PER_TEMPLATE,
     seed: int = 0,
     specs: Iterable[Any] | None = None,
+    pool_name: str | None = None,
 ) -> dict:
     """Select and process up to ``per_template`` candidates per template (``(min, max)``: take up
     to max; a template with fewer than min is listed under ``"below_minimum"``). Resumable: an
-    ``ok`` key is kept, a ``failed`` one retried. ``specs`` overrides the spec registry."""
+    ``ok`` key is kept, a ``failed`` one retried. ``specs`` overrides the spec registry.
+    ``pool_name``: what the ledger calls the pool (default ``pool`` as given; a resume passes the
+    name the build started with). The pool (as given and where it is), ``per_template`` and
+    ``seed`` go to ``settings.json``, so ``c3po build all`` resumes with them
+    (:func:`~c3po_plugin.construction.pipeline.run_all`)."""
     from tqdm import tqdm
 
     build_dir = Path(build_dir)
@@ -370,7 +397,11 @@ def run_select(
     chosen = resolve_specs(templates, specs)
     for spec in chosen:  # every spec's filter and actions are checked before any work
         check_spec(spec)
-    the_pool = load_pool(pool, build_dir)
+    the_pool = load_pool(pool, build_dir, pool_name)
+    if isinstance(pool, (str, Path)):
+        build_settings.resolve(
+            build_dir, pool=pool_name or str(pool), pool_path=pool_location(pool), per_template=[low, high], seed=seed
+        )
     ledger = Ledger(build_dir, STAGE)
     counts = {"ok": 0, "rejected": 0, "failed": 0, "skipped": 0}
     below: dict[str, int] = {}

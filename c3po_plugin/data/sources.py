@@ -29,6 +29,7 @@ from faultline_eval.core.intake import (
     bad_input_policy,
     collect,
     decoding_problems,
+    items_table,
     numbered,
     read_rows,
     refuse,
@@ -39,6 +40,7 @@ SOURCE_ENV = C3PO_SOURCE.name
 SPLIT_ENV = C3PO_HF_SPLIT.name
 BAD_INPUT_ENV = C3PO_ON_BAD_INPUT.name
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
+OTHER_FORMS = "'demo', 'hf:<repo id or local copy>'"
 
 
 @dataclass
@@ -114,18 +116,16 @@ def _load_source(spec: str, split: str) -> Source:
         return _from_rows(spec, read_rows(DEMO_DIR / "items.jsonl"), DEMO_DIR)
     if spec.startswith("hf:"):
         return _from_hf(spec, spec[3:], split)
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        for name in ("items.jsonl", "items.parquet"):
-            if (path / name).is_file():
-                return _from_rows(spec, read_rows(path / name), path)
-        raise SourceError(f"{SOURCE_ENV}={spec}: folder has no items.jsonl or items.parquet")
-    if path.is_file() and path.suffix in (".jsonl", ".json", ".parquet"):
-        return _from_rows(spec, read_rows(path), path.parent)
-    raise SourceError(
-        f"{SOURCE_ENV}={spec!r} is not 'demo', an existing folder or .jsonl/.parquet file, "
-        "or 'hf:<repo id or local copy>'"
-    )
+    table = items_table(spec, SOURCE_ENV, OTHER_FORMS)
+    return _from_rows(spec, read_rows(table), table.parent)
+
+
+def check_spec(spec: str | None = None) -> None:
+    """Refuse a ``spec`` (default ``$C3PO_SOURCE``) naming a path that is not an items table,
+    without reading a row: what a run checks before anything loads (a SourceError)."""
+    spec = spec or current_spec()
+    if spec != "demo" and not spec.startswith("hf:"):
+        items_table(spec, SOURCE_ENV, OTHER_FORMS)
 
 
 def _from_hf(spec: str, repo: str, split: str) -> Source:

@@ -21,6 +21,7 @@ from c3po_plugin.mechanistic.fidelity import MAX_NEW_TOKENS
 from c3po_plugin.mechanistic.lemmas import LEMMATIZERS
 from c3po_plugin.mechanistic.runner import PROBES, PROMPTS, run_probes
 from faultline_eval.core.flag_spellings import add_argument
+from faultline_eval.core.preflight import FOLDER_TO_WRITE, INPUT_FILE, RUN_FOLDER, PathRule, path_rules
 from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, report
 from faultline_eval.core.store import read_records
 
@@ -118,16 +119,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             help="as for lmms-eval (E1 needs attn_implementation=eager)",
         )
         p.add_argument("--tasks", required=True, help="comma-separated C3PO or SCEval task names")
-        add_argument(
-            p,
-            "--output-path",
-            old=["--output_path"],
-            required=True,
-            help="folder for <probe>.jsonl and run.json (resumable)",
+        path_rules(
+            add_argument(
+                p,
+                "--output-path",
+                old=["--output_path"],
+                required=True,
+                help="folder for <probe>.jsonl and run.json (resumable)",
+            ),
+            FOLDER_TO_WRITE,
         )
         p.add_argument("--limit", type=int, default=None, help="first N docs of each task")
-        p.add_argument(
-            "--references", default=None, help="JSONL of {sample_id, transcript, image_description} for E2/E3"
+        path_rules(
+            p.add_argument(
+                "--references", default=None, help="JSONL of {sample_id, transcript, image_description} for E2/E3"
+            ),
+            INPUT_FILE,
         )
         add_argument(
             p,
@@ -176,12 +183,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         add_failure_rate_argument(p)
         p.set_defaults(func=_probe)
     report_parser = probes.add_parser("report", help="the paper's probe tables from one or more probe folders")
-    report_parser.add_argument("runs", nargs="+", help="probe output folders (one per model)")
-    report_parser.add_argument("-o", "--output", required=True, help="report folder")
-    report_parser.add_argument(
-        "--verdicts",
-        nargs="*",
-        default=None,
-        help="lmms-eval C3PO output folders: judge correctness for the entropy-correctness tables",
+    path_rules(
+        report_parser.add_argument("runs", nargs="+", help="probe output folders (one per model)"),
+        PathRule("folder", holds="*.jsonl", what="probe records (e1.jsonl, e2.jsonl, e3.jsonl)"),
+    )
+    path_rules(report_parser.add_argument("-o", "--output", required=True, help="report folder"), FOLDER_TO_WRITE)
+    path_rules(
+        report_parser.add_argument(
+            "--verdicts",
+            nargs="*",
+            default=None,
+            help="lmms-eval C3PO output folders: judge correctness for the entropy-correctness tables",
+        ),
+        RUN_FOLDER,
     )
     report_parser.set_defaults(func=_report)

@@ -28,6 +28,7 @@ __all__ = [
     "SourceError",
     "Problem",
     "read_text",
+    "items_table",
     "Row",
     "read_rows",
     "numbered",
@@ -72,6 +73,33 @@ class Problem:
 
 
 # --- text and tables ------------------------------------------------------------------------------
+
+#: The table names a source folder holds its items in, in the order they are looked for.
+TABLE_NAMES = ("items.jsonl", "items.parquet")
+TABLE_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+def items_table(spec: str, setting: str, other_forms: str) -> Path:
+    """The items table a source ``spec`` names as a path: a folder holding ``items.jsonl`` or
+    ``items.parquet``, or such a file; found without reading a row (the check before a run and
+    the loader's first step). A spec that is no such path, or names an empty table, is a
+    :class:`SourceError` naming ``setting`` and the forms it takes (``other_forms``: the
+    non-path ones, e.g. ``'demo', 'hf:<repo>'``)."""
+    path = Path(spec).expanduser()
+    forms = f"give {other_forms}, a folder holding {' or '.join(TABLE_NAMES)}, or such a file"
+    if path.is_dir():
+        table = next((path / name for name in TABLE_NAMES if (path / name).is_file()), None)
+        if table is None:
+            raise SourceError(f"{setting}={spec}: folder has no {' or '.join(TABLE_NAMES)}; {forms}")
+    elif path.is_file() and path.suffix in TABLE_SUFFIXES:
+        table = path
+    elif path.exists():
+        raise SourceError(f"{setting}={spec!r} is not a {'/'.join(TABLE_SUFFIXES)} table; {forms}")
+    else:
+        raise SourceError(f"{setting}={spec!r} does not exist; {forms}")
+    if table.stat().st_size == 0:
+        raise SourceError(f"{setting}={spec}: {table} is empty, it holds no items")
+    return table
 
 
 def text_position(data: bytes, offset: int) -> tuple[int, int]:

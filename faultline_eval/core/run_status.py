@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from faultline_eval.core.flag_spellings import add_argument
+from faultline_eval.core.preflight import check_path_arguments
 from faultline_eval.core.settings import FAULTLINE_DEBUG
 
 __all__ = [
@@ -175,10 +176,14 @@ def records_of(sample_metrics: dict[Any, list[Any]]) -> list[dict[str, Any]]:
     return []
 
 
-def run_command(prog: str, args: argparse.Namespace) -> int:
+def run_command(prog: str, args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
     """Run a subcommand; an error is one line on stderr and exit status 2 (1 is "found
-    problems"), with the traceback only under ``FAULTLINE_DEBUG=1``."""
+    problems"), with the traceback only under ``FAULTLINE_DEBUG=1``. With the ``parser``, the
+    path arguments are checked first (:func:`~faultline_eval.core.preflight.check_path_arguments`):
+    a refusal is such an error, before any work."""
     try:
+        if parser is not None:
+            check_path_arguments(parser, args)
         func: Callable[[argparse.Namespace], int] = args.func  # set by each subparser's set_defaults
         return func(args)
     except BrokenPipeError:  # the reader went away (`sceval operators | head`): not an error of ours

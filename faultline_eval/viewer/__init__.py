@@ -16,7 +16,15 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from faultline_eval.viewer.budget import Budget
+from faultline_eval.core.preflight import (
+    FOLDER_TO_WRITE,
+    INPUT_FILE,
+    ITEMS_SOURCE,
+    REPORT_FOLDER,
+    RUN_FOLDER,
+    path_rules,
+)
+from faultline_eval.viewer.budget import Budget, media_counts
 
 # The commands import this module to build their parsers; writing a site (pandas, scipy) is imported when one is written.
 __all__ = ["write_site", "add_parser", "add_html_arguments", "check_html_arguments"]
@@ -55,12 +63,13 @@ def add_html_arguments(
         "max_mb=M (default 100), e.g. per_cell=3,wrong_only,max_mb=50",
     )
     for name in benchmarks:
-        parser.add_argument(
+        source = parser.add_argument(
             f"--{name}-source",
             metavar="SOURCE",
             help=f"the {name} items to regenerate media from, when they moved since the run (default: "
             "the logged source; the items must be the run's)",
         )
+        path_rules(source, ITEMS_SOURCE)
 
 
 def check_html_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -80,10 +89,11 @@ def check_html_arguments(parser: argparse.ArgumentParser, args: argparse.Namespa
 
 
 def print_summary(done: dict) -> None:
+    for note in done["notes"]:
+        print(f"note: {note}")
     for s in done["sections"]:
-        print(f"{s['title']}: {s['trials']} trials, {s['shown']} shown with media on {s['samples']} sample pages")
-    skipped = f", {done['media_skipped']} trial(s) without media (budget)" if done["media_skipped"] else ""
-    print(f"viewer in {done['out']}/index.html: {done['bytes'] / 1e6:.1f} MB{skipped}, {done['seconds']:.1f} s")
+        print(f"{s['title']}: {media_counts(s)}")
+    print(f"viewer in {done['out']}/index.html: {done['bytes'] / 1e6:.1f} MB, {done['seconds']:.1f} s")
 
 
 def write_report_site(args: argparse.Namespace, benchmark: str) -> None:
@@ -118,10 +128,22 @@ def _run(args: argparse.Namespace) -> int:
 
 def add_parser(sub) -> None:
     view = sub.add_parser("view", help="a static site of every sample with its media, answer and verdict")
-    view.add_argument("runs", nargs="+", help="lmms-eval --output_path folders (SCEval and/or C3PO logs)")
-    view.add_argument("-o", "--output", required=True, help="folder for the site (open its index.html)")
-    view.add_argument("--sceval-report", metavar="DIR", help="an `sceval report` folder: its tables and figures")
-    view.add_argument("--c3po-report", metavar="DIR", help="a `c3po report` folder: its tables and figures")
+    path_rules(
+        view.add_argument("runs", nargs="+", help="lmms-eval --output_path folders (SCEval and/or C3PO logs)"),
+        RUN_FOLDER,
+    )
+    path_rules(
+        view.add_argument("-o", "--output", required=True, help="folder for the site (open its index.html)"),
+        FOLDER_TO_WRITE,
+    )
+    path_rules(
+        view.add_argument("--sceval-report", metavar="DIR", help="an `sceval report` folder: its tables and figures"),
+        REPORT_FOLDER,
+    )
+    path_rules(
+        view.add_argument("--c3po-report", metavar="DIR", help="a `c3po report` folder: its tables and figures"),
+        REPORT_FOLDER,
+    )
     view.add_argument(
         "--compare",
         action="store_true",
@@ -129,6 +151,9 @@ def add_parser(sub) -> None:
         "the site gets compare pages (A right/B wrong, cells changed by the report's paired test); "
         "without it, a benchmark with exactly two models gets them too",
     )
-    view.add_argument("--verdicts", help="C3PO verdict file (from `c3po judge`) to grade with, as `c3po report`")
+    path_rules(
+        view.add_argument("--verdicts", help="C3PO verdict file (from `c3po judge`) to grade with, as `c3po report`"),
+        INPUT_FILE,
+    )
     add_html_arguments(view)
     view.set_defaults(func=_run)

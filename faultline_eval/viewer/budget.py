@@ -65,6 +65,19 @@ class Budget:
         )
 
 
+def media_counts(summary: dict) -> str:
+    """A section's trials by their media (the summary of
+    :meth:`~faultline_eval.viewer.site.SiteWriter.write_section`), each trial counted once: shown
+    with media + without (budget) + not regenerated = all its trials."""
+    not_picked = summary["without_media"] - summary["past_max_mb"]
+    failed = f", {summary['media_failed']} whose media could not be regenerated" if summary["media_failed"] else ""
+    return (
+        f"{summary['trials']} trial(s) of {len(summary['models'])} model(s): {summary['shown']} shown with media on "
+        f"{summary['samples']} sample page(s), {summary['without_media']} without media (budget: {not_picked} not "
+        f"picked per cell, {summary['past_max_mb']} past max_mb){failed}"
+    )
+
+
 def sample_rank(sample_ids) -> np.ndarray:
     """A stable pseudo-random rank per sample id (blake2b of the id; each distinct id hashed once)."""
     ids = [str(s) for s in sample_ids]

@@ -160,16 +160,21 @@ class Sides:
 # -- the paired test -----------------------------------------------------------------------------------------
 
 
-def paired_tests(trials: pd.DataFrame, info: dict) -> pd.DataFrame:
-    """The model-vs-model rows of :func:`~sceval_plugin.metrics.protocol.comparisons` on a trial
-    table (columns model, condition_id, sample_id, variant, correct): per cell, exact McNemar on the
-    per-sample binary outcomes and its Holm adjustment within each family of ``info`` (a cell not in
-    ``info`` is in the family "controls")."""
-    tests = comparisons(per_sample(trials), pd.DataFrame(), info, model_pairs=True)
-    return tests[tests["kind"] == "model_vs_model"].reset_index(drop=True)
+def paired_tests(trials: pd.DataFrame, info: dict, a: str, b: str) -> pd.DataFrame:
+    """The model-vs-model rows of :func:`~sceval_plugin.metrics.protocol.comparisons` for models
+    ``a`` and ``b`` of a trial table (columns model, condition_id, sample_id, variant, correct),
+    indexed by cell, with ``a`` on the A side: per cell, exact McNemar on the per-sample binary
+    outcomes and its Holm adjustment within each family of ``info`` (a cell not in ``info`` is in
+    the family "controls"). ``comparisons`` puts a pair's models in name order, so the two are
+    renamed A and B for the call: the pair comes out in A/B order (no columns swapped after)."""
+    sides = trials[trials["model"].isin([a, b])]
+    sides = sides.assign(model=sides["model"].astype(str).map({a: "A", b: "B"}))
+    tests = comparisons(per_sample(sides), pd.DataFrame(), info, model_pairs=True)
+    tests = tests[tests["kind"] == "model_vs_model"].assign(model_a=a, model_b=b)
+    return tests.set_index("condition_a")
 
 
-def sceval_tests(trials: pd.DataFrame) -> pd.DataFrame:
+def sceval_tests(trials: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
     """:func:`paired_tests` on the trials ``sceval report`` tests: the headline cohort, without the
     no-option and not-applicable trials, and without the trials the report leaves out (a probe's
     earlier reading, a condition the catalogue does not know), as
@@ -181,10 +186,10 @@ def sceval_tests(trials: pd.DataFrame) -> pd.DataFrame:
     trials = select_cohort(trials, "gold_preserved", [])
     trials, _ = no_option_section.split_trials(trials, info)
     trials, _ = split_not_applicable(trials)
-    return paired_tests(trials, info)
+    return paired_tests(trials, info, a, b)
 
 
-def c3po_tests(rows: pd.DataFrame) -> pd.DataFrame:
+def c3po_tests(rows: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
     """:func:`paired_tests` on the viewer's C³PO rows (the report's grading, verdicts applied):
     correct 1, wrong 0, invalid or ungradable unscored (counted wrong by McNemar, as SCEval's
     headline); the repeated runs of a sample are averaged as SCEval's variants. The C³PO report has
@@ -192,18 +197,7 @@ def c3po_tests(rows: pd.DataFrame) -> pd.DataFrame:
     correct = rows["verdict"].map(lambda v: {True: 1.0, False: 0.0}.get(outcome(v), np.nan))
     scored = rows["verdict"].map(lambda v: outcome(v) is not None or str(v).startswith("ungradable"))
     trials = rows[scored].assign(condition_id=rows["cell"], correct=correct[scored])
-    return paired_tests(trials[["model", "condition_id", "sample_id", "variant", "correct"]], {})
-
-
-def oriented(tests: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """The tests of (a, b) with ``a`` on the A side (``comparisons`` orders a pair by name)."""
-    tests = tests[tests["model_a"].isin([a, b]) & tests["model_b"].isin([a, b])].copy()
-    swap = tests["model_a"] == b
-    for left, right in (("model_a", "model_b"), ("mean_a", "mean_b"), ("b", "c")):
-        tests.loc[swap, [left, right]] = tests.loc[swap, [right, left]].to_numpy()
-    tests.loc[swap, "diff"] = -tests.loc[swap, "diff"]
-    tests.loc[swap, ["ci_low", "ci_high"]] = -tests.loc[swap, ["ci_high", "ci_low"]].to_numpy()
-    return tests.set_index("condition_a")
+    return paired_tests(trials[["model", "condition_id", "sample_id", "variant", "correct"]], {}, a, b)
 
 
 # -- the page ----------------------------------------------------------------------------------------------------
@@ -229,8 +223,8 @@ def _pair_link(row) -> str:
 
 def write_compare(writer: SiteWriter, name: str, title: str, cell_label: str, variant_label: str, ab, tests) -> None:
     """``OUT/<name>/compare.html`` from the site's trial table (``writer.rows[name]``, with each
-    trial's sample-page link) and ``tests()``, the paired tests (:func:`paired_tests` rows; a
-    ``ValueError`` it raises is shown as the reason there are none)."""
+    trial's sample-page link) and ``tests(a, b)``, the paired tests of the pair ``ab`` in A/B
+    order (:func:`paired_tests`; a ``ValueError`` it raises is shown as the reason there are none)."""
     a, b = ab
     rows = writer.rows[name]
     rows = rows[rows["model"].isin([a, b])]
@@ -245,9 +239,9 @@ def write_compare(writer: SiteWriter, name: str, title: str, cell_label: str, va
     joined["pair"] = [pair_of(x, y) for x, y in zip(joined["verdict_a"], joined["verdict_b"])]
     cells = sorted(joined["cell"].unique(), key=lambda c: (c != "clean", c))
     try:
-        tested, untested = oriented(tests(), a, b), "not tested (outside the report's headline trials)"
+        tested, untested = tests(a, b), "not tested (outside the report's headline trials)"
     except ValueError as exc:
-        tested, untested = oriented(pd.DataFrame(columns=TEST_COLUMNS), a, b), f"not tested: {exc}"
+        tested, untested = pd.DataFrame(columns=TEST_COLUMNS).set_index("condition_a"), f"not tested: {exc}"
     folder = writer.out / name
     # the trial pairs, for compare.js
     data = {
@@ -316,7 +310,8 @@ def write_compare(writer: SiteWriter, name: str, title: str, cell_label: str, va
         f'<tr><th><a href="#sample=={esc(s)}">{esc(s)}</a></th><td>{int(r.a_only)}</td><td>{int(r.b_only)}</td></tr>'
         for s, r in by_sample.iterrows()
     )
-    body = f"""<h1>{esc(title)}: A = {esc(a)}, B = {esc(b)}</h1>
+    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in writer.notes)  # e.g. a benchmark left out
+    body = f"""<h1>{esc(title)}: A = {esc(a)}, B = {esc(b)}</h1>{notes}
 <p><a href="index.html">overview</a> · {len(cells)} {esc(cell_label)}(s), {len(joined)} pair(s) of trials.</p>
 <h2>which {esc(cell_label)}s changed</h2>
 <p class="muted">{changed} of {len(tested)} tested {esc(cell_label)}(s) differ significantly (Holm-adjusted p &lt; .05).

@@ -166,7 +166,6 @@ class MediaWriter:
     def __init__(self, root: Path, max_bytes: float, workers: int | None = None):
         self.root, self.max_bytes, self.bytes = root, max_bytes, 0
         self.written: dict[str, Written] = {}  # trial key -> its files, each trial written once
-        self.skipped = 0
         self.reused = 0  # trials whose folder an earlier site left complete
         self.shown: dict[str, Shown] = {}  # trial key -> what it sent, without the pixels (see _light)
         self.pool = ThreadPoolExecutor(workers or min(4, os.cpu_count() or 1), thread_name_prefix="media")
@@ -193,7 +192,6 @@ class MediaWriter:
         if reused is None and self.bytes + sum(p.bound for p in self.pending) >= self.max_bytes:
             self.settle()  # the budget needs the exact sizes now
         if self.bytes >= self.max_bytes:
-            self.skipped += 1
             return (reused[0] if reused else make_shown()), None
         if reused is not None:
             shown, written = reused

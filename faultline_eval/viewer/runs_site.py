@@ -72,6 +72,19 @@ def _has_logs(runs, pattern: str, every: bool = False) -> bool:
         return False
 
 
+def _one_sided(benchmark: str, run_dirs: Sequence[str | Path], pattern: str) -> str:
+    """Why ``--compare`` leaves out a benchmark whose logs only one side holds."""
+    title = {"sceval": "SCEval", "c3po": "C3PO"}[benchmark]
+    held = ["A" if i == 0 else "B" for i, run in enumerate(run_dirs) if _has_logs([run], pattern)]
+    missing = "B" if held == ["A"] else "A"
+    name = Path(run_dirs[0 if missing == "A" else 1]).name
+    return (
+        f"{title} left out: --compare shows a benchmark both folders hold, and {missing} ({name}) holds no "
+        f"{title} per-sample logs: run {missing}'s model on the {title} tasks with --log_samples into that folder, "
+        "or view the other folder without --compare"
+    )
+
+
 def write_site(
     run_dirs: Sequence[str | Path],
     out: str | Path,
@@ -92,10 +105,15 @@ def write_site(
     with exactly two models gets them. Returns a summary (sections, bytes, seconds)."""
     start = time.perf_counter()
     globs = {"sceval": SCEVAL_GLOB, "c3po": C3PO_GLOB}
-    # with --compare, a benchmark is shown when both sides hold its logs
+    # with --compare, a benchmark is shown when both sides hold its logs; one side's alone is named, not dropped unsaid
     present = {name: name in benchmarks and _has_logs(run_dirs, glob, compare) for name, glob in globs.items()}
+    site_notes = [
+        _one_sided(name, run_dirs, glob)
+        for name, glob in globs.items()
+        if compare and name in benchmarks and not present[name] and any(_has_logs([run], glob) for run in run_dirs)
+    ]
     sides = compare_views.Sides(run_dirs, split=compare)
-    sections: list[tuple[Section, Callable[[], pd.DataFrame]]] = []  # each with its compare view's tests
+    sections: list[tuple[Section, Callable[[str, str], pd.DataFrame]]] = []  # each with its compare view's tests
     if present["sceval"]:
         rows, notes = sides.read_rows("sceval", sceval.read_rows)
         section = Section(
@@ -110,7 +128,9 @@ def write_site(
             notes,
             Path(sceval_report) if sceval_report else None,
         )
-        sections.append((section, lambda: compare_views.sceval_tests(sides.read_trials("sceval", _sceval_trials))))
+        sections.append(
+            (section, lambda a, b: compare_views.sceval_tests(sides.read_trials("sceval", _sceval_trials), a, b))
+        )
     if present["c3po"]:
         c3po_rows, notes = sides.read_rows("c3po", lambda dirs: c3po.read_rows(dirs, verdicts))
         section = Section(
@@ -131,12 +151,12 @@ def write_site(
             notes,
             Path(c3po_report) if c3po_report else None,
         )
-        sections.append((section, lambda: compare_views.c3po_tests(c3po_rows)))
+        sections.append((section, lambda a, b: compare_views.c3po_tests(c3po_rows, a, b)))
     pairs = {s.name: sides.pair(s.name, s.rows) for s, _ in sections}
     # every page's top bar: the benchmarks shown, then their compare views
     nav = [(s.title, f"{s.name}/index.html") for s, _ in sections]
     nav += [(f"{s.title}: A vs B", f"{s.name}/{compare_views.PAGE}") for s, _ in sections if pairs[s.name]]
-    writer = SiteWriter(Path(out), budget or Budget(), nav)
+    writer = SiteWriter(Path(out), budget or Budget(), nav, site_notes)
     for section, tests in sections:
         pair = pairs[section.name]
         if pair is not None:
@@ -148,7 +168,8 @@ def write_site(
             )
     if not writer.summaries:
         raise ReportError(
-            f"{', '.join(map(str, run_dirs))}: no {' or '.join(benchmarks)} per-sample logs to show; "
+            "; ".join(site_notes)
+            or f"{', '.join(map(str, run_dirs))}: no {' or '.join(benchmarks)} per-sample logs to show; "
             "run lmms-eval with --log_samples --output_path"
         )
     writer.media.close()

@@ -34,7 +34,7 @@ import pandas as pd
 
 from faultline_eval.core import report_writer
 from faultline_eval.core.run_logs import results_for
-from faultline_eval.viewer.budget import CORRECT, Budget, sample_rank, select
+from faultline_eval.viewer.budget import CORRECT, Budget, media_counts, sample_rank, select
 from faultline_eval.viewer.logs import run_info, without_paths
 from faultline_eval.viewer.media import MediaWriter, Shown, Written
 
@@ -265,8 +265,9 @@ class SiteWriter:
     every page; a writer of further pages (e.g. a compare view) appends its entry *before* the
     sections are written, so every page links it."""
 
-    def __init__(self, out: Path, budget: Budget, nav: NavEntries = ()):
+    def __init__(self, out: Path, budget: Budget, nav: NavEntries = (), notes: list[str] | None = None):
         self.out, self.budget = Path(out), budget
+        self.notes = list(notes or [])  # about the whole site (e.g. a benchmark left out): atop its front page
         self.media = MediaWriter(self.out, budget.max_mb * 1e6)
         self.summaries: list[dict] = []
         self.rows: dict[str, pd.DataFrame] = {}  # section -> its trials, each with its sample-page link
@@ -298,7 +299,8 @@ class SiteWriter:
         has_page = shown & pd.Series([k in records for k in keys])
         notes = [without_paths(n) for n in s.notes]
         models = model_order(rows)
-        sample_pages = self._sample_pages(s, rows[has_page], records, notes, models)
+        trial_media: dict[str, int] = {}  # trials with a sample page by their media: "written", "budget", "failed"
+        sample_pages = self._sample_pages(s, rows[has_page], records, notes, models, trial_media)
         links = [
             f"../samples/{sample_pages[sample]}#{slug(f'{cell}-{variant}')}" if on else None
             for (_, cell, sample, variant), on in zip(keys, has_page)
@@ -315,11 +317,16 @@ class SiteWriter:
         self._index_trials(s, rows, keys, extras, cell_pages)
         runs = self._runs(s, rows, keys, extras)
         self._overview(s, rows, cells, cell_pages, notes, models, runs)
+        with_media, failed = trial_media.get("written", 0), trial_media.get("failed", 0)
         summary = {
             "name": s.name,
             "title": s.title,
             "trials": len(rows),
-            "shown": int(has_page.sum()),
+            # each trial counted once: with media + without (not picked, or past max_mb) + failed = trials
+            "shown": with_media,
+            "without_media": len(rows) - with_media - failed,
+            "past_max_mb": trial_media.get("budget", 0),
+            "media_failed": failed,
             "samples": len(sample_pages),
             "models": sorted(rows["model"].unique()),
             "notes": notes,
@@ -372,8 +379,10 @@ class SiteWriter:
 
     # -- per sample ---------------------------------------------------------------------------------------
     def _sample_pages(
-        self, s: Section, rows: pd.DataFrame, records: dict, notes: list[str], models: list[str]
+        self, s: Section, rows: pd.DataFrame, records: dict, notes: list[str], models: list[str], trial_media: dict
     ) -> dict[str, str]:
+        """The sample pages of ``rows`` (the trials given one); ``trial_media`` counts those trials by
+        what their media came to ("written", "budget": past max_mb, "failed")."""
         order = rows.assign(_rank=sample_rank(rows["sample_id"])).sort_values(["_rank", "sample_id"], kind="stable")
         grouped = list(order.groupby("sample_id", sort=False))
         pages = {sample: slug(sample) + ".html" for sample, _ in grouped}
@@ -391,6 +400,7 @@ class SiteWriter:
                 failures,
                 models,
                 pager("sample", *around[:1], f"sample {i + 1} of {len(grouped)}", around[1]),
+                trial_media,
             )
             (self.out / s.name / "samples" / pages[sample]).write_text(
                 self.page(f"{s.title}: {sample}", body, 2), encoding="utf-8"
@@ -398,14 +408,15 @@ class SiteWriter:
         notes += [f"media of {n} trial(s) not regenerated: {reason}" for reason, n in failures.items()]
         return pages
 
-    def _render(self, key: str, make, failures: dict, reference: int | None = None) -> tuple[Shown | None, str]:
+    def _render(self, key: str, make, failures: dict, reference: int | None = None) -> tuple[Shown | None, str, str]:
+        """(what was sent, its media's HTML, how they came out: "written", "budget" or "failed")."""
         try:
             shown, written = self.media.write(key, make, reference)
         except (LookupError, ValueError, OSError, RuntimeError) as exc:
             reason = without_paths(exc)
             failures[reason] = failures.get(reason, 0) + 1
-            return None, f'<p class="error">media not regenerated: {esc(reason)}</p>'
-        return shown, media_html(written, "../../")
+            return None, f'<p class="error">media not regenerated: {esc(reason)}</p>', "failed"
+        return shown, media_html(written, "../../"), "budget" if written is None else "written"
 
     def _sample_body(
         self,
@@ -416,6 +427,7 @@ class SiteWriter:
         failures: dict,
         models: list[str],
         nav: str,
+        trial_media: dict,
     ) -> str:
         """One sample: its media and question first (the clean item, or for a benchmark that
         sends every trial the same media, those media: written once), the gold answer, the
@@ -451,7 +463,7 @@ class SiteWriter:
         else:  # every trial of the sample was sent the same media (the item's own)
             top_label, make_top = "sent in every trial", (lambda: s.renderer.trial(first))
             top_key = f"{s.name}|{first.get('dataset')}|item|{sample}"
-        top_shown, top_media = self._render(top_key, make_top, failures)
+        top_shown, top_media, top_outcome = self._render(top_key, make_top, failures)
         gold = trials["gold"].dropna().astype(str).unique() if "gold" in trials else []
         question = "" if top_shown is None else top_shown.text
         self.search.append(
@@ -485,7 +497,7 @@ class SiteWriter:
         for (cell, variant), g in groups:
             record = records[(g[0].model, cell, sample, variant)]
             if s.renderer.clean is not None:
-                shown, media = self._render(
+                shown, media, outcome = self._render(
                     f"{s.name}|{record.get('dataset')}|{cell}|{sample}|{variant}",
                     lambda record=record: s.renderer.trial(record),
                     failures,
@@ -493,7 +505,9 @@ class SiteWriter:
                 )
                 media = f"<h3>sent</h3>{media}"
             else:
-                shown, media = top_shown, ""
+                shown, media, outcome = top_shown, "", top_outcome
+            # each model's trial of this (cell, variant) was sent these media: counted per trial, not per file
+            trial_media[outcome] = trial_media.get(outcome, 0) + len(g)
             text, diffed = "", " (against clean: inserted, deleted)" if s.renderer.clean and top_shown else ""
             if shown is not None and top_shown is not None and shown.text == top_shown.text:
                 text, diffed = "", ": the same as above"  # not repeated
@@ -720,19 +734,19 @@ class SiteWriter:
             f"window.FL_SEARCH = {json.dumps(index, default=str, allow_nan=False)};\n", encoding="utf-8"
         )
         items = "".join(
-            f'<li><a href="{x["name"]}/index.html">{esc(x["title"])}</a>: {x["trials"]} trial(s) of '
-            f"{len(x['models'])} model(s); {x['shown']} shown with media on {x['samples']} sample page(s)"
-            f"</li>"
+            f'<li><a href="{x["name"]}/index.html">{esc(x["title"])}</a>: {esc(media_counts(x))}</li>'
             for x in self.summaries
         )
+        past_cap = sum(x["past_max_mb"] for x in self.summaries)
         skipped = (
-            f"<p>{self.media.skipped} trial(s) are shown without media: the {self.budget.max_mb:g} MB budget "
-            "was spent.</p>"
-            if self.media.skipped
+            f"<p>{past_cap} trial(s) picked for a sample page are shown without media: the {self.budget.max_mb:g} "
+            "MB budget was spent.</p>"
+            if past_cap
             else ""
         )
+        notes = "".join(f'<p class="note">{esc(n)}</p>' for n in self.notes)
         body = (
-            f"<h1>faultline-eval results</h1><ul>{items}</ul><p>Each benchmark's page opens with the report's "
+            f"<h1>faultline-eval results</h1>{notes}<ul>{items}</ul><p>Each benchmark's page opens with the report's "
             f"figures and headline tables, then the runs; every number links to its trials, every shown trial to "
             f"its sample page. The search box above looks through sample ids, questions, answers and replies.</p>"
             f"<h2>what is shown</h2><p>{esc(self.budget.describe())}"
@@ -746,7 +760,9 @@ class SiteWriter:
             "sections": self.summaries,
             "bytes": size,
             "media_bytes": self.media.bytes,
-            "media_skipped": self.media.skipped,
+            "without_media": sum(x["without_media"] for x in self.summaries),
+            "past_max_mb": sum(x["past_max_mb"] for x in self.summaries),
+            "notes": self.notes,
         }
 
 

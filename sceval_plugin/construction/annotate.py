@@ -36,11 +36,13 @@ from collections import defaultdict
 from pathlib import Path
 
 from faultline_eval.core import media
+from faultline_eval.core.preflight import FOLDER_TO_WRITE, path_rules
 from faultline_eval.core.store import write_atomic
 from sceval_plugin import operators
 from sceval_plugin.conditions import catalogue, single_id
 from sceval_plugin.construction import form, simulate
 from sceval_plugin.construction.annotation_files import (
+    BUILT_BY,
     FIELDS,
     PASSES,
     SHEETS,
@@ -523,7 +525,11 @@ def add_parser(stages) -> None:
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     out = actions.add_parser("export", help="write the sheets of one pass, one folder per annotator")
-    out.add_argument("build", type=Path, help="the build folder (BUILD/pool holds the candidate pool)")
+    path_rules(
+        out.add_argument("build", type=Path, help="the build folder (BUILD/pool holds the candidate pool)"),
+        BUILT_BY["pool"],
+        FOLDER_TO_WRITE,
+    )
     out.add_argument(
         "--pass",
         dest="pass_name",
@@ -543,7 +549,11 @@ def add_parser(stages) -> None:
     out.add_argument("--force", action="store_true", help="write the pass again over its sheets (filled or not)")
     out.set_defaults(func=_cmd_export)
     back = actions.add_parser("import", help="read the filled sheets of one pass back, validated")
-    back.add_argument("build", type=Path, help="the build folder (BUILD/annotation/PASS holds the sheets)")
+    path_rules(
+        back.add_argument("build", type=Path, help="the build folder (BUILD/annotation/PASS holds the sheets)"),
+        BUILT_BY["annotate export"],
+        FOLDER_TO_WRITE,
+    )
     back.add_argument(
         "--pass", dest="pass_name", required=True, choices=PASSES, help="the pass whose sheets to read: %(choices)s"
     )

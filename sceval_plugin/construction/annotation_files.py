@@ -12,6 +12,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from faultline_eval.core.preflight import PathRule
 from sceval_plugin import operators
 from sceval_plugin.construction import form
 from sceval_plugin.data.records import OmniItem
@@ -49,6 +50,20 @@ class AnnotationError(ValueError):
 
 def pass_dir(build: Path, name: str) -> Path:
     return Path(build) / "annotation" / name
+
+
+#: What a build folder holds once a stage has run: the BUILD argument of the stages after it must
+#: hold it (checked before they start, :func:`faultline_eval.core.preflight.check_path_arguments`).
+BUILT_BY = {
+    "convert": PathRule("folder", holds="converted/*", what="converted sources (run `sceval build convert` first)"),
+    "pool": PathRule("folder", holds="pool/items.jsonl", what="candidate pool (run `sceval build pool` first)"),
+    "annotate export": PathRule(
+        "folder", holds="annotation/*", what="annotation sheets (run `sceval build annotate export` first)"
+    ),
+    "annotate import": PathRule(
+        "folder", holds="annotation/*/labels.jsonl", what="imported labels (run `sceval build annotate import` first)"
+    ),
+}
 
 
 def pool_items(build: Path) -> dict[str, OmniItem]:

@@ -23,8 +23,9 @@ import json
 from pathlib import Path
 
 from faultline_eval.core.agreement import fleiss_kappa, label_kappa
+from faultline_eval.core.preflight import FOLDER_TO_WRITE, path_rules
 from faultline_eval.core.store import write_atomic
-from sceval_plugin.construction.annotation_files import group_labels, read_labels
+from sceval_plugin.construction.annotation_files import BUILT_BY, group_labels, read_labels
 from sceval_plugin.construction.manifest import _simulated, write_table
 
 #: (pass, sheet, field, scale, which items: all / all-rejected / all-interpretable)
@@ -128,7 +129,11 @@ def add_parser(stages) -> None:
     parser = stages.add_parser(
         "agreement", help="inter-annotator agreement per field and source (Table 27)", description=__doc__
     )
-    parser.add_argument("build", type=Path, help="the build folder (with the imported labels)")
+    path_rules(
+        parser.add_argument("build", type=Path, help="the build folder (with the imported labels)"),
+        BUILT_BY["annotate import"],
+        FOLDER_TO_WRITE,
+    )
     parser.add_argument(
         "--pass",
         dest="pass_name",

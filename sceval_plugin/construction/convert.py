@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from faultline_eval.core.intake import media_reason, read_text
+from faultline_eval.core.preflight import PathRule, check_existing_path, path_rules
 from faultline_eval.core.registry import PluginError, Registry, UnknownNameError
 from faultline_eval.core.run_status import TaskOutcome, report
 from faultline_eval.core.store import write_atomic
@@ -284,6 +285,9 @@ def cmd_convert(args) -> int:
         raise SystemExit(f"sceval build convert: give BUILD_DIR before SOURCE=PATH (got {args.build_dir})")
     if not args.sources:
         raise SystemExit("sceval build convert: give SOURCE=PATH (sceval build convert --list shows the converters)")
+    for name, path in args.sources:  # every converter and local copy, before the first conversion
+        if str(path) not in registry().get(name).named_copies:
+            check_existing_path(path, f"{name}=PATH", kind="file_or_folder")
     outcomes = []
     for name, path in args.sources:
         summary = convert_source(name, path, args.build_dir)
@@ -315,13 +319,16 @@ def add_parser(stages) -> None:
         help="convert local copies of source benchmarks into SCEval items",
         description=__doc__.split("\n\n")[0],
     )
-    parser.add_argument(
-        "build_dir",
-        type=Path,
-        metavar="BUILD_DIR",
-        nargs="?",
-        default=Path("."),
-        help="the build folder; writes BUILD_DIR/converted/<source> (default: the current folder)",
+    path_rules(
+        parser.add_argument(
+            "build_dir",
+            type=Path,
+            metavar="BUILD_DIR",
+            nargs="?",
+            default=Path("."),
+            help="the build folder; writes BUILD_DIR/converted/<source> (default: the current folder)",
+        ),
+        PathRule("folder_to_write", unless="list"),
     )
     parser.add_argument(
         "sources",

@@ -36,10 +36,12 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from faultline_eval.core.preflight import FOLDER_TO_WRITE, path_rules
 from faultline_eval.core.store import replacing, write_atomic
 from sceval_plugin import operators
 from sceval_plugin.construction import form
 from sceval_plugin.construction.annotation_files import (
+    BUILT_BY,
     AnnotationError,
     group_labels,
     operator_modalities,
@@ -374,7 +376,11 @@ def add_parser(stages) -> None:
     parser = stages.add_parser(
         "manifest", help="decisions -> manifest.json, funnel, retention, rejected list", description=__doc__
     )
-    parser.add_argument("build", type=Path, help="the build folder (with the annotation passes imported)")
+    path_rules(
+        parser.add_argument("build", type=Path, help="the build folder (with the annotation passes imported)"),
+        BUILT_BY["annotate import"],
+        FOLDER_TO_WRITE,
+    )
     parser.set_defaults(func=_cmd_manifest)
 
 

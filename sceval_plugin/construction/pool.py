@@ -34,7 +34,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from faultline_eval.core.preflight import FOLDER_TO_WRITE, path_rules
 from faultline_eval.core.store import write_atomic
+from sceval_plugin.construction.annotation_files import BUILT_BY
 from sceval_plugin.construction.convert import BuildError, read_jsonl, write_jsonl
 
 DEFAULT_BUDGET = 100
@@ -212,11 +214,15 @@ def add_parser(stages) -> None:
     parser = stages.add_parser(
         "pool", help="draw the seeded candidate pool (a budget per source)", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument(
-        "build_dir",
-        type=Path,
-        metavar="BUILD_DIR",
-        help="the build folder (reads BUILD_DIR/converted, writes BUILD_DIR/pool)",
+    path_rules(
+        parser.add_argument(
+            "build_dir",
+            type=Path,
+            metavar="BUILD_DIR",
+            help="the build folder (reads BUILD_DIR/converted, writes BUILD_DIR/pool)",
+        ),
+        BUILT_BY["convert"],
+        FOLDER_TO_WRITE,
     )
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="items per source (default 100, Table 1)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the draw (default %(default)s)")

@@ -31,6 +31,8 @@ from pathlib import Path
 
 from faultline_eval.core.hub import push
 from faultline_eval.core.intake import collect, read_rows
+from faultline_eval.core.preflight import FOLDER_TO_WRITE, PathRule, path_rules
+from sceval_plugin.construction.annotation_files import BUILT_BY
 from sceval_plugin.construction.convert import BuildError, read_jsonl, registry
 from sceval_plugin.data.manifest import parse_manifest
 from sceval_plugin.data.records import item_from_row
@@ -303,13 +305,21 @@ def add_parser(stages) -> None:
     parser = stages.add_parser(
         "publish", help="write the benchmark as a datasets folder with its card", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument(
-        "build_dir",
-        type=Path,
-        metavar="BUILD_DIR",
-        help="the build folder (reads BUILD_DIR/pool and BUILD_DIR/manifest.json when present)",
+    path_rules(
+        parser.add_argument(
+            "build_dir",
+            type=Path,
+            metavar="BUILD_DIR",
+            help="the build folder (reads BUILD_DIR/pool and BUILD_DIR/manifest.json when present)",
+        ),
+        BUILT_BY["pool"],
+        FOLDER_TO_WRITE,
     )
-    parser.add_argument("--out", type=Path, default=None, help="default: BUILD_DIR/published")
+    # written beside itself and renamed into place: its folder must be writable
+    path_rules(
+        parser.add_argument("--out", type=Path, default=None, help="default: BUILD_DIR/published"),
+        PathRule("output_to_write"),
+    )
     parser.add_argument(
         "--push-to-hub",
         metavar="REPO",

@@ -23,9 +23,10 @@ import csv
 import random
 from pathlib import Path
 
+from faultline_eval.core.preflight import FOLDER_TO_WRITE, path_rules
 from faultline_eval.core.store import replacing
 from sceval_plugin.construction import form
-from sceval_plugin.construction.annotation_files import SHEETS, pass_dir, pool_items
+from sceval_plugin.construction.annotation_files import BUILT_BY, SHEETS, pass_dir, pool_items
 
 MARKER = "SIMULATED"
 DROP_RATE = {10: 0.044, 30: 0.129, 50: 0.247, 70: 0.361}  # Table 25, pooled audio + vision
@@ -134,7 +135,11 @@ def add_parser(actions) -> None:
     sim = actions.add_parser(
         "simulate", help="SIMULATION: fill a pass's sheets with seeded simulated annotators", description=__doc__
     )
-    sim.add_argument("build", type=Path, help="the build folder (BUILD/annotation/PASS holds the exported sheets)")
+    path_rules(
+        sim.add_argument("build", type=Path, help="the build folder (BUILD/annotation/PASS holds the exported sheets)"),
+        BUILT_BY["annotate export"],
+        FOLDER_TO_WRITE,
+    )
     sim.add_argument(
         "--pass",
         dest="pass_name",

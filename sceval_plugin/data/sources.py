@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from faultline_eval.core.identity import content_fingerprint, relative_media
-from faultline_eval.core.intake import Problem, Row, SourceError, collect, numbered, read_rows
+from faultline_eval.core.intake import Problem, Row, SourceError, collect, items_table, numbered, read_rows
 from faultline_eval.core.paths import CACHE_ENV, cache_dir  # noqa: F401  (part of this module's API)
 from faultline_eval.core.settings import SCEVAL_HF_MODE, SCEVAL_ON_BAD_INPUT, SCEVAL_SOURCE
 from faultline_eval.core.store import replacing
@@ -43,6 +43,7 @@ SOURCE_ENV = SCEVAL_SOURCE.name
 BAD_INPUT_ENV = SCEVAL_ON_BAD_INPUT.name
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 RELEASE_REPO = "KZL96/ModalityFaultLines-SCEval"
+OTHER_FORMS = "'demo', 'hf:<repo or local copy>', 'lmms:<task>'"
 
 
 @dataclass(frozen=True)
@@ -116,18 +117,16 @@ def _load_source(spec: str, hf_mode: str) -> Source:
         return _from_release(spec, spec[3:], hf_mode)
     if spec.startswith("lmms:"):
         return _from_lmms_task(spec, spec[5:])
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        for name in ("items.jsonl", "items.parquet"):
-            if (path / name).is_file():
-                return _from_table(spec, path / name, path)
-        raise SourceError(f"{SOURCE_ENV}={spec}: folder has no items.jsonl or items.parquet")
-    if path.is_file() and path.suffix in (".jsonl", ".json", ".parquet"):
-        return _from_table(spec, path, path.parent)
-    raise SourceError(
-        f"{SOURCE_ENV}={spec!r} is not 'demo', an existing folder or .jsonl/.parquet file, "
-        "'hf:<repo or local copy>' or 'lmms:<task>'"
-    )
+    table = items_table(spec, SOURCE_ENV, OTHER_FORMS)
+    return _from_table(spec, table, table.parent)
+
+
+def check_spec(spec: str | None = None) -> None:
+    """Refuse a ``spec`` (default ``$SCEVAL_SOURCE``) naming a path that is not an items table,
+    without reading a row: what a run checks before anything loads (a SourceError)."""
+    spec = spec or current_spec()
+    if spec != "demo" and not spec.startswith(("hf:", "lmms:")):
+        items_table(spec, SOURCE_ENV, OTHER_FORMS)
 
 
 def media_paths(item: OmniItem) -> list[tuple[str, str]]:

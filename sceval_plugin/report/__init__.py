@@ -155,6 +155,10 @@ def _left_out_section(left_out: pd.DataFrame, *, strict: bool) -> Section:
     )
 
 
+#: ``left_out`` of a report that left nothing out (the columns of ``leave_out_incomparable``'s table).
+_NOTHING_LEFT_OUT = pd.DataFrame(columns=["model", "condition_id", "reason", "trials"])
+
+
 def _has_sceval_logs(run_dirs: Sequence[str | Path]) -> bool:
     return any(Path(r).is_file() or next(Path(r).rglob(SAMPLES_GLOB), None) is not None for r in run_dirs)
 
@@ -170,6 +174,7 @@ def _build_wrapped_report(run_dirs: Sequence[str | Path], out: Path, *, b: int, 
         "trials": head["counts"]["trials"],
         "models": head["counts"]["models"],
         "seconds": time.perf_counter() - start,
+        "left_out": _NOTHING_LEFT_OUT.copy(),  # wrapped tasks carry no re-read probes (same shape as build_report's)
     }
 
 
@@ -206,7 +211,7 @@ def build_report(
     )
     trials = select_cohort(trials, cohort, notes)
     info = catalogue_info()
-    left_out = pd.DataFrame(columns=["model", "condition_id", "reason", "trials"])
+    left_out = _NOTHING_LEFT_OUT.copy()
     if not strict:  # strict: the checks below refuse them, naming each
         trials, left_out = leave_out_incomparable(trials, info)
         notes += left_out_notes(left_out)
