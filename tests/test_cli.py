@@ -48,6 +48,7 @@ def files(tmp_path, rng):
     soundfile.write(tmp_path / "mono16k.wav", stereo[:16000, 0], 16_000, subtype="FLOAT")
     (tmp_path / "question.txt").write_text("Which shape moves to the right while the tone beeps twice?\n")
     (tmp_path / "broken.png").write_bytes(b"not a png at all")
+    (tmp_path / "notes.docx").write_bytes(b"PK\x03\x04 a word document")
     (tmp_path / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42garbage")
     return tmp_path
 
@@ -147,7 +148,7 @@ def test_contact_sheet_has_a_row_per_operator_and_a_column_per_severity(rng):
     [
         (["corrupt", "broken.png", "--op", "noise", "--severity", "30"], "broken.png: cannot decode image"),
         (["corrupt", "broken.mp4", "--grid"], "broken.mp4: cannot decode video"),
-        (["corrupt", "missing.wav", "--grid"], "missing.wav: no such file"),
+        (["corrupt", "missing.wav", "--grid"], "INPUT 'missing.wav' does not exist"),  # refused before any work
         (["corrupt", "rgba.png", "--op", "nosie", "--severity", "30"], "did you mean 'noise'"),
         (
             ["corrupt", "photo.png", "--op", "mute", "--severity", "30"],

@@ -191,8 +191,8 @@ def test_the_viewers_paired_tests_leave_out_what_the_report_leaves_out():
     """`faultline view --compare` of a pre-readings run and 0.1.0's: the paired tests are those of
     the cells both runs share under one meaning (before, the earlier readings made every test fail)."""
     trials, _ = read_runs([OLD / "pre-readings", OLD / "0.1.0"], workers=1, progress=False)
-    tests = sceval_tests(trials)
-    tested = set(tests["condition_a"])
+    tests = sceval_tests(trials, "sceval_reference:pre-readings", "sceval_reference:release-0.1.0")
+    tested = set(tests.index)
     assert {"clean", "single_noise_v30", "probe_temporal_frame_reverse"} <= tested
     assert not tested & set(REREAD_IN_2)
     assert set(tests["model_a"]) | set(tests["model_b"]) == {

@@ -295,7 +295,8 @@ def test_plugin_conditions_operators_and_templates_run_in_lmms_eval_and_show_in_
         cwd=tmp_path,
     )
     assert view.returncode == 0, view.stderr[-3000:]
-    assert "SCEval: 2 trials, 2 shown" in view.stdout and "C3PO: 1 trials, 1 shown" in view.stdout
+    assert "SCEval: 2 trial(s) of 1 model(s): 2 shown with media" in view.stdout
+    assert "C3PO: 1 trial(s) of 1 model(s): 1 shown with media" in view.stdout
     (tmp_path / "rendered").mkdir()
     rendered = run_python(site, RENDERED, str(tmp_path / "out"), str(tmp_path / "rendered"), env=env)
     assert rendered.returncode == 0, rendered.stderr[-3000:]
