@@ -52,8 +52,11 @@ SHOT_HEIGHT = 1100
 
 
 def screenshots_module():
-    """``benchmarks/viewer_screenshots.py`` (a script folder, not a package)."""
+    """``benchmarks/viewer_screenshots.py`` (a script folder, not a package; its helper
+    ``provenance`` imports from beside it, as when the script runs)."""
     path = ROOT / "benchmarks" / "viewer_screenshots.py"
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location("viewer_screenshots", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
