@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from faultline_eval.core.model_names import split_model_args
 from faultline_eval.core.preflight import PreflightError, check_existing_path, looks_like_path, probe_endpoint
 from faultline_eval.core.registry import close_matches
 from faultline_eval.model_wrappers.lmms_plugin import ENTRY_POINT, MODELS
@@ -37,31 +38,15 @@ from faultline_eval.model_wrappers.openai_client import DEFAULT_BASE_URL, served
 
 #: Model arguments that name a checkpoint (lmms-eval's models and ours), checked as paths when
 #: they can only be one.
-CHECKPOINT_ARGS = ("pretrained", "model_path", "peft", "delta")
+CHECKPOINT_PATH_ARGS = ("pretrained", "model_path", "peft", "delta")
 #: lmms-eval's registry tables in ``lmms_eval/models/__init__.py`` (0.7.3).
 REGISTRY_TABLES = ("AVAILABLE_SIMPLE_MODELS", "AVAILABLE_CHAT_TEMPLATE_MODELS", "MODEL_ALIASES")
 
 
 def model_arguments(text: str) -> dict[str, str]:
-    """``--model_args`` as lmms-eval splits it (commas outside quotes and brackets, each part at its
-    first ``=``), values as written; a part without ``=`` is left to lmms-eval to refuse."""
-    parts, current, depth, quote = [], "", 0, ""
-    for char in text.strip():
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "\"'":
-            quote = char
-        elif char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-            continue
-        current += char
-    parts.append(current)
-    return dict(part.split("=", 1) for part in parts if "=" in part)
+    """``--model_args`` as lmms-eval splits it (:func:`~faultline_eval.core.model_names.split_model_args`),
+    each part at its first ``=``, values as written; a part without ``=`` is left to lmms-eval to refuse."""
+    return dict(part.split("=", 1) for part in split_model_args(text) if "=" in part)
 
 
 def builtin_models() -> dict[str, str] | None:
@@ -144,9 +129,9 @@ def check_our_model_args(model_id: str, args: Mapping[str, str], force_simple: b
 
 
 def check_checkpoints(args: Mapping[str, str]) -> None:
-    """Refuse a checkpoint argument (:data:`CHECKPOINT_ARGS`) that can only be a local path and
+    """Refuse a checkpoint argument (:data:`CHECKPOINT_PATH_ARGS`) that can only be a local path and
     does not exist (a Hugging Face repo id, ``org/name``, is left to the hub)."""
-    for key in CHECKPOINT_ARGS:
+    for key in CHECKPOINT_PATH_ARGS:
         value = args.get(key, "")
         if value and looks_like_path(value):
             check_existing_path(

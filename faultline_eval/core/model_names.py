@@ -32,7 +32,15 @@ from typing import Any
 
 from faultline_eval.core.run_logs import ReportError, results_for
 
-__all__ = ["LABEL_ARG", "CHECKPOINT_ARGS", "NOT_IDENTITY_ARGS", "RunModel", "ModelNames", "parse_model_args"]
+__all__ = [
+    "LABEL_ARG",
+    "CHECKPOINT_ARGS",
+    "NOT_IDENTITY_ARGS",
+    "RunModel",
+    "ModelNames",
+    "parse_model_args",
+    "split_model_args",
+]
 
 #: The model argument that names a run's model in reports (every model of ours accepts it).
 LABEL_ARG = "label"
@@ -87,12 +95,34 @@ NOT_IDENTITY_ARGS = frozenset(
 Identity = tuple[str | None, tuple[tuple[str, str], ...]]
 
 
+def split_model_args(text: str) -> list[str]:
+    """``--model_args`` split as lmms-eval 0.7.3's ``simple_parse_args_string`` splits it: at commas
+    outside quotes and brackets (a JSON value keeps its commas); each part as written."""
+    parts, current, depth, quote = [], "", 0, ""
+    for char in text.strip():
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        current += char
+    parts.append(current)
+    return parts
+
+
 def parse_model_args(args: str | dict[str, Any] | None) -> dict[str, str]:
-    """``k=v,k=v`` (as lmms-eval's ``simple_parse_args_string`` splits it) or a dict, as strings."""
+    """``k=v,k=v`` (split by :func:`split_model_args`) or a dict, as stripped strings."""
     if isinstance(args, dict):
         return {str(k).strip(): str(v).strip() for k, v in args.items()}
-    parts = (part.partition("=") for part in str(args or "").split(","))
-    return {key.strip(): value.strip() for key, _, value in parts if key.strip()}
+    pairs = (part.partition("=") for part in split_model_args(str(args or "")))
+    return {key.strip(): value.strip() for key, _, value in pairs if key.strip()}
 
 
 @dataclass(frozen=True)
