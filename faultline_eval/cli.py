@@ -169,14 +169,16 @@ def checking_saves() -> Iterator[list[str]]:
 
         return save
 
+    def run_folder(self: Any) -> Path:  # where the tracker writes: <output_path>/<model name>/
+        return Path(self.output_path) / self.general_config_tracker.model_name_sanitized
+
     def results_file(self: Any, results: Any, samples: Any, datetime_str: str) -> Path | None:
         stamps[id(self)] = datetime_str.replace(":", "-")
-        folder = Path(self.output_path or ".") / self.general_config_tracker.model_name_sanitized
-        return folder / f"{stamps[id(self)]}_results.json" if self.output_path else None
+        return run_folder(self) / f"{stamps[id(self)]}_results.json" if self.output_path else None
 
     def samples_file(self: Any, task_name: str, samples: Any) -> Path | None:
-        folder = Path(self.output_path or ".") / self.general_config_tracker.model_name_sanitized
-        return folder / f"{stamps.get(id(self))}_samples_{task_name}.jsonl" if self.output_path and samples else None
+        stamp = stamps.get(id(self))
+        return run_folder(self) / f"{stamp}_samples_{task_name}.jsonl" if self.output_path and samples else None
 
     originals = EvaluationTracker.save_results_aggregated, EvaluationTracker.save_results_samples
     EvaluationTracker.save_results_aggregated = checked(originals[0], results_file)
