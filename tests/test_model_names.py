@@ -13,7 +13,7 @@ import pytest
 from test_wrap_report import worldsense_doc, write_run
 
 from faultline_eval.core.model_names import NOT_IDENTITY_ARGS, ModelNames, parse_model_args
-from faultline_eval.core.run_logs import ReportError
+from faultline_eval.core.run_logs import ReportError, model_label
 from faultline_eval.model_wrappers.model_args import UnknownModelArgError, check_model_args
 from faultline_eval.model_wrappers.reference import ReferenceChat
 from sceval_plugin.report.wrapped_reader import read_wrapped_runs
@@ -161,3 +161,13 @@ def test_the_models_page_lists_exactly_the_arguments_that_are_not_identity():
     listed = page.split("- **Runs of one model.**", 1)[1].split("Every other argument", 1)[0]
     listed = listed.split("which checks it ran, not what the model is:", 1)[1]
     assert set(re.findall(r"`([a-z_]+)`", listed)) == NOT_IDENTITY_ARGS
+
+
+def test_the_0_2_model_label_still_imports_with_a_deprecation_warning(tmp_path):
+    """Plugins written for 0.2 imported ``run_logs.model_label``: it still answers as 0.2 did."""
+    results = tmp_path / "r_results.json"
+    results.write_text(json.dumps({"config": {"model": "m", "model_args": "pretrained=org/ckpt,modality=audio"}}))
+    with pytest.warns(DeprecationWarning, match="core.model_names.ModelNames"):
+        assert model_label(results, None) == "m:org/ckpt"
+    with pytest.warns(DeprecationWarning):
+        assert model_label(None, "fallback") == "fallback"

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from faultline_eval.core.run_logs import ReportError, results_for
+from faultline_eval.core.run_logs import CHECKPOINT_ARGS, ReportError, results_for
 
 __all__ = [
     "LABEL_ARG",
@@ -44,8 +44,6 @@ __all__ = [
 
 #: The model argument that names a run's model in reports (every model of ours accepts it).
 LABEL_ARG = "label"
-#: Model arguments naming the checkpoint that a model's name adds (the first one given).
-CHECKPOINT_ARGS = ("pretrained", "model_version", "model", "model_name", "model_id")
 #: Model arguments that are not part of what a model is (ours and lmms-eval 0.7.3's own models'):
 #: where it is reached, how many requests at once, how long to wait and retry, where replies and
 #: files are kept, secrets, device placement (replies equal across batch sizes: docs/reference/models.md),

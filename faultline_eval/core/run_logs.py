@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+import warnings
 from collections.abc import Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -24,7 +25,9 @@ from faultline_eval.core.store import write_atomic
 from faultline_eval.core.trial import T, TrialEntryError
 
 __all__ = [
+    "CHECKPOINT_ARGS",
     "ReportError",
+    "model_label",
     "results_for",
     "run_info_for",
     "versions_for",
@@ -38,8 +41,37 @@ __all__ = [
 ]
 
 
+#: Model arguments naming the checkpoint that a model's name adds (the first one given).
+CHECKPOINT_ARGS = ("pretrained", "model_version", "model", "model_name", "model_id")
+
+
 class ReportError(ValueError):
     """The report cannot be built from these folders; the message says why."""
+
+
+def model_label(results_file: Path | None, fallback: str | None) -> str:
+    """Deprecated since 0.3 (0.2's name of a run's model, kept for plugins that import it): use
+    :class:`faultline_eval.core.model_names.ModelNames`, which also tells apart runs of one
+    ``--model`` that differ in another argument, and reads ``label=``. This is 0.2's reading:
+    ``model`` from the run's results JSON, plus its checkpoint when model_args name one."""
+    warnings.warn(
+        "faultline_eval.core.run_logs.model_label is deprecated; use "
+        "faultline_eval.core.model_names.ModelNames(results_files).of(results_file, fallback)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    if results_file is None or not results_file.is_file():
+        return fallback or "unknown"
+    config = json.loads(results_file.read_text()).get("config", {})
+    model = config.get("model") or fallback or "unknown"
+    args = config.get("model_args") or ""
+    if isinstance(args, dict):
+        args = ",".join(f"{k}={v}" for k, v in args.items())
+    for part in str(args).split(","):
+        key, _, value = part.partition("=")
+        if key.strip() in CHECKPOINT_ARGS and value:
+            return f"{model}:{value.strip()}"
+    return str(model)
 
 
 def results_for(samples_file: Path) -> Path | None:
