@@ -11,17 +11,24 @@ The 25 templates of the paper are registered through exactly these hooks, by the
 ``c3po_plugin.templates``, ``c3po_plugin.construction.specs`` (their generation specs) and
 ``c3po_plugin.construction.synthesize`` (the synthesis backends).
 Implementations may accept a subset of a hook's arguments. The templates' and specs' ``registry``
-is a :class:`faultline_eval.core.registry.Registry`; a hook needs only its ``add``.
+is a :class:`faultline_eval.core.registry.Registry`; a hook needs only its ``add``. A plugin imports
+what it adds from :mod:`c3po_plugin.api`, which also exports the hooks' argument types and the
+backend protocols below for the plugin's own annotations.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
 from faultline_eval.core.registry import PluginRegistry
+
+if TYPE_CHECKING:  # the hooks' argument types only (construction's, a layer above, by protocol)
+    import numpy as np
+
+    from c3po_plugin.templates import TemplateRegistry
 
 PROJECT = "c3po"
 
@@ -35,8 +42,26 @@ class BackendRegistry(Protocol):
     def add(self, kind: str, name: str, factory: Callable[..., Any]) -> object: ...
 
 
+class SpeechBackend(Protocol):
+    """What a ``speech`` backend's factory returns: a float32 wave and its sample rate."""
+
+    def speak(self, text: str, style: str, *, key: str) -> tuple[np.ndarray, int]: ...
+
+
+class SoundBackend(Protocol):
+    """What an ``sfx`` backend's factory returns: a float32 wave and its sample rate."""
+
+    def sound(self, prompt: str, duration_s: float, *, key: str) -> tuple[np.ndarray, int]: ...
+
+
+class ImageBackend(Protocol):
+    """What an ``image`` backend's factory returns: a uint8 array ``(H, W, 3)``."""
+
+    def draw(self, caption: str, *, key: str) -> np.ndarray: ...
+
+
 @hookspec
-def c3po_register_templates(registry: PluginRegistry[Any]) -> None:
+def c3po_register_templates(registry: TemplateRegistry) -> None:
     """Add templates to ``registry`` with ``registry.add(Template(...))``.
 
     A template's id, name, task name and ``aliases`` (other ids, e.g. the paper's ``D_T1_001``,
@@ -48,8 +73,8 @@ def c3po_register_templates(registry: PluginRegistry[Any]) -> None:
 
 @hookspec
 def c3po_register_generation_specs(registry: PluginRegistry[Any]) -> None:
-    """Add the benchmark-construction spec (paper App. G) of your templates with
-    ``registry.add(GenerationSpec(...))`` (:mod:`c3po_plugin.construction.specs`), so ``c3po build`` can
+    """Add the benchmark-construction spec (paper App. G) of your templates to ``registry`` (a
+    :class:`c3po_plugin.api.SpecRegistry`) with ``registry.add(GenerationSpec(...))`` (:mod:`c3po_plugin.construction.specs`), so ``c3po build`` can
     generate items for them. Optional: a template without a spec is listed and skipped by the
     build. ``aliases`` (other ids, e.g. the paper's ``D_T1_001``) are accepted by the build
     stages; give them to the ``Template`` too to have them accepted everywhere. Return value is

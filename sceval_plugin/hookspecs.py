@@ -12,18 +12,30 @@ SCEval's own fourteen operators are registered through exactly the same hook, by
 
 Implementations may accept a subset of a hook's arguments, so a hook can gain arguments later
 without breaking existing plugins. Each ``registry`` is a :class:`faultline_eval.core.registry.Registry`
-(the operators', conditions', probes' and converters' own subclass); a hook needs only its
-``add``.
+(the operators', conditions', probes', converters' and task adapters' own subclass, named in the
+hook's signature; the converters' by its protocol, as construction is a layer above this module);
+a hook needs only its ``add``. A plugin imports what it adds from
+:mod:`sceval_plugin.api`, which also exports these types for the plugin's own annotations::
+
+    from sceval_plugin.api import OperatorRegistry, hookimpl
+
+    @hookimpl
+    def sceval_register_operators(registry: OperatorRegistry) -> None: ...
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from faultline_eval.core.registry import PluginRegistry
+
+if TYPE_CHECKING:  # the hooks' argument types only (construction's, a layer above, by protocol)
+    from sceval_plugin.conditions import ConditionRegistry
+    from sceval_plugin.operators import OperatorRegistry
+    from sceval_plugin.probe_conditions import ProbeRegistry
+    from sceval_plugin.task_adapters import TaskAdapterRegistry
 
 PROJECT = "sceval"
 
@@ -32,7 +44,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def sceval_register_operators(registry: PluginRegistry[Callable[..., Any]]) -> None:
+def sceval_register_operators(registry: OperatorRegistry) -> None:
     """Add corruption operators to ``registry``.
 
     Call ``registry.add(fn)`` for every function decorated with
@@ -42,7 +54,7 @@ def sceval_register_operators(registry: PluginRegistry[Callable[..., Any]]) -> N
 
 
 @hookspec
-def sceval_register_conditions(registry: PluginRegistry[Any]) -> None:
+def sceval_register_conditions(registry: ConditionRegistry) -> None:
     """Add evaluation conditions to ``registry``; each becomes an lmms-eval task.
 
     Call ``registry.add(Condition(...))`` (see :mod:`sceval_plugin.conditions`). Operators a
@@ -52,7 +64,7 @@ def sceval_register_conditions(registry: PluginRegistry[Any]) -> None:
 
 
 @hookspec
-def sceval_register_probes(registry: PluginRegistry[Callable[..., Any]]) -> None:
+def sceval_register_probes(registry: ProbeRegistry) -> None:
     """Add mechanism probes (App. G.9-G.11) to ``registry``; a condition runs one through
     ``Condition(..., block="probe", probe=ProbeCall(name, parameter))``.
 
@@ -75,7 +87,8 @@ def sceval_register_probes(registry: PluginRegistry[Callable[..., Any]]) -> None
 
 @hookspec
 def sceval_register_converters(registry: PluginRegistry[Any]) -> None:
-    """Add source-benchmark converters (``sceval build convert``) to ``registry``.
+    """Add source-benchmark converters (``sceval build convert``) to ``registry`` (a
+    :class:`sceval_plugin.api.ConverterRegistry`).
 
     Call ``registry.add(Converter(name, convert, license=..., description=...))`` (see
     :mod:`sceval_plugin.construction.convert`). ``convert(root, out)`` reads a local copy of the source
@@ -87,7 +100,7 @@ def sceval_register_converters(registry: PluginRegistry[Any]) -> None:
 
 
 @hookspec
-def sceval_register_task_adapters(registry: PluginRegistry[Any]) -> None:
+def sceval_register_task_adapters(registry: TaskAdapterRegistry) -> None:
     """Add task adapters that say where an lmms-eval task's docs keep their question, context and
     id, and which modalities the task feeds, so SCEval conditions can wrap the task
     (``faultline wrap``; docs/design/wrap-any-task.md §6).

@@ -1,0 +1,79 @@
+"""C³PO's plugin API: every name a plugin needs, in one module that stays put.
+
+A plugin is a module with functions marked :data:`hookimpl`, named by an entry point in group
+``c3po`` (:data:`ENTRY_POINT_GROUP`); the hooks are :mod:`c3po_plugin.hookspecs`. Import what a
+plugin uses from here, never from the module that defines it today::
+
+    from c3po_plugin.api import Template, hookimpl
+
+**Stability.** Every name in ``__all__`` keeps its name, its meaning and its import from
+``c3po_plugin.api`` across minor versions. A name that changes is deprecated first: it keeps
+working, with a ``DeprecationWarning`` naming its replacement, for one minor version, and the
+changelog says so. The modules these names are defined in are internal and may move between
+versions (issue 26 moved ``c3po_plugin.build`` to ``c3po_plugin.construction``; the 0.1 paths keep
+working, with a warning, until 0.4).
+
+What is here, by hook:
+
+- all hooks: :data:`hookimpl`, :data:`ENTRY_POINT_GROUP`, :func:`plugin_manager` (register a module
+  by hand, as the entry point does), and the registries' base :class:`Registry`, the protocol
+  :class:`PluginRegistry` and the errors :class:`PluginError`, :class:`UnknownNameError`;
+- ``c3po_register_templates(registry: TemplateRegistry)``: :class:`Template`, :data:`CATEGORIES`,
+  :data:`TIERS`, :data:`MODALITIES`, :func:`template_registry`;
+- ``c3po_register_generation_specs(registry: SpecRegistry)``: :class:`GenerationSpec`,
+  :data:`TAGS` (the selection tags), :data:`MATCH_KEYS` (a selection filter's machine keys),
+  :func:`spec_registry`;
+- ``c3po_register_synthesis_backends(registry: BackendRegistry)``: the protocols a factory's
+  object meets, :class:`SpeechBackend`, :class:`SoundBackend`, :class:`ImageBackend`;
+  :data:`SYNTHESIS_KINDS`, :class:`SynthesisRegistry` (what ``registry`` is),
+  :func:`synthesis_registry`.
+
+Each ``*_registry()`` is the registry filled by every installed plugin (built once per process).
+"""
+
+from __future__ import annotations
+
+from c3po_plugin.construction.selection_filter import MATCH_KEYS
+from c3po_plugin.construction.specs import TAGS, GenerationSpec, SpecRegistry
+from c3po_plugin.construction.specs import registry as spec_registry
+from c3po_plugin.construction.synthesize import KINDS as SYNTHESIS_KINDS
+from c3po_plugin.construction.synthesize import SynthesisRegistry
+from c3po_plugin.construction.synthesize import registry as synthesis_registry
+from c3po_plugin.hookspecs import PROJECT as ENTRY_POINT_GROUP
+from c3po_plugin.hookspecs import BackendRegistry, ImageBackend, SoundBackend, SpeechBackend, hookimpl
+from c3po_plugin.plugins import plugin_manager
+from c3po_plugin.templates import CATEGORIES, MODALITIES, TIERS, Template, TemplateRegistry
+from c3po_plugin.templates import registry as template_registry
+from faultline_eval.core.registry import PluginError, PluginRegistry, Registry, UnknownNameError
+
+__all__ = [
+    # every hook
+    "ENTRY_POINT_GROUP",
+    "PluginError",
+    "PluginRegistry",
+    "Registry",
+    "UnknownNameError",
+    "hookimpl",
+    "plugin_manager",
+    # c3po_register_templates
+    "CATEGORIES",
+    "MODALITIES",
+    "TIERS",
+    "Template",
+    "TemplateRegistry",
+    "template_registry",
+    # c3po_register_generation_specs
+    "MATCH_KEYS",
+    "TAGS",
+    "GenerationSpec",
+    "SpecRegistry",
+    "spec_registry",
+    # c3po_register_synthesis_backends
+    "SYNTHESIS_KINDS",
+    "BackendRegistry",
+    "ImageBackend",
+    "SoundBackend",
+    "SpeechBackend",
+    "SynthesisRegistry",
+    "synthesis_registry",
+]

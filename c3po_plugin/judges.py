@@ -1,0 +1,11 @@
+"""Deprecated since 0.3, removed in 0.4: 0.1's path of :mod:`faultline_eval.judges`.
+
+Every name still resolves, to the same object, with a ``DeprecationWarning`` naming the import to use:
+:mod:`c3po_plugin.api` for a name of the plugin API, else :mod:`faultline_eval.judges`.
+"""
+
+from c3po_plugin import api
+from faultline_eval import judges
+from faultline_eval.core.moved_modules import moved_module
+
+__getattr__, __dir__ = moved_module(__name__, judges, api=api)
