@@ -18,12 +18,12 @@ What is here, by hook:
 - all hooks: :data:`hookimpl`, :data:`ENTRY_POINT_GROUP`, :func:`plugin_manager` (register a module
   by hand, as the entry point does), and the registries' base :class:`Registry`, the protocol
   :class:`PluginRegistry` and the errors :class:`PluginError`, :class:`UnknownNameError`;
-- ``c3po_register_templates(registry: TemplateRegistry)``: :class:`Template`, :data:`CATEGORIES`,
+- ``c3po_register_templates``, whose ``registry`` is a :class:`TemplateRegistry`: :class:`Template`, :data:`CATEGORIES`,
   :data:`TIERS`, :data:`MODALITIES`, :func:`template_registry`;
-- ``c3po_register_generation_specs(registry: SpecRegistry)``: :class:`GenerationSpec`,
+- ``c3po_register_generation_specs``, whose ``registry`` is a :class:`SpecRegistry`: :class:`GenerationSpec`,
   :data:`TAGS` (the selection tags), :data:`MATCH_KEYS` (a selection filter's machine keys),
   :func:`spec_registry`;
-- ``c3po_register_synthesis_backends(registry: BackendRegistry)``: the protocols a factory's
+- ``c3po_register_synthesis_backends``, whose ``registry`` is a :class:`BackendRegistry`: the protocols a factory's
   object meets, :class:`SpeechBackend`, :class:`SoundBackend`, :class:`ImageBackend`;
   :data:`SYNTHESIS_KINDS`, :class:`SynthesisRegistry` (what ``registry`` is),
   :func:`synthesis_registry`.

@@ -17,20 +17,20 @@ What is here, by hook:
 - all hooks: :data:`hookimpl`, :data:`ENTRY_POINT_GROUP`, :func:`plugin_manager` (register a module
   by hand, as the entry point does), and the registries' base :class:`Registry`, the protocol
   :class:`PluginRegistry` and the errors :class:`PluginError`, :class:`UnknownNameError`;
-- ``sceval_register_operators(registry: OperatorRegistry)``: :func:`operator` (the decorator),
+- ``sceval_register_operators``, whose ``registry`` is a :class:`OperatorRegistry`: :func:`operator` (the decorator),
   :class:`SeverityTable`, :class:`OperatorSpec`, :data:`SEVERITIES`, :data:`CORRUPTING_SEVERITIES`,
   :data:`MODALITIES`, :data:`SAMPLE_RATE`, :func:`operator_registry`, :func:`apply_operator`,
   :class:`OperatorInputError`, :class:`OperatorContractError`, :class:`UnknownOperatorError`;
-- ``sceval_register_conditions(registry: ConditionRegistry)``: :class:`Condition`,
+- ``sceval_register_conditions``, whose ``registry`` is a :class:`ConditionRegistry`: :class:`Condition`,
   :class:`Corruption`, :func:`joint`, :data:`BLOCKS`, :data:`CONTROLS`, :func:`condition_registry`;
-- ``sceval_register_probes(registry: ProbeRegistry)``: :func:`probe` (the decorator),
+- ``sceval_register_probes``, whose ``registry`` is a :class:`ProbeRegistry`: :func:`probe` (the decorator),
   :class:`ProbeSpec`, :class:`Evidence`, :class:`BareItem`, :class:`OmniItem` (a donor),
   :class:`NotApplicable`, :data:`NOT_APPLICABLE`, :class:`ProbeCall`, :func:`probe_condition`,
   :data:`PROBE_FAMILIES`, :data:`DONOR_TIERS`, :data:`PROBE_PARAMETERS`, :func:`probe_registry`,
   :func:`apply_probe`;
-- ``sceval_register_converters(registry: ConverterRegistry)``: :class:`Converter`,
+- ``sceval_register_converters``, whose ``registry`` is a :class:`ConverterRegistry`: :class:`Converter`,
   :class:`Rejected`, :data:`EVIDENCE_MODALITIES`, :func:`converter_registry`;
-- ``sceval_register_task_adapters(registry: TaskAdapterRegistry)``: :class:`TaskAdapter`,
+- ``sceval_register_task_adapters``, whose ``registry`` is a :class:`TaskAdapterRegistry`: :class:`TaskAdapter`,
   :data:`GENERIC_ADAPTER`, :func:`rotated_options`, :func:`adapter_for`, :func:`adapter_registry`.
 
 Each ``*_registry()`` is the registry filled by every installed plugin (built once per process);

@@ -43,7 +43,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -199,6 +199,10 @@ class ProbeSpec:
     plugin: str = ""
 
 
+#: A probe function, returned unchanged by :func:`probe` (its :class:`ProbeSpec` attached).
+ProbeFunction = TypeVar("ProbeFunction", bound=Callable[..., Evidence])
+
+
 def probe(
     name: str,
     *,
@@ -208,7 +212,7 @@ def probe(
     describe: Callable[[Any], str],
     donor: str | Callable[[Any], str | None] | None = None,
     label: Callable[[Any], str] = default_label,
-):
+) -> Callable[[ProbeFunction], ProbeFunction]:
     """Declare ``func(evidence, parameter, rng, donor)`` as a probe (attached as ``func.sceval_probe``).
 
     Args:
@@ -223,8 +227,8 @@ def probe(
     """
     tier = donor if callable(donor) else (lambda _p, _t=donor: _t)
 
-    def decorate(func):
-        func.sceval_probe = ProbeSpec(
+    def decorate(func: ProbeFunction) -> ProbeFunction:
+        func.sceval_probe = ProbeSpec(  # type: ignore[attr-defined]
             name, family, func, tuple(check(p) for p in parameters), check, tier, describe, label
         )
         return func

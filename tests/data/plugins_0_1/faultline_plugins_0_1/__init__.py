@@ -1,0 +1,1 @@
+"""Plugins written as faultline-eval 0.1 documented them (see ../README.md)."""
