@@ -1,17 +1,14 @@
 """C³PO's plugin API: every name a plugin needs, in one module that stays put.
 
-A plugin is a module with functions marked :data:`hookimpl`, named by an entry point in group
-``c3po`` (:data:`ENTRY_POINT_GROUP`); the hooks are :mod:`c3po_plugin.hookspecs`. Import what a
-plugin uses from here, never from the module that defines it today::
+Import everything a C³PO plugin uses from here, never from the module that defines it today
+(``from c3po_plugin.api import Template, hookimpl``). A plugin is a module whose functions are marked
+:data:`hookimpl`, named by an entry point in group ``c3po`` (:data:`ENTRY_POINT_GROUP`); the hooks
+are :mod:`c3po_plugin.hookspecs`.
 
-    from c3po_plugin.api import Template, hookimpl
-
-**Stability.** Every name in ``__all__`` keeps its name, its meaning and its import from
-``c3po_plugin.api`` across minor versions. A name that changes is deprecated first: it keeps
-working, with a ``DeprecationWarning`` naming its replacement, for one minor version, and the
-changelog says so. The modules these names are defined in are internal and may move between
-versions (issue 26 moved ``c3po_plugin.build`` to ``c3po_plugin.construction``; the 0.1 paths keep
-working, with a warning, until 0.4).
+**Stability**: the names of ``__all__`` stay, here, across minor versions; one that changes warns
+for one minor version first (``DeprecationWarning``, and the changelog). The defining modules are
+internal: issue 26 moved ``c3po_plugin.build`` to ``c3po_plugin.construction`` (its 0.1 paths warn
+until 0.4). The policy: ``docs/public-api.md``.
 
 What is here, by hook:
 
