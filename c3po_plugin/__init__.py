@@ -1,7 +1,7 @@
 """C3PO: cross-modal composition and counterfactual-conflict evaluation, as an lmms-eval plugin.
 
-Third-party template plugins import :data:`hookimpl` and :class:`Template` from here; the
-contract is :mod:`c3po_plugin.hookspecs`. Grading: :func:`faultline_eval.judges.matching.exact_match`,
+Plugins import what they use from :mod:`c3po_plugin.api` (the hooks: :mod:`c3po_plugin.hookspecs`);
+:data:`hookimpl` and :class:`Template` stay importable from here too, as 0.1 documented. Grading: :func:`faultline_eval.judges.matching.exact_match`,
 then a judge (:mod:`faultline_eval.judges`).
 """
 

@@ -62,7 +62,7 @@ class ImageBackend(Protocol):
 
 @hookspec
 def c3po_register_templates(registry: TemplateRegistry) -> None:
-    """Add templates to ``registry`` with ``registry.add(Template(...))``.
+    """Add templates to ``registry`` with ``registry.add(Template(...))`` (:class:`c3po_plugin.api.Template`).
 
     A template's id, name, task name and ``aliases`` (other ids, e.g. the paper's ``D_T1_001``,
     accepted wherever a template id is) must be new (a clash names both plugins); each template
@@ -74,7 +74,7 @@ def c3po_register_templates(registry: TemplateRegistry) -> None:
 @hookspec
 def c3po_register_generation_specs(registry: PluginRegistry[Any]) -> None:
     """Add the benchmark-construction spec (paper App. G) of your templates to ``registry`` (a
-    :class:`c3po_plugin.api.SpecRegistry`) with ``registry.add(GenerationSpec(...))`` (:mod:`c3po_plugin.construction.specs`), so ``c3po build`` can
+    :class:`c3po_plugin.api.SpecRegistry`) with ``registry.add(GenerationSpec(...))`` (:class:`c3po_plugin.api.GenerationSpec`), so ``c3po build`` can
     generate items for them. Optional: a template without a spec is listed and skipped by the
     build. ``aliases`` (other ids, e.g. the paper's ``D_T1_001``) are accepted by the build
     stages; give them to the ``Template`` too to have them accepted everywhere. Return value is

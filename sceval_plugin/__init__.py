@@ -1,7 +1,7 @@
 """SCEval: structure-corruption evaluation of omni-modal models, as an lmms-eval plugin.
 
-Third-party plugins import :data:`hookimpl` from here; the contract is
-:mod:`sceval_plugin.hookspecs`.
+Plugins import what they use from :mod:`sceval_plugin.api` (the hooks: :mod:`sceval_plugin.hookspecs`);
+:data:`hookimpl` stays importable from here too, as 0.1 documented.
 """
 
 from faultline_eval.core.offline import OFFLINE_DEFAULTS, use_offline_defaults

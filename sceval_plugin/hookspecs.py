@@ -48,7 +48,7 @@ def sceval_register_operators(registry: OperatorRegistry) -> None:
     """Add corruption operators to ``registry``.
 
     Call ``registry.add(fn)`` for every function decorated with
-    :func:`sceval_plugin.operators.operator`. An operator name that another plugin already
+    :func:`sceval_plugin.api.operator`. An operator name that another plugin already
     registered is an error naming both plugins. Return value is ignored.
     """
 
@@ -57,9 +57,10 @@ def sceval_register_operators(registry: OperatorRegistry) -> None:
 def sceval_register_conditions(registry: ConditionRegistry) -> None:
     """Add evaluation conditions to ``registry``; each becomes an lmms-eval task.
 
-    Call ``registry.add(Condition(...))`` (see :mod:`sceval_plugin.conditions`). Operators a
-    condition names must be registered (by any plugin); its id must be new, and its task name
-    ``sceval_<id>`` and aliases must not clash. Return value is ignored.
+    Call ``registry.add(Condition(...))`` (:class:`sceval_plugin.api.Condition`;
+    :func:`sceval_plugin.api.joint` builds a joint cell). Operators a condition names must be
+    registered (by any plugin); its id must be new, and its task name ``sceval_<id>`` and aliases
+    must not clash. Return value is ignored.
     """
 
 
@@ -68,16 +69,16 @@ def sceval_register_probes(registry: ProbeRegistry) -> None:
     """Add mechanism probes (App. G.9-G.11) to ``registry``; a condition runs one through
     ``Condition(..., block="probe", probe=ProbeCall(name, parameter))``.
 
-    Call ``registry.add(fn)`` for every function decorated with :func:`sceval_plugin.probe_conditions.probe`.
+    Call ``registry.add(fn)`` for every function decorated with :func:`sceval_plugin.api.probe`.
     A probe is ``fn(evidence, parameter, rng, donor) -> Evidence``: it gets what the model would
-    be shown (:class:`sceval_plugin.probe_conditions.Evidence`: question, context, frames, audio, the item),
-    returns what it is shown instead, and raises :class:`sceval_plugin.probe_conditions.NotApplicable`
+    be shown (:class:`sceval_plugin.api.Evidence`: question, context, frames, audio, the item),
+    returns what it is shown instead, and raises :class:`sceval_plugin.api.NotApplicable`
     (a reason) when the item lacks what the probe needs; such trials are recorded, never dropped.
 
     **The donor argument.** A probe that needs a second item (a mismatch or a distractor) declares
     ``donor=<tier>`` (a tier name, or a function of the probe parameter giving one; tiers:
-    :data:`sceval_plugin.probe_conditions.DONOR_TIERS`). The renderer then passes ``donor``, an
-    :class:`~sceval_plugin.data.records.OmniItem` chosen by the run's donor picker: a pure function
+    :data:`sceval_plugin.api.DONOR_TIERS`). The renderer then passes ``donor``, an
+    :class:`~sceval_plugin.api.OmniItem` chosen by the run's donor picker: a pure function
     of (sample id, probe, seed) over the dataset being run (see
     :class:`sceval_plugin.probe_conditions.DonorPicker`). A probe never reaches into the dataset itself; when
     no item of the dataset fits the tier, the trial is recorded as not applicable (``no_donor``).
@@ -91,9 +92,9 @@ def sceval_register_converters(registry: PluginRegistry[Any]) -> None:
     :class:`sceval_plugin.api.ConverterRegistry`).
 
     Call ``registry.add(Converter(name, convert, license=..., description=...))`` (see
-    :mod:`sceval_plugin.construction.convert`). ``convert(root, out)`` reads a local copy of the source
+    :class:`sceval_plugin.api.Converter`). ``convert(root, out)`` reads a local copy of the source
     at ``root``, writes media under ``out / "media"`` and yields one unified row (a dict, media
-    paths relative to ``out``) per example, or a :class:`~sceval_plugin.construction.convert.Rejected`
+    paths relative to ``out``) per example, or a :class:`~sceval_plugin.api.Rejected`
     (the example's back-pointer and why it cannot be converted). A name another plugin already
     registered is an error naming both plugins. Return value is ignored.
     """
@@ -105,7 +106,7 @@ def sceval_register_task_adapters(registry: TaskAdapterRegistry) -> None:
     id, and which modalities the task feeds, so SCEval conditions can wrap the task
     (``faultline wrap``; docs/design/wrap-any-task.md §6).
 
-    Call ``registry.add(TaskAdapter(...))`` (see :mod:`sceval_plugin.task_adapters`). An adapter
+    Call ``registry.add(TaskAdapter(...))`` (:class:`sceval_plugin.api.TaskAdapter`). An adapter
     names the tasks it serves by fnmatch patterns (``"mvbench_*"``); an adapter name or pattern
     another plugin already registered is an error naming both plugins, and so is a task two
     plugins' patterns both match (when it is wrapped). Return value is ignored.
