@@ -103,10 +103,10 @@ LAYERS = [
     (0, "0 faultline_eval/__init__", ["faultline_eval"]),
 ]
 UNASSIGNED = "? unassigned"
-# A deprecated old path of a moved module (its body: ``__getattr__, __dir__ = moved_module(...)``, see
+# A deprecated old path of a moved module (its body: ``__getattr__, __dir__, __all__ = moved_module(...)``, see
 # faultline_eval/core/moved_modules.py) forwards to the module's new home and names the plugin API, so it stands
 # in the outputs layer wherever its folder puts it (before phase A the same names were ordinary library modules).
-MOVED_MODULE_SHIM = re.compile(r"^__getattr__, __dir__ = moved_module\(", re.MULTILINE)
+MOVED_MODULE_SHIM = re.compile(r"^__getattr__, __dir__, __all__ = moved_module\(", re.MULTILINE)
 SHIM_LAYER = (4, "4 outputs")
 RANK_C_MAX = 20  # radon: A 1-5, B 6-10, C 11-20, D 21-30, E 31-40, F 41+
 # The modules LAYOUT26 moves into faultline_eval/core unchanged: the "core" of a checkout from before phase A.

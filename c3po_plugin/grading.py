@@ -8,4 +8,4 @@ from c3po_plugin import api
 from faultline_eval.core.moved_modules import moved_module
 from faultline_eval.judges import matching
 
-__getattr__, __dir__ = moved_module(__name__, matching, api=api)
+__getattr__, __dir__, __all__ = moved_module(__name__, matching, api=api)

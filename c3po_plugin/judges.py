@@ -8,4 +8,4 @@ from c3po_plugin import api
 from faultline_eval import judges
 from faultline_eval.core.moved_modules import moved_module
 
-__getattr__, __dir__ = moved_module(__name__, judges, api=api)
+__getattr__, __dir__, __all__ = moved_module(__name__, judges, api=api)

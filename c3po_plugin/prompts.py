@@ -7,4 +7,4 @@ Every name still resolves, to the same object, with a ``DeprecationWarning`` nam
 from c3po_plugin import api, eval_prompt
 from faultline_eval.core.moved_modules import moved_module
 
-__getattr__, __dir__ = moved_module(__name__, eval_prompt, api=api)
+__getattr__, __dir__, __all__ = moved_module(__name__, eval_prompt, api=api)

@@ -7,4 +7,4 @@ Every name still resolves, to the same object, with a ``DeprecationWarning`` nam
 from faultline_eval.core.moved_modules import moved_module
 from sceval_plugin import api, no_option_control
 
-__getattr__, __dir__ = moved_module(__name__, no_option_control, api=api)
+__getattr__, __dir__, __all__ = moved_module(__name__, no_option_control, api=api)

@@ -7,4 +7,4 @@ Every name still resolves, to the same object, with a ``DeprecationWarning`` nam
 from faultline_eval.core.moved_modules import moved_module
 from sceval_plugin import api, probe_conditions
 
-__getattr__, __dir__ = moved_module(__name__, probe_conditions, api=api)
+__getattr__, __dir__, __all__ = moved_module(__name__, probe_conditions, api=api)

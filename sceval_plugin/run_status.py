@@ -8,4 +8,4 @@ from faultline_eval.core import run_status
 from faultline_eval.core.moved_modules import moved_module
 from sceval_plugin import api
 
-__getattr__, __dir__ = moved_module(__name__, run_status, api=api)
+__getattr__, __dir__, __all__ = moved_module(__name__, run_status, api=api)

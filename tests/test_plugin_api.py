@@ -34,7 +34,7 @@ from faultline_eval.core.moved_modules import REMOVED_IN
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
 APIS = (sceval_plugin.api, c3po_plugin.api)
-SHIM = re.compile(r"^__getattr__, __dir__ = moved_module\(__name__, (\w+)", re.MULTILINE)
+SHIM = re.compile(r"^__getattr__, __dir__, __all__ = moved_module\(__name__, (\w+)", re.MULTILINE)
 
 
 # --- the API modules ----------------------------------------------------------------------------------------------
@@ -127,6 +127,19 @@ def test_a_moved_module_resolves_every_name_to_its_new_object_and_warns_naming_t
             assert value is getattr(new, name)
     with pytest.raises(AttributeError, match=f"moved to {SHIMS[old]}"):
         shim.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize("old", ["sceval_plugin.probes", "c3po_plugin.build.specs"])
+def test_a_star_import_of_a_moved_module_gets_the_new_modules_names(old):
+    namespace: dict = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(f"from {old} import *", namespace)
+    new = importlib.import_module(SHIMS[old])
+    public = [n for n in vars(new) if not n.startswith("_")]
+    assert public and all(namespace[n] is getattr(new, n) for n in public)
+    assert "moved_module" not in namespace  # the shim's own imports stay out
+    assert len(caught) >= len(public) and all(w.category is DeprecationWarning for w in caught)
 
 
 def test_the_changelog_lists_every_moved_module_under_unreleased():

@@ -8,4 +8,4 @@ from c3po_plugin import api
 from c3po_plugin.construction import ledger
 from faultline_eval.core.moved_modules import moved_module
 
-__getattr__, __dir__ = moved_module(__name__, ledger, api=api)
+__getattr__, __dir__, __all__ = moved_module(__name__, ledger, api=api)

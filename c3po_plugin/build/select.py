@@ -8,6 +8,6 @@ from c3po_plugin import api
 from c3po_plugin.construction import select, selection_filter
 from faultline_eval.core.moved_modules import moved_module
 
-__getattr__, __dir__ = moved_module(
+__getattr__, __dir__, __all__ = moved_module(
     __name__, select, api=api, elsewhere={"MATCH_KEYS": selection_filter, "check_match": selection_filter}
 )

@@ -11,7 +11,7 @@ access warns, naming the import to use instead: the plugin API (``sceval_plugin.
     from faultline_eval.core.moved_modules import moved_module
     from sceval_plugin import api, probe_conditions
 
-    __getattr__, __dir__ = moved_module(__name__, probe_conditions, api=api)
+    __getattr__, __dir__, __all__ = moved_module(__name__, probe_conditions, api=api)
 
 The warning is a :class:`DeprecationWarning` attributed to the line that imports or reads the
 name (``stacklevel=2``), so Python shows it in ``__main__`` and test runners show it in the
@@ -40,8 +40,9 @@ def moved_module(
     *,
     api: ModuleType | None = None,
     elsewhere: Mapping[str, ModuleType] | None = None,
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of module ``old``, which moved to ``new``.
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """The ``__getattr__``, ``__dir__`` and ``__all__`` of module ``old``, which moved to ``new``
+    (``__all__``: what ``from old import *`` imports, each name with its warning).
 
     Args:
         old: the old module's name (its ``__name__``).
@@ -69,10 +70,13 @@ def moved_module(
         )
         return value
 
+    public = getattr(new, "__all__", None) or [n for n in vars(new) if not n.startswith("_")]
+    names = sorted({*public, *homes})
+
     def __dir__() -> list[str]:
         return sorted({*(n for n in dir(new) if not n.startswith("_")), *homes})
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, names
 
 
 def _new_import(name: str, value: object, home: ModuleType, api: ModuleType | None) -> str:

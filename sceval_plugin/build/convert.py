@@ -8,4 +8,4 @@ from faultline_eval.core.moved_modules import moved_module
 from sceval_plugin import api
 from sceval_plugin.construction import convert
 
-__getattr__, __dir__ = moved_module(__name__, convert, api=api)
+__getattr__, __dir__, __all__ = moved_module(__name__, convert, api=api)
