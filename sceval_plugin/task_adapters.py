@@ -384,9 +384,7 @@ def rotated_option_fields(fields: tuple[str, ...]) -> Callable[[Mapping[str, Any
     return reorder
 
 
-def _rotated(
-    keyed: tuple[tuple[str, str], ...], answer: Any, shift: int
-) -> tuple[tuple[tuple[str, str], ...], str]:
+def _rotated(keyed: tuple[tuple[str, str], ...], answer: Any, shift: int) -> tuple[tuple[tuple[str, str], ...], str]:
     """SCEval's cyclic order ``shift`` of lettered options and the letter the answer moved to."""
     if not isinstance(answer, str) or answer.strip() not in dict(keyed):
         raise ValueError(f"answer {answer!r} is not one of the option letters {[k for k, _ in keyed]}")

@@ -9,16 +9,23 @@ tests/test_wrap_e2e.py. About 10 s.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
-from test_wrap_tasks import _build, local_copies, wrap_cache  # noqa: F401 (fixtures)
+import test_wrap_tasks
+from test_wrap_tasks import _build
 
 from faultline_eval.core import media
 from faultline_eval.core.record_fields import decode_track
 from faultline_eval.tasks import base_task, wrap_configs, wrapped_task
 from faultline_eval.tasks.wrapped_media import corrupt_media
+from sceval_plugin import task_adapters
 from sceval_plugin.conditions import catalogue
+
+# test_wrap_tasks' fixtures: the local copies' docs as lmms-eval reads them; a private cache folder
+local_copies = test_wrap_tasks.local_copies
+wrap_cache = test_wrap_tasks.wrap_cache
 
 VIDEO_HOLMES, SPEAKERBENCH, MMMU, AIR_BENCH = (
     "video_holmes",
@@ -186,3 +193,12 @@ def test_air_bench_audio_is_corrupted_at_16khz_and_the_options_only_shortcut_kee
         assert doc["question"] in c_args[0] and doc["question"] not in o_args[0]
         assert all(f"{k}. {doc[f'choice_{k.lower()}']}" in o_args[0] for k in "ABCD")
         assert o_args[2](doc) == []  # the shortcut shows no media
+
+
+def test_the_tasks_page_lists_every_built_in_adapter_in_order():
+    page = (Path(__file__).parents[1] / "docs" / "reference" / "tasks.md").read_text()
+    section = page.split("### Built-in task adapters", 1)[1]
+    listed = re.findall(r"^\| `(\w+)` \| (.+?) \|", section, re.M)
+    assert [name for name, _ in listed] == [a.name for a in task_adapters.BUILTIN_ADAPTERS]
+    for (_, tasks), adapter in zip(listed, task_adapters.BUILTIN_ADAPTERS):
+        assert re.findall(r"`([^`]+)`", tasks) == list(adapter.tasks), adapter.name

@@ -609,7 +609,9 @@ def build_air_bench(root: Path, n: int = 4, category: str = "sound") -> LocalCop
     columns = {"question": _str(), **{f"choice_{k}": _str() for k in "abcd"}, "answer_gt": _str()}
     columns |= {"task_name": _str(), "uniq_id": datasets.Value("int64")}
     save_audio_split(root / "dataset", category, rows, columns)
-    return LocalCopy(f"air_bench_foundation_{category}", root / "dataset", {"load_from_disk": True}, None, audio_column=True)
+    return LocalCopy(
+        f"air_bench_foundation_{category}", root / "dataset", {"load_from_disk": True}, None, audio_column=True
+    )
 
 
 BUILDERS: dict[str, Callable[[Path], LocalCopy]] = {
@@ -642,7 +644,7 @@ VIDEO_TASKS = (
 def build_copies(
     root: Path, tasks: list[str] | None = None, options: dict[str, dict] | None = None
 ) -> dict[str, LocalCopy]:
-    """The local copies of ``tasks`` (default: all eight), each under ``root/<task>``, with the
+    """The local copies of ``tasks`` (default: all of them), each under ``root/<task>``, with the
     media of the video tasks under ONE ``root/hf_home``: their cache folders differ, so a single
     lmms-eval process (one ``$HF_HOME``, read by the utils at import) can run them together.
     ``options`` maps a task to more arguments of its builder (``{"mme": {"size": (768, 1024)}}``)."""
