@@ -149,13 +149,18 @@ def _frames(name: str, source: str, doc: dict) -> np.ndarray:
     return media.read_video_frames(_written(name, source, doc), fps=1000, max_frames=1000).frames
 
 
+def _requests(task: str, local_copies: dict, *names: str) -> list[list]:
+    """The requests of ``task`` under each ``<condition>__var<k>`` of ``names``, written pointed at
+    its local copy and built by lmms-eval."""
+    conditions = [catalogue().get(name.rsplit("__", 1)[0]) for name in names]
+    wrap_configs.write(task, conditions, wrap_configs.data_override(task, local_copies[task][0].dataset_path))
+    return [_build(f"{task}__{name}")[1] for name in names]
+
+
 def test_mmmu_images_are_corrupted_and_its_image_tags_survive_in_text_and_messages(local_copies, wrap_cache):
-    copy, _, docs = local_copies[MMMU]
-    conditions = [catalogue().get(c) for c in ("clean", "single_noise_v50", "single_drop_words_t70")]
-    wrap_configs.write(MMMU, conditions, wrap_configs.data_override(MMMU, copy.dataset_path))
-    _, clean = _build(f"{MMMU}__clean__var0")
-    _, noisy = _build(f"{MMMU}__single_noise_v50__var0")
-    _, dropped = _build(f"{MMMU}__single_drop_words_t70__var2")
+    clean, noisy, dropped = _requests(
+        MMMU, local_copies, "clean__var0", "single_noise_v50__var0", "single_drop_words_t70__var2"
+    )
     tag = re.compile(r"<image \d+>")
     for (c_args, doc), (n_args, _), (d_args, _) in zip(clean, noisy, dropped):
         base = [np.asarray(doc[f"image_{k}"].convert("RGB")) for k in (1, 2) if doc[f"image_{k}"] is not None]
@@ -178,12 +183,8 @@ def test_mmmu_images_are_corrupted_and_its_image_tags_survive_in_text_and_messag
 def test_air_bench_audio_is_corrupted_at_16khz_and_the_options_only_shortcut_keeps_the_options(
     local_copies, wrap_cache
 ):
-    copy, _, docs = local_copies[AIR_BENCH]
-    conditions = [catalogue().get(c) for c in ("clean", "single_mute_a50", "shortcut_options_only")]
-    wrap_configs.write(AIR_BENCH, conditions, wrap_configs.data_override(AIR_BENCH, copy.dataset_path))
-    _, clean = _build(f"{AIR_BENCH}__clean__var0")
-    _, muted = _build(f"{AIR_BENCH}__single_mute_a50__var0")
-    _, options_only = _build(f"{AIR_BENCH}__shortcut_options_only__var0")
+    names = ("clean__var0", "single_mute_a50__var0", "shortcut_options_only__var0")
+    clean, muted, options_only = _requests(AIR_BENCH, local_copies, *names)
     for (c_args, doc), (m_args, _), (o_args, _) in zip(clean, muted, options_only):
         (clean_audio,), (muted_audio,) = c_args[2](doc), m_args[2](doc)
         source = np.asarray(doc["audio"]["array"], dtype=np.float32)
