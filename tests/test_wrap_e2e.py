@@ -17,8 +17,8 @@ Three CLI runs, each holding several tasks (one lmms-eval start costs ~25 s of i
 With its modality present the oracle is always right; without it it answers a fixed guess (the
 first option, "No", "unknown"), right exactly where the copies put the answer there: the first
 of every four docs, the "no" docs, the "No" question of each MME pair. The runs and the copies
-take 130 s at a load of 8 on 2 cores: mostly three lmms-eval start-ups and the lossless
-re-encodes of the clips.
+take 145 s at a load of about 10 on 2 cores (the two runs of the eight earlier adapters: 94 s at
+that load): mostly three lmms-eval start-ups and the lossless re-encodes of the clips.
 """
 
 from __future__ import annotations
