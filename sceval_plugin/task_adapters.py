@@ -11,13 +11,15 @@ plus pure functions of doc dicts; this module imports nothing of lmms-eval.
 Tasks without an adapter take the **generic path**, whose inferences are the functions below
 (:func:`infer_question_field`, :func:`infer_key_field`, :func:`digest_key`,
 :func:`modalities_of`, :func:`per_doc_score`), checked on the first doc when the wrapped task
-loads. The eight built-in adapters (worldsense, av_odyssey, omni_bench, videomme, mvbench_*,
-clotho_aqa_*, librispeech_*, mme) are registered through the ``sceval_register_task_adapters``
+loads. The twelve built-in adapters (worldsense, av_odyssey, omni_bench, videomme, mvbench_*,
+clotho_aqa_*, librispeech_*, mme; video_holmes, av_speakerbench_audiovisual, mmmu_val,
+air_bench_foundation_*) are registered through the ``sceval_register_task_adapters``
 hook, exactly as third parties register theirs.
 """
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import functools
 import hashlib
@@ -314,33 +316,80 @@ _LETTER_PREFIX = re.compile(r"^\s*([A-Z])\s*[.)]\s*")
 
 
 def rotated_options(
-    options_field: str, answer_field: str | None = None
+    options_field: str, answer_field: str | None = None, *, lettered: bool = True
 ) -> Callable[[Mapping[str, Any], int], dict[str, Any]]:
-    """A ``reorder_options`` for options in a list field: cyclic order ``shift`` as SCEval's
-    :func:`sceval_plugin.render.reorder_options` (shown position j holds original option
-    (j + shift) mod n). With ``answer_field`` the options are lettered (``"A. text"``) and the
-    answer is a letter: the texts move under the fixed letters and the answer letter follows its
-    text. Without it the answer is the option's text (omni_bench, mvbench) and stays as it is."""
+    """A ``reorder_options`` for options in a list field (or the string of a Python list literal,
+    as MMMU and AV-SpeakerBench store them; written back the same way): cyclic order ``shift`` as
+    SCEval's :func:`sceval_plugin.render.reorder_options` (shown position j holds original option
+    (j + shift) mod n). With ``answer_field`` the answer is a letter: the option texts move under
+    fixed letters (``"A. text"`` prefixes kept; with ``lettered=False`` the letters are the
+    positions, as the task's prompt adds them) and the answer letter follows its text. Without it
+    the answer is the option's text (omni_bench, mvbench) and stays as it is. A doc without
+    options (MMMU's open questions) is shown as it is."""
 
     def reorder(doc: Mapping[str, Any], shift: int) -> dict[str, Any]:
-        options = list(doc[options_field])
+        raw = doc[options_field]
+        options = [str(o) for o in (ast.literal_eval(raw) if isinstance(raw, str) else raw)]
+        if not options:
+            return dict(doc)
+
+        def stored(texts: list[str]) -> Any:
+            return repr(texts) if isinstance(raw, str) else texts
+
         if answer_field is None:
             keyed = tuple((str(k), text) for k, text in enumerate(options))
             shown, _, _ = reorder_options(keyed, "0", shift)
-            return {**doc, options_field: [text for _, text in shown]}
+            return {**doc, options_field: stored([text for _, text in shown])}
+        if not lettered:
+            keyed = tuple((chr(ord("A") + k), text) for k, text in enumerate(options))
+            shown, gold = _rotated(keyed, doc.get(answer_field), shift)
+            return {**doc, options_field: stored([text for _, text in shown]), answer_field: gold}
         prefixes = [_LETTER_PREFIX.match(o) for o in options]
-        if not all(prefixes) or not isinstance(doc.get(answer_field), str):
+        if not all(prefixes):
             raise ValueError(f"{options_field!r} options are not all lettered ('A. ...'): {options!r}")
         keyed = tuple((m.group(1), o[m.end() :]) for o, m in zip(options, prefixes))  # type: ignore[union-attr]
-        answer = doc[answer_field].strip()
-        if answer not in dict(keyed):
-            raise ValueError(f"answer {answer!r} is not one of the option letters {[k for k, _ in keyed]}")
-        shown, gold, _ = reorder_options(keyed, answer, shift)
-        lettered = [m.group(0) + text for m, (_, text) in zip(prefixes, shown)]  # type: ignore[union-attr]
-        return {**doc, options_field: lettered, answer_field: gold}
+        shown, gold = _rotated(keyed, doc.get(answer_field), shift)
+        lettered_texts = [m.group(0) + text for m, (_, text) in zip(prefixes, shown)]  # type: ignore[union-attr]
+        return {**doc, options_field: stored(lettered_texts), answer_field: gold}
 
     reorder.__name__ = f"rotated_{options_field}"
     return reorder
+
+
+def rotated_option_dict(options_field: str, answer_field: str) -> Callable[[Mapping[str, Any], int], dict[str, Any]]:
+    """A ``reorder_options`` for options in a dict letter -> text (Video-Holmes' ``Options``) and
+    a letter answer: the texts move under the fixed letters (in letter order), the answer follows."""
+
+    def reorder(doc: Mapping[str, Any], shift: int) -> dict[str, Any]:
+        keyed = tuple(sorted((str(k), str(v)) for k, v in doc[options_field].items()))
+        shown, gold = _rotated(keyed, doc.get(answer_field), shift)
+        return {**doc, options_field: dict(shown), answer_field: gold}
+
+    reorder.__name__ = f"rotated_{options_field}"
+    return reorder
+
+
+def rotated_option_fields(fields: tuple[str, ...]) -> Callable[[Mapping[str, Any], int], dict[str, Any]]:
+    """A ``reorder_options`` for options kept one per field (AIR-Bench's ``choice_a`` ...
+    ``choice_d``) whose answer is the right option's text: the texts of the fields that hold one
+    rotate among them; the answer stays, and the task finds its new letter by its text."""
+
+    def reorder(doc: Mapping[str, Any], shift: int) -> dict[str, Any]:
+        present = [f for f in fields if isinstance(doc.get(f), str) and doc[f].strip()]
+        keyed = tuple((f, doc[f]) for f in present)
+        shown, _, _ = reorder_options(keyed, present[0], shift) if keyed else ((), None, None)
+        return {**doc, **dict(shown)}
+
+    reorder.__name__ = f"rotated_{fields[0]}"
+    return reorder
+
+
+def _rotated(keyed: tuple[tuple[str, str], ...], answer: Any, shift: int) -> tuple[tuple[tuple[str, str], ...], str]:
+    """SCEval's cyclic order ``shift`` of lettered options and the letter the answer moved to."""
+    if not isinstance(answer, str) or answer.strip() not in dict(keyed):
+        raise ValueError(f"answer {answer!r} is not one of the option letters {[k for k, _ in keyed]}")
+    shown, gold, _ = reorder_options(keyed, answer.strip(), shift)
+    return shown, gold
 
 
 # --- the built-in adapters ------------------------------------------------------------------------
@@ -352,6 +401,11 @@ def _field(name: str) -> Callable[[Mapping[str, Any]], str]:
 
     read.__name__ = f"field_{name}"
     return read
+
+
+def _speakerbench_id(doc: Mapping[str, Any]) -> str:
+    """AV-SpeakerBench's id, as its process_results reads it: ``question_id``, else ``id``."""
+    return str(doc.get("question_id", doc.get("id")))
 
 
 AUDIO_VISUAL = frozenset({"text", "vision", "audio"})
@@ -443,6 +497,73 @@ BUILTIN_ADAPTERS = (
         still_images=True,
         score=("mme_*_score", "score"),
         resample_unit=_field("question_id"),
+    ),
+    # --- issue 36: one more of each kind (video, audio-visual, image + text, audio) ------------------
+    # video, through the task's own doc_to_messages (video_holmes/_default_template_yaml l.11-13;
+    # utils.py l.105-112 builds the messages from doc_to_visual l.63-71 and doc_to_text l.87-94,
+    # so the wrapper maps the message parts' urls). The question is "Question" (l.91), the options a
+    # dict letter -> text "Options" (l.79-84) with a letter "Answer" (l.214); the per-doc item is
+    # {score, question_type} under every one of the eight metrics (l.206-225; YAML l.21-45).
+    # No id column: the key is the digest; a film's questions share "video ID", the resample unit.
+    # Vision only: the benchmark reasons over "the provided video frames" (l.116-119).
+    TaskAdapter(
+        "video_holmes",
+        ("video_holmes", "video_holmes_test", "video_holmes_reasoning"),
+        question_field="Question",
+        options_field="Options",
+        reorder_options=rotated_option_dict("Options", "Answer"),
+        modalities=VISUAL,
+        score=("video_holmes_accuracy", "score"),
+        resample_unit=_field("video ID"),
+    ),
+    # audio-visual: one clip path with its audio track (av_speakerbench_audiovisual.yaml l.10-11;
+    # utils.py l.92-99, under $AV_SPEAKERBENCH_CACHE or $HF_HOME/AV-SpeakerBench, l.14-15). The
+    # prompt is instruction + "question" + the lettered "choices" (l.51-77; a list, or the string
+    # of one, l.18-43), the answer a letter (l.46-48); the item {question_id, task_id, score}
+    # (l.174-197; YAML l.19-23). The sibling tasks _audio and _visual take the generic path.
+    TaskAdapter(
+        "av_speakerbench",
+        ("av_speakerbench_audiovisual",),
+        question_field="question",
+        options_field="choices",
+        reorder_options=rotated_options("choices", "answer"),
+        doc_key=_speakerbench_id,
+        modalities=AUDIO_VISUAL,
+        score=("av_speakerbench_score", "score"),
+    ),
+    # image + text, interleaved: "<image N>" tags in the question (and options) name the Image
+    # columns image_1..image_7 that doc_to_visual reads (mmmu/utils.py l.172-178), and
+    # doc_to_messages (l.133-169; mmmu_val.yaml l.10) splits the text at them, so they are held
+    # out. "options" is the string of a list of bare texts, lettered by the prompt (l.68-84), the
+    # answer a letter, or a text for open questions (l.193-206, l.341-386); "id" is the key
+    # (l.204). The item holds the parsed reply, not a score: correctness is decided inside the
+    # aggregation (l.249-284, evaluate_mmmu l.388-415), so there is no per-doc score (score None).
+    TaskAdapter(
+        "mmmu",
+        ("mmmu_val",),
+        question_field="question",
+        protected=(r"<image \d+>",),
+        options_field="options",
+        reorder_options=rotated_options("options", "answer", lettered=False),
+        doc_key=_field("id"),
+        modalities=VISUAL,
+        still_images=True,
+        score=None,
+    ),
+    # audio in the row (air_bench/utils.py l.15-16); the prompt is "question" + choice_a..choice_d
+    # (l.152-158), the answer the right option's text "answer_gt", which get_gt turns into its
+    # letter (l.259-267); the item {score, task} under "accuracy" (l.173-184;
+    # air_bench_foundation_sound.yaml l.16-24), "uniq_id" the submission's key. options_field names
+    # the first of the four fields: it says the task shows options beside its question.
+    TaskAdapter(
+        "air_bench",
+        ("air_bench_foundation_*",),
+        question_field="question",
+        options_field="choice_a",
+        reorder_options=rotated_option_fields(("choice_a", "choice_b", "choice_c", "choice_d")),
+        doc_key=_field("uniq_id"),
+        modalities=AUDIO,
+        score=("accuracy", "score"),
     ),
 )
 

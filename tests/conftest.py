@@ -66,7 +66,7 @@ def wave(rng) -> np.ndarray:
 
 @pytest.fixture(scope="session")
 def wrap_copies(tmp_path_factory) -> PreparedCopies:
-    """The local copies of the eight wrapped-task benchmarks (tests/wrap_datasets.py), built once
+    """The local copies of the wrapped-task benchmarks (tests/wrap_datasets.py), built once
     per session, with their task YAMLs and the environment an lmms-eval subprocess needs (the
     video tasks' utils read ``$HF_HOME`` at import, so CLI runs go through subprocesses)."""
     return prepare(tmp_path_factory.mktemp("wrap_copies"))

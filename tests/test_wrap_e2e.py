@@ -1,20 +1,24 @@
 """Wrapped lmms-eval tasks end to end: the real ``lmms-eval`` CLI, the real task configs and utils
-of the eight built-in adapters' tasks, their local copies (tests/wrap_datasets.py), and the
+of the twelve built-in adapters' tasks, their local copies (tests/wrap_datasets.py), and the
 scripted ``modality_oracle``, whose answers depend on one modality, so every number is known in
 advance (design §10, §8).
 
-Two CLI runs, each holding several tasks (one lmms-eval start costs ~25 s of imports and indexing):
+Three CLI runs, each holding several tasks (one lmms-eval start costs ~25 s of imports and indexing):
 
 * ``modality=audio`` on the tasks with audio (worldsense, av_odyssey, omni_bench, clotho_aqa_test,
-  librispeech_test_clean): ``clean`` and ``missing_audio``;
-* ``modality=vision`` on the visual tasks (videomme, mvbench_action_antonym, mme): ``clean`` and
-  ``missing_vision``, plus the unwrapped base copies (the base vs ``clean`` row of the report).
+  librispeech_test_clean, av_speakerbench_audiovisual, air_bench_foundation_sound): ``clean`` and
+  ``missing_audio``, plus the unwrapped base copies of the last two;
+* ``modality=vision`` on the visual tasks (videomme, mvbench_action_antonym, mme, video_holmes and
+  mmmu_val, the last two through their own ``doc_to_messages``): ``clean`` and ``missing_vision``,
+  plus the unwrapped base copies (the base vs ``clean`` row of the report);
+* ``modality=audio`` with ``--force_simple`` on air_bench's base and ``clean``: a chat model never
+  gets the base's in-row audio (design §1.6), a simple one does.
 
 With its modality present the oracle is always right; without it it answers a fixed guess (the
 first option, "No", "unknown"), right exactly where the copies put the answer there: the first
-of every four docs, the "no" docs, the "No" question of each MME pair. Both runs and the copies
-take 40 s on 2 idle cores (115 s at a load of 14): mostly two lmms-eval start-ups and the
-lossless re-encodes of the clips.
+of every four docs, the "no" docs, the "No" question of each MME pair. The runs and the copies
+take 145 s at a load of about 10 on 2 cores (the two runs of the eight earlier adapters: 94 s at
+that load): mostly three lmms-eval start-ups and the lossless re-encodes of the clips.
 """
 
 from __future__ import annotations
@@ -35,7 +39,14 @@ pytestmark = pytest.mark.slow
 
 LIMIT = 4  # docs per task (MME: two images, both questions of each: the aggregation asserts pairs)
 AUDIO_TASKS = ["worldsense", "av_odyssey", "omni_bench", "clotho_aqa_test", "librispeech_test_clean"]
-VISION_TASKS = ["videomme", "mvbench_action_antonym", "mme"]
+AUDIO_TASKS += ["av_speakerbench_audiovisual", "air_bench_foundation_sound"]
+VISION_TASKS = ["videomme", "mvbench_action_antonym", "mme", "video_holmes", "mmmu_val"]
+#: The tasks whose unwrapped base copy runs beside its wrapped conditions, in the same run.
+BASE_COMPARED = VISION_TASKS + ["av_speakerbench_audiovisual", "air_bench_foundation_sound"]
+#: Audio in the row: the base hands a chat model its audio dict as a "video" part whose url is the
+#: dict's bare file name (design §1.6), which no model can read; the wrapped task hands an audio
+#: part. Their base is compared with clean through the simple interface (``--force_simple``).
+SIMPLE_BASE = ["air_bench_foundation_sound"]
 
 #: (metric, value under clean, value with the oracle's modality removed) per base task.
 EXPECTED = {
@@ -47,6 +58,10 @@ EXPECTED = {
     "videomme": ("videomme_perception_score", 100.0, 25.0),
     "mvbench_action_antonym": ("mvbench_accuracy", 100.0, 25.0),
     "mme": ("mme_perception_score", 200.0, 50.0),  # acc + acc+ (%): "No" always: 50 + 0
+    "video_holmes": ("video_holmes_accuracy", 100.0, 25.0),  # through its own doc_to_messages
+    "mmmu_val": ("mmmu_acc", 1.0, 0.25),  # the open question (doc 3) answered "unknown"
+    "av_speakerbench_audiovisual": ("av_speakerbench_score", 100.0, 25.0),
+    "air_bench_foundation_sound": ("accuracy", 1.0, 0.25),
 }
 
 
@@ -61,9 +76,13 @@ def write_wrapped(copies: PreparedCopies, tasks: list[str], removed: str) -> dic
     return names
 
 
-def run_cli(copies: PreparedCopies, modality: str, tasks: list[str], out: Path) -> tuple[dict, dict[str, list], Path]:
-    """One ``lmms-eval`` run of ``modality_oracle``: (results by task, sample lines by task, the output folder)."""
+def run_cli(
+    copies: PreparedCopies, modality: str, tasks: list[str], out: Path, simple: bool = False
+) -> tuple[dict, dict[str, list], Path]:
+    """One ``lmms-eval`` run of ``modality_oracle`` (its chat interface unless ``simple``):
+    (results by task, sample lines by task, the output folder)."""
     command = [sys.executable, "-m", "lmms_eval", "--model", "modality_oracle", "--model_args", f"modality={modality}"]
+    command += ["--force_simple"] if simple else []
     command += ["--tasks", ",".join(tasks), "--include_path", str(copies.tasks_dir)]
     command += ["--limit", str(LIMIT), "--log_samples", "--output_path", str(out)]
     done = subprocess.run(command, env=copies.subprocess_env(), capture_output=True, text=True, timeout=600)
@@ -81,14 +100,23 @@ def run_cli(copies: PreparedCopies, modality: str, tasks: list[str], out: Path) 
 def audio_run(wrap_copies, tmp_path_factory, monkeypatch_module):
     names = write_wrapped(wrap_copies, AUDIO_TASKS, "missing_audio")
     tasks = [name for pair in names.values() for name in pair]
+    tasks += [wrap_copies.names[t] for t in AUDIO_TASKS if t in BASE_COMPARED]
     return names, *run_cli(wrap_copies, "audio", tasks, tmp_path_factory.mktemp("audio_run"))
 
 
 @pytest.fixture(scope="module")
 def vision_run(wrap_copies, tmp_path_factory, monkeypatch_module):
     names = write_wrapped(wrap_copies, VISION_TASKS, "missing_vision")
-    tasks = [name for pair in names.values() for name in pair] + [wrap_copies.names[t] for t in VISION_TASKS]
+    tasks = [name for pair in names.values() for name in pair]
+    tasks += [wrap_copies.names[t] for t in VISION_TASKS if t in BASE_COMPARED]
     return names, *run_cli(wrap_copies, "vision", tasks, tmp_path_factory.mktemp("vision_run"))
+
+
+@pytest.fixture(scope="module")
+def simple_audio_run(wrap_copies, tmp_path_factory, monkeypatch_module):
+    names = write_wrapped(wrap_copies, SIMPLE_BASE, "missing_audio")
+    tasks = [names[t][0] for t in SIMPLE_BASE] + [wrap_copies.names[t] for t in SIMPLE_BASE]
+    return names, *run_cli(wrap_copies, "audio", tasks, tmp_path_factory.mktemp("simple_audio_run"), simple=True)
 
 
 @pytest.fixture(scope="module")
@@ -119,13 +147,33 @@ def test_audio_tasks_clean_and_missing_audio(audio_run):
     check_run(names, results, samples, AUDIO_TASKS, "missing_audio")
 
 
+def check_base(names, results, samples, tasks, local_names):
+    """The unwrapped base on the same local copy: the same aggregate as ``clean`` and, doc for
+    doc, the same per-doc item of the base metric (the oracle's answers are the same)."""
+    for task in tasks:
+        metric, clean_value, _ = EXPECTED[task]
+        base, clean = local_names[task], names[task][0]
+        assert results[base][f"{metric},none"] == pytest.approx(clean_value) == results[clean][f"{metric},none"]
+        assert all("faultline_trial" not in line for line in samples[base])
+        by_doc = {line["doc_id"]: line[metric] for line in samples[base]}
+        assert {line["doc_id"]: line[metric] for line in samples[clean]} == by_doc, task
+        assert len(by_doc) == LIMIT
+
+
+def test_audio_tasks_equal_their_base(audio_run, simple_audio_run, wrap_copies):
+    names, results, samples, _ = audio_run
+    chat = [t for t in AUDIO_TASKS if t in BASE_COMPARED and t not in SIMPLE_BASE]
+    check_base(names, results, samples, chat, wrap_copies.names)
+    for task in SIMPLE_BASE:  # through the chat interface the base's audio never reaches the model
+        assert {line["filtered_resps"] for line in samples[wrap_copies.names[task]]} == {""}
+        assert "" not in {line["filtered_resps"] for line in samples[names[task][0]]}
+    check_base(*simple_audio_run[:3], SIMPLE_BASE, wrap_copies.names)
+
+
 def test_visual_tasks_clean_and_missing_vision_and_the_base(vision_run, wrap_copies):
     names, results, samples, _ = vision_run
     check_run(names, results, samples, VISION_TASKS, "missing_vision")
-    for task in VISION_TASKS:  # the unwrapped base on the same docs: same answers as clean here
-        metric, clean_value, _ = EXPECTED[task]
-        assert results[wrap_copies.names[task]][f"{metric},none"] == pytest.approx(clean_value)
-        assert all("faultline_trial" not in line for line in samples[wrap_copies.names[task]])
+    check_base(names, results, samples, VISION_TASKS, wrap_copies.names)
 
 
 def test_the_audit_names_the_two_settings_of_the_oracle_apart(audio_run, vision_run, tmp_path):

@@ -43,7 +43,7 @@ import numpy as np
 
 from faultline_eval.core.demo_media import COLOURS, HIGH_HZ, LOW_HZ, tone_events
 from faultline_eval.core.media import SAMPLE_RATE, resample_audio, write_audio, write_image
-from faultline_eval.tasks.base_task import aggregate, base_yaml_path
+from faultline_eval.tasks.base_task import aggregate, base_yaml_path, metric_specs
 from faultline_eval.tasks.wrapped_task import decoded_audio  # noqa: F401 (re-exported: the one copy is the product's)
 
 base_yaml = base_yaml_path  # older name, kept for callers of this module
@@ -453,6 +453,167 @@ def build_mme(root: Path, n_images: int = 2, size: tuple[int, int] = (96, 128)) 
     return LocalCopy("mme", root / "dataset", {"load_from_disk": True}, None, reply="Yes")
 
 
+#: Video-Holmes keeps its clips in the hub's own cache of the dataset repo: its utils call
+#: ``snapshot_download(cache_dir=$HF_HOME)`` inside doc_to_visual (video_holmes/utils.py l.33-52).
+VIDEO_HOLMES_SNAPSHOT = ("datasets--TencentARC--Video-Holmes", "0" * 40)
+
+
+def build_video_holmes(root: Path, n: int = 4, hf_home: Path | None = None) -> LocalCopy:
+    """TencentARC/Video-Holmes (``data_files: {test: test_Video-Holmes.json}``), split ``test``:
+    ``video ID``, ``Question``, ``Options`` (a dict letter -> text, A-F; a struct column as the
+    JSON loader reads it), ``Answer`` (a letter) and ``Question Type`` (one of the utils' seven).
+    The clips are ``<snapshot>/videos_cropped/<video ID>.mp4`` in a hub-cache layout under
+    ``$HF_HOME`` (refs/main naming a snapshot folder), which ``snapshot_download`` resolves offline;
+    the empty ``$HF_HOME/video_holmes`` (the YAML's cache_dir) keeps ``download()`` off the Hub.
+    Silent clips: the benchmark asks about "the provided video frames"."""
+    hf_home = hf_home or root / "hf_home"
+    repo, revision = VIDEO_HOLMES_SNAPSHOT
+    (hf_home / repo / "refs").mkdir(parents=True, exist_ok=True)
+    (hf_home / repo / "refs" / "main").write_text(revision)
+    (hf_home / "video_holmes").mkdir(parents=True, exist_ok=True)
+    clips = hf_home / repo / "snapshots" / revision / "videos_cropped"
+    letters = "ABCDEF"
+    rows = []
+    for i in range(n):
+        colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
+        video_id = f"vh_{i:03d}"
+        write_clip_file(clips / f"{video_id}.mp4", colour, with_audio=False)
+        words, answer = encoded_options(i, colour, lettered=False)
+        words += ["white", "brown"]  # six options; no frame shows these either
+        rows.append(
+            {
+                "video ID": video_id,
+                "Question": f"Which colour does the film show? (item {i})",
+                "Options": dict(zip(letters, words)),
+                "Answer": letters[answer],
+                "Question Type": ["SR", "IMC", "TCI", "TA", "MHR", "PAR", "CTI"][i % 7],
+            }
+        )
+    features = _features(
+        **{"video ID": _str(), "Question": _str(), "Options": {k: _str() for k in letters}},
+        **{"Answer": _str(), "Question Type": _str()},
+    )
+    save_split(root / "dataset", "test", rows, features)
+    return LocalCopy(
+        "video_holmes", root / "dataset", {"load_from_disk": True, "video": True, "cache_dir": "video_holmes"}, hf_home
+    )
+
+
+def build_av_speakerbench(root: Path, n: int = 4, hf_home: Path | None = None) -> LocalCopy:
+    """plnguyen2908/AV-SpeakerBench (revision ``lmms_version``), split ``test``: relative paths
+    under ``$HF_HOME/AV-SpeakerBench`` for the three tasks' media (``audio_visual_path``: a clip
+    with its audio track; ``audio_path``: a WAV; ``visual_path``: the silent clip), ``question``,
+    ``choices`` as the Python list literal of lettered options that ``_parse_choices`` parses
+    (av_speakerbench/utils.py l.18-43), ``answer`` (a letter), ``question_id`` and ``task_id``."""
+    hf_home = hf_home or root / "hf_home"
+    cache = hf_home / "AV-SpeakerBench"
+    rows = []
+    for i in range(n):
+        colour, pitch = COLOUR_NAMES[i % len(COLOUR_NAMES)], pitch_of(i)
+        write_clip_file(cache / "audiovisual" / f"avs_{i:03d}.mp4", colour, hz=PITCH_HZ[pitch])
+        write_clip_file(cache / "visual" / f"avs_{i:03d}.mp4", colour, with_audio=False)
+        write_audio(cache / "audio" / f"avs_{i:03d}.wav", tone(2.0, PITCH_HZ[pitch]))
+        options, answer = encoded_options(i, colour, pitch)
+        rows.append(
+            {
+                "question_id": f"avs_{i:03d}",
+                "task_id": "speaker_counting" if i % 2 else "speaker_attribute",
+                "question": f"What colour is the speaker's shirt, and is the voice high? (item {i})",
+                "choices": repr(options),
+                "answer": LETTERS[answer],
+                "audio_visual_path": f"audiovisual/avs_{i:03d}.mp4",
+                "audio_path": f"audio/avs_{i:03d}.wav",
+                "visual_path": f"visual/avs_{i:03d}.mp4",
+            }
+        )
+    columns = ("question_id", "task_id", "question", "choices", "answer", "audio_visual_path", "audio_path")
+    save_split(root / "dataset", "test", rows, _features(**{c: _str() for c in (*columns, "visual_path")}))
+    return LocalCopy(
+        "av_speakerbench_audiovisual",
+        root / "dataset",
+        {"load_from_disk": True, "video": True, "cache_dir": "AV-SpeakerBench"},
+        hf_home,
+    )
+
+
+def build_mmmu(root: Path, n: int = 4) -> LocalCopy:
+    """lmms-lab-encoder/MMMU, split ``validation``: ``id`` (``validation_<subject>_<n>``, which
+    the aggregation parses), ``question`` with ``<image N>`` tags naming the Image columns
+    ``image_1`` ... ``image_7`` that doc_to_visual reads, ``options`` (the string of a Python
+    list, bare texts; the prompt letters them), ``answer`` (a letter, or the text of an open
+    question), ``question_type`` (``multiple-choice`` / ``open``) and the columns the utils carry
+    along (``explanation``, ``img_type``, ``topic_difficulty``, ``subfield``). Item 1 shows two
+    images; the last item is an open question answered by the colour's name."""
+    import datasets
+
+    rows = []
+    for i in range(n):
+        colour = COLOUR_NAMES[i % len(COLOUR_NAMES)]
+        image = {"bytes": png_bytes(colour_frame(colour, 96, 128)), "path": None}
+        images = {f"image_{k}": None for k in range(1, 8)}
+        images["image_1"] = image
+        tags = "<image 1>"
+        if i == 1:
+            images["image_2"] = image
+            tags = "<image 1> and <image 2>"
+        words, answer = encoded_options(i, colour, lettered=False)
+        open_question = i == n - 1
+        rows.append(
+            {
+                "id": f"validation_Art_{i + 1}",
+                "question": f"Which colour fills {tags}? (item {i})",
+                "options": "[]" if open_question else repr(words),
+                "explanation": "",
+                **images,
+                "img_type": "['Paintings']",
+                "answer": colour if open_question else LETTERS[answer],
+                "topic_difficulty": "Easy",
+                "question_type": "open" if open_question else "multiple-choice",
+                "subfield": "Fine Arts",
+            }
+        )
+    texts = ("id", "question", "options", "explanation", "img_type", "answer", "topic_difficulty", "question_type")
+    features = _features(
+        **{c: _str() for c in texts[:4]},
+        **{f"image_{k}": datasets.Image() for k in range(1, 8)},
+        **{c: _str() for c in (*texts[4:], "subfield")},
+    )
+    save_split(root / "dataset", "validation", rows, features)
+    return LocalCopy("mmmu_val", root / "dataset", {"load_from_disk": True}, None)
+
+
+def build_air_bench(root: Path, n: int = 4, category: str = "sound") -> LocalCopy:
+    """lmms-lab/AIR_Bench config ``Foundation``, split ``<category>``: an Audio column,
+    ``question``, four options in ``choice_a`` ... ``choice_d`` (bare texts), ``answer_gt`` (the
+    right option's text, which ``get_gt`` turns into its letter), ``task_name`` (the aggregation's
+    category) and ``uniq_id`` (the submission's key) (air_bench/utils.py l.152-184, l.259-267)."""
+    rows = []
+    for i in range(n):
+        pitch = pitch_of(i)
+        other = {"high": "low", "low": "high"}[pitch]
+        answer = i % len(LETTERS)  # the right option names the pitch heard, the others the other pitch
+        words = [f"a {other} {sound}" for sound in ("hum", "whistle", "beep")]
+        words.insert(answer, f"a {pitch} tone")
+        rows.append(
+            {
+                "audio": {"bytes": wav_bytes(tone(1.0, PITCH_HZ[pitch])), "path": f"air_{i:03d}.wav"},
+                "question": f"How high is the tone? (item {i})",
+                **{f"choice_{k}": w for k, w in zip("abcd", words)},
+                "answer_gt": words[answer],
+                "task_name": "Sound_AQA" if i % 2 else "Acoustic_Scene_Classification",
+                "uniq_id": i,
+            }
+        )
+    import datasets
+
+    columns = {"question": _str(), **{f"choice_{k}": _str() for k in "abcd"}, "answer_gt": _str()}
+    columns |= {"task_name": _str(), "uniq_id": datasets.Value("int64")}
+    save_audio_split(root / "dataset", category, rows, columns)
+    return LocalCopy(
+        f"air_bench_foundation_{category}", root / "dataset", {"load_from_disk": True}, None, audio_column=True
+    )
+
+
 BUILDERS: dict[str, Callable[[Path], LocalCopy]] = {
     "worldsense": build_worldsense,
     "av_odyssey": build_av_odyssey,
@@ -462,17 +623,28 @@ BUILDERS: dict[str, Callable[[Path], LocalCopy]] = {
     "clotho_aqa_test": build_clotho_aqa,
     "librispeech_test_clean": build_librispeech,
     "mme": build_mme,
+    "video_holmes": build_video_holmes,
+    "av_speakerbench_audiovisual": build_av_speakerbench,
+    "mmmu_val": build_mmmu,
+    "air_bench_foundation_sound": build_air_bench,
 }
 
 
 #: The builders that put media under ``$HF_HOME/<cache_dir>`` (they take ``hf_home=``).
-VIDEO_TASKS = ("worldsense", "av_odyssey", "videomme", "mvbench_action_antonym")
+VIDEO_TASKS = (
+    "worldsense",
+    "av_odyssey",
+    "videomme",
+    "mvbench_action_antonym",
+    "video_holmes",
+    "av_speakerbench_audiovisual",
+)
 
 
 def build_copies(
     root: Path, tasks: list[str] | None = None, options: dict[str, dict] | None = None
 ) -> dict[str, LocalCopy]:
-    """The local copies of ``tasks`` (default: all eight), each under ``root/<task>``, with the
+    """The local copies of ``tasks`` (default: all of them), each under ``root/<task>``, with the
     media of the video tasks under ONE ``root/hf_home``: their cache folders differ, so a single
     lmms-eval process (one ``$HF_HOME``, read by the utils at import) can run them together.
     ``options`` maps a task to more arguments of its builder (``{"mme": {"size": (768, 1024)}}``)."""
@@ -605,7 +777,10 @@ def check(task: str, root: Path, chat: bool = False) -> dict:
         docs = [built.dataset_no_image[split][i] for i in range(2)]
     scored = [built.process_results(doc, [copy.reply]) for doc in docs]
     print(f"-- process_results({copy.reply!r}) -> {scored}", flush=True)
-    for metric in {m for s in scored for m in s}:  # the base aggregation, with task args where it takes them
+    # the base aggregations of the task's metrics (process_results may return more keys: mmmu's
+    # pass@k); a submission file writer (air_bench's "submission") returns no number and writes a file
+    reported = {s.name for s in metric_specs(copy.task)} - {"submission"}
+    for metric in sorted(reported & {m for s in scored for m in s}):  # with task args where it takes them
         items = [s[metric] for s in scored if metric in s]
         print(f"-- {metric}: {aggregate(copy.task, metric, items)}", flush=True)
     seen["scored"] = scored
