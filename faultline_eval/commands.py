@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from faultline_eval.cli import main as evaluate
+from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.preflight import FOLDER_TO_WRITE, RUN_FOLDER, check_existing_path, path_rules
 from faultline_eval.core.run_status import run_command
@@ -126,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def add_wrap_parser(sub) -> None:
-    """``faultline wrap TASK... [--suite S] [--conditions ...] [--write] [--data TASK=PATH] [--include_path DIR]``:
+    """``faultline wrap TASK... [--suite S] [--conditions ...] [--write] [--data TASK=PATH] [--include-path DIR]``:
     list (and write) lmms-eval tasks wrapped with SCEval conditions (issue 27;
     :func:`faultline_eval.tasks.wrap_configs.wrap`)."""
     parser = sub.add_parser(
@@ -155,12 +156,14 @@ def add_wrap_parser(sub) -> None:
         help="a local copy of TASK's dataset to read: a save_to_disk folder, a hub-layout folder (parquet, json "
         "or csv, with its README's configs or a folder per config) or one data file (docs/how-to/wrap-a-task.md)",
     )
-    parser.add_argument(
-        "--include_path",
+    add_argument(  # lmms-eval's spelling parses too
+        parser,
+        "--include-path",
+        old=["--include_path"],
         action="append",
         default=[],
         metavar="DIR",
-        help="a folder of your own task YAMLs (as lmms-eval's --include_path); repeat for several",
+        help="a folder of your own task YAMLs (what lmms-eval's --include_path gets); repeat for several",
     )
 
     def run(args: argparse.Namespace) -> int:
@@ -171,7 +174,7 @@ def add_wrap_parser(sub) -> None:
         for task, path in data.items():  # every local copy, before any task is indexed
             check_existing_path(path, f"--data {task}=PATH", kind="file_or_folder")
         for folder in args.include_path:
-            check_existing_path(folder, "--include_path", kind="folder")
+            check_existing_path(folder, "--include-path", kind="folder")
         from faultline_eval.tasks import wrap_configs  # heavy: the condition catalogue and the adapters
 
         try:

@@ -207,7 +207,7 @@ def base_yaml_path(task: str) -> Path:
     where = ", ".join(str(p) for p in [lmms_eval_tasks_dir(), *_include_paths])
     raise BaseTaskError(
         f"no lmms-eval task {task!r} under {where}{hint} (a task defined in your own folder: give that "
-        "folder as --include_path)"
+        "folder to faultline wrap as --include-path, to lmms-eval as --include_path)"
     )
 
 

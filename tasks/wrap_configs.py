@@ -556,7 +556,8 @@ def ensure(names: Iterable[str], include_paths: Iterable[str | Path] = ()) -> li
                 hint = f"; did you mean {', '.join(close)}?" if close else ""
                 raise WrapNameError(
                     f"{parsed.base}{SEPARATOR}{parsed.selector}: no lmms-eval task {parsed.base!r}{hint} "
-                    "(a task defined in your own folder: give that folder as --include_path)"
+                    "(a task defined in your own folder: give that folder to faultline wrap as --include-path, "
+                    "to lmms-eval as --include_path)"
                 )
             continue
         conditions = selected_conditions(parsed)

@@ -28,7 +28,7 @@ and calls the base task's own functions (:func:`faultline_eval.tasks.base_task.b
 * ``process_results``: the base's dict (the base metrics, aggregated by the base's own
   aggregations) plus ``faultline_trial``: a :class:`~faultline_eval.core.trial.WrappedTrial`,
   which lmms-eval writes to the per-sample log and which never becomes a metric of the results
-  (:data:`LOG_ONLY_KEYS`, dropped before aggregation by ``model_wrappers.lmms_plugin``).
+  (``model_wrappers.lmms_plugin.install_log_only_keys`` drops it before aggregation).
 
 Seeds (§4): every operator call is keyed ``<base>/<doc key>``, the doc key being the adapter's
 (the benchmark's own id) or a digest of the doc's text and number fields, never the row; the
@@ -86,7 +86,6 @@ __all__ = [
     "KEY_FIELD",
     "ROW_ID_FIELD",
     "TRIAL_KEY",
-    "LOG_ONLY_KEYS",
     "WrappedTaskError",
     "WrappedDocsRefused",
     "Wrapped",
@@ -108,8 +107,6 @@ KEY_FIELD = f"{ADDED_PREFIX}doc_key"
 ROW_ID_FIELD = WRAPPED_ROW_ID_FIELD
 #: The key of the trial in what ``process_results`` returns (Contract C).
 TRIAL_KEY = WRAPPED_TRIAL_KEY
-#: Keys of ``process_results``'s dict that go to the per-sample log only, never into the results.
-LOG_ONLY_KEYS = (TRIAL_KEY,)
 _ADDED = (DOC_ID_FIELD, KEY_FIELD, ROW_ID_FIELD, WRAPPED_DATASET_FIELD)
 #: Controls that empty the adapter's context fields (G.4, G.5).
 _NO_CONTEXT = ("missing_text", "shortcut_visual_audio", "shortcut_question_options", "shortcut_options_only")

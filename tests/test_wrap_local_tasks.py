@@ -107,7 +107,7 @@ def local_run(tmp_path_factory):
     user = user_task_folder(root, hf_home)
     env = {**os.environ, "HF_HOME": str(hf_home), "SCEVAL_CACHE": str(root / "cache")}
     wrapped = [
-        wrap_cli("my_mvbench", "--include_path", str(user), "--conditions", "clean", "--write", env=env),
+        wrap_cli("my_mvbench", "--include-path", str(user), "--conditions", "clean", "--write", env=env),
         wrap_cli(
             "clotho_aqa_test",
             "mme",
@@ -145,7 +145,9 @@ def test_a_users_task_file_and_local_copies_run_wrapped(local_run):
         [log] = out.rglob(f"*_samples_{task}.jsonl")
         trials = [WrappedTrial.from_json(json.loads(line)["faultline_trial"]) for line in log.open()]
         assert sorted(t.doc_id for t in trials) == list(range(LIMIT)), task
-    trial = WrappedTrial.from_json(json.loads(next(out.rglob("*_samples_my_mvbench__*")).open().readline())["faultline_trial"])
+    trial = WrappedTrial.from_json(
+        json.loads(next(out.rglob("*_samples_my_mvbench__*")).open().readline())["faultline_trial"]
+    )
     assert trial.base_task == "my_mvbench" and trial.adapter.startswith("mvbench@")
 
 
@@ -188,7 +190,7 @@ def test_faultline_wrap_finds_a_task_under_include_path(fresh_include_paths, tmp
     assert commands.main(["wrap", "my_worldsense", "--conditions", "clean"]) == 1
     err = capsys.readouterr().err
     assert "no lmms-eval task 'my_worldsense'" in err and "--include_path" in err
-    assert commands.main(["wrap", "my_worldsense", "--conditions", "clean", "--include_path", str(user)]) == 0
+    assert commands.main(["wrap", "my_worldsense", "--conditions", "clean", "--include-path", str(user)]) == 0
     assert "my_worldsense (worldsense@" in capsys.readouterr().out
     assert base_task.base_lineage("my_worldsense") == ["my_worldsense", "worldsense"]
 
