@@ -201,11 +201,10 @@ def index_wrapped_tasks(manager, names: Iterable[str]) -> None:
     built-ins again. A mistyped condition raises :class:`UnknownTaskError` with the close names."""
     # heavy: as in our_task_dirs (the catalogue, the adapters)
     from faultline_eval.tasks import wrap_configs  # heavy: as above
-    from faultline_eval.tasks.base_task import BaseTaskError  # heavy: as above
 
     try:  # a base task may be defined under the run's --include_path
         wanted = wrap_configs.ensure(names, include_paths=getattr(manager, "include_path", None) or ())
-    except (wrap_configs.WrapNameError, BaseTaskError) as exc:
+    except (wrap_configs.WrapNameError, wrap_configs.BaseTaskError) as exc:
         raise UnknownTaskError(str(exc)) from None
     missing = {wrap_configs.parse_name(n).base for n in wanted if n not in manager._task_index}  # type: ignore[union-attr]
     if not missing:

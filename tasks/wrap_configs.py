@@ -63,6 +63,7 @@ __all__ = [
     "MANIFEST",
     "FORMAT_VERSION",
     "WrapNameError",
+    "BaseTaskError",
     "WrappedName",
     "wrapped_name",
     "parse_name",
