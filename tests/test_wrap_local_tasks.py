@@ -99,15 +99,16 @@ def wrap_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory):
-    """``faultline wrap`` of the three tasks, then one lmms-eval run of their clean conditions."""
+    """``faultline wrap`` of the three tasks (clotho_aqa and MME written with their copies), then one
+    lmms-eval run of their clean conditions."""
     import os
 
     root = tmp_path_factory.mktemp("wrap_local")
     hf_home = root / "hf_home"
     user = user_task_folder(root, hf_home)
     env = {**os.environ, "HF_HOME": str(hf_home), "SCEVAL_CACHE": str(root / "cache")}
-    wrapped = [
-        wrap_cli("my_mvbench", "--include-path", str(user), "--conditions", "clean", "--write", env=env),
+    wrapped = [  # my_mvbench listed only: lmms-eval writes its wrapped task on request, finding it on --include_path
+        wrap_cli("my_mvbench", "--include-path", str(user), "--conditions", "clean", env=env),
         wrap_cli(
             "clotho_aqa_test",
             "mme",
@@ -187,12 +188,21 @@ def test_faultline_wrap_finds_a_task_under_include_path(fresh_include_paths, tmp
     (user / "my_worldsense.yaml").write_text(
         f"include: {base_task.base_yaml_path('worldsense')}\ntask: my_worldsense\ndataset_path: /nowhere\n"
     )
+    (user / "variants").mkdir()
+    (user / "variants" / "my_worldsense_small.yaml").write_text(
+        "include: ../my_worldsense.yaml\ntask: my_worldsense_small\n"
+    )
     assert commands.main(["wrap", "my_worldsense", "--conditions", "clean"]) == 1
     err = capsys.readouterr().err
     assert "no lmms-eval task 'my_worldsense'" in err and "--include_path" in err
     assert commands.main(["wrap", "my_worldsense", "--conditions", "clean", "--include-path", str(user)]) == 0
     assert "my_worldsense (worldsense@" in capsys.readouterr().out
-    assert base_task.base_lineage("my_worldsense") == ["my_worldsense", "worldsense"]
+    # a task including the user's task by a relative path: the chain is followed to the benchmark
+    assert base_task.base_lineage("my_worldsense_small") == ["my_worldsense_small", "my_worldsense", "worldsense"]
+    assert commands.main(["wrap", "my_worldsense_small", "--conditions", "clean", "--write"]) == 0
+    assert "my_worldsense_small (worldsense@" in capsys.readouterr().out
+    written = (base_task.wrap_root() / "my_worldsense_small" / "my_worldsense_small__clean__var0.yaml").read_text()
+    assert f'include: "{user / "variants" / "my_worldsense_small.yaml"}"' in written  # by absolute path
 
 
 def _load(override: dict, config: dict):
