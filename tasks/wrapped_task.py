@@ -8,7 +8,7 @@ variant from its own name (a module ``__getattr__``, :func:`faultline_eval.tasks
 and calls the base task's own functions (:func:`faultline_eval.tasks.base_task.base_config`):
 
 * ``process_docs``: the base's own ``process_docs``; then the wrapper's columns, all in the
-  ``_faultline_`` namespace (:data:`ADDED_PREFIX`; a dataset holding a column there is refused,
+  ``_faultline_`` namespace (:data:`~faultline_eval.core.identity.WRAPPED_FIELD_PREFIX`; a dataset holding a column there is refused,
   loudly: :class:`WrappedDocsRefused`): ``_faultline_doc_id`` (lmms-eval's row index, which
   ``process_results`` is not given), ``_faultline_doc_key`` (the doc's seed key),
   ``_faultline_row_id`` (``<wrapped name>/<row>``, the id the project's models report failures
@@ -81,7 +81,6 @@ from sceval_plugin.task_adapters import (
 )
 
 __all__ = [
-    "ADDED_PREFIX",
     "DOC_ID_FIELD",
     "KEY_FIELD",
     "ROW_ID_FIELD",
@@ -99,11 +98,10 @@ __all__ = [
     "decoded_audio",
 ]
 
-#: The namespace of the columns the wrapped ``process_docs`` adds (never part of a doc's key); a
-#: base dataset with a column in it is refused (:class:`WrappedDocsRefused`).
-ADDED_PREFIX = WRAPPED_FIELD_PREFIX
-DOC_ID_FIELD = f"{ADDED_PREFIX}doc_id"
-KEY_FIELD = f"{ADDED_PREFIX}doc_key"
+#: Columns the wrapped ``process_docs`` adds (never part of a doc's key), all in the namespace
+#: :data:`~faultline_eval.core.identity.WRAPPED_FIELD_PREFIX`, where a base dataset's column is refused.
+DOC_ID_FIELD = f"{WRAPPED_FIELD_PREFIX}doc_id"
+KEY_FIELD = f"{WRAPPED_FIELD_PREFIX}doc_key"
 ROW_ID_FIELD = WRAPPED_ROW_ID_FIELD
 #: The key of the trial in what ``process_results`` returns (Contract C).
 TRIAL_KEY = WRAPPED_TRIAL_KEY
@@ -515,11 +513,11 @@ def _process_docs(dataset: Any, name: str) -> Any:
     base = base_config(task.base).get("process_docs")
     if callable(base):
         dataset = base(dataset)
-    taken = [column for column in dataset.column_names if column.startswith(ADDED_PREFIX)]
+    taken = [column for column in dataset.column_names if column.startswith(WRAPPED_FIELD_PREFIX)]
     if taken:
         raise WrappedDocsRefused(
             f"wrapped task {name}: the docs of {task.base} have the column(s) {', '.join(map(repr, taken))}, in the "
-            f"namespace {ADDED_PREFIX!r} the wrapper adds its own fields in; rename them in the dataset"
+            f"namespace {WRAPPED_FIELD_PREFIX!r} the wrapper adds its own fields in; rename them in the dataset"
         )
     rows = len(dataset)
     if not rows:
