@@ -53,6 +53,7 @@ from faultline_eval.core.settings import FAULTLINE_DEBUG
 from faultline_eval.model_wrappers import preflight as model_checks
 from faultline_eval.model_wrappers.lmms_plugin import check_task_names, our_task_dirs, our_task_names
 from faultline_eval.tasks import wrap_configs
+from faultline_eval.tasks.base_task import BaseTaskError
 from sceval_plugin.data import sources as sceval_sources
 
 #: The model lmms-eval runs without ``--model``.
@@ -130,8 +131,9 @@ def preflight(argv: Sequence[str]) -> None:
     for run in runs:  # waits on the network, at most PROBE_TIMEOUT_S per server
         model_checks.check_endpoints(run["model_id"], run["args"])
     if tasks:  # last: reads every task YAML of ours (about a second)
-        wrap_configs.ensure(tasks)  # wrapped lmms-eval tasks (issue 27) are written on request
-        folders = [*our_task_dirs(), *option_values(argv, "--include_path")]
+        include_paths = option_values(argv, "--include_path")
+        wrap_configs.ensure(tasks, include_paths)  # wrapped lmms-eval tasks (issue 27) are written on request
+        folders = [*our_task_dirs(), *include_paths]
         check_task_names(tasks, our_task_names(folders))
 
 
@@ -222,7 +224,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:  # checked in a second; lmms-eval's import and task index take 10-20 s
         preflight(argv)
-    except (ValueError, wrap_configs.WrapNameError) as exc:  # every refusal of the checks is a ValueError
+    except (
+        ValueError,
+        wrap_configs.WrapNameError,
+        BaseTaskError,
+    ) as exc:  # every refusal of the checks is a ValueError
         print(f"faultline-eval: error: {exc}", file=sys.stderr)
         return 1
 

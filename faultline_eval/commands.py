@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from faultline_eval.cli import main as evaluate
+from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.preflight import FOLDER_TO_WRITE, RUN_FOLDER, check_existing_path, path_rules
 from faultline_eval.core.run_status import run_command
@@ -126,18 +127,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def add_wrap_parser(sub) -> None:
-    """``faultline wrap TASK... [--suite S] [--conditions ...] [--write] [--data TASK=PATH]``:
+    """``faultline wrap TASK... [--suite S] [--conditions ...] [--write] [--data TASK=PATH] [--include-path DIR]``:
     list (and write) lmms-eval tasks wrapped with SCEval conditions (issue 27;
     :func:`faultline_eval.tasks.wrap_configs.wrap`)."""
     parser = sub.add_parser(
         "wrap",
-        help="wrap installed lmms-eval tasks with SCEval conditions: list or write <task>__<condition>__var<k>",
+        help="wrap lmms-eval tasks with SCEval conditions: list or write <task>__<condition>__var<k>",
         description="Lists the wrapped task names (run them with --tasks <task>__<condition> or "
         "<task>__<suite>) and the conditions that do not apply to each task, and why. lmms-eval runs "
         "also write missing names on request; --write writes them now.",
     )
     parser.add_argument(
-        "tasks", nargs="+", metavar="TASK", help="installed lmms-eval task names (worldsense, mme, ...)"
+        "tasks",
+        nargs="+",
+        metavar="TASK",
+        help="lmms-eval task names: built-in (worldsense, mme, ...) or defined under --include_path",
     )
     parser.add_argument(
         "--suite", action="append", default=[], help="SCEval tag whose conditions to wrap (default: sceval_panel)"
@@ -149,7 +153,17 @@ def add_wrap_parser(sub) -> None:
         action="append",
         default=[],
         metavar="TASK=PATH",
-        help="a local copy of TASK's dataset to read",
+        help="a local copy of TASK's dataset to read: a save_to_disk folder, a hub-layout folder (parquet, json "
+        "or csv, with its README's configs or a folder per config) or one data file (docs/how-to/wrap-a-task.md)",
+    )
+    add_argument(  # lmms-eval's spelling parses too
+        parser,
+        "--include-path",
+        old=["--include_path"],
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of your own task YAMLs (what lmms-eval's --include_path gets); repeat for several",
     )
 
     def run(args: argparse.Namespace) -> int:
@@ -159,12 +173,16 @@ def add_wrap_parser(sub) -> None:
             raise SystemExit(f"faultline wrap: --data takes TASK=PATH, got {args.data}") from None
         for task, path in data.items():  # every local copy, before any task is indexed
             check_existing_path(path, f"--data {task}=PATH", kind="file_or_folder")
+        for folder in args.include_path:
+            check_existing_path(folder, "--include-path", kind="folder")
         from faultline_eval.tasks import wrap_configs  # heavy: the condition catalogue and the adapters
 
         try:
             conditions = wrap_configs.requested_conditions(args.suite, args.conditions)
-            plans = wrap_configs.wrap(args.tasks, conditions, write_files=args.write, data=data)
-        except (KeyError, FileNotFoundError) as exc:
+            plans = wrap_configs.wrap(
+                args.tasks, conditions, write_files=args.write, data=data, include_paths=args.include_path
+            )
+        except (KeyError, ValueError, OSError) as exc:  # unknown names, unreadable copies
             print(f"faultline wrap: error: {exc}", file=sys.stderr)
             return 1
         for plan in plans:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline_eval.core.identity import fingerprint_of
+from faultline_eval.core.identity import doc_identity, fingerprint_of
 from faultline_eval.core.store import open_store, request_key
 from faultline_eval.model_wrappers.gemini_client import (
     DEFAULT_IMAGE_ENCODING,
@@ -85,17 +85,16 @@ class GeminiChat(RemoteChat):
 
     def _build(self, request: Any) -> dict:
         doc = self.doc(request)
+        dataset, row_id = doc_identity(doc)
         contents, system = message_parts(request.args[1](doc), self.image_encoding)
         wants_json = self.json_mode and expects_json(doc)
         temperature, budget, keyed = decoding(request, doc, self.max_output_tokens)
         key = None
         if self._client.store is not None:
             text = "\n".join(p.text or "" for p in contents[0].parts if getattr(p, "text", None))
-            key = request_key(
-                self.model_version, fingerprint_of(doc["dataset"]), doc["row_id"], system, text, wants_json, *keyed
-            )
+            key = request_key(self.model_version, fingerprint_of(dataset), row_id, system, text, wants_json, *keyed)
         return {
-            "row_id": doc["row_id"],
+            "row_id": row_id,
             "contents": contents,
             "system": system,
             "json": wants_json,

@@ -31,6 +31,7 @@ from faultline_eval.core import telemetry
 from faultline_eval.core.registry import close_matches
 from faultline_eval.core.request_lifecycle import take_run_usage
 from faultline_eval.core.run_logs import write_run_info
+from faultline_eval.core.trial import WRAPPED_TRIAL_KEY
 
 PACKAGE = "faultline_eval.model_wrappers"
 
@@ -67,6 +68,7 @@ def manifests() -> list:
 
     install_task_path()
     install_run_info()
+    install_log_only_keys()
     return [
         ModelManifest(model_id=model_id, chat_class_path=chat, simple_class_path=simple)
         for model_id, chat, simple in MODELS
@@ -129,6 +131,30 @@ def install_run_info() -> None:
     EvaluationTracker.save_results_aggregated = save_results_aggregated
 
 
+def install_log_only_keys() -> None:
+    """Wrap ``TaskOutput.calculate_aggregate_metric`` once: before lmms-eval aggregates a task,
+    drop the per-doc entries of :data:`~faultline_eval.core.trial.WRAPPED_TRIAL_KEY` (a wrapped
+    task's trial record) unless the task aggregates that key. lmms-eval writes every key
+    ``process_results`` returns to the per-sample log (already done by then, so the report still
+    reads the trials there) and also to the results, an empty ``'faultline_trial,none': []`` for
+    a key without an aggregation: the results then hold the base task's metrics only."""
+    from lmms_eval.evaluator_utils import TaskOutput
+
+    if getattr(TaskOutput.calculate_aggregate_metric, "_faultline", False):
+        return
+    original = TaskOutput.calculate_aggregate_metric
+
+    @functools.wraps(original)
+    def calculate_aggregate_metric(self, *args, **kwargs):
+        aggregated = self.task.aggregation() if self.task is not None else {}
+        for key in [k for k in self.sample_metrics if k[0] == WRAPPED_TRIAL_KEY and k[0] not in aggregated]:
+            del self.sample_metrics[key]
+        return original(self, *args, **kwargs)
+
+    calculate_aggregate_metric._faultline = True  # type: ignore[attr-defined]
+    TaskOutput.calculate_aggregate_metric = calculate_aggregate_metric
+
+
 class _LibyamlForTaskConfigs(types.ModuleType):
     """PyYAML as ``lmms_eval.utils`` sees it, with ``full_load`` on libyaml's parser.
 
@@ -176,9 +202,9 @@ def index_wrapped_tasks(manager, names: Iterable[str]) -> None:
     # heavy: as in our_task_dirs (the catalogue, the adapters)
     from faultline_eval.tasks import wrap_configs  # heavy: as above
 
-    try:
-        wanted = wrap_configs.ensure(names)
-    except wrap_configs.WrapNameError as exc:
+    try:  # a base task may be defined under the run's --include_path
+        wanted = wrap_configs.ensure(names, include_paths=getattr(manager, "include_path", None) or ())
+    except (wrap_configs.WrapNameError, wrap_configs.BaseTaskError) as exc:
         raise UnknownTaskError(str(exc)) from None
     missing = {wrap_configs.parse_name(n).base for n in wanted if n not in manager._task_index}  # type: ignore[union-attr]
     if not missing:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultline_eval.core.identity import WRAPPED_DATASET_FIELD, fingerprint_of
+from faultline_eval.core.identity import doc_identity, fingerprint_of
 from faultline_eval.core.store import ReplyStore, open_store, request_key, slug
 from faultline_eval.model_wrappers.chat_messages import role_texts, with_system_turn
 from faultline_eval.model_wrappers.model_args import flag
@@ -36,23 +36,21 @@ def store_key(wrapper: Any, name: str, doc: Any, messages: list[dict], gen_kwarg
     Only greedy decoding (temperature 0, ``do_sample`` off) is keyed: its reply is a function of
     the inputs, so a stored one is what a new run would generate. With sampling every run must be a
     fresh draw (repeated runs are how sampling variance is measured), so such requests are always
-    generated. Docs without ``dataset`` and ``row_id`` (lmms-eval's own tasks) are not keyed either;
-    a wrapped task's docs carry both (``row_id`` and ``faultline_dataset``).
+    generated. Docs without a dataset and a row id (lmms-eval's own tasks) are not keyed either;
+    a wrapped task's docs carry both (:func:`~faultline_eval.core.identity.doc_identity`).
     """
     settings = generation_settings(wrapper, gen_kwargs)
     if settings["temperature"] > 0 or settings["do_sample"]:
         return None
-    if not isinstance(doc, dict) or doc.get("row_id") is None:
-        return None
-    dataset = doc.get(WRAPPED_DATASET_FIELD) or doc.get("dataset")
-    if dataset is None:
+    dataset, row_id = doc_identity(doc)
+    if dataset is None or row_id is None:
         return None
     text = role_texts(with_system_turn(messages, getattr(wrapper, "system_prompt", None)))
     return request_key(
         name,
         getattr(wrapper, "pretrained", None),
         fingerprint_of(dataset),
-        doc["row_id"],
+        row_id,
         "simple" if wrapper.is_simple else "chat",
         text,
         settings["max_new_tokens"],

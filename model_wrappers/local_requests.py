@@ -16,6 +16,7 @@ from typing import Any
 from loguru import logger
 from tqdm import tqdm
 
+from faultline_eval.core.identity import doc_identity
 from faultline_eval.core.request_lifecycle import PendingRequest, Reply, RequestLifecycle
 from faultline_eval.model_wrappers.chat_messages import media_counts, messages_from_visuals
 from faultline_eval.model_wrappers.lmms_base import without_padding
@@ -67,7 +68,7 @@ class LocalRequests:
         for index, request in enumerate(tqdm(requests, disable=self.wrapper.rank != 0, desc=self.name)):
             doc_id, task, split = request.args[3:6]  # the same place in chat and simple requests
             doc = self.wrapper.task_dict[task][split][doc_id]
-            row_id = doc.get("row_id") if isinstance(doc, dict) else None
+            row_id = doc_identity(doc)[1]
             yield LmmsRequest(
                 row_id=row_id,
                 label=f"{self.name}: {task} doc {doc_id}" + (f" ({row_id})" if row_id is not None else ""),

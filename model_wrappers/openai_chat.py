@@ -38,7 +38,7 @@ from typing import Any
 
 from loguru import logger
 
-from faultline_eval.core.identity import fingerprint_of
+from faultline_eval.core.identity import doc_identity, fingerprint_of
 from faultline_eval.core.store import open_store, request_key, slug
 from faultline_eval.model_wrappers.audio_canary import AudioCanaryError, audio_clip, run_canary
 from faultline_eval.model_wrappers.chat_messages import role_texts
@@ -133,6 +133,7 @@ class OpenAIChat(RemoteChat):
 
     def _build(self, request: Any) -> dict:
         doc = self.doc(request)
+        dataset, row_id = doc_identity(doc)
         messages = request.args[1](doc)
         wants_json = self.json_mode and expects_json(doc)
         temperature, budget, keyed = decoding(request, doc, self.max_tokens)
@@ -144,8 +145,8 @@ class OpenAIChat(RemoteChat):
             key = request_key(
                 "openai",
                 self.model_name,
-                fingerprint_of(doc["dataset"]),
-                doc["row_id"],
+                fingerprint_of(dataset),
+                row_id,
                 text,
                 wants_json,
                 self.max_tokens,
@@ -156,9 +157,9 @@ class OpenAIChat(RemoteChat):
         try:
             wire_messages, body = self._wire(messages)
         except ValueError as exc:
-            raise ValueError(f"sceval_openai: {doc['row_id']}: {exc}") from exc
+            raise ValueError(f"sceval_openai: {row_id}: {exc}") from exc
         return {
-            "row_id": doc["row_id"],
+            "row_id": row_id,
             "messages": wire_messages,
             "body": body,
             "json": wants_json,

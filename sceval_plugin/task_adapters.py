@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from faultline_eval.core.registry import PluginError, Registry
+from faultline_eval.core.trial import WRAPPED_TRIAL_KEY
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.plugins import fill_registry
 from sceval_plugin.render import reorder_options
@@ -255,7 +256,7 @@ def per_doc_score(result: Mapping[str, Any], score: tuple[str, str | None] | Non
                 value = value if field is None else (value.get(field) if isinstance(value, Mapping) else None)
                 return _number(value)
         return None
-    metrics = [v for k, v in result.items() if k != "faultline_trial"]
+    metrics = [v for k, v in result.items() if k != WRAPPED_TRIAL_KEY]
     if len(metrics) != 1:
         return None
     value = metrics[0]

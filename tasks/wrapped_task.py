@@ -7,10 +7,13 @@ lmms-eval hands task functions no config, so each learns its base task, SCEval c
 variant from its own name (a module ``__getattr__``, :func:`faultline_eval.tasks.task_hooks.functions_by_name`)
 and calls the base task's own functions (:func:`faultline_eval.tasks.base_task.base_config`):
 
-* ``process_docs``: the base's own ``process_docs``; then two columns, ``faultline_doc_id``
-  (lmms-eval's row index, which ``process_results`` is not given) and ``row_id``
-  (``<wrapped name>/<row>``, the id the project's models report failures under,
-  :mod:`faultline_eval.core.telemetry`); Audio columns decoded without torchcodec
+* ``process_docs``: the base's own ``process_docs``; then the wrapper's columns, all in the
+  ``_faultline_`` namespace (:data:`~faultline_eval.core.identity.WRAPPED_FIELD_PREFIX`; a dataset holding a column there is refused,
+  loudly: :class:`WrappedDocsRefused`): ``_faultline_doc_id`` (lmms-eval's row index, which
+  ``process_results`` is not given), ``_faultline_doc_key`` (the doc's seed key),
+  ``_faultline_row_id`` (``<wrapped name>/<row>``, the id the project's models report failures
+  under, :mod:`faultline_eval.core.telemetry`) and ``_faultline_dataset`` (the docs' identity for
+  the reply stores, :mod:`faultline_eval.core.identity`); Audio columns decoded without torchcodec
   (:func:`decoded_audio`); and the generic path's inferences on the docs (question field, id
   column, modalities; :class:`DocPlan`). Order and length are kept, so ``doc_id`` pairs the
   conditions of a run with each other and with the base task.
@@ -23,7 +26,9 @@ and calls the base task's own functions (:func:`faultline_eval.tasks.base_task.b
   seeds), blank frames / silence for the missing-modality controls, no media for the shortcuts.
 * ``doc_to_messages``: the base's on the corrupted doc, each media part's url mapped the same way.
 * ``process_results``: the base's dict (the base metrics, aggregated by the base's own
-  aggregations) plus ``faultline_trial``: a :class:`~faultline_eval.core.trial.WrappedTrial`.
+  aggregations) plus ``faultline_trial``: a :class:`~faultline_eval.core.trial.WrappedTrial`,
+  which lmms-eval writes to the per-sample log and which never becomes a metric of the results
+  (``model_wrappers.lmms_plugin.install_log_only_keys`` drops it before aggregation).
 
 Seeds (§4): every operator call is keyed ``<base>/<doc key>``, the doc key being the adapter's
 (the benchmark's own id) or a digest of the doc's text and number fields, never the row; the
@@ -47,11 +52,18 @@ import numpy as np
 from loguru import logger
 
 from faultline_eval.core import telemetry
-from faultline_eval.core.identity import WRAPPED_DATASET_FIELD
-from faultline_eval.core.trial import WrappedTrial
+from faultline_eval.core.identity import WRAPPED_DATASET_FIELD, WRAPPED_FIELD_PREFIX, WRAPPED_ROW_ID_FIELD
+from faultline_eval.core.trial import WRAPPED_TRIAL_KEY, WrappedTrial
 from faultline_eval.tasks.base_task import base_config
 from faultline_eval.tasks.task_hooks import functions_by_name
-from faultline_eval.tasks.wrap_configs import SEPARATOR, WrapNameError, condition_named, parse_name, probe_acts_on
+from faultline_eval.tasks.wrap_configs import (
+    SEPARATOR,
+    WrapNameError,
+    base_adapter,
+    condition_named,
+    parse_name,
+    probe_acts_on,
+)
 from faultline_eval.tasks.wrapped_media import FrameGrid, MediaCorruption, NotApplied, corrupt_media
 from sceval_plugin import operators
 from sceval_plugin import probe_conditions as probes
@@ -60,7 +72,6 @@ from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION
 from sceval_plugin.render import BLANK_LEVEL, NO_MEDIA_CONTROLS, corrupt, corrupts
 from sceval_plugin.task_adapters import (
     TaskAdapter,
-    adapter_for,
     corrupt_question,
     infer_key_field,
     infer_question_field,
@@ -75,6 +86,7 @@ __all__ = [
     "ROW_ID_FIELD",
     "TRIAL_KEY",
     "WrappedTaskError",
+    "WrappedDocsRefused",
     "Wrapped",
     "DocPlan",
     "wrapped",
@@ -86,12 +98,13 @@ __all__ = [
     "decoded_audio",
 ]
 
-#: Columns the wrapped ``process_docs`` adds (never part of a doc's key).
-DOC_ID_FIELD = "faultline_doc_id"
-KEY_FIELD = "faultline_doc_key"
-ROW_ID_FIELD = "row_id"
+#: Columns the wrapped ``process_docs`` adds (never part of a doc's key), all in the namespace
+#: :data:`~faultline_eval.core.identity.WRAPPED_FIELD_PREFIX`, where a base dataset's column is refused.
+DOC_ID_FIELD = f"{WRAPPED_FIELD_PREFIX}doc_id"
+KEY_FIELD = f"{WRAPPED_FIELD_PREFIX}doc_key"
+ROW_ID_FIELD = WRAPPED_ROW_ID_FIELD
 #: The key of the trial in what ``process_results`` returns (Contract C).
-TRIAL_KEY = "faultline_trial"
+TRIAL_KEY = WRAPPED_TRIAL_KEY
 _ADDED = (DOC_ID_FIELD, KEY_FIELD, ROW_ID_FIELD, WRAPPED_DATASET_FIELD)
 #: Controls that empty the adapter's context fields (G.4, G.5).
 _NO_CONTEXT = ("missing_text", "shortcut_visual_audio", "shortcut_question_options", "shortcut_options_only")
@@ -99,6 +112,15 @@ _NO_CONTEXT = ("missing_text", "shortcut_visual_audio", "shortcut_question_optio
 
 class WrappedTaskError(ValueError):
     """A wrapped task cannot do what its condition asks on this task or doc; the message names both."""
+
+
+class WrappedDocsRefused(SystemExit):
+    """A wrapped task cannot take its base task's docs (a column in the wrapper's namespace, a
+    question field that is not text, ...); the message names the task and the field.
+
+    Raised from ``process_docs``, where lmms-eval retries any ``Exception`` five times, then logs
+    it as a bare ``RetryError`` and exits 0: a ``SystemExit`` passes both, so plain ``lmms-eval``
+    and ``faultline-eval`` stop with this message and exit status 1."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +145,7 @@ def wrapped(name: str) -> Wrapped:
         raise WrapNameError(f"{name}: no SCEval condition {parsed.selector!r}")
     if not 0 <= parsed.variant < condition.variants:
         raise WrapNameError(f"{name}: condition {condition.id!r} has {condition.variants} variant(s)")
-    return Wrapped(name, parsed.base, condition, parsed.variant, adapter_for(parsed.base))
+    return Wrapped(name, parsed.base, condition, parsed.variant, base_adapter(parsed.base))
 
 
 @dataclass(frozen=True)
@@ -194,7 +216,7 @@ def _base_doc(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def doc_key(task: Wrapped, doc: Mapping[str, Any]) -> str:
-    """The doc's key: the ``faultline_doc_key`` column ``process_docs`` wrote (the adapter's key,
+    """The doc's key: the ``_faultline_doc_key`` column ``process_docs`` wrote (the adapter's key,
     the inferred id column, else the digest of its fields and media file names), computed once
     from the whole doc, so ``process_results``, which lmms-eval gives the doc without its media
     columns, sees the same key as ``doc_to_visual``."""
@@ -491,23 +513,29 @@ def _process_docs(dataset: Any, name: str) -> Any:
     base = base_config(task.base).get("process_docs")
     if callable(base):
         dataset = base(dataset)
-    for column in _ADDED:
-        if column in dataset.column_names:
-            raise WrappedTaskError(f"wrapped task {name}: the base docs already have a {column!r} column")
+    taken = [column for column in dataset.column_names if column.startswith(WRAPPED_FIELD_PREFIX)]
+    if taken:
+        raise WrappedDocsRefused(
+            f"wrapped task {name}: the docs of {task.base} have the column(s) {', '.join(map(repr, taken))}, in the "
+            f"namespace {WRAPPED_FIELD_PREFIX!r} the wrapper adds its own fields in; rename them in the dataset"
+        )
     rows = len(dataset)
     if not rows:
         return decoded_audio(dataset)
-    keys, key_field = doc_keys(task, dataset)
-    dataset = dataset.add_column(DOC_ID_FIELD, list(range(rows)))
-    dataset = dataset.add_column(KEY_FIELD, keys)
-    dataset = dataset.add_column(ROW_ID_FIELD, [f"{name}/{row}" for row in range(rows)])
     # The docs' identity for the models' reply stores (a killed run resumes from its replies): the
     # base docs' content fingerprint (datasets derives it from the files and every transform) and
     # the seed scheme, which decides the corrupted bytes.
     identity = f"{task.base}#{dataset._fingerprint}-seed{operators.seed_scheme()}"
+    keys, key_field = doc_keys(task, dataset)
+    dataset = dataset.add_column(DOC_ID_FIELD, list(range(rows)))
+    dataset = dataset.add_column(KEY_FIELD, keys)
+    dataset = dataset.add_column(ROW_ID_FIELD, [f"{name}/{row}" for row in range(rows)])
     dataset = dataset.add_column(WRAPPED_DATASET_FIELD, [identity] * rows)
     dataset = decoded_audio(dataset)
-    plan = _infer_plan(task, key_field, _base_doc(dataset[0]))
+    try:
+        plan = _infer_plan(task, key_field, _base_doc(dataset[0]))
+    except WrappedTaskError as exc:
+        raise WrappedDocsRefused(str(exc)) from None
     with _plans_lock:
         _plans[name] = plan
     logger.debug(f"{name}: {task.adapter.label}, {plan}")
@@ -608,7 +636,7 @@ def _make_process_results(name: str) -> Callable[..., dict[str, Any]]:
         scored = _ordered(task, doc)
         out = dict(base(scored, results, **kwargs)) if callable(base) else _metric_items(task, scored, results)
         reply = results[0] if results else ""
-        call = telemetry.take(doc.get(ROW_ID_FIELD, ""))
+        call = telemetry.take(str(doc.get(ROW_ID_FIELD, "")))
         invalid = call.failure if call is not None and call.failure else None
         if invalid is None and not str(reply or "").strip():
             invalid = "empty"

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,10 @@ __all__ = [
     "relative_media",
     "content_fingerprint",
     "fingerprint_of",
+    "WRAPPED_FIELD_PREFIX",
     "WRAPPED_DATASET_FIELD",
+    "WRAPPED_ROW_ID_FIELD",
+    "doc_identity",
     "is_legacy",
     "matching_source",
 ]
@@ -97,9 +100,25 @@ def content_fingerprint(records: Iterable[Sequence[Any]]) -> str:
     return f"{SCHEME}-{h.hexdigest()}"
 
 
-#: The doc column where a wrapped lmms-eval task (issue 27) keeps its docs' identity, as a
-#: ``spec#fingerprint`` like SCEval's ``dataset`` (which a base task's own columns may use).
-WRAPPED_DATASET_FIELD = "faultline_dataset"
+#: The namespace of the doc columns a wrapped lmms-eval task (issue 27) adds: no benchmark's own
+#: columns are there (a base dataset with one is refused), so a base's ``row_id`` or ``dataset``
+#: column is the benchmark's, never ours.
+WRAPPED_FIELD_PREFIX = "_faultline_"
+#: Where a wrapped task keeps its docs' identity, a ``spec#fingerprint`` like SCEval's ``dataset``.
+WRAPPED_DATASET_FIELD = f"{WRAPPED_FIELD_PREFIX}dataset"
+#: Where a wrapped task keeps each doc's row id (``<wrapped task>/<row>``), as SCEval's ``row_id``.
+WRAPPED_ROW_ID_FIELD = f"{WRAPPED_FIELD_PREFIX}row_id"
+
+
+def doc_identity(doc: Any) -> tuple[str | None, str | None]:
+    """``(dataset, row id)`` of an lmms-eval doc, what the models key their reply stores and
+    telemetry by: a wrapped task's (:data:`WRAPPED_DATASET_FIELD`, :data:`WRAPPED_ROW_ID_FIELD`),
+    else SCEval's and C3PO's own ``dataset`` and ``row_id`` (None where the doc has none)."""
+    if not isinstance(doc, Mapping):
+        return None, None
+    if WRAPPED_DATASET_FIELD in doc:
+        return doc[WRAPPED_DATASET_FIELD], doc.get(WRAPPED_ROW_ID_FIELD)
+    return doc.get("dataset"), doc.get("row_id")
 
 
 def fingerprint_of(dataset: Any) -> str:

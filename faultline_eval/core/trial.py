@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 __all__ = [
+    "WRAPPED_TRIAL_KEY",
     "SCHEMA_VERSION",
     "SCHEMA_FILE",
     "STRESS_ONLY",
@@ -50,6 +51,9 @@ __all__ = [
 
 #: The version the tasks write.
 SCHEMA_VERSION = 2
+#: The key of a wrapped task's trial entry in what its ``process_results`` returns, and so in each
+#: line of its per-sample log (Contract C of issue 27); never a metric of the results.
+WRAPPED_TRIAL_KEY = "faultline_trial"
 SCHEMA_FILE = Path(__file__).with_name("trial_schema.json")
 #: The cohort of trials run on stress-only cells (SCEval Appendix D); the only one an entry names.
 STRESS_ONLY = "stress_only"

@@ -27,7 +27,7 @@ import pandas as pd
 
 from faultline_eval.core.model_names import ModelNames
 from faultline_eval.core.run_logs import ReportError, find_sample_files, results_for, sample_lines
-from faultline_eval.core.trial import TrialEntryError, WrappedTrial
+from faultline_eval.core.trial import WRAPPED_TRIAL_KEY, TrialEntryError, WrappedTrial
 
 __all__ = [
     "TRIAL_KEY",
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 #: The per-sample line's field holding the wrapped trial entry (Contract C of issue 27).
-TRIAL_KEY = "faultline_trial"
+TRIAL_KEY = WRAPPED_TRIAL_KEY
 #: The per-sample logs of wrapped tasks: ``<date>_samples_<base>__<condition>__var<k>.jsonl``.
 WRAPPED_GLOB = "*_samples_*__*__var*.jsonl"
 _WRAPPED_NAME = re.compile(r"^(?P<base>.+?)__(?P<condition>.+)__var(?P<variant>\d+)$")
