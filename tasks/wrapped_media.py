@@ -100,7 +100,7 @@ __all__ = [
     "MediaCorruption",
     "FrameGrid",
     "SOURCE_FRAMES",
-    "SCEVAL_GRID",
+    "GRID_FRAMES",
     "FRAMES_CHOICES",
     "corrupt_media",
     "decoded_video",
@@ -116,8 +116,8 @@ FORMAT_VERSION = 2
 #: trial): every source frame at its own rate and size (the default, faithful to the base task),
 #: or re-encoded on SCEval's frame grid (:class:`FrameGrid`).
 SOURCE_FRAMES = "source"
-SCEVAL_GRID = "sceval_grid"
-FRAMES_CHOICES = (SOURCE_FRAMES, SCEVAL_GRID)
+GRID_FRAMES = "sceval_grid"
+FRAMES_CHOICES = (SOURCE_FRAMES, GRID_FRAMES)
 #: The ``type`` of the audio dicts returned (lmms-eval's auto-messages read it, design §1.6).
 AUDIO_TYPE = "audio"
 
