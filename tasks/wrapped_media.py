@@ -72,6 +72,7 @@ changed a shape. Nothing is dropped silently.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -343,7 +344,7 @@ def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid | 
         status = os.stat(path)
     except OSError as exc:
         raise WrappedMediaError(f"{where}: media file {path!r} cannot be read: {exc.strerror or exc}") from None
-    suffix = Path(path).suffix.lower()
+    suffix = os.path.splitext(path)[1].lower()  # os.path: a warm request is mostly such calls
     if suffix in media.IMAGE_SUFFIXES:
         if corruption.vision is None:
             return path
@@ -404,14 +405,21 @@ def _digest(kind: str, path: str, status: os.stat_result, corruption: MediaCorru
     identity = (
         FORMAT_VERSION,
         kind,
-        os.path.realpath(path),
+        _real_path(path),
         status.st_size,
         status.st_mtime_ns,
         corruption.identity,
         (astuple(grid) if grid is not None else SOURCE_FRAMES) if kind == "video" else (),
-        astuple(media.limits()),
+        repr(media.limits()),  # a frozen dataclass: its repr lists every field (astuple deep-copies, slower)
     )
     return hashlib.blake2b(repr(identity).encode(), digest_size=16).hexdigest()
+
+
+@functools.lru_cache(maxsize=65_536)
+def _real_path(path: str) -> str:
+    """``os.path.realpath`` once per path in a process (it lstats every component: most of a warm
+    request's cost). The size and time in the key come from a fresh stat of what the path names."""
+    return os.path.realpath(path)
 
 
 def _write_image(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid | None) -> None:
