@@ -403,7 +403,8 @@ def _checked_frames(frames: str) -> str:
 
 def frames_of(base: str) -> str:
     """How the wrapped tasks of ``base`` hand video files over, as their manifest records it
-    (``source`` where the folder has no manifest yet)."""
+    (``source`` where the folder has no manifest yet). A process reads it once per wrapped task
+    (:func:`faultline_eval.tasks.wrapped_task.wrapped` is cached): change it between runs."""
     return str((_read_manifest(task_folder(base)) or {}).get("frames", SOURCE_FRAMES))
 
 
