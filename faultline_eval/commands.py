@@ -127,7 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def add_wrap_parser(sub) -> None:
-    """``faultline wrap TASK... [--suite S] [--conditions ...] [--write] [--data TASK=PATH] [--include-path DIR]``:
+    """``faultline wrap TASK... [--suite S] [--conditions ...] [--write] [--data TASK=PATH] [--include-path DIR]
+    [--frames F]``:
     list (and write) lmms-eval tasks wrapped with SCEval conditions (issue 27;
     :func:`faultline_eval.tasks.wrap_configs.wrap`)."""
     parser = sub.add_parser(
@@ -165,6 +166,15 @@ def add_wrap_parser(sub) -> None:
         metavar="DIR",
         help="a folder of your own task YAMLs (what lmms-eval's --include_path gets); repeat for several",
     )
+    parser.add_argument(
+        "--frames",
+        choices=("source", "sceval_grid"),
+        default=None,
+        help="how a video file is handed to the model: every frame of the source at its own rate and size, "
+        "corrupted (source; the default, so a model sampling frames itself sees what the base task gives it), "
+        "or SCEval's frame grid (sceval_grid: 1 frame/s, at most 8). Recorded in the folder's manifest and "
+        "each trial; default: as the folder has it, else source",
+    )
 
     def run(args: argparse.Namespace) -> int:
         try:
@@ -180,9 +190,14 @@ def add_wrap_parser(sub) -> None:
         try:
             conditions = wrap_configs.requested_conditions(args.suite, args.conditions)
             plans = wrap_configs.wrap(
-                args.tasks, conditions, write_files=args.write, data=data, include_paths=args.include_path
+                args.tasks,
+                conditions,
+                write_files=args.write,
+                data=data,
+                include_paths=args.include_path,
+                frames=args.frames,
             )
-        except (KeyError, ValueError, OSError) as exc:  # unknown names, unreadable copies
+        except (KeyError, ValueError, OSError) as exc:  # unknown names, unreadable copies, a bad --frames
             print(f"faultline wrap: error: {exc}", file=sys.stderr)
             return 1
         for plan in plans:
@@ -195,6 +210,8 @@ def add_wrap_parser(sub) -> None:
                 print(f"  --tasks {plan.base}__{suite} runs the {suite} conditions that apply")
             for condition, tasks in plan.tasks.items():
                 print(f"  {plan.base}__{condition}: {' '.join(tasks)}")
+            if plan.tasks:
+                print(f"  the base task on the same data (the report's base row): {plan.unwrapped}")
             for condition, reason in plan.not_applied.items():
                 print(f"  not applied: {condition}: {reason}")
         return 0

@@ -13,31 +13,44 @@ list of PIL (frame tasks)         ``(N, H, W, 3)``, one call         list of PIL
 (also datasets' AudioDecoder)                                        "sampling_rate": 16000}``
 path, image suffix                ``(1, H, W, 3)``                   lossless PNG path
 path, audio suffix                mono float32 at 16 kHz             float WAV path (16 kHz)
-path, anything else: video        frames on the grid, one call;      lossless MP4 path (frames on the grid,
-                                  the audio track, one call          constant rate; PCM s16 audio)
+path, anything else: video        every source frame (or the         lossless MP4 path (the source's rate
+                                  grid's), one call; the audio       and size, or the grid's; PCM s16
+                                  track, one call                    audio at 16 kHz)
 ================================  =================================  =========================================
 
-**Paired, not faithful** (the lead's decision on design §13). A condition that leaves a modality
-alone (``clean``, audio-only conditions for the frames, ...) still gives that modality the form
-every condition gives it, so conditions differ only by their corruption: images and frame lists
-come back unchanged (the same objects; an image *path* stays the same path), audio always comes
-back as the 16 kHz dict or WAV (resampled with :func:`faultline_eval.core.media.resample_audio`
-when the source rate differs), and a video always comes back re-encoded on the
-:class:`FrameGrid`. The base task (unwrapped) against ``clean`` measures that re-encoding itself.
+**Faithful by default, paired throughout** (issue 36). A condition that leaves a modality alone
+(``clean``, audio-only conditions for the frames, ...) still gives that modality the form every
+condition gives it, so conditions differ only by their corruption: images and frame lists come
+back unchanged (the same objects; an image *path* stays the same path), audio always comes back
+as the 16 kHz dict or WAV (resampled with :func:`faultline_eval.core.media.resample_audio` when
+the source rate differs), and a video file always comes back re-encoded.
 
 **Video** (design §5). The model decides how to sample a video file, so the wrapper hands it a new
-file holding exactly the frames SCEval's protocol takes: :func:`faultline_eval.core.media.sample_times`
-on the grid (App. F.2: 1 frame/s, at most 8, uniform over longer clips), decoded through the shared
-decode cache, corrupted as one stack (occlusion and other operators may be consistent across
-frames; chunking would change the bytes), and written by
-:func:`faultline_eval.core.media.write_video_lossless` at the grid's constant rate (frame *i* at
-``i * step``), so the clip keeps its duration (to within one step for clips shorter than
-``max_frames / fps``) and index-based and time-based samplers agree on which frames exist. A model
-sampling more frames than the grid holds gets the grid's frames at most.
+file; ``frames`` (a wrap option, :data:`FRAMES_CHOICES`) says which frames it holds:
+
+* ``source`` (the default; ``grid=None`` here): every frame of the source, at its own size,
+  decoded as lmms-eval's own reader decodes them
+  (:func:`faultline_eval.core.media.read_source_video`), corrupted as one stack and written at
+  the source's average frame rate (frame *i* at ``i / rate``). A model sampling N frames itself
+  (``linspace`` over the frame count, or by time) picks the same frames, bit for bit, as from the
+  original file, corrupted. Cost: the whole clip in memory, bounded by
+  ``FAULTLINE_MAX_SOURCE_VIDEO_MB`` (default 2048; a clip over it is refused naming the setting,
+  never cut); the corruption runs on every frame (a 30 fps clip: 30x the grid's work per second).
+* ``sceval_grid``: exactly the frames SCEval's protocol takes
+  (:func:`faultline_eval.core.media.sample_times` on the :class:`FrameGrid`, App. F.2: 1 frame/s,
+  at most 8, uniform over longer clips), decoded through the shared decode cache and written at
+  the grid's constant rate (frame *i* at ``i * step``), so the clip keeps its duration (to within
+  one step for clips shorter than ``max_frames / fps``) and index-based and time-based samplers
+  agree on which frames exist. A model sampling more frames than the grid holds gets the grid's
+  frames at most (2 of a 2 s clip where the base task gave it 8): what SCEval's own items show.
+
+Either way the stack is corrupted in one operator call (occlusion and other operators may be
+consistent across frames; chunking would change the bytes), and the frame-budget probe's
+``exactly=N`` grid replaces both.
 
 **File cache.** Written files go to ``<cache>/wrapped_media/<2 hex>/<digest>.<ext>``; the digest
 covers the source file's identity (resolved path, size, modification time, as the decode cache's
-key), the corruption's :attr:`MediaCorruption.identity`, the grid, the media limits and
+key), the corruption's :attr:`MediaCorruption.identity`, the grid (or ``source``), the media limits and
 :data:`FORMAT_VERSION`. A file already there is reused (later models, reruns, other ranks: a stat,
 a touch and a path). The folder is bounded (``SCEVAL_WRAPPED_MEDIA_GB``, default 50; ``0``: no
 bound): past it the least recently used files are deleted down to 90 %, so a rerun after an
@@ -48,8 +61,8 @@ the same file wait for one writer. ``sceval cache clear`` empties the folder.
 
 **Limits.** Files are read with the project's readers, so the media limits apply
 (:class:`faultline_eval.core.media.MediaLimits`): a picture or frame over
-``FAULTLINE_MAX_FRAME_SIDE`` is downscaled before the operator sees it, an over-long clip is
-refused. A video without an audio track is written without one; an audio corruption then has
+``FAULTLINE_MAX_FRAME_SIDE`` is downscaled before the operator sees it (source frames excepted:
+they keep their size), an over-long clip is refused. A video without an audio track is written without one; an audio corruption then has
 nothing to act on, which is logged as a warning naming the doc and file.
 
 **Errors** name ``where`` (the wrapped task and doc key), the item's position and the item: a
@@ -59,11 +72,13 @@ changed a shape. Nothing is dropped silently.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +100,9 @@ __all__ = [
     "WrappedMediaError",
     "MediaCorruption",
     "FrameGrid",
+    "SOURCE_FRAMES",
+    "GRID_FRAMES",
+    "FRAMES_CHOICES",
     "corrupt_media",
     "decoded_video",
     "folder",
@@ -94,7 +112,13 @@ __all__ = [
 
 #: Bump when the bytes of a written file change for the same inputs (encoder settings, layout):
 #: new digests, old files never reused.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: How a video file is handed over (the wrap option ``frames``, recorded in the manifest and each
+#: trial): every source frame at its own rate and size (the default, faithful to the base task),
+#: or re-encoded on SCEval's frame grid (:class:`FrameGrid`).
+SOURCE_FRAMES = "source"
+GRID_FRAMES = "sceval_grid"
+FRAMES_CHOICES = (SOURCE_FRAMES, GRID_FRAMES)
 #: The ``type`` of the audio dicts returned (lmms-eval's auto-messages read it, design §1.6).
 AUDIO_TYPE = "audio"
 
@@ -188,19 +212,20 @@ def corrupt_media(
 ) -> list[Any]:
     """``items`` (what a task's ``doc_to_visual`` returned) with ``corruption`` applied to each,
     by type (see the module docstring); the same length and order. ``drop_media`` returns ``[]``.
-    ``where`` names the wrapped task and doc in every error; ``grid`` is the video frame grid
-    (default :class:`FrameGrid`). Safe to call from several threads and processes at once."""
+    ``where`` names the wrapped task and doc in every error; ``grid`` is the frame grid a video
+    file is re-encoded on (``frames=sceval_grid``); None (the default, ``frames=source``): every
+    frame of the source at its own rate and size. Safe to call from several threads and processes
+    at once."""
     if corruption.drop_media:
         return []
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
         raise WrappedMediaError(f"{where}: expected a list of media items, got {_describe(items)}")
     if not items:
         raise WrappedMediaError(f"{where}: no media items (an empty list) where the task should give media")
-    grid = grid or FrameGrid()
     return [_corrupt_item(item, corruption, f"{where}: media item {index}", grid) for index, item in enumerate(items)]
 
 
-def _corrupt_item(item: Any, corruption: MediaCorruption, where: str, grid: FrameGrid) -> Any:
+def _corrupt_item(item: Any, corruption: MediaCorruption, where: str, grid: FrameGrid | None) -> Any:
     if isinstance(item, Image.Image):
         return _image(item, corruption, where)
     if isinstance(item, (list, tuple)):
@@ -314,12 +339,12 @@ def _mono(wave: np.ndarray, where: str) -> np.ndarray:
 # --- files -----------------------------------------------------------------------------------------
 
 
-def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid) -> str:
+def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid | None) -> str:
     try:
         status = os.stat(path)
     except OSError as exc:
         raise WrappedMediaError(f"{where}: media file {path!r} cannot be read: {exc.strerror or exc}") from None
-    suffix = Path(path).suffix.lower()
+    suffix = os.path.splitext(path)[1].lower()  # os.path: a warm request is mostly such calls
     if suffix in media.IMAGE_SUFFIXES:
         if corruption.vision is None:
             return path
@@ -375,42 +400,55 @@ def _reuse(target: Path) -> bool:
     return True
 
 
-def _digest(kind: str, path: str, status: os.stat_result, corruption: MediaCorruption, grid: FrameGrid) -> str:
+def _digest(kind: str, path: str, status: os.stat_result, corruption: MediaCorruption, grid: FrameGrid | None) -> str:
     """The file cache key: what the written bytes depend on (module docstring), and nothing else."""
     identity = (
         FORMAT_VERSION,
         kind,
-        os.path.realpath(path),
+        _real_path(path),
         status.st_size,
         status.st_mtime_ns,
         corruption.identity,
-        astuple(grid) if kind == "video" else (),
-        astuple(media.limits()),
+        (astuple(grid) if grid is not None else SOURCE_FRAMES) if kind == "video" else (),
+        repr(media.limits()),  # a frozen dataclass: its repr lists every field (astuple deep-copies, slower)
     )
     return hashlib.blake2b(repr(identity).encode(), digest_size=16).hexdigest()
 
 
-def _write_image(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid) -> None:
+@functools.lru_cache(maxsize=65_536)
+def _real_path(path: str) -> str:
+    """``os.path.realpath`` once per path in a process (it lstats every component: most of a warm
+    request's cost). The size and time in the key come from a fresh stat of what the path names."""
+    return os.path.realpath(path)
+
+
+def _write_image(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid | None) -> None:
     decoded = decode_cache.load("frames", (path,), lambda: decode_frames((path,)), exactly=None)
     pixels = _vision(decoded.array, corruption, where)[0]
     with replacing(target) as temporary:
         media.write_image(temporary, pixels)
 
 
-def _write_audio(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid) -> None:
+def _write_audio(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid | None) -> None:
     decoded = decode_cache.load("audio", (path,), lambda: decode_audio(path), sample_rate=media.SAMPLE_RATE)
     wave = _audio(decoded.array, corruption, where)
     with replacing(target) as temporary:
         media.write_audio(temporary, wave)
 
 
-def _write_video(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid) -> None:
-    frames, track = decoded_video(path, grid)
+def _write_video(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid | None) -> None:
+    rate: float | Fraction
+    if grid is None:  # the source's frames: every one, at its own rate and size
+        source, rate = media.read_source_video(path)
+        frames, track = source.frames, _audio_track(path)
+    else:
+        frames, track = decoded_video(path, grid)
+        rate = _grid_rate(path, grid)
     pixels = frames if corruption.vision is None or corruption.grid is not None else _vision(frames, corruption, where)
     if corruption.audio is not None and track is None:
         logger.warning(f"{where}: {path} has no audio track; the audio corruption has nothing to act on")
     audio = None if track is None else _audio(track, corruption, where)
-    media.write_video_lossless(target, pixels, _grid_rate(path, grid), audio)
+    media.write_video_lossless(target, pixels, rate, audio)
 
 
 def decoded_video(path: str, grid: FrameGrid | None = None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -430,8 +468,13 @@ def decoded_video(path: str, grid: FrameGrid | None = None) -> tuple[np.ndarray,
         lambda: decode_frames((path,), grid.exactly, fps=grid.fps, max_frames=grid.max_frames, as_video=True),
         **params,
     )
+    return frames.array, _audio_track(path)
+
+
+def _audio_track(path: str) -> np.ndarray | None:
+    """A video file's audio track (16 kHz mono float32) through the decode cache; None without one."""
     track = decode_cache.load("audio_track", (path,), lambda: decode_track(path), sample_rate=media.SAMPLE_RATE)
-    return frames.array, None if NO_AUDIO_TRACK in track.notes else track.array
+    return None if NO_AUDIO_TRACK in track.notes else track.array
 
 
 def _grid_rate(path: str, grid: FrameGrid) -> float:

@@ -58,13 +58,15 @@ from faultline_eval.tasks.base_task import base_config
 from faultline_eval.tasks.task_hooks import functions_by_name
 from faultline_eval.tasks.wrap_configs import (
     SEPARATOR,
+    UNWRAPPED,
     WrapNameError,
     base_adapter,
     condition_named,
+    frames_of,
     parse_name,
     probe_acts_on,
 )
-from faultline_eval.tasks.wrapped_media import FrameGrid, MediaCorruption, NotApplied, corrupt_media
+from faultline_eval.tasks.wrapped_media import SOURCE_FRAMES, FrameGrid, MediaCorruption, NotApplied, corrupt_media
 from sceval_plugin import operators
 from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition
@@ -125,13 +127,15 @@ class WrappedDocsRefused(SystemExit):
 
 @dataclass(frozen=True)
 class Wrapped:
-    """What a wrapped task's name says: the base task, the condition, the variant and the adapter."""
+    """What a wrapped task's name says: the base task, the condition, the variant and the adapter;
+    and how its folder hands video files over (``frames``, from the manifest)."""
 
     name: str
     base: str
     condition: Condition
     variant: int
     adapter: TaskAdapter
+    frames: str = SOURCE_FRAMES
 
 
 @functools.cache
@@ -145,7 +149,7 @@ def wrapped(name: str) -> Wrapped:
         raise WrapNameError(f"{name}: no SCEval condition {parsed.selector!r}")
     if not 0 <= parsed.variant < condition.variants:
         raise WrapNameError(f"{name}: condition {condition.id!r} has {condition.variants} variant(s)")
-    return Wrapped(name, parsed.base, condition, parsed.variant, base_adapter(parsed.base))
+    return Wrapped(name, parsed.base, condition, parsed.variant, base_adapter(parsed.base), frames_of(parsed.base))
 
 
 @dataclass(frozen=True)
@@ -395,7 +399,10 @@ def _probe_corruption(task: Wrapped, key: str) -> MediaCorruption:
     )
 
 
-def _frame_grid(task: Wrapped) -> FrameGrid:
+def _frame_grid(task: Wrapped) -> FrameGrid | None:
+    """The grid a video file is re-encoded on; None: every source frame (``frames=source``)."""
+    if task.frames == SOURCE_FRAMES:
+        return None
     return FrameGrid() if task.adapter.frame_budget is None else FrameGrid(max_frames=task.adapter.frame_budget)
 
 
@@ -657,11 +664,26 @@ def _make_process_results(name: str) -> Callable[..., dict[str, Any]]:
             adapter=task.adapter.label,
             seed_scheme=str(operators.seed_scheme()),
             not_applicable=not_applicable,
+            frames=task.frames,
         )
         out[TRIAL_KEY] = trial.to_json()
         return out
 
     return process_results
+
+
+def _make_unwrapped_docs(name: str) -> Callable[[Any], Any]:
+    """``process_docs`` of ``<base>__unwrapped`` (the base task on the wrapped tasks' data): the
+    base's own, then :func:`decoded_audio` (a no-op with torchcodec or without Audio columns)."""
+    parsed = parse_name(name)
+    if parsed is None or parsed.selector != UNWRAPPED or parsed.variant is not None:
+        raise WrapNameError(f"{name!r} is not an unwrapped base task name (<base>__{UNWRAPPED})")
+
+    def process_docs(dataset: Any) -> Any:
+        base = base_config(parsed.base).get("process_docs")
+        return decoded_audio(base(dataset) if callable(base) else dataset)
+
+    return process_docs
 
 
 _FACTORIES: dict[str, Callable[[str], Callable[..., Any]]] = {
@@ -670,6 +692,7 @@ _FACTORIES: dict[str, Callable[[str], Callable[..., Any]]] = {
     "doc_to_visual": _make_doc_to_visual,
     "doc_to_messages": _make_doc_to_messages,
     "process_results": _make_process_results,
+    "unwrapped_docs": _make_unwrapped_docs,
 }
 _GETTERS = [functions_by_name(f"{fn}{SEPARATOR}", make, factory=True) for fn, make in _FACTORIES.items()]
 

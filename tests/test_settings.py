@@ -170,6 +170,7 @@ def _in_use() -> dict[str, object]:
         "FAULTLINE_MAX_CLIP_SECONDS": limits.max_clip_s,
         "FAULTLINE_MAX_AUDIO_SECONDS": limits.max_audio_s,
         "FAULTLINE_FRAME_SAMPLING": limits.frame_sampling,
+        "FAULTLINE_MAX_SOURCE_VIDEO_MB": media._source_video_budget() / 1e6,
         "SCEVAL_SOURCE": sceval_sources.current_spec(),
         "SCEVAL_ON_BAD_INPUT": intake.bad_input_policy(SCEVAL_ON_BAD_INPUT),
         "SCEVAL_STRESS_ONLY": manifest.stress_only_policy(),

@@ -20,11 +20,12 @@ import pytest
 from PIL import Image
 from test_wrap_report import listener, worldsense_doc, write_run
 from test_wrap_tasks import _build
+from wrap_datasets import CLIP_FRAMES
 
 from faultline_eval.core import media
 from faultline_eval.core.record_fields import decode_track
 from faultline_eval.tasks import wrap_configs, wrapped_task
-from faultline_eval.tasks.wrapped_media import corrupt_media
+from faultline_eval.tasks.wrapped_media import FrameGrid, corrupt_media
 from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.operators import variant_rng
@@ -107,15 +108,20 @@ def test_frame_lists_take_the_probes_own_list_rule_and_images_are_left_alone():
 
 
 def test_a_reused_file_still_says_why_the_probe_did_not_apply(clip, wrap_cache):
-    """The 2 s clip on the default grid has 2 frames: too few to drop middle ones."""
+    """The 2 s clip on SCEval's grid (``frames=sceval_grid``) has 2 frames: too few to drop middle ones."""
     told = []
     task = wrapped_task.wrapped("worldsense__probe_temporal_middle_drop__var0")
     corruption = wrapped_task.media_corruption(task, KEY)
     corruption = replace(corruption, not_applied=told.append)
-    first = corrupt_media([clip], corruption, where=task.name)
-    again = corrupt_media([clip], corruption, where=task.name)  # reused from the file cache
+    first = corrupt_media([clip], corruption, where=task.name, grid=FrameGrid())
+    again = corrupt_media([clip], corruption, where=task.name, grid=FrameGrid())  # reused from the file cache
     assert first == again and told == ["too_few_frames", "too_few_frames"]
-    assert np.array_equal(read_back(first[0])[0], read_back(wrapped_file("clean", clip))[0])
+    clean = wrapped_task.wrapped("worldsense__clean__var0")
+    on_grid = corrupt_media([clip], wrapped_task.media_corruption(clean, KEY), where=clean.name, grid=FrameGrid())
+    assert np.array_equal(read_back(first[0])[0], read_back(on_grid[0])[0])
+    assert (
+        len(read_back(wrapped_file("probe_temporal_middle_drop", clip))[0]) < CLIP_FRAMES
+    )  # every source frame: applies
 
 
 def test_audio_probes_are_seeded_like_apply_and_give_the_same_bytes_twice(clip, wrap_cache):

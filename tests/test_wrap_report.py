@@ -195,6 +195,23 @@ def test_reader_pairs_the_trials_items_and_reported_values(worldsense_runs):
     assert runs.trials["n_options"].eq(4).all()
 
 
+def test_the_base_run_on_the_same_data_is_the_unwrapped_row(worldsense_runs, tmp_path):
+    """``<base>__unwrapped`` (what ``faultline wrap`` writes beside the wrapped tasks, on their
+    data) is read as the base's value, before a run of the base under its own name, in any file order."""
+    import shutil
+
+    root, _ = worldsense_runs
+    copy = tmp_path / "runs"
+    shutil.copytree(root, copy)
+    same_data = {"results": {"worldsense__unwrapped": {"worldsense_score,none": 50.0}}}
+    same_data["config"] = {"model": "listener", "model_args": ""}
+    (copy / "listener" / "20261202_050000_results.json").write_text(json.dumps(same_data), encoding="utf-8")
+    unwrapped = read_wrapped_runs([copy]).unwrapped
+    listener = unwrapped[unwrapped["model"] == "listener"]
+    assert listener[["base_task", "metric", "value"]].values.tolist() == [["worldsense", "worldsense_score", 50.0]]
+    assert read_wrapped_runs([root]).unwrapped["value"].tolist() == [100 * 23 / 24]  # alone, the base's own name
+
+
 def test_drops_worst_variant_and_paired_interval(worldsense_runs, tmp_path):
     root, docs = worldsense_runs
     done = build_report([root], tmp_path / "r", b=400, seed=7, progress=False)

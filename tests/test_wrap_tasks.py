@@ -429,3 +429,36 @@ def test_faultline_wrap_lists_writes_and_says_what_does_not_apply(wrap_cache, lo
     assert manifest["data"]["dataset_path"] == str(copy.dataset_path.resolve())
     assert commands.main(["wrap", "mme", "--conditions", "clen"]) == 1
     assert "did you mean clean?" in capsys.readouterr().err
+
+
+def test_the_unwrapped_base_and_the_frames_option_are_written_and_recorded(wrap_cache, local_copies, capsys):
+    """Issue 36: ``<task>__unwrapped`` (the base on the same data, run by the suite tags) beside the
+    wrapped tasks; ``--frames`` recorded in the manifest, kept until changed, checked."""
+    copy, _, _ = local_copies["mme"]
+    argv = ["wrap", "mme", "--conditions", "clean", "--write", "--data", f"mme={copy.dataset_path}"]
+    assert commands.main([*argv, "--frames", "sceval_grid"]) == 0
+    assert "the base task on the same data (the report's base row): mme__unwrapped" in capsys.readouterr().out
+    folder = wrap_configs.task_folder("mme")
+    manifest = json.loads((folder / wrap_configs.MANIFEST).read_text())
+    assert (manifest["frames"], manifest["unwrapped_task"]) == ("sceval_grid", "mme__unwrapped")
+    assert wrap_configs.frames_of("mme") == "sceval_grid"
+    text = (folder / "mme__unwrapped.yaml").read_text()
+    assert f'include: "{base_task.base_yaml_path("mme")}"' in text and 'task: "mme__unwrapped"' in text
+    assert '  - "mme__sceval_panel"' in text and '"mme__clean"' not in text  # the suites run it, not clean's tag
+    assert f'dataset_path: "{copy.dataset_path.resolve()}"' in text  # the same local copy
+    functions = re.findall(r"^(\w+): !function", text, re.M)
+    assert functions == ["process_docs"]  # the base's own functions otherwise (audio decoded as wrapped)
+    assert commands.main(argv) == 0 and wrap_configs.frames_of("mme") == "sceval_grid"  # kept
+    assert commands.main([*argv, "--frames", "source"]) == 0 and wrap_configs.frames_of("mme") == "source"
+    capsys.readouterr()
+    assert wrap_configs.ensure(["mme__unwrapped"]) == ["mme__unwrapped"]
+    with pytest.raises(wrap_configs.WrapNameError, match="frames='every'"):
+        wrap_configs.wrap(["mme"], [catalogue().get("clean")], frames="every")
+    with pytest.raises(SystemExit):
+        commands.main([*argv, "--frames", "every"])
+    # the unwrapped task's docs are the base's, in order, with no column of the wrapper's; audio decoded
+    _, split, docs = local_copies["clotho_aqa_test"]
+    unwrapped = wrapped_task._make_unwrapped_docs("clotho_aqa_test__unwrapped")(split)
+    assert unwrapped.column_names == split.column_names
+    assert [dict(d)["question"] for d in unwrapped] == [d["question"] for d in docs]
+    assert np.array_equal(dict(unwrapped[0])["audio"]["array"], docs[0]["audio"]["array"])

@@ -115,12 +115,50 @@ def test_video_path_is_corrupted_on_the_grid_and_read_back_bit_exact(cache, tmp_
     assert not np.allclose(track, source_track, atol=1e-2)
 
 
+def test_by_default_a_video_keeps_every_source_frame_at_its_rate_and_size(cache, tmp_path):
+    """frames=source (issue 36): a model sampling N frames itself gets the frames it would take
+    from the source, corrupted; under SCEval's grid it gets the grid's 3 of these 30."""
+    import av
+
+    source = make_clip(tmp_path / "clip.mp4")
+    [out] = corrupt_media([str(source)], NOISE, where=WHERE)
+    every = read_video(str(source), num_frm=10_000)
+    assert len(every) == SECONDS * SOURCE_FPS
+    assert np.array_equal(
+        read_video(out, num_frm=10_000), operators.apply("noise", every, severity=50, variant=1, key=WHERE)
+    )
+    with av.open(out) as written, av.open(str(source)) as original:
+        got, want = written.streams.video[0], original.streams.video[0]
+        assert (got.average_rate, got.frames, got.width, got.height) == (
+            want.average_rate,
+            want.frames,
+            want.width,
+            want.height,
+        )
+    clean = MediaCorruption(None, None, identity="unchanged")
+    [faithful] = corrupt_media([str(source)], clean, where=WHERE)
+    [grid] = corrupt_media([str(source)], clean, where=WHERE, grid=FrameGrid())
+    for count in (1, 4, 8, 16):  # lmms-eval's own sampler picks the same frames as from the source
+        assert np.array_equal(read_video(faithful, num_frm=count), read_video(str(source), num_frm=count))
+    assert len(read_video(grid, num_frm=8)) == SECONDS  # the grid: 1 frame/s
+
+
+def test_a_source_clip_over_the_memory_bound_is_refused_naming_the_setting(cache, tmp_path, monkeypatch):
+    source = make_clip(tmp_path / "clip.mp4")  # 30 frames of 48x64x3: 0.28 MB decoded
+    monkeypatch.setenv("FAULTLINE_MAX_SOURCE_VIDEO_MB", "0.1")
+    with pytest.raises(WrappedMediaError, match=r"FAULTLINE_MAX_SOURCE_VIDEO_MB.*--frames sceval_grid") as raised:
+        corrupt_media([str(source)], NOISE, where=WHERE)
+    assert str(raised.value).startswith(WHERE) and "clip.mp4" in str(raised.value)
+    [on_grid] = corrupt_media([str(source)], NOISE, where=WHERE, grid=FrameGrid())  # the grid is not bounded by it
+    assert len(read_video(on_grid, num_frm=64)) == SECONDS
+
+
 def test_identity_corruption_keeps_pixels_and_audio(cache, tmp_path):
     source = make_clip(tmp_path / "clip.mp4")
     identity = MediaCorruption(vision_op("noise", 0), audio_op("distortion", 0), identity="clean")
     image = Image.fromarray(np.arange(48 * 64 * 3, dtype=np.uint32).reshape(48, 64, 3).astype(np.uint8))
     out_video, out_image, out_frames = corrupt_media([str(source), image, [image, image]], identity, where=WHERE)
-    assert np.array_equal(read_video(out_video, num_frm=8), media.read_video_frames(source).frames)
+    assert np.array_equal(read_video(out_video, num_frm=8), read_video(str(source), num_frm=8))
     track, source_track = decode_audio_track(Path(out_video)), decode_audio_track(source)
     assert track is not None and source_track is not None
     assert np.abs(track - source_track).max() <= 1 / 32768
@@ -129,7 +167,7 @@ def test_identity_corruption_keeps_pixels_and_audio(cache, tmp_path):
 
 
 def test_a_modality_left_alone_keeps_its_items_but_audio_is_16khz_and_video_reencoded(cache, tmp_path):
-    """Paired over faithful (the lead's decision): clean gives every condition's form."""
+    """Paired: clean gives every condition's form (a video re-encoded, faithfully: the source's frames)."""
     source = make_clip(tmp_path / "clip.mp4")
     image = Image.new("RGB", (8, 6), (10, 20, 30))
     image_file = tmp_path / "still.jpg"
@@ -142,7 +180,7 @@ def test_a_modality_left_alone_keeps_its_items_but_audio_is_16khz_and_video_reen
     assert set(got[3]) == {"type", "array", "sampling_rate"} and got[3]["type"] == "audio"  # no path of the clean file
     assert got[3]["sampling_rate"] == 16_000
     assert np.array_equal(got[3]["array"], media.resample_audio(stereo.mean(axis=1), 22_050))
-    assert got[4] != str(source) and np.array_equal(read_video(got[4]), media.read_video_frames(source).frames)
+    assert got[4] != str(source) and np.array_equal(read_video(got[4]), read_video(str(source)))
 
 
 def test_in_memory_and_file_items_by_type(cache, tmp_path):
@@ -183,7 +221,7 @@ def test_written_files_are_reused(cache, tmp_path):
     assert grid not in (first, second)
     make_clip(source, seconds=2)  # the source rewritten: a new file, never the stale one
     [fresh] = corrupt_media([str(source)], NOISE, where=WHERE)
-    assert fresh != first and len(read_video(fresh)) == 2
+    assert fresh != first and len(read_video(fresh, num_frm=64)) == 2 * SOURCE_FPS
 
 
 def test_the_file_cache_is_bounded_and_evicts_the_least_recently_used(cache, tmp_path, monkeypatch):

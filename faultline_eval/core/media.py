@@ -30,6 +30,7 @@ from faultline_eval.core.settings import (
     FAULTLINE_MAX_CLIP_SECONDS,
     FAULTLINE_MAX_FRAME_SIDE,
     FAULTLINE_MAX_MEGAPIXELS,
+    FAULTLINE_MAX_SOURCE_VIDEO_MB,
 )
 from faultline_eval.core.store import replacing
 
@@ -54,6 +55,7 @@ __all__ = [
     "read_image",
     "sample_times",
     "read_video_frames",
+    "read_source_video",
     "read_audio",
     "probe",
     "declared_duration",
@@ -304,6 +306,80 @@ def read_video_frames(
     return Frames(np.stack(frames), tuple(times), tuple(notes))
 
 
+def read_source_video(path: str | Path, *, cap: MediaLimits | None = None) -> tuple[Frames, Fraction]:
+    """Every frame of a video at its own size (RGB, decoded as PyAV's ``to_ndarray("rgb24")``, which
+    lmms-eval's own reader also calls), their times, and the stream's average frame rate: what a
+    wrapped task re-encodes when it hands the model the whole clip (``frames=source``), so a model
+    sampling frames itself picks the same frames as from the original file.
+
+    No downscaling (the clip's size is the point); the megapixel and clip-length limits apply, and
+    the decoded frames may take at most ``FAULTLINE_MAX_SOURCE_VIDEO_MB``: a clip over it is
+    refused (from its header when it declares its frame count, else while decoding) with
+    :class:`MediaTooLarge` naming the setting, never cut."""
+    import av
+
+    cap = cap or limits()
+    path = _exists(Path(path))
+    budget = _source_video_budget()
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.video:
+                raise MediaError(f"{path}: no video stream")
+            stream = container.streams.video[0]
+            _check_clip(path, container, stream, cap)
+            rate = Fraction(stream.average_rate or stream.guessed_rate or 0)
+            if rate <= 0:
+                raise MediaError(f"{path}: the video stream declares no frame rate")
+            width, height = stream.codec_context.width, stream.codec_context.height
+            if stream.frames and width and height:
+                _check_source_bytes(path, stream.frames * width * height * 3, budget, f"{stream.frames} frames")
+            frames: list[np.ndarray] = []
+            times: list[float] = []
+            total, start = 0, None
+            for index, frame in enumerate(container.decode(stream)):
+                t = float(frame.time) if frame.time is not None else index / float(rate)
+                start = t if start is None else start
+                if t - start > cap.max_clip_s:
+                    raise MediaTooLarge(
+                        f"{path}: clip runs past the {cap.max_clip_s:g} s limit ({FAULTLINE_MAX_CLIP_SECONDS.name})"
+                    )
+                rgb = frame.to_ndarray(format="rgb24")
+                total += rgb.nbytes
+                _check_source_bytes(path, total, budget, f"over {len(frames)} frames")
+                if frames and rgb.shape != frames[0].shape:
+                    raise MediaError(
+                        f"{path}: frame {index} is {rgb.shape[1]}x{rgb.shape[0]}, the first frames "
+                        f"{frames[0].shape[1]}x{frames[0].shape[0]}: a size change mid-clip"
+                    )
+                frames.append(rgb)
+                times.append(round(t - start, 6))
+    except av.FFmpegError as exc:
+        raise MediaError(f"{path}: cannot decode video: {exc}") from exc
+    if not frames:
+        raise MediaError(f"{path}: video has no decodable frames")
+    return Frames(np.stack(frames), tuple(times), ()), rate
+
+
+def _source_video_budget() -> float:
+    raw = FAULTLINE_MAX_SOURCE_VIDEO_MB.get()
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{FAULTLINE_MAX_SOURCE_VIDEO_MB.name}={raw!r}: expected a positive number")
+    return value * 1e6
+
+
+def _check_source_bytes(path: Path, size: int, budget: float, what: str) -> None:
+    if size > budget:
+        raise MediaTooLarge(
+            f"{path}: every frame decoded ({what}) takes {size / 1e6:.0f} MB, over the {budget / 1e6:g} MB "
+            f"limit ({FAULTLINE_MAX_SOURCE_VIDEO_MB.name}); raise it, or wrap with --frames sceval_grid "
+            "(SCEval's frame grid: at most 8 frames)"
+        )
+
+
 def _decode_at(
     path: Path, decoded: Any, rate: float, targets: Sequence[float], cap: MediaLimits, notes: list[str]
 ) -> tuple[list[np.ndarray], list[float]]:
@@ -472,7 +548,7 @@ def write_audio(path: str | Path, wave: np.ndarray, sample_rate: int = SAMPLE_RA
 def write_video_lossless(
     path: str | Path,
     frames: np.ndarray,
-    fps: float,
+    fps: float | Fraction,
     audio: np.ndarray | None,
     sample_rate: int = SAMPLE_RATE,
 ) -> Path:

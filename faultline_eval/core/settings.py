@@ -124,6 +124,14 @@ FAULTLINE_MAX_AUDIO_SECONDS = Setting(
     "evidence). A positive number.",
     group=_MEDIA,
 )
+FAULTLINE_MAX_SOURCE_VIDEO_MB = Setting(
+    "FAULTLINE_MAX_SOURCE_VIDEO_MB",
+    "2048",
+    "The memory, in MB, that every frame of one video may take decoded when a wrapped lmms-eval "
+    "task hands the model the whole clip (`frames=source`, the default): a clip over it is refused "
+    "naming this setting (raise it, or wrap with `--frames sceval_grid`). A positive number.",
+    group=_MEDIA,
+)
 FAULTLINE_FRAME_SAMPLING = Setting(
     "FAULTLINE_FRAME_SAMPLING",
     "uniform",
@@ -407,6 +415,7 @@ SETTINGS: tuple[Setting, ...] = (
     FAULTLINE_MAX_MEGAPIXELS,
     FAULTLINE_MAX_CLIP_SECONDS,
     FAULTLINE_MAX_AUDIO_SECONDS,
+    FAULTLINE_MAX_SOURCE_VIDEO_MB,
     FAULTLINE_FRAME_SAMPLING,
     SCEVAL_SOURCE,
     SCEVAL_HF_MODE,

@@ -286,9 +286,12 @@ class WrappedTrial(Trial):
     seed_scheme: str
     #: Why the condition's probe did not apply to the doc (shown unchanged; e.g. ``single_frame``).
     not_applicable: str | None = None
+    #: How a video file was handed to the model (the wrap option): ``source`` (every frame at the
+    #: source's rate and size) or ``sceval_grid`` (SCEval's frame grid); absent in trials written before it (the grid).
+    frames: str | None = None
 
     BENCHMARK: ClassVar[str] = "wrapped task"
-    WRITTEN_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"not_applicable"})
+    WRITTEN_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"not_applicable", "frames"})
 
     @staticmethod
     def correct_of(score: float | None) -> int | None:

@@ -188,16 +188,30 @@ def _read_log(path: Path, model: str, task: str, metrics: Sequence[str]) -> tupl
     return rows, items
 
 
+#: The unwrapped base task run on the wrapped tasks' data (``faultline wrap`` writes it beside them).
+UNWRAPPED_SUFFIX = "__unwrapped"
+
+
 def _unwrapped(results_files: set[Path], bases: set[str], names: ModelNames) -> pd.DataFrame:
-    """The base tasks' own aggregates in the same folders' results (an unwrapped run of them)."""
+    """The base tasks' own aggregates in the same folders' results: ``<base>__unwrapped`` (the
+    base on the wrapped tasks' data), else a run of ``<base>`` under its own name."""
     rows = []
     for path in sorted(results_files):
         results = _results(path)
         model = names.of(path)
-        for base in sorted(bases & set(results.get("results", {}))):
-            for metric, (value, _) in _metric_values(results, base, path).items():
-                rows.append({"model": model, "base_task": base, "metric": metric, "value": value, "file": str(path)})
-    frame = pd.DataFrame(rows, columns=["model", "base_task", "metric", "value", "file"])
+        reported = set(results.get("results", {}))
+        for base in sorted(bases):
+            for task in (base, base + UNWRAPPED_SUFFIX):
+                if task not in reported:
+                    continue
+                for metric, (value, _) in _metric_values(results, task, path).items():
+                    rows.append(
+                        {"model": model, "base_task": base, "metric": metric, "value": value, "file": str(path)}
+                        | {"same_data": task != base}
+                    )
+    frame = pd.DataFrame(rows, columns=["model", "base_task", "metric", "value", "file", "same_data"])
+    # the run on the wrapped tasks' own data wins over one under the base's name, then the latest file
+    frame = frame.sort_values("same_data", kind="stable").drop(columns="same_data")
     return frame.drop_duplicates(["model", "base_task", "metric"], keep="last").reset_index(drop=True)
 
 
