@@ -56,7 +56,7 @@ from faultline_eval.tasks.wrapped_media import FrameGrid, MediaCorruption, NotAp
 from sceval_plugin import operators
 from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition
-from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION
+from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION, GENERIC_OPEN_INSTRUCTION
 from sceval_plugin.render import BLANK_LEVEL, NO_MEDIA_CONTROLS, corrupt, corrupts
 from sceval_plugin.task_adapters import (
     TaskAdapter,
@@ -234,7 +234,8 @@ def shown_doc(task: Wrapped, doc: Mapping[str, Any]) -> dict[str, Any]:
         for name in adapter.context_fields:
             shown[name] = _empty_like(doc.get(name))
     if field is not None and control == "shortcut_visual_audio":
-        shown[field] = replace_question(doc[field], adapter.protected, GENERIC_INSTRUCTION)
+        instruction = GENERIC_INSTRUCTION if adapter.options_field is not None else GENERIC_OPEN_INSTRUCTION
+        shown[field] = replace_question(doc[field], adapter.protected, instruction)
     elif field is not None and control == "shortcut_options_only":
         shown[field] = ""
     return shown
