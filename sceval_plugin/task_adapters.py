@@ -309,8 +309,8 @@ def replace_question(text: str, protected: tuple[str, ...], new: str) -> str:
     tail: list[str] = []
     while matches and matches[-1].end() == end:  # a run of spans that ends the text
         match = matches.pop()
-        tail.insert(0, match.group(0))
         end = len(text[: match.start()].rstrip())
+        tail.insert(0, text[end : match.end()])  # with the whitespace before it
     return " ".join([*(m.group(0).strip() for m in matches), new]) + "".join(tail)
 
 
