@@ -43,18 +43,45 @@ def add_audit_parser(sub) -> None:
         "--min-models", type=int, metavar="K", help="list items answered under a control by >= K models (default: all)"
     )
     audit.add_argument("--no-figures", action="store_true", help="tables only")
+    audit.add_argument(
+        "--answerable-at",
+        action="append",
+        default=[],
+        type=_metric_threshold,
+        metavar="METRIC=VALUE",
+        help="for a graded metric (WER/CER, a non-0/1 score): an item is answerable when its per-item value is at "
+        "most VALUE (an error rate) or at least VALUE (a score), in the metric's own units (wer=50: librispeech's "
+        "per-item WER at most 50 %%); default: when it is no worse than the same item's in clean. Repeatable",
+    )
 
     def run(args: argparse.Namespace) -> int:
         # heavy: pandas and matplotlib come with the report modules
         from sceval_plugin.report.audit_section import audit_report
 
-        done = audit_report(args.runs, args.output, min_models=args.min_models, figures=not args.no_figures)
+        done = audit_report(
+            args.runs,
+            args.output,
+            min_models=args.min_models,
+            figures=not args.no_figures,
+            answerable_at=dict(args.answerable_at),
+        )
         for note in done["notes"]:
             print(f"note: {note}", file=sys.stderr)
         print(f"wrote {len(done['written'])} files to {args.output}")
         return 0
 
     audit.set_defaults(func=run)
+
+
+def _metric_threshold(text: str) -> tuple[str, float]:
+    """``METRIC=VALUE`` of ``--answerable-at``."""
+    metric, _, value = text.partition("=")
+    try:
+        if not metric.strip():
+            raise ValueError
+        return metric.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give METRIC=VALUE, e.g. wer=50") from None
 
 
 def add_tiny_model_parser(sub) -> None:
