@@ -53,6 +53,12 @@ def add_audit_parser(sub) -> None:
         "most VALUE (an error rate) or at least VALUE (a score), in the metric's own units (wer=50: librispeech's "
         "per-item WER at most 50 %%); default: when it is no worse than the same item's in clean. Repeatable",
     )
+    audit.add_argument(
+        "--per-pair",
+        action="store_true",
+        help="yes/no pairs (MME's two questions of an image): the pair is the item, answerable when both its "
+        "questions are (the task's acc+; chance 1/4); default: each question on its own (its acc; chance 1/2)",
+    )
 
     def run(args: argparse.Namespace) -> int:
         # heavy: pandas and matplotlib come with the report modules
@@ -64,6 +70,7 @@ def add_audit_parser(sub) -> None:
             min_models=args.min_models,
             figures=not args.no_figures,
             answerable_at=dict(args.answerable_at),
+            per_pair=args.per_pair,
         )
         for note in done["notes"]:
             print(f"note: {note}", file=sys.stderr)

@@ -535,3 +535,18 @@ def test_audit_of_yes_no_pairs_has_a_chance_rate_and_what_is_left_out_is_a_row(t
     report = json.loads((tmp_path / "a" / "report.json").read_text())
     assert [r["base_task"] for r in report["audit"]["left_out"]] == ["worldsense"]
     assert report["audit"]["rules"]["mme"]["kind"] == "yes/no pairs"
+
+
+def test_audit_per_pair_reads_mme_as_its_acc_plus(tmp_path):
+    """``--per-pair``: the pair is the item, answerable when both its questions are; chance 1/4."""
+    from sceval_plugin.report.audit_section import audit_report
+
+    docs = [mme_doc(i) for i in range(8)]
+    write_run(tmp_path / "runs", "m", "mme", docs, mme_blind, {"clean": 1, "missing_vision": 1}, date="20261202_070700")
+    audit_report([tmp_path / "runs"], tmp_path / "a", figures=False, per_pair=True)
+    row = pd.read_csv(tmp_path / "a" / "audit_shares.csv").set_index("control").loc["missing_vision"]
+    assert row["items"] == len(docs) // 2 and row["chance"] == 0.25
+    assert row["answerable"] == 0.0 and row["needs"] == 1.0  # "No" to both questions: never both right
+    assert row["answerable_if"].startswith("every question of the pair correct")
+    per_item = pd.read_csv(tmp_path / "a" / "audit_per_item.csv")
+    assert sorted(per_item["sample_id"]) == sorted({d["question_id"] for d in docs})

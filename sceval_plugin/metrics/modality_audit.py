@@ -12,8 +12,10 @@ row states its kind and rule, :data:`RULES`):
 
 * a 0/1 per-doc score: **accuracy** (the prompt lists lettered options), **yes/no** (the gold is
   yes or no; **yes/no pairs** when the adapter's unit pairs the questions of an image, MME: each
-  question counts on its own, as MME's acc does), **exact match** (open answers, clotho_aqa):
-  the trial is answerable when its score is 1 (correct);
+  question counts on its own, as MME's acc does; the other reading, the pair as the item,
+  answerable when both its questions are, as MME's acc+ counts, is ``per_pair``: ``faultline
+  audit --per-pair``), **exact match** (open answers, clotho_aqa): the trial is answerable when
+  its score is 1 (correct);
 * a graded per-item value: **error rate** (WER/CER, lower is better: the task's own aggregation
   of the one item, so its text normalisation applies) and **score** (a per-doc score that is not
   0/1, or a per-item aggregation where higher is better): by default a trial is answerable when
@@ -89,6 +91,8 @@ RULES = {
     "error rate": "per-item {metric} no higher than in clean (the task's aggregation of the one item)",
     "score": "per-item {metric} no lower than in clean",
 }
+#: The rule of yes/no pairs read per pair (``per_pair``).
+PAIR_RULE = "every question of the pair correct (the item is the pair, as the task's acc+ counts it); chance 1/2 per question, multiplied"
 #: The rule of a graded kind under a threshold (``answerable_at``).
 THRESHOLD_RULES = {
     "error rate": "per-item {metric} at most {at:g} (the task's aggregation of the one item, in its units)",
@@ -211,6 +215,8 @@ def score_trials(
     items: Mapping[tuple[str, str, str], list[Any]],
     aggregate_one: AggregateOne,
     answerable_at: Mapping[str, float] | None = None,
+    *,
+    per_pair: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, TaskKind]]:
     """The trials of clean and the controls with ``answerable`` (1/0; NaN: no value), ``value``
     (the graded per-item value) and ``chance`` per trial, and each base task's :class:`TaskKind`.
@@ -218,11 +224,13 @@ def score_trials(
     ``metrics``: per base task, its metrics and whether higher is better (as results.json says);
     ``items``: per (model, wrapped task, metric), the per-doc items in the trials' order;
     ``aggregate_one``: the task's own aggregation of one item; ``answerable_at``: metric ->
-    threshold, for the threshold reading of a graded metric (see the module docstring)."""
+    threshold, for the threshold reading of a graded metric (see the module docstring);
+    ``per_pair``: yes/no pairs are scored per pair (:data:`PAIR_RULE`), one row per pair."""
     answerable_at = dict(answerable_at or {})
     t = trials[trials["condition_id"].isin(("clean", *CONTROLS))].copy()
     t["answerable"], t["value"], t["chance"] = np.nan, np.nan, np.nan
     kinds: dict[str, TaskKind] = {}
+    pair_tasks: list[str] = []
     for base, rows in t.groupby("base_task", sort=True):
         names = [m for m, _ in metrics.get(base, [])]
         score = pd.to_numeric(rows["score"], errors="coerce")
@@ -234,7 +242,10 @@ def score_trials(
             metric = ", ".join(names) or "per-doc score"
             t.loc[rows.index, "answerable"] = score
             t.loc[rows.index, "chance"] = _chance(rows)
-            kinds[base] = TaskKind(base, metric, kind, RULES[kind])
+            pairs = per_pair and kind == "yes/no pairs"
+            kinds[base] = TaskKind(base, metric, kind, PAIR_RULE if pairs else RULES[kind])
+            if pairs:
+                pair_tasks.append(base)
             continue
         if score.notna().any():  # a graded per-doc score (partial credit)
             metric, higher, values, left_out = (names[0] if len(names) == 1 else "per-doc score"), True, score, {}
@@ -252,7 +263,24 @@ def score_trials(
         t.loc[rows.index, "value"] = values
         t.loc[rows.index, "answerable"] = _graded_answerable(rows, values, higher, at)
         kinds[base] = TaskKind(base, metric, kind, rule, left_out)
+    for base in pair_tasks:
+        t = pd.concat([t[t["base_task"] != base], _pairs(t[t["base_task"] == base])], ignore_index=True)
     return t, kinds
+
+
+def _pairs(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per pair (model, task, unit), keyed by its first question's doc id and named by the
+    unit: answerable when every question of it is (NaN when one has no value); chance the
+    product of its questions'."""
+    keys = ["model", "task", "unit"]
+    rest = {c: (c, "first") for c in rows.columns if c not in (*keys, "answerable", "chance")}
+    out = rows.groupby(keys, sort=False).agg(
+        **rest,
+        answerable=("answerable", lambda a: np.nan if a.isna().any() else float((a == 1).all())),
+        chance=("chance", lambda c: c.prod(skipna=False)),
+    )
+    out = out.reset_index()
+    return out.assign(sample_id=out["unit"])[list(rows.columns)]
 
 
 def per_item(scored: pd.DataFrame, kinds: Mapping[str, TaskKind]) -> pd.DataFrame:

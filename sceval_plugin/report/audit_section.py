@@ -120,11 +120,13 @@ def _aggregate_one(base: str, metric: str, item: Any) -> float:
 
 
 def audit_numbers(
-    runs: WrappedRuns, answerable_at: Mapping[str, float] | None = None
+    runs: WrappedRuns, answerable_at: Mapping[str, float] | None = None, *, per_pair: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(items, shares, left out) of the audit of ``runs``: :func:`per_item`, the
     :func:`control_shares` and the :func:`left_out_rows`, each task scored by its metric's kind."""
-    scored, kinds = score_trials(runs.trials, _metrics_of(runs), runs.items, _aggregate_one, answerable_at)
+    scored, kinds = score_trials(
+        runs.trials, _metrics_of(runs), runs.items, _aggregate_one, answerable_at, per_pair=per_pair
+    )
     items = per_item(scored, kinds)
     return items, control_shares(items, kinds), left_out_rows(scored, runs.trials, kinds)
 
@@ -135,13 +137,14 @@ def audit_section(
     min_models: int | None = None,
     figures: bool = True,
     answerable_at: Mapping[str, float] | None = None,
+    per_pair: bool = False,
 ) -> Section:
     """The audit's tables (``audit_shares``, with a row and its reason for each task, metric or
     control left out; ``audit_items``, CSV only; ``audit_per_item``, CSV only), its stacked-bar
     figure (``audit_stacked``) and report.json entries (``audit``: shares, outcomes, the rule of
     each kind, what was left out and why); ``answerable_at``: metric -> threshold for graded
-    metrics (:mod:`sceval_plugin.metrics.modality_audit`)."""
-    items, shares, left_out = audit_numbers(runs, answerable_at)
+    metrics and ``per_pair`` for yes/no pairs (:mod:`sceval_plugin.metrics.modality_audit`)."""
+    items, shares, left_out = audit_numbers(runs, answerable_at, per_pair=per_pair)
     notes = [
         f"modality audit: {r.base_task} ({r.model})"
         + (f", {r.metric}" if r.metric else "")
@@ -220,11 +223,19 @@ def audit_report(
     min_models: int | None = None,
     figures: bool = True,
     answerable_at: Mapping[str, float] | None = None,
+    per_pair: bool = False,
 ) -> dict[str, Any]:
     """``faultline audit``: read the wrapped runs under ``run_dirs``, write the audit under ``out``;
     returns what was written, the notes and the shares."""
     runs = read_wrapped_runs(run_dirs)
-    section = audit_section(runs, min_models=min_models, figures=figures, answerable_at=answerable_at)
-    head = {"runs": [str(r) for r in run_dirs], "min_models": min_models, "answerable_at": dict(answerable_at or {})}
+    section = audit_section(
+        runs, min_models=min_models, figures=figures, answerable_at=answerable_at, per_pair=per_pair
+    )
+    head = {
+        "runs": [str(r) for r in run_dirs],
+        "min_models": min_models,
+        "answerable_at": dict(answerable_at or {}),
+        "per_pair": per_pair,
+    }
     written = write_report(Path(out), Report(head, [Section(notes=runs.notes), section]))
     return {"written": [str(p) for p in written], "notes": [*runs.notes, *section.notes], "audit": section.numbers}
