@@ -152,12 +152,17 @@ def audit_section(
         + f": {r.note}"
         for r in left_out.itertuples()
     ]
+    rules = _rules(shares, left_out)
+    notes += [
+        f"modality audit: {base}: {r['kind']} ({r['metric']}); answerable if {r['answerable_if']}"
+        for base, r in rules.items()
+    ]
     everything = pd.concat([shares, left_out], ignore_index=True)[SHARE_COLUMNS] if len(left_out) else shares
     numbers: dict[str, Any] = {
         "audit": {
             "shares": json_records(everything),
             "left_out": json_records(left_out),
-            "rules": _rules(shares, left_out),
+            "rules": rules,
         }
     }
     if shares.empty:
@@ -186,8 +191,14 @@ def audit_section(
     return Section(
         tables=[
             _shares_table(everything),
-            Table("audit_items", "", None, listed),
-            Table("audit_per_item", "", None, items),
+            Table("audit_items", f"Items answerable under a control for {rule}", None, listed),
+            Table(
+                "audit_per_item",
+                "Per task, model and item: answerable (1/0) under clean and each control, its chance rate, "
+                "the metric's kind and rule, and why a cell is blank",
+                None,
+                items,
+            ),
         ],
         figures=figures_,
         notes=notes,
