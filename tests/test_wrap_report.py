@@ -490,6 +490,15 @@ def test_audit_scores_an_error_rate_against_clean_or_at_a_threshold(worldsense_r
     assert row["answerable"] == pytest.approx(answerable["missing_audio"].mean())
     assert row["clean_answerable"] == answerable["clean"].sum() == 4
     assert row["needs"] == pytest.approx(1 - answerable["missing_audio"][answerable["clean"]].mean()) == 0.5
+    # a model that ran the control without clean: nothing to compare with, said so in a row
+    write_run(tmp_path / "alone", "asr2", "ami_test", docs, ami_heard, {"missing_audio": 1}, date="20261202_070410")
+    done = audit_report([tmp_path / "alone"], tmp_path / "alone_audit", figures=False)
+    left = pd.read_csv(tmp_path / "alone_audit" / "audit_shares.csv")
+    assert left[["control", "note"]].values.tolist() == [
+        ["missing_audio", "left out: no item of this control has a value (see audit_per_item's blank)"]
+    ]
+    blank = pd.read_csv(tmp_path / "alone_audit" / "audit_per_item.csv")["blank"]
+    assert blank.str.startswith("missing_audio: no value").all() and done["audit"]["audit"]["left_out"]
     bad = subprocess.run(
         [FAULTLINE, "audit", str(tmp_path / "runs"), "-o", str(tmp_path / "x"), "--answerable-at", "wer"],
         capture_output=True,

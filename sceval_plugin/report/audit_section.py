@@ -171,7 +171,9 @@ def audit_section(
             "<base>__missing_audio, __missing_vision, __missing_text, __shortcut_visual_audio, "
             "__shortcut_question_options, __shortcut_options_only (and clean)"
         )
-        tables = [_shares_table(everything)] if len(left_out) else []
+        tables = ([_shares_table(everything)] if len(left_out) else []) + (
+            [_per_item_table(items)] if len(items) else []
+        )
         return Section(tables=tables, notes=notes, numbers=numbers)
     listed = answerable_items(items, min_models)
     outcomes = outcome_shares(items)
@@ -192,13 +194,7 @@ def audit_section(
         tables=[
             _shares_table(everything),
             Table("audit_items", f"Items answerable under a control for {rule}", None, listed),
-            Table(
-                "audit_per_item",
-                "Per task, model and item: answerable (1/0) under clean and each control, its chance rate, "
-                "the metric's kind and rule, and why a cell is blank",
-                None,
-                items,
-            ),
+            _per_item_table(items),
         ],
         figures=figures_,
         notes=notes,
@@ -215,6 +211,16 @@ def _shares_table(shares: pd.DataFrame) -> Table:
         "a row without a control or numbers is what was left out, its note says why",
         _shares_shown(shares),
         shares,
+    )
+
+
+def _per_item_table(items: pd.DataFrame) -> Table:
+    return Table(
+        "audit_per_item",
+        "Per task, model and item: answerable (1/0) under clean and each control, its chance rate, "
+        "the metric's kind and rule, and why a cell is blank",
+        None,
+        items,
     )
 
 
