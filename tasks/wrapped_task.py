@@ -95,6 +95,8 @@ TRIAL_KEY = "faultline_trial"
 _ADDED = (DOC_ID_FIELD, KEY_FIELD, ROW_ID_FIELD, WRAPPED_DATASET_FIELD)
 #: Controls that empty the adapter's context fields (G.4, G.5).
 _NO_CONTEXT = ("missing_text", "shortcut_visual_audio", "shortcut_question_options", "shortcut_options_only")
+#: Controls that remove or replace the question (G.5): a task whose question field is unknown cannot run them.
+_NO_QUESTION = ("shortcut_visual_audio", "shortcut_options_only")
 
 
 class WrappedTaskError(ValueError):
@@ -162,6 +164,11 @@ def _infer_plan(task: Wrapped, key_field: str | None, first: dict[str, Any]) -> 
         raise WrappedTaskError(
             f"{where}: condition {task.condition.id!r} corrupts the question, but no field among the "
             "question fields occurs in the prompt; register a task adapter naming it"
+        )
+    if task.condition.control in _NO_QUESTION and question is None:
+        raise WrappedTaskError(
+            f"{where}: control {task.condition.control!r} removes the question, but no field among the "
+            "question fields occurs in the prompt (it would show the question); register a task adapter naming it"
         )
     if question is not None and not isinstance(first.get(question), str):
         raise WrappedTaskError(f"{where}: the question field {question!r} is not a string field of the docs")

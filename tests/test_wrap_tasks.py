@@ -153,6 +153,16 @@ def test_the_controls_that_remove_or_keep_only_the_question_apply_to_every_task_
     )
 
 
+def test_a_generic_task_whose_question_is_not_found_refuses_to_remove_it():
+    """The generic path infers the question field on the first doc; when none occurs in the
+    prompt (ami_test's fixed instruction), the question-removing shortcut would show the question
+    after all, so the wrapped task stops naming the control instead."""
+    task = wrapped_task.wrapped("ami_test__shortcut_visual_audio__var0")
+    assert task.adapter is task_adapters.GENERIC
+    with pytest.raises(wrapped_task.WrappedTaskError, match="'shortcut_visual_audio' removes the question"):
+        wrapped_task.doc_plan(task, {"text": "hello there", "audio": {"array": np.zeros(160), "sampling_rate": 16_000}})
+
+
 def test_mme_without_its_question_keeps_the_tasks_own_format(local_copies, wrap_cache):
     """MME's shortcut prompt: an instruction for a task without options, then MME's own post
     prompt (its fixed suffix, kept at the end of the question, is stripped by its formatter)."""
