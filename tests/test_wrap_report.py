@@ -505,6 +505,11 @@ def test_audit_scores_an_error_rate_against_clean_or_at_a_threshold(worldsense_r
         text=True,
     )
     assert bad.returncode != 0 and "give METRIC=VALUE" in bad.stderr
+    typo = [FAULTLINE, "audit", str(tmp_path / "runs"), "-o", str(tmp_path / "y"), "--answerable-at", "wre=50"]
+    bad = subprocess.run(typo, capture_output=True, text=True)
+    assert (
+        bad.returncode != 0 and "wre, which is no graded metric of the runs (graded metrics audited: wer)" in bad.stderr
+    )
 
 
 def mme_blind(condition: str, variant: int, doc: dict) -> str:

@@ -263,6 +263,13 @@ def score_trials(
         t.loc[rows.index, "value"] = values
         t.loc[rows.index, "answerable"] = _graded_answerable(rows, values, higher, at)
         kinds[base] = TaskKind(base, metric, kind, rule, left_out)
+    graded = sorted({k.metric for k in kinds.values() if k.kind in THRESHOLD_RULES})
+    unused = sorted(set(answerable_at) - set(graded))
+    if unused:  # a mistyped metric must not leave the default reading in place unnoticed
+        raise ValueError(
+            f"answerable_at names {', '.join(unused)}, which is no graded metric of the runs "
+            f"(graded metrics audited: {', '.join(graded) or 'none'})"
+        )
     for base in pair_tasks:
         t = pd.concat([t[t["base_task"] != base], _pairs(t[t["base_task"] == base])], ignore_index=True)
     return t, kinds
