@@ -193,6 +193,23 @@ def _graded_values(
     return chosen[0], chosen[1], chosen[2], left_out
 
 
+def _graded(
+    rows: pd.DataFrame,
+    score: pd.Series,
+    metrics: list[tuple[str, bool | None]],
+    items: Mapping[tuple[str, str, str], list[Any]],
+    aggregate_one: AggregateOne,
+) -> tuple[str | None, bool, pd.Series, dict[str, str]]:
+    """(metric, higher is better, value per trial, metrics left out -> why) of a task without a
+    0/1 per-doc score: its graded per-doc score (partial credit, a per-doc error rate) where it
+    has one, else the per-item aggregation of :func:`_graded_values`."""
+    if score.isna().all():
+        return _graded_values(rows, metrics, items, aggregate_one)
+    if len(metrics) == 1:
+        return metrics[0][0], metrics[0][1] is not False, score, {}
+    return "per-doc score", True, score, {}
+
+
 def _graded_answerable(trials: pd.DataFrame, values: pd.Series, higher: bool, at: float | None) -> pd.Series:
     """Per trial 1/0 (NaN: no value, or no clean value to compare with) under the threshold
     ``at`` or, without one, against the same item's mean value in clean."""
@@ -247,12 +264,7 @@ def score_trials(
             if pairs:
                 pair_tasks.append(base)
             continue
-        if score.notna().any():  # a graded per-doc score (partial credit)
-            metric, higher, values, left_out = (names[0] if len(names) == 1 else "per-doc score"), True, score, {}
-            if len(names) == 1:
-                higher = metrics[base][0][1] is not False
-        else:
-            metric, higher, values, left_out = _graded_values(rows, metrics.get(base, []), items, aggregate_one)
+        metric, higher, values, left_out = _graded(rows, score, metrics.get(base, []), items, aggregate_one)
         if metric is None:
             reason = "; ".join(f"{m}: {why}" for m, why in left_out.items()) or "the runs report no metric for it"
             kinds[base] = TaskKind(base, ", ".join(names), "", "", {**left_out, "": f"no per-item value ({reason})"})
@@ -263,16 +275,22 @@ def score_trials(
         t.loc[rows.index, "value"] = values
         t.loc[rows.index, "answerable"] = _graded_answerable(rows, values, higher, at)
         kinds[base] = TaskKind(base, metric, kind, rule, left_out)
+    _check_thresholds(answerable_at, kinds)
+    for base in pair_tasks:
+        t = pd.concat([t[t["base_task"] != base], _pairs(t[t["base_task"] == base])], ignore_index=True)
+    return t, kinds
+
+
+def _check_thresholds(answerable_at: Mapping[str, float], kinds: Mapping[str, TaskKind]) -> None:
+    """A threshold for a metric that no task's graded metric is would leave the default reading
+    in place unnoticed (a typo): an error naming the graded metrics there are."""
     graded = sorted({k.metric for k in kinds.values() if k.kind in THRESHOLD_RULES})
     unused = sorted(set(answerable_at) - set(graded))
-    if unused:  # a mistyped metric must not leave the default reading in place unnoticed
+    if unused:
         raise ValueError(
             f"answerable_at names {', '.join(unused)}, which is no graded metric of the runs "
             f"(graded metrics audited: {', '.join(graded) or 'none'})"
         )
-    for base in pair_tasks:
-        t = pd.concat([t[t["base_task"] != base], _pairs(t[t["base_task"] == base])], ignore_index=True)
-    return t, kinds
 
 
 def _pairs(rows: pd.DataFrame) -> pd.DataFrame:
