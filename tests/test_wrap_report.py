@@ -564,3 +564,34 @@ def test_audit_per_pair_reads_mme_as_its_acc_plus(tmp_path):
     assert row["answerable_if"].startswith("every question of the pair correct")
     per_item = pd.read_csv(tmp_path / "a" / "audit_per_item.csv")
     assert sorted(per_item["sample_id"]) == sorted({d["question_id"] for d in docs})
+
+
+def test_a_partial_credit_score_is_graded_against_clean_or_a_threshold():
+    """A per-doc score that is not 0/1 (partial credit) is the "score" kind: answerable when no
+    lower than in clean, or at least the threshold given for its metric."""
+    from sceval_plugin.metrics.modality_audit import control_shares, per_item, score_trials
+
+    clean = [1.0, 0.5, 0.25, 0.75]
+    blind = [1.0, 0.25, 0.25, 0.0]
+    rows = [
+        {"model": "m", "task": f"t__{c}__var0", "base_task": "t", "condition_id": c, "variant": 0, "doc_id": d,
+         "sample_id": str(d), "unit": str(d), "score": s, "correct": None, "n_options": None, "target": "x"}
+        for c, scores in (("clean", clean), ("missing_vision", blind))
+        for d, s in enumerate(scores)
+    ]  # fmt: skip
+    trials = pd.DataFrame(rows)
+    readings = {
+        None: ([1] * len(clean), [int(b >= c) for b, c in zip(blind, clean)]),
+        0.5: ([int(c >= 0.5) for c in clean], [int(b >= 0.5) for b in blind]),
+    }
+    for at, (expected_clean, expected) in readings.items():
+        scored, kinds = score_trials(
+            trials, {"t": [("credit", True)]}, {}, lambda *a: 0.0, {"credit": at} if at else None
+        )
+        assert (kinds["t"].kind, kinds["t"].metric) == ("score", "credit")
+        items = per_item(scored, kinds)
+        assert items["clean"].tolist() == expected_clean and items["missing_vision"].tolist() == expected
+        share = control_shares(items, kinds).iloc[0]
+        assert share["answerable"] == np.mean(expected) and 0 < share["needs"] < 1
+        among = [x for x, c in zip(expected, expected_clean) if c]
+        assert share["needs"] == pytest.approx(1 - np.mean(among))
