@@ -31,7 +31,8 @@ def add_audit_parser(sub) -> None:
         "audit",
         help="which items of a wrapped benchmark stay answerable without its audio, vision or text",
         description="Reads lmms-eval output folders of <base>__{clean,missing_*,shortcut_*}__var0 runs and writes "
-        "audit_shares (table), audit_items.csv (items answered with a modality removed by >= K models), "
+        "audit_shares (table; each row states its metric's kind and what answerable means, and what could not be "
+        "scored is a row with the reason), audit_items.csv (items answered with a modality removed by >= K models), "
         "audit_per_item.csv and audit_stacked.png/pdf.",
     )
     path_rules(
