@@ -32,7 +32,8 @@ def add_audit_parser(sub) -> None:
         "audit",
         help="which items of a wrapped benchmark stay answerable without its audio, vision or text",
         description="Reads lmms-eval output folders of <base>__{clean,missing_*,shortcut_*}__var0 runs and writes "
-        "audit_shares (table), audit_items.csv (items answered with a modality removed by >= K models), "
+        "audit_shares (table; each row states its metric's kind and what answerable means, and what could not be "
+        "scored is a row with the reason), audit_items.csv (items answered with a modality removed by >= K models), "
         "audit_per_item.csv and audit_stacked.png/pdf.",
     )
     path_rules(
@@ -44,18 +45,52 @@ def add_audit_parser(sub) -> None:
         "--min-models", type=int, metavar="K", help="list items answered under a control by >= K models (default: all)"
     )
     audit.add_argument("--no-figures", action="store_true", help="tables only")
+    audit.add_argument(
+        "--answerable-at",
+        action="append",
+        default=[],
+        type=_metric_threshold,
+        metavar="METRIC=VALUE",
+        help="for a graded metric (WER/CER, a non-0/1 score): an item is answerable when its per-item value is at "
+        "most VALUE (an error rate) or at least VALUE (a score), in the metric's own units (wer=50: librispeech's "
+        "per-item WER at most 50 %%); default: when it is no worse than the same item's in clean. Repeatable",
+    )
+    audit.add_argument(
+        "--per-pair",
+        action="store_true",
+        help="yes/no pairs (MME's two questions of an image): the pair is the item, answerable when both its "
+        "questions are (the task's acc+; chance 1/4); default: each question on its own (its acc; chance 1/2)",
+    )
 
     def run(args: argparse.Namespace) -> int:
         # heavy: pandas and matplotlib come with the report modules
         from sceval_plugin.report.audit_section import audit_report
 
-        done = audit_report(args.runs, args.output, min_models=args.min_models, figures=not args.no_figures)
+        done = audit_report(
+            args.runs,
+            args.output,
+            min_models=args.min_models,
+            figures=not args.no_figures,
+            answerable_at=dict(args.answerable_at),
+            per_pair=args.per_pair,
+        )
         for note in done["notes"]:
             print(f"note: {note}", file=sys.stderr)
         print(f"wrote {len(done['written'])} files to {args.output}")
         return 0
 
     audit.set_defaults(func=run)
+
+
+def _metric_threshold(text: str) -> tuple[str, float]:
+    """``METRIC=VALUE`` of ``--answerable-at``."""
+    metric, _, value = text.partition("=")
+    try:
+        if not metric.strip():
+            raise ValueError
+        return metric.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give METRIC=VALUE, e.g. wer=50") from None
 
 
 def add_tiny_model_parser(sub) -> None:

@@ -116,6 +116,9 @@ PROMPTS = {p.id: p for p in (STANDARD, CHAIN_OF_THOUGHT, OPEN_FORM, NO_OPTION)}
 PROMPT_VARIANTS = {"json": STANDARD, "cot": CHAIN_OF_THOUGHT, "open": OPEN_FORM, "no_option": NO_OPTION}
 #: The instruction that replaces the question in the "generic instruction" controls.
 GENERIC_INSTRUCTION = "Choose the option that the attached inputs support."
+#: Its wording for a wrapped task that lists no options (MME's yes/no questions, clotho_aqa's open
+#: answers): the visual+audio shortcut still removes the question there (issue 36).
+GENERIC_OPEN_INSTRUCTION = "Answer from the attached inputs."
 
 
 @functools.lru_cache(maxsize=4)

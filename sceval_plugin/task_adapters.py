@@ -301,10 +301,20 @@ def corrupt_question(text: str, protected: tuple[str, ...], corrupt: Callable[[s
 
 
 def replace_question(text: str, protected: tuple[str, ...], new: str) -> str:
-    """``new`` in place of ``text``, keeping ``text``'s protected spans (media tags) in front of
-    it, in order: the visual+audio shortcut's generic instruction must still place the media."""
-    kept = [m.group(0).strip() for m in _protected_pattern(protected).finditer(text)] if protected else []
-    return " ".join([*kept, new]) if new else ""
+    """``new`` in place of ``text``, keeping ``text``'s protected spans in order: those that end
+    the text (MME's fixed suffix ``" Please answer yes or no."``, which the task's formatter
+    strips) after ``new``, verbatim; the others (media tags) in front of it, so the visual+audio
+    shortcut's generic instruction still places the media."""
+    if not new:
+        return ""
+    matches = list(_protected_pattern(protected).finditer(text)) if protected else []
+    end = len(text.rstrip())
+    tail: list[str] = []
+    while matches and matches[-1].end() == end:  # a run of spans that ends the text
+        match = matches.pop()
+        end = len(text[: match.start()].rstrip())
+        tail.insert(0, text[end : match.end()])  # with the whitespace before it
+    return " ".join([*(m.group(0).strip() for m in matches), new]) + "".join(tail)
 
 
 def _protected_pattern(protected: tuple[str, ...]) -> re.Pattern[str]:

@@ -209,10 +209,16 @@ def not_applicable(condition: Condition, adapter: TaskAdapter) -> str | None:
         return "removes audio, which the task does not feed"
     if control == "missing_text" and not adapter.context_fields:
         return f"removes the context, and {adapter.label} names no context field"
-    if control in ("shortcut_visual_audio", "shortcut_options_only") and (
-        adapter.question_field is None or adapter.options_field is None
-    ):
-        return "replaces the question beside the options; the task has no question and options fields"
+    # each shortcut needs only the fields it acts on: the visual+audio one replaces the question
+    # (options, where the task lists any, stay), the options-only one shows the options alone
+    if control == "shortcut_visual_audio" and adapter.question_field is None:
+        return "replaces the question, which the task does not have (a fixed instruction)"
+    if control == "shortcut_options_only" and (adapter.question_field is None or adapter.options_field is None):
+        return (
+            f"shows the options without the question, and {adapter.label} names no options field"
+            if adapter.question_field is not None
+            else "removes the question, which the task does not have (a fixed instruction)"
+        )
     if control in NO_MEDIA_CONTROLS and modalities == {"text"}:
         return "removes the media of a text-only task (it would equal clean)"
     return None

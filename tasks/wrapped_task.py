@@ -70,7 +70,7 @@ from faultline_eval.tasks.wrapped_media import SOURCE_FRAMES, FrameGrid, MediaCo
 from sceval_plugin import operators
 from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition
-from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION
+from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION, GENERIC_OPEN_INSTRUCTION
 from sceval_plugin.render import BLANK_LEVEL, NO_MEDIA_CONTROLS, corrupt, corrupts
 from sceval_plugin.task_adapters import (
     TaskAdapter,
@@ -110,6 +110,8 @@ TRIAL_KEY = WRAPPED_TRIAL_KEY
 _ADDED = (DOC_ID_FIELD, KEY_FIELD, ROW_ID_FIELD, WRAPPED_DATASET_FIELD)
 #: Controls that empty the adapter's context fields (G.4, G.5).
 _NO_CONTEXT = ("missing_text", "shortcut_visual_audio", "shortcut_question_options", "shortcut_options_only")
+#: Controls that remove or replace the question (G.5): a task whose question field is unknown cannot run them.
+_NO_QUESTION = ("shortcut_visual_audio", "shortcut_options_only")
 
 
 class WrappedTaskError(ValueError):
@@ -189,6 +191,11 @@ def _infer_plan(task: Wrapped, key_field: str | None, first: dict[str, Any]) -> 
             f"{where}: condition {task.condition.id!r} corrupts the question, but no field among the "
             "question fields occurs in the prompt; register a task adapter naming it"
         )
+    if task.condition.control in _NO_QUESTION and question is None:
+        raise WrappedTaskError(
+            f"{where}: control {task.condition.control!r} removes the question, but no field among the "
+            "question fields occurs in the prompt (it would show the question); register a task adapter naming it"
+        )
     if question is not None and not isinstance(first.get(question), str):
         raise WrappedTaskError(f"{where}: the question field {question!r} is not a string field of the docs")
     for modality in ("vision", "audio"):
@@ -260,7 +267,8 @@ def shown_doc(task: Wrapped, doc: Mapping[str, Any]) -> dict[str, Any]:
         for name in adapter.context_fields:
             shown[name] = _empty_like(doc.get(name))
     if field is not None and control == "shortcut_visual_audio":
-        shown[field] = replace_question(doc[field], adapter.protected, GENERIC_INSTRUCTION)
+        instruction = GENERIC_INSTRUCTION if adapter.options_field is not None else GENERIC_OPEN_INSTRUCTION
+        shown[field] = replace_question(doc[field], adapter.protected, instruction)
     elif field is not None and control == "shortcut_options_only":
         shown[field] = ""
     return shown

@@ -65,14 +65,20 @@ EXPECTED = {
 }
 
 
-def write_wrapped(copies: PreparedCopies, tasks: list[str], removed: str) -> dict[str, tuple[str, str]]:
-    """Write ``clean`` and ``removed`` of each task, pointed at its local copy; task -> names."""
+#: Controls run beside clean and the modality removed, for the audit (issue 36): the question
+#: removed from tasks that name no options or context field. Without its question the oracle
+#: answers its perceived word, which neither task's scorer takes for yes or no.
+EXTRA_CONTROLS = {"mme": "shortcut_visual_audio", "clotho_aqa_test": "shortcut_visual_audio"}
+
+
+def write_wrapped(copies: PreparedCopies, tasks: list[str], removed: str) -> dict[str, tuple[str, ...]]:
+    """Write ``clean``, ``removed`` (and the task's :data:`EXTRA_CONTROLS`) of each task, pointed
+    at its local copy; task -> names (clean's, removed's, then the extra control's)."""
     names = {}
     for task in tasks:
         data = wrap_configs.data_override(task, copies.copies[task].dataset_path)
-        conditions = [wrap_configs.condition_named("clean"), wrap_configs.condition_named(removed)]
-        clean, corrupted = wrap_configs.write(task, conditions, data)
-        names[task] = (clean, corrupted)
+        ids = ["clean", removed, *([EXTRA_CONTROLS[task]] if task in EXTRA_CONTROLS else [])]
+        names[task] = tuple(wrap_configs.write(task, [wrap_configs.condition_named(i) for i in ids], data))
     return names
 
 
@@ -130,7 +136,7 @@ def monkeypatch_module(wrap_copies):
 def check_run(names, results, samples, tasks, removed):
     for task in tasks:
         metric, clean_value, removed_value = EXPECTED[task]
-        clean, corrupted = names[task]
+        clean, corrupted = names[task][:2]
         assert results[clean][f"{metric},none"] == pytest.approx(clean_value), (task, results[clean])
         assert results[corrupted][f"{metric},none"] == pytest.approx(removed_value), (task, results[corrupted])
         for name, condition in ((clean, "clean"), (corrupted, removed)):
@@ -176,17 +182,53 @@ def test_visual_tasks_clean_and_missing_vision_and_the_base(vision_run, wrap_cop
     check_base(names, results, samples, VISION_TASKS, wrap_copies.names)
 
 
-def test_the_audit_names_the_two_settings_of_the_oracle_apart(audio_run, vision_run, tmp_path):
-    """``faultline audit`` over both runs: one class (``modality_oracle``) with two ``modality``
-    settings is two models, named by that argument (issue 35), each with its own tasks' trials."""
-    out = tmp_path / "audit"
+@pytest.fixture(scope="module")
+def audit_of_both(audio_run, vision_run, tmp_path_factory) -> Path:
+    """``faultline audit`` over both runs (tables only)."""
+    out = tmp_path_factory.mktemp("audit")
     command = [str(Path(sys.executable).with_name("faultline")), "audit", str(audio_run[3]), str(vision_run[3])]
     done = subprocess.run([*command, "-o", str(out), "--no-figures"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "more than once" not in done.stdout + done.stderr
-    per_item = pd.read_csv(out / "audit_per_item.csv")
+    return out
+
+
+def test_the_audit_names_the_two_settings_of_the_oracle_apart(audit_of_both):
+    """``faultline audit`` over both runs: one class (``modality_oracle``) with two ``modality``
+    settings is two models, named by that argument (issue 35), each with its own tasks' trials."""
+    per_item = pd.read_csv(audit_of_both / "audit_per_item.csv")
     tasks = per_item.groupby("model")["base_task"].agg(set).to_dict()
     assert tasks == {
         "modality_oracle (modality=audio)": set(AUDIO_TASKS),
         "modality_oracle (modality=vision)": set(VISION_TASKS),
     }
+
+
+def test_the_audit_scores_every_metric_kind_and_leaves_nothing_out(audit_of_both):
+    """Issue 36 on the real runs: librispeech's WER (0 in clean, 100 without audio) is a row of
+    the shares, an error rate needing the audio on every item; MME and clotho_aqa (yes/no golds)
+    have chance 1/2; the question-removing shortcut on MME and clotho_aqa shows how much of each
+    needs its question (all: the oracle without it answers neither yes nor no)."""
+    shares = pd.read_csv(audit_of_both / "audit_shares.csv")
+    assert shares["note"].fillna("").str.startswith("left out").sum() == 0, shares[["base_task", "note"]]
+    assert set(shares["base_task"]) == set(AUDIO_TASKS) | set(VISION_TASKS)
+    rows = shares.set_index(["base_task", "control"])
+    asr = rows.loc[("librispeech_test_clean", "missing_audio")]
+    assert (asr["kind"], asr["metric"]) == ("error rate", "wer")
+    assert asr["answerable"] == 0.0 and asr["needs"] == 1.0 and asr["clean_answerable"] == LIMIT
+    kinds = {task: rows.loc[task, "kind"].iloc[0] for task in (*AUDIO_TASKS, *VISION_TASKS)}
+    assert kinds["worldsense"] == kinds["mvbench_action_antonym"] == "accuracy"
+    assert kinds["mme"] == "yes/no pairs" and kinds["clotho_aqa_test"] == "yes/no"
+    for task in ("mme", "clotho_aqa_test"):
+        assert rows.loc[(task, EXTRA_CONTROLS[task]), "chance"] == 0.5
+        question = rows.loc[(task, "shortcut_visual_audio")]
+        assert question["takes_away"] == "question" and question["answerable"] == 0.0 and question["needs"] == 1.0
+    # the modality removed: the oracle's fixed guess is right on half the yes/no items (the "no" ones)
+    assert rows.loc[("mme", "missing_vision"), "answerable"] == 0.5 == rows.loc[("mme", "missing_vision"), "chance"]
+    assert rows.loc[("worldsense", "missing_audio"), "chance"] == 0.25
+    per_item = pd.read_csv(audit_of_both / "audit_per_item.csv")
+    asr_items = per_item[per_item["base_task"] == "librispeech_test_clean"]
+    assert asr_items["missing_audio"].tolist() == [0.0] * LIMIT and asr_items["clean"].tolist() == [1.0] * LIMIT
+    assert (
+        asr_items["blank"].str.fullmatch("missing_vision, shortcut_visual_audio: not run for this task and model").all()
+    )

@@ -443,3 +443,172 @@ def test_sceval_logs_beside_wrapped_ones_get_the_wrapped_report_in_a_subfolder(w
     wrapped = pd.read_csv(tmp_path / "r" / "wrapped" / "task_metrics_worldsense.csv")
     assert set(wrapped["model"]) == {"listener", "watcher"}
     assert (tmp_path / "r" / "wrapped" / "audit_shares.csv").is_file()
+
+
+# --- the audit of every metric kind (issue 36) ----------------------------------------------------
+
+
+def ami_heard(condition: str, variant: int, doc: dict) -> str:
+    """In clean: exact on even docs, the last word dropped on odd ones. Without audio: the same
+    on docs 0, 1, 3 (mod 4), "unknown" on docs 2 (mod 4)."""
+    words, n = doc["text"].split(), int(doc["text"].split()[5])
+    if condition == "missing_audio" and n % 4 == 2:
+        return "unknown"
+    return doc["text"] if n % 2 == 0 else " ".join(words[:-1])
+
+
+def test_audit_scores_an_error_rate_against_clean_or_at_a_threshold(worldsense_runs, tmp_path):
+    """WER has no 0/1 per-doc score: by default an item is answerable when its per-item WER is no
+    higher than in clean; ``--answerable-at wer=X`` reads a threshold instead. Audited beside the
+    worldsense runs, the per-item table's blank cells (controls ami_test did not run) say why."""
+    from sceval_plugin.report.audit_section import audit_report
+
+    docs = [ami_doc(i) for i in range(8)]
+    write_run(
+        tmp_path / "runs", "asr", "ami_test", docs, ami_heard, {"clean": 1, "missing_audio": 1}, date="20261202_070400"
+    )
+    process = base_config("ami_test")["process_results"]
+    wer = {c: np.array([process(d, [ami_heard(c, 0, d)])["wer"] for d in docs]) for c in ("clean", "missing_audio")}
+    root, _ = worldsense_runs
+    audit_report([tmp_path / "runs", root], tmp_path / "relative", figures=False)
+    shares = pd.read_csv(tmp_path / "relative" / "audit_shares.csv")
+    row = shares[shares["base_task"] == "ami_test"].set_index("control").loc["missing_audio"]
+    assert row["kind"] == "error rate" and row["metric"] == "wer"
+    assert row["answerable_if"].startswith("per-item wer no higher than in clean")
+    assert row["answerable"] == pytest.approx(np.mean(wer["missing_audio"] <= wer["clean"])) == 0.75
+    assert row["clean_answerable"] == len(docs) and row["needs"] == pytest.approx(0.25)
+    assert np.isnan(row["chance"]) and "no chance rate for a graded metric" in row["note"]
+    per_item = pd.read_csv(tmp_path / "relative" / "audit_per_item.csv")
+    for _, item in per_item.iterrows():
+        for condition in ("clean", *CONDITIONS):
+            if condition in per_item and pd.isna(item[condition]):
+                assert condition in str(item["blank"]), (item["base_task"], condition, item["blank"])
+    assert "missing_vision" in per_item[per_item["base_task"] == "ami_test"]["blank"].iloc[0]
+
+    done = subprocess.run(
+        [
+            FAULTLINE,
+            "audit",
+            str(tmp_path / "runs"),
+            "-o",
+            str(tmp_path / "at"),
+            "--no-figures",
+            "--answerable-at",
+            "wer=0.1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    row = pd.read_csv(tmp_path / "at" / "audit_shares.csv").set_index("control").loc["missing_audio"]
+    answerable = {c: w <= 0.1 for c, w in wer.items()}
+    assert row["answerable_if"].startswith("per-item wer at most 0.1")
+    assert row["answerable"] == pytest.approx(answerable["missing_audio"].mean())
+    assert row["clean_answerable"] == answerable["clean"].sum() == 4
+    assert row["needs"] == pytest.approx(1 - answerable["missing_audio"][answerable["clean"]].mean()) == 0.5
+    # a model that ran the control without clean: nothing to compare with, said so in a row
+    write_run(tmp_path / "alone", "asr2", "ami_test", docs, ami_heard, {"missing_audio": 1}, date="20261202_070410")
+    done = audit_report([tmp_path / "alone"], tmp_path / "alone_audit", figures=False)
+    left = pd.read_csv(tmp_path / "alone_audit" / "audit_shares.csv")
+    assert left[["control", "note"]].values.tolist() == [
+        ["missing_audio", "left out: no item of this control has a value (see audit_per_item's blank)"]
+    ]
+    blank = pd.read_csv(tmp_path / "alone_audit" / "audit_per_item.csv")["blank"]
+    assert blank.str.startswith("missing_audio: no value").all() and done["audit"]["audit"]["left_out"]
+    bad = subprocess.run(
+        [FAULTLINE, "audit", str(tmp_path / "runs"), "-o", str(tmp_path / "x"), "--answerable-at", "wer"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode != 0 and "give METRIC=VALUE" in bad.stderr
+    typo = [FAULTLINE, "audit", str(tmp_path / "runs"), "-o", str(tmp_path / "y"), "--answerable-at", "wre=50"]
+    bad = subprocess.run(typo, capture_output=True, text=True)
+    assert (
+        bad.returncode != 0 and "wre, which is no graded metric of the runs (graded metrics audited: wer)" in bad.stderr
+    )
+
+
+def mme_blind(condition: str, variant: int, doc: dict) -> str:
+    """Right with the image and its question; "No" without the image, "Yes" without the question."""
+    if condition == "missing_vision":
+        return "No"
+    if condition == "shortcut_visual_audio":
+        return "Yes"
+    return doc["answer"]
+
+
+def test_audit_of_yes_no_pairs_has_a_chance_rate_and_what_is_left_out_is_a_row(tmp_path):
+    """MME: yes/no questions in pairs, chance 1/2 per question; the shortcut that removes the
+    question is audited; a task run without any control is a row saying so, not a missing one."""
+    from sceval_plugin.report.audit_section import audit_report
+
+    docs = [mme_doc(i) for i in range(8)]
+    conditions = {"clean": 1, "missing_vision": 1, "shortcut_visual_audio": 1}
+    write_run(tmp_path / "runs", "m", "mme", docs, mme_blind, conditions, date="20261202_070500")
+    worldsense = [worldsense_doc(i) for i in range(4)]
+    write_run(tmp_path / "runs", "m", "worldsense", worldsense, listener, {"clean": 1}, date="20261202_070600")
+    done = audit_report([tmp_path / "runs"], tmp_path / "a", figures=False)
+    shares = pd.read_csv(tmp_path / "a" / "audit_shares.csv")
+    mme = shares[shares["base_task"] == "mme"].set_index("control")
+    assert set(mme["kind"]) == {"yes/no pairs"}
+    assert mme["chance"].tolist() == [0.5, 0.5]
+    no = np.mean([d["answer"] == "No" for d in docs])
+    assert mme.loc["missing_vision", "answerable"] == pytest.approx(no) and mme.loc[
+        "missing_vision", "needs"
+    ] == pytest.approx(1 - no)
+    assert mme.loc["shortcut_visual_audio", "takes_away"] == "question"
+    assert mme.loc["shortcut_visual_audio", "needs"] == pytest.approx(1 - (1 - no))
+    left = shares[shares["base_task"] == "worldsense"]
+    assert len(left) == 1 and pd.isna(left["control"].iloc[0])
+    assert left["note"].iloc[0] == "left out: no control was run (conditions run: clean)"
+    assert any("worldsense (m): left out: no control was run" in n for n in done["notes"])
+    report = json.loads((tmp_path / "a" / "report.json").read_text())
+    assert [r["base_task"] for r in report["audit"]["left_out"]] == ["worldsense"]
+    assert report["audit"]["rules"]["mme"]["kind"] == "yes/no pairs"
+
+
+def test_audit_per_pair_reads_mme_as_its_acc_plus(tmp_path):
+    """``--per-pair``: the pair is the item, answerable when both its questions are; chance 1/4."""
+    from sceval_plugin.report.audit_section import audit_report
+
+    docs = [mme_doc(i) for i in range(8)]
+    write_run(tmp_path / "runs", "m", "mme", docs, mme_blind, {"clean": 1, "missing_vision": 1}, date="20261202_070700")
+    audit_report([tmp_path / "runs"], tmp_path / "a", figures=False, per_pair=True)
+    row = pd.read_csv(tmp_path / "a" / "audit_shares.csv").set_index("control").loc["missing_vision"]
+    assert row["items"] == len(docs) // 2 and row["chance"] == 0.25
+    assert row["answerable"] == 0.0 and row["needs"] == 1.0  # "No" to both questions: never both right
+    assert row["answerable_if"].startswith("every question of the pair correct")
+    per_item = pd.read_csv(tmp_path / "a" / "audit_per_item.csv")
+    assert sorted(per_item["sample_id"]) == sorted({d["question_id"] for d in docs})
+
+
+def test_a_partial_credit_score_is_graded_against_clean_or_a_threshold():
+    """A per-doc score that is not 0/1 (partial credit) is the "score" kind: answerable when no
+    lower than in clean, or at least the threshold given for its metric."""
+    from sceval_plugin.metrics.modality_audit import control_shares, per_item, score_trials
+
+    clean = [1.0, 0.5, 0.25, 0.75]
+    blind = [1.0, 0.25, 0.25, 0.0]
+    rows = [
+        {"model": "m", "task": f"t__{c}__var0", "base_task": "t", "condition_id": c, "variant": 0, "doc_id": d,
+         "sample_id": str(d), "unit": str(d), "score": s, "correct": None, "n_options": None, "target": "x"}
+        for c, scores in (("clean", clean), ("missing_vision", blind))
+        for d, s in enumerate(scores)
+    ]  # fmt: skip
+    trials = pd.DataFrame(rows)
+    readings = {
+        None: ([1] * len(clean), [int(b >= c) for b, c in zip(blind, clean)]),
+        0.5: ([int(c >= 0.5) for c in clean], [int(b >= 0.5) for b in blind]),
+    }
+    for at, (expected_clean, expected) in readings.items():
+        scored, kinds = score_trials(
+            trials, {"t": [("credit", True)]}, {}, lambda *a: 0.0, {"credit": at} if at else None
+        )
+        assert (kinds["t"].kind, kinds["t"].metric) == ("score", "credit")
+        items = per_item(scored, kinds)
+        assert items["clean"].tolist() == expected_clean and items["missing_vision"].tolist() == expected
+        share = control_shares(items, kinds).iloc[0]
+        assert share["answerable"] == np.mean(expected) and 0 < share["needs"] < 1
+        among = [x for x, c in zip(expected, expected_clean) if c]
+        assert share["needs"] == pytest.approx(1 - np.mean(among))

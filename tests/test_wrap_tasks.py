@@ -132,6 +132,51 @@ def test_conditions_that_cannot_act_on_a_task_are_not_generated_and_say_why():
         wrap_configs.write("mme", [catalogue().get("single_mute_a50")])
 
 
+def test_the_controls_that_remove_or_keep_only_the_question_apply_to_every_task_with_one():
+    """The visual+audio shortcut replaces only the question (options stay where listed), so it
+    applies to MME and clotho_aqa, which name no options or context field (issue 36); the
+    question-and-options shortcut keeps only the question there. A task without a question (ASR)
+    is refused, saying so; the options-only shortcut still needs an options field."""
+    controls = [
+        catalogue().get(c) for c in ("shortcut_visual_audio", "shortcut_question_options", "shortcut_options_only")
+    ]
+    for task in ("mme", "clotho_aqa_test", "worldsense"):
+        applies, skipped = wrap_configs.plan(task, controls)
+        assert {"shortcut_visual_audio", "shortcut_question_options"} <= {c.id for c in applies}, (task, skipped)
+    _, skipped = wrap_configs.plan("mme", controls)
+    assert skipped == {
+        "shortcut_options_only": "shows the options without the question, and mme@1 names no options field"
+    }
+    _, skipped = wrap_configs.plan("librispeech_test_clean", controls)
+    assert (
+        skipped["shortcut_visual_audio"] == "replaces the question, which the task does not have (a fixed instruction)"
+    )
+
+
+def test_a_generic_task_whose_question_is_not_found_refuses_to_remove_it():
+    """The generic path infers the question field on the first doc; when none occurs in the
+    prompt (ami_test's fixed instruction), the question-removing shortcut would show the question
+    after all, so the wrapped task stops naming the control instead."""
+    task = wrapped_task.wrapped("ami_test__shortcut_visual_audio__var0")
+    assert task.adapter is task_adapters.GENERIC
+    with pytest.raises(wrapped_task.WrappedTaskError, match="'shortcut_visual_audio' removes the question"):
+        wrapped_task.doc_plan(task, {"text": "hello there", "audio": {"array": np.zeros(160), "sampling_rate": 16_000}})
+
+
+def test_mme_without_its_question_keeps_the_tasks_own_format(local_copies, wrap_cache):
+    """MME's shortcut prompt: an instruction for a task without options, then MME's own post
+    prompt (its fixed suffix, kept at the end of the question, is stripped by its formatter)."""
+    from sceval_plugin.eval_prompts import GENERIC_OPEN_INSTRUCTION
+
+    copy, _, docs = local_copies["mme"]
+    shortcut = catalogue().get("shortcut_visual_audio")
+    wrap_configs.write("mme", [shortcut], wrap_configs.data_override("mme", copy.dataset_path))
+    _, requests = _build("mme__shortcut_visual_audio__var0")
+    prompts = {arguments[0] for arguments, _ in requests}
+    assert prompts == {GENERIC_OPEN_INSTRUCTION + "\nAnswer the question using a single word or phrase."}
+    assert all(len(arguments[2](doc)) == 1 for arguments, doc in requests)  # the image stays
+
+
 def test_manifest_records_the_base_and_a_stale_folder_is_regenerated(wrap_cache):
     written = wrap_configs.ensure(["mme__single_noise_v50", "mme", "sceval_panel", "mine__x"])
     assert written == [f"mme__single_noise_v50__var{v}" for v in range(3)]

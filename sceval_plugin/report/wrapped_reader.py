@@ -59,6 +59,7 @@ COLUMNS = (
     "invalid",
     "not_applicable",
     "n_options",
+    "target",
     "adapter",
     "seed_scheme",
 )
@@ -179,6 +180,7 @@ def _read_log(path: Path, model: str, task: str, metrics: Sequence[str]) -> tupl
                 "invalid": trial.invalid,
                 "not_applicable": trial.not_applicable,
                 "n_options": option_count(sample.get("input") if isinstance(sample.get("input"), str) else ""),
+                "target": sample.get("target") if isinstance(sample.get("target"), str) else None,
                 "adapter": trial.adapter,
                 "seed_scheme": trial.seed_scheme,
             }
