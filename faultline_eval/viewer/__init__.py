@@ -103,7 +103,7 @@ def write_report_site(args: argparse.Namespace, benchmark: str) -> None:
         args.runs,
         Path(args.output) / "html",
         budget=args.html_budget,
-        benchmarks=(benchmark,),
+        benchmarks=(benchmark, "wrapped") if benchmark == "sceval" else (benchmark,),  # its report has both
         verdicts=getattr(args, "verdicts", None),
         **report,
     )

@@ -15,9 +15,9 @@ import pandas as pd
 
 from faultline_eval.core.figures import Figure, grid, pyplot, save
 from faultline_eval.core.report_writer import Report, Section, write_report
-from faultline_eval.core.tables import Table, json_records, pp
+from faultline_eval.core.tables import Table, TrialLinks, json_records, pp, trial_links, trials_in
 from sceval_plugin.metrics.modality_audit import answerable_items, control_shares, outcome_shares, per_item
-from sceval_plugin.report.wrapped_reader import WrappedRuns, read_wrapped_runs
+from sceval_plugin.report.wrapped_reader import WrappedRuns, condition_cell, read_wrapped_runs
 
 __all__ = ["audit_section", "audit_report", "stacked_bars"]
 
@@ -90,6 +90,28 @@ def _shares_shown(shares: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _shares_links(shares: pd.DataFrame, shown: pd.DataFrame) -> TrialLinks:
+    """The trials behind each share (the viewer's pages): the control's for its items, answerable
+    share and chance; clean's for the clean-answerable count; both for the share among them and
+    needs it."""
+    rows = []
+    for base, model, control in zip(shares["base_task"], shares["model"], shares["control"]):
+        under = trials_in([condition_cell(base, control)], model)
+        clean = trials_in([condition_cell(base, "clean")], model)
+        both = trials_in([condition_cell(base, "clean"), condition_cell(base, control)], model)
+        rows.append(
+            {
+                "items": under,
+                "answerable (%)": under,
+                "chance (%)": under,
+                "clean-answerable items": clean,
+                "still answerable among them (%)": both,
+                "needs it (%)": both,
+            }
+        )
+    return trial_links(shown, rows)
+
+
 def audit_section(runs: WrappedRuns, *, min_models: int | None = None, figures: bool = True) -> Section:
     """The audit's tables (``audit_shares``; ``audit_items``, CSV only; ``audit_per_item``, CSV
     only), its stacked-bar figure (``audit_stacked``) and report.json entries; notes when the
@@ -113,6 +135,7 @@ def audit_section(runs: WrappedRuns, *, min_models: int | None = None, figures: 
             "(A./(A)/A) at a line start); the option count is read from the prompt"
         )
     rule = "every model that ran it" if min_models is None else f"at least {min_models} model(s)"
+    shown = _shares_shown(shares)
     figures_ = (
         [Figure("audit_stacked", functools.partial(stacked_bars, outcomes, shares), STACKED_CAPTION)] if figures else []
     )
@@ -126,8 +149,9 @@ def audit_section(runs: WrappedRuns, *, min_models: int | None = None, figures: 
                 "audit_shares",
                 "Modality-necessity audit: share of items each control leaves answerable (chance: 1/options), "
                 "among the items answerable in clean, and needs it = 1 − that share",
-                _shares_shown(shares),
+                shown,
                 shares,
+                trial_links=_shares_links(shares, shown),
             ),
             Table("audit_items", "", None, listed),
             Table("audit_per_item", "", None, items),
