@@ -8,7 +8,8 @@ report's wrapped tables link recomputes from the trials its page shows (through 
 own aggregation), every mark of the audit's item list opens a trial with that outcome, and a
 trial's page shows what the model got: the corrupted frames (the condition's operator on the clean
 frames, with the trial's seed key), silence for missing audio, a blank picture for missing vision,
-the logged prompt and reply. Two CLI runs and the site take about a minute on 2 idle cores.
+the logged prompt and reply. Two CLI runs and the site take about a minute on 2 idle cores
+(three at a load of 9). The last test, fast, puts wrapped runs beside SCEval's.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import html
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -32,8 +34,6 @@ from faultline_eval.core.trial import WrappedTrial
 from faultline_eval.tasks import wrap_configs
 from faultline_eval.tasks.base_task import aggregate
 from sceval_plugin.render import BLANK_LEVEL, corrupt
-
-pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
 LIMIT = 4  # docs per task (MME: both questions of two images)
@@ -114,6 +114,7 @@ def drop_text(x: float) -> str:
     return f"↓{x:.2f}" if x > 0 else (f"↑{-x:.2f}" if x < 0 else "±0")
 
 
+@pytest.mark.slow
 def test_every_linked_number_of_the_wrapped_tables_recomputes_from_the_trials_it_opens(wrapped_site):
     root, stdout = wrapped_site
     n_trials = sum(LIMIT * (3 if c == "single_noise_v70" else 1) for cs, _ in TASKS.values() for c in cs)
@@ -196,6 +197,7 @@ def section(page: Path, anchor: str) -> str:
     return text[start : text.index("</section>", start)]
 
 
+@pytest.mark.slow
 def test_the_audit_items_open_their_trials_with_that_outcome(wrapped_site):
     import pandas as pd
 
@@ -241,6 +243,7 @@ def shown_media(page: Path, anchor: str) -> tuple[list[np.ndarray], np.ndarray |
     return frames, wave, html.unescape(re.sub("<[^>]+>", "", sent.group(1))) if sent else ""
 
 
+@pytest.mark.slow
 def test_a_trial_page_shows_the_media_the_model_got_its_prompt_and_reply(wrapped_site):
     from faultline_eval.viewer.site import slug
 
@@ -277,6 +280,7 @@ def test_a_trial_page_shows_the_media_the_model_got_its_prompt_and_reply(wrapped
     assert heard.any() and not muted.any() and len(heard) == len(muted)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium) for the browser test")
 def test_the_wrapped_pages_in_a_headless_browser(wrapped_site, tmp_path):
     """A number of the report table opens its filtered trials; a trial page's pictures decode and
@@ -328,3 +332,38 @@ def test_the_wrapped_pages_in_a_headless_browser(wrapped_site, tmp_path):
         assert "/samples/" in page.url and "__clean-" in page.url
         browser.close()
     assert errors == [] and all(url.startswith("file://") for url in requests)
+
+
+def test_wrapped_runs_beside_sceval_runs_get_their_own_section_with_the_reports_subfolder(tmp_path):
+    """SCEval logs and wrapped logs (tests/test_wrap_report.py's, from the real base task's
+    process_results) in one site: `sceval report` puts the wrapped report in ``wrapped/``, and
+    `faultline view --sceval-report` shows it on the wrapped section, its numbers linked to the
+    condition's table (no media picked: ``per_cell=0``)."""
+    from fixtures import guesser, write_logs
+    from test_wrap_report import CONDITIONS, listener, worldsense_doc, write_run
+
+    docs = [worldsense_doc(i) for i in range(8)]
+    write_run(tmp_path / "runs" / "wrapped", "listener", "worldsense", docs, listener, CONDITIONS, date="20261207_1")
+    write_logs(tmp_path / "runs" / "sceval" / "guesser", "guesser", guesser, ["clean", "single_noise_v70"])
+    env = dict(os.environ)
+    run(
+        [str(BIN / "sceval"), "report", str(tmp_path / "runs"), "-o", str(tmp_path / "r"), "--no-figures", "--quiet"],
+        env,
+    )
+    assert (tmp_path / "r" / "wrapped" / "task_metrics_worldsense.trials.json").is_file()
+    stdout = run(
+        [str(BIN / "faultline"), "view", str(tmp_path / "runs"), "-o", str(tmp_path / "site")]
+        + ["--sceval-report", str(tmp_path / "r"), "--html-budget", "per_cell=0"],
+        env,
+    )
+    assert "SCEval: " in stdout and f"Wrapped lmms-eval tasks: {8 * 18} trial(s) of 1 model(s): 0 shown" in stdout
+    tables = report_rows(tmp_path / "site" / "wrapped" / "index.html")
+    rows = {shown["condition"]: links for shown, links in tables["worldsense"]}
+    noise = selected(rows["single_noise_v70"]["value"])
+    assert {t["cell"] for t in noise} == {"worldsense__single_noise_v70"} and len(noise) == 3 * len(docs)
+    assert {t["sample_id"] for t in noise} == {f"worldsense/{i}" for i in range(len(docs))}
+    # the score column is the task's own per-doc score: the value recomputes from it
+    [value] = [s["value"] for s, _ in tables["worldsense"] if s["condition"] == "single_noise_v70"]
+    assert value == f"{100 * np.mean([t['score'] for t in noise]):.2f}"
+    assert "Lightweight panel" not in (tmp_path / "site" / "wrapped" / "index.html").read_text()
+    assert (tmp_path / "site" / "sceval" / "index.html").is_file()

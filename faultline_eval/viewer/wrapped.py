@@ -28,9 +28,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from loguru import logger
+from PIL import Image
 
 from faultline_eval.core import media
 from faultline_eval.core.run_logs import results_for, sample_lines
+from faultline_eval.tasks import wrap_configs, wrapped_task
+from faultline_eval.tasks.wrapped_media import decoded_video
 from faultline_eval.viewer.logs import registry_order, verdict_of, without_paths
 from faultline_eval.viewer.media import Shown
 from faultline_eval.viewer.site import Section, SiteWriter, esc, slug
@@ -210,8 +213,6 @@ class Renderer:
         # heavy: lmms-eval's task machinery and the base task's utils, only for trials shown with media
         from lmms_eval.tasks import TaskManager, get_task_dict
 
-        from faultline_eval.tasks import wrap_configs
-
         parsed = split_wrapped_name(name)
         condition = wrap_configs.condition_named(parsed[1]) if parsed else None
         if parsed is None or condition is None:
@@ -237,8 +238,6 @@ class Renderer:
         return task, docs
 
     def _doc(self, name: str, record: dict):
-        from faultline_eval.tasks import wrapped_task
-
         task, docs = self._task(name, record.get("config") or {})
         trial = record.get(TRIAL_KEY) or {}
         doc_id = int(trial.get("doc_id", record.get("doc_id", -1)))
@@ -312,10 +311,6 @@ class Renderer:
 def _add(shown: Shown, visual: Any) -> None:
     """One of what ``doc_to_visual`` returned (the wrapper's types) into ``shown``: pictures as
     images, a frame list and a video's frames (on SCEval's grid) as frames, audio at 16 kHz."""
-    from PIL import Image
-
-    from faultline_eval.tasks.wrapped_media import decoded_video
-
     n = len(shown.images)
     if isinstance(visual, Image.Image):
         shown.images.append((f"image {n + 1}", np.asarray(visual.convert("RGB"))))
