@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 import soundfile
 from PIL import Image
-from test_viewer import BROWSER_ARGS, CHROMIUM, selected
+from test_viewer import BROWSER_ARGS, CHROMIUM, selected, watched_page
 
 from faultline_eval.core.trial import WrappedTrial
 from faultline_eval.tasks import wrap_configs
@@ -298,15 +298,7 @@ def test_the_wrapped_pages_in_a_headless_browser(wrapped_site, tmp_path):
     errors, requests = [], []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.route(
-            "**/*",
-            lambda route: (
-                requests.append(route.request.url),
-                route.continue_() if route.request.url.startswith("file://") else route.abort(),
-            ),
-        )
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page = watched_page(browser, requests, errors)
         page.goto(overview.as_uri())
         page.screenshot(path=tmp_path / "overview.png", full_page=True)
         path, _, fragment = links["value"].partition("#")

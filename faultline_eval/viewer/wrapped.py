@@ -20,6 +20,7 @@ run's ``HF_HOME`` where they read their media from it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import tempfile
 from pathlib import Path
@@ -155,9 +156,13 @@ def _reply(line: dict) -> str:
 def _task_config(samples_file: Path, task: str) -> dict:
     """The wrapped task's config as the run's results JSON logged it (its dataset)."""
     results = results_for(samples_file)
-    if results is None:
-        return {}
-    return dict((json.loads(results.read_text(encoding="utf-8")).get("configs") or {}).get(task) or {})
+    return dict(_configs(results).get(task) or {}) if results is not None else {}
+
+
+@functools.cache
+def _configs(results: Path) -> dict:
+    """``configs`` of a results JSON (read once: every wrapped task of a run shares it)."""
+    return json.loads(results.read_text(encoding="utf-8")).get("configs") or {}
 
 
 def details(record: dict) -> list[tuple[str, object]]:
