@@ -359,3 +359,26 @@ def test_wrapped_runs_beside_sceval_runs_get_their_own_section_with_the_reports_
     assert value == f"{100 * np.mean([t['score'] for t in noise]):.2f}"
     assert "Lightweight panel" not in (tmp_path / "site" / "wrapped" / "index.html").read_text()
     assert (tmp_path / "site" / "sceval" / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_a_doc_that_changed_since_the_run_is_refused_naming_it(wrapped_site):
+    """The media are made again only for the run's doc: a trial whose key the dataset's row no
+    longer holds is refused with both keys named (the site lists it without media, with the reason)."""
+    from faultline_eval.viewer import wrapped
+
+    root, _ = wrapped_site
+    logs = wrapped.Logs([root / "runs" / "audio"])
+    key = next(k for k in logs.keys if k[1] == "mme__missing_vision")
+    record = logs.records({key})[1][key]
+    renderer = wrapped.Renderer()
+    try:
+        [(_, picture)] = renderer.trial(record).images  # the run's doc: its picture, blanked
+        assert (picture == BLANK_LEVEL).all()
+        record["faultline_trial"] = {**record["faultline_trial"], "sample_id": "another.png"}
+        with pytest.raises(
+            LookupError, match=r"mme__missing_vision__var0: doc \d of the dataset is 'color/.+', the run's trial 'another.png': the dataset changed"
+        ):
+            renderer.trial(record)
+    finally:
+        renderer.close()

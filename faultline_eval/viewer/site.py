@@ -309,7 +309,9 @@ class SiteWriter:
             for (_, cell, sample, variant), on in zip(keys, has_page)
         ]
         rows["link"] = links
-        rows = rows.drop(columns=[c for c in OPTIONAL_COLUMNS if c in rows and rows[c].isna().all()])
+        # a column no trial has a value in is left out (wrapped tasks log no confidence or latency)
+        empty = [*OPTIONAL_COLUMNS, "confidence", "latency_s"]
+        rows = rows.drop(columns=[c for c in empty if c in rows and rows[c].isna().all()])
         self.rows[s.name] = rows
         cells = s.renderer.order(list(rows["cell"].unique()))
         cell_pages = {c: slug(c) for c in cells}
@@ -694,9 +696,13 @@ class SiteWriter:
         conventions = head.get("conventions") if isinstance(head.get("conventions"), dict) else {}
         figures = []
         order = FIGURE_ORDER
-        for png in sorted(
-            s.report_dir.glob("*.png"), key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem)
-        ):
+
+        def story(png: Path) -> tuple:
+            """A figure's place: by base task (a wrapped report's ``<base>__<metric>__<figure>``), then ``order``."""
+            prefix, _, name = png.stem.rpartition("__")
+            return (prefix, order.index(name) if name in order else len(order), png.stem)
+
+        for png in sorted(s.report_dir.glob("*.png"), key=story):
             shutil.copyfile(png, self.out / s.name / "figures" / png.name)
             figures.append(
                 f'<figure class="figure"><a href="figures/{esc(png.name)}"><img src="figures/{esc(png.name)}"'
