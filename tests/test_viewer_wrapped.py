@@ -377,7 +377,8 @@ def test_a_doc_that_changed_since_the_run_is_refused_naming_it(wrapped_site):
         assert (picture == BLANK_LEVEL).all()
         record["faultline_trial"] = {**record["faultline_trial"], "sample_id": "another.png"}
         with pytest.raises(
-            LookupError, match=r"mme__missing_vision__var0: doc \d of the dataset is 'color/.+', the run's trial 'another.png': the dataset changed"
+            LookupError,
+            match=r"mme__missing_vision__var0: doc \d of the dataset is 'color/.+', the run's trial 'another.png': the dataset changed",
         ):
             renderer.trial(record)
     finally:
