@@ -5,7 +5,7 @@
     python benchmarks/viewer_screenshots.py --smoke                 # CI: a 3-item demo site, shot if chromium is there
 
 Pages: the front page, each benchmark's overview, a cell page filtered to the trials not correct,
-a sample page, and the search box with results. Uses Debian's Chromium (``apt-get install
+a sample page (wrapped tasks also their audit's items), and the search box with results. Uses Debian's Chromium (``apt-get install
 chromium``) through Playwright, headless, from ``file://``; the PNGs are not part of the repository.
 """
 
@@ -48,7 +48,7 @@ def pages(site: Path) -> list[tuple[str, str]]:
     """(name, address) of each page shot (``file://`` addresses: ``site`` is made absolute)."""
     site = Path(site).resolve()  # Path.as_uri() refuses a relative path (the docs' `out/site/` is one)
     found = [("index", (site / "index.html").as_uri())]
-    for bench in ("sceval", "c3po"):
+    for bench in ("sceval", "c3po", "wrapped"):
         if not (site / bench).is_dir():
             continue
         found.append((f"{bench}-overview", (site / bench / "index.html").as_uri()))
@@ -58,6 +58,8 @@ def pages(site: Path) -> list[tuple[str, str]]:
         samples = sorted((site / bench / "samples").glob("*.html"))
         if samples:
             found.append((f"{bench}-sample", samples[0].as_uri()))
+        if (site / bench / "audit.html").is_file():  # wrapped tasks: the audit's items
+            found.append((f"{bench}-audit", (site / bench / "audit.html").as_uri()))
     return found
 
 

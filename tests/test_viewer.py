@@ -595,6 +595,21 @@ def selected(address: str) -> list[dict]:
     return rows
 
 
+def watched_page(browser, requests: list[str], errors: list[str]):
+    """A 1,280 px page of ``browser`` that lets only ``file://`` requests through (each address
+    into ``requests``, so a test sees what tried to leave the machine) and collects script errors."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.route(
+        "**/*",
+        lambda route: (
+            requests.append(route.request.url),
+            route.continue_() if route.request.url.startswith("file://") else route.abort(),
+        ),
+    )
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return page
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium) for the browser test")
 def test_the_site_in_a_headless_browser(site, tmp_path):
@@ -607,16 +622,8 @@ def test_the_site_in_a_headless_browser(site, tmp_path):
     requests: list[str] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.route(
-            "**/*",
-            lambda route: (
-                requests.append(route.request.url),
-                route.continue_() if route.request.url.startswith("file://") else route.abort(),
-            ),
-        )
         errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page = watched_page(browser, requests, errors)
         page.goto((out / "index.html").as_uri())
         page.screenshot(path=tmp_path / "index.png")
         page.click("text=SCEval")

@@ -6,7 +6,8 @@
 
 The site opens from disk (``file://``) or any static host: no server, no network, relative
 paths only. It is fed by the reports' own trial tables, and every shown trial's media are
-regenerated from its record by the benchmark's renderer (see :mod:`.sceval`, :mod:`.c3po`);
+regenerated from its record by the benchmark's renderer (see :mod:`.sceval`, :mod:`.c3po`, and
+:mod:`.wrapped` for runs of wrapped lmms-eval tasks);
 the size budget (:mod:`.budget`) picks which trials get media.
 """
 
@@ -103,7 +104,7 @@ def write_report_site(args: argparse.Namespace, benchmark: str) -> None:
         args.runs,
         Path(args.output) / "html",
         budget=args.html_budget,
-        benchmarks=(benchmark,),
+        benchmarks=(benchmark, "wrapped") if benchmark == "sceval" else (benchmark,),  # its report has both
         verdicts=getattr(args, "verdicts", None),
         **report,
     )
@@ -129,7 +130,9 @@ def _run(args: argparse.Namespace) -> int:
 def add_parser(sub) -> None:
     view = sub.add_parser("view", help="a static site of every sample with its media, answer and verdict")
     path_rules(
-        view.add_argument("runs", nargs="+", help="lmms-eval --output_path folders (SCEval and/or C3PO logs)"),
+        view.add_argument(
+            "runs", nargs="+", help="lmms-eval --output_path folders (SCEval, C3PO and/or wrapped-task logs)"
+        ),
         RUN_FOLDER,
     )
     path_rules(
@@ -137,7 +140,11 @@ def add_parser(sub) -> None:
         FOLDER_TO_WRITE,
     )
     path_rules(
-        view.add_argument("--sceval-report", metavar="DIR", help="an `sceval report` folder: its tables and figures"),
+        view.add_argument(
+            "--sceval-report",
+            metavar="DIR",
+            help="an `sceval report` folder: its tables and figures (and those of wrapped tasks, in it or its wrapped/)",
+        ),
         REPORT_FOLDER,
     )
     path_rules(

@@ -1,5 +1,6 @@
-"""The site of the logs under some run folders: one section per benchmark that has logs there,
-each trial's details and media (:mod:`.sceval`, :mod:`.c3po`) within the size budget."""
+"""The site of the logs under some run folders: one section per benchmark that has logs there
+(SCEval, C3PO, and runs of wrapped lmms-eval tasks), each trial's details and media
+(:mod:`.sceval`, :mod:`.c3po`, :mod:`.wrapped`) within the size budget."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import pandas as pd
 
 from c3po_plugin.report.reader import SAMPLES_GLOB as C3PO_GLOB
 from faultline_eval.core.run_logs import ReportError, find_sample_files
-from faultline_eval.viewer import c3po, sceval
+from faultline_eval.viewer import c3po, sceval, wrapped
 from faultline_eval.viewer import compare as compare_views
 from faultline_eval.viewer.budget import Budget
 from faultline_eval.viewer.site import Section, SiteWriter
 from sceval_plugin.report.reader import SAMPLES_GLOB as SCEVAL_GLOB
 from sceval_plugin.report.reader import read_runs
+from sceval_plugin.report.wrapped_reader import wrapped_sample_files
 
 __all__ = ["write_site"]
 
@@ -85,12 +87,24 @@ def _one_sided(benchmark: str, run_dirs: Sequence[str | Path], pattern: str) -> 
     )
 
 
+def wrapped_report_dir(sceval_report: str | Path | None) -> Path | None:
+    """Where an ``sceval report`` folder keeps the report of wrapped tasks: its ``wrapped/``
+    subfolder (beside SCEval's), or the folder itself when it reports wrapped runs alone."""
+    if sceval_report is None:
+        return None
+    folder = Path(sceval_report)
+    if (folder / wrapped.NAME).is_dir():
+        return folder / wrapped.NAME
+    found = [*folder.glob("task_metrics_*.md"), *folder.glob("audit_shares.md")]
+    return folder if found else None
+
+
 def write_site(
     run_dirs: Sequence[str | Path],
     out: str | Path,
     *,
     budget=None,
-    benchmarks: Sequence[str] = ("sceval", "c3po"),
+    benchmarks: Sequence[str] = ("sceval", "c3po", "wrapped"),
     sceval_report: str | Path | None = None,
     c3po_report: str | Path | None = None,
     verdicts: str | Path | None = None,
@@ -113,7 +127,8 @@ def write_site(
         if compare and name in benchmarks and not present[name] and any(_has_logs([run], glob) for run in run_dirs)
     ]
     sides = compare_views.Sides(run_dirs, split=compare)
-    sections: list[tuple[Section, Callable[[str, str], pd.DataFrame]]] = []  # each with its compare view's tests
+    # each with its compare view's tests (None: no compare view)
+    sections: list[tuple[Section, Callable[[str, str], pd.DataFrame] | None]] = []
     if present["sceval"]:
         rows, notes = sides.read_rows("sceval", sceval.read_rows)
         section = Section(
@@ -152,7 +167,12 @@ def write_site(
             Path(c3po_report) if c3po_report else None,
         )
         sections.append((section, lambda a, b: compare_views.c3po_tests(c3po_rows, a, b)))
-    pairs = {s.name: sides.pair(s.name, s.rows) for s, _ in sections}
+    wrapped_logs = None
+    if "wrapped" in benchmarks and wrapped_sample_files(run_dirs):
+        # read from every folder together (also under --compare, which compares SCEval and C3PO only)
+        wrapped_logs = wrapped.Logs(run_dirs)
+        sections.append((wrapped.section(wrapped_logs, wrapped_report_dir(sceval_report)), None))
+    pairs = {s.name: sides.pair(s.name, s.rows) if tests is not None else None for s, tests in sections}
     # every page's top bar: the benchmarks shown, then their compare views
     nav = [(s.title, f"{s.name}/index.html") for s, _ in sections]
     nav += [(f"{s.title}: A vs B", f"{s.name}/{compare_views.PAGE}") for s, _ in sections if pairs[s.name]]
@@ -161,7 +181,12 @@ def write_site(
         pair = pairs[section.name]
         if pair is not None:
             writer.overview_links[section.name] = [(compare_views.PAGE, f"compare A = {pair[0]} with B = {pair[1]}")]
+        if section.name == wrapped.NAME and wrapped.audit_items(section.report_dir) is not None:
+            writer.overview_links[section.name] = [(wrapped.AUDIT_PAGE, "the audit's items, each linked to its trials")]
         writer.write_section(section)
+        if wrapped_logs is not None and section.name == wrapped.NAME:
+            section.renderer.close()
+            wrapped.write_audit_page(writer, section, wrapped_logs)
         if pair is not None:
             compare_views.write_compare(
                 writer, section.name, section.title, section.cell_label, section.variant_label, pair, tests

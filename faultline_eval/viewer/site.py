@@ -43,13 +43,14 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 NavEntries = tuple[tuple[str, str], ...] | list[tuple[str, str]]
 TABLE_COLUMNS = ["model", "sample_id", "variant", "verdict", "answer", "gold", "confidence", "latency_s"]
 #: Columns a benchmark's rows may add, shown when any trial has a value (report links filter on them).
-OPTIONAL_COLUMNS = ["judge", "decided_by", "failure_mode", "source", "donor_answer"]
+OPTIONAL_COLUMNS = ["judge", "decided_by", "failure_mode", "source", "donor_answer", "score"]
 
 
 @dataclass
 class Section:
     """One benchmark's part of the site. ``rows`` has columns model, cell, sample_id, variant,
-    verdict and optionally answer, gold, confidence and :data:`OPTIONAL_COLUMNS`; ``read_records(wanted)``
+    verdict and optionally answer, gold, confidence and :data:`OPTIONAL_COLUMNS` (``score``: the
+    task's own per-doc score of a wrapped task); ``read_records(wanted)``
     returns (extras for every trial, full records of the wanted keys); ``details(record)`` the
     labelled fields of one trial's answer card."""
 
@@ -63,6 +64,8 @@ class Section:
     details: Callable[[dict], list[tuple[str, Any]]]
     notes: list[str] = field(default_factory=list)
     report_dir: Path | None = None
+    #: The report tables its overview shows first, in this order (a name ending in ``_``: every table it starts).
+    headline: tuple[str, ...] = ()
 
 
 def slug(text: str) -> str:
@@ -306,7 +309,9 @@ class SiteWriter:
             for (_, cell, sample, variant), on in zip(keys, has_page)
         ]
         rows["link"] = links
-        rows = rows.drop(columns=[c for c in OPTIONAL_COLUMNS if c in rows and rows[c].isna().all()])
+        # a column no trial has a value in is left out (wrapped tasks log no confidence or latency)
+        empty = [*OPTIONAL_COLUMNS, "confidence", "latency_s"]
+        rows = rows.drop(columns=[c for c in empty if c in rows and rows[c].isna().all()])
         self.rows[s.name] = rows
         cells = s.renderer.order(list(rows["cell"].unique()))
         cell_pages = {c: slug(c) for c in cells}
@@ -672,8 +677,14 @@ class SiteWriter:
             links = json.loads(side.read_text(encoding="utf-8")) if side.is_file() else None
             tables[md.stem] = markdown_table(md.read_text(encoding="utf-8"), links, href)
         tables = {k: v for k, v in tables.items() if v}
-        headline = [tables[name] for name in HEADLINE_TABLES if name in tables]
-        rest = [v for k, v in tables.items() if k not in HEADLINE_TABLES]
+        first = [
+            k
+            for name in s.headline or HEADLINE_TABLES
+            for k in tables
+            if k == name or (name.endswith("_") and k.startswith(name))
+        ]
+        headline = [tables[k] for k in first]
+        rest = [v for k, v in tables.items() if k not in first]
         linked = (
             '<p class="muted">Each number links to the trials it was computed from (a number over several '
             "conditions or templates to a page of all their trials); docs/how-to/browse.md lists the numbers that "
@@ -685,9 +696,13 @@ class SiteWriter:
         conventions = head.get("conventions") if isinstance(head.get("conventions"), dict) else {}
         figures = []
         order = FIGURE_ORDER
-        for png in sorted(
-            s.report_dir.glob("*.png"), key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem)
-        ):
+
+        def story(png: Path) -> tuple:
+            """A figure's place: by base task (a wrapped report's ``<base>__<metric>__<figure>``), then ``order``."""
+            prefix, _, name = png.stem.rpartition("__")
+            return (prefix, order.index(name) if name in order else len(order), png.stem)
+
+        for png in sorted(s.report_dir.glob("*.png"), key=story):
             shutil.copyfile(png, self.out / s.name / "figures" / png.name)
             figures.append(
                 f'<figure class="figure"><a href="figures/{esc(png.name)}"><img src="figures/{esc(png.name)}"'

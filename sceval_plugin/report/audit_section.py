@@ -15,7 +15,7 @@ import pandas as pd
 
 from faultline_eval.core.figures import Figure, grid, pyplot, save
 from faultline_eval.core.report_writer import Report, Section, write_report
-from faultline_eval.core.tables import Table, json_records, pp
+from faultline_eval.core.tables import Table, TrialLinks, json_records, pp, trial_links, trials_in
 from faultline_eval.tasks.base_task import aggregate
 from sceval_plugin.metrics.modality_audit import (
     SHARE_COLUMNS,
@@ -26,7 +26,7 @@ from sceval_plugin.metrics.modality_audit import (
     per_item,
     score_trials,
 )
-from sceval_plugin.report.wrapped_reader import WrappedRuns, read_wrapped_runs
+from sceval_plugin.report.wrapped_reader import WrappedRuns, condition_cell, read_wrapped_runs
 
 __all__ = ["audit_section", "audit_report", "stacked_bars"]
 
@@ -99,6 +99,31 @@ def _shares_shown(shares: pd.DataFrame) -> pd.DataFrame:
             "note": shares["note"].fillna(""),
         }
     )
+
+
+def _shares_links(shares: pd.DataFrame, shown: pd.DataFrame) -> TrialLinks:
+    """The trials behind each share (the viewer's pages): the control's for its items, answerable
+    share and chance; clean's for the clean-answerable count; both for the share among them and
+    needs it."""
+    rows = []
+    for base, model, control in zip(shares["base_task"], shares["model"], shares["control"]):
+        if not isinstance(control, str) or not control:  # a row of what was left out: no trials
+            rows.append({})
+            continue
+        under = trials_in([condition_cell(base, control)], model)
+        clean = trials_in([condition_cell(base, "clean")], model)
+        both = trials_in([condition_cell(base, "clean"), condition_cell(base, control)], model)
+        rows.append(
+            {
+                "items": under,
+                "answerable (%)": under,
+                "chance (%)": under,
+                "clean-answerable items": clean,
+                "still answerable among them (%)": both,
+                "needs it (%)": both,
+            }
+        )
+    return trial_links(shown, rows)
 
 
 def _metrics_of(runs: WrappedRuns) -> dict[str, list[tuple[str, bool | None]]]:
@@ -203,14 +228,16 @@ def audit_section(
 
 
 def _shares_table(shares: pd.DataFrame) -> Table:
+    shown = _shares_shown(shares)
     return Table(
         "audit_shares",
         "Modality-necessity audit: per task, model and control, the share of items the control leaves "
         "answerable (answerable if: the rule of the metric's kind), the chance rate (1/options, 1/2 for yes/no), "
         "the share still answerable among the items answerable in clean, and needs it = 1 − that share; "
         "a row without a control or numbers is what was left out, its note says why",
-        _shares_shown(shares),
+        shown,
         shares,
+        trial_links=_shares_links(shares, shown),
     )
 
 

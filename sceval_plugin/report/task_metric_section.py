@@ -36,14 +36,14 @@ import pandas as pd
 from faultline_eval.core.figures import Figure
 from faultline_eval.core.report_writer import Section
 from faultline_eval.core.stats import percentile_interval, resample_weights
-from faultline_eval.core.tables import Table, json_records
+from faultline_eval.core.tables import Table, TrialLinks, json_records, trial_links, trials_in
 from faultline_eval.tasks.base_task import MetricSpec, aggregate, metric_specs
 from sceval_plugin.conditions import BLOCKS
 from sceval_plugin.metrics.protocol import ConditionInfo, Numbers, catalogue_info
 from sceval_plugin.metrics.task_metrics import aggregate_drops, drop_sign, mean_factor, mean_score_drops
 from sceval_plugin.report import plots
 from sceval_plugin.report.protocol_section import operator_names
-from sceval_plugin.report.wrapped_reader import WrappedRuns
+from sceval_plugin.report.wrapped_reader import WrappedRuns, condition_cell
 
 __all__ = ["UNWRAPPED", "LEGEND", "metric_rows", "task_metric_section", "wrapped_head"]
 
@@ -266,6 +266,31 @@ def _shown(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _links(frame: pd.DataFrame, shown: pd.DataFrame) -> TrialLinks:
+    """The trials behind each number (the viewer's pages, ``faultline view``): a condition's
+    value, worst variant and coverage are its trials over every variant (the worst is chosen among
+    them); a drop, its interval and the worst drop are those with clean's. The unwrapped base
+    task's row is not computed from wrapped trials: not linked."""
+    rows = []
+    for base, model, cid in zip(frame["base_task"], frame["model"], frame["condition_id"]):
+        if cid == UNWRAPPED:
+            rows.append({})
+            continue
+        cell = trials_in([condition_cell(base, cid)], model)
+        drop = trials_in([condition_cell(base, "clean"), condition_cell(base, cid)], model)
+        rows.append(
+            {
+                "value": cell,
+                "worst variant": cell,
+                "coverage (%)": cell,
+                "drop": drop,
+                "95% CI": drop,
+                "worst drop": drop,
+            }
+        )
+    return trial_links(shown, rows)
+
+
 def _summary(rows: pd.DataFrame) -> pd.DataFrame:
     """The figures' input (:attr:`Numbers.summary`): value as ``accuracy``, drop as ``delta_base``;
     no interval of the value itself (the paired intervals are of the drops, in the table)."""
@@ -324,11 +349,12 @@ def task_metric_section(
             f"task_metrics_{base}",
             f"{base}: the task's own metrics per condition (mean and worst over variants), drop from clean with "
             f"its 95% paired bootstrap interval, and coverage (share of docs with a reply). {LEGEND}",
-            _shown(group),
+            shown,
             group.reset_index(drop=True),
-            trial_links=[[None] * 10] * len(group),  # the results viewer does not read wrapped runs (yet)
+            trial_links=_links(group, shown),
         )
         for base, group in rows.groupby("base_task", sort=True)
+        for shown in [_shown(group)]
     ]
     drawn, skipped = _figures(rows, info, figures)
     return Section(

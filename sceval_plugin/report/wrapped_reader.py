@@ -35,6 +35,7 @@ __all__ = [
     "WrappedRuns",
     "wrapped_sample_files",
     "split_wrapped_name",
+    "condition_cell",
     "option_count",
     "read_wrapped_runs",
 ]
@@ -77,13 +78,15 @@ class WrappedRuns:
     one of its two metrics). ``values``: lmms-eval's aggregate per (model, task, base_task,
     condition_id, variant, metric), with ``higher_is_better`` as results.json states it.
     ``unwrapped``: the base task's own aggregate per (model, base_task, metric), when run.
-    ``notes``: what was read around (repeated runs)."""
+    ``notes``: what was read around (repeated runs). ``logs``: the per-sample log read per
+    (model, wrapped task), the latest of a task run twice (the viewer reads its lines)."""
 
     trials: pd.DataFrame
     items: dict[tuple[str, str, str], list[Any]]
     values: pd.DataFrame
     unwrapped: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    logs: dict[tuple[str, str], Path] = field(default_factory=dict)
 
 
 def wrapped_sample_files(run_dirs: Sequence[str | Path]) -> list[Path]:
@@ -106,6 +109,13 @@ def split_wrapped_name(task: str) -> tuple[str, str, int] | None:
     """(base task, condition id, variant) of ``<base>__<condition>__var<k>``; None for another name."""
     m = _WRAPPED_NAME.match(task)
     return (m["base"], m["condition"], int(m["variant"])) if m else None
+
+
+def condition_cell(base: str, condition_id: str) -> str:
+    """The name of one condition of a base task over its variants, ``<base>__<condition>`` (the
+    tag a user runs, ``worldsense__single_noise_v50``): the cell the report's trial links name and
+    the viewer's page of those trials."""
+    return f"{base}__{condition_id}"
 
 
 def option_count(prompt: str) -> int | None:
@@ -262,4 +272,4 @@ def read_wrapped_runs(run_dirs: Sequence[str | Path]) -> WrappedRuns:
     bases = set(trials["base_task"])
     results_files = {r for f in files if (r := results_for(f)) is not None}
     results_files |= {p for run in map(Path, run_dirs) if run.is_dir() for p in run.rglob("*_results.json")}
-    return WrappedRuns(trials, items, pd.DataFrame(values), _unwrapped(results_files, bases, names), notes)
+    return WrappedRuns(trials, items, pd.DataFrame(values), _unwrapped(results_files, bases, names), notes, latest)
