@@ -90,6 +90,19 @@ def test_wrapped_trial_round_trips_and_is_in_the_json_schema():
     assert set(json_schema()["$defs"]["WrappedTrial"]["required"]) == {"schema_version", *entry}
     assert isinstance(trial, Trial)
     assert [WrappedTrial.correct_of(s) for s in (0, 1.0, 0.5, None, 37.5)] == [0, 1, None, None, None]
+    assert [WrappedTrial.correct_of(s, higher_is_better=False) for s in (0, 1.0, 0.5)] == [None, None, None]
+
+
+def test_a_per_doc_error_rate_is_no_verdict():
+    """ami_test's per-doc WER is a number the generic reading takes as the score: a WER of 1
+    (every word wrong) must not be counted correct, nor a WER of 0 wrong; the trial is unscored
+    and the score keeps the WER (the audit reads it as an error rate)."""
+    process_results = getattr(wrapped_task, "process_results__ami_test__clean__var0")
+    doc = {"text": "hello there world", "audio": None}
+    for reply, wer in (("goodbye", 1.0), ("hello there world", 0.0)):
+        out = process_results(doc, [reply])
+        trial = WrappedTrial.from_json(out["faultline_trial"])
+        assert out["wer"] == trial.score == wer and trial.correct is None, (reply, out)
 
 
 # --- names, tags, manifest, stale folders (Contract A) ---------------------------------------------
