@@ -24,7 +24,7 @@ from test_lmms_cli import lmms_eval
 
 from faultline_eval.core.stats import resample_weights
 from faultline_eval.core.trial import WrappedTrial
-from faultline_eval.tasks.base_task import aggregate, base_config, metric_specs
+from faultline_eval.tasks.base_task import BaseTaskError, aggregate, base_config, metric_specs
 from sceval_plugin.metrics.task_metrics import aggregate_drops, mean_score_drops
 from sceval_plugin.report import build_report
 from sceval_plugin.report.task_metric_section import UNWRAPPED
@@ -138,7 +138,9 @@ def write_run(
             results[task] = {"alias": task}
             for spec in specs:
                 if items[spec.name]:
-                    results[task][f"{spec.name},none"] = aggregate(base, spec.name, items[spec.name])
+                    # as lmms-eval's evaluator calls it: what it returns (None: air_bench's submission) is written
+                    value = spec.aggregation(items[spec.name], **({"args": None} if spec.takes_args else {}))
+                    results[task][f"{spec.name},none"] = value
                     results[task][f"{spec.name}_stderr,none"] = "N/A"
             higher[task] = {s.name: s.higher_is_better for s in specs}
             samples[task] = lines
@@ -612,3 +614,48 @@ def test_a_partial_credit_score_is_graded_against_clean_or_a_threshold():
         assert share["answerable"] == np.mean(expected) and 0 < share["needs"] < 1
         among = [x for x, c in zip(expected, expected_clean) if c]
         assert share["needs"] == pytest.approx(1 - np.mean(among))
+
+
+def air_bench_doc(i: int) -> dict:
+    """An AIR-Bench Foundation doc as tests/wrap_datasets.build_air_bench writes it (no audio:
+    process_results does not read it)."""
+    words = ["a hum", "a whistle", "a beep", "a tone"]
+    return {
+        "question": f"What sounds? (item {i})",
+        **{f"choice_{k}": w for k, w in zip("abcd", words)},
+        "answer_gt": words[i % 4],
+        "task_name": "Sound_AQA",
+        "uniq_id": i,
+    }
+
+
+def test_a_metric_with_no_score_is_named_so_and_writes_nothing(tmp_path, monkeypatch):
+    """air_bench's ``submission`` aggregation writes a file and returns None (results.json: null).
+    The report says that (not "the logs predate it") and re-runs no aggregation of it, so nothing
+    lands in the working directory; accuracy is reported as usual."""
+    docs = [air_bench_doc(i) for i in range(8)]
+    writer = tmp_path / "lmms_eval_cwd"  # lmms-eval's own aggregation writes submissions/ here
+    writer.mkdir()
+    monkeypatch.chdir(writer)
+    write_run(
+        tmp_path / "runs",
+        "m",
+        "air_bench_foundation_sound",
+        docs,
+        lambda condition, variant, doc: LETTERS[doc["uniq_id"] % 4 if condition == "clean" else 0],
+        {"clean": 1, "missing_audio": 1},
+        date="20261202_070500",
+    )
+    assert (writer / "submissions").is_dir()
+    with pytest.raises(BaseTaskError, match="aggregation of 'submission' returned None, no score"):
+        aggregate("air_bench_foundation_sound", "submission", [{0: "A"}])
+    reporter = tmp_path / "report_cwd"
+    reporter.mkdir()
+    monkeypatch.chdir(reporter)
+    done = build_report([tmp_path / "runs"], tmp_path / "r", b=100, seed=1, progress=False, figures=False)
+    assert list(reporter.iterdir()) == []
+    notes = json.loads((tmp_path / "r" / "report.json").read_text())["notes"] + done.get("notes", [])
+    assert any("submission has no score" in n and "submission file" in n for n in notes), notes
+    assert not any("no submission; the logs predate it" in n for n in notes), notes
+    raw = pd.read_csv(tmp_path / "r" / "task_metrics_air_bench_foundation_sound.csv")
+    assert set(raw["metric"]) == {"accuracy"}

@@ -79,7 +79,9 @@ class WrappedRuns:
     condition_id, variant, metric), with ``higher_is_better`` as results.json states it.
     ``unwrapped``: the base task's own aggregate per (model, base_task, metric), when run.
     ``notes``: what was read around (repeated runs). ``logs``: the per-sample log read per
-    (model, wrapped task), the latest of a task run twice (the viewer reads its lines)."""
+    (model, wrapped task), the latest of a task run twice (the viewer reads its lines).
+    ``no_score``: (model, base_task, metric) that results.json reports with no value: the base
+    aggregation returned none (air_bench's ``submission`` writes a submission file instead)."""
 
     trials: pd.DataFrame
     items: dict[tuple[str, str, str], list[Any]]
@@ -87,6 +89,7 @@ class WrappedRuns:
     unwrapped: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     logs: dict[tuple[str, str], Path] = field(default_factory=dict)
+    no_score: frozenset[tuple[str, str, str]] = frozenset()
 
 
 def wrapped_sample_files(run_dirs: Sequence[str | Path]) -> list[Path]:
@@ -155,6 +158,13 @@ def _metric_values(results: dict[str, Any], task: str, where: Path | None) -> di
             continue
         out[metric] = (float(value), higher.get(metric))
     return out
+
+
+def _no_score_metrics(results: dict[str, Any], task: str) -> list[str]:
+    """The metrics of ``task`` a results JSON reports with no value (filter ``none``): lmms-eval
+    writes what the aggregation returned, null for one that returns nothing."""
+    found = results.get("results", {}).get(task) or {}
+    return [key.partition(",")[0] for key, value in found.items() if value is None and key.endswith(",none")]
 
 
 def _read_log(path: Path, model: str, task: str, metrics: Sequence[str]) -> tuple[list[dict], dict[str, list]]:
@@ -246,12 +256,14 @@ def read_wrapped_runs(run_dirs: Sequence[str | Path]) -> WrappedRuns:
     rows: list[dict] = []
     items: dict[tuple[str, str, str], list[Any]] = {}
     values = []
+    no_score: set[tuple[str, str, str]] = set()
     for (model, task), path in sorted(latest.items()):
         results_file = results_for(path)
         if results_file is None:
             raise ReportError(f"{path}: no results JSON beside it ({path.name.split('_samples_')[0]}_results.json)")
         base, condition, variant = split_wrapped_name(task) or ("", "", 0)
         reported = _metric_values(_results(results_file), task, results_file)
+        no_score |= {(model, base, metric) for metric in _no_score_metrics(_results(results_file), task)}
         for metric, (value, higher) in reported.items():
             values.append(
                 {
@@ -272,4 +284,5 @@ def read_wrapped_runs(run_dirs: Sequence[str | Path]) -> WrappedRuns:
     bases = set(trials["base_task"])
     results_files = {r for f in files if (r := results_for(f)) is not None}
     results_files |= {p for run in map(Path, run_dirs) if run.is_dir() for p in run.rglob("*_results.json")}
-    return WrappedRuns(trials, items, pd.DataFrame(values), _unwrapped(results_files, bases, names), notes, latest)
+    unwrapped = _unwrapped(results_files, bases, names)
+    return WrappedRuns(trials, items, pd.DataFrame(values), unwrapped, notes, latest, frozenset(no_score))
