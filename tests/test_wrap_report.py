@@ -659,3 +659,38 @@ def test_a_metric_with_no_score_is_named_so_and_writes_nothing(tmp_path, monkeyp
     assert not any("no submission; the logs predate it" in n for n in notes), notes
     raw = pd.read_csv(tmp_path / "r" / "task_metrics_air_bench_foundation_sound.csv")
     assert set(raw["metric"]) == {"accuracy"}
+
+
+def mmmu_doc(i: int) -> dict:
+    """An MMMU validation doc as tests/wrap_datasets.build_mmmu writes it (no image: scoring does not read it)."""
+    return {
+        "id": f"validation_Art_{i + 1}",
+        "question": f"Which colour fills <image 1>? (item {i})",
+        "options": repr(["red", "green", "blue", "yellow"]),
+        "answer": LETTERS[i % 4],
+        "question_type": "multiple-choice",
+    }
+
+
+def test_audit_scores_mmmu_through_its_own_aggregation(tmp_path):
+    """mmmu_val's per-doc item holds the parsed reply, not a score: correctness is decided inside
+    its aggregation. The audit scores each item by that aggregation on the one item (a graded
+    per-item mmmu_acc), so mmmu_val is a row of the shares, never missing."""
+    from sceval_plugin.report.audit_section import audit_report
+
+    docs = [mmmu_doc(i) for i in range(8)]
+
+    def seer(condition: str, variant: int, doc: dict) -> str:
+        """Right with the image; without it, "A" (right for one doc in four)."""
+        return doc["answer"] if condition == "clean" else "A"
+
+    write_run(tmp_path / "runs", "m", "mmmu_val", docs, seer, {"clean": 1, "missing_vision": 1}, date="20261202_070600")
+    audit_report([tmp_path / "runs"], tmp_path / "audit", figures=False)
+    shares = pd.read_csv(tmp_path / "audit" / "audit_shares.csv")
+    rows = shares[shares["base_task"] == "mmmu_val"]
+    assert not rows.empty, shares
+    row = rows.set_index("control").loc["missing_vision"]
+    assert row["metric"] == "mmmu_acc" and row["kind"] == "score", row.to_dict()
+    right_without = np.mean([doc["answer"] == "A" for doc in docs])
+    assert row["answerable"] == pytest.approx(right_without) == 0.25
+    assert row["clean_answerable"] == len(docs) and row["needs"] == pytest.approx(0.75)
