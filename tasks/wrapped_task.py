@@ -197,6 +197,12 @@ def _infer_plan(task: Wrapped, key_field: str | None, first: dict[str, Any]) -> 
             f"{where}: control {task.condition.control!r} removes the question, but no field among the "
             "question fields occurs in the prompt (it would show the question); register a task adapter naming it"
         )
+    if task.condition.control in NO_MEDIA_CONTROLS and question is None:
+        raise WrappedTaskError(
+            f"{where}: control {task.condition.control!r} keeps only the text, but no field among the "
+            "question fields occurs in the prompt (the model would see a fixed instruction alone); "
+            "register a task adapter naming the question"
+        )
     if question is not None and not isinstance(first.get(question), str):
         raise WrappedTaskError(f"{where}: the question field {question!r} is not a string field of the docs")
     for modality in ("vision", "audio"):
