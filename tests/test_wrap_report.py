@@ -694,3 +694,25 @@ def test_audit_scores_mmmu_through_its_own_aggregation(tmp_path):
     right_without = np.mean([doc["answer"] == "A" for doc in docs])
     assert row["answerable"] == pytest.approx(right_without) == 0.25
     assert row["clean_answerable"] == len(docs) and row["needs"] == pytest.approx(0.75)
+
+
+def test_sceval_report_takes_the_audits_readings(tmp_path):
+    """``sceval report`` on wrapped runs holds the audit; it takes ``--answerable-at`` and
+    ``--per-pair`` as ``faultline audit`` does (one definition), and refuses a bad threshold alike."""
+    docs = [mme_doc(i) for i in range(8)]
+    write_run(tmp_path / "runs", "m", "mme", docs, mme_blind, {"clean": 1, "missing_vision": 1}, date="20261202_070700")
+    asr = [ami_doc(i) for i in range(8)]
+    write_run(
+        tmp_path / "runs", "asr", "ami_test", asr, ami_heard, {"clean": 1, "missing_audio": 1}, date="20261202_070710"
+    )
+    sceval = str(Path(sys.executable).with_name("sceval"))
+    argv = [sceval, "report", str(tmp_path / "runs"), "-o", str(tmp_path / "r"), "--no-figures", "--quiet"]
+    argv += ["--bootstrap", "50", "--per-pair", "--answerable-at", "wer=0.1"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shares = pd.read_csv(tmp_path / "r" / "audit_shares.csv").set_index(["base_task", "control"])
+    assert shares.loc[("mme", "missing_vision"), "answerable_if"].startswith("every question of the pair correct")
+    assert shares.loc[("mme", "missing_vision"), "items"] == len(docs) // 2
+    assert shares.loc[("ami_test", "missing_audio"), "answerable_if"].startswith("per-item wer at most 0.1")
+    bad = subprocess.run([*argv[:-1], "wer"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "'wer': give METRIC=VALUE, e.g. wer=50" in bad.stderr
