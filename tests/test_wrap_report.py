@@ -716,3 +716,23 @@ def test_sceval_report_takes_the_audits_readings(tmp_path):
     assert shares.loc[("ami_test", "missing_audio"), "answerable_if"].startswith("per-item wer at most 0.1")
     bad = subprocess.run([*argv[:-1], "wer"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "'wer': give METRIC=VALUE, e.g. wer=50" in bad.stderr
+
+
+def test_an_error_rate_trial_read_from_an_older_log_is_no_verdict(tmp_path):
+    """Logs written before the fix said ``correct`` 1 for a per-doc WER of 1 (the generic reading
+    of ami_test's score); the reader gives no verdict for a task whose metric is lower-is-better."""
+    docs = [ami_doc(i) for i in range(4)]
+    folder = write_run(
+        tmp_path / "runs", "m", "ami_test", docs, ami_heard, {"missing_audio": 1}, date="20261202_070800"
+    )
+    log = next(folder.glob("*_samples_ami_test__missing_audio__var0.jsonl"))
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    for line in lines:  # as the generic reading wrote it before: score = WER, correct = score when 0/1
+        line["faultline_trial"] |= {
+            "score": line["wer"],
+            "correct": int(line["wer"]) if line["wer"] in (0, 1) else None,
+        }
+    assert any(line["faultline_trial"]["correct"] == 1 for line in lines)
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    trials = read_wrapped_runs([tmp_path / "runs"]).trials
+    assert trials["correct"].isna().all() and trials["score"].notna().all()

@@ -167,8 +167,12 @@ def _no_score_metrics(results: dict[str, Any], task: str) -> list[str]:
     return [key.partition(",")[0] for key, value in found.items() if value is None and key.endswith(",none")]
 
 
-def _read_log(path: Path, model: str, task: str, metrics: Sequence[str]) -> tuple[list[dict], dict[str, list]]:
-    """The trial rows and per-metric items of one wrapped per-sample log."""
+def _read_log(
+    path: Path, model: str, task: str, metrics: Sequence[str], *, error_rate: bool = False
+) -> tuple[list[dict], dict[str, list]]:
+    """The trial rows and per-metric items of one wrapped per-sample log. ``error_rate``: the task
+    reports a metric where lower is better, so no trial is a right/wrong verdict (``correct``
+    None, as :meth:`WrappedTrial.correct_of` writes it now; logs written before it said 1 for a WER of 1)."""
     rows: list[dict] = []
     items: dict[str, list] = {m: [] for m in metrics}
     base, condition, variant = split_wrapped_name(task) or ("", "", 0)
@@ -196,7 +200,7 @@ def _read_log(path: Path, model: str, task: str, metrics: Sequence[str]) -> tupl
                 "sample_id": trial.sample_id,
                 "unit": trial.unit,
                 "score": trial.score,
-                "correct": trial.correct,
+                "correct": None if error_rate else trial.correct,
                 "invalid": trial.invalid,
                 "not_applicable": trial.not_applicable,
                 "n_options": option_count(sample.get("input") if isinstance(sample.get("input"), str) else ""),
@@ -277,7 +281,8 @@ def read_wrapped_runs(run_dirs: Sequence[str | Path]) -> WrappedRuns:
                     "higher_is_better": higher,
                 }
             )
-        log_rows, log_items = _read_log(path, model, task, list(reported))
+        error_rate = any(higher is False for _, higher in reported.values())
+        log_rows, log_items = _read_log(path, model, task, list(reported), error_rate=error_rate)
         rows += log_rows
         items.update({(model, task, metric): values_ for metric, values_ in log_items.items()})
     trials = pd.DataFrame(rows, columns=list(COLUMNS))
