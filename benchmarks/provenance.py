@@ -41,6 +41,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,13 +116,21 @@ def peer_missing(reason: str) -> int:
     return PEER_MISSING
 
 
-def demo_main_job(out: Path, smoke: bool, reports: bool = True, env: dict[str, str] | None = None) -> Path:
+def demo_main_job(
+    out: Path,
+    smoke: bool,
+    reports: bool = True,
+    env: dict[str, str] | None = None,
+    run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+) -> Path:
     """The README's main job on the demo into ``out`` (``faultline-eval --model sceval_reference
     --tasks sceval_panel,sceval_single,c3po_all --log_samples``; ``smoke``: ``sceval_clean,c3po_ic_t1``
     on 3 items) and, with ``reports``, ``sceval report`` into ``out/report`` and ``c3po report`` into
     ``out/c3po-report``. Under ``smoke`` with :data:`SMOKE_DEMO_ENV` set, a copy of that folder (made
-    by this function with ``reports``). ``env``: the commands' environment (default this one's). A
-    failed command ends the script with its error."""
+    by this function with ``reports``). ``env``: the commands' environment (default this one's);
+    ``run``: what runs each (``subprocess.run``'s arguments; the smoke test's launcher forks it
+    from a process that has already imported lmms-eval). A failed command ends the script with
+    its error."""
     import shutil
 
     shared = os.environ.get(SMOKE_DEMO_ENV)
@@ -140,7 +149,7 @@ def demo_main_job(out: Path, smoke: bool, reports: bool = True, env: dict[str, s
         steps.append([str(bin_ / "sceval"), "report", str(out), "-o", str(out / "report"), "--quiet"])
         steps.append([str(bin_ / "c3po"), "report", str(out), "-o", str(out / "c3po-report")])
     for step in steps:
-        done = subprocess.run(step, capture_output=True, text=True, env=env)  # the commands run offline by default
+        done = run(step, capture_output=True, text=True, env=env)  # the commands run offline by default
         if done.returncode:
             raise SystemExit(f"{' '.join(step)} failed:\n{done.stderr[-2000:]}")
     return out

@@ -15,9 +15,12 @@ the folder :data:`provenance.SMOKE_DEMO_ENV` names: the scripts that take it sta
 from __future__ import annotations
 
 import atexit
+import importlib.metadata
 import os
 import runpy
+import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -30,53 +33,80 @@ NEED_DEMO = {"viewer", "viewer_screenshots", "same_behaviour"}
 DEMO = "demo"
 
 
-def run_script(script: str, out: Path) -> int:
+def run_script(script: str, out: Path) -> int | None:
     path = BENCHMARKS / f"{script}.py"
     sys.argv = [str(path), "--smoke", "--json", str(out / "figures.json")]
     sys.path.insert(0, str(BENCHMARKS))  # as `python benchmarks/SCRIPT.py` has it
-    try:
-        runpy.run_path(str(path), run_name="__main__")
-    except SystemExit as done:
-        if done.code is None or isinstance(done.code, int):
-            return done.code or 0
-        print(done.code, file=sys.stderr)
-        return 1
+    runpy.run_path(str(path), run_name="__main__")  # its SystemExit is its exit status
     return 0
+
+
+def forked_command(argv: list[str], env: dict[str, str] | None = None, **_) -> subprocess.CompletedProcess:
+    """``argv``, a console script of this environment (``faultline-eval``, ``sceval``...), run as its
+    own process would run it, in a child forked from this one: its imports are already done. Its
+    standard output is dropped; its standard error comes back."""
+    script = Path(argv[0]).name
+    entry = next(e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == script)
+    sys.stdout.flush()  # or the child would write this process's pending output again
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if not pid:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            os.dup2(err.fileno(), 2)
+            if env is not None:
+                os.environ.clear()
+                os.environ.update(env)
+            sys.argv = list(argv)
+            exit_with(lambda: entry.load()())
+        status = os.waitpid(pid, 0)[1]
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    return subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), "", stderr)
 
 
 def make_demo(out: Path) -> int:
     import provenance
 
     os.environ.pop(provenance.SMOKE_DEMO_ENV)  # this is the one the others copy
-    provenance.demo_main_job(out, smoke=True)  # a failed command ends it with SystemExit
+    provenance.demo_main_job(out, smoke=True, run=forked_command)  # a failed command ends it with SystemExit
     return 0
 
 
-def start(name: str, out: Path, job: Callable[[], int]) -> int:
-    """Fork a child that runs ``job`` with its output in ``out`` and ends with its exit status."""
-    out.mkdir(parents=True, exist_ok=True)
-    pid = os.fork()
-    if pid:
-        return pid
+def exit_with(job: Callable[[], int | None]) -> None:
+    """End this (forked) process as an interpreter running ``job`` would: its exit status, or that
+    of its SystemExit, or 1 with the traceback; the exit handlers run (temporary folders...)."""
     code = 1
     try:
-        os.chdir(out)
-        for fd, name_ in ((1, "stdout"), (2, "stderr")):
-            os.dup2(os.open(out / name_, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
-        code = job()
+        code = job() or 0
     except SystemExit as done:
-        code = done.code if isinstance(done.code, int) else 1
-        if not isinstance(done.code, int) and done.code is not None:
+        code = done.code if isinstance(done.code, int) else 1 if done.code is not None else 0
+        if code == 1 and not isinstance(done.code, int):
             print(done.code, file=sys.stderr)
     except BaseException:
         traceback.print_exc()
     finally:
         try:
-            atexit._run_exitfuncs()  # what the interpreter's exit would run (temporary folders...)
+            atexit._run_exitfuncs()
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
+
+
+def start(name: str, out: Path, job: Callable[[], int]) -> int:
+    """Fork a child that runs ``job`` with its output in ``out`` and ends with its exit status."""
+    out.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    os.chdir(out)
+    for fd, name_ in ((1, "stdout"), (2, "stderr")):
+        os.dup2(os.open(out / name_, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+    exit_with(job)
+    return 0  # not reached
 
 
 def main() -> None:
