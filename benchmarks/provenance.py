@@ -56,6 +56,10 @@ SMOKE_HELP = "a CI-sized run that checks the whole path in seconds (its figures 
 #: The exit status of a run whose named peer is not installed (after running what it could without it);
 #: the smoke test skips such a script with the reason it printed.
 PEER_MISSING = 3
+#: How the scripts run this environment's console commands (``faultline-eval``, ``sceval report``...),
+#: with ``subprocess.run``'s arguments. The smoke test's launcher (tests/smoke_launcher.py) makes it
+#: a fork of its own process, whose imports of lmms-eval and the plugins are done.
+run_command: Callable[..., subprocess.CompletedProcess] = subprocess.run
 #: Names a finished smoke-size demo main job (:func:`demo_main_job`, ``smoke=True``) to copy, not re-run.
 SMOKE_DEMO_ENV = "FAULTLINE_BENCH_SMOKE_DEMO"
 #: Units written straight after the number (``12.1×``); every other unit follows a space (``246 s``).
@@ -116,21 +120,13 @@ def peer_missing(reason: str) -> int:
     return PEER_MISSING
 
 
-def demo_main_job(
-    out: Path,
-    smoke: bool,
-    reports: bool = True,
-    env: dict[str, str] | None = None,
-    run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
-) -> Path:
+def demo_main_job(out: Path, smoke: bool, reports: bool = True, env: dict[str, str] | None = None) -> Path:
     """The README's main job on the demo into ``out`` (``faultline-eval --model sceval_reference
     --tasks sceval_panel,sceval_single,c3po_all --log_samples``; ``smoke``: ``sceval_clean,c3po_ic_t1``
     on 3 items) and, with ``reports``, ``sceval report`` into ``out/report`` and ``c3po report`` into
     ``out/c3po-report``. Under ``smoke`` with :data:`SMOKE_DEMO_ENV` set, a copy of that folder (made
-    by this function with ``reports``). ``env``: the commands' environment (default this one's);
-    ``run``: what runs each (``subprocess.run``'s arguments; the smoke test's launcher forks it
-    from a process that has already imported lmms-eval). A failed command ends the script with
-    its error."""
+    by this function with ``reports``). ``env``: the commands' environment (default this one's). A
+    failed command ends the script with its error."""
     import shutil
 
     shared = os.environ.get(SMOKE_DEMO_ENV)
@@ -149,7 +145,7 @@ def demo_main_job(
         steps.append([str(bin_ / "sceval"), "report", str(out), "-o", str(out / "report"), "--quiet"])
         steps.append([str(bin_ / "c3po"), "report", str(out), "-o", str(out / "c3po-report")])
     for step in steps:
-        done = run(step, capture_output=True, text=True, env=env)  # the commands run offline by default
+        done = run_command(step, capture_output=True, text=True, env=env)  # the commands run offline by default
         if done.returncode:
             raise SystemExit(f"{' '.join(step)} failed:\n{done.stderr[-2000:]}")
     return out

@@ -25,7 +25,6 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,7 +46,7 @@ ENV = {
 def timed(args: list[str]) -> tuple[float, float]:
     """Wall and CPU seconds (user + system, the command's threads and children) of one command."""
     start, cpu = time.perf_counter(), _children_cpu()
-    done = subprocess.run(args, capture_output=True, text=True, env=ENV)
+    done = provenance.run_command(args, capture_output=True, text=True, env=ENV)
     if done.returncode:
         raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
     return time.perf_counter() - start, _children_cpu() - cpu

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Collection
@@ -30,7 +29,7 @@ def demo_site(work: Path, smoke: bool = False) -> Path:
     out = provenance.demo_main_job(work / "demo_out", smoke)
     view = [str(BIN / "faultline"), "view", str(out), "-o", str(out / "html"), "--sceval-report", str(out / "report"),
             "--c3po-report", str(out / "c3po-report")]  # fmt: skip
-    done = subprocess.run(view, capture_output=True, text=True)  # the command runs offline by default
+    done = provenance.run_command(view, capture_output=True, text=True)  # the command runs offline by default
     if done.returncode:
         raise SystemExit(f"{' '.join(view)} failed:\n{done.stderr[-2000:]}")
     return out / "html"

@@ -6,8 +6,9 @@ Each script runs as ``python benchmarks/SCRIPT.py --smoke --json OUT/SCRIPT/figu
 its own process with OUT/SCRIPT as its working folder, its output in ``stdout`` and ``stderr`` there,
 and its exit status written to ``returncode`` when it ends (a death by signal N as -N), after its
 wall and CPU seconds (its own and its commands') in ``seconds``. What differs:
-the process is forked from this one after it imported torch, transformers and lmms-eval (seconds
-each time, most of a smoke run's cost), and ``AT_ONCE`` run side by side. First of all, in the same
+the process is forked from this one after it imported torch, transformers, lmms-eval and the
+plugins' commands (seconds each time, most of a smoke run's cost), as are the console commands the
+scripts run through ``provenance.run_command``; and ``AT_ONCE`` scripts run side by side. First of all, in the same
 way, the README's main job on the demo at smoke size (``provenance.demo_main_job``) into OUT/demo,
 the folder :data:`provenance.SMOKE_DEMO_ENV` names: the scripts that take it start once it is done.
 """
@@ -69,7 +70,7 @@ def make_demo(out: Path) -> int:
     import provenance
 
     os.environ.pop(provenance.SMOKE_DEMO_ENV)  # this is the one the others copy
-    provenance.demo_main_job(out, smoke=True, run=forked_command)  # a failed command ends it with SystemExit
+    provenance.demo_main_job(out, smoke=True)  # a failed command ends it with SystemExit
     return 0
 
 
@@ -116,6 +117,11 @@ def main() -> None:
     import lmms_eval.evaluator
     import lmms_eval.models  # noqa: F401
     import provenance
+
+    import c3po_plugin.cli  # noqa: F401
+    import sceval_plugin.cli  # noqa: F401
+
+    provenance.run_command = forked_command  # the scripts' console commands, forked from here too
 
     demo_out = out / DEMO / "run"
     os.environ[provenance.SMOKE_DEMO_ENV] = str(demo_out)
