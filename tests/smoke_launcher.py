@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import traceback
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,6 +60,9 @@ def forked_command(argv: list[str], env: dict[str, str] | None = None, **_) -> s
                 os.environ.clear()
                 os.environ.update(env)
             sys.argv = list(argv)
+            # the forking script's exit-time clean-ups (its temporary folders) are its own, not the command's
+            for inherited in list(weakref.finalize._registry):  # type: ignore[attr-defined]
+                inherited.atexit = False
             exit_with(lambda: entry.load()())
         status = os.waitpid(pid, 0)[1]
         err.seek(0)
