@@ -32,19 +32,19 @@ import provenance  # noqa: E402
 
 #: The scripts (provenance.py is their helper, not a benchmark).
 SCRIPTS = sorted(path.stem for path in BENCHMARKS.glob("*.py") if path.stem != "provenance")
-#: Started first, the slowest first (CPU seconds at --smoke, 2026-12-07), so that the last to finish is
-#: a short one; the rest follow in name order. The demo main job's users start once it is done.
+#: Started first, the longest first (wall seconds at --smoke in the launcher, 2026-12-07; ``faults``
+#: mostly waits on the processes it kills), so that the last to finish is a short one; the rest
+#: follow in name order. The demo main job's users start once it is done.
 LONGEST_FIRST = [
+    "faults",
     "serving",
+    "report",
     "viewer",
     "batched_generation",
-    "viewer_screenshots",
-    "same_behaviour",
-    "faults",
     "embedding_judge",
-    "report",
     "mechanistic",
-    "wrap",
+    "viewer_screenshots",
+    "harness_overhead",
 ]
 #: Scripts running at once: one more than the cores, as part of each run waits (servers, disk, a browser).
 AT_ONCE = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) + 1
