@@ -10,7 +10,7 @@ itself, :data:`AT_ONCE` side by side, the longest first; and the README's main j
 three scripts need (``viewer``, ``viewer_screenshots``, ``same_behaviour``) runs once there, each
 copying it (``provenance.demo_main_job``). On the shared 2-core development machine (2026-12-07):
 220 CPU seconds and 307 s one script after another before; now about 90 CPU seconds, 94 to 182 s
-at loads of 2 to 8 (a peer, ``import lmms_eval.models``, took 1.2 to 2.3 times its idle time
+at loads of 2 to 8 (a peer, ``import lmms_eval.models``, took 1.6 to 2.5 times its idle time
 then), so about a minute idle. Marked slow.
 """
 
