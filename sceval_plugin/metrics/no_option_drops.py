@@ -163,6 +163,8 @@ def transfer_table(
     (:data:`~sceval_plugin.metrics.protocol.TRIAL_COLUMNS`); ``no_option``: :func:`no_option_frame`;
     ``info``: condition id -> ConditionInfo; ``manifest``: an annotation manifest applied again
     (:func:`gold_preserved`). Rows whose four runs share no sample are left out."""
+    # only the multiple-choice conditions Table 35 pairs with a twin are looked up (not the whole table)
+    trials = trials[trials["condition_id"].isin(NO_OPTION_BASES).to_numpy()]
     trials, no_option = gold_preserved(trials, manifest), gold_preserved(no_option, manifest)
     mc = _sample_scores(trials, trials["correct"].fillna(0.0).to_numpy(float))
     no = {

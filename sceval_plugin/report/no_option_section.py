@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from faultline_eval.core.model_names import ModelNames
@@ -17,6 +18,7 @@ from faultline_eval.core.report_writer import Section
 from faultline_eval.core.run_logs import results_for
 from faultline_eval.core.tables import Table, drop, json_records, signed
 from sceval_plugin.data.manifest import current_manifest
+from sceval_plugin.metrics.drops import codes_of
 from sceval_plugin.metrics.no_option_drops import agreement_table, no_option_frame, transfer_table
 from sceval_plugin.no_option_control import BLOCK
 from sceval_plugin.report import tables
@@ -27,8 +29,11 @@ SAMPLES_MARK = "_samples_sceval_no_option_"
 
 def split_trials(trials: pd.DataFrame, info: dict) -> tuple[pd.DataFrame, int]:
     """The trial table without no-option trials, and how many were taken out."""
-    ours = trials["condition_id"].astype(str).map(lambda cid: getattr(info.get(cid), "block", None) == BLOCK)
-    return trials[~ours.to_numpy()], int(ours.sum())
+    # decided once per distinct condition, not per row (millions of rows, a few hundred conditions)
+    codes, conditions = codes_of(trials["condition_id"])
+    ours_of = [getattr(info.get(str(cid)), "block", None) == BLOCK for cid in conditions]
+    ours = np.array([*ours_of, False])[codes]  # code -1 (missing) takes the last: not ours
+    return trials[~ours], int(ours.sum())
 
 
 def read_no_option(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
