@@ -82,6 +82,11 @@ _FIELD = rb'"[a-z_]+": (?:null|true|false|-?\d+|' + _STRING + rb")"
 _ENTRY = re.compile(
     rb'\{(?:"schema_version": (\d+), "sample_id"|"s"): (' + _STRING + rb"), (" + _FIELD + rb"(?:, " + _FIELD + rb")*)\}"
 )
+#: The fields after an entry's sample id, as :data:`_ENTRY` matches them.
+_FIELDS = re.compile(_FIELD + rb"(?:, " + _FIELD + rb")*")
+#: How an entry of this schema begins, up to its sample id's opening quote.
+_COMMON_ENTRY = f'{{"schema_version": {SCHEMA_VERSION}, "sample_id": "'.encode()
+_COMMON_VERSION = str(SCHEMA_VERSION).encode()
 
 
 def sample_files(run_dirs: Sequence[str | Path]) -> list[Path]:
@@ -97,21 +102,46 @@ def read_record(line: str, where: str) -> dict:
 # --- one file -----------------------------------------------------------------------------------
 
 
+def _common_entry(data: bytes, start: int, checked: dict[bytes, bytes]) -> tuple[bytes, bytes, int] | None:
+    """The entry at ``start`` when it is the common one (this schema, a sample id without
+    escapes), cut out by byte searches: (sample-id token, signature, end), the same tokens as
+    :data:`_ENTRY`'s; None for any other entry. Its fields are checked by :data:`_FIELDS` once
+    per distinct value (``checked``: a log repeats a few hundred), not per line."""
+    if not data.startswith(_COMMON_ENTRY, start):
+        return None
+    opening = start + len(_COMMON_ENTRY) - 1  # the sample id's quotes
+    closing = data.find(b'"', opening + 1)
+    if closing < 0 or not data.startswith(b", ", closing + 1) or data.find(b"\\", opening, closing) >= 0:
+        return None
+    brace = data.find(b"}", closing)
+    fields = data[closing + 3 : brace]
+    signature = checked.get(fields)
+    if signature is None and brace > 0 and _FIELDS.fullmatch(fields):
+        signature = checked[fields] = _COMMON_VERSION + b"|" + fields
+    return None if signature is None else (data[opening : closing + 1], signature, brace + 1)
+
+
 def _entry_tokens(data: bytes) -> tuple[list, list] | None:
     """Per line, the raw sample-id token and the rest of the entry (its schema version first);
-    None unless every line has an entry. Only each entry is matched: the rest of a line is
-    skipped with a newline search."""
+    None unless every line has an entry. Only each entry is read (:func:`_common_entry`, else
+    :data:`_ENTRY`): the rest of a line is skipped with a newline search."""
     samples, signatures = [], []
     find, match, skip = data.find, _ENTRY.match, len(_ENTRY_AT)
+    checked: dict[bytes, bytes] = {}
     pos, end = 0, len(data)
     while pos < end:
         at = find(_ENTRY_AT, pos)
-        m = match(data, at + skip) if at >= 0 else None
-        if m is None or find(b"\n", pos, at) >= 0:  # this line has no trial entry
+        if at < 0 or find(b"\n", pos, at) >= 0:  # this line has no trial entry
             return None
-        version, sample, fields = m.groups()
-        samples.append(sample), signatures.append((version or b"1") + b"|" + fields)
-        pos = find(b"\n", m.end()) + 1 or end
+        common = _common_entry(data, at + skip, checked)
+        if common is None:
+            m = match(data, at + skip)
+            if m is None:
+                return None
+            version, sample, fields = m.groups()
+            common = (sample, (version or b"1") + b"|" + fields, m.end())
+        samples.append(common[0]), signatures.append(common[1])
+        pos = find(b"\n", common[2]) + 1 or end
     return samples, signatures
 
 
@@ -152,7 +182,9 @@ def _parse_file(path: str) -> tuple[str, dict, tuple]:
     """One per-sample log: its constants (:func:`_log_constants`) and, per line, the sample id
     and the rest of the trial entry as raw tokens, factorised (codes, distinct tokens)."""
     data = Path(path).read_bytes()
-    end = len(data.rstrip(b"\n\r "))  # only the first and last lines are decoded: the file can be megabytes
+    end = len(data)  # only the first and last lines are decoded: the file can be megabytes (not copied to strip it)
+    while end and data[end - 1] in b"\n\r ":
+        end -= 1
     if end == 0:
         return path, {}, ((np.zeros(0, np.int32), []), (np.zeros(0, np.int32), []))
     constants = _log_constants(path, data, end)
