@@ -257,8 +257,8 @@ def build_report(
             "runs of the same conditions: run --tasks sceval_no_option, which includes both"
         )
     opts = options or DiagnosticOptions()
-    # Table 35 reads the no-option logs again and needs no other number; the probes need the
-    # numbers only: both computed aside while this process computes the rest
+    # Table 35 reads the no-option logs again and needs no other number; the probes and the
+    # diagnostics need the numbers only: each computed aside while this process computes the rest
     no_option_part = _aside(
         functools.partial(no_option.no_option_section, trials, info, run_dirs, no_option_trials, b=b, seed=seed),
         worth_it=bool(no_option_trials),
@@ -286,6 +286,13 @@ def build_report(
         ),
         worth_it=True,
     )
+    # the Appendix-C diagnostics (their own tables, and their entries in report.json): the numbers only, too
+    diagnostics_part = _aside(
+        functools.partial(
+            diagnostics.diagnostics_section, numbers, trials, info, options, b=b, seed=seed, delta_single=delta_single
+        ),
+        worth_it=True,
+    )
     ops = protocol.operator_names()
     report = Report(
         protocol.head(numbers, trials, run_dirs, b=b, seed=seed, delta_single=delta_single),
@@ -294,8 +301,7 @@ def build_report(
             _left_out_section(left_out, strict=strict),
             protocol.figures_section(numbers, info, ops, drawn=figures),
             protocol.tables_section(numbers, info, ops, delta_single),
-            # the Appendix-C diagnostics: their own tables, and their entries in report.json
-            diagnostics.diagnostics_section(numbers, trials, info, options, b=b, seed=seed, delta_single=delta_single),
+            diagnostics_part.result(),
             probes_part.result(),
             no_option_part.result(),
             *([_wrapped_subreport(run_dirs, b=b, seed=seed, figures=figures)] if wrapped else []),
