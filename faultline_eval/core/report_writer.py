@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +104,25 @@ def write_report(out: Path, report: Report, *, figure_workers: int = 0) -> list[
     return [path for _, paths in files for path in paths] + [out / INDEX, out / "report.json"]
 
 
+#: Threads writing tables at once: each file is synced to disk before it replaces the old one,
+#: and while one thread waits for the disk the others format and write.
+TABLE_WRITERS = 4
+
+
+def _write_tables(out: Path, tables: Sequence[Table]) -> dict[int, list[Path]]:
+    """The paths each table wrote (by ``id``), the tables written by :data:`TABLE_WRITERS`
+    threads; tables of one name by one thread, in order, so the last one's files stay."""
+    by_name: dict[str, list[Table]] = {}
+    for table in tables:
+        by_name.setdefault(table.name, []).append(table)
+
+    def write(group: list[Table]) -> list[tuple[int, list[Path]]]:
+        return [(id(table), write_table(out, table)) for table in group]
+
+    with ThreadPoolExecutor(max_workers=TABLE_WRITERS) as pool:
+        return dict(pair for done in pool.map(write, by_name.values()) for pair in done)
+
+
 #: What one entry of the index stands for (a table, a figure or a sub-report) and its files.
 _Written = tuple[Table | Figure | str, list[Path]]
 
@@ -111,9 +130,10 @@ _Written = tuple[Table | Figure | str, list[Path]]
 def _write_files(out: Path, report: Report, pending: Mapping[str, Future[list[Path]]]) -> list[_Written]:
     """Tables, sub-reports and figures (drawn here unless ``pending`` in other processes), each
     with the paths it wrote, in section order."""
+    tables = _write_tables(out, [table for section in report.sections for table in section.tables])
     written: list[_Written] = []
     for section in report.sections:
-        written += [(table, write_table(out, table)) for table in section.tables]
+        written += [(table, tables[id(table)]) for table in section.tables]
         written += [(folder, write_report(out / folder, sub)) for folder, sub in section.subreports.items()]
         if not pending:
             written += [(figure, figure.draw(out / figure.name)) for figure in section.figures]

@@ -134,6 +134,12 @@ def _sample_scores(frame: pd.DataFrame, value: np.ndarray) -> pd.Series:
     return keyed.groupby(["model", "condition_id", "sample_id"])["value"].mean()
 
 
+def _by_cell(scores: pd.Series) -> dict[tuple, pd.Series]:
+    """:func:`_sample_scores` split by (model, condition): each cell's scores by sample id (one
+    pass, not a look-up in the whole table per cell)."""
+    return {key: part.droplevel([0, 1]) for key, part in scores.groupby(level=[0, 1], sort=False)}
+
+
 def gold_preserved(frame: pd.DataFrame, manifest) -> pd.DataFrame:
     """The trials of ``frame`` the annotation manifest keeps (all of them without one): the same
     rule the tasks apply when they are built (:meth:`~sceval_plugin.data.manifest.Manifest.exclusion_reason`),
@@ -163,22 +169,23 @@ def transfer_table(
     (:data:`~sceval_plugin.metrics.protocol.TRIAL_COLUMNS`); ``no_option``: :func:`no_option_frame`;
     ``info``: condition id -> ConditionInfo; ``manifest``: an annotation manifest applied again
     (:func:`gold_preserved`). Rows whose four runs share no sample are left out."""
+    # only the multiple-choice conditions Table 35 pairs with a twin are looked up (not the whole table)
+    trials = trials[trials["condition_id"].isin(NO_OPTION_BASES).to_numpy()]
     trials, no_option = gold_preserved(trials, manifest), gold_preserved(no_option, manifest)
-    mc = _sample_scores(trials, trials["correct"].fillna(0.0).to_numpy(float))
+    mc = _by_cell(_sample_scores(trials, trials["correct"].fillna(0.0).to_numpy(float)))
     no = {
-        k: _sample_scores(
-            no_option, _credit(no_option[f"label_{k}"].where(no_option["invalid"].isna()), partial_credit)
+        k: _by_cell(
+            _sample_scores(
+                no_option, _credit(no_option[f"label_{k}"].where(no_option["invalid"].isna()), partial_credit)
+            )
         )
         for k in (1, 2)
     }
     rows = []
     for model in sorted(set(map(str, no_option["model"]))):
 
-        def scores(series: pd.Series, cid: str) -> pd.Series:
-            try:
-                return series.loc[(model, cid)]  # noqa: B023  (called within this iteration only)
-            except KeyError:
-                return pd.Series(dtype=float)
+        def scores(cells: dict[tuple, pd.Series], cid: str) -> pd.Series:
+            return cells.get((model, cid), pd.Series(dtype=float))  # noqa: B023  (called within this iteration only)
 
         for base in NO_OPTION_BASES[1:]:
             four = [

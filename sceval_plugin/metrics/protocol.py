@@ -891,7 +891,7 @@ def compute(
     # the items a partly applicable control was scored on (M_m compares on those alone)
     restricted = {
         (m, cid): set(samples.loc[(samples["model"] == m) & (samples["condition_id"] == cid), "sample_id"])
-        for m, cid in zip(not_applicable["model"], not_applicable["condition_id"])
+        for m, cid in dict.fromkeys(zip(not_applicable["model"], not_applicable["condition_id"]))  # once per cell
     }
     tests = comparisons(samples, summary, info, b=b, seed=seed, model_pairs=model_pairs, holm_families=holm_families)
     return Numbers(

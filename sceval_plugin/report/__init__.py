@@ -7,10 +7,13 @@ JSON file with every number.
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -36,6 +39,8 @@ from sceval_plugin.report.audit_section import audit_section
 from sceval_plugin.report.reader import SAMPLES_GLOB, ReportError, read_runs
 from sceval_plugin.report.task_metric_section import task_metric_section, wrapped_head
 from sceval_plugin.report.wrapped_reader import read_wrapped_runs, wrapped_sample_files
+
+T = TypeVar("T")
 
 __all__ = ["COHORTS", "ReportError", "build_report", "select_cohort", "wrapped_sections"]
 
@@ -88,6 +93,33 @@ def select_cohort(trials: pd.DataFrame, cohort: str, notes: list[str]) -> pd.Dat
         )
     clean = trials["condition_id"].isin(["clean"]).to_numpy()
     return trials[stress | clean].reset_index(drop=True)
+
+
+#: Work handed to :func:`_aside`'s process, by key: set while the process forks, so the work's
+#: arguments (the trial table) are inherited rather than pickled.
+_aside_work: dict[int, Callable[[], Any]] = {}
+
+
+def _run_aside(key: int) -> Any:
+    return _aside_work[key]()
+
+
+def _aside(work: Callable[[], T], *, worth_it: bool) -> Future[T]:
+    """``work()`` computed in a forked process while this one goes on (only its result is
+    pickled, back), for sections that need nothing the rest computes: after the logs are read
+    the second core is otherwise idle. Unless ``worth_it``, computed here at once."""
+    if not worth_it:
+        done: Future[T] = Future()
+        done.set_result(work())
+        return done
+    key = id(work)
+    _aside_work[key] = work
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+    try:
+        return pool.submit(_run_aside, key)  # the process forks here, before the work is dropped below
+    finally:
+        del _aside_work[key]
+        pool.shutdown(wait=False)  # it ends when the work is done
 
 
 def _numbers(
@@ -235,6 +267,12 @@ def build_report(
             "runs of the same conditions: run --tasks sceval_no_option, which includes both"
         )
     opts = options or DiagnosticOptions()
+    # Table 35 reads the no-option logs again and needs no other number; the probes and the
+    # diagnostics need the numbers only: each computed aside while this process computes the rest
+    no_option_part = _aside(
+        functools.partial(no_option.no_option_section, trials, info, run_dirs, no_option_trials, b=b, seed=seed),
+        worth_it=bool(no_option_trials),
+    )
     numbers = _numbers(
         trials,
         info,
@@ -244,6 +282,27 @@ def build_report(
         delta_single=delta_single,
         holm_families=opts.holm_families,
     )
+    probes_part = _aside(
+        functools.partial(
+            probes.probes_section,
+            numbers,
+            trials,
+            info,
+            b=b,
+            seed=seed,
+            trust_reading=opts.trust_reading,
+            confidence_values=opts.confidence_values,
+            figures=figures,
+        ),
+        worth_it=True,
+    )
+    # the Appendix-C diagnostics (their own tables, and their entries in report.json): the numbers only, too
+    diagnostics_part = _aside(
+        functools.partial(
+            diagnostics.diagnostics_section, numbers, trials, info, options, b=b, seed=seed, delta_single=delta_single
+        ),
+        worth_it=True,
+    )
     ops = protocol.operator_names()
     report = Report(
         protocol.head(numbers, trials, run_dirs, b=b, seed=seed, delta_single=delta_single),
@@ -252,19 +311,9 @@ def build_report(
             _left_out_section(left_out, strict=strict),
             protocol.figures_section(numbers, info, ops, drawn=figures),
             protocol.tables_section(numbers, info, ops, delta_single),
-            # the Appendix-C diagnostics: their own tables, and their entries in report.json
-            diagnostics.diagnostics_section(numbers, trials, info, options, b=b, seed=seed, delta_single=delta_single),
-            probes.probes_section(
-                numbers,
-                trials,
-                info,
-                b=b,
-                seed=seed,
-                trust_reading=opts.trust_reading,
-                confidence_values=opts.confidence_values,
-                figures=figures,
-            ),
-            no_option.no_option_section(trials, info, run_dirs, no_option_trials, b=b, seed=seed),
+            diagnostics_part.result(),
+            probes_part.result(),
+            no_option_part.result(),
             *([_wrapped_subreport(run_dirs, b=b, seed=seed, figures=figures, audit=audit)] if wrapped else []),
         ],
         title="SCEval report",

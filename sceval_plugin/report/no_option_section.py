@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from faultline_eval.core.model_names import ModelNames
@@ -17,33 +18,50 @@ from faultline_eval.core.report_writer import Section
 from faultline_eval.core.run_logs import results_for
 from faultline_eval.core.tables import Table, drop, json_records, signed
 from sceval_plugin.data.manifest import current_manifest
+from sceval_plugin.metrics.drops import codes_of
 from sceval_plugin.metrics.no_option_drops import agreement_table, no_option_frame, transfer_table
 from sceval_plugin.no_option_control import BLOCK
 from sceval_plugin.report import tables
-from sceval_plugin.report.reader import read_record, sample_files
+from sceval_plugin.report.reader import in_processes, read_record, sample_files
 
 SAMPLES_MARK = "_samples_sceval_no_option_"
 
 
 def split_trials(trials: pd.DataFrame, info: dict) -> tuple[pd.DataFrame, int]:
     """The trial table without no-option trials, and how many were taken out."""
-    ours = trials["condition_id"].astype(str).map(lambda cid: getattr(info.get(cid), "block", None) == BLOCK)
-    return trials[~ours.to_numpy()], int(ours.sum())
+    # decided once per distinct condition, not per row (millions of rows, a few hundred conditions)
+    codes, conditions = codes_of(trials["condition_id"])
+    ours_of = [getattr(info.get(str(cid)), "block", None) == BLOCK for cid in conditions]
+    ours = np.array([*ours_of, False])[codes]  # code -1 (missing) takes the last: not ours
+    return trials[~ours], int(ours.sum())
+
+
+#: The record fields :func:`~sceval_plugin.metrics.no_option_drops.no_option_frame` reads.
+FRAME_FIELDS = ("model", "condition_id", "sample_id", "variant", "no_option", "invalid")
+
+
+def _frame_fields(path: str) -> list[dict]:
+    """:data:`FRAME_FIELDS` of every record of one no-option log (decoded in a worker: only
+    these few fields travel back)."""
+    return [
+        {k: record[k] for k in FRAME_FIELDS if k in record}
+        for record in (
+            read_record(line, f"{path}:{number}")
+            for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1)
+            if line.strip()
+        )
+    ]
 
 
 def read_no_option(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
     """:func:`~sceval_plugin.metrics.no_option_drops.no_option_frame` of every no-option log under
     ``run_dirs``, models labelled as :func:`~sceval_plugin.report.reader.read_runs` labels them."""
-    records = []
     names = ModelNames.under(run_dirs)
-    for path in sample_files(run_dirs):
-        if SAMPLES_MARK not in path.name:
-            continue
+    paths = [path for path in sample_files(run_dirs) if SAMPLES_MARK in path.name]
+    records = []
+    for path, fields in zip(paths, in_processes(_frame_fields, [str(p) for p in paths])):
         label = names.of(results_for(path))
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                record = read_record(line, f"{path}:{number}")
-                records.append({**record, "model": label} if label != "unknown" else record)
+        records += [{**r, "model": label} for r in fields] if label != "unknown" else fields
     return no_option_frame(records)
 
 

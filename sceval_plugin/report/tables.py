@@ -104,6 +104,9 @@ def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
     p_single = cmp[cmp["kind"] == "single_vs_joint"].set_index(["model_b", "condition_b"])["p_holm"]
     order = sorted(joint["condition_id"].unique(), key=lambda c: (JOINT_BLOCKS.index(info[c].block), c))
     models = sorted(joint["model"].unique())
+    first_row: dict[tuple, int] = {}  # (model, cell) -> its first row's position: one pass, not a filter per cell
+    for position, key in enumerate(zip(joint["model"], joint["condition_id"])):
+        first_row.setdefault(key, position)
     rows_shown, raw, links = [], [], []
     for cid in order:
         c = info[cid]
@@ -111,11 +114,10 @@ def joint_table(numbers: Numbers, info: dict[str, ConditionInfo]) -> Body:
         link = {"condition": trials_in([cid])}
         links.append(link)
         for model in models:
-            r = joint[(joint["model"] == model) & (joint["condition_id"] == cid)]
-            if r.empty:
+            if (model, cid) not in first_row:
                 row[model] = "–"
                 continue
-            r = r.iloc[0]
+            r = joint.iloc[first_row[(model, cid)]]
             pb, ps = p_base.get((model, cid), np.nan), p_single.get((model, cid), np.nan)
             partial = "†" if r["single_grid"] == "partial" else ""
             row[model] = (
