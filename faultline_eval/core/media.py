@@ -411,26 +411,15 @@ def _decode_at(
 def read_audio(path: str | Path, cap: MediaLimits | None = None) -> tuple[np.ndarray, int, list[str]]:
     """Mono float32 audio at 16 kHz. Stereo is averaged and other rates resampled (soxr, high
     quality); each such step is returned as a note. Audio over the length limit is refused."""
-    import soundfile
-
-    cap = cap or limits()
-    path = _exists(Path(path))
-    try:
-        _check_audio_length(path, soundfile.info(str(path)), cap)
-        wave, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
-    except (soundfile.LibsndfileError, RuntimeError, TypeError) as exc:
-        raise MediaError(f"{path}: cannot decode audio: {exc}") from exc
-    if wave.shape[0] == 0:
-        raise MediaError(f"{path}: audio has no samples")
+    wave, rate = read_source_audio(path, cap)
+    name = Path(path).name
     notes: list[str] = []
     if wave.shape[1] > 1:
-        notes.append(f"{path.name}: averaged {wave.shape[1]} channels to mono")
+        notes.append(f"{name}: averaged {wave.shape[1]} channels to mono")
     mono = wave.mean(axis=1, dtype=np.float32)
     if rate != SAMPLE_RATE:
-        notes.append(f"{path.name}: resampled {rate} Hz to {SAMPLE_RATE} Hz")
+        notes.append(f"{name}: resampled {rate} Hz to {SAMPLE_RATE} Hz")
         mono = resample_audio(mono, rate)
-    if not np.isfinite(mono).all():
-        raise MediaError(f"{path}: audio holds NaN or infinite samples")
     return np.ascontiguousarray(mono), SAMPLE_RATE, notes
 
 
