@@ -23,8 +23,8 @@ path, anything else: video        every source frame (or the         lossless MP
 **Audio** (issue 36). Under ``frames=source`` audio keeps what the base gives: its sampling rate
 and its channels. A condition that leaves audio alone hands the base's samples over unchanged
 (the same array values and rate; an audio *path* stays the same path). A corruption runs once per
-channel on float32 samples (the operators' type; the result is cast back to a float source's
-dtype), each call the same seeded call, so a removed or muted segment falls at the same place in
+channel on float32 samples (the operators' type; the result is given back in the source's type,
+an integer type rounded), each call the same seeded call, so a removed or muted segment falls at the same place in
 every channel; ``distortion`` clips each channel at its own peak. SCEval's audio operators act on
 fractions of the length and on amplitude, so they need no rate; the probes that act in seconds
 (desync, audio gaps and shuffle) are given the real rate. Under ``frames=sceval_grid`` audio is
@@ -357,12 +357,7 @@ def _audio_dict(item: Any, corruption: MediaCorruption, where: str, source_audio
         return {"type": AUDIO_TYPE, "array": given, "sampling_rate": rate}
     flipped = given.ndim == 2 and _channel_axis(given) == 0  # (channels, samples): corrupted as (samples, channels)
     out = _audio(np.ascontiguousarray(given.T if flipped else given, dtype=np.float32), rate, corruption, where)
-    out = out.T if flipped else out
-    return {
-        "type": AUDIO_TYPE,
-        "array": out.astype(given.dtype) if given.dtype.kind == "f" else out,
-        "sampling_rate": rate,
-    }
+    return {"type": AUDIO_TYPE, "array": _in_dtype(out.T if flipped else out, given.dtype), "sampling_rate": rate}
 
 
 def _checked_samples(samples: Any, where: str) -> np.ndarray:
@@ -379,6 +374,15 @@ def _checked_samples(samples: Any, where: str) -> np.ndarray:
     if not np.isfinite(wave).all():
         raise WrappedMediaError(f"{where}: audio holds NaN or infinite samples")
     return wave
+
+
+def _in_dtype(wave: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Corrupted float32 samples in the source's type: a float type as is, an integer type
+    (PCM-valued arrays) rounded and clipped to its range."""
+    if dtype.kind == "f":
+        return wave.astype(dtype, copy=False)
+    bounds = np.iinfo(dtype)
+    return np.clip(np.rint(wave), bounds.min, bounds.max).astype(dtype)
 
 
 def _channel_axis(wave: np.ndarray) -> int:

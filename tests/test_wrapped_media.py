@@ -225,6 +225,12 @@ def test_audio_dicts_keep_their_rate_and_channels(cache, layout):
         assert not channel[start:stop].any()
         keep = np.r_[0:start, stop:n]
         assert np.array_equal(channel[keep], source[keep])
+    pcm = {"array": np.round(left * 32767).astype(np.int16), "sampling_rate": rate}  # integer samples stay so
+    [muted_pcm] = corrupt_media([pcm], mute, where=WHERE)
+    assert muted_pcm["array"].dtype == np.int16 and changed_run(pcm["array"], muted_pcm["array"])[1] <= stop
+    pcm = {"array": np.round(left * 32767).astype(np.int16), "sampling_rate": rate}  # integer samples stay so
+    [muted_pcm] = corrupt_media([pcm], mute, where=WHERE)
+    assert muted_pcm["array"].dtype == np.int16 and changed_run(pcm["array"], muted_pcm["array"])[1] <= stop
     [grid] = corrupt_media([item], mute, where=WHERE, grid=FrameGrid())  # sceval_grid: SCEval's 16 kHz mono
     assert grid["sampling_rate"] == 16_000 and grid["array"].shape == (16_000,)
 
