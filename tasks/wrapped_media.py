@@ -24,8 +24,8 @@ path, anything else: video        every source frame (or the         lossless MP
 and its channels. A condition that leaves audio alone hands the base's samples over unchanged
 (the same array values and rate; an audio *path* stays the same path). A corruption runs once per
 channel on float32 samples (the operators' type; the result is given back in the source's type,
-an integer type rounded), each call the same seeded call, so a removed or muted segment falls at the same place in
-every channel; ``distortion`` clips each channel at its own peak. SCEval's audio operators act on
+an integer type rounded), each call the same seeded call, so a removed or muted segment falls at
+the same place in every channel; ``distortion`` clips each channel at its own peak. SCEval's audio operators act on
 fractions of the length and on amplitude, so they need no rate; the probes that act in seconds
 (desync, audio gaps and shuffle) are given the real rate. Under ``frames=sceval_grid`` audio is
 SCEval's form instead, as it was before: mono (channels averaged) at 16 kHz
