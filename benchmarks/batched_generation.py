@@ -64,7 +64,9 @@ def main() -> int:
     parser.add_argument("--model", choices=sorted(CLASSES), default="qwen2_5_omni")
     parser.add_argument("--batch-sizes", default="1,4,8")
     parser.add_argument(
-        "--smoke", action="store_true", help=f"{provenance.SMOKE_HELP}: 2 items, batch sizes 1 and 2, one round"
+        "--smoke",
+        action="store_true",
+        help=f"{provenance.SMOKE_HELP}: 2 items, batch sizes 1 and 2, one round, no warm-up",
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args()
@@ -78,7 +80,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["SCEVAL_CACHE"] = str(Path(tmp) / "cache")
         checkpoint = BUILDERS[args.model](Path(tmp) / "tiny")
-        timed_run(model_class, checkpoint, 1, 2, args.device)  # warm-up: first-call costs fall on no arm
+        if not args.smoke:  # a smoke run's times say nothing: no warm-up
+            timed_run(model_class, checkpoint, 1, 2, args.device)  # warm-up: first-call costs fall on no arm
         times: dict[int, list[float]] = {b: [] for b in sizes}
         replies: dict[int, dict] = {}
         for r in range(args.rounds):

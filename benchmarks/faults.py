@@ -80,6 +80,7 @@ for i in range(int(sys.argv[3])):
         time.sleep(float(sys.argv[4]))
 """
 STORE_RECORDS = 10_000
+SMOKE_STORE_RECORDS = 1_000  # ~2 s of paced appends: the kill window still falls inside
 STORE_PAUSE_S = 0.001
 KEY = re.compile(r"r\d{6}")
 
@@ -683,7 +684,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help=f"{provenance.SMOKE_HELP}: store, sceval_annotate, sceval_publish at 1 kill point, 200 records",
+        help=f"{provenance.SMOKE_HELP}: store (1,000 records), sceval_annotate, sceval_publish at 1 kill point, "
+        "200 records per durability arm",
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args(argv)
@@ -703,7 +705,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{'seconds':>9}"
         )
         for name in chosen:
-            result = PIPELINES[name](args.kill_points, args.seed, root / name)
+            sized = {"records": SMOKE_STORE_RECORDS} if args.smoke and name == "store" else {}
+            result = PIPELINES[name](args.kill_points, args.seed, root / name, **sized)
             failed |= bool(
                 result["lost"] or result["duplicated"] or result["differing_files"] or result.get("half_written")
             )

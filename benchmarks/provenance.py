@@ -6,7 +6,10 @@ What every script under ``benchmarks/`` does (``tests/test_benchmarks_smoke.py``
   at a size that takes seconds; it exits 0 whatever the ratios, and non-zero only on a crash;
 - ``--json PATH``: its figures with their provenance, written by :class:`Record` below;
 - a peer that is not installed: run what it can without it (under ``--smoke``), then
-  ``return provenance.peer_missing("NAME (install: ...)")``, exit status :data:`PEER_MISSING`.
+  ``return provenance.peer_missing("NAME (install: ...)")``, exit status :data:`PEER_MISSING`;
+- a script that needs the README's main job on the demo gets it from :func:`demo_main_job`, which
+  under ``--smoke`` copies the finished one that :data:`SMOKE_DEMO_ENV` names (the smoke test runs
+  that job once for all such scripts) instead of running it again.
 
 At the end of its run a script writes its measured figures with what produced them::
 
@@ -38,6 +41,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +56,12 @@ SMOKE_HELP = "a CI-sized run that checks the whole path in seconds (its figures 
 #: The exit status of a run whose named peer is not installed (after running what it could without it);
 #: the smoke test skips such a script with the reason it printed.
 PEER_MISSING = 3
+#: How the scripts run this environment's console commands (``faultline-eval``, ``sceval report``...),
+#: with ``subprocess.run``'s arguments. The smoke test's launcher (tests/smoke_launcher.py) makes it
+#: a fork of its own process, whose imports of lmms-eval and the plugins are done.
+run_command: Callable[..., subprocess.CompletedProcess] = subprocess.run
+#: Names a finished smoke-size demo main job (:func:`demo_main_job`, ``smoke=True``) to copy, not re-run.
+SMOKE_DEMO_ENV = "FAULTLINE_BENCH_SMOKE_DEMO"
 #: Units written straight after the number (``12.1×``); every other unit follows a space (``246 s``).
 ATTACHED_UNITS = {"x": "×", "%": "%"}
 #: Changes a run's checkout may have without its figures changing (text, and the results themselves).
@@ -108,6 +118,37 @@ def peer_missing(reason: str) -> int:
     """Say that the peer is missing and how to install it; the exit status to return."""
     print(f"peer missing: {reason}", file=sys.stderr, flush=True)
     return PEER_MISSING
+
+
+def demo_main_job(out: Path, smoke: bool, reports: bool = True, env: dict[str, str] | None = None) -> Path:
+    """The README's main job on the demo into ``out`` (``faultline-eval --model sceval_reference
+    --tasks sceval_panel,sceval_single,c3po_all --log_samples``; ``smoke``: ``sceval_clean,c3po_ic_t1``
+    on 3 items) and, with ``reports``, ``sceval report`` into ``out/report`` and ``c3po report`` into
+    ``out/c3po-report``. Under ``smoke`` with :data:`SMOKE_DEMO_ENV` set, a copy of that folder (made
+    by this function with ``reports``). ``env``: the commands' environment (default this one's). A
+    failed command ends the script with its error."""
+    import shutil
+
+    shared = os.environ.get(SMOKE_DEMO_ENV)
+    if smoke and shared:
+        if not (Path(shared) / "c3po-report").is_dir():
+            raise SystemExit(f"{SMOKE_DEMO_ENV}={shared}: not a finished demo main job with its reports")
+        shutil.copytree(shared, out)
+        return out
+    bin_ = Path(sys.executable).parent
+    tasks = ["sceval_clean,c3po_ic_t1", "--limit", "3"] if smoke else ["sceval_panel,sceval_single,c3po_all"]
+    steps = [
+        [str(bin_ / "faultline-eval"), "eval", "--model", "sceval_reference", "--tasks", *tasks,
+         "--log_samples", "--output_path", str(out)],
+    ]  # fmt: skip
+    if reports:
+        steps.append([str(bin_ / "sceval"), "report", str(out), "-o", str(out / "report"), "--quiet"])
+        steps.append([str(bin_ / "c3po"), "report", str(out), "-o", str(out / "c3po-report")])
+    for step in steps:
+        done = run_command(step, capture_output=True, text=True, env=env)  # the commands run offline by default
+        if done.returncode:
+            raise SystemExit(f"{' '.join(step)} failed:\n{done.stderr[-2000:]}")
+    return out
 
 
 def load() -> list[float]:

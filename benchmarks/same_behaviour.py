@@ -40,7 +40,6 @@ import json
 import math
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -485,19 +484,10 @@ def index(folder: Path, skip_figures: bool) -> dict[str, Path]:
 
 
 def smoke_folders(work: Path) -> tuple[Path, Path]:
-    """``--smoke``: one real run (2 items of ``sceval_clean`` and ``c3po_ic_t1``, both reports) and a copy of it."""
-    before = work / "before"
-    bin_ = Path(sys.executable).parent
-    steps = [
-        [str(bin_ / "faultline-eval"), "eval", "--model", "sceval_reference", "--tasks", "sceval_clean,c3po_ic_t1",
-         "--limit", "2", "--log_samples", "--output_path", str(before)],
-        [str(bin_ / "sceval"), "report", str(before), "-o", str(before / "report"), "--quiet"],
-        [str(bin_ / "c3po"), "report", str(before), "-o", str(before / "c3po-report")],
-    ]  # fmt: skip
-    for step in steps:
-        done = subprocess.run(step, capture_output=True, text=True)  # the commands run offline by default
-        if done.returncode:
-            raise SystemExit(f"{' '.join(step)} failed:\n{done.stderr[-2000:]}")
+    """``--smoke``: one real run (3 items of ``sceval_clean`` and ``c3po_ic_t1``, both reports) and a copy of it."""
+    import provenance  # here: the module is also imported by path
+
+    before = provenance.demo_main_job(work / "before", smoke=True)
     shutil.copytree(before, work / "after")
     return before, work / "after"
 

@@ -25,7 +25,6 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,14 +43,10 @@ ENV = {
 }
 
 
-def run(args: list[str]) -> float:
-    return timed(args)[0]
-
-
 def timed(args: list[str]) -> tuple[float, float]:
     """Wall and CPU seconds (user + system, the command's threads and children) of one command."""
     start, cpu = time.perf_counter(), _children_cpu()
-    done = subprocess.run(args, capture_output=True, text=True, env=ENV)
+    done = provenance.run_command(args, capture_output=True, text=True, env=ENV)
     if done.returncode:
         raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
     return time.perf_counter() - start, _children_cpu() - cpu
@@ -143,9 +138,6 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args()
-    tasks, limit = (
-        ("sceval_clean,c3po_ic_t1", ["--limit", "3"]) if args.smoke else ("sceval_panel,sceval_single,c3po_all", [])
-    )
     if args.smoke:
         args.models, args.repeats = 2, 1
     record = provenance.Record(__file__, peer="the same report without --html")
@@ -154,21 +146,9 @@ def main() -> None:
     try:
         logs = args.logs
         if logs is None:
-            logs = root / "demo_out"
-            seconds = run(
-                [
-                    str(BIN / "faultline-eval"),
-                    "--model",
-                    "sceval_reference",
-                    "--tasks",
-                    tasks,
-                    *limit,
-                    "--log_samples",
-                    "--output_path",
-                    str(logs),
-                ]
-            )
-            print(f"demo main job: {seconds:.1f} s")
+            start = time.perf_counter()
+            logs = provenance.demo_main_job(root / "demo_out", args.smoke, reports=False, env=ENV)
+            print(f"demo main job: {time.perf_counter() - start:.1f} s")
         for tool in ("sceval", "c3po"):
             out = root / f"{tool}-report"
             peer = [str(BIN / tool), "report", str(logs), "-o", str(out)] + (["--quiet"] if tool == "sceval" else [])

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Collection
@@ -27,20 +26,12 @@ WIDTHS = {"desktop": 1280, "phone": 390}
 
 def demo_site(work: Path, smoke: bool = False) -> Path:
     """The README's main job on the demo (``smoke``: two tasks on 3 items), both reports, and the site with them."""
-    out = work / "demo_out"
-    tasks = ["sceval_clean,c3po_ic_t1", "--limit", "3"] if smoke else ["sceval_panel,sceval_single,c3po_all"]
-    steps = [
-        [str(BIN / "faultline-eval"), "eval", "--model", "sceval_reference", "--tasks", *tasks,
-         "--log_samples", "--output_path", str(out)],
-        [str(BIN / "sceval"), "report", str(out), "-o", str(out / "report"), "--quiet"],
-        [str(BIN / "c3po"), "report", str(out), "-o", str(out / "c3po-report")],
-        [str(BIN / "faultline"), "view", str(out), "-o", str(out / "html"), "--sceval-report", str(out / "report"),
-         "--c3po-report", str(out / "c3po-report")],
-    ]  # fmt: skip
-    for step in steps:
-        done = subprocess.run(step, capture_output=True, text=True)  # the commands run offline by default
-        if done.returncode:
-            raise SystemExit(f"{' '.join(step)} failed:\n{done.stderr[-2000:]}")
+    out = provenance.demo_main_job(work / "demo_out", smoke)
+    view = [str(BIN / "faultline"), "view", str(out), "-o", str(out / "html"), "--sceval-report", str(out / "report"),
+            "--c3po-report", str(out / "c3po-report")]  # fmt: skip
+    done = provenance.run_command(view, capture_output=True, text=True)  # the command runs offline by default
+    if done.returncode:
+        raise SystemExit(f"{' '.join(view)} failed:\n{done.stderr[-2000:]}")
     return out / "html"
 
 

@@ -20,6 +20,7 @@ from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.preflight import FOLDER_TO_WRITE, RUN_FOLDER, check_existing_path, path_rules
 from faultline_eval.core.run_status import run_command
 from faultline_eval.model_wrappers.tiny_checkpoints import BUILDERS as TINY_CHECKPOINTS
+from sceval_plugin.audit_options import add_audit_options, audit_options
 
 # subcommand -> module with add_parser(sub); `eval` is forwarded whole to faultline-eval.
 COMMANDS: dict[str, str] = {"probe": "c3po_plugin.mechanistic.cli", "view": "faultline_eval.viewer"}
@@ -45,22 +46,7 @@ def add_audit_parser(sub) -> None:
         "--min-models", type=int, metavar="K", help="list items answered under a control by >= K models (default: all)"
     )
     audit.add_argument("--no-figures", action="store_true", help="tables only")
-    audit.add_argument(
-        "--answerable-at",
-        action="append",
-        default=[],
-        type=_metric_threshold,
-        metavar="METRIC=VALUE",
-        help="for a graded metric (WER/CER, a non-0/1 score): an item is answerable when its per-item value is at "
-        "most VALUE (an error rate) or at least VALUE (a score), in the metric's own units (wer=50: librispeech's "
-        "per-item WER at most 50 %%); default: when it is no worse than the same item's in clean. Repeatable",
-    )
-    audit.add_argument(
-        "--per-pair",
-        action="store_true",
-        help="yes/no pairs (MME's two questions of an image): the pair is the item, answerable when both its "
-        "questions are (the task's acc+; chance 1/4); default: each question on its own (its acc; chance 1/2)",
-    )
+    add_audit_options(audit)
 
     def run(args: argparse.Namespace) -> int:
         # heavy: pandas and matplotlib come with the report modules
@@ -71,8 +57,7 @@ def add_audit_parser(sub) -> None:
             args.output,
             min_models=args.min_models,
             figures=not args.no_figures,
-            answerable_at=dict(args.answerable_at),
-            per_pair=args.per_pair,
+            **audit_options(args),
         )
         for note in done["notes"]:
             print(f"note: {note}", file=sys.stderr)
@@ -80,17 +65,6 @@ def add_audit_parser(sub) -> None:
         return 0
 
     audit.set_defaults(func=run)
-
-
-def _metric_threshold(text: str) -> tuple[str, float]:
-    """``METRIC=VALUE`` of ``--answerable-at``."""
-    metric, _, value = text.partition("=")
-    try:
-        if not metric.strip():
-            raise ValueError
-        return metric.strip(), float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give METRIC=VALUE, e.g. wer=50") from None
 
 
 def add_tiny_model_parser(sub) -> None:

@@ -41,6 +41,7 @@ from faultline_eval.tasks.sceval_configs import is_builtin, out_of_date, write_t
 from faultline_eval.viewer import add_html_arguments, check_html_arguments, write_report_site
 from sceval_plugin import operators
 from sceval_plugin import probe_conditions as probes
+from sceval_plugin.audit_options import add_audit_options, audit_options
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.construction.cli import add_build_parser
 from sceval_plugin.contact_sheet import grid, probe_sheet
@@ -270,6 +271,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         figures=not args.no_figures,
         cohort=args.cohort,
         strict=args.strict,
+        audit=audit_options(args),
     )
     for note in done["notes"]:
         print(f"note: {note}", file=sys.stderr)
@@ -509,6 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reading, a condition the catalogue does not know) instead of leaving their trials out with a note",
     )
 
+    add_audit_options(report)
     add_html_arguments(report, ("sceval",), switch=True)
     families = report.add_argument(
         "--families",

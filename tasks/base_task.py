@@ -27,6 +27,7 @@ import importlib.util
 import inspect
 import io
 import json
+import numbers
 import os
 import re
 from collections.abc import Callable
@@ -317,4 +318,9 @@ def aggregate(task: str, metric: str, items: list, *, args: Any = None) -> float
             value = spec.aggregation(items, args=args) if spec.takes_args else spec.aggregation(items)
     finally:
         logger.enable("")
+    if not isinstance(value, numbers.Real):
+        raise BaseTaskError(
+            f"task {task!r}: the aggregation of {metric!r} returned {value!r}, no score "
+            "(a metric that writes a submission file has none)"
+        )
     return float(value)

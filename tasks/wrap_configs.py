@@ -219,6 +219,8 @@ def not_applicable(condition: Condition, adapter: TaskAdapter) -> str | None:
             if adapter.question_field is not None
             else "removes the question, which the task does not have (a fixed instruction)"
         )
+    if control in NO_MEDIA_CONTROLS and adapter.question_field is None:
+        return "keeps only the text, and the task has no question (a fixed instruction): the model would see the instruction alone"
     if control in NO_MEDIA_CONTROLS and modalities == {"text"}:
         return "removes the media of a text-only task (it would equal clean)"
     return None

@@ -39,6 +39,7 @@ of an image see the same corrupted image.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import importlib.util
 import inspect
@@ -54,7 +55,7 @@ from loguru import logger
 from faultline_eval.core import telemetry
 from faultline_eval.core.identity import WRAPPED_DATASET_FIELD, WRAPPED_FIELD_PREFIX, WRAPPED_ROW_ID_FIELD
 from faultline_eval.core.trial import WRAPPED_TRIAL_KEY, WrappedTrial
-from faultline_eval.tasks.base_task import base_config
+from faultline_eval.tasks.base_task import base_config, metric_specs
 from faultline_eval.tasks.task_hooks import functions_by_name
 from faultline_eval.tasks.wrap_configs import (
     SEPARATOR,
@@ -195,6 +196,12 @@ def _infer_plan(task: Wrapped, key_field: str | None, first: dict[str, Any]) -> 
         raise WrappedTaskError(
             f"{where}: control {task.condition.control!r} removes the question, but no field among the "
             "question fields occurs in the prompt (it would show the question); register a task adapter naming it"
+        )
+    if task.condition.control in NO_MEDIA_CONTROLS and question is None:
+        raise WrappedTaskError(
+            f"{where}: control {task.condition.control!r} keeps only the text, but no field among the "
+            "question fields occurs in the prompt (the model would see a fixed instruction alone); "
+            "register a task adapter naming the question"
         )
     if question is not None and not isinstance(first.get(question), str):
         raise WrappedTaskError(f"{where}: the question field {question!r} is not a string field of the docs")
@@ -644,6 +651,13 @@ def _unit(task: Wrapped, doc: Mapping[str, Any], key: str) -> str:
     return task.adapter.unit_of(_base_doc(doc), key)
 
 
+@functools.cache
+def _score_higher_is_better(base: str, pattern: str) -> bool:
+    """Whether every base metric the per-doc score may be read from (the adapter's pattern; ``*``
+    generically) counts higher as better, as lmms-eval resolves the direction."""
+    return all(spec.higher_is_better for spec in metric_specs(base) if fnmatch.fnmatchcase(spec.name, pattern))
+
+
 def _make_process_results(name: str) -> Callable[..., dict[str, Any]]:
     task = wrapped(name)
 
@@ -663,7 +677,9 @@ def _make_process_results(name: str) -> Callable[..., dict[str, Any]]:
         trial = WrappedTrial(
             sample_id=key,
             variant=task.variant,
-            correct=WrappedTrial.correct_of(score),
+            correct=WrappedTrial.correct_of(
+                score, _score_higher_is_better(task.base, task.adapter.score[0] if task.adapter.score else "*")
+            ),
             invalid=invalid,
             base_task=task.base,
             condition_id=task.condition.id,

@@ -675,6 +675,7 @@ def test_screenshot_pages_of_a_relative_site_folder_are_file_addresses(site, mon
     page's address is a file:// URI of a page that exists (Path.as_uri() refuses relative paths)."""
     import importlib.util
 
+    monkeypatch.syspath_prepend(str(SCREENSHOTS.parent))  # as `python benchmarks/...` has it (its provenance helper)
     spec = importlib.util.spec_from_file_location("viewer_screenshots", SCREENSHOTS)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

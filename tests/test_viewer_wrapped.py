@@ -33,6 +33,7 @@ from test_viewer import BROWSER_ARGS, CHROMIUM, selected, watched_page
 from faultline_eval.core.trial import WrappedTrial
 from faultline_eval.tasks import wrap_configs
 from faultline_eval.tasks.base_task import aggregate
+from sceval_plugin.metrics.modality_audit import CONTROLS
 from sceval_plugin.render import BLANK_LEVEL, corrupt
 
 BIN = Path(sys.executable).parent
@@ -168,7 +169,9 @@ def test_every_linked_number_of_the_wrapped_tables_recomputes_from_the_trials_it
         options = [
             len(re.findall(r"^[A-D]\. ", lines[(model, t["cell"], t["sample_id"], 0)]["input"], re.M)) for t in under
         ]
-        chance = f"{100 * np.mean([1 / n for n in options]):.1f}" if all(options) else "–"
+        golds = {str(lines[(model, t["cell"], t["sample_id"], 0)]["target"]).strip().lower() for t in under}
+        yes_no = golds <= {"yes", "no"}  # the audit's chance for yes/no golds: 1/2
+        chance = f"{100 * np.mean([1 / n for n in options]):.1f}" if all(options) else "50.0" if yes_no else "–"
         assert shown["chance (%)"] == chance
         clean = selected(links["clean-answerable items"])
         answerable = {t["sample_id"] for t in clean if t["verdict"] == "correct"}
@@ -208,7 +211,7 @@ def test_the_audit_items_open_their_trials_with_that_outcome(wrapped_site):
     assert 'href="audit.html"' in (root / "site" / "wrapped" / "index.html").read_text()
     rows = re.findall(r"<tr>(.*?)</tr>", text.split("<tbody>")[1])
     assert len(rows) == len(items)
-    conditions = [c for c in items.columns if c not in ("base_task", "model", "doc_id", "sample_id", "n_options")]
+    conditions = [c for c in ("clean", *CONTROLS) if c in items.columns]
     marks = 0
     for row, item in zip(rows, items.to_dict("records")):
         cells = re.findall(r"<td>(.*?)</td>", row)
@@ -244,10 +247,14 @@ def shown_media(page: Path, anchor: str) -> tuple[list[np.ndarray], np.ndarray |
 
 
 @pytest.mark.slow
-def test_a_trial_page_shows_the_media_the_model_got_its_prompt_and_reply(wrapped_site):
+def test_a_trial_page_shows_the_media_the_model_got_its_prompt_and_reply(wrapped_site, wrap_copies):
+    from faultline_eval.core.media import read_source_video
     from faultline_eval.viewer.site import slug
 
     root, _ = wrapped_site
+    # faithful video: the operator acts on every source frame; the site shows some of them
+    source, _ = read_source_video(wrap_copies.copies["worldsense"].hf_home / "WorldSense" / "videos" / "ws_001.mp4")
+    source = np.stack(source.frames)
     lines = logged(root)
     samples = root / "site" / "wrapped" / "samples"
     page = samples / f"{slug('worldsense/1')}.html"
@@ -257,7 +264,8 @@ def test_a_trial_page_shows_the_media_the_model_got_its_prompt_and_reply(wrapped
     for variant in range(3):
         frames, wave, _ = shown_media(page, slug(f"worldsense__single_noise_v70-{variant}"))
         # the condition's own operator on the clean frames, keyed as the wrapper keys the doc
-        expected = corrupt(noise, "vision", np.stack(clean), variant, "worldsense/1")
+        shown_at = [next(i for i, f in enumerate(source) if np.array_equal(f, c)) for c in clean]
+        expected = corrupt(noise, "vision", source, variant, "worldsense/1")[shown_at]
         assert np.array_equal(np.stack(frames), expected), variant
         assert np.abs(wave - clean_wave).max() < 1e-3  # the audio untouched (16-bit in the site)
     _, silent, _ = shown_media(page, slug("worldsense__missing_audio-0"))

@@ -24,7 +24,7 @@ from test_lmms_cli import lmms_eval
 
 from faultline_eval.core.stats import resample_weights
 from faultline_eval.core.trial import WrappedTrial
-from faultline_eval.tasks.base_task import aggregate, base_config, metric_specs
+from faultline_eval.tasks.base_task import BaseTaskError, aggregate, base_config, metric_specs
 from sceval_plugin.metrics.task_metrics import aggregate_drops, mean_score_drops
 from sceval_plugin.report import build_report
 from sceval_plugin.report.task_metric_section import UNWRAPPED
@@ -138,7 +138,9 @@ def write_run(
             results[task] = {"alias": task}
             for spec in specs:
                 if items[spec.name]:
-                    results[task][f"{spec.name},none"] = aggregate(base, spec.name, items[spec.name])
+                    # as lmms-eval's evaluator calls it: what it returns (None: air_bench's submission) is written
+                    value = spec.aggregation(items[spec.name], **({"args": None} if spec.takes_args else {}))
+                    results[task][f"{spec.name},none"] = value
                     results[task][f"{spec.name}_stderr,none"] = "N/A"
             higher[task] = {s.name: s.higher_is_better for s in specs}
             samples[task] = lines
@@ -612,3 +614,125 @@ def test_a_partial_credit_score_is_graded_against_clean_or_a_threshold():
         assert share["answerable"] == np.mean(expected) and 0 < share["needs"] < 1
         among = [x for x, c in zip(expected, expected_clean) if c]
         assert share["needs"] == pytest.approx(1 - np.mean(among))
+
+
+def air_bench_doc(i: int) -> dict:
+    """An AIR-Bench Foundation doc as tests/wrap_datasets.build_air_bench writes it (no audio:
+    process_results does not read it)."""
+    words = ["a hum", "a whistle", "a beep", "a tone"]
+    return {
+        "question": f"What sounds? (item {i})",
+        **{f"choice_{k}": w for k, w in zip("abcd", words)},
+        "answer_gt": words[i % 4],
+        "task_name": "Sound_AQA",
+        "uniq_id": i,
+    }
+
+
+def test_a_metric_with_no_score_is_named_so_and_writes_nothing(tmp_path, monkeypatch):
+    """air_bench's ``submission`` aggregation writes a file and returns None (results.json: null).
+    The report says that (not "the logs predate it") and re-runs no aggregation of it, so nothing
+    lands in the working directory; accuracy is reported as usual."""
+    docs = [air_bench_doc(i) for i in range(8)]
+    writer = tmp_path / "lmms_eval_cwd"  # lmms-eval's own aggregation writes submissions/ here
+    writer.mkdir()
+    monkeypatch.chdir(writer)
+    write_run(
+        tmp_path / "runs",
+        "m",
+        "air_bench_foundation_sound",
+        docs,
+        lambda condition, variant, doc: LETTERS[doc["uniq_id"] % 4 if condition == "clean" else 0],
+        {"clean": 1, "missing_audio": 1},
+        date="20261202_070500",
+    )
+    assert (writer / "submissions").is_dir()
+    with pytest.raises(BaseTaskError, match="aggregation of 'submission' returned None, no score"):
+        aggregate("air_bench_foundation_sound", "submission", [{0: "A"}])
+    reporter = tmp_path / "report_cwd"
+    reporter.mkdir()
+    monkeypatch.chdir(reporter)
+    done = build_report([tmp_path / "runs"], tmp_path / "r", b=100, seed=1, progress=False, figures=False)
+    assert list(reporter.iterdir()) == []
+    notes = json.loads((tmp_path / "r" / "report.json").read_text())["notes"] + done.get("notes", [])
+    assert any("submission has no score" in n and "submission file" in n for n in notes), notes
+    assert not any("no submission; the logs predate it" in n for n in notes), notes
+    raw = pd.read_csv(tmp_path / "r" / "task_metrics_air_bench_foundation_sound.csv")
+    assert set(raw["metric"]) == {"accuracy"}
+
+
+def mmmu_doc(i: int) -> dict:
+    """An MMMU validation doc as tests/wrap_datasets.build_mmmu writes it (no image: scoring does not read it)."""
+    return {
+        "id": f"validation_Art_{i + 1}",
+        "question": f"Which colour fills <image 1>? (item {i})",
+        "options": repr(["red", "green", "blue", "yellow"]),
+        "answer": LETTERS[i % 4],
+        "question_type": "multiple-choice",
+    }
+
+
+def test_audit_scores_mmmu_through_its_own_aggregation(tmp_path):
+    """mmmu_val's per-doc item holds the parsed reply, not a score: correctness is decided inside
+    its aggregation. The audit scores each item by that aggregation on the one item (a graded
+    per-item mmmu_acc), so mmmu_val is a row of the shares, never missing."""
+    from sceval_plugin.report.audit_section import audit_report
+
+    docs = [mmmu_doc(i) for i in range(8)]
+
+    def seer(condition: str, variant: int, doc: dict) -> str:
+        """Right with the image; without it, "A" (right for one doc in four)."""
+        return doc["answer"] if condition == "clean" else "A"
+
+    write_run(tmp_path / "runs", "m", "mmmu_val", docs, seer, {"clean": 1, "missing_vision": 1}, date="20261202_070600")
+    audit_report([tmp_path / "runs"], tmp_path / "audit", figures=False)
+    shares = pd.read_csv(tmp_path / "audit" / "audit_shares.csv")
+    rows = shares[shares["base_task"] == "mmmu_val"]
+    assert not rows.empty, shares
+    row = rows.set_index("control").loc["missing_vision"]
+    assert row["metric"] == "mmmu_acc" and row["kind"] == "score", row.to_dict()
+    right_without = np.mean([doc["answer"] == "A" for doc in docs])
+    assert row["answerable"] == pytest.approx(right_without) == 0.25
+    assert row["clean_answerable"] == len(docs) and row["needs"] == pytest.approx(0.75)
+
+
+def test_sceval_report_takes_the_audits_readings(tmp_path):
+    """``sceval report`` on wrapped runs holds the audit; it takes ``--answerable-at`` and
+    ``--per-pair`` as ``faultline audit`` does (one definition), and refuses a bad threshold alike."""
+    docs = [mme_doc(i) for i in range(8)]
+    write_run(tmp_path / "runs", "m", "mme", docs, mme_blind, {"clean": 1, "missing_vision": 1}, date="20261202_070700")
+    asr = [ami_doc(i) for i in range(8)]
+    write_run(
+        tmp_path / "runs", "asr", "ami_test", asr, ami_heard, {"clean": 1, "missing_audio": 1}, date="20261202_070710"
+    )
+    sceval = str(Path(sys.executable).with_name("sceval"))
+    argv = [sceval, "report", str(tmp_path / "runs"), "-o", str(tmp_path / "r"), "--no-figures", "--quiet"]
+    argv += ["--bootstrap", "50", "--per-pair", "--answerable-at", "wer=0.1"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shares = pd.read_csv(tmp_path / "r" / "audit_shares.csv").set_index(["base_task", "control"])
+    assert shares.loc[("mme", "missing_vision"), "answerable_if"].startswith("every question of the pair correct")
+    assert shares.loc[("mme", "missing_vision"), "items"] == len(docs) // 2
+    assert shares.loc[("ami_test", "missing_audio"), "answerable_if"].startswith("per-item wer at most 0.1")
+    bad = subprocess.run([*argv[:-1], "wer"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "'wer': give METRIC=VALUE, e.g. wer=50" in bad.stderr
+
+
+def test_an_error_rate_trial_read_from_an_older_log_is_no_verdict(tmp_path):
+    """Logs written before the fix said ``correct`` 1 for a per-doc WER of 1 (the generic reading
+    of ami_test's score); the reader gives no verdict for a task whose metric is lower-is-better."""
+    docs = [ami_doc(i) for i in range(4)]
+    folder = write_run(
+        tmp_path / "runs", "m", "ami_test", docs, ami_heard, {"missing_audio": 1}, date="20261202_070800"
+    )
+    log = next(folder.glob("*_samples_ami_test__missing_audio__var0.jsonl"))
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    for line in lines:  # as the generic reading wrote it before: score = WER, correct = score when 0/1
+        line["faultline_trial"] |= {
+            "score": line["wer"],
+            "correct": int(line["wer"]) if line["wer"] in (0, 1) else None,
+        }
+    assert any(line["faultline_trial"]["correct"] == 1 for line in lines)
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    trials = read_wrapped_runs([tmp_path / "runs"]).trials
+    assert trials["correct"].isna().all() and trials["score"].notna().all()

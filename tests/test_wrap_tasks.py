@@ -90,6 +90,19 @@ def test_wrapped_trial_round_trips_and_is_in_the_json_schema():
     assert set(json_schema()["$defs"]["WrappedTrial"]["required"]) == {"schema_version", *entry}
     assert isinstance(trial, Trial)
     assert [WrappedTrial.correct_of(s) for s in (0, 1.0, 0.5, None, 37.5)] == [0, 1, None, None, None]
+    assert [WrappedTrial.correct_of(s, higher_is_better=False) for s in (0, 1.0, 0.5)] == [None, None, None]
+
+
+def test_a_per_doc_error_rate_is_no_verdict():
+    """ami_test's per-doc WER is a number the generic reading takes as the score: a WER of 1
+    (every word wrong) must not be counted correct, nor a WER of 0 wrong; the trial is unscored
+    and the score keeps the WER (the audit reads it as an error rate)."""
+    process_results = wrapped_task.process_results__ami_test__clean__var0
+    doc = {"text": "hello there world", "audio": None}
+    for reply, wer in (("goodbye", 1.0), ("hello there world", 0.0)):
+        out = process_results(doc, [reply])
+        trial = WrappedTrial.from_json(out["faultline_trial"])
+        assert out["wer"] == trial.score == wer and trial.correct is None, (reply, out)
 
 
 # --- names, tags, manifest, stale folders (Contract A) ---------------------------------------------
@@ -151,6 +164,10 @@ def test_the_controls_that_remove_or_keep_only_the_question_apply_to_every_task_
     assert (
         skipped["shortcut_visual_audio"] == "replaces the question, which the task does not have (a fixed instruction)"
     )
+    # without media and without a question, the model would see the fixed instruction alone
+    for control in ("shortcut_question_options", "shortcut_text_only"):
+        _, skipped = wrap_configs.plan("librispeech_test_clean", [catalogue().get(control)])
+        assert skipped[control].startswith("keeps only the text, and the task has no question"), skipped
 
 
 def test_a_generic_task_whose_question_is_not_found_refuses_to_remove_it():
@@ -160,6 +177,9 @@ def test_a_generic_task_whose_question_is_not_found_refuses_to_remove_it():
     task = wrapped_task.wrapped("ami_test__shortcut_visual_audio__var0")
     assert task.adapter is task_adapters.GENERIC
     with pytest.raises(wrapped_task.WrappedTaskError, match="'shortcut_visual_audio' removes the question"):
+        wrapped_task.doc_plan(task, {"text": "hello there", "audio": {"array": np.zeros(160), "sampling_rate": 16_000}})
+    task = wrapped_task.wrapped("ami_test__shortcut_question_options__var0")
+    with pytest.raises(wrapped_task.WrappedTaskError, match="'shortcut_question_options' keeps only the text"):
         wrapped_task.doc_plan(task, {"text": "hello there", "audio": {"array": np.zeros(160), "sampling_rate": 16_000}})
 
 

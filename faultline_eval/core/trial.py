@@ -268,7 +268,7 @@ class WrappedTrial(Trial):
     """A trial of an lmms-eval task wrapped with an SCEval condition (issue 27): one doc of the
     base task under one variant of one condition, scored by the base task's own
     ``process_results``. ``sample_id`` is the adapter's doc key; ``correct`` is 1/0 when the
-    per-doc score is 0/1, else None (:meth:`correct_of`)."""
+    per-doc score is 0/1 of a metric where higher is better, else None (:meth:`correct_of`)."""
 
     #: The lmms-eval task wrapped (``worldsense``).
     base_task: str
@@ -294,10 +294,11 @@ class WrappedTrial(Trial):
     WRITTEN_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"not_applicable", "frames"})
 
     @staticmethod
-    def correct_of(score: float | None) -> int | None:
-        """1/0 for a per-doc score of 1/0; None for any other score (a partial credit, a WER
-        item) or none."""
-        if score is None or score not in (0, 1):
+    def correct_of(score: float | None, higher_is_better: bool = True) -> int | None:
+        """1/0 for a per-doc score of 1/0 of a metric where higher is better; None for any other
+        score (a partial credit), none, or a metric where lower is better: a per-doc error rate
+        (ami_test's WER) is graded, its 0 and 1 are no right/wrong verdict (as the audit reads it)."""
+        if score is None or not higher_is_better or score not in (0, 1):
             return None
         return int(score)
 

@@ -8,7 +8,7 @@ JSON file with every number.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,21 +115,27 @@ def _numbers(
 
 
 def wrapped_sections(
-    run_dirs: Sequence[str | Path], *, b: int, seed: int, figures: bool
+    run_dirs: Sequence[str | Path], *, b: int, seed: int, figures: bool, audit: Mapping[str, Any] | None = None
 ) -> tuple[list[Section], dict[str, Any]]:
     """The report of wrapped lmms-eval tasks (issue 27) under ``run_dirs``: the task's own metrics
     per condition (:mod:`~sceval_plugin.report.task_metric_section`) and the modality-necessity
-    audit (:mod:`~sceval_plugin.report.audit_section`); and report.json's head."""
+    audit (:mod:`~sceval_plugin.report.audit_section`; ``audit``: its ``answerable_at`` and
+    ``per_pair``, as ``faultline audit`` takes them); and report.json's head."""
     runs = read_wrapped_runs(run_dirs)
     try:
-        sections = [task_metric_section(runs, b=b, seed=seed, figures=figures), audit_section(runs, figures=figures)]
+        sections = [
+            task_metric_section(runs, b=b, seed=seed, figures=figures),
+            audit_section(runs, figures=figures, **(audit or {})),
+        ]
     except ValueError as exc:
         raise ReportError(str(exc)) from exc
     return sections, wrapped_head(runs, run_dirs, b=b, seed=seed)
 
 
-def _wrapped_subreport(run_dirs: Sequence[str | Path], *, b: int, seed: int, figures: bool) -> Section:
-    sections, head = wrapped_sections(run_dirs, b=b, seed=seed, figures=figures)
+def _wrapped_subreport(
+    run_dirs: Sequence[str | Path], *, b: int, seed: int, figures: bool, audit: Mapping[str, Any] | None
+) -> Section:
+    sections, head = wrapped_sections(run_dirs, b=b, seed=seed, figures=figures, audit=audit)
     return Section(subreports={"wrapped": Report(head, sections)})
 
 
@@ -163,9 +169,11 @@ def _has_sceval_logs(run_dirs: Sequence[str | Path]) -> bool:
     return any(Path(r).is_file() or next(Path(r).rglob(SAMPLES_GLOB), None) is not None for r in run_dirs)
 
 
-def _build_wrapped_report(run_dirs: Sequence[str | Path], out: Path, *, b: int, seed: int, figures: bool) -> dict:
+def _build_wrapped_report(
+    run_dirs: Sequence[str | Path], out: Path, *, b: int, seed: int, figures: bool, audit: Mapping[str, Any] | None
+) -> dict:
     start = time.perf_counter()
-    sections, head = wrapped_sections(run_dirs, b=b, seed=seed, figures=figures)
+    sections, head = wrapped_sections(run_dirs, b=b, seed=seed, figures=figures, audit=audit)
     report = Report(head, sections)
     written = write_report(out, report, figure_workers=2)
     return {
@@ -191,6 +199,7 @@ def build_report(
     figures: bool = True,
     cohort: str = "gold_preserved",
     strict: bool = False,
+    audit: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Read ``run_dirs``, compute, write everything under ``out``; returns a summary of what was written.
     Works on any subset of the catalogue: what the logs do not allow is listed in ``notes`` (and
@@ -200,11 +209,12 @@ def build_report(
     Trials the report cannot pool with today's meaning (a probe's earlier reading, a condition
     the catalogue does not know) are left out of every table, named in the notes and in
     report.json's ``left_out`` (:func:`~sceval_plugin.metrics.protocol.leave_out_incomparable`);
-    ``strict`` refuses such logs instead."""
+    ``strict`` refuses such logs instead. ``audit``: the wrapped runs' audit reading
+    (``answerable_at``, ``per_pair``; :func:`~sceval_plugin.report.audit_section.audit_section`)."""
     start = time.perf_counter()
     wrapped = bool(wrapped_sample_files(run_dirs))
     if wrapped and not _has_sceval_logs(run_dirs):
-        return _build_wrapped_report(run_dirs, Path(out), b=b, seed=seed, figures=figures)
+        return _build_wrapped_report(run_dirs, Path(out), b=b, seed=seed, figures=figures, audit=audit)
     # a folder of wrapped runs only is the wrapped report's, not an SCEval folder without logs
     trials, notes = read_runs(
         [r for r in run_dirs if not wrapped or not Path(r).exists() or _has_sceval_logs([r])], progress=progress
@@ -255,7 +265,7 @@ def build_report(
                 figures=figures,
             ),
             no_option.no_option_section(trials, info, run_dirs, no_option_trials, b=b, seed=seed),
-            *([_wrapped_subreport(run_dirs, b=b, seed=seed, figures=figures)] if wrapped else []),
+            *([_wrapped_subreport(run_dirs, b=b, seed=seed, figures=figures, audit=audit)] if wrapped else []),
         ],
         title="SCEval report",
         open_first=OPEN_FIRST,

@@ -147,6 +147,13 @@ def metric_rows(
         clean = group[group["condition_id"] == "clean"]
         for spec in specs(base):
             metric = group[group["metric"] == spec.name]
+            if metric.empty and (model, base, spec.name) in runs.no_score:
+                notes.append(
+                    f"{base} ({model}): {spec.name} has no score: the task's aggregation of it returns none "
+                    "(a metric that writes a submission file, which lmms-eval puts under the run's output path); "
+                    "not reported and its aggregation not re-run"
+                )
+                continue
             if metric.empty:
                 notes.append(f"{base} ({model}): results.json has no {spec.name}; the logs predate it or it failed")
                 continue

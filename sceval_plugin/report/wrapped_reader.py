@@ -79,7 +79,9 @@ class WrappedRuns:
     condition_id, variant, metric), with ``higher_is_better`` as results.json states it.
     ``unwrapped``: the base task's own aggregate per (model, base_task, metric), when run.
     ``notes``: what was read around (repeated runs). ``logs``: the per-sample log read per
-    (model, wrapped task), the latest of a task run twice (the viewer reads its lines)."""
+    (model, wrapped task), the latest of a task run twice (the viewer reads its lines).
+    ``no_score``: (model, base_task, metric) that results.json reports with no value: the base
+    aggregation returned none (air_bench's ``submission`` writes a submission file instead)."""
 
     trials: pd.DataFrame
     items: dict[tuple[str, str, str], list[Any]]
@@ -87,6 +89,7 @@ class WrappedRuns:
     unwrapped: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     logs: dict[tuple[str, str], Path] = field(default_factory=dict)
+    no_score: frozenset[tuple[str, str, str]] = frozenset()
 
 
 def wrapped_sample_files(run_dirs: Sequence[str | Path]) -> list[Path]:
@@ -157,8 +160,19 @@ def _metric_values(results: dict[str, Any], task: str, where: Path | None) -> di
     return out
 
 
-def _read_log(path: Path, model: str, task: str, metrics: Sequence[str]) -> tuple[list[dict], dict[str, list]]:
-    """The trial rows and per-metric items of one wrapped per-sample log."""
+def _no_score_metrics(results: dict[str, Any], task: str) -> list[str]:
+    """The metrics of ``task`` a results JSON reports with no value (filter ``none``): lmms-eval
+    writes what the aggregation returned, null for one that returns nothing."""
+    found = results.get("results", {}).get(task) or {}
+    return [key.partition(",")[0] for key, value in found.items() if value is None and key.endswith(",none")]
+
+
+def _read_log(
+    path: Path, model: str, task: str, metrics: Sequence[str], *, error_rate: bool = False
+) -> tuple[list[dict], dict[str, list]]:
+    """The trial rows and per-metric items of one wrapped per-sample log. ``error_rate``: the task
+    reports a metric where lower is better, so no trial is a right/wrong verdict (``correct``
+    None, as :meth:`WrappedTrial.correct_of` writes it now; logs written before it said 1 for a WER of 1)."""
     rows: list[dict] = []
     items: dict[str, list] = {m: [] for m in metrics}
     base, condition, variant = split_wrapped_name(task) or ("", "", 0)
@@ -186,7 +200,7 @@ def _read_log(path: Path, model: str, task: str, metrics: Sequence[str]) -> tupl
                 "sample_id": trial.sample_id,
                 "unit": trial.unit,
                 "score": trial.score,
-                "correct": trial.correct,
+                "correct": None if error_rate else trial.correct,
                 "invalid": trial.invalid,
                 "not_applicable": trial.not_applicable,
                 "n_options": option_count(sample.get("input") if isinstance(sample.get("input"), str) else ""),
@@ -246,12 +260,14 @@ def read_wrapped_runs(run_dirs: Sequence[str | Path]) -> WrappedRuns:
     rows: list[dict] = []
     items: dict[tuple[str, str, str], list[Any]] = {}
     values = []
+    no_score: set[tuple[str, str, str]] = set()
     for (model, task), path in sorted(latest.items()):
         results_file = results_for(path)
         if results_file is None:
             raise ReportError(f"{path}: no results JSON beside it ({path.name.split('_samples_')[0]}_results.json)")
         base, condition, variant = split_wrapped_name(task) or ("", "", 0)
         reported = _metric_values(_results(results_file), task, results_file)
+        no_score |= {(model, base, metric) for metric in _no_score_metrics(_results(results_file), task)}
         for metric, (value, higher) in reported.items():
             values.append(
                 {
@@ -265,11 +281,13 @@ def read_wrapped_runs(run_dirs: Sequence[str | Path]) -> WrappedRuns:
                     "higher_is_better": higher,
                 }
             )
-        log_rows, log_items = _read_log(path, model, task, list(reported))
+        error_rate = any(higher is False for _, higher in reported.values())
+        log_rows, log_items = _read_log(path, model, task, list(reported), error_rate=error_rate)
         rows += log_rows
         items.update({(model, task, metric): values_ for metric, values_ in log_items.items()})
     trials = pd.DataFrame(rows, columns=list(COLUMNS))
     bases = set(trials["base_task"])
     results_files = {r for f in files if (r := results_for(f)) is not None}
     results_files |= {p for run in map(Path, run_dirs) if run.is_dir() for p in run.rglob("*_results.json")}
-    return WrappedRuns(trials, items, pd.DataFrame(values), _unwrapped(results_files, bases, names), notes, latest)
+    unwrapped = _unwrapped(results_files, bases, names)
+    return WrappedRuns(trials, items, pd.DataFrame(values), unwrapped, notes, latest, frozenset(no_score))

@@ -1,0 +1,165 @@
+"""Runs every ``benchmarks/`` script at ``--smoke`` size for tests/test_benchmarks_smoke.py.
+
+    python tests/smoke_launcher.py OUT AT_ONCE SCRIPT...
+
+Each script runs as ``python benchmarks/SCRIPT.py --smoke --json OUT/SCRIPT/figures.json`` would, in
+its own process with OUT/SCRIPT as its working folder, its output in ``stdout`` and ``stderr`` there,
+and its exit status written to ``returncode`` when it ends (a death by signal N as -N), after its
+wall and CPU seconds (its own and its commands') in ``seconds``. What differs:
+the process is forked from this one after it imported torch, transformers, lmms-eval and the
+plugins' commands (seconds each time, most of a smoke run's cost), as are the console commands the
+scripts run through ``provenance.run_command``; and ``AT_ONCE`` scripts run side by side. First of all, in the same
+way, the README's main job on the demo at smoke size (``provenance.demo_main_job``) into OUT/demo,
+the folder :data:`provenance.SMOKE_DEMO_ENV` names: the scripts that take it start once it is done.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.metadata
+import os
+import runpy
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+#: The scripts that copy the demo main job (provenance.demo_main_job with smoke=True).
+NEED_DEMO = {"viewer", "viewer_screenshots", "same_behaviour"}
+DEMO = "demo"
+
+
+def run_script(script: str, out: Path) -> int | None:
+    path = BENCHMARKS / f"{script}.py"
+    sys.argv = [str(path), "--smoke", "--json", str(out / "figures.json")]
+    sys.path.insert(0, str(BENCHMARKS))  # as `python benchmarks/SCRIPT.py` has it
+    runpy.run_path(str(path), run_name="__main__")  # its SystemExit is its exit status
+    return 0
+
+
+def forked_command(argv: list[str], env: dict[str, str] | None = None, **_) -> subprocess.CompletedProcess:
+    """``argv``, a console script of this environment (``faultline-eval``, ``sceval``...), run as its
+    own process would run it, in a child forked from this one: its imports are already done. Its
+    standard output is dropped; its standard error comes back."""
+    script = Path(argv[0]).name
+    entry = next(e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == script)
+    sys.stdout.flush()  # or the child would write this process's pending output again
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if not pid:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            os.dup2(err.fileno(), 2)
+            if env is not None:
+                os.environ.clear()
+                os.environ.update(env)
+            sys.argv = list(argv)
+            # the forking script's exit-time clean-ups (its temporary folders) are its own, not the command's
+            for inherited in list(weakref.finalize._registry):  # type: ignore[attr-defined]
+                inherited.atexit = False
+            exit_with(lambda: entry.load()())
+        status = os.waitpid(pid, 0)[1]
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    return subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), "", stderr)
+
+
+def make_demo(out: Path) -> int:
+    import provenance
+
+    os.environ.pop(provenance.SMOKE_DEMO_ENV)  # this is the one the others copy
+    provenance.demo_main_job(out, smoke=True)  # a failed command ends it with SystemExit
+    return 0
+
+
+def exit_with(job: Callable[[], int | None]) -> None:
+    """End this (forked) process as an interpreter running ``job`` would: its exit status, or that
+    of its SystemExit, or 1 with the traceback; the exit handlers run (temporary folders...)."""
+    code = 1
+    try:
+        code = job() or 0
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else 1 if done.code is not None else 0
+        if code == 1 and not isinstance(done.code, int):
+            print(done.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        try:
+            atexit._run_exitfuncs()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+
+
+def start(name: str, out: Path, job: Callable[[], int]) -> int:
+    """Fork a child that runs ``job`` with its output in ``out`` and ends with its exit status."""
+    out.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    os.chdir(out)
+    for fd, name_ in ((1, "stdout"), (2, "stderr")):
+        os.dup2(os.open(out / name_, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+    exit_with(job)
+    return 0  # not reached
+
+
+def main() -> None:
+    out, at_once, scripts = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    sys.path.insert(0, str(BENCHMARKS))
+    # the imports every child would otherwise repeat
+    import lmms_eval.evaluator
+    import lmms_eval.models  # noqa: F401
+    import provenance
+
+    import c3po_plugin.cli  # noqa: F401
+    import sceval_plugin.cli  # noqa: F401
+
+    provenance.run_command = forked_command  # the scripts' console commands, forked from here too
+
+    demo_out = out / DEMO / "run"
+    os.environ[provenance.SMOKE_DEMO_ENV] = str(demo_out)
+    jobs = [(DEMO, lambda: make_demo(demo_out))]
+    jobs += [(s, lambda s=s: run_script(s, out / s)) for s in scripts]
+    running: dict[int, tuple[str, float]] = {}
+    ended: dict[str, int] = {}
+    while jobs or running:
+        demo_done = ended.get(DEMO) == 0
+        for name, job in list(jobs):
+            if len(running) >= at_once:
+                break
+            if name in NEED_DEMO and not demo_done:
+                if DEMO in ended:  # the demo failed: its users fail with its error
+                    jobs.remove((name, job))
+                    (out / name).mkdir(parents=True, exist_ok=True)
+                    (out / name / "stderr").write_text(
+                        f"the demo main job failed:\n{(out / DEMO / 'stderr').read_text()}"
+                    )
+                    (out / name / "stdout").write_text("")
+                    (out / name / "returncode").write_text("1")
+                    ended[name] = 1
+                continue
+            jobs.remove((name, job))
+            running[start(name, out / name, job)] = (name, time.perf_counter())
+        if not running:
+            continue
+        pid, status, usage = os.wait4(-1, 0)
+        name, started = running.pop(pid)
+        ended[name] = os.waitstatus_to_exitcode(status)
+        wall, cpu = time.perf_counter() - started, usage.ru_utime + usage.ru_stime
+        (out / name / "seconds").write_text(f"{wall:.1f} wall, {cpu:.1f} CPU\n")
+        (out / name / "returncode").write_text(str(ended[name]))
+
+
+if __name__ == "__main__":
+    main()
