@@ -14,9 +14,9 @@ Data: the local copies of ``tests/wrap_datasets.py`` (MME: 4 docs, two PNG image
 ``--audio-rate``, default 1 s at 16 kHz), built in a temporary folder. The base task is the
 copy's ``wrapcheck_<task>`` YAML (the installed task YAML pointed at the copy); the wrapped task is
 ``<task>__clean__var0`` written by ``faultline_eval.tasks.wrap_configs`` with the same data, i.e.
-severity 0, where the wrapper only type-checks and re-wraps what the base returns (audio at
-16 kHz is not resampled; ``--audio-rate 44100`` measures the resample the wrapper then adds,
-which the design reports apart from the goal).
+severity 0, where the wrapper only type-checks and re-wraps what the base returns (audio keeps
+its rate under ``frames=source``, issue 36, so ``--audio-rate 44100`` adds no resample; under
+``frames=sceval_grid`` it would add one, to 16 kHz).
 
 A request's cost here is what lmms-eval does for it outside the model: fetch the doc from the
 task's docs (an audio doc is decoded on access), ``doc_to_visual(doc)`` and ``doc_to_text(doc)``.

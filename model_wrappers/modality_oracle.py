@@ -23,7 +23,8 @@ the fixed guess's rate, removing any other modality changes nothing. It is a cal
 instrument for the wrapped tasks (issue 27) and their audit, not a model of anything.
 
 ``--model_args modality=fingerprint`` answers from everything it was shown instead: a BLAKE2b
-digest of the frames and audio samples it read, turned into one option's letter, ``Yes``/``No``,
+digest of the frames and audio samples it read (an audio dict as received: its rate, shape and
+every value, not resampled), turned into one option's letter, ``Yes``/``No``,
 or the digest itself (:func:`fingerprint_reply`). Its replies change with any pixel or sample, so
 two runs that give the same replies doc for doc were shown the same media (wrapped ``clean`` against
 the base task, issue 36).
@@ -47,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from faultline_eval.core.media import VIDEO_SUFFIXES
+from faultline_eval.core.media import SAMPLE_RATE, VIDEO_SUFFIXES
 from faultline_eval.model_wrappers.chat_messages import visuals_and_context
 from faultline_eval.model_wrappers.lmms_base import HostSideModel, lmms_base
 from faultline_eval.model_wrappers.local_requests import answer_requests
@@ -88,6 +89,15 @@ def fingerprint(frames: list[np.ndarray], wave: np.ndarray | None) -> str | None
     if wave is not None:
         digest.update(b"audio" + np.ascontiguousarray(wave, dtype=np.float32).tobytes())
     return digest.hexdigest()
+
+
+def as_received(audio: dict[str, Any]) -> dict[str, Any]:
+    """An audio dict's samples as the task sent them, for the fingerprint: its rate, its shape and
+    every value, read as one 16 kHz clip (so nothing resamples or downmixes it, which would hide a
+    change of rate or channels: the same soxr resampler on both sides gives the same 16 kHz clip)."""
+    samples = np.asarray(audio["array"])
+    header = np.array([int(audio["sampling_rate"]), *samples.shape], dtype=np.float64)
+    return {"array": np.concatenate([header, samples.ravel().astype(np.float64)]), "sampling_rate": SAMPLE_RATE}
 
 
 def fingerprint_reply(prompt: str, word: str | None) -> str:
@@ -140,7 +150,9 @@ class _ModalityOracle(HostSideModel, lmms_base()):  # type: ignore[misc]
 
     def sampled(self, item: Any) -> Any:
         """A video file's N frames as lmms-eval's ``read_video`` samples them (``video_frames=N``);
-        any other item as it is."""
+        for the fingerprint, an audio dict as received (:func:`as_received`); any other item as it is."""
+        if self.modality == "fingerprint" and isinstance(item, dict) and "array" in item:
+            return as_received(item)
         if not self.video_frames or not isinstance(item, (str, os.PathLike)):
             return item
         if Path(item).suffix.lower() not in VIDEO_SUFFIXES:
@@ -181,7 +193,7 @@ class ModalityOracleChat(_ModalityOracle):
         return frames, wave, "\n".join(texts)
 
     def _sampled_part(self, part: Any) -> Any:
-        if isinstance(part, dict) and part.get("type") in ("image", "video"):
+        if isinstance(part, dict) and part.get("type") in ("image", "video", "audio"):
             return {**part, "url": self.sampled(part["url"])}
         return part
 

@@ -150,9 +150,12 @@ class Evidence:
     question: str
     context: str
     frames: np.ndarray | None  # (N, H, W, 3) uint8
-    audio: np.ndarray | None  # mono float32, 16 kHz
+    audio: np.ndarray | None  # mono float32 at sample_rate
     frame_times: tuple[float, ...] | None  # stated in the prompt for video frames; None: not stated
     visual_kind: str | None  # "image" | "video frames"
+    #: The audio's rate: SCEval items are at 16 kHz; a wrapped task's audio keeps its source's
+    #: rate, so probes that act in seconds (gaps, shuffle, desync) measure them at this rate.
+    sample_rate: int = SAMPLE_RATE
 
 
 @dataclass(frozen=True)
@@ -508,14 +511,14 @@ def _insert_gaps(ev: Evidence, count: int, seconds: float, rng: np.random.Genera
     if ev.audio is None or len(ev.audio) <= count:
         raise NotApplicable("audio_too_short")
     at = np.sort(rng.choice(np.arange(1, len(ev.audio)), size=count, replace=False))
-    silence = np.zeros(int(round(seconds * SAMPLE_RATE)), ev.audio.dtype)
+    silence = np.zeros(int(round(seconds * ev.sample_rate)), ev.audio.dtype)
     parts = np.split(ev.audio, at)
     return replace(ev, audio=np.concatenate([x for part in parts[:-1] for x in (part, silence)] + [parts[-1]]))
 
 
 def _shuffle_audio(ev: Evidence, rng: np.random.Generator) -> Evidence:
     """The audio cut in :data:`AUDIO_SEGMENT_S` segments, put in a deranged order."""
-    seg = int(round(AUDIO_SEGMENT_S * SAMPLE_RATE))
+    seg = int(round(AUDIO_SEGMENT_S * ev.sample_rate))
     count = 0 if ev.audio is None else math.ceil(len(ev.audio) / seg)
     if count < 2:
         raise NotApplicable("audio_too_short")
@@ -549,7 +552,7 @@ def desync(ev: Evidence, shift_s: float, rng: np.random.Generator, donor: None) 
     earlier, so its head is cut and silence ends it); the clip keeps its duration."""
     if ev.audio is None:
         return ev
-    n, k = len(ev.audio), min(len(ev.audio), int(round(abs(shift_s) * SAMPLE_RATE)))
+    n, k = len(ev.audio), min(len(ev.audio), int(round(abs(shift_s) * ev.sample_rate)))
     out = np.zeros_like(ev.audio)
     if shift_s > 0:
         out[k:] = ev.audio[: n - k]

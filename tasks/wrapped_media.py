@@ -9,21 +9,33 @@ item                              given to the operator              returned
 ================================  =================================  =========================================
 ``PIL.Image``                     uint8 ``(1, H, W, 3)``             PIL (RGB)
 list of PIL (frame tasks)         ``(N, H, W, 3)``, one call         list of PIL
-``{"array", "sampling_rate"}``    mono float32 at 16 kHz             ``{"type": "audio", "array",
-(also datasets' AudioDecoder)                                        "sampling_rate": 16000}``
+``{"array", "sampling_rate"}``    float32 per channel at the         ``{"type": "audio", "array",
+(also datasets' AudioDecoder)     source's rate                      "sampling_rate"}``: the source's rate
+                                                                     and shape
 path, image suffix                ``(1, H, W, 3)``                   lossless PNG path
-path, audio suffix                mono float32 at 16 kHz             float WAV path (16 kHz)
+path, audio suffix                per channel, the file's rate       float WAV path (the file's rate and
+                                                                     channels)
 path, anything else: video        every source frame (or the         lossless MP4 path (the source's rate
                                   grid's), one call; the audio       and size, or the grid's; PCM s16
-                                  track, one call                    audio at 16 kHz)
+                                  track, per channel                 audio at the track's rate/channels)
 ================================  =================================  =========================================
+
+**Audio** (issue 36). Under ``frames=source`` audio keeps what the base gives: its sampling rate
+and its channels. A condition that leaves audio alone hands the base's samples over unchanged
+(the same array values and rate; an audio *path* stays the same path). A corruption runs once per
+channel on float32 samples (the operators' type; the result is given back in the source's type,
+an integer type rounded), each call the same seeded call, so a removed or muted segment falls at
+the same place in every channel; ``distortion`` clips each channel at its own peak. SCEval's audio operators act on
+fractions of the length and on amplitude, so they need no rate; the probes that act in seconds
+(desync, audio gaps and shuffle) are given the real rate. Under ``frames=sceval_grid`` audio is
+SCEval's form instead, as it was before: mono (channels averaged) at 16 kHz
+(:func:`faultline_eval.core.media.resample_audio`), for every condition clean included.
 
 **Faithful by default, paired throughout** (issue 36). A condition that leaves a modality alone
 (``clean``, audio-only conditions for the frames, ...) still gives that modality the form every
 condition gives it, so conditions differ only by their corruption: images and frame lists come
-back unchanged (the same objects; an image *path* stays the same path), audio always comes back
-as the 16 kHz dict or WAV (resampled with :func:`faultline_eval.core.media.resample_audio` when
-the source rate differs), and a video file always comes back re-encoded.
+back unchanged (the same objects; an image *path* stays the same path), audio too under
+``frames=source`` (above), and a video file always comes back re-encoded.
 
 **Video** (design §5). The model decides how to sample a video file, so the wrapper hands it a new
 file; ``frames`` (a wrap option, :data:`FRAMES_CHOICES`) says which frames it holds:
@@ -50,7 +62,8 @@ consistent across frames; chunking would change the bytes), and the frame-budget
 
 **File cache.** Written files go to ``<cache>/wrapped_media/<2 hex>/<digest>.<ext>``; the digest
 covers the source file's identity (resolved path, size, modification time, as the decode cache's
-key), the corruption's :attr:`MediaCorruption.identity`, the grid (or ``source``), the media limits and
+key), the corruption's :attr:`MediaCorruption.identity`, the grid (or ``source``), the audio's
+form (the source's or 16 kHz mono), the media limits and
 :data:`FORMAT_VERSION`. A file already there is reused (later models, reruns, other ranks: a stat,
 a touch and a path). The folder is bounded (``SCEVAL_WRAPPED_MEDIA_GB``, default 50; ``0``: no
 bound): past it the least recently used files are deleted down to 90 %, so a rerun after an
@@ -87,7 +100,7 @@ from loguru import logger
 from PIL import Image
 
 from faultline_eval.core import decode_cache, media
-from faultline_eval.core.media_processing import video_duration
+from faultline_eval.core.media_processing import decode_source_audio_track, video_duration
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.record_fields import NO_AUDIO_TRACK, decode_audio, decode_frames, decode_track
 from faultline_eval.core.settings import SCEVAL_WRAPPED_MEDIA_GB
@@ -112,7 +125,7 @@ __all__ = [
 
 #: Bump when the bytes of a written file change for the same inputs (encoder settings, layout):
 #: new digests, old files never reused.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: How a video file is handed over (the wrap option ``frames``, recorded in the manifest and each
 #: trial): every source frame at its own rate and size (the default, faithful to the base task),
 #: or re-encoded on SCEval's frame grid (:class:`FrameGrid`).
@@ -140,8 +153,9 @@ class MediaCorruption:
     (:mod:`faultline_eval.tasks.wrapped_task`), opaque here.
 
     ``vision``: uint8 ``(N, H, W, 3)`` -> the same shape and type (N = 1 for an image); None leaves
-    images and frames unchanged. ``audio``: mono float32 at 16 kHz -> the same length; None leaves
-    the samples unchanged (still at 16 kHz). ``drop_media``: the shortcut controls, every item
+    images and frames unchanged. ``audio``: ``(samples, rate)``, mono float32 at ``rate`` Hz (the
+    source's, or 16 kHz under ``frames=sceval_grid``; one call per channel) -> the same length;
+    None leaves the samples unchanged. ``drop_media``: the shortcut controls, every item
     removed. ``identity``: the condition id, variant, doc key and seed scheme, part of the file
     cache's key (two corruptions with the same identity must be the same functions).
     ``keeps_length`` False lets ``vision`` return another number of frames (same size) and
@@ -153,7 +167,7 @@ class MediaCorruption:
     """
 
     vision: Callable[[np.ndarray], np.ndarray] | None
-    audio: Callable[[np.ndarray], np.ndarray] | None
+    audio: Callable[[np.ndarray, int], np.ndarray] | None
     drop_media: bool = False
     identity: str = ""
     keeps_length: bool = True
@@ -214,26 +228,32 @@ def corrupt_media(
     by type (see the module docstring); the same length and order. ``drop_media`` returns ``[]``.
     ``where`` names the wrapped task and doc in every error; ``grid`` is the frame grid a video
     file is re-encoded on (``frames=sceval_grid``); None (the default, ``frames=source``): every
-    frame of the source at its own rate and size. Safe to call from several threads and processes
-    at once."""
+    frame of the source at its own rate and size, and audio at its own rate and channels. Safe to
+    call from several threads and processes at once."""
     if corruption.drop_media:
         return []
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
         raise WrappedMediaError(f"{where}: expected a list of media items, got {_describe(items)}")
     if not items:
         raise WrappedMediaError(f"{where}: no media items (an empty list) where the task should give media")
-    return [_corrupt_item(item, corruption, f"{where}: media item {index}", grid) for index, item in enumerate(items)]
+    source_audio = grid is None  # frames=source: the audio is the source's too (module docstring)
+    return [
+        _corrupt_item(item, corruption, f"{where}: media item {index}", grid, source_audio)
+        for index, item in enumerate(items)
+    ]
 
 
-def _corrupt_item(item: Any, corruption: MediaCorruption, where: str, grid: FrameGrid | None) -> Any:
+def _corrupt_item(
+    item: Any, corruption: MediaCorruption, where: str, grid: FrameGrid | None, source_audio: bool
+) -> Any:
     if isinstance(item, Image.Image):
         return _image(item, corruption, where)
     if isinstance(item, (list, tuple)):
         return _frame_list(item, corruption, where)
     if isinstance(item, (str, os.PathLike)):
-        return _path(os.fspath(item), corruption, where, corruption.grid or grid)
+        return _path(os.fspath(item), corruption, where, corruption.grid or grid, source_audio)
     if isinstance(item, dict) or hasattr(item, "get_all_samples"):  # datasets' AudioDecoder: item access
-        return _audio_dict(item, corruption, where)
+        return _audio_dict(item, corruption, where, source_audio)
     raise WrappedMediaError(
         f"{where}: {_describe(item)} is not a media item this wrapper knows "
         "(PIL image, list of PIL images, audio dict with 'array' and 'sampling_rate', or a file path)"
@@ -255,11 +275,19 @@ def _vision(frames: np.ndarray, corruption: MediaCorruption, where: str) -> np.n
     return out
 
 
-def _audio(wave: np.ndarray, corruption: MediaCorruption, where: str) -> np.ndarray:
-    """One call of the audio operator on 16 kHz mono samples (None: the samples as they are)."""
-    if corruption.audio is None:
+def _audio(wave: np.ndarray, rate: int, corruption: MediaCorruption, where: str) -> np.ndarray:
+    """The audio operator on float32 samples at ``rate``: mono ``(samples,)`` in one call,
+    ``(samples, channels)`` in one call per channel, each the same seeded call, so a segment falls
+    at the same place in every channel (None: the samples as they are)."""
+    audio = corruption.audio
+    if audio is None:
         return wave
-    out = np.asarray(_call(corruption.audio, wave, "audio", where, corruption), dtype=np.float32)
+    if wave.ndim == 2:
+        channels = [_audio(np.ascontiguousarray(wave[:, c]), rate, corruption, where) for c in range(wave.shape[1])]
+        if len({len(channel) for channel in channels}) > 1:
+            raise WrappedMediaError(f"{where}: the audio corruption gave the channels different lengths")
+        return np.stack(channels, axis=1)
+    out = np.asarray(_call(lambda mono: audio(mono, rate), wave, "audio", where, corruption), dtype=np.float32)
     same = out.shape == wave.shape if corruption.keeps_length else out.ndim == 1 and out.size > 0
     if not same:
         raise WrappedMediaError(f"{where}: the audio corruption returned {out.shape} samples for {wave.shape}")
@@ -306,40 +334,65 @@ def _frame_list(frames: Sequence[Any], corruption: MediaCorruption, where: str) 
     return [Image.fromarray(pixels) for pixels in _vision(np.stack(stack), corruption, where)]
 
 
-def _audio_dict(item: Any, corruption: MediaCorruption, where: str) -> dict[str, Any]:
+def _audio_dict(item: Any, corruption: MediaCorruption, where: str, source_audio: bool) -> dict[str, Any]:
     try:
         samples, rate = item["array"], item["sampling_rate"]
     except (KeyError, TypeError, IndexError) as exc:
         raise WrappedMediaError(
             f"{where}: {_describe(item)} is not an audio item ('array' and 'sampling_rate' expected): {exc!r}"
         ) from None
-    wave = _mono(np.asarray(samples, dtype=np.float32), where)
     try:
         rate = int(rate)
     except (TypeError, ValueError):
         raise WrappedMediaError(f"{where}: audio sampling_rate {rate!r} is not a number") from None
     if rate <= 0:
         raise WrappedMediaError(f"{where}: audio sampling_rate {rate} is not positive")
-    wave = media.resample_audio(wave, rate)
-    return {"type": AUDIO_TYPE, "array": _audio(wave, corruption, where), "sampling_rate": media.SAMPLE_RATE}
+    given = _checked_samples(samples, where)
+    if not source_audio:  # frames=sceval_grid: SCEval's form, mono at 16 kHz
+        mono = given.mean(axis=_channel_axis(given), dtype=np.float32) if given.ndim == 2 else given
+        wave = media.resample_audio(np.ascontiguousarray(mono, dtype=np.float32), rate)
+        grid_audio = _audio(wave, media.SAMPLE_RATE, corruption, where)
+        return {"type": AUDIO_TYPE, "array": grid_audio, "sampling_rate": media.SAMPLE_RATE}
+    if corruption.audio is None:  # the base's samples as they are
+        return {"type": AUDIO_TYPE, "array": given, "sampling_rate": rate}
+    flipped = given.ndim == 2 and _channel_axis(given) == 0  # (channels, samples): corrupted as (samples, channels)
+    out = _audio(np.ascontiguousarray(given.T if flipped else given, dtype=np.float32), rate, corruption, where)
+    return {"type": AUDIO_TYPE, "array": _in_dtype(out.T if flipped else out, given.dtype), "sampling_rate": rate}
 
 
-def _mono(wave: np.ndarray, where: str) -> np.ndarray:
-    """1-D samples; a 2-D array is averaged over its shorter axis, the channels (soundfile gives
-    (samples, channels), torchcodec (channels, samples))."""
-    if wave.ndim == 2:
-        wave = wave.mean(axis=int(np.argmin(wave.shape)), dtype=np.float32)
-    if wave.ndim != 1 or not wave.size:
-        raise WrappedMediaError(f"{where}: audio array of shape {wave.shape}: expected mono or stereo samples")
+def _checked_samples(samples: Any, where: str) -> np.ndarray:
+    """The samples as an array: mono ``(samples,)`` or 2-D with the channels on the shorter axis
+    (soundfile gives (samples, channels), torchcodec (channels, samples)), non-empty and finite."""
+    try:
+        wave = np.asarray(samples)
+    except (TypeError, ValueError) as exc:
+        raise WrappedMediaError(f"{where}: audio array cannot be read as numbers: {exc}") from None
+    if wave.ndim not in (1, 2) or not wave.size or wave.dtype.kind not in "fiu":
+        raise WrappedMediaError(
+            f"{where}: audio array of {wave.dtype} {wave.shape}: expected numeric mono or multi-channel samples"
+        )
     if not np.isfinite(wave).all():
         raise WrappedMediaError(f"{where}: audio holds NaN or infinite samples")
-    return np.ascontiguousarray(wave)
+    return wave
+
+
+def _in_dtype(wave: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Corrupted float32 samples in the source's type: a float type as is, an integer type
+    (PCM-valued arrays) rounded and clipped to its range."""
+    if dtype.kind == "f":
+        return wave.astype(dtype, copy=False)
+    bounds = np.iinfo(dtype)
+    return np.clip(np.rint(wave), bounds.min, bounds.max).astype(dtype)
+
+
+def _channel_axis(wave: np.ndarray) -> int:
+    return int(np.argmin(wave.shape))
 
 
 # --- files -----------------------------------------------------------------------------------------
 
 
-def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid | None) -> str:
+def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid | None, source_audio: bool) -> str:
     try:
         status = os.stat(path)
     except OSError as exc:
@@ -350,10 +403,12 @@ def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid | 
             return path
         kind, write = "image", _write_image
     elif suffix in media.AUDIO_SUFFIXES:
+        if corruption.audio is None and source_audio:
+            return path
         kind, write = "audio", _write_audio
     else:  # what is neither an image nor audio is read as a video (lmms-eval's own rule, design §1.6)
         kind, write = "video", _write_video
-    target = files.path(_digest(kind, path, status, corruption, grid), _SUFFIX[kind])
+    target = files.path(_digest(kind, path, status, corruption, grid, source_audio), _SUFFIX[kind])
     told = corruption.not_applied
     if told is not None:  # the reason goes beside the file, before the file itself is in place
         note = target.with_name(target.name + NOT_APPLIED_SUFFIX)
@@ -374,7 +429,7 @@ def _path(path: str, corruption: MediaCorruption, where: str, grid: FrameGrid | 
         with gate:  # a second thread asking for the same file waits for the first's
             if not _reuse(target):
                 try:
-                    write(path, target, corruption, where, grid)
+                    write(path, target, corruption, where, grid, source_audio)
                 except media.MediaError as exc:
                     if isinstance(exc, WrappedMediaError):
                         raise
@@ -400,7 +455,14 @@ def _reuse(target: Path) -> bool:
     return True
 
 
-def _digest(kind: str, path: str, status: os.stat_result, corruption: MediaCorruption, grid: FrameGrid | None) -> str:
+def _digest(
+    kind: str,
+    path: str,
+    status: os.stat_result,
+    corruption: MediaCorruption,
+    grid: FrameGrid | None,
+    source_audio: bool,
+) -> str:
     """The file cache key: what the written bytes depend on (module docstring), and nothing else."""
     identity = (
         FORMAT_VERSION,
@@ -410,6 +472,7 @@ def _digest(kind: str, path: str, status: os.stat_result, corruption: MediaCorru
         status.st_mtime_ns,
         corruption.identity,
         (astuple(grid) if grid is not None else SOURCE_FRAMES) if kind == "video" else (),
+        ("source audio" if source_audio else "16 kHz mono") if kind != "image" else (),
         repr(media.limits()),  # a frozen dataclass: its repr lists every field (astuple deep-copies, slower)
     )
     return hashlib.blake2b(repr(identity).encode(), digest_size=16).hexdigest()
@@ -422,33 +485,44 @@ def _real_path(path: str) -> str:
     return os.path.realpath(path)
 
 
-def _write_image(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid | None) -> None:
+def _write_image(
+    path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid | None, source_audio: bool
+) -> None:
     decoded = decode_cache.load("frames", (path,), lambda: decode_frames((path,)), exactly=None)
     pixels = _vision(decoded.array, corruption, where)[0]
     with replacing(target) as temporary:
         media.write_image(temporary, pixels)
 
 
-def _write_audio(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid | None) -> None:
-    decoded = decode_cache.load("audio", (path,), lambda: decode_audio(path), sample_rate=media.SAMPLE_RATE)
-    wave = _audio(decoded.array, corruption, where)
+def _write_audio(
+    path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid | None, source_audio: bool
+) -> None:
+    if source_audio:  # the file's own rate and channels
+        wave, rate = media.read_source_audio(path)
+        wave = wave[:, 0] if wave.shape[1] == 1 else wave
+    else:
+        decoded = decode_cache.load("audio", (path,), lambda: decode_audio(path), sample_rate=media.SAMPLE_RATE)
+        wave, rate = decoded.array, media.SAMPLE_RATE
     with replacing(target) as temporary:
-        media.write_audio(temporary, wave)
+        media.write_audio(temporary, _audio(wave, rate, corruption, where), rate)
 
 
-def _write_video(path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid | None) -> None:
+def _write_video(
+    path: str, target: Path, corruption: MediaCorruption, where: str, grid: FrameGrid | None, source_audio: bool
+) -> None:
     rate: float | Fraction
     if grid is None:  # the source's frames: every one, at its own rate and size
         source, rate = media.read_source_video(path)
-        frames, track = source.frames, _audio_track(path)
+        frames = source.frames
     else:
-        frames, track = decoded_video(path, grid)
+        frames = _grid_frames(path, grid)
         rate = _grid_rate(path, grid)
+    track, sample_rate = _source_audio_track(path) if source_audio else (_audio_track(path), media.SAMPLE_RATE)
     pixels = frames if corruption.vision is None or corruption.grid is not None else _vision(frames, corruption, where)
     if corruption.audio is not None and track is None:
         logger.warning(f"{where}: {path} has no audio track; the audio corruption has nothing to act on")
-    audio = None if track is None else _audio(track, corruption, where)
-    media.write_video_lossless(target, pixels, rate, audio)
+    audio = None if track is None else _audio(track, sample_rate, corruption, where)
+    media.write_video_lossless(target, pixels, rate, audio, sample_rate)
 
 
 def decoded_video(path: str, grid: FrameGrid | None = None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -457,7 +531,11 @@ def decoded_video(path: str, grid: FrameGrid | None = None) -> tuple[np.ndarray,
     and variant of an item decodes it once, and the default grid shares SCEval's own entries
     (:func:`faultline_eval.core.record_fields.load_frames`). Raises
     :class:`~faultline_eval.core.media.MediaError` naming the file."""
-    grid = grid or FrameGrid()
+    return _grid_frames(path, grid or FrameGrid()), _audio_track(path)
+
+
+def _grid_frames(path: str, grid: FrameGrid) -> np.ndarray:
+    """A video file's frames on ``grid`` through the shared decode cache (:func:`decoded_video`)."""
     if grid == FrameGrid():
         params: dict[str, Any] = {"exactly": None}  # the key of record_fields.load_frames
     else:
@@ -468,13 +546,29 @@ def decoded_video(path: str, grid: FrameGrid | None = None) -> tuple[np.ndarray,
         lambda: decode_frames((path,), grid.exactly, fps=grid.fps, max_frames=grid.max_frames, as_video=True),
         **params,
     )
-    return frames.array, _audio_track(path)
+    return frames.array
 
 
 def _audio_track(path: str) -> np.ndarray | None:
     """A video file's audio track (16 kHz mono float32) through the decode cache; None without one."""
     track = decode_cache.load("audio_track", (path,), lambda: decode_track(path), sample_rate=media.SAMPLE_RATE)
     return None if NO_AUDIO_TRACK in track.notes else track.array
+
+
+def _source_audio_track(path: str) -> tuple[np.ndarray | None, int]:
+    """A video file's audio track as stored (float32 at its own rate, ``(samples,)`` for mono,
+    else ``(samples, channels)``) and its rate; ``(None, 0)`` without one. Decoded only to write a
+    file (which the file cache then keeps), so not through the decode cache."""
+    import av  # heavy: PyAV, loaded where a video is read
+
+    try:
+        decoded = decode_source_audio_track(Path(path))
+    except av.FFmpegError as exc:
+        raise media.MediaError(f"{path}: cannot decode the audio track: {exc}") from exc
+    if decoded is None or not len(decoded[0]):
+        return None, 0
+    wave, rate = decoded
+    return (wave[:, 0] if wave.shape[1] == 1 else wave), rate
 
 
 def _grid_rate(path: str, grid: FrameGrid) -> float:

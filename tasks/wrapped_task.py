@@ -330,7 +330,7 @@ def media_corruption(task: Wrapped, key: str) -> MediaCorruption:
     if condition.probe is not None:
         return _probe_corruption(task, key)
     vision: Callable[[np.ndarray], np.ndarray] | None = None
-    audio: Callable[[np.ndarray], np.ndarray] | None = None
+    audio: Callable[[np.ndarray, int], np.ndarray] | None = None
     if corrupts(condition, "vision"):
 
         def vision(frames: np.ndarray) -> np.ndarray:
@@ -343,12 +343,12 @@ def media_corruption(task: Wrapped, key: str) -> MediaCorruption:
 
     if corrupts(condition, "audio"):
 
-        def audio(wave: np.ndarray) -> np.ndarray:
+        def audio(wave: np.ndarray, rate: int) -> np.ndarray:  # fractions and amplitude: any rate
             return corrupt(condition, "audio", wave, variant, seed_key)
 
     elif condition.control == "missing_audio":
 
-        def audio(wave: np.ndarray) -> np.ndarray:
+        def audio(wave: np.ndarray, rate: int) -> np.ndarray:
             return np.zeros_like(wave)
 
     drop = condition.control in NO_MEDIA_CONTROLS
@@ -367,7 +367,8 @@ def _probe_corruption(task: Wrapped, key: str) -> MediaCorruption:
     :data:`~faultline_eval.tasks.wrap_configs.DOC_PROBES` reach here): the probe's own function
     through :func:`sceval_plugin.probe_conditions.apply`, seeded as ``apply`` seeds every probe
     with the doc's seed key ``<base>/<key>`` as sample id, on the decoded frames (an image: one
-    frame, then ``"image"``; else ``"frames"``) or the 16 kHz audio, whichever it changes
+    frame, then ``"image"``; else ``"frames"``) or the audio at its own rate (the probe's seconds
+    measured at that rate), whichever it changes
     (:func:`~faultline_eval.tasks.wrap_configs.probe_acts_on`). Frame times are not stated, as for
     a frame list. A doc the probe does not apply to (one frame where order is probed, audio too
     short) is shown unchanged and its reason recorded in its trial, as SCEval does (also when its
@@ -377,10 +378,10 @@ def _probe_corruption(task: Wrapped, key: str) -> MediaCorruption:
     with); ``"default"`` is the task's grid, so it equals clean."""
     call, seed_key = task.condition.probe, _seed_key(task, key)
 
-    def run(frames: np.ndarray | None, wave: np.ndarray | None) -> probes.Evidence:
+    def run(frames: np.ndarray | None, wave: np.ndarray | None, rate: int = operators.SAMPLE_RATE) -> probes.Evidence:
         kind = None if frames is None else ("image" if len(frames) == 1 else "frames")
         shown_kind = None if kind is None else ("image" if kind == "image" else "video frames")
-        evidence = probes.Evidence(probes.BareItem(seed_key, kind), "", "", frames, wave, None, shown_kind)
+        evidence = probes.Evidence(probes.BareItem(seed_key, kind), "", "", frames, wave, None, shown_kind, rate)
         shown, _, reason = probes.apply(call, evidence, variant=task.variant)
         if reason is not None:
             raise NotApplied(reason)
@@ -392,11 +393,11 @@ def _probe_corruption(task: Wrapped, key: str) -> MediaCorruption:
             _probe_not_applicable[(task.name, key)] = reason
 
     vision: Callable[[np.ndarray], np.ndarray] | None = None
-    audio: Callable[[np.ndarray], np.ndarray] | None = None
+    audio: Callable[[np.ndarray, int], np.ndarray] | None = None
     if probe_acts_on(call) == "audio":
 
-        def audio(wave: np.ndarray) -> np.ndarray:
-            return run(None, wave).audio
+        def audio(wave: np.ndarray, rate: int) -> np.ndarray:
+            return run(None, wave, rate).audio
 
     else:
 

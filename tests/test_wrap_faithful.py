@@ -2,8 +2,9 @@
 (issue 36): the real ``lmms-eval`` CLI, the real task configs of the eight built-in adapters' tasks,
 their local copies (tests/wrap_datasets.py), and ``modality_oracle`` with ``modality=fingerprint``
 and ``video_frames=8``: it samples 8 frames of a video file with lmms-eval's own ``read_video`` and
-replies from a digest of every frame and sample it read, so equal replies doc for doc mean it was
-shown the same media. The base side is ``<base>__unwrapped``, which ``faultline wrap`` writes
+replies from a digest of every frame and sample it read (an audio dict as received: rate, shape,
+values), so equal replies doc for doc mean it was shown the same media. The ClothoAQA copy is
+44.1 kHz, so its audio is checked at a rate other than SCEval's 16 kHz. The base side is ``<base>__unwrapped``, which ``faultline wrap`` writes
 beside the wrapped tasks on the same local copy (the report's base row).
 
 The model takes lmms-eval's simple interface (``--force_simple``: ``doc_to_visual``'s items as the

@@ -180,7 +180,9 @@ def test_a_doc_the_probe_does_not_apply_to_is_shown_unchanged_and_its_trial_says
     assert trial["not_applicable"] == "audio_too_short" and trial["condition_id"] == shuffle.id
     _, requests = _build(f"clotho_aqa_test__{gaps.id}__var0")
     (audio,) = requests[0][0][2](requests[0][1])
-    assert len(audio["array"]) == len(source) + 3 * round(0.5 * media.SAMPLE_RATE)  # 3 gaps of 0.5 s
+    rate = doc["audio"]["sampling_rate"]  # the copy's 44.1 kHz, kept (issue 36): gaps measured at it
+    assert rate == audio["sampling_rate"] != media.SAMPLE_RATE
+    assert len(audio["array"]) == len(source) + 3 * round(0.5 * rate)  # 3 gaps of 0.5 s
 
 
 def test_report_gives_a_row_per_probe_condition_and_notes_what_did_not_apply(tmp_path):

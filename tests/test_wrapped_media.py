@@ -37,9 +37,12 @@ def vision_op(name: str, severity: int, key: str = WHERE):
 
 
 def audio_op(name: str, severity: int, key: str = WHERE):
-    return functools.partial(
-        operators.apply, name, severity=severity, variant=0, key=key, sample_rate=media.SAMPLE_RATE
-    )
+    """``MediaCorruption.audio``: (samples, rate); SCEval's audio operators need no rate."""
+
+    def op(wave: np.ndarray, rate: int) -> np.ndarray:
+        return operators.apply(name, wave, severity=severity, variant=0, key=key)
+
+    return op
 
 
 NOISE = MediaCorruption(vision_op("noise", 50), audio_op("distortion", 50), identity="noise+distortion/50/1")
@@ -166,8 +169,9 @@ def test_identity_corruption_keeps_pixels_and_audio(cache, tmp_path):
     assert all(np.array_equal(np.asarray(frame), np.asarray(image)) for frame in out_frames)
 
 
-def test_a_modality_left_alone_keeps_its_items_but_audio_is_16khz_and_video_reencoded(cache, tmp_path):
-    """Paired: clean gives every condition's form (a video re-encoded, faithfully: the source's frames)."""
+def test_a_modality_left_alone_keeps_its_items_and_audio_but_video_is_reencoded(cache, tmp_path):
+    """Paired: clean gives every condition's form (a video re-encoded, faithfully: the source's
+    frames); audio is the base's own (issue 36), or SCEval's 16 kHz mono under the grid."""
     source = make_clip(tmp_path / "clip.mp4")
     image = Image.new("RGB", (8, 6), (10, 20, 30))
     image_file = tmp_path / "still.jpg"
@@ -178,9 +182,99 @@ def test_a_modality_left_alone_keeps_its_items_but_audio_is_16khz_and_video_reen
     got = corrupt_media(items, clean, where=WHERE)
     assert got[0] is image and got[1][0] is image and got[2] == str(image_file)
     assert set(got[3]) == {"type", "array", "sampling_rate"} and got[3]["type"] == "audio"  # no path of the clean file
-    assert got[3]["sampling_rate"] == 16_000
-    assert np.array_equal(got[3]["array"], media.resample_audio(stereo.mean(axis=1), 22_050))
+    assert got[3]["sampling_rate"] == 22_050 and got[3]["array"] is stereo
     assert got[4] != str(source) and np.array_equal(read_video(got[4]), read_video(str(source)))
+    [on_grid] = corrupt_media(items[3:4], clean, where=WHERE, grid=FrameGrid())
+    assert on_grid["sampling_rate"] == 16_000
+    assert np.array_equal(on_grid["array"], media.resample_audio(stereo.mean(axis=1), 22_050))
+
+
+def changed_run(before: np.ndarray, after: np.ndarray) -> tuple[int, int]:
+    """(start, stop) of the one contiguous run of samples that differ (asserted to be one run)."""
+    where = np.flatnonzero(before != after)
+    assert where.size and np.array_equal(where, np.arange(where[0], where[-1] + 1))
+    return int(where[0]), int(where[-1]) + 1
+
+
+@pytest.mark.parametrize("layout", ["mono", "samples_channels", "channels_samples"])
+def test_audio_dicts_keep_their_rate_and_channels(cache, layout):
+    """Issue 36: a 44.1 kHz dict stays 44.1 kHz, stereo stays stereo in its own layout; clean is
+    the base's samples bit for bit; a mute differs only in its segment, the same in every channel."""
+    n, rate = 44_100, 44_100
+    rng = np.random.default_rng(1)
+    left = rng.uniform(-0.5, 0.5, n).astype(np.float32).astype(np.float64)  # float64 (datasets<4), float32-exact
+    samples = {
+        "mono": left,
+        "samples_channels": np.stack([left, -left], axis=1),
+        "channels_samples": np.stack([left, -left], axis=0),
+    }[layout]
+    item = {"array": samples, "sampling_rate": rate}
+    [clean] = corrupt_media([item], MediaCorruption(None, None, identity="unchanged"), where=WHERE)
+    assert clean["sampling_rate"] == rate and clean["array"] is samples
+    mute = MediaCorruption(None, audio_op("mute", 30), identity="mute/30")
+    [muted] = corrupt_media([item], mute, where=WHERE)
+    got = muted["array"]
+    assert muted["sampling_rate"] == rate and got.shape == samples.shape and got.dtype == samples.dtype
+    channels = [got] if got.ndim == 1 else list(got if layout == "channels_samples" else got.T)
+    sources = [samples] if samples.ndim == 1 else list(samples if layout == "channels_samples" else samples.T)
+    expected = operators.apply("mute", left.astype(np.float32), severity=30, variant=0, key=WHERE)
+    start, stop = changed_run(left.astype(np.float32), expected)
+    assert stop - start == pytest.approx(0.3 * n, abs=1)
+    for channel, source in zip(channels, sources, strict=True):
+        assert changed_run(source, channel) == (start, stop)  # the same segment in every channel
+        assert not channel[start:stop].any()
+        keep = np.r_[0:start, stop:n]
+        assert np.array_equal(channel[keep], source[keep])
+    pcm = {"array": np.round(left * 32767).astype(np.int16), "sampling_rate": rate}  # integer samples stay so
+    [muted_pcm] = corrupt_media([pcm], mute, where=WHERE)
+    assert muted_pcm["array"].dtype == np.int16 and changed_run(pcm["array"], muted_pcm["array"])[1] <= stop
+    pcm = {"array": np.round(left * 32767).astype(np.int16), "sampling_rate": rate}  # integer samples stay so
+    [muted_pcm] = corrupt_media([pcm], mute, where=WHERE)
+    assert muted_pcm["array"].dtype == np.int16 and changed_run(pcm["array"], muted_pcm["array"])[1] <= stop
+    [grid] = corrupt_media([item], mute, where=WHERE, grid=FrameGrid())  # sceval_grid: SCEval's 16 kHz mono
+    assert grid["sampling_rate"] == 16_000 and grid["array"].shape == (16_000,)
+
+
+def test_a_video_keeps_its_audio_tracks_rate_and_channels(cache, tmp_path):
+    """Issue 36: a 44.1 kHz stereo track is written at 44.1 kHz stereo (PyAV), read by lmms-eval's
+    reader as before; clean keeps the samples (PCM: to within 1/32768), a mute only its segment."""
+    import av
+
+    from faultline_eval.core.media_processing import decode_source_audio_track
+
+    rng = np.random.default_rng(2)
+    frames = rng.integers(0, 256, (4, 16, 24, 3), dtype=np.uint8)
+    stereo = np.round(rng.uniform(0.05, 0.5, (88_200, 2)) * 32768).astype(np.float32) / 32768  # PCM grid, no zeros
+    source = media.write_video_lossless(tmp_path / "stereo.mp4", frames, 2, stereo, 44_100)
+    clean = MediaCorruption(None, None, identity="unchanged")
+    mute = MediaCorruption(None, audio_op("mute", 30), identity="mute/30")
+    [kept] = corrupt_media([str(source)], clean, where=WHERE)
+    [muted] = corrupt_media([str(source)], mute, where=WHERE)
+    for out in (kept, muted):
+        with av.open(out) as written:
+            track = written.streams.audio[0].codec_context
+            assert (track.sample_rate, len(track.layout.channels)) == (44_100, 2)
+        assert np.array_equal(read_video(out, num_frm=4), frames)
+    decoded = decode_source_audio_track(Path(kept))
+    assert decoded is not None and decoded[1] == 44_100 and np.array_equal(decoded[0], stereo)
+    muted_track = decode_source_audio_track(Path(muted))
+    assert muted_track is not None
+    start, stop = changed_run(stereo[:, 0], muted_track[0][:, 0])
+    assert changed_run(stereo[:, 1], muted_track[0][:, 1]) == (start, stop)
+    assert stop - start == pytest.approx(0.3 * len(stereo), abs=1)
+    [on_grid] = corrupt_media([str(source)], clean, where=WHERE, grid=FrameGrid())  # sceval_grid: 16 kHz mono
+    with av.open(on_grid) as written:
+        assert written.streams.audio[0].codec_context.sample_rate == 16_000
+
+
+def test_probes_in_seconds_use_the_audios_own_rate():
+    """Desync by 0.5 s at 44.1 kHz shifts 22 050 samples (not 8 000, 16 kHz's)."""
+    from sceval_plugin import probe_conditions as probes
+
+    wave = np.linspace(0.1, 1, 44_100, dtype=np.float32)
+    evidence = probes.Evidence(probes.BareItem("t/doc", None), "", "", None, wave, None, None, 44_100)
+    shown, _, reason = probes.apply(probes.ProbeCall("desync", 0.5), evidence)
+    assert reason is None and not shown.audio[:22_050].any() and np.array_equal(shown.audio[22_050:], wave[:22_050])
 
 
 def test_in_memory_and_file_items_by_type(cache, tmp_path):
@@ -196,15 +290,16 @@ def test_in_memory_and_file_items_by_type(cache, tmp_path):
     soundfile.write(wav, np.full(8_000, 0.25, np.float32), 8_000, subtype="FLOAT")
     png = tmp_path / "p.png"
     frames[0].save(png)
-    corruption = MediaCorruption(counting, lambda wave: wave * 0.5, identity="half")
+    corruption = MediaCorruption(counting, lambda wave, rate: wave * 0.5, identity="half")
     got_frames, got_png, got_wav = corrupt_media([frames, str(png), str(wav)], corruption, where=WHERE)
     assert calls == [(3, 6, 8, 3), (1, 6, 8, 3)]  # the frame list is one stack, one call
     stack = np.stack([np.asarray(frame) for frame in frames])
     assert np.array_equal(np.stack([np.asarray(f) for f in got_frames]), counting(stack))
     assert got_png.endswith(".png") and np.array_equal(media.read_image(got_png)[0], counting(stack[:1])[0])
     wave, rate = soundfile.read(got_wav, dtype="float32")
-    assert got_wav.endswith(".wav") and rate == 16_000 and len(wave) == 16_000
-    assert np.allclose(wave, media.read_audio(wav)[0] * 0.5)
+    assert got_wav.endswith(".wav") and rate == 8_000 and len(wave) == 8_000  # the file's own rate
+    assert np.array_equal(wave, np.full(8_000, 0.125, np.float32))
+    assert corrupt_media([str(wav)], MediaCorruption(None, None), where=WHERE) == [str(wav)]  # clean: the file
     assert corrupt_media([frames, str(wav)], MediaCorruption(None, None, drop_media=True), where=WHERE) == []
 
 
@@ -278,7 +373,7 @@ def test_errors_name_the_doc_and_the_item(cache, tmp_path):
     with pytest.raises(WrappedMediaError, match=rf"^{WHERE}: media item 0: .*notes.txt.*cannot decode video"):
         corrupt_media([str(tmp_path / "notes.txt")], NOISE, where=WHERE)
 
-    def broken(wave):
+    def broken(wave, rate):
         raise RuntimeError("the operator's own message")
 
     with pytest.raises(WrappedMediaError, match=rf"^{WHERE}: media item 0: the audio corruption failed: RuntimeError"):
@@ -298,7 +393,7 @@ def test_two_processes_write_the_same_bytes(tmp_path):
         def shift(stack):
             return np.roll(stack, 3, axis=2)
 
-        def fade(wave):
+        def fade(wave, rate):
             return wave * np.linspace(1, 0, len(wave), dtype=np.float32)
 
         print(corrupt_media([{str(source)!r}], MediaCorruption(shift, fade, identity="x"), where="t/doc"))

@@ -365,20 +365,25 @@ def build_mvbench(root: Path, n: int = 4, sub_task: str = "action_antonym", hf_h
     )
 
 
-def save_audio_split(folder: Path, split: str, rows: list[dict], columns: dict) -> Path:
-    """Like :func:`save_split` with an ``audio`` column typed ``Audio(sampling_rate=16000)`` as on
+def save_audio_split(folder: Path, split: str, rows: list[dict], columns: dict, rate: int = SAMPLE_RATE) -> Path:
+    """Like :func:`save_split` with an ``audio`` column typed ``Audio(sampling_rate=rate)`` as on
     the hub. The rows are written as ``{bytes, path}`` structs and the column is then cast: encoding
     through the Audio feature would need torchcodec under datasets>=4, casting the storage does not."""
     import datasets
 
     struct = {"bytes": datasets.Value("binary"), "path": _str()}
     table = datasets.Dataset.from_list(rows, features=_features(audio=struct, **columns))
-    table = table.cast_column("audio", datasets.Audio(sampling_rate=SAMPLE_RATE))
+    table = table.cast_column("audio", datasets.Audio(sampling_rate=rate))
     datasets.DatasetDict({split: table}).save_to_disk(str(folder))
     return folder
 
 
-def build_clotho_aqa(root: Path, n: int = 4, seconds: float = 1.0, rate: int = SAMPLE_RATE) -> LocalCopy:
+#: ClothoAQA's rate on the hub: the local copy keeps it, so wrapped audio is checked at a rate
+#: other than SCEval's 16 kHz (tests/test_wrap_faithful.py: clean hears what the base hears).
+CLOTHO_RATE = 44_100
+
+
+def build_clotho_aqa(root: Path, n: int = 4, seconds: float = 1.0, rate: int = CLOTHO_RATE) -> LocalCopy:
     """lmms-lab-audio/ClothoAQA config ``clotho_aqa``, split ``clotho_aqa_test_filtered``: an
     Audio column, a free-text ``question`` and a one-word ``answer`` (exact_match, no process_results).
     ``seconds``/``rate`` size the clips (the hub's are 15-30 s at 44.1 kHz; benchmarks/wrap.py)."""
@@ -393,7 +398,7 @@ def build_clotho_aqa(root: Path, n: int = 4, seconds: float = 1.0, rate: int = S
         }
         for i in range(n)
     ]
-    save_audio_split(root / "dataset", "clotho_aqa_test_filtered", rows, {"question": _str(), "answer": _str()})
+    save_audio_split(root / "dataset", "clotho_aqa_test_filtered", rows, {"question": _str(), "answer": _str()}, rate)
     return LocalCopy(
         "clotho_aqa_test", root / "dataset", {"load_from_disk": True}, None, reply="yes", audio_column=True
     )

@@ -57,6 +57,7 @@ __all__ = [
     "read_video_frames",
     "read_source_video",
     "read_audio",
+    "read_source_audio",
     "probe",
     "declared_duration",
     "write_image",
@@ -410,6 +411,21 @@ def _decode_at(
 def read_audio(path: str | Path, cap: MediaLimits | None = None) -> tuple[np.ndarray, int, list[str]]:
     """Mono float32 audio at 16 kHz. Stereo is averaged and other rates resampled (soxr, high
     quality); each such step is returned as a note. Audio over the length limit is refused."""
+    wave, rate = read_source_audio(path, cap)
+    name = Path(path).name
+    notes: list[str] = []
+    if wave.shape[1] > 1:
+        notes.append(f"{name}: averaged {wave.shape[1]} channels to mono")
+    mono = wave.mean(axis=1, dtype=np.float32)
+    if rate != SAMPLE_RATE:
+        notes.append(f"{name}: resampled {rate} Hz to {SAMPLE_RATE} Hz")
+        mono = resample_audio(mono, rate)
+    return np.ascontiguousarray(mono), SAMPLE_RATE, notes
+
+
+def read_source_audio(path: str | Path, cap: MediaLimits | None = None) -> tuple[np.ndarray, int]:
+    """The samples of an audio file as they are stored: float32 ``(samples, channels)`` at the
+    file's own rate (wrapped tasks' faithful audio, issue 36); :func:`read_audio`'s checks."""
     import soundfile
 
     cap = cap or limits()
@@ -421,16 +437,9 @@ def read_audio(path: str | Path, cap: MediaLimits | None = None) -> tuple[np.nda
         raise MediaError(f"{path}: cannot decode audio: {exc}") from exc
     if wave.shape[0] == 0:
         raise MediaError(f"{path}: audio has no samples")
-    notes: list[str] = []
-    if wave.shape[1] > 1:
-        notes.append(f"{path.name}: averaged {wave.shape[1]} channels to mono")
-    mono = wave.mean(axis=1, dtype=np.float32)
-    if rate != SAMPLE_RATE:
-        notes.append(f"{path.name}: resampled {rate} Hz to {SAMPLE_RATE} Hz")
-        mono = resample_audio(mono, rate)
-    if not np.isfinite(mono).all():
+    if not np.isfinite(wave).all():
         raise MediaError(f"{path}: audio holds NaN or infinite samples")
-    return np.ascontiguousarray(mono), SAMPLE_RATE, notes
+    return np.ascontiguousarray(wave), int(rate)
 
 
 def resample_audio(samples: np.ndarray, rate: int, target: int = SAMPLE_RATE) -> np.ndarray:
@@ -556,7 +565,8 @@ def write_video_lossless(
 
     ``frames``: uint8 ``(N, H, W, 3)`` RGB, shown at a constant ``fps`` (frame *i* at ``i / fps``
     s, so N frames last ``N / fps`` s). Video: H.264 RGB lossless (``libx264rgb``, ``qp=0``,
-    ``rgb24``; any size, odd sides included). ``audio``: mono float32 at ``sample_rate``, stored
+    ``rgb24``; any size, odd sides included). ``audio``: float32 at ``sample_rate``, mono
+    ``(samples,)`` or ``(samples, channels)`` (interleaved in the track), stored
     as PCM s16le, FFmpeg's convention (``round(x * 32768)`` clipped to the int16 range: decoders
     give back each sample in [-1, 1] to within 1/32768); None writes no audio track.
     MP4 because model wrappers check extensions (wrap design §5, where the bit-exact round trip
@@ -582,8 +592,10 @@ def write_video_lossless(
         # encode and decode time (CAVLC, no B-frames; measured on 8 noisy 360p/720p frames)
         video.options = {"qp": "0", "preset": "ultrafast", "threads": "1"}
         sound: AudioStream | None = None
+        channels = 0 if audio is None else (1 if np.ndim(audio) == 1 else np.shape(audio)[1])
+        layout = av.AudioLayout(f"{channels}c").name if channels else "mono"  # FFmpeg's default: mono, stereo, ...
         if audio is not None:
-            sound = out.add_stream("pcm_s16le", rate=sample_rate, layout="mono")
+            sound = out.add_stream("pcm_s16le", rate=sample_rate, layout=layout)
         for index, rgb in enumerate(frames):
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
             frame.pts = index
@@ -594,9 +606,10 @@ def write_video_lossless(
         if sound is not None and audio is not None:
             scaled = np.round(np.asarray(audio, dtype=np.float64).reshape(-1) * 32768)
             pcm = np.clip(scaled, -32768, 32767).astype(np.int16)
-            for start in range(0, len(pcm), _PCM_BLOCK):
-                chunk = av.AudioFrame.from_ndarray(pcm[None, start : start + _PCM_BLOCK], format="s16", layout="mono")
-                chunk.sample_rate, chunk.pts = sample_rate, start
+            block = _PCM_BLOCK * channels  # packed s16: the channels interleaved, one row
+            for start in range(0, len(pcm), block):
+                chunk = av.AudioFrame.from_ndarray(pcm[None, start : start + block], format="s16", layout=layout)
+                chunk.sample_rate, chunk.pts = sample_rate, start // channels
                 for packet in sound.encode(chunk):
                     out.mux(packet)
             for packet in sound.encode():

@@ -121,6 +121,25 @@ def decode_audio_track(path: Path, start_s: float = 0.0, end_s: float | None = N
     return wave[first:last]
 
 
+def decode_source_audio_track(path: Path) -> tuple[np.ndarray, int] | None:
+    """The audio track of a video file as stored: float32 ``(samples, channels)`` at the track's
+    own rate (wrapped tasks' faithful audio, issue 36), or None when the file has no audio track."""
+    import av
+
+    with av.open(str(path)) as container:
+        if not container.streams.audio:
+            return None
+        stream = container.streams.audio[0]
+        rate, channels = stream.codec_context.sample_rate, stream.codec_context.layout
+        # packed float at the track's own rate and layout: a format change only, no resampling
+        resampler = av.AudioResampler(format="flt", layout=channels, rate=rate)
+        chunks = [out.to_ndarray() for frame in container.decode(stream) for out in resampler.resample(frame)]
+        chunks += [out.to_ndarray() for out in resampler.resample(None)]
+    width = len(channels.channels)
+    wave = np.concatenate([c.reshape(-1) for c in chunks]) if chunks else np.zeros(0, np.float32)
+    return np.ascontiguousarray(wave.astype(np.float32, copy=False).reshape(-1, width)), int(rate)
+
+
 def write_clip(path: Path, frames: Iterable[np.ndarray], rate: Fraction, audio: np.ndarray | None = None) -> Path:
     """An MP4 (H.264, yuv420p; sides cut down to even numbers) from RGB frames at ``rate`` fps,
     with ``audio`` (16 kHz mono float32) as an AAC track when given."""
