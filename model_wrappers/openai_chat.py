@@ -11,6 +11,17 @@ lifecycle (:mod:`faultline_eval.core.request_lifecycle`): retries with backoff, 
 (``$SCEVAL_CACHE/replies/openai-<model>.jsonl``; ``store=PATH``, ``store=none``) so a killed
 run resumes without sending anything twice. Works for SCEval and C3PO tasks alike.
 
+Each media part carries a ``uuid`` (``media_uuids``, on by default): the digest of the exact
+bytes sent and the settings that made them (:func:`.openai_client.media_uuid`), which vLLM keys
+its multimodal caches by, so a part sent again (an item's clean audio in every text-only and
+vision-only cell, its clean frames in every text-only and audio-only one) is not encoded again,
+and a corrupted part never gets a clean one's features. The run's requests are sent grouped by
+item (:meth:`OpenAIChat.send_order`: every cell of an item close together, within the
+concurrency window), the replies handed back in lmms-eval's order: no result and no reply-store
+key depends on the order. At the end of the run the share of media parts that repeated an
+earlier one and the server's multimodal cache hits (its ``/metrics``, where it shows them) are
+logged and written beside the results (``_run_info.json``, the viewer's run panel).
+
 Before the first request the audio canary (:mod:`.audio_canary`) checks on the run's first
 ``canary_items`` items with audio that the served model hears it; a backend that fails is
 refused with a clear error unless ``audio_canary=off``.
@@ -24,7 +35,8 @@ default: open models answer the prompt's own JSON instruction, as on the HF path
 (``images``, or ``video``: a video's frames as one ``video_url`` with their timing, pictures
 still as images; :mod:`.openai_client`), ``audio_part`` (``input_audio`` or ``audio_url``), ``modalities``
 (e.g. ``text``: asks vLLM-Omni for text output only), ``build_workers``, ``lookahead``,
-``store``, ``audio_canary``, ``canary_items``. The key comes only from the environment
+``store``, ``audio_canary``, ``canary_items``, ``media_uuids`` (``off``: no ``uuid`` on the
+media parts, for a server that refuses the field). The key comes only from the environment
 (``SCEVAL_OPENAI_API_KEY`` or ``OPENAI_API_KEY``).
 
     lmms-eval --model sceval_openai \\
@@ -39,6 +51,7 @@ from typing import Any
 from loguru import logger
 
 from faultline_eval.core.identity import doc_identity, fingerprint_of
+from faultline_eval.core.request_lifecycle import media_reuse_text
 from faultline_eval.core.store import open_store, request_key, slug
 from faultline_eval.model_wrappers.audio_canary import AudioCanaryError, audio_clip, run_canary
 from faultline_eval.model_wrappers.chat_messages import role_texts
@@ -50,6 +63,7 @@ from faultline_eval.model_wrappers.openai_client import (
     DEFAULT_IMAGE_ENCODING,
     FRAMES_AS,
     OpenAIChatClient,
+    WireRequest,
     chat_request,
 )
 from faultline_eval.model_wrappers.remote_chat import RemoteChat, decoding, expects_json
@@ -87,6 +101,7 @@ class OpenAIChat(RemoteChat):
         store: str | None = None,
         audio_canary: Any = True,
         canary_items: int = 4,
+        media_uuids: Any = True,
         **kwargs: Any,
     ) -> None:
         super().__init__()
@@ -105,6 +120,7 @@ class OpenAIChat(RemoteChat):
         self.extra = {"modalities": [m for m in str(modalities).split("|") if m]} if modalities else {}
         self.audio_canary = flag(audio_canary, "audio_canary")
         self.canary_items = max(2, int(canary_items))
+        self.media_uuids = flag(media_uuids, "media_uuids")
         # Under a multi-process launch each rank is a client of its own share of the requests
         # (HostSideModel) and starts its round-robin on another endpoint.
         urls = [u.strip() for u in str(base_url).split("|") if u.strip()]
@@ -126,9 +142,13 @@ class OpenAIChat(RemoteChat):
 
     # --- one request: built in the pool, then sent ----------------------------------------------
 
-    def _wire(self, messages: list[dict]) -> tuple[list[dict], dict]:
+    def _wire(self, messages: list[dict]) -> WireRequest:
         return chat_request(
-            messages, image_encoding=self.image_encoding, frames_as=self.frames_as, audio_part=self.audio_part
+            messages,
+            image_encoding=self.image_encoding,
+            frames_as=self.frames_as,
+            audio_part=self.audio_part,
+            uuids=self.media_uuids,
         )
 
     def _build(self, request: Any) -> dict:
@@ -155,13 +175,14 @@ class OpenAIChat(RemoteChat):
                 *keyed,
             )
         try:
-            wire_messages, body = self._wire(messages)
+            wire = self._wire(messages)
         except ValueError as exc:
             raise ValueError(f"sceval_openai: {row_id}: {exc}") from exc
         return {
             "row_id": row_id,
-            "messages": wire_messages,
-            "body": body,
+            "messages": wire.messages,
+            "body": wire.body,
+            "part_keys": wire.part_keys,
             "json": wants_json,
             "key": key,
             "temperature": temperature,
@@ -178,6 +199,7 @@ class OpenAIChat(RemoteChat):
             body=built["body"],
             store_key=built["key"],
             row_id=built["row_id"],
+            part_keys=built["part_keys"],
         )
         return reply.text
 
@@ -199,8 +221,8 @@ class OpenAIChat(RemoteChat):
             return
 
         def ask(messages: list[dict]):
-            wire_messages, body = self._wire(messages)
-            return self._client.chat(wire_messages, max_tokens=self.max_tokens, extra=self.extra, body=body)
+            wire = self._wire(messages)
+            return self._client.chat(wire.messages, max_tokens=self.max_tokens, extra=self.extra, body=wire.body)
 
         result = run_canary(chosen, ask, concurrency=self.max_concurrency)
         if not result.answered:  # the server refused the requests: nothing is known about the audio
@@ -218,7 +240,29 @@ class OpenAIChat(RemoteChat):
             )
         logger.info(f"sceval_openai: audio canary passed: {result.summary()}")
 
+    # --- the order of sending, and what the server's cache made of it ---------------------------
+
+    def send_order(self, requests: list) -> list[int]:
+        """The requests' indices grouped by item (its dataset and sample id), items in order of
+        first appearance: lmms-eval hands over all cells of one task after another, so an item's
+        parts that repeat across cells would otherwise be sent a whole task apart."""
+        first_seen: dict[tuple, int] = {}
+        items = []
+        for request in requests:
+            doc = self.doc(request)
+            item = (doc.get("dataset"), str(doc.get("sample_id", doc_identity(doc)[1])))
+            items.append(first_seen.setdefault(item, len(first_seen)))
+        return sorted(range(len(requests)), key=items.__getitem__)  # stable: cells keep their order
+
     def generate_until(self, requests):
         if not self._canary_done:
             self._check_audio(requests)
-        return super().generate_until(requests)
+        before = self._client.mm_cache_counters()
+        replies = super().generate_until(requests)
+        after = self._client.mm_cache_counters() if before is not None else None
+        if before is not None and after is not None:
+            self._client.count_server_mm_cache({name: after[name] - before[name] for name in after})
+        reuse = media_reuse_text(self._client.usage.summary())
+        if reuse:
+            logger.info(f"sceval_openai: {reuse}")
+        return replies

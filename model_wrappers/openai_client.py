@@ -28,7 +28,13 @@ What is sent (:func:`chat_request`), in the task's order, as vLLM's chat parser 
 - the audio as an ``input_audio`` part (``{"data": <base64 WAV>, "format": "wav"}``, OpenAI's
   own part type, which vLLM turns into the same audio input as an ``audio_url`` data URL); with
   ``audio_part=audio_url`` as an ``audio_url`` data URL instead;
-- the question text as a ``text`` part.
+- the question text as a ``text`` part;
+- with ``media_uuids`` on (the default), each media part carries a ``uuid``
+  (:func:`media_uuid`), which vLLM (0.11 and later) takes as the key of its multimodal
+  processor and encoder caches in place of hashing the item itself: a digest of the exact
+  bytes sent (after corruption and encoding) and of the settings that made them, so parts of
+  equal bytes share a key and a corrupted part never gets a clean one's features. A server
+  that refuses the field stops the run with :class:`UuidsRefused`, naming ``media_uuids=off``.
 
 The key comes only from the environment (``SCEVAL_OPENAI_API_KEY``, else ``OPENAI_API_KEY``);
 without one the client sends ``EMPTY``, which a ``vllm serve`` started without ``--api-key``
@@ -39,9 +45,14 @@ from __future__ import annotations
 
 import base64
 import collections
+import hashlib
 import itertools
 import json
+import re
 import threading
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
 from typing import Any
 
 from faultline_eval.core.preflight import PreflightError, probe_endpoint
@@ -72,6 +83,38 @@ TRUST_FLAG = "--trust-request-mm-kwargs"
 class TimingRefused(RuntimeError):
     """The server does not take the video timing of ``frames_as=video``: every video request
     would fail the same way, so the run stops (not one ``api_failure`` per request)."""
+
+
+class UuidsRefused(RuntimeError):
+    """The server does not take the media parts' ``uuid`` field: every request would fail the
+    same way, so the run stops with the model argument that turns them off."""
+
+
+#: The wire field of a media part's cache key (vLLM: the ``uuid`` of each ``image_url``,
+#: ``video_url``, ``input_audio`` and ``audio_url`` content part, ``vllm/entrypoints/chat_utils.py``).
+UUID_FIELD = "uuid"
+
+
+def media_uuid(kind: str, settings: str, *chunks: bytes) -> str:
+    """The cache key of one media part: sha256 over its kind, the settings that made its bytes
+    (encoding, video timing) and the bytes themselves, each length-prefixed so no two different
+    parts can run together into one input. Equal bytes under equal settings share the key."""
+    digest = hashlib.sha256()
+    for chunk in (kind.encode(), settings.encode(), *chunks):
+        digest.update(len(chunk).to_bytes(8, "big"))
+        digest.update(chunk)
+    return f"sha256:{digest.hexdigest()}"
+
+
+@dataclass
+class WireRequest:
+    """What :func:`chat_request` makes of one request: the chat messages, the extra body fields
+    and the cache key of each media part in order (also when ``media_uuids`` is off: they
+    measure how many parts repeat)."""
+
+    messages: list[dict]
+    body: dict
+    part_keys: list[str] = field(default_factory=list)
 
 
 def api_key() -> str:
@@ -208,11 +251,18 @@ def chat_request(
     image_encoding: str = DEFAULT_IMAGE_ENCODING,
     frames_as: str = "images",
     audio_part: str = "input_audio",
-) -> tuple[list[dict], dict]:
+    uuids: bool = False,
+) -> WireRequest:
     """lmms-eval chat messages (text, PIL images, ``{"array", "sampling_rate"}`` audio) as
-    chat-completions messages with the part types described in the module doc, and the extra
-    body fields of the request (:func:`video_timing` of its video; ``{}`` without one)."""
-    out, timings = [], []
+    chat-completions messages with the part types described in the module doc, the extra body
+    fields of the request (:func:`video_timing` of its video; ``{}`` without one) and the media
+    parts' keys (:func:`media_uuid`), sent as each part's ``uuid`` when ``uuids`` is on."""
+    out, timings, keys = [], [], []
+
+    def keyed(part: dict, key: str) -> dict:
+        keys.append(key)
+        return {**part, UUID_FIELD: key} if uuids else part
+
     for message in messages:
         role, parts = message.get("role", "user"), message.get("content", [])
         if role == "system":
@@ -221,17 +271,21 @@ def chat_request(
         content: list[dict] = []
         for kind, item in wire_items(parts, frames_as):
             if kind == "video":
-                frames = ",".join(
-                    base64.b64encode(encode_image(p["url"], image_encoding)[0]).decode("ascii") for p in item
-                )
-                content.append({"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + frames}})
-                timings.append(video_timing([p[FRAME_TIME_KEY] for p in item]))
+                encoded = [encode_image(p["url"], image_encoding)[0] for p in item]
+                frames = ",".join(base64.b64encode(data).decode("ascii") for data in encoded)
+                timing = video_timing([p[FRAME_TIME_KEY] for p in item])
+                timings.append(timing)
+                part = {"type": "video_url", "video_url": {"url": "data:video/jpeg;base64," + frames}}
+                # the timing is part of the key: it changes what the processor makes of the frames
+                settings = f"{image_encoding};{json.dumps(timing, sort_keys=True)}"
+                content.append(keyed(part, media_uuid("video", settings, *encoded)))
             elif kind == "image":
                 data, mime = encode_image(item["url"], image_encoding)
-                content.append({"type": "image_url", "image_url": {"url": _data_url(mime, data)}})
+                part = {"type": "image_url", "image_url": {"url": _data_url(mime, data)}}
+                content.append(keyed(part, media_uuid("image", f"{image_encoding};{mime}", data)))
             elif kind == "audio":
                 wav = encode_wav(item["url"])
-                content.append(
+                part = (
                     {
                         "type": "input_audio",
                         "input_audio": {"data": base64.b64encode(wav).decode("ascii"), "format": "wav"},
@@ -239,12 +293,44 @@ def chat_request(
                     if audio_part == "input_audio"
                     else {"type": "audio_url", "audio_url": {"url": _data_url("audio/wav", wav)}}
                 )
+                content.append(keyed(part, media_uuid("audio", "wav;pcm16", wav)))
             else:
                 content.append({"type": "text", "text": item["text"]})
         out.append({"role": role, "content": content})
     if len(timings) > 1:
         raise ValueError(f"{len(timings)} videos in one request: vLLM takes one timing per request")
-    return out, (timings[0] if timings else {})
+    return WireRequest(out, timings[0] if timings else {}, keys)
+
+
+#: vLLM's multimodal cache counters on its ``/metrics`` page (``vllm/v1/metrics/loggers.py``;
+#: Prometheus adds ``_total`` to a counter's name): items looked up, items found.
+MM_CACHE_METRICS = {"queries": "vllm:mm_cache_queries_total", "hits": "vllm:mm_cache_hits_total"}
+_METRIC_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})?\s+([0-9.eE+-]+)")
+
+
+def mm_cache_counters(base_url: str, timeout: float = 5.0) -> dict[str, float] | None:
+    """The multimodal cache counters (:data:`MM_CACHE_METRICS`) a server's ``/metrics`` shows
+    now, summed over its label sets (engines); None where the page or the counters are not
+    there (not vLLM, an older vLLM, metrics off): then the run says nothing of the server's cache."""
+    root = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
+    request = urllib.request.Request(root + "/metrics", headers={"Authorization": f"Bearer {api_key()}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            text = reply.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    found: dict[str, float] = {}
+    names = {metric: name for name, metric in MM_CACHE_METRICS.items()}
+    for line in text.splitlines():
+        match = _METRIC_LINE.match(line)
+        if match and match.group(1) in names:
+            name = names[match.group(1)]
+            found[name] = found.get(name, 0.0) + float(match.group(2))
+    return found if set(found) == set(MM_CACHE_METRICS) else None
+
+
+def _carries_uuids(messages: list[dict]) -> bool:
+    return any(UUID_FIELD in part for m in messages if isinstance(m.get("content"), list) for part in m["content"])
 
 
 def parse_completion(completion: Any) -> Answer:
@@ -294,6 +380,7 @@ class OpenAIChatClient(RequestLifecycle):
         self._in_flight = [0] * len(self._clients)
         self._turn = itertools.count(first_endpoint)  # data-parallel ranks start on different replicas
         self._lock = threading.Lock()
+        self._sent_parts: set[str] = set()  # the media part keys this client has sent
         # every endpoint answers before anything is built or sent; the first one's model by default
         served = [served_models(url, "sceval_openai base_url") for url in self.base_urls]
         self.model = model or served[0][0]  # vLLM serves one model per process
@@ -306,6 +393,22 @@ class OpenAIChatClient(RequestLifecycle):
             self._in_flight[index] += 1
             return index
 
+    def note_sent_parts(self, part_keys: list[str]) -> None:
+        """Count a request's media parts as sent, and those whose key an earlier request of
+        this client sent (what a server's multimodal cache can answer without encoding)."""
+        with self._lock:
+            repeated = sum(key in self._sent_parts for key in part_keys)
+            self._sent_parts.update(part_keys)
+        self.count_media_parts(len(part_keys), repeated)
+
+    def mm_cache_counters(self) -> dict[str, float] | None:
+        """The multimodal cache counters of all endpoints together (:func:`mm_cache_counters`);
+        None unless every endpoint shows them."""
+        each = [mm_cache_counters(url) for url in self.base_urls]
+        if any(counters is None for counters in each):
+            return None
+        return {name: sum(c[name] for c in each if c) for name in MM_CACHE_METRICS}
+
     def chat(
         self,
         messages: list[dict],
@@ -317,10 +420,13 @@ class OpenAIChatClient(RequestLifecycle):
         body: dict | None = None,
         store_key: str | None = None,
         row_id: str | None = None,
+        part_keys: list[str] | None = None,
     ) -> Reply:
         """One chat completion of already-encoded ``messages`` and the extra body fields the
         ``openai`` client has no parameter for (both from :func:`chat_request`); the task of
-        ``row_id`` (an lmms-eval doc's) is told its latency, retries and failure category."""
+        ``row_id`` (an lmms-eval doc's) is told its latency, retries and failure category.
+        ``part_keys`` (the request's media part keys) are counted when it is first sent (not
+        when the reply store answers it)."""
         import openai
 
         options: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, **(extra or {})}
@@ -329,7 +435,14 @@ class OpenAIChatClient(RequestLifecycle):
         if json_mode:
             options["response_format"] = {"type": "json_object"}
 
+        uuids = _carries_uuids(messages)
+        first = True
+
         def attempt() -> Answer:
+            nonlocal first
+            if first and part_keys is not None:  # counted once, however many attempts it takes
+                self.note_sent_parts(part_keys)
+            first = False
             index = self._pick()
             try:
                 completion = self._clients[index].chat.completions.create(
@@ -341,6 +454,12 @@ class OpenAIChatClient(RequestLifecycle):
                         f"sceval_openai: {self.base_urls[index]} refuses the per-request video timing that "
                         f"frames_as=video sends ({str(exc.message)[:400]}). Start vLLM with {TRUST_FLAG}, or run "
                         "with frames_as=images (each frame an image, its time stated in the prompt)"
+                    ) from exc
+                if exc.status_code in (400, 422) and uuids and UUID_FIELD in str(exc.message or "").lower():
+                    raise UuidsRefused(
+                        f"sceval_openai: {self.base_urls[index]} refuses the media parts' {UUID_FIELD!r} field "
+                        f"(the multimodal cache keys; {str(exc.message)[:300]}). Run with media_uuids=off, "
+                        "or serve the model with vLLM 0.11 or later (docs/tutorials/served-model.md)"
                     ) from exc
                 detail = f"HTTP {exc.status_code} from {self.base_urls[index]}: {str(exc.message or '')[:200]}"
                 raise (RetryableError if exc.status_code in RETRYABLE_STATUS else FatalError)(detail) from exc

@@ -65,6 +65,11 @@ class RemoteChat(HostSideModel, lmms_base()):  # type: ignore[misc]
     def _send(self, built: Any) -> str:
         raise NotImplementedError
 
+    def send_order(self, requests: list) -> list[int]:
+        """The order the requests are built and sent in (indices; replies come back in the
+        requests' own order whatever it is): as given, unless a model groups them."""
+        return list(range(len(requests)))
+
     def loglikelihood(self, requests):
         raise NotImplementedError(f"{self.name} only generates")
 
@@ -75,9 +80,10 @@ class RemoteChat(HostSideModel, lmms_base()):  # type: ignore[misc]
         return without_padding(requests, self._generate)
 
     def _generate(self, requests: list) -> list[str]:
+        order = self.send_order(requests)
         with tqdm(total=len(requests), disable=self.rank != 0, desc=self.name) as bar:
-            return pipelined(
-                requests,
+            sent = pipelined(
+                [requests[i] for i in order],
                 self._build,
                 self._send,
                 concurrency=self.max_concurrency,
@@ -85,3 +91,7 @@ class RemoteChat(HostSideModel, lmms_base()):  # type: ignore[misc]
                 lookahead=self.lookahead,
                 progress=bar.update,
             )
+        replies = [""] * len(requests)
+        for index, reply in zip(order, sent, strict=True):
+            replies[index] = reply
+        return replies

@@ -170,23 +170,45 @@ def build_processor(processor_class, tokenizer, patch_size: int):
 QWEN2_5_PATCH_SIZE = 14  # its vision patch
 
 
-def build_qwen2_5_omni_model(vocab_size: int):
+#: What vLLM's CPU backend needs of the tiny Qwen2.5-Omni beyond the defaults above (``vllm serve`` of
+#: ``build_qwen2_5_omni(folder, for_vllm=True)``): attention heads of at least 32 dimensions in the text
+#: model and both encoders, a ``silu`` vision MLP, and an output head of its own (untied embeddings).
+VLLM_SIZES = {
+    "audio": {"d_model": 64, "encoder_ffn_dim": 64, "output_dim": 128},
+    "vision": {"hidden_size": 64, "intermediate_size": 64, "out_hidden_size": 128, "hidden_act": "silu"},
+    # 128 / 4 heads = 32 per head; mrope sections add up to 32 / 2
+    "text": {
+        "hidden_size": 128,
+        "intermediate_size": 128,
+        "tie_word_embeddings": False,
+        "max_position_embeddings": 16384,  # room for a request's frames and audio in vLLM's max_model_len
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 6, 6]},
+    },
+}
+
+
+def build_qwen2_5_omni_model(vocab_size: int, *, for_vllm: bool = False):
     import torch
     from transformers import Qwen2_5OmniConfig, Qwen2_5OmniForConditionalGeneration, Qwen2_5OmniThinkerConfig
 
+    sizes = VLLM_SIZES if for_vllm else {"audio": {}, "vision": {}, "text": {}}
     thinker = Qwen2_5OmniThinkerConfig(
         **encoder_and_text_configs(
             vocab_size,
-            audio={"n_window": 100},
+            audio={"n_window": 100, **sizes["audio"]},
             vision={
                 "depth": 1,
                 "patch_size": QWEN2_5_PATCH_SIZE,
                 "fullatt_block_indexes": [0],
                 "window_size": 112,
                 "hidden_act": "quick_gelu",
+                **sizes["vision"],
             },
             # mrope sections must add up to head_dim / 2 (32 / 4 heads / 2 = 4)
-            text={"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2]}},
+            text={
+                "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2]},
+                **sizes["text"],
+            },
         ),
         audio_token_index=TOKEN_ID["<|AUDIO|>"],
         image_token_index=TOKEN_ID["<|IMAGE|>"],
@@ -204,8 +226,9 @@ def build_qwen2_5_omni_model(vocab_size: int):
     return Qwen2_5OmniForConditionalGeneration(config).eval()
 
 
-def build_qwen2_5_omni(folder: str | Path) -> Path:
-    """Write the tiny Qwen2.5-Omni checkpoint (model, processor, tokenizer, speakers) into ``folder``."""
+def build_qwen2_5_omni(folder: str | Path, *, for_vllm: bool = False) -> Path:
+    """Write the tiny Qwen2.5-Omni checkpoint (model, processor, tokenizer, speakers) into ``folder``;
+    ``for_vllm``: with the sizes vLLM's CPU backend serves (:data:`VLLM_SIZES`)."""
     import torch
     from transformers import Qwen2_5OmniProcessor
 
@@ -213,7 +236,7 @@ def build_qwen2_5_omni(folder: str | Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer()
     build_processor(Qwen2_5OmniProcessor, tokenizer, QWEN2_5_PATCH_SIZE).save_pretrained(folder)
-    build_qwen2_5_omni_model(len(tokenizer)).save_pretrained(folder)
+    build_qwen2_5_omni_model(len(tokenizer), for_vllm=for_vllm).save_pretrained(folder)
     # Qwen2_5OmniForConditionalGeneration.from_pretrained insists on a speaker table.
     torch.save({"Chelsie": {"bos_token": torch.tensor(0)}}, folder / "spk_dict.pt")
     return folder

@@ -21,7 +21,11 @@ As vLLM does, the server answers HTTP 400 to a request with more media items of 
 frame, ``total_num_frames`` no fewer than the frames, as ``VideoMediaIO.load_base64`` checks);
 per-request ``media_io_kwargs`` / ``mm_processor_kwargs`` only with ``trust_mm_kwargs`` (vLLM's
 ``--trust-request-mm-kwargs``, off by default).
-Each request records its ``counts`` per modality and its videos' frame counts.
+Each request records its ``counts`` per modality, its videos' frame counts and its media
+parts' ``uuids`` (None for a part without one). ``rejects_uuids``: HTTP 400 to a request whose
+media parts carry a ``uuid``, as a server whose schema has no such field answers. ``metrics``:
+``GET /metrics`` shows vLLM's multimodal cache counters (``vllm:mm_cache_queries_total`` /
+``vllm:mm_cache_hits_total``), counting a part with a ``uuid`` seen before as a hit.
 """
 
 from __future__ import annotations
@@ -136,9 +140,13 @@ class FakeOpenAI(LocalServer):
         limits: dict | None = None,
         trust_mm_kwargs: bool = False,
         on_request=None,
+        rejects_uuids: bool = False,
+        metrics: bool = False,
     ) -> None:
         assert mode in ("hears", "drops_audio")
         self.requests: list[dict] = []
+        self.cache = Counter()  # queries, hits: what /metrics shows
+        cached: set[str] = set()
         self.attempts: Counter = Counter()
         self.answered: Counter = Counter()
         server = self
@@ -155,6 +163,18 @@ class FakeOpenAI(LocalServer):
                 send_json(self, status, payload)
 
             def do_GET(self):
+                if metrics and self.path.rstrip("/") == "/metrics":
+                    text = "".join(
+                        f'# TYPE vllm:mm_cache_{name}_total counter\nvllm:mm_cache_{name}_total{{engine="0"}} '
+                        f"{float(server.cache[name])}\n"
+                        for name in ("queries", "hits")
+                    ).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain")
+                    self.send_header("Content-Length", str(len(text)))
+                    self.end_headers()
+                    self.wfile.write(text)
+                    return
                 if self.path.split("?")[0].rstrip("/") != "/v1/models":
                     return self._reply(404, {"detail": "Not Found"})
                 self._reply(200, {"object": "list", "data": [{"id": served, "object": "model"}]})
@@ -193,6 +213,21 @@ class FakeOpenAI(LocalServer):
                 parts = _parts(body)
                 counts = _counts(parts)
                 video_frames = [_frames(p) for p in parts if p.get("type") == "video_url"]
+                uuids = [p.get("uuid") for p in parts if _modality(p.get("type"))]
+                if rejects_uuids and any(uuids):
+                    with lock:
+                        server.requests.append({"bytes": len(raw), "status": 400})
+                    return self._reply(
+                        400,
+                        {
+                            "error": {
+                                "message": "Invalid 'messages[1].content[0]': additional properties are not "
+                                "allowed ('uuid' was unexpected)",
+                                "type": "invalid_request_error",
+                                "code": 400,
+                            }
+                        },
+                    )
                 with lock:
                     server.requests.append(
                         {
@@ -204,9 +239,15 @@ class FakeOpenAI(LocalServer):
                             "bytes": len(raw),
                             "counts": dict(counts),
                             "video_frames": video_frames,
+                            "uuids": uuids,
                             "headers": {k.lower(): v for k, v in self.headers.items()},
                         }
                     )
+                    for key in uuids:
+                        server.cache["queries"] += 1
+                        if key:
+                            server.cache["hits"] += key in cached
+                            cached.add(key)
                     seen = scenario + "|" + texts[-1][:200]
                     server.attempts[seen] += 1
                     attempt = server.attempts[seen]

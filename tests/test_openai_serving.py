@@ -3,6 +3,7 @@ OpenAI-compatible server; the audio canary; ``sceval smoke`` on a served model."
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import signal
@@ -156,9 +157,14 @@ def test_the_audio_canary_passes_a_hearing_backend_and_refuses_one_that_drops_au
 
     docs = sceval_task.build_rows(catalogue().get("clean"))[0][:4]
     with FakeOpenAI(mode="hears") as server:
-        model, requests = _model_over(server, docs, canary_items=3)
+        model, requests = _model_over(server, docs, canary_items=3, max_concurrency=1)  # asks arrive in order
         model._check_audio(requests)
         assert len(chat_requests(server)) == 3 * 3
+        canary = [r["uuids"] for r in chat_requests(server)]  # the canary sends the media keys too (issue 41)
+        assert all(key and key.startswith("sha256:") for keys in canary for key in keys)
+        built, silent, swapped = ([keys[-1] for keys in canary[i::3]] for i in range(3))  # the audio keys
+        assert len(set(built)) == 3 and not set(silent) & set(built)
+        assert swapped == built[1:] + built[:1], "the next item's clip, byte for byte: its key"
         assert len({json.loads(r)["answer"] for r in model.generate_until(requests)}) >= 1
     with FakeOpenAI(mode="drops_audio") as server:
         model, requests = _model_over(server, docs, canary_items=3, frames_as="video", audio_part="audio_url")
@@ -398,3 +404,93 @@ def test_serve_limits_counts_what_each_task_sends(capsys, monkeypatch, tmp_path)
     found = dict(line.split(None, 1) for line in lines[:-1])
     assert found["sceval_clean"] == found["sceval_probe_frame_budget_16"] == "image 0  video 1  audio 1"
     assert found["c3po_cc_t3"] == "image 1  video 1  audio 1"
+
+
+# --- multimodal cache keys (issue 41) --------------------------------------------------------------
+
+
+def _panel_docs(conditions: tuple[str, ...], items: int = 2) -> list[dict]:
+    """The docs of ``conditions`` for the first ``items`` demo items, one condition after another
+    (as lmms-eval hands over one task's requests after another's)."""
+    from faultline_eval.tasks import sceval_task
+    from sceval_plugin.conditions import catalogue
+
+    docs = []
+    for condition in conditions:
+        rows = sceval_task.build_rows(catalogue().get(condition))[0]
+        keep = list(dict.fromkeys(r["sample_id"] for r in rows))[:items]
+        docs += [r for r in rows if r["sample_id"] in keep]
+    return docs
+
+
+def _media_parts(body: dict) -> list[dict]:
+    return [p for m in body["messages"] if isinstance(m["content"], list) for p in m["content"] if p["type"] != "text"]
+
+
+def test_media_parts_are_keyed_by_their_bytes_sent_by_item_and_counted():
+    # clean; text corrupted (3 variants: frames and audio as clean); audio corrupted (frames as clean)
+    docs = _panel_docs(("clean", "single_drop_words_t30", "single_distortion_a50"))
+    with FakeOpenAI(metrics=True) as server:
+        model, requests = _model_over(server, docs, audio_canary="off", max_concurrency=1, build_workers=1)
+        built = [model._build(r) for r in requests]
+        replies = model.generate_until(requests)
+        sent = chat_requests(server)
+        usage = model._client.usage.summary()
+        served_hits = server.cache["hits"]
+        off, _ = _model_over(server, docs, audio_canary="off", media_uuids="off", max_concurrency=1, build_workers=1)
+        off.send_order = lambda reqs: list(range(len(reqs)))  # lmms-eval's order, for comparison
+        replies_off = off.generate_until(requests)
+        sent_off = chat_requests(server)[len(sent) :]
+
+    keys: dict[tuple, list[str]] = {}
+    for doc, request in zip(docs, built):
+        parts = _media_parts({"messages": request["messages"]})
+        assert [p["uuid"] for p in parts] == request["part_keys"] and all(
+            k.startswith("sha256:") and len(k) == 71 for k in request["part_keys"]
+        )
+        assert [p["type"] for p in parts][-1] == "input_audio"
+        keys[(doc["sample_id"], doc["condition_id"], doc["variant"])] = request["part_keys"]
+    for sample in {d["sample_id"] for d in docs}:
+        clean = keys[(sample, "clean", 0)]
+        for variant in range(3):  # equal bytes, equal keys: the text cell's frames and audio are the clean ones
+            assert keys[(sample, "single_drop_words_t30", variant)] == clean
+        distorted = keys[(sample, "single_distortion_a50", 0)]
+        assert distorted[:-1] == clean[:-1], "the audio cell's frames are the clean frames"
+        assert distorted[-1] != clean[-1], "a corrupted clip never shares the clean clip's key"
+    a, b = sorted({d["sample_id"] for d in docs})
+    assert not set(keys[(a, "clean", 0)]) & set(keys[(b, "clean", 0)]), "two items share no part"
+
+    # sent grouped by item (all cells of one item, then the next), and keyed as built
+    item_of = {tuple(k): s for (s, _, _), k in keys.items()}
+    sent_items = [item_of[tuple(r["uuids"])] for r in sent]
+    assert sent_items == sorted(sent_items, key=sent_items.index) and len(set(sent_items)) == 2
+    # the same replies whatever the order and with the keys off; no uuid sent when off
+    assert replies == replies_off and len(replies) == len(docs)
+    assert all(u is None for r in sent_off for u in r["uuids"])
+    assert [item_of.get(tuple(r["uuids"])) for r in sent_off] == [None] * len(docs)
+
+    # counted: parts sent, those repeating an earlier part, and the server's cache hits over the run
+    parts = sum(len(k) for k in keys.values())
+    distinct = len({p for k in keys.values() for p in k})
+    assert (usage["media_parts"], usage["repeated_media_parts"]) == (parts, parts - distinct)
+    assert usage["server_mm_cache"] == {"queries": parts, "hits": served_hits} and served_hits == parts - distinct
+    from faultline_eval.core.request_lifecycle import media_reuse_text
+
+    assert media_reuse_text(usage).startswith(f"{parts} media parts sent, {parts - distinct} (")
+    assert f"server multimodal cache: {served_hits} hits of {parts} queries" in media_reuse_text(usage)
+    from faultline_eval.viewer.site import request_totals_html  # the viewer's run panel shows the same line
+
+    assert media_reuse_text(usage) in html.unescape(request_totals_html({"sceval_openai:fake-omni": usage}))
+
+
+def test_a_server_that_refuses_uuids_stops_the_run_naming_media_uuids_off():
+    from faultline_eval.model_wrappers.openai_client import UuidsRefused
+
+    docs = _panel_docs(("clean",), items=3)
+    with FakeOpenAI(rejects_uuids=True) as server:
+        model, requests = _model_over(server, docs, audio_canary="off", max_concurrency=1, build_workers=1)
+        with pytest.raises(UuidsRefused, match=r"refuses the media parts' 'uuid' field .*Run with media_uuids=off"):
+            model.generate_until(requests)
+        assert len(server.requests) == 1, "one refusal stops the run: no retries, no other request"
+        model, requests = _model_over(server, docs, audio_canary="off", media_uuids="off")
+        assert len(model.generate_until(requests)) == len(docs) == len(chat_requests(server))

@@ -81,6 +81,8 @@ NOT_IDENTITY_ARGS = frozenset(
         # placement
         "device",
         "device_map",
+        # how a server caches the media (keys of equal bytes: the features are the same)
+        "media_uuids",
         # checks before the first request
         "allow_unknown_args",
         "audio_canary",

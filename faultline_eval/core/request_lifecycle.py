@@ -26,7 +26,9 @@ Every request a model of ours answers goes through the same five steps, in this 
    flight;
 5. **usage** (:class:`Usage`): calls, restored replies, retries, failures, latency and tokens
    (text in and out where the model reports them, media tokens by kind where a local model counts
-   them). A lifecycle with a ``run_label`` also counts into the process's run totals
+   them); a served model also counts the media parts it sent, those that repeated an earlier
+   part byte for byte, and the server's multimodal cache queries and hits where it shows them
+   (:func:`media_reuse_text` says it in one line). A lifecycle with a ``run_label`` also counts into the process's run totals
    (:func:`take_run_usage`), which the lmms-eval plugin writes beside each results JSON
    (``<timestamp>_run_info.json``), so the run's cost is on disk, not only in memory.
 
@@ -63,6 +65,7 @@ __all__ = [
     "Store",
     "Usage",
     "generation_failure",
+    "media_reuse_text",
     "run_usage",
     "take_run_usage",
 ]
@@ -150,7 +153,20 @@ class Usage:
     output_tokens: int = 0
     media_tokens: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
+    media_parts: int = 0  # media parts sent (a served model's)
+    repeated_media_parts: int = 0  # of which an earlier request sent the same bytes
+    server_mm_cache: dict[str, float] = field(default_factory=dict)  # the server's cache queries / hits
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add_media_parts(self, parts: int, repeated: int) -> None:
+        with self._lock:
+            self.media_parts += parts
+            self.repeated_media_parts += repeated
+
+    def add_server_mm_cache(self, counters: dict[str, float]) -> None:
+        with self._lock:
+            for name, n in counters.items():
+                self.server_mm_cache[name] = self.server_mm_cache.get(name, 0) + n
 
     def add(self, reply: Reply) -> None:
         with self._lock:
@@ -180,7 +196,29 @@ class Usage:
                 "media_tokens": dict(self.media_tokens),
                 "latency_s": round(self.latency_s, 3),
                 "mean_latency_s": round(self.latency_s / self.sent, 3) if self.sent else None,
+                **(
+                    {"media_parts": self.media_parts, "repeated_media_parts": self.repeated_media_parts}
+                    if self.media_parts
+                    else {}
+                ),
+                **({"server_mm_cache": dict(self.server_mm_cache)} if self.server_mm_cache else {}),
             }
+
+
+def media_reuse_text(usage: dict[str, Any]) -> str:
+    """One line on a served model's media reuse from a :meth:`Usage.summary`: the share of parts
+    sent that repeated an earlier one, and the server's multimodal cache hits where known; ``""``
+    for a model that sent no media part."""
+    parts = usage.get("media_parts") or 0
+    if not parts:
+        return ""
+    repeated = usage.get("repeated_media_parts") or 0
+    text = f"{parts:,} media parts sent, {repeated:,} ({repeated / parts:.0%}) repeating an earlier part"
+    cache = usage.get("server_mm_cache") or {}
+    if cache.get("queries"):
+        hits, queries = cache.get("hits", 0), cache["queries"]
+        text += f"; server multimodal cache: {hits:,.0f} hits of {queries:,.0f} queries ({hits / queries:.0%})"
+    return text
 
 
 @dataclass
@@ -283,9 +321,21 @@ class RequestLifecycle:
         return reply
 
     def _count(self, reply: Reply) -> None:
-        self.usage.add(reply)
-        if self.run_label is not None:
-            run_usage(self.run_label).add(reply)
+        for usage in self._usages():
+            usage.add(reply)
+
+    def _usages(self) -> list[Usage]:
+        return [self.usage] + ([run_usage(self.run_label)] if self.run_label is not None else [])
+
+    def count_media_parts(self, parts: int, repeated: int) -> None:
+        """Count media parts sent (``repeated``: those an earlier request sent byte for byte)."""
+        for usage in self._usages():
+            usage.add_media_parts(parts, repeated)
+
+    def count_server_mm_cache(self, counters: dict[str, float]) -> None:
+        """Count the server's multimodal cache ``queries`` and ``hits`` over a run of requests."""
+        for usage in self._usages():
+            usage.add_server_mm_cache(counters)
 
     # --- remote: one call, with retries ----------------------------------------------------------
 

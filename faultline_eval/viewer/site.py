@@ -33,6 +33,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from faultline_eval.core import report_writer
+from faultline_eval.core.request_lifecycle import media_reuse_text
 from faultline_eval.core.run_logs import results_for
 from faultline_eval.viewer.budget import CORRECT, Budget, media_counts, sample_rank, select
 from faultline_eval.viewer.logs import run_info, without_paths
@@ -808,11 +809,13 @@ def request_totals_html(requests: dict[str, dict]) -> str:
         tokens.append(("output", usage.get("output_tokens", 0)))
         outcomes = [("generated", usage.get("generated", 0)), ("restored", usage.get("restored", 0))]
         outcomes += [(f"failed: {k}", n) for k, n in sorted((usage.get("failures") or {}).items())]
+        reuse = media_reuse_text(usage)  # a served model's repeated media parts and its server's cache hits
         lines.append(
             f"<b>{esc(label)}</b>: tokens "
             + ", ".join(f"{esc(k)} {int(n):,}" for k, n in tokens)
             + "; requests "
             + ", ".join(f"{esc(k)} {int(n):,}" for k, n in outcomes)
+            + (f"; {esc(reuse)}" if reuse else "")
         )
     return "<br>".join(lines)
 
