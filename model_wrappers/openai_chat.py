@@ -250,7 +250,7 @@ class OpenAIChat(RemoteChat):
         items = []
         for request in requests:
             doc = self.doc(request)
-            item = (doc.get("dataset"), str(doc.get("sample_id", doc_identity(doc)[1])))
+            item = (doc.get("dataset"), str(doc["sample_id"] if "sample_id" in doc else doc_identity(doc)[1]))
             items.append(first_seen.setdefault(item, len(first_seen)))
         return sorted(range(len(requests)), key=items.__getitem__)  # stable: cells keep their order
 

