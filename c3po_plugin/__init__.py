@@ -6,7 +6,10 @@ then a judge (:mod:`faultline_eval.judges`). Importing the package registers its
 (:mod:`c3po_plugin.c3po_trial`) with the core.
 """
 
-from c3po_plugin import c3po_trial  # noqa: F401  registers C3PO's trial kind with the core
+from c3po_plugin import (
+    c3po_environment,  # noqa: F401  declares C3PO's settings in the core's table
+    c3po_trial,  # noqa: F401  registers C3PO's trial kind with the core
+)
 from c3po_plugin.hookspecs import hookimpl
 from c3po_plugin.templates import Template
 

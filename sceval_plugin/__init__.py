@@ -6,7 +6,10 @@ trial kinds (:mod:`sceval_plugin.sceval_trial`) with the core, so any reader of 
 """
 
 from faultline_eval.core.offline import OFFLINE_DEFAULTS, use_offline_defaults
-from sceval_plugin import sceval_trial  # noqa: F401  registers SCEval's trial kinds with the core
+from sceval_plugin import (
+    sceval_environment,  # noqa: F401  declares SCEval's settings in the core's table
+    sceval_trial,  # noqa: F401  registers SCEval's trial kinds with the core
+)
 from sceval_plugin.hookspecs import hookimpl
 
 __all__ = ["OFFLINE_DEFAULTS", "hookimpl", "use_offline_defaults"]

@@ -306,8 +306,9 @@ def settings_page(settings: Sequence[Setting] | None = None, third_party: Sequen
         GENERATED_NOTE,
         "",
         "Every environment variable the project reads, with its default (what the code does when it is unset "
-        f"or blank). Each is declared once, in [`{SETTINGS_MODULE}`](api/{SETTINGS_MODULE}.md), which the code "
-        "reads it through; the guides explain when to set which. Link to one as `settings.md#NAME`.",
+        f"or blank). Each is declared once, in [`{SETTINGS_MODULE}`](api/{SETTINGS_MODULE}.md) or its benchmark's "
+        "package (`sceval_plugin.sceval_environment`, `c3po_plugin.c3po_environment`), which the code reads it "
+        "through; the guides explain when to set which. Link to one as `settings.md#NAME`.",
         "",
     ]
     groups: dict[str, list[Setting]] = {}
