@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from faultline_eval.core.stats import compare_two
 from sceval_plugin.metrics import (
     add_drops,
     bootstrap_means,
@@ -23,7 +24,6 @@ from sceval_plugin.metrics import (
     percentile_interval,
     resample_weights,
 )
-from faultline_eval.core.stats import compare_two
 from sceval_plugin.metrics.protocol import TRIAL_COLUMNS, catalogue_info
 
 INFO = catalogue_info()
@@ -263,5 +263,9 @@ def test_the_compare_page_orders_cells_by_the_size_of_the_change():
     assert list(table.index) == ["single_mute_a70", "single_noise_v70", "clean", "untested_cell"]
     assert table.loc["single_mute_a70", "change"] == pytest.approx(-0.8)
     assert table.loc["single_noise_v70", "change_low"] <= 0.4 <= table.loc["single_noise_v70", "change_high"]
-    assert (table.loc["clean", "a_only"], table.loc["clean", "b_only"], table.loc["untested_cell", "a_only"]) == (3, 1, 0)
+    assert (table.loc["clean", "a_only"], table.loc["clean", "b_only"], table.loc["untested_cell", "a_only"]) == (
+        3,
+        1,
+        0,
+    )
     assert not table.loc["untested_cell", "tested"] and bool(table.loc["single_mute_a70", "significant"])
