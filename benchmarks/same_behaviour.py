@@ -109,7 +109,7 @@ _FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg")
 
 
 # === THE LEAD EXTENDS THIS ======================================================================
-#: Schema-2 field -> schema-1 key of a trial entry (faultline_eval/core/trial.py ``SCHEMA_1_KEYS``),
+#: Schema-2 field -> schema-1 key of a trial entry (``SCHEMA_1_KEYS`` of sceval_plugin/sceval_trial.py, c3po_plugin/c3po_trial.py),
 #: written out here so that the comparison does not depend on the code it checks.
 SCEVAL_SCHEMA_1_KEYS = {
     "sample_id": "s",

@@ -22,6 +22,7 @@ from faultline_eval.core.accuracy import mean_of_sample_scores, worst_repeat_acc
 from faultline_eval.core.identity import SCHEME, fingerprint_of, is_legacy
 from faultline_eval.core.stats import (
     B_DEFAULT,
+    PAIRED_COLUMNS,
     SEED_DEFAULT,
     grouped_intervals,
     holm_within,
@@ -504,36 +505,15 @@ def comparisons(
             have = [m for m in models if (m, cid) in rows_present]
             family = info[cid].family if cid in info else "controls"
             specs += [("model_vs_model", family, m1, cid, m2, cid) for m1, m2 in itertools.combinations(have, 2)]
-    columns = [
-        "kind",
-        "family",
-        "model_a",
-        "condition_a",
-        "model_b",
-        "condition_b",
-        "n",
-        "mean_a",
-        "mean_b",
-        "diff",
-        "ci_low",
-        "ci_high",
-        "p_bootstrap",
-        "b",
-        "c",
-        "p_mcnemar",
-        "p_holm",
-        "significant",
-        "n_valid_pairs",
-        "p_holm_missing",
-        "significant_missing",
-        "flips",
-    ]
+    labels = ("kind", "family", "model_a", "condition_a", "model_b", "condition_b")
+    tested = PAIRED_COLUMNS[: PAIRED_COLUMNS.index("p_mcnemar") + 1]  # n ... p_mcnemar: invalid counted wrong
+    columns = [*labels, *tested, "p_holm", "significant", "n_valid_pairs"]
+    columns += ["p_holm_missing", "significant_missing", "flips"]
     if not specs:
         return pd.DataFrame(columns=columns)
     # each spec compares two rows over the samples both have (core.stats.paired_rows)
     pairs = [((ma, ca), (mb, cb)) for _, _, ma, ca, mb, cb in specs]
     numbers = paired_rows(strict, score, pairs, b=b, seed=seed)
-    labels = ("kind", "family", "model_a", "condition_a", "model_b", "condition_b")
     frame = pd.DataFrame([{**dict(zip(labels, spec)), **row} for spec, row in zip(specs, numbers)])
     per_model = (frame["kind"] != "model_vs_model") & (holm_families == "model")
     frame["_block"] = frame["model_b"].where(per_model, "")
