@@ -34,7 +34,7 @@ from sceval_plugin.data import sources as sceval_sources
 from sceval_plugin.operators import SEED_SCHEMES, seed_scheme
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("sceval_plugin", "c3po_plugin", "faultline_eval", "tasks", "model_wrappers")
+PACKAGES = ("sceval_plugin", "c3po_plugin", "faultline_eval", "faultline_app", "tasks", "model_wrappers")
 SETTINGS_FILE = Path(settings.__file__).resolve()
 #: A variable of ours: the three prefixes the project's settings carry.
 OURS = re.compile(r"\b(?:SCEVAL|C3PO|FAULTLINE)_[A-Z0-9_]+\b")
