@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("sceval_plugin", "c3po_plugin", "faultline_eval")
+PACKAGES = ("sceval_plugin", "c3po_plugin", "faultline_eval", "faultline_app")
 # Repository folders that install under another name (setup.cfg's package_dir).
 FOLDER_PACKAGES = {"tasks": "faultline_eval.tasks", "model_wrappers": "faultline_eval.model_wrappers"}
 SOURCE_SUFFIXES = (".py", ".js", ".css", ".html")  # what `duplicates` reads of the product
@@ -67,10 +67,10 @@ LAYERS = [
         5,
         "5 CLIs",
         [
-            "sceval_plugin.cli",
-            "c3po_plugin.cli",
-            "faultline_eval.cli",
-            "faultline_eval.commands",
+            "faultline_app.sceval_cli",
+            "faultline_app.c3po_cli",
+            "faultline_app.eval_cli",
+            "faultline_app.faultline_cli",
             "sceval_plugin.construction.cli",
             "c3po_plugin.construction.cli",
             "c3po_plugin.mechanistic.cli",
@@ -84,7 +84,7 @@ LAYERS = [
         [
             "sceval_plugin.report",
             "c3po_plugin.report",
-            "faultline_eval.viewer",
+            "faultline_app.viewer",
             "sceval_plugin.construction",
             "c3po_plugin.construction",
             "c3po_plugin.mechanistic",

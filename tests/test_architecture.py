@@ -142,7 +142,7 @@ def test_cycles_are_strongly_connected_components_of_two_or_more():
         ("sceval_plugin.construction.cli", "5 CLIs"),
         ("c3po_plugin.mechanistic.runner", "4 outputs"),
         ("c3po_plugin.mechanistic.cli", "5 CLIs"),
-        ("faultline_eval.commands", "5 CLIs"),
+        ("faultline_app.faultline_cli", "5 CLIs"),
         ("faultline_eval.somewhere_new", architecture.UNASSIGNED),
     ],
 )

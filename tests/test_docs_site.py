@@ -33,7 +33,7 @@ import cli_walk  # noqa: E402
 import reference_pages  # noqa: E402
 import sphinx_roles  # noqa: E402
 
-import faultline_eval.commands  # noqa: E402
+import faultline_app.faultline_cli  # noqa: E402
 from faultline_eval.core.offline import OFFLINE_DEFAULTS  # noqa: E402
 
 #: The build's environment: offline, and without mkdocs-material 9.8's banner (end of life in May
@@ -60,8 +60,8 @@ def test_cli_walk_reaches_every_subcommand():
         assert usage.startswith(f"usage: {command} "), usage
         for listed in re.findall(r"\{([\w,-]+)\}\s*\.\.\.", usage):  # {a,b,c} ...: the sub-commands
             assert {f"{command} {name}" for name in listed.split(",")} <= set(parsers), command
-    # faultline's sub-commands show as COMMAND: the modules faultline_eval.commands names, and its own
-    faultline = {f"faultline {name}" for name in [*faultline_eval.commands.COMMANDS, "wrap", "audit", "tiny-model"]}
+    # faultline's sub-commands show as COMMAND: the modules faultline_app.faultline_cli names, and its own
+    faultline = {f"faultline {name}" for name in [*faultline_app.faultline_cli.COMMANDS, "wrap", "audit", "tiny-model"]}
     assert faultline <= set(parsers)
     assert {"sceval report", "c3po build generate", "faultline probe e1", "sceval build annotate export"} <= set(
         parsers

@@ -252,7 +252,7 @@ def test_compare_two_is_the_reports_model_vs_model_comparison_in_the_order_asked
 
 def test_the_compare_page_orders_cells_by_the_size_of_the_change():
     """The viewer's changed-cells table: largest |B - A| first, its interval B - A, untested cells last."""
-    from faultline_eval.viewer.compare import changed_cells
+    from faultline_app.viewer.compare import changed_cells
 
     rows = acc_rows("a", {"clean": 0.9, "single_noise_v70": 0.5, "single_mute_a70": 0.9})
     rows += acc_rows("b", {"clean": 0.8, "single_noise_v70": 0.9, "single_mute_a70": 0.1})

@@ -24,8 +24,8 @@ def test_tasks_and_model_wrappers_are_installed_under_faultline_eval():
 def test_console_script_and_plugin_groups_are_declared():
     eps = distribution("faultline-eval").entry_points
     assert {(ep.group, ep.name, ep.value) for ep in eps} >= {
-        ("console_scripts", "sceval", "sceval_plugin.cli:main"),
-        ("console_scripts", "c3po", "c3po_plugin.cli:main"),
+        ("console_scripts", "sceval", "faultline_app.sceval_cli:main"),
+        ("console_scripts", "c3po", "faultline_app.c3po_cli:main"),
     }
 
 
@@ -40,8 +40,8 @@ def test_package_data_ships_the_task_files_demo_sets_and_calibration():
         "c3po_plugin/data/demo/items.jsonl",
         "faultline_eval/judges/calibration.jsonl",
         "sceval_plugin/data/demo/items.jsonl",
-        "faultline_eval/viewer/assets/viewer.js",
-        "faultline_eval/viewer/assets/viewer.css",
+        "faultline_app/viewer/assets/viewer.js",
+        "faultline_app/viewer/assets/viewer.css",
     ):
         assert needed in files, needed
     assert any(f.startswith("c3po_plugin/data/demo/media/video/") for f in files)

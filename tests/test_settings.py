@@ -28,7 +28,7 @@ from sceval_plugin.operators import SEED_SCHEMES, seed_scheme
 from sceval_plugin.sceval_environment import SCEVAL_ON_BAD_INPUT, SCEVAL_SEED_SCHEME, SCEVAL_STRESS_ONLY
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("sceval_plugin", "c3po_plugin", "faultline_eval", "tasks", "model_wrappers")
+PACKAGES = ("sceval_plugin", "c3po_plugin", "faultline_eval", "faultline_app", "tasks", "model_wrappers")
 #: The modules that declare settings (the core's table, each benchmark's): reading happens elsewhere.
 DECLARING_FILES = {
     Path(sys.modules[module].__file__).resolve() for module in {SETTINGS.module_of(s.name) for s in SETTINGS}

@@ -18,7 +18,7 @@ import pytest
 import wrap_datasets
 from test_lmms_cli import lmms_eval
 
-from faultline_eval import commands
+from faultline_app import faultline_cli as commands
 from faultline_eval.core.registry import PluginError
 from faultline_eval.core.trial import SCHEMA_VERSION, Trial, json_schema
 from faultline_eval.model_wrappers import lmms_plugin

@@ -32,11 +32,11 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from faultline_app.viewer.budget import CORRECT
+from faultline_app.viewer.site import ASSETS, SiteWriter, esc, slug
 from faultline_eval.core.model_names import ModelNames
 from faultline_eval.core.run_logs import ReportError
 from faultline_eval.core.stats import compare_two, per_sample
-from faultline_eval.viewer.budget import CORRECT
-from faultline_eval.viewer.site import ASSETS, SiteWriter, esc, slug
 from sceval_plugin.metrics.protocol import (
     catalogue_info,
     check_comparable,

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from faultline_eval.cli import main as evaluate
+from faultline_app.eval_cli import main as evaluate
 from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.preflight import FOLDER_TO_WRITE, RUN_FOLDER, check_existing_path, path_rules
@@ -23,7 +23,7 @@ from faultline_eval.model_wrappers.tiny_checkpoints import BUILDERS as TINY_CHEC
 from sceval_plugin.audit_options import add_audit_options, audit_options
 
 # subcommand -> module with add_parser(sub); `eval` is forwarded whole to faultline-eval.
-COMMANDS: dict[str, str] = {"probe": "c3po_plugin.mechanistic.cli", "view": "faultline_eval.viewer"}
+COMMANDS: dict[str, str] = {"probe": "c3po_plugin.mechanistic.cli", "view": "faultline_app.viewer"}
 
 
 def add_audit_parser(sub) -> None:

@@ -29,6 +29,7 @@ from c3po_plugin.construction.specs import registry as specs
 from c3po_plugin.data.records import check_media
 from c3po_plugin.data.sources import load_source, media_paths
 from c3po_plugin.templates import registry
+from faultline_app.viewer import add_html_arguments, check_html_arguments, write_report_site
 from faultline_eval.core.intake import check_command
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.preflight import (
@@ -43,7 +44,6 @@ from faultline_eval.core.preflight import (
 from faultline_eval.core.run_status import add_failure_rate_argument, run_command
 from faultline_eval.judges import make_judge
 from faultline_eval.tasks.c3po_configs import out_of_date, write_task_files
-from faultline_eval.viewer import add_html_arguments, check_html_arguments, write_report_site
 
 
 def cmd_templates(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from faultline_app.viewer import add_html_arguments, check_html_arguments, write_report_site
 from faultline_eval.core import decode_cache, media
 from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.intake import check_command, read_text
@@ -38,7 +39,6 @@ from faultline_eval.core.settings import SCEVAL_DECODE_CACHE_GB
 from faultline_eval.model_wrappers.openai_client import FRAMES_AS, mm_counts
 from faultline_eval.tasks import wrapped_media
 from faultline_eval.tasks.sceval_configs import is_builtin, out_of_date, write_task_files
-from faultline_eval.viewer import add_html_arguments, check_html_arguments, write_report_site
 from sceval_plugin import operators
 from sceval_plugin import probe_conditions as probes
 from sceval_plugin.audit_options import add_audit_options, audit_options
