@@ -2,18 +2,19 @@
 
     faultline eval --model sceval_reference --tasks sceval_panel --output_path out/   (= faultline-eval)
 
-Each subcommand is a module listed in :data:`COMMANDS` exposing ``add_parser(sub)``, which adds
+Each subcommand is a module in :data:`COMMANDS` exposing ``add_parser(sub)``, which adds
 its parser with ``set_defaults(func=...)``; ``func(args)`` returns the exit status.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from c3po_plugin.mechanistic import cli as probe_cli
+from faultline_app import viewer
 from faultline_app.eval_cli import main as evaluate
 from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.offline import use_offline_defaults
@@ -23,7 +24,7 @@ from faultline_eval.model_wrappers.tiny_checkpoints import BUILDERS as TINY_CHEC
 from sceval_plugin.audit_options import add_audit_options, audit_options
 
 # subcommand -> module with add_parser(sub); `eval` is forwarded whole to faultline-eval.
-COMMANDS: dict[str, str] = {"probe": "c3po_plugin.mechanistic.cli", "view": "faultline_app.viewer"}
+COMMANDS = {"probe": probe_cli, "view": viewer}
 
 
 def add_audit_parser(sub) -> None:
@@ -120,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_wrap_parser(sub)
     for module in COMMANDS.values():
-        importlib.import_module(module).add_parser(sub)
+        module.add_parser(sub)
     add_audit_parser(sub)
     add_tiny_model_parser(sub)
     return parser
