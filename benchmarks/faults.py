@@ -159,7 +159,7 @@ def _setup(*args) -> None:
     import contextlib
     import io
 
-    from sceval_plugin.cli import main as sceval_main
+    from faultline_app.sceval_cli import main as sceval_main
 
     with contextlib.redirect_stdout(io.StringIO()):  # the table stays readable
         status = sceval_main([str(a) for a in args])

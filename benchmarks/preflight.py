@@ -4,7 +4,7 @@
 
 Each bad input (those of issue 35 and of the exit-status list in ``docs/reference/records.md``) is
 one ``faultline-eval`` command in a fresh interpreter, timed from the start of the process to its
-exit. The interpreter runs ``faultline_eval.cli.main`` under a small import hook that records the
+exit. The interpreter runs ``faultline_app.eval_cli.main`` under a small import hook that records the
 first time lmms-eval is imported, indexes its tasks (``TaskManager.initialize_tasks``) and loads
 a model (``lmms.create_from_arg_string``); a fake OpenAI server counts the chat requests that
 reach it. Goal: each refusal in <= 3 s on 2 cores, exit 1, before any import of lmms-eval, task
@@ -77,7 +77,7 @@ class Watch(importlib.abc.MetaPathFinder):
         return spec
 sys.meta_path.insert(0, Watch())
 atexit.register(lambda: print("PREFLIGHT-MARKS " + json.dumps(marks)))
-from faultline_eval.cli import main
+from faultline_app.eval_cli import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import provenance
 
-from faultline_eval.core.trial import SCEvalTrial
+from sceval_plugin.sceval_trial import SCEvalTrial
 
 B = 1000
 #: ``--smoke``'s resamples: the reference's whole path, not its cost (a smoke run's ratio says nothing).
@@ -155,7 +155,7 @@ def run_report(runs: list[Path], out: Path, *extra: str) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of `sceval report` in its own process."""
     start = time.perf_counter()
     code = (
-        "import resource, sys; from sceval_plugin.cli import main; rc = main(sys.argv[1:]); "
+        "import resource, sys; from faultline_app.sceval_cli import main; rc = main(sys.argv[1:]); "
         "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(rc)"
     )
     done = subprocess.run(

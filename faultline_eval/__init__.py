@@ -1,20 +1,16 @@
 """faultline-eval: where omni-modal models break.
 
-The distribution installs three importable packages: :mod:`sceval_plugin` (SCEval: structure
-corruption), :mod:`c3po_plugin` (C3PO: cross-modal composition) and this one, which carries the
-repository's ``tasks/`` and ``model_wrappers/`` folders as ``faultline_eval.tasks`` and
-``faultline_eval.model_wrappers``.
+The distribution installs four importable packages: :mod:`sceval_plugin` (SCEval: structure
+corruption), :mod:`c3po_plugin` (C3PO: cross-modal composition), :mod:`faultline_app` (the command
+lines and the viewer) and this one: the ground floor (``core``, ``judges``) and, under its name, the
+lmms-eval bindings ``faultline_eval.tasks`` and ``faultline_eval.model_wrappers``, which the repository
+keeps in its top-level folders ``tasks/`` and ``model_wrappers/``. In a checkout, ``faultline_eval/tasks``
+and ``faultline_eval/model_wrappers`` are symbolic links to those folders; an installed copy holds them
+as ordinary folders (setup.cfg's ``package_dir``). Either way each module has one import path.
 """
 
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
-from pathlib import Path
-
-_checkout = Path(__file__).resolve().parent.parent
-if (_checkout / "setup.cfg").is_file() and (_checkout / "model_wrappers").is_dir():
-    # Imported from a source checkout (the current directory is on sys.path, e.g. under
-    # `python -m lmms_eval`): there tasks/ and model_wrappers/ sit beside this folder, not in it.
-    __path__.append(str(_checkout))
 
 try:
     __version__ = _version("faultline-eval")

@@ -24,6 +24,7 @@ import os
 import types
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -31,7 +32,19 @@ from faultline_eval.core import telemetry
 from faultline_eval.core.registry import close_matches
 from faultline_eval.core.request_lifecycle import take_run_usage
 from faultline_eval.core.run_logs import write_run_info
-from faultline_eval.core.trial import WRAPPED_TRIAL_KEY
+from sceval_plugin.sceval_trial import WRAPPED_TRIAL_KEY
+
+if TYPE_CHECKING:  # the classes of MODELS, which lmms-eval imports by name; declared so that lint-imports checks them
+    from c3po_plugin.construction import reference_model  # noqa: F401  (.importlinter lets this one through)
+    from faultline_eval.model_wrappers import (  # noqa: F401
+        gemini,
+        minicpm_o,
+        modality_oracle,
+        openai_chat,
+        qwen2_5_omni,
+        qwen3_omni,
+        reference,
+    )
 
 PACKAGE = "faultline_eval.model_wrappers"
 
@@ -133,7 +146,7 @@ def install_run_info() -> None:
 
 def install_log_only_keys() -> None:
     """Wrap ``TaskOutput.calculate_aggregate_metric`` once: before lmms-eval aggregates a task,
-    drop the per-doc entries of :data:`~faultline_eval.core.trial.WRAPPED_TRIAL_KEY` (a wrapped
+    drop the per-doc entries of :data:`~sceval_plugin.sceval_trial.WRAPPED_TRIAL_KEY` (a wrapped
     task's trial record) unless the task aggregates that key. lmms-eval writes every key
     ``process_results`` returns to the per-sample log (already done by then, so the report still
     reads the trials there) and also to the results, an empty ``'faultline_trial,none': []`` for

@@ -1,12 +1,20 @@
 """lmms-eval task configurations for SCEval and C3PO.
 
-Installed as ``faultline_eval.tasks`` (the folder keeps its design-card name, ``tasks/``, in
-the repository) so that no generic top-level ``tasks`` module lands in site-packages. The task
+Imported as ``faultline_eval.tasks``, its only name (the folder keeps its design-card name, ``tasks/``, in
+the repository; ``faultline_eval/tasks`` links to it in a checkout and holds it when installed), so that no
+generic top-level ``tasks`` module lands in site-packages or shadows a project's own ``tasks.py``. The task
 YAML files are generated from the SCEval condition catalogue and the C3PO template registry;
 :data:`TASKS_DIR` is the folder lmms-eval is pointed at.
 """
 
 from pathlib import Path
+
+# One import path per module (issue 37): from a checkout's root `tasks` would also import, as a second copy.
+if __name__ != "faultline_eval.tasks":
+    raise ImportError(
+        f"import faultline_eval.tasks, not {__name__}: the folder tasks/ is the package faultline_eval.tasks"
+    )
+
 
 TASKS_DIR = Path(__file__).resolve().parent
 

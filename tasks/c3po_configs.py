@@ -12,12 +12,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from c3po_plugin.plugins import BUILTIN_PLUGINS, HOST
 from c3po_plugin.templates import CATEGORIES, Template, TemplateRegistry, registry
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.tasks import TASKS_DIR
 from faultline_eval.tasks.sceval_configs import files_out_of_date, template_text, write_files
+
+if TYPE_CHECKING:  # the task YAML names its functions by this module path (lmms-eval imports it)
+    from faultline_eval.tasks import c3po_task  # noqa: F401
 
 MODULE = "faultline_eval.tasks.c3po_task"
 TEMPLATE_NAME = "_c3po_template_yaml"

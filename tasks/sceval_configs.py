@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.store import write_atomic
@@ -22,6 +23,9 @@ from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition, catalogue
 from sceval_plugin.plugins import BUILTIN_PLUGINS, GENERATED_PLUGINS, describe
 from sceval_plugin.prompt_subset import group_files
+
+if TYPE_CHECKING:  # the task YAML names its functions by this module path (lmms-eval imports it)
+    from faultline_eval.tasks import sceval_task  # noqa: F401
 
 MODULE = "faultline_eval.tasks.sceval_task"
 TEMPLATE_NAME = "_sceval_template_yaml"

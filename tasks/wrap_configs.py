@@ -41,7 +41,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from faultline_eval.core.registry import close_matches
 from faultline_eval.core.store import write_atomic
@@ -106,6 +106,9 @@ __all__ = [
 ]
 
 SEPARATOR = "__"
+if TYPE_CHECKING:  # the task YAML names its functions by this module path (lmms-eval imports it)
+    from faultline_eval.tasks import wrapped_task  # noqa: F401
+
 MODULE = "faultline_eval.tasks.wrapped_task"
 #: Bump when the generated files change shape: every wrapped folder then regenerates.
 FORMAT_VERSION = 2

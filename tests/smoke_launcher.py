@@ -122,8 +122,8 @@ def main() -> None:
     import lmms_eval.models  # noqa: F401
     import provenance
 
-    import c3po_plugin.cli  # noqa: F401
-    import sceval_plugin.cli  # noqa: F401
+    import faultline_app.c3po_cli
+    import faultline_app.sceval_cli  # noqa: F401
 
     provenance.run_command = forked_command  # the scripts' console commands, forked from here too
 

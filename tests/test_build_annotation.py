@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from fixtures import copy_demo
 
+from faultline_app.sceval_cli import main
 from faultline_eval.core.agreement import fleiss_kappa, label_kappa
-from sceval_plugin.cli import main
 from sceval_plugin.construction import annotate, simulate
 from sceval_plugin.construction import annotator_agreement as agreement
 from sceval_plugin.construction.sheets import (

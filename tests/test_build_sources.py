@@ -185,7 +185,7 @@ def test_a_third_party_converter_arrives_through_the_hook(tmp_path):
         site,
         f"""
         import sys
-        from sceval_plugin.cli import main
+        from faultline_app.sceval_cli import main
         sys.exit(main(["build", "convert", {str(tmp_path / "b")!r}, "toy={demo}"]))
     """,
     )

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from c3po_plugin.cli import main
 from c3po_plugin.report.verdict_files import agreement
+from faultline_app.c3po_cli import main
 
 # (model, sample, verdict A, verdict B, exact match)
 LINES = (

@@ -226,7 +226,7 @@ def test_a_rejected_audio_typing_is_carried_as_rejected_and_never_retried(tmp_pa
 
 def c3po_main(capsys, *args: str) -> tuple[int, str]:
     """The ``c3po`` command line in this process (no re-import per call): exit status and stdout."""
-    from c3po_plugin.cli import main
+    from faultline_app.c3po_cli import main
 
     capsys.readouterr()
     status = main(list(args))

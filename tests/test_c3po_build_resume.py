@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from c3po_plugin.cli import main as c3po_main
 from c3po_plugin.construction.ledger import Ledger, StageReport, format_reports, reason_category
+from faultline_app.c3po_cli import main as c3po_main
 
 C3PO = str(Path(sys.executable).with_name("c3po"))
 

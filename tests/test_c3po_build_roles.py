@@ -16,8 +16,8 @@ from fake_gemini import FakeGemini
 from fake_openai import FakeOpenAI
 from test_c3po_build_llm import KEY, spec_of
 
-from c3po_plugin.cli import main
 from c3po_plugin.construction.ledger import Ledger
+from faultline_app.c3po_cli import main
 
 
 @pytest.fixture
@@ -123,7 +123,7 @@ def test_a_gemini_stage_does_not_import_lmms_eval(tmp_path):
     write_candidates(build, "IC01", 1)
     synthesized(build, 1)
     script = (
-        "import json, sys\nfrom c3po_plugin.cli import main\nfor stage in ('generate', 'classify', 'audit'):\n"
+        "import json, sys\nfrom faultline_app.c3po_cli import main\nfor stage in ('generate', 'classify', 'audit'):\n"
         f"    assert main(['build', stage, {str(build)!r}, '--templates', 'IC01'] + sys.argv[1:]) == 0\n"
         "    sys.argv = sys.argv[:1]\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'lmms_eval')))"

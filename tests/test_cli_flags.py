@@ -7,9 +7,9 @@ import argparse
 
 import pytest
 
-from c3po_plugin.cli import build_parser as c3po_parser
-from faultline_eval.commands import build_parser as faultline_parser
-from sceval_plugin.cli import build_parser as sceval_parser
+from faultline_app.c3po_cli import build_parser as c3po_parser
+from faultline_app.faultline_cli import build_parser as faultline_parser
+from faultline_app.sceval_cli import build_parser as sceval_parser
 
 
 def parsers(parser: argparse.ArgumentParser):

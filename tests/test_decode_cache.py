@@ -15,8 +15,8 @@ import pytest
 from c3po_fixtures import write_mp4
 
 from c3po_plugin.data.records import item_from_row as c3po_item
+from faultline_app.sceval_cli import main
 from faultline_eval.core import decode_cache, media
-from sceval_plugin.cli import main
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.records import RecordError, item_from_row
 from sceval_plugin.render import render

@@ -43,7 +43,7 @@ from doc_examples import (
 )
 from reference_pages import HOOKSPECS, hooks
 
-from faultline_eval.cli import option_values
+from faultline_app.eval_cli import option_values
 from faultline_eval.core.registry import close_matches
 from faultline_eval.model_wrappers.lmms_plugin import NAMESPACES, our_task_names
 

@@ -33,7 +33,7 @@ import cli_walk  # noqa: E402
 import reference_pages  # noqa: E402
 import sphinx_roles  # noqa: E402
 
-import faultline_eval.commands  # noqa: E402
+import faultline_app.faultline_cli  # noqa: E402
 from faultline_eval.core.offline import OFFLINE_DEFAULTS  # noqa: E402
 
 #: The build's environment: offline, and without mkdocs-material 9.8's banner (end of life in May
@@ -60,8 +60,8 @@ def test_cli_walk_reaches_every_subcommand():
         assert usage.startswith(f"usage: {command} "), usage
         for listed in re.findall(r"\{([\w,-]+)\}\s*\.\.\.", usage):  # {a,b,c} ...: the sub-commands
             assert {f"{command} {name}" for name in listed.split(",")} <= set(parsers), command
-    # faultline's sub-commands show as COMMAND: the modules faultline_eval.commands names, and its own
-    faultline = {f"faultline {name}" for name in [*faultline_eval.commands.COMMANDS, "wrap", "audit", "tiny-model"]}
+    # faultline's sub-commands show as COMMAND: the modules faultline_app.faultline_cli names, and its own
+    faultline = {f"faultline {name}" for name in [*faultline_app.faultline_cli.COMMANDS, "wrap", "audit", "tiny-model"]}
     assert faultline <= set(parsers)
     assert {"sceval report", "c3po build generate", "faultline probe e1", "sceval build annotate export"} <= set(
         parsers
@@ -150,12 +150,12 @@ def test_settings_page_has_a_row_per_setting_under_its_group():
 
 
 def test_sphinx_roles_link_ours_and_fail_on_a_typo():
-    resolve = sphinx_roles.module_resolver("faultline_eval.core.trial")
+    resolve = sphinx_roles.module_resolver("sceval_plugin.sceval_trial")
     text = sphinx_roles.rewrite(
         ":class:`SCEvalTrial`, :func:`numpy.asarray`, :exc:`ValueError`, :mod:`faultline_eval.core.nope`", resolve
     )
     assert text.split(", ") == [
-        '<autoref identifier="faultline_eval.core.trial.SCEvalTrial" optional><code>SCEvalTrial</code></autoref>',
+        '<autoref identifier="sceval_plugin.sceval_trial.SCEvalTrial" optional><code>SCEvalTrial</code></autoref>',
         "`numpy.asarray`",
         "`ValueError`",
         "[`faultline_eval.core.nope`][faultline_eval.core.nope]",  # required: --strict fails on it
@@ -222,7 +222,7 @@ def test_mkdocs_build_strict(tmp_path):
         missing = [name for name in exported if f'id="{module}.{name}"' not in page]
         assert not missing, f"{module}: exported but not on its API page: {missing}"
     trial = text_of(site, "reference/api/faultline_eval.core.trial")
-    assert 'id="faultline_eval.core.trial.SCEvalTrial"' in trial
+    assert 'id="faultline_eval.core.trial.TrialKind"' in trial
 
     # docs/_ext/measured.py ran: the figures are filled in, and the Benchmarks page names each run
     assert "{{ measured" not in text_of(site, "getting-started/install")

@@ -23,11 +23,10 @@ from fixtures import copy_demo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from c3po_plugin import cli as c3po_cli
 from c3po_plugin.data import sources as c3po_sources
+from faultline_app import c3po_cli, sceval_cli
 from faultline_eval.core.intake import REASONS
 from faultline_eval.tasks import sceval_task as task
-from sceval_plugin import cli as sceval_cli
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data import sources as sceval_sources
 

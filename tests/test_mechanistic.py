@@ -13,7 +13,7 @@ import pytest
 
 from c3po_plugin.mechanistic import spans
 from c3po_plugin.mechanistic.attention import entropy_bits, mid_layer_indices
-from faultline_eval.commands import main as faultline
+from faultline_app.faultline_cli import main as faultline
 from faultline_eval.model_wrappers import tiny_checkpoints
 
 REFERENCE = "The beeps count the red and green shapes; a blue disc in the frame."

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 from fixtures import write_logs
 
+from faultline_app.viewer.compare import sceval_tests
 from faultline_eval.model_wrappers.reference import answer_messages
 from faultline_eval.tasks import sceval_task as task
-from faultline_eval.viewer.compare import sceval_tests
 from sceval_plugin.metrics.protocol import TRIAL_COLUMNS, catalogue_info, leave_out_incomparable
 from sceval_plugin.probe_conditions import REREAD_IN_2
 from sceval_plugin.report.reader import read_runs

@@ -208,7 +208,7 @@ def test_a_canary_the_server_refused_blames_the_server_not_the_audio():
 
 def test_sceval_smoke_on_a_served_model_catches_dropped_audio(capsys, monkeypatch, tmp_path):
     # (a hearing model's IFACE OK, swapped-audio check included, is tests/test_smoke.py's reference run)
-    from sceval_plugin.cli import main
+    from faultline_app.sceval_cli import main
 
     monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))
     with FakeOpenAI(mode="drops_audio") as server:
@@ -383,7 +383,7 @@ def test_video_timing_refuses_frames_off_one_grid():
 def test_serve_limits_counts_what_each_task_sends(capsys, monkeypatch, tmp_path):
     # ~20-45 s on 2 shared cores: the README's old sizing ("image": 8) is too small for a 16-frame budget and for a C3PO
     # item's frames plus its picture; with frames_as=video a video is one item, a picture an image
-    from sceval_plugin.cli import main
+    from faultline_app.sceval_cli import main
 
     monkeypatch.setenv("SCEVAL_SOURCE", str(_video_source(tmp_path / "data")))
     monkeypatch.setenv("SCEVAL_CACHE", str(tmp_path / "cache"))

@@ -1,7 +1,7 @@
 """``faultline-eval`` refuses what it can check before lmms-eval is imported (issue 35), and a run
 whose files were not saved exits 1, its replies kept in the reply store.
 
-Each refusal goes through the real entry point (``faultline_eval.cli.main``) in a fresh
+Each refusal goes through the real entry point (``faultline_app.eval_cli.main``) in a fresh
 interpreter, which then says whether lmms-eval was imported: no lmms-eval means no task index and
 no model load. A fake OpenAI server counts the requests that reached it.
 """
@@ -27,7 +27,7 @@ from faultline_eval.model_wrappers.preflight import check_checkpoints, check_mod
 
 #: faultline-eval's entry point, then whether lmms-eval was imported (the marker the assertions read).
 ENTRY = (
-    "import sys; from faultline_eval.cli import main; code = main(sys.argv[1:]); "
+    "import sys; from faultline_app.eval_cli import main; code = main(sys.argv[1:]); "
     "print('lmms_eval imported:', 'lmms_eval' in sys.modules); sys.exit(code)"
 )
 

@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 from test_cli_flags import parsers
 
-from c3po_plugin.cli import build_parser as c3po_parser
-from c3po_plugin.cli import main as c3po_main
-from faultline_eval.commands import build_parser as faultline_parser
-from faultline_eval.commands import main as faultline_main
+from faultline_app.c3po_cli import build_parser as c3po_parser
+from faultline_app.c3po_cli import main as c3po_main
+from faultline_app.faultline_cli import build_parser as faultline_parser
+from faultline_app.faultline_cli import main as faultline_main
+from faultline_app.sceval_cli import build_parser as sceval_parser
+from faultline_app.sceval_cli import main as sceval_main
 from faultline_eval.core.preflight import (
     PathRule,
     PreflightError,
@@ -25,8 +27,6 @@ from faultline_eval.core.preflight import (
     check_path_arguments,
     path_rules,
 )
-from sceval_plugin.cli import build_parser as sceval_parser
-from sceval_plugin.cli import main as sceval_main
 
 MAINS = {"sceval": sceval_main, "c3po": c3po_main, "faultline": faultline_main}
 

@@ -14,10 +14,10 @@ import pytest
 from test_report import SCEVAL, write_logs
 from test_viewer import report_links, selected
 
+from faultline_app.viewer import write_site
+from faultline_app.viewer.budget import Budget
 from faultline_eval.model_wrappers.reference import answer_messages
 from faultline_eval.tasks import sceval_task as task
-from faultline_eval.viewer import write_site
-from faultline_eval.viewer.budget import Budget
 from sceval_plugin.metrics.reliability import CONFIDENCE_VALUES
 
 CONDITIONS = [

@@ -117,7 +117,7 @@ def test_faultline_eval_refuses_a_misspelt_model_argument_and_writes_nothing(tmp
 def test_an_unknown_task_name_of_ours_fails_before_lmms_eval_is_imported():
     """Through faultline-eval's entry point in a fresh interpreter: about a second."""
     code = (
-        "import sys; from faultline_eval.cli import main; code = main(['eval', '--model', 'sceval_reference', "
+        "import sys; from faultline_app.eval_cli import main; code = main(['eval', '--model', 'sceval_reference', "
         "'--tasks', 'sceval_clean,sceval_t30_v7O']); print('lmms_eval' in sys.modules); sys.exit(code)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from faultline_eval.commands import main as faultline
+from faultline_app.faultline_cli import main as faultline
 
 FAULTLINE = str(Path(sys.executable).with_name("faultline"))
 

@@ -19,13 +19,13 @@ import pandas as pd
 import pytest
 from fixtures import copy_demo, omni_bench_fixture, release_fixture
 
+from faultline_app.viewer.budget import Budget, select
+from faultline_app.viewer.logs import public_spec, without_paths
+from faultline_app.viewer.sceval import Renderer
+from faultline_app.viewer.site import word_diff
 from faultline_eval.model_wrappers.reference import answer_messages
 from faultline_eval.tasks import c3po_task
 from faultline_eval.tasks import sceval_task as task
-from faultline_eval.viewer.budget import Budget, select
-from faultline_eval.viewer.logs import public_spec, without_paths
-from faultline_eval.viewer.sceval import Renderer
-from faultline_eval.viewer.site import word_diff
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import load_source
 from sceval_plugin.render import render
@@ -237,7 +237,7 @@ def test_budget_per_cell_wrong_only_and_alignment():
 def test_past_max_mb_trials_are_listed_without_media_and_the_counts_are_of_trials(site, tmp_path, spec):
     """Each trial is counted once (one model: one "sent" section per trial on the sample pages):
     shown with media + without media = all trials; past the cap the trial's page says why."""
-    from faultline_eval.viewer import write_site
+    from faultline_app.viewer import write_site
 
     _, _, root = site
     done = write_site([root / "logs" / "guesser"], tmp_path / "site", budget=Budget.parse(spec), benchmarks=("sceval",))
@@ -261,8 +261,8 @@ def test_past_max_mb_trials_are_listed_without_media_and_the_counts_are_of_trial
 
 @pytest.mark.parametrize("tool", ["sceval", "c3po"])
 def test_viewer_options_without_html_are_refused_naming_both_flags(tool, tmp_path, capsys):
-    from c3po_plugin.cli import main as c3po_main
-    from sceval_plugin.cli import main as sceval_main
+    from faultline_app.c3po_cli import main as c3po_main
+    from faultline_app.sceval_cli import main as sceval_main
 
     main = {"sceval": sceval_main, "c3po": c3po_main}[tool]
     with pytest.raises(SystemExit) as exit:
@@ -334,7 +334,7 @@ def test_c3po_media_come_from_a_local_folder_and_a_hugging_face_copy(kind, tmp_p
     import datasets
     from c3po_fixtures import item, write_items, write_media
 
-    from faultline_eval.viewer.c3po import Renderer as C3POMedia
+    from faultline_app.viewer.c3po import Renderer as C3POMedia
 
     rows = [item("v1", "CC12", write_media(tmp_path)), item("v2", "IC07", write_media(tmp_path))]
     if kind == "local":
@@ -491,7 +491,7 @@ def test_c3po_report_numbers_link_their_trials_and_two_folders_stay_two_runs(sit
     """Two folders of one model (``c3po report`` counts them as two runs, trial key model, folder,
     sample, run): the viewer lists both runs' trials, and the report's numbers link them."""
     from c3po_plugin.report import build_report
-    from faultline_eval.viewer import write_site
+    from faultline_app.viewer import write_site
 
     _, _, root = site
     monkeypatch.setenv("SCEVAL_CACHE", str(root / "cache"))

@@ -1,4 +1,4 @@
-"""The viewer's compare views (faultline_eval/viewer/compare.py) and its media reuse: the
+"""The viewer's compare views (faultline_app/viewer/compare.py) and its media reuse: the
 "A right, B wrong" filter in headless Chromium against counts taken from the logged trials, the
 changed-cells table against ``sceval report``'s own paired tests, two runs of one model kept
 apart by ``--compare``, and a second ``faultline view`` that writes no media file again.
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from test_viewer import BIN, BROWSER_ARGS, CHROMIUM, answer_messages, task, write_c3po_logs, write_sceval_logs
 
+from faultline_app.viewer import write_site
+from faultline_app.viewer.compare import pair_of
+from faultline_app.viewer.logs import verdict_of
 from faultline_eval.core.run_logs import ReportError
-from faultline_eval.viewer import write_site
-from faultline_eval.viewer.compare import pair_of
-from faultline_eval.viewer.logs import verdict_of
 
 BUDGET = ["--html-budget", "per_cell=1,max_mb=5"]
 

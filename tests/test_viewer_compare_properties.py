@@ -1,4 +1,4 @@
-"""Property tests of the compare view (faultline_eval/viewer/compare.py): for random answers of two
+"""Property tests of the compare view (faultline_app/viewer/compare.py): for random answers of two
 sides, every number of the SCEval and C3PO compare tables is the reports' own, recomputed here
 from what the reports give: ``sceval report``'s ``comparisons.csv`` (its model-vs-model rows);
 ``c3po report``'s per-template accuracy (its ``compute``) with McNemar's b and c, exact p and Holm
@@ -28,11 +28,11 @@ from test_viewer import CONDITIONS, write_sceval_logs
 
 from c3po_plugin.report import compute
 from c3po_plugin.report.reader import read_runs
+from faultline_app.sceval_cli import main as sceval_main
+from faultline_app.viewer import print_summary, write_site
+from faultline_app.viewer.budget import Budget
 from faultline_eval.tasks import c3po_task
 from faultline_eval.tasks import sceval_task as task
-from faultline_eval.viewer import print_summary, write_site
-from faultline_eval.viewer.budget import Budget
-from sceval_plugin.cli import main as sceval_main
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.metrics.protocol import comparisons, per_sample
 

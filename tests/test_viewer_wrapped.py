@@ -30,11 +30,11 @@ import soundfile
 from PIL import Image
 from test_viewer import BROWSER_ARGS, CHROMIUM, selected, watched_page
 
-from faultline_eval.core.trial import WrappedTrial
 from faultline_eval.tasks import wrap_configs
 from faultline_eval.tasks.base_task import aggregate
 from sceval_plugin.metrics.modality_audit import CONTROLS
 from sceval_plugin.render import BLANK_LEVEL, corrupt
+from sceval_plugin.sceval_trial import WrappedTrial
 
 BIN = Path(sys.executable).parent
 LIMIT = 4  # docs per task (MME: both questions of two images)
@@ -248,8 +248,8 @@ def shown_media(page: Path, anchor: str) -> tuple[list[np.ndarray], np.ndarray |
 
 @pytest.mark.slow
 def test_a_trial_page_shows_the_media_the_model_got_its_prompt_and_reply(wrapped_site, wrap_copies):
+    from faultline_app.viewer.site import slug
     from faultline_eval.core.media import read_source_video
-    from faultline_eval.viewer.site import slug
 
     root, _ = wrapped_site
     # faithful video: the operator acts on every source frame; the site shows some of them
@@ -373,7 +373,7 @@ def test_wrapped_runs_beside_sceval_runs_get_their_own_section_with_the_reports_
 def test_a_doc_that_changed_since_the_run_is_refused_naming_it(wrapped_site):
     """The media are made again only for the run's doc: a trial whose key the dataset's row no
     longer holds is refused with both keys named (the site lists it without media, with the reason)."""
-    from faultline_eval.viewer import wrapped
+    from faultline_app.viewer import wrapped
 
     root, _ = wrapped_site
     logs = wrapped.Logs([root / "runs" / "audio"])

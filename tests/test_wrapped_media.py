@@ -21,12 +21,12 @@ import soxr
 from lmms_eval.models.model_utils.load_video import read_video
 from PIL import Image
 
+from faultline_app.sceval_cli import main as sceval_main
 from faultline_eval.core import decode_cache, media
 from faultline_eval.core.media_processing import decode_audio_track, video_duration, write_clip
 from faultline_eval.tasks import wrapped_media
 from faultline_eval.tasks.wrapped_media import FrameGrid, MediaCorruption, WrappedMediaError, corrupt_media
 from sceval_plugin import operators
-from sceval_plugin.cli import main as sceval_main
 
 WHERE = "worldsense__single_noise_v50__var1/doc 7"
 SECONDS, SOURCE_FPS = 3, 10

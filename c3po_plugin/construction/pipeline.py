@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from c3po_plugin.construction import settings as build_settings
 from c3po_plugin.construction.assemble import SAMPLE_STAGES, sample_fates, template_id_of
@@ -19,20 +19,35 @@ from c3po_plugin.construction.select import POOL
 from c3po_plugin.construction.specs import resolve
 from faultline_eval.core.preflight import PreflightError, check_path
 
-STAGES = ("select", "generate", "classify", "synthesize", "audit", "sample", "export")
+if TYPE_CHECKING:  # loaded by name (stage_function), declared here so that lint-imports checks them
+    from c3po_plugin.construction import audit, classify, export, generate, sample, select, synthesize  # noqa: F401
+
 LLM_STAGES = ("generate", "classify", "audit")
 
 
+#: The module of each stage, imported when the stage first runs (generate, classify and audit load the
+#: model clients); the imports under TYPE_CHECKING above declare them to lint-imports.
+STAGE_MODULES = {
+    "select": "c3po_plugin.construction.select",
+    "generate": "c3po_plugin.construction.generate",
+    "classify": "c3po_plugin.construction.classify",
+    "synthesize": "c3po_plugin.construction.synthesize",
+    "audit": "c3po_plugin.construction.audit",
+    "sample": "c3po_plugin.construction.sample",
+    "export": "c3po_plugin.construction.export",
+}
+STAGES = tuple(STAGE_MODULES)
+
+
 def stage_function(stage: str):
-    """``run_<stage>`` of ``c3po_plugin.construction.<stage>``, imported when first needed."""
+    """``run_<stage>`` of the stage's module (:data:`STAGE_MODULES`), imported when first needed."""
+    name = STAGE_MODULES[stage]
     try:
-        module = importlib.import_module(f"c3po_plugin.construction.{stage}")
+        module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name != f"c3po_plugin.construction.{stage}":
+        if exc.name != name:
             raise
-        raise RuntimeError(
-            f"c3po build: the {stage} stage (c3po_plugin.construction.{stage}) is not installed"
-        ) from exc
+        raise RuntimeError(f"c3po build: the {stage} stage ({name}) is not installed") from exc
     return getattr(module, f"run_{stage}")
 
 

@@ -45,7 +45,7 @@ import importlib
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,6 +57,9 @@ from c3po_plugin.templates import registry as template_registry
 from faultline_eval.core import media
 from faultline_eval.core.media import SAMPLE_RATE
 from faultline_eval.core.registry import PluginError, Registry
+
+if TYPE_CHECKING:  # the built-in backends, loaded by name (_lazy); declared here so that lint-imports checks them
+    from c3po_plugin.construction import caption_card, gpu_backends, sfx, speech  # noqa: F401
 
 STAGE = "synthesize"
 KINDS = ("speech", "sfx", "image")

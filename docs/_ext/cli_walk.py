@@ -30,17 +30,17 @@ import os
 import sys
 from collections.abc import Iterator
 
-import c3po_plugin.cli
-import faultline_eval.cli
-import faultline_eval.commands
-import sceval_plugin.cli
+import faultline_app.c3po_cli
+import faultline_app.eval_cli
+import faultline_app.faultline_cli
+import faultline_app.sceval_cli
 from faultline_eval.core.run_status import add_failure_rate_argument
 
 #: The commands whose parsers are built by a ``build_parser()`` of the project.
 ROOTS = {
-    "sceval": sceval_plugin.cli.build_parser,
-    "c3po": c3po_plugin.cli.build_parser,
-    "faultline": faultline_eval.commands.build_parser,
+    "sceval": faultline_app.sceval_cli.build_parser,
+    "c3po": faultline_app.c3po_cli.build_parser,
+    "faultline": faultline_app.faultline_cli.build_parser,
 }
 
 
@@ -83,7 +83,7 @@ def faultline_eval_parser(lmms_eval: argparse.ArgumentParser | None = None) -> a
         parents=[lmms_eval],
         add_help=False,
         formatter_class=lmms_eval.formatter_class,
-        description=(faultline_eval.cli.__doc__ or "").strip().split("\n\n")[0],
+        description=(faultline_app.eval_cli.__doc__ or "").strip().split("\n\n")[0],
     )
     own = faultline_eval_own_parser()
     for action in own._actions:  # the composite shares its own flags' actions and hidden spellings

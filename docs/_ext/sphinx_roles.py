@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 #: The packages whose names must exist. ``tasks``/``model_wrappers`` are installed as
 #: ``faultline_eval.tasks``/``faultline_eval.model_wrappers``.
-OUR_PACKAGES = ("sceval_plugin", "c3po_plugin", "faultline_eval")
+OUR_PACKAGES = ("sceval_plugin", "c3po_plugin", "faultline_eval", "faultline_app")
 
 #: ``:role:`~name()```: the ``~`` (show the last part only) and the target.
 ROLE = re.compile(r":(?:func|class|mod|data|meth|attr|exc|obj):`(~?)([\w.]+?)(?:\(\))?`")

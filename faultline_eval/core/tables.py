@@ -3,7 +3,7 @@
 
 A table is a value: ``shown`` (formatted, for Markdown and LaTeX), ``raw`` (the numbers, for CSV)
 and ``trial_links``, per shown row and column the trials behind that number (a selector made by
-:func:`trials_in`), which the results viewer (:mod:`faultline_eval.viewer.site`) reads from
+:func:`trials_in`), which the results viewer (:mod:`faultline_app.viewer.site`) reads from
 ``<name>.trials.json`` and turns into links. Report sections build tables;
 :func:`faultline_eval.core.report_writer.write_report` writes them.
 """

@@ -19,6 +19,7 @@ import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.settings import C3PO_JUDGE, C3PO_VERDICT_CACHE
@@ -26,6 +27,11 @@ from faultline_eval.core.store import slug
 from faultline_eval.judges.base import PARTIAL, UNANSWERABLE, Judge, JudgeRequest, Verdict, negative, positive
 from faultline_eval.judges.cache import VerdictCache, verdict_key
 from faultline_eval.judges.matching import abstains, exact_match, partial_overlap
+
+if TYPE_CHECKING:  # the BACKENDS, loaded by name; declared so that lint-imports checks them (.importlinter
+    # lets this one import of the harness through: the lmms-eval judge drives an lmms-eval model class)
+    from faultline_eval.judges import embedding  # noqa: F401
+    from faultline_eval.model_wrappers import lmms_judge  # noqa: F401
 
 DEFAULT_JUDGE = C3PO_JUDGE.default_text
 

@@ -7,10 +7,10 @@ import math
 import re
 from pathlib import Path
 
+from faultline_app.viewer.budget import CORRECT
 from faultline_eval.core.identity import matching_source
 from faultline_eval.core.model_names import ModelNames
 from faultline_eval.core.run_logs import results_for, run_info_for, versions_for
-from faultline_eval.viewer.budget import CORRECT
 
 
 def label_for(names: ModelNames, samples_file: Path, record_model: str | None) -> str:

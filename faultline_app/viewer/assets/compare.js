@@ -1,4 +1,4 @@
-// faultline-eval viewer: the trial pairs of a compare page (faultline_eval/viewer/compare.py).
+// faultline-eval viewer: the trial pairs of a compare page (faultline_app/viewer/compare.py).
 // Data: window.FL_COMPARE = {a, b, columns, pairs: {key: label}, rows: [[...columns, pair, link]]}.
 // Filters come from the controls or the address: #pair=a_only&cell=...&sample=... (a leading = matches
 // whole, else within); "N of M shown" says what the filters leave.

@@ -17,6 +17,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from faultline_app.viewer.budget import Budget, media_counts
 from faultline_eval.core.preflight import (
     FOLDER_TO_WRITE,
     INPUT_FILE,
@@ -25,16 +26,15 @@ from faultline_eval.core.preflight import (
     RUN_FOLDER,
     path_rules,
 )
-from faultline_eval.viewer.budget import Budget, media_counts
 
 # The commands import this module to build their parsers; writing a site (pandas, scipy) is imported when one is written.
 __all__ = ["write_site", "add_parser", "add_html_arguments", "check_html_arguments"]
 
 
 def write_site(run_dirs: Sequence[str | Path], out: str | Path, **options) -> dict:
-    """:func:`faultline_eval.viewer.runs_site.write_site`: the site for the logs under ``run_dirs``."""
+    """:func:`faultline_app.viewer.runs_site.write_site`: the site for the logs under ``run_dirs``."""
     # heavy: pandas and scipy (the reports' trial tables); the commands build their parsers without them
-    from faultline_eval.viewer.runs_site import write_site as write
+    from faultline_app.viewer.runs_site import write_site as write
 
     return write(run_dirs, out, **options)
 

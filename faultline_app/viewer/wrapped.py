@@ -31,13 +31,13 @@ import pandas as pd
 from loguru import logger
 from PIL import Image
 
+from faultline_app.viewer.logs import registry_order, verdict_of, without_paths
+from faultline_app.viewer.media import Shown
+from faultline_app.viewer.site import Section, SiteWriter, esc, slug
 from faultline_eval.core import media
 from faultline_eval.core.run_logs import results_for, sample_lines
 from faultline_eval.tasks import wrap_configs, wrapped_task
 from faultline_eval.tasks.wrapped_media import decoded_video
-from faultline_eval.viewer.logs import registry_order, verdict_of, without_paths
-from faultline_eval.viewer.media import Shown
-from faultline_eval.viewer.site import Section, SiteWriter, esc, slug
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.metrics.modality_audit import CONTROLS
 from sceval_plugin.report.wrapped_reader import TRIAL_KEY, condition_cell, read_wrapped_runs, split_wrapped_name

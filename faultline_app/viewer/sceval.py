@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from faultline_app.viewer.logs import SourceCache, label_for, public_spec, registry_order, verdict_of
+from faultline_app.viewer.media import Shown
 from faultline_eval.core.model_names import ModelNames
 from faultline_eval.tasks import sceval_task
-from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, registry_order, verdict_of
-from faultline_eval.viewer.media import Shown
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import current_spec, load_source
 from sceval_plugin.report.reader import read_record, read_runs, sample_files

@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 
 from c3po_plugin.report.reader import SAMPLES_GLOB as C3PO_GLOB
+from faultline_app.viewer import c3po, sceval, wrapped
+from faultline_app.viewer import compare as compare_views
+from faultline_app.viewer.budget import Budget
+from faultline_app.viewer.site import Section, SiteWriter
 from faultline_eval.core.run_logs import ReportError, find_sample_files
-from faultline_eval.viewer import c3po, sceval, wrapped
-from faultline_eval.viewer import compare as compare_views
-from faultline_eval.viewer.budget import Budget
-from faultline_eval.viewer.site import Section, SiteWriter
 from sceval_plugin.report.reader import SAMPLES_GLOB as SCEVAL_GLOB
 from sceval_plugin.report.reader import read_runs
 from sceval_plugin.report.wrapped_reader import wrapped_sample_files
@@ -114,7 +114,7 @@ def write_site(
 ) -> dict:
     """Write the site for the logs under ``run_dirs`` into ``out``; a benchmark without logs
     there is left out (raises when none has any). ``budget`` is a
-    :class:`~faultline_eval.viewer.budget.Budget` (default: its defaults). ``compare``: the two
+    :class:`~faultline_app.viewer.budget.Budget` (default: its defaults). ``compare``: the two
     ``run_dirs`` are the two sides of the compare views (:mod:`.compare`); without it a benchmark
     with exactly two models gets them. Returns a summary (sections, bytes, seconds)."""
     start = time.perf_counter()

@@ -15,10 +15,10 @@ from c3po_plugin.data.sources import current_spec, load_source
 from c3po_plugin.report.reader import RECORD_KEY, read_runs, sample_files
 from c3po_plugin.report.verdicts import apply_verdicts, read_verdicts
 from c3po_plugin.templates import registry
+from faultline_app.viewer.logs import SourceCache, label_for, public_spec, registry_order, verdict_of
+from faultline_app.viewer.media import Shown
 from faultline_eval.core.model_names import ModelNames
 from faultline_eval.core.run_logs import record_from_line
-from faultline_eval.viewer.logs import SourceCache, label_for, public_spec, registry_order, verdict_of
-from faultline_eval.viewer.media import Shown
 
 
 def read_rows(run_dirs, verdicts: str | Path | None = None) -> tuple[pd.DataFrame, list[str]]:

@@ -32,12 +32,12 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from faultline_app.viewer.budget import CORRECT, Budget, media_counts, sample_rank, select
+from faultline_app.viewer.logs import run_info, without_paths
+from faultline_app.viewer.media import MediaWriter, Shown, Written
 from faultline_eval.core import report_writer
 from faultline_eval.core.request_lifecycle import media_reuse_text
 from faultline_eval.core.run_logs import results_for
-from faultline_eval.viewer.budget import CORRECT, Budget, media_counts, sample_rank, select
-from faultline_eval.viewer.logs import run_info, without_paths
-from faultline_eval.viewer.media import MediaWriter, Shown, Written
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 #: The top bar's entries, (label, address from the site root): see :attr:`SiteWriter.nav`.

@@ -67,7 +67,7 @@ class Budget:
 
 def media_counts(summary: dict) -> str:
     """A section's trials by their media (the summary of
-    :meth:`~faultline_eval.viewer.site.SiteWriter.write_section`), each trial counted once: shown
+    :meth:`~faultline_app.viewer.site.SiteWriter.write_section`), each trial counted once: shown
     with media + without (budget) + not regenerated = all its trials."""
     not_picked = summary["without_media"] - summary["past_max_mb"]
     failed = f", {summary['media_failed']} whose media could not be regenerated" if summary["media_failed"] else ""
