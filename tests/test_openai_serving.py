@@ -478,7 +478,7 @@ def test_media_parts_are_keyed_by_their_bytes_sent_by_item_and_counted():
 
     assert media_reuse_text(usage).startswith(f"{parts} media parts sent, {parts - distinct} (")
     assert f"server multimodal cache: {served_hits} hits of {parts} queries" in media_reuse_text(usage)
-    from faultline_eval.viewer.site import request_totals_html  # the viewer's run panel shows the same line
+    from faultline_app.viewer.site import request_totals_html  # the viewer's run panel shows the same line
 
     assert media_reuse_text(usage) in html.unescape(request_totals_html({"sceval_openai:fake-omni": usage}))
 
