@@ -56,7 +56,6 @@ def _grouped_bars(
     width = 0.8 / max(1, len(models))
     x = np.arange(len(groups))
     notes = []
-    bar = ax.barh if horizontal else ax.bar
     for k, model in enumerate(models):
         have = [g for g in groups if (model, g) in cells.index and np.isfinite(cells.loc[(model, g), "accuracy"])]
         missing = [g for g in groups if g not in have]
@@ -64,45 +63,67 @@ def _grouped_bars(
         if missing:
             what = "human answers" if model == metrics.HUMAN else "graded answers"
             notes.append(f"{model}: no {what} for {', '.join(missing)} (no bar drawn)")
-            for g in missing:
-                where = (1, x[groups.index(g)] + offset) if horizontal else (x[groups.index(g)] + offset, 1)
-                ax.text(
-                    *where,
-                    "no data",
-                    fontsize=5,
-                    color="0.45",
-                    style="italic",
-                    rotation=0 if horizontal else 90,
-                    ha="left" if horizontal else "center",
-                    va="center" if horizontal else "bottom",
-                )
-        if not have:
-            continue
-        rows = cells.loc[[(model, g) for g in have]]
-        mean, low, high = (100 * rows[c].to_numpy(float) for c in ("accuracy", "ci_low", "ci_high"))
-        err = np.nan_to_num(np.vstack([mean - low, high - mean]), nan=0.0).clip(min=0)
-        positions = x[[groups.index(g) for g in have]] + offset
-        errors = {"xerr": err} if horizontal else {"yerr": err}
-        container = bar(positions, mean, width, **errors, capsize=1.5, label=model, error_kw={"linewidth": 0.7})
-        colour = container.patches[0].get_facecolor()
-        zero = positions[mean == 0]
-        if len(zero):  # a real 0 %: a mark on the axis in the model's colour
-            ax.plot(
-                *((np.zeros(len(zero)), zero) if horizontal else (zero, np.zeros(len(zero)))),
-                marker="|" if horizontal else "_",
-                markersize=9,
-                markeredgewidth=2.2,
-                linestyle="none",
-                color=colour,
-                clip_on=False,
-                gid=ZERO_MARK,
+            _no_data(ax, [x[groups.index(g)] + offset for g in missing], horizontal)
+        if have:
+            _model_bars(
+                ax,
+                cells.loc[[(model, g) for g in have]],
+                x[[groups.index(g) for g in have]] + offset,
+                width,
+                model,
+                horizontal,
             )
-        for pos, top, value, n in zip(positions, np.nan_to_num(high, nan=0.0), mean, rows["n_samples"]):
-            label = f"{value:.0f}% (n={int(n)})" if horizontal else f"{int(n)}"
-            if horizontal:
-                ax.text(max(top, 0) + 1.0, pos, label, ha="left", va="center", fontsize=5.5)
-            else:
-                ax.text(pos, max(top, 0) + 1.5, label, ha="center", va="bottom", fontsize=5, rotation=90)
+    _group_axis(ax, groups, horizontal)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="model", title_fontsize=7)
+    return notes
+
+
+def _no_data(ax, positions: list[float], horizontal: bool) -> None:
+    """ "no data" where a model's bar would be."""
+    for position in positions:
+        ax.text(
+            *((1, position) if horizontal else (position, 1)),
+            "no data",
+            fontsize=5,
+            color="0.45",
+            style="italic",
+            rotation=0 if horizontal else 90,
+            ha="left" if horizontal else "center",
+            va="center" if horizontal else "bottom",
+        )
+
+
+def _model_bars(ax, rows: pd.DataFrame, positions: np.ndarray, width: float, model: str, horizontal: bool) -> None:
+    """One model's bars at ``positions`` with their intervals, a mark at zero for a measured 0 %,
+    and the sample count (and, ``horizontal``, the accuracy) beside each."""
+    mean, low, high = (100 * rows[c].to_numpy(float) for c in ("accuracy", "ci_low", "ci_high"))
+    err = np.nan_to_num(np.vstack([mean - low, high - mean]), nan=0.0).clip(min=0)
+    errors = {"xerr": err} if horizontal else {"yerr": err}
+    bar = ax.barh if horizontal else ax.bar
+    container = bar(positions, mean, width, **errors, capsize=1.5, label=model, error_kw={"linewidth": 0.7})
+    colour = container.patches[0].get_facecolor()
+    zero = positions[mean == 0]
+    if len(zero):  # a real 0 %: a mark on the axis in the model's colour
+        ax.plot(
+            *((np.zeros(len(zero)), zero) if horizontal else (zero, np.zeros(len(zero)))),
+            marker="|" if horizontal else "_",
+            markersize=9,
+            markeredgewidth=2.2,
+            linestyle="none",
+            color=colour,
+            clip_on=False,
+            gid=ZERO_MARK,
+        )
+    for pos, top, value, n in zip(positions, np.nan_to_num(high, nan=0.0), mean, rows["n_samples"]):
+        if horizontal:
+            ax.text(max(top, 0) + 1.0, pos, f"{value:.0f}% (n={int(n)})", ha="left", va="center", fontsize=5.5)
+        else:
+            ax.text(pos, max(top, 0) + 1.5, f"{int(n)}", ha="center", va="bottom", fontsize=5, rotation=90)
+
+
+def _group_axis(ax, groups: list[str], horizontal: bool) -> None:
+    """The groups along one axis (top to bottom when ``horizontal``), accuracy 0-100 % along the other."""
+    x = np.arange(len(groups))
     if horizontal:
         ax.set_yticks(x, groups, fontsize=7)
         ax.set_ylim(len(groups) - 0.5, -0.5)  # the first group on top
@@ -116,8 +137,6 @@ def _grouped_bars(
         ax.set_yticks(range(0, 101, 20))
         ax.set_ylabel("accuracy (%)")
         ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="model", title_fontsize=7)
-    return notes
 
 
 def _bars_figure(

@@ -204,19 +204,12 @@ def severity_curves(
         sharey="row",
     )
     for i, model in enumerate(models):
-        values = [x for m in curves[model].values() for curve in m.values() for v in curve.values() for x in v]
-        values = [v for v in values if np.isfinite(v)]
-        low, high = axis.factor * min(values), axis.factor * max(values)
-        pad = max(2.0 if axis.limits else 0.0, 0.08 * (high - low)) or 0.05 * max(1.0, abs(high))
-        floor, ceiling = axis.limits or (-np.inf, np.inf)
+        limits = _curve_limits(curves[model], axis)
         for j, modality in enumerate(modalities):
             ax = axes[i][j]
             _curve_panel(plt, ax, curves[model].get(modality, {}), operators[modality], axis.factor)
-            ax.set_ylim(max(floor, low - pad), min(ceiling, high + pad))
-            if i == 0:
-                ax.set_title(modality, fontsize=10)
-            if j == 0:
-                ax.set_ylabel(f"{model}\n{axis.value}", fontsize=8)
+            ax.set_ylim(*limits)
+            _label_panel(ax, modality if i == 0 else None, f"{model}\n{axis.value}" if j == 0 else None)
             if i == len(models) - 1:
                 ax.set_xlabel("severity (0 = clean)")
     for j, modality in enumerate(modalities):
@@ -225,6 +218,27 @@ def severity_curves(
     fig.suptitle(f"Single-modality severity curves ({axis.curve_title}{intervals})", fontsize=11)
     fig.tight_layout()
     return save(fig, stem)
+
+
+def _curve_limits(
+    curves: dict[str, dict[str, dict[int, tuple[float, float, float]]]], axis: Axis
+) -> tuple[float, float]:
+    """The y-range that holds every value and interval of ``curves`` (modality -> operator ->
+    severity -> values) with a margin, within ``axis.limits``."""
+    values = [x for m in curves.values() for curve in m.values() for v in curve.values() for x in v]
+    values = [v for v in values if np.isfinite(v)]
+    low, high = axis.factor * min(values), axis.factor * max(values)
+    pad = max(2.0 if axis.limits else 0.0, 0.08 * (high - low)) or 0.05 * max(1.0, abs(high))
+    floor, ceiling = axis.limits or (-np.inf, np.inf)
+    return max(floor, low - pad), min(ceiling, high + pad)
+
+
+def _label_panel(ax, title: str | None, ylabel: str | None) -> None:
+    """A column's title on its top panel and a row's label on its first panel."""
+    if title is not None:
+        ax.set_title(title, fontsize=10)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel, fontsize=8)
 
 
 def _curve_panel(
