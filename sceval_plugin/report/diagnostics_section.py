@@ -164,7 +164,7 @@ def _number(x: float, digits: int = 3) -> str:
 
 
 def _seed_stability(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
-    f = f[f["weakest_for"] != ""]
+    frame, f = f, f[f["weakest_for"] != ""]  # the CSV keeps every stochastic cell
     shown = pd.DataFrame(
         {
             "model": f["model"],
@@ -182,7 +182,7 @@ def _seed_stability(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Cond
     labels = ("model", "modality", "n_var")
     return (
         shown,
-        f,
+        frame,
         trial_links(
             shown,
             [
@@ -266,6 +266,7 @@ def _calibration(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Conditi
 
 
 def _failure_overlap(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
+    frame = f  # the CSV keeps every condition
     if cells:
         order = list(cells)
         f = f[f["condition_id"].isin(order)].sort_values("condition_id", key=lambda c: c.map(order.index))
@@ -283,7 +284,7 @@ def _failure_overlap(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Con
     )
     return (
         shown,
-        f,
+        frame,
         trial_links(
             shown,
             [
