@@ -481,38 +481,32 @@ def _invalid_items(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Condi
 
 
 def _human_audit(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
-    return (
-        pd.DataFrame(
-            {
-                "condition": f["condition_id"],
-                "N": f["items"],
-                "human acc.": f["human_accuracy"].map(pp),
-                "annotators / item": f["annotators_per_item"].map(lambda x: _number(x, 1)),
-                "agreement": f["agreement"].map(pp),
-                "items with ≥2 answers": f["agreement_items"],
-            }
-        ),
-        f,
-        None,
+    shown = pd.DataFrame(
+        {
+            "condition": f["condition_id"],
+            "N": f["items"],
+            "human acc.": f["human_accuracy"].map(pp),
+            "annotators / item": f["annotators_per_item"].map(lambda x: _number(x, 1)),
+            "agreement": f["agreement"].map(pp),
+            "items with ≥2 answers": f["agreement_items"],
+        }
     )
+    return shown, f, None
 
 
 def _human_excess(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
-    return (
-        pd.DataFrame(
-            {
-                "model": f["model"],
-                "condition": f["condition_id"],
-                "n (G_c)": f["n"],
-                "model drop": f["model_drop"].map(drop),
-                "human drop": f["human_drop"].map(drop),
-                "excess drop": f["excess_drop"].map(signed),
-                "95% CI": [f"[{signed(lo)}, {signed(hi)}]" for lo, hi in zip(f["ci_low"], f["ci_high"])],
-            }
-        ),
-        f,
-        None,
+    shown = pd.DataFrame(
+        {
+            "model": f["model"],
+            "condition": f["condition_id"],
+            "n (G_c)": f["n"],
+            "model drop": f["model_drop"].map(drop),
+            "human drop": f["human_drop"].map(drop),
+            "excess drop": f["excess_drop"].map(signed),
+            "95% CI": [f"[{signed(lo)}, {signed(hi)}]" for lo, hi in zip(f["ci_low"], f["ci_high"])],
+        }
     )
+    return shown, f, None
 
 
 #: table name -> (caption, formatter(frame, headline cells, info)); ``None`` writes the CSV only
