@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import provenance
 
-from faultline_eval.core.trial import SCEvalTrial
+from sceval_plugin.sceval_trial import SCEvalTrial
 
 B = 1000
 #: ``--smoke``'s resamples: the reference's whole path, not its cost (a smoke run's ratio says nothing).

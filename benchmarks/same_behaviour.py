@@ -13,7 +13,7 @@ It compares every file of the two folders, matched by name with lmms-eval's time
   value by value, except :data:`VARYING_RECORD_FIELDS`; trial entries (see
   :func:`normalise_trial_entry`) are normalised on both sides first;
 * the results JSON: every value (metrics, sample counts, configs, sample hashes), except
-  :data:`VARYING_RESULTS_FIELDS`;
+  :data:`VARYING_RESULTS_FIELDS`; ``*_run_info.json`` except :data:`VARYING_RUN_INFO_FIELDS`;
 * each report folder: ``report.json`` and ``*.trials.json`` value by value, CSV tables cell by
   cell, Markdown/LaTeX line by line, figures byte for byte (``--skip-figures`` leaves them out).
 
@@ -56,6 +56,10 @@ VARYING_RECORD_FIELDS = frozenset(
         "latency_s",  # wall-clock seconds of the model call (sceval_record, c3po_record): timing, not behaviour
     }
 )
+
+#: Keys dropped anywhere inside ``*_run_info.json``: its request totals carry the run's wall-clock
+#: latencies next to the counts (sent, restored, retries, failures), which are compared.
+VARYING_RUN_INFO_FIELDS = frozenset({"latency_s", "mean_latency_s"})
 
 #: Top-level keys of lmms-eval's ``*_results.json`` dropped before comparing.
 VARYING_RESULTS_FIELDS = frozenset(
@@ -109,7 +113,7 @@ _FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg")
 
 
 # === THE LEAD EXTENDS THIS ======================================================================
-#: Schema-2 field -> schema-1 key of a trial entry (faultline_eval/core/trial.py ``SCHEMA_1_KEYS``),
+#: Schema-2 field -> schema-1 key of a trial entry (``SCHEMA_1_KEYS`` of sceval_plugin/sceval_trial.py, c3po_plugin/c3po_trial.py),
 #: written out here so that the comparison does not depend on the code it checks.
 SCEVAL_SCHEMA_1_KEYS = {
     "sample_id": "s",

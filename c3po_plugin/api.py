@@ -23,13 +23,16 @@ What is here, by hook:
 - ``c3po_register_synthesis_backends``, whose ``registry`` is a :class:`BackendRegistry`: the protocols a factory's
   object meets, :class:`SpeechBackend`, :class:`SoundBackend`, :class:`ImageBackend`;
   :data:`SYNTHESIS_KINDS`, :class:`SynthesisRegistry` (what ``registry`` is),
-  :func:`synthesis_registry`.
+  :func:`synthesis_registry`;
+- reading what runs wrote (no hook): the trial type :class:`C3POTrial` (one per-sample entry, read with
+  ``from_json``, schema 1 or 2).
 
 Each ``*_registry()`` is the registry filled by every installed plugin (built once per process).
 """
 
 from __future__ import annotations
 
+from c3po_plugin.c3po_trial import C3POTrial
 from c3po_plugin.construction.selection_filter import MATCH_KEYS
 from c3po_plugin.construction.specs import TAGS, GenerationSpec, SpecRegistry
 from c3po_plugin.construction.specs import registry as spec_registry
@@ -73,4 +76,6 @@ __all__ = [
     "SpeechBackend",
     "SynthesisRegistry",
     "synthesis_registry",
+    # the trials runs write
+    "C3POTrial",
 ]

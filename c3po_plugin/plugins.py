@@ -6,8 +6,8 @@ from __future__ import annotations
 import pluggy
 
 from c3po_plugin import hookspecs
+from c3po_plugin.c3po_environment import C3PO_DISABLE_PLUGIN_AUTOLOAD, C3PO_STRICT_PLUGINS
 from faultline_eval.core.plugin_host import PluginHost
-from faultline_eval.core.settings import C3PO_DISABLE_PLUGIN_AUTOLOAD, C3PO_STRICT_PLUGINS
 
 BUILTIN_PLUGINS = ("c3po_plugin.templates", "c3po_plugin.construction.specs", "c3po_plugin.construction.synthesize")
 HOST = PluginHost(hookspecs.PROJECT, hookspecs, BUILTIN_PLUGINS, C3PO_DISABLE_PLUGIN_AUTOLOAD, C3PO_STRICT_PLUGINS)

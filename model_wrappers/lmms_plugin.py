@@ -31,7 +31,7 @@ from faultline_eval.core import telemetry
 from faultline_eval.core.registry import close_matches
 from faultline_eval.core.request_lifecycle import take_run_usage
 from faultline_eval.core.run_logs import write_run_info
-from faultline_eval.core.trial import WRAPPED_TRIAL_KEY
+from sceval_plugin.sceval_trial import WRAPPED_TRIAL_KEY
 
 PACKAGE = "faultline_eval.model_wrappers"
 
@@ -133,7 +133,7 @@ def install_run_info() -> None:
 
 def install_log_only_keys() -> None:
     """Wrap ``TaskOutput.calculate_aggregate_metric`` once: before lmms-eval aggregates a task,
-    drop the per-doc entries of :data:`~faultline_eval.core.trial.WRAPPED_TRIAL_KEY` (a wrapped
+    drop the per-doc entries of :data:`~sceval_plugin.sceval_trial.WRAPPED_TRIAL_KEY` (a wrapped
     task's trial record) unless the task aggregates that key. lmms-eval writes every key
     ``process_results`` returns to the per-sample log (already done by then, so the report still
     reads the trials there) and also to the results, an empty ``'faultline_trial,none': []`` for

@@ -31,7 +31,10 @@ What is here, by hook:
 - ``sceval_register_converters``, whose ``registry`` is a :class:`ConverterRegistry`: :class:`Converter`,
   :class:`Rejected`, :data:`EVIDENCE_MODALITIES`, :func:`converter_registry`;
 - ``sceval_register_task_adapters``, whose ``registry`` is a :class:`TaskAdapterRegistry`: :class:`TaskAdapter`,
-  :data:`GENERIC_ADAPTER`, :func:`rotated_options`, :func:`adapter_for`, :func:`adapter_registry`.
+  :data:`GENERIC_ADAPTER`, :func:`rotated_options`, :func:`adapter_for`, :func:`adapter_registry`;
+- reading what runs wrote (no hook): the trial types :class:`SCEvalTrial` and :class:`WrappedTrial` (one
+  per-sample entry each, read with ``from_json``, schema 1 or 2), :data:`STRESS_ONLY` (the stress-only
+  cohort an entry names) and :data:`WRAPPED_TRIAL_KEY` (a wrapped task's entry key).
 
 Each ``*_registry()`` is the registry filled by every installed plugin (built once per process);
 the hook's ``registry`` argument is the same class while it is being filled.
@@ -79,6 +82,7 @@ from sceval_plugin.probe_conditions import (
 from sceval_plugin.probe_conditions import PARAMETERS as PROBE_PARAMETERS
 from sceval_plugin.probe_conditions import apply as apply_probe
 from sceval_plugin.probe_conditions import registry as probe_registry
+from sceval_plugin.sceval_trial import STRESS_ONLY, WRAPPED_TRIAL_KEY, SCEvalTrial, WrappedTrial
 from sceval_plugin.task_adapters import GENERIC as GENERIC_ADAPTER
 from sceval_plugin.task_adapters import TaskAdapter, TaskAdapterRegistry, adapter_for, rotated_options
 from sceval_plugin.task_adapters import adapters as adapter_registry
@@ -143,4 +147,9 @@ __all__ = [
     "adapter_for",
     "adapter_registry",
     "rotated_options",
+    # the trials runs write
+    "STRESS_ONLY",
+    "WRAPPED_TRIAL_KEY",
+    "SCEvalTrial",
+    "WrappedTrial",
 ]

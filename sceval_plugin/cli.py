@@ -34,7 +34,7 @@ from faultline_eval.core.preflight import (
     path_rules,
 )
 from faultline_eval.core.run_status import run_command
-from faultline_eval.core.settings import SCEVAL_DECODE_CACHE_GB, SCEVAL_WRAPPED_MEDIA_GB
+from faultline_eval.core.settings import SCEVAL_DECODE_CACHE_GB
 from faultline_eval.model_wrappers.openai_client import FRAMES_AS, mm_counts
 from faultline_eval.tasks import wrapped_media
 from faultline_eval.tasks.sceval_configs import is_builtin, out_of_date, write_task_files
@@ -49,6 +49,7 @@ from sceval_plugin.data.records import check_media
 from sceval_plugin.data.sources import load_source, media_paths
 from sceval_plugin.demo_sample import make_demo_sample
 from sceval_plugin.operators import SEVERITIES
+from sceval_plugin.sceval_environment import SCEVAL_WRAPPED_MEDIA_GB
 from sceval_plugin.smoke import run_smoke, verdict
 
 

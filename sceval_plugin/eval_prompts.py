@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faultline_eval.core.media import describe_frame_times
-from faultline_eval.core.settings import SCEVAL_PROMPT_TEMPLATE
+from sceval_plugin.sceval_environment import SCEVAL_PROMPT_TEMPLATE
 
 JSON_SCHEMA_LINE = (
     'Reply with exactly one JSON object: {"answer": "<option key>", "confidence": "<low | medium | high>", '

@@ -37,12 +37,12 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from faultline_eval.core.settings import SCEVAL_NO_OPTION_SCORER_1, SCEVAL_NO_OPTION_SCORER_2
 from faultline_eval.judges import grade, make_judge, open_cache
 from faultline_eval.judges.base import CORRECT, JudgeRequest
 from sceval_plugin.conditions import Condition, ConditionRegistry
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.parsing import _FENCE, _json_objects
+from sceval_plugin.sceval_environment import SCEVAL_NO_OPTION_SCORER_1, SCEVAL_NO_OPTION_SCORER_2
 
 if TYPE_CHECKING:  # pragma: no cover
     from sceval_plugin.data.records import OmniItem

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pluggy
 
 from faultline_eval.core.plugin_host import DEBUG_ENV, PluginError, PluginHost, SkippedPlugin, env_flag
-from faultline_eval.core.settings import SCEVAL_DISABLE_PLUGIN_AUTOLOAD, SCEVAL_STRICT_PLUGINS
 from sceval_plugin import hookspecs
+from sceval_plugin.sceval_environment import SCEVAL_DISABLE_PLUGIN_AUTOLOAD, SCEVAL_STRICT_PLUGINS
 
 __all__ = [
     "DEBUG_ENV",

@@ -31,10 +31,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from faultline_eval.core.registry import PluginError, Registry
-from faultline_eval.core.trial import WRAPPED_TRIAL_KEY
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.plugins import fill_registry
 from sceval_plugin.render import reorder_options
+from sceval_plugin.sceval_trial import WRAPPED_TRIAL_KEY
 
 __all__ = [
     "GENERIC",

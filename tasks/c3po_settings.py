@@ -22,8 +22,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from c3po_plugin.c3po_environment import C3PO_RUNS
 from c3po_plugin.data.sources import SourceError
-from faultline_eval.core.settings import C3PO_JUDGE, C3PO_RUNS
+from faultline_eval.core.settings import C3PO_JUDGE
 from faultline_eval.judges import DEFAULT_JUDGE
 
 

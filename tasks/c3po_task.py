@@ -7,7 +7,7 @@ record is validated and every media file probed and decoded when the task is bui
 is reported, by sample id, before any model call. ``process_results`` grades the reply
 (:mod:`faultline_eval.tasks.c3po_grading`: exact match, then the judge named by ``C3PO_JUDGE``,
 with cached verdicts) and returns the record and the typed trial entry
-(:class:`faultline_eval.core.trial.C3POTrial`) the aggregations read.
+(:class:`c3po_plugin.c3po_trial.C3POTrial`) the aggregations read.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from loguru import logger
 
 from c3po_plugin import eval_prompt as prompts
 from c3po_plugin import metrics
+from c3po_plugin.c3po_trial import C3POTrial
 from c3po_plugin.data.records import C3POItem, item_from_row
 from c3po_plugin.data.sources import SourceError, checked_items
 from c3po_plugin.metrics import INVALID
 from c3po_plugin.templates import CATEGORIES, Template
 from faultline_eval.core import telemetry
 from faultline_eval.core.media import SAMPLE_RATE
-from faultline_eval.core.trial import C3POTrial
 from faultline_eval.tasks import video_frame_parts
 from faultline_eval.tasks.c3po_grading import grader, trial_record
 from faultline_eval.tasks.c3po_settings import task_settings

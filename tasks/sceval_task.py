@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 from faultline_eval.core import telemetry
 from faultline_eval.core.accuracy import mean_over_samples, worst_repeat_accuracy
 from faultline_eval.core.intake import bad_input_policy, decode_problem, refuse
-from faultline_eval.core.settings import SCEVAL_ON_BAD_INPUT
-from faultline_eval.core.trial import SCEvalTrial
 from faultline_eval.tasks import video_frame_parts
 from faultline_eval.tasks.task_hooks import excluded_trials, functions_by_name, invalid_count, record_exclusions
 from sceval_plugin import no_option_control as no_option
@@ -44,6 +42,8 @@ from sceval_plugin.eval_prompts import prompt_template
 from sceval_plugin.operators import SAMPLE_RATE, seed_scheme
 from sceval_plugin.parsing import INVALID_CATEGORIES, ParsedAnswer, parse_answer
 from sceval_plugin.render import Trial, control_not_applicable, render, reorder_options
+from sceval_plugin.sceval_environment import SCEVAL_ON_BAD_INPUT
+from sceval_plugin.sceval_trial import SCEvalTrial
 
 # --- docs ---------------------------------------------------------------------------------------
 
@@ -282,7 +282,7 @@ def process_results(doc: dict, results: list) -> dict:
     if condition.probe is not None:
         record["probe"] = probe_record(doc, condition, item, probed)
     # Small values: lmms-eval writes every metric's value into each per-sample line. The typed
-    # trial entry (faultline_eval.core.trial) carries what the aggregations and `sceval report`
+    # trial entry (sceval_plugin.sceval_trial) carries what the aggregations and `sceval report`
     # read (invalid category, original answer key, option count, stated confidence, item source,
     # a probe's donor), so the report need not decode the whole record.
     trial = SCEvalTrial.from_record(record).to_json()

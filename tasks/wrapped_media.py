@@ -103,8 +103,8 @@ from faultline_eval.core import decode_cache, media
 from faultline_eval.core.media_processing import decode_source_audio_track, video_duration
 from faultline_eval.core.paths import cache_dir
 from faultline_eval.core.record_fields import NO_AUDIO_TRACK, decode_audio, decode_frames, decode_track
-from faultline_eval.core.settings import SCEVAL_WRAPPED_MEDIA_GB
 from faultline_eval.core.store import replacing, write_atomic
+from sceval_plugin.sceval_environment import SCEVAL_WRAPPED_MEDIA_GB
 
 __all__ = [
     "FORMAT_VERSION",

@@ -26,7 +26,7 @@ and calls the base task's own functions (:func:`faultline_eval.tasks.base_task.b
   seeds), blank frames / silence for the missing-modality controls, no media for the shortcuts.
 * ``doc_to_messages``: the base's on the corrupted doc, each media part's url mapped the same way.
 * ``process_results``: the base's dict (the base metrics, aggregated by the base's own
-  aggregations) plus ``faultline_trial``: a :class:`~faultline_eval.core.trial.WrappedTrial`,
+  aggregations) plus ``faultline_trial``: a :class:`~sceval_plugin.sceval_trial.WrappedTrial`,
   which lmms-eval writes to the per-sample log and which never becomes a metric of the results
   (``model_wrappers.lmms_plugin.install_log_only_keys`` drops it before aggregation).
 
@@ -54,7 +54,6 @@ from loguru import logger
 
 from faultline_eval.core import telemetry
 from faultline_eval.core.identity import WRAPPED_DATASET_FIELD, WRAPPED_FIELD_PREFIX, WRAPPED_ROW_ID_FIELD
-from faultline_eval.core.trial import WRAPPED_TRIAL_KEY, WrappedTrial
 from faultline_eval.tasks.base_task import base_config, metric_specs
 from faultline_eval.tasks.task_hooks import functions_by_name
 from faultline_eval.tasks.wrap_configs import (
@@ -73,6 +72,7 @@ from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition
 from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION, GENERIC_OPEN_INSTRUCTION
 from sceval_plugin.render import BLANK_LEVEL, NO_MEDIA_CONTROLS, corrupt, corrupts
+from sceval_plugin.sceval_trial import WRAPPED_TRIAL_KEY, WrappedTrial
 from sceval_plugin.task_adapters import (
     TaskAdapter,
     corrupt_question,

@@ -150,12 +150,12 @@ def test_settings_page_has_a_row_per_setting_under_its_group():
 
 
 def test_sphinx_roles_link_ours_and_fail_on_a_typo():
-    resolve = sphinx_roles.module_resolver("faultline_eval.core.trial")
+    resolve = sphinx_roles.module_resolver("sceval_plugin.sceval_trial")
     text = sphinx_roles.rewrite(
         ":class:`SCEvalTrial`, :func:`numpy.asarray`, :exc:`ValueError`, :mod:`faultline_eval.core.nope`", resolve
     )
     assert text.split(", ") == [
-        '<autoref identifier="faultline_eval.core.trial.SCEvalTrial" optional><code>SCEvalTrial</code></autoref>',
+        '<autoref identifier="sceval_plugin.sceval_trial.SCEvalTrial" optional><code>SCEvalTrial</code></autoref>',
         "`numpy.asarray`",
         "`ValueError`",
         "[`faultline_eval.core.nope`][faultline_eval.core.nope]",  # required: --strict fails on it
@@ -222,7 +222,7 @@ def test_mkdocs_build_strict(tmp_path):
         missing = [name for name in exported if f'id="{module}.{name}"' not in page]
         assert not missing, f"{module}: exported but not on its API page: {missing}"
     trial = text_of(site, "reference/api/faultline_eval.core.trial")
-    assert 'id="faultline_eval.core.trial.SCEvalTrial"' in trial
+    assert 'id="faultline_eval.core.trial.TrialKind"' in trial
 
     # docs/_ext/measured.py ran: the figures are filled in, and the Benchmarks page names each run
     assert "{{ measured" not in text_of(site, "getting-started/install")

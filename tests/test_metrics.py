@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from faultline_eval.core.stats import compare_two
 from sceval_plugin.metrics import (
     add_drops,
     bootstrap_means,
@@ -224,3 +225,47 @@ def test_mixed_prompts_or_datasets_are_refused():
         check_comparable(pd.concat([a, c]), INFO)
     cot = frame([("m1", "prompt_cot_clean", "s1", 0, 1, None)], prompt_id="sceval-cot-v1")
     check_comparable(pd.concat([a, cot]), INFO)  # prompt variants are their own block
+
+
+def test_compare_two_is_the_reports_model_vs_model_comparison_in_the_order_asked():
+    """One paired comparison (core.stats.compare_two) serves the report and the viewer: its rows are
+    the report's model-vs-model rows, with A and B as asked (not in name order), Holm within each family."""
+    rows = acc_rows("zeta", {"clean": 0.9, "single_noise_v70": 0.3, "single_mute_a70": 0.8})
+    rows += acc_rows("alpha", {"clean": 0.5, "single_noise_v70": 0.7, "single_mute_a70": 0.8})
+    trials = frame(rows)
+    samples, summary = summarise(trials)
+    report = comparisons(samples, summary, INFO, b=200)
+    report = report[report["kind"] == "model_vs_model"].set_index("condition_a")
+    assert set(report["model_a"]) == {"alpha"}  # the report orders a pair by name
+    families = {cid: c.family for cid, c in INFO.items()}
+    two = compare_two(samples, "zeta", "alpha", families=families, b=200)
+    assert list(two.index) == sorted(report.index) and set(two["model_a"]) == {"zeta"}
+    for cell, row in two.iterrows():
+        theirs = report.loc[cell]
+        assert (row["n"], row["b"], row["c"]) == (theirs["n"], theirs["c"], theirs["b"])  # A and B swapped
+        assert row["diff"] == pytest.approx(-theirs["diff"]) and row["p_holm"] == pytest.approx(theirs["p_holm"])
+        assert row["ci_low"] == pytest.approx(-theirs["ci_high"]) and row["family"] == theirs["family"]
+    assert two.loc["clean", "diff"] == pytest.approx(0.4) and two.loc["single_mute_a70", "diff"] == 0
+    # no common row or no common sample: nothing compared, nothing invented
+    assert compare_two(samples, "zeta", "nobody").empty
+
+
+def test_the_compare_page_orders_cells_by_the_size_of_the_change():
+    """The viewer's changed-cells table: largest |B - A| first, its interval B - A, untested cells last."""
+    from faultline_eval.viewer.compare import changed_cells
+
+    rows = acc_rows("a", {"clean": 0.9, "single_noise_v70": 0.5, "single_mute_a70": 0.9})
+    rows += acc_rows("b", {"clean": 0.8, "single_noise_v70": 0.9, "single_mute_a70": 0.1})
+    samples, _ = summarise(frame(rows))
+    tested = compare_two(samples, "a", "b", b=200)
+    counts = pd.DataFrame({"a_only": [3], "b_only": [1]}, index=["clean"])
+    table = changed_cells(["clean", "single_mute_a70", "single_noise_v70", "untested_cell"], tested, counts)
+    assert list(table.index) == ["single_mute_a70", "single_noise_v70", "clean", "untested_cell"]
+    assert table.loc["single_mute_a70", "change"] == pytest.approx(-0.8)
+    assert table.loc["single_noise_v70", "change_low"] <= 0.4 <= table.loc["single_noise_v70", "change_high"]
+    assert (table.loc["clean", "a_only"], table.loc["clean", "b_only"], table.loc["untested_cell", "a_only"]) == (
+        3,
+        1,
+        0,
+    )
+    assert not table.loc["untested_cell", "tested"] and bool(table.loc["single_mute_a70", "significant"])

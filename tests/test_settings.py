@@ -1,4 +1,4 @@
-"""The settings registry (``faultline_eval.core.settings``) and the code agree: every environment
+"""The settings registry (``faultline_eval.core.settings``, each benchmark declaring its own) and the code agree: every environment
 variable of ours that the code names is declared once, with its default and meaning, every declared
 one is read, and the defaults in the table are the ones the code uses. The settings reference page
 is generated from the same table, so a variable that passes here is documented there."""
@@ -8,22 +8,15 @@ from __future__ import annotations
 import ast
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
+from c3po_plugin.c3po_environment import C3PO_ON_BAD_INPUT
 from c3po_plugin.data import sources as c3po_sources
 from faultline_eval.core import decode_cache, intake, media, offline, paths, settings, store
-from faultline_eval.core.settings import (
-    C3PO_ON_BAD_INPUT,
-    GROUPS,
-    SCEVAL_ON_BAD_INPUT,
-    SCEVAL_SEED_SCHEME,
-    SCEVAL_STRESS_ONLY,
-    SETTINGS,
-    THIRD_PARTY,
-    Setting,
-)
+from faultline_eval.core.settings import GROUPS, SETTINGS, THIRD_PARTY, Setting
 from faultline_eval.judges import make_judge, open_cache
 from faultline_eval.model_wrappers import openai_client
 from faultline_eval.tasks import wrapped_media
@@ -32,10 +25,14 @@ from sceval_plugin import no_option_control
 from sceval_plugin.data import manifest
 from sceval_plugin.data import sources as sceval_sources
 from sceval_plugin.operators import SEED_SCHEMES, seed_scheme
+from sceval_plugin.sceval_environment import SCEVAL_ON_BAD_INPUT, SCEVAL_SEED_SCHEME, SCEVAL_STRESS_ONLY
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("sceval_plugin", "c3po_plugin", "faultline_eval", "tasks", "model_wrappers")
-SETTINGS_FILE = Path(settings.__file__).resolve()
+#: The modules that declare settings (the core's table, each benchmark's): reading happens elsewhere.
+DECLARING_FILES = {
+    Path(sys.modules[module].__file__).resolve() for module in {SETTINGS.module_of(s.name) for s in SETTINGS}
+}
 #: A variable of ours: the three prefixes the project's settings carry.
 OURS = re.compile(r"\b(?:SCEVAL|C3PO|FAULTLINE)_[A-Z0-9_]+\b")
 
@@ -85,24 +82,24 @@ def test_every_variable_of_ours_the_code_names_is_declared():
             for name in OURS.findall(text):
                 named.setdefault(name, set()).add(str(path.relative_to(ROOT)))
     undeclared = {name: sorted(where) for name, where in named.items() if name not in declared}
-    assert not undeclared, f"declare these in faultline_eval/core/settings.py: {undeclared}"
+    assert not undeclared, f"declare these in faultline_eval/core/settings.py or the benchmark's: {undeclared}"
     assert len(named) >= 30  # the scan sees the code (36 names today)
 
 
 def test_every_declared_setting_is_read_outside_the_registry():
     """Each setting's object (or, for a bare lookup, its exact name) is used by some module other
-    than settings.py: the table declares nothing that no code reads."""
+    than the ones declaring settings: the table declares nothing that no code reads."""
     used: set[str] = set()
     for path, tree in SOURCES.items():
-        if path.resolve() != SETTINGS_FILE:
+        if path.resolve() not in DECLARING_FILES:
             used |= _identifiers(tree) | set(_strings(tree))
     unread = [s.name for s in SETTINGS if s.name not in used]
-    assert not unread, f"declared in settings.py but read nowhere: {unread}"
+    assert not unread, f"declared but read nowhere: {unread}"
 
 
 def test_third_party_variables_are_ones_the_code_reads_or_names():
-    texts = [text for path, tree in SOURCES.items() if path.resolve() != SETTINGS_FILE for text in _strings(tree)]
-    used = set().union(*(_identifiers(tree) for path, tree in SOURCES.items() if path.resolve() != SETTINGS_FILE))
+    texts = [text for path, tree in SOURCES.items() if path.resolve() not in DECLARING_FILES for text in _strings(tree)]
+    used = set().union(*(_identifiers(tree) for path, tree in SOURCES.items() if path.resolve() not in DECLARING_FILES))
     for setting in THIRD_PARTY:
         assert setting.name in used or any(setting.name in text for text in texts), setting.name
         assert not OURS.fullmatch(setting.name), f"{setting.name} is ours: declare it in SETTINGS"
@@ -113,8 +110,9 @@ def test_the_table_is_well_formed():
     names = [s.name for s in table]
     assert len(names) == len(set(names)), "a setting is declared twice"
     for setting in table:
-        # the module attribute is the variable's name, so code reads e.g. ``SCEVAL_SOURCE.get()``
-        assert getattr(settings, setting.name) is setting
+        # the declaring module's attribute is the variable's name, so code reads e.g. ``SCEVAL_SOURCE.get()``
+        if setting not in THIRD_PARTY:
+            assert getattr(sys.modules[SETTINGS.module_of(setting.name)], setting.name) is setting
         assert settings.by_name(setting.name) is setting
         assert setting.doc.strip() and setting.doc.rstrip().endswith((".", ")")), setting.name
         assert setting.default is None or setting.default.strip() == setting.default != "", setting.name
@@ -234,3 +232,19 @@ def test_the_offline_defaults_are_the_tables(unset, monkeypatch):
     offline.use_offline_defaults()
     assert os.environ["HF_HUB_OFFLINE"] == "0"  # what the user set stays
     assert all(os.environ[s.name] == s.default for s in group if s.name != "HF_HUB_OFFLINE")
+
+
+def test_each_benchmark_declares_its_own_settings_and_the_old_names_still_import():
+    """The core declares what every layer reads (caches, media, judges, serving); SCEval's and
+    C3PO's own settings live in their packages and join the one table when those are imported."""
+    modules = {s.name: SETTINGS.module_of(s.name) for s in SETTINGS}
+    assert modules["SCEVAL_SOURCE"] == "sceval_plugin.sceval_environment"
+    assert modules["C3PO_BUILD_AUDITOR"] == "c3po_plugin.c3po_environment"
+    assert modules["SCEVAL_CACHE"] == modules["C3PO_JUDGE"] == "faultline_eval.core.settings"
+    core_source = Path(settings.__file__).read_text()
+    assert "C3PO_BUILD_CLASSIFIER = Setting(" not in core_source and "SCEVAL_SOURCE = Setting(" not in core_source
+    with pytest.warns(DeprecationWarning, match="use 'from c3po_plugin.c3po_environment import C3PO_BUILD_AUDITOR'"):
+        old = settings.C3PO_BUILD_AUDITOR
+    assert old is settings.by_name("C3PO_BUILD_AUDITOR")
+    with pytest.raises(ValueError, match="SCEVAL_SOURCE is declared twice"):
+        SETTINGS.declare("elsewhere", Setting("SCEVAL_SOURCE", None, "again.", group="Data sources"))

@@ -1,4 +1,5 @@
-"""The typed trial record (faultline_eval/core/trial.py): schema 2 written, schema 1 still read.
+"""The typed trial record (faultline_eval/core/trial.py, each benchmark's trial type registered with it):
+schema 2 written, schema 1 still read.
 
 ``tests/data/schema1_run`` holds per-sample lines written by the code before schema 2 (tag
 pre26, the ``--limit 10`` job; lmms-eval's ``input`` prompt left out, paths cut): their trial
@@ -15,20 +16,22 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from c3po_plugin.c3po_trial import C3POTrial
 from c3po_plugin.report.reader import read_runs as read_c3po_runs
 from faultline_eval.core import run_logs
+from faultline_eval.core import trial as core_trial
 from faultline_eval.core.trial import (
     SCHEMA_FILE,
     SCHEMA_VERSION,
-    STRESS_ONLY,
-    C3POTrial,
-    SCEvalTrial,
+    TRIAL_KINDS,
     TrialEntryError,
     json_schema,
+    kind_of_line,
     schema_text,
 )
 from faultline_eval.tasks import c3po_task, sceval_task
 from sceval_plugin.report.reader import read_runs as read_sceval_runs
+from sceval_plugin.sceval_trial import STRESS_ONLY, SCEvalTrial, WrappedTrial
 
 SCHEMA_1_RUN = Path(__file__).parent / "data" / "schema1_run"
 ENTRY_KEYS = (
@@ -57,13 +60,16 @@ def _rewrite(folder: Path, out: Path, change) -> Path:
 
 
 def _as_schema_2(line: dict) -> dict:
-    kind = C3POTrial if "c3po_accuracy" in line else SCEvalTrial
+    kind = kind_of_line(line).trial
     return {k: kind.from_json(v).to_json() if k in ENTRY_KEYS else v for k, v in line.items()}
 
 
+BUILT_IN_KINDS = [TRIAL_KINDS.get(name) for name in ("sceval", "wrapped", "c3po")]
+
+
 def test_the_committed_json_schema_is_the_codes():
-    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), (
-        "trial_schema.json is stale: run python -m faultline_eval.core.trial"
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(BUILT_IN_KINDS), (
+        "trial_schema.json is stale: run python -m faultline_eval.core.trial sceval_plugin c3po_plugin"
     )
     assert json_schema()["$defs"]["SCEvalTrial"]["properties"]["schema_version"] == {"const": SCHEMA_VERSION}
 
@@ -180,10 +186,47 @@ def test_reports_read_schema_1_and_schema_2_logs_alike(tmp_path):
 def test_the_task_aggregations_read_both_schemas():
     for name, lines in _lines(SCHEMA_1_RUN).items():
         old = [line["c3po_accuracy" if "c3po_record" in line else "sceval_accuracy"] for line in lines]
-        new = [(C3POTrial if "t" in e else SCEvalTrial).from_json(e).to_json() for e in old]
+        new = [kind_of_line(line).trial.from_json(e).to_json() for line, e in zip(lines, old)]
         metrics = {m: f for m, (f, _) in c3po_task.METRICS.items()} if "c3po" in name else sceval_task.METRICS
         for metric, aggregate in metrics.items():
             if "invalid" in metric or "excluded" in metric:
                 continue
             a, b = aggregate(old), aggregate(new)
             assert a == b or (math.isnan(a) and math.isnan(b)), (name, metric)
+
+
+def test_each_benchmark_registers_its_trial_kind_and_the_core_names_none():
+    """The core holds what every trial has; the benchmarks' types live with them and are found by
+    kind (the per-sample key of their entries), so a reader of any log needs no list of benchmarks."""
+    assert {k.name: (k.trial, k.entry_key) for k in BUILT_IN_KINDS} == {
+        "sceval": (SCEvalTrial, "sceval_accuracy"),
+        "wrapped": (WrappedTrial, "faultline_trial"),
+        "c3po": (C3POTrial, "c3po_accuracy"),
+    }
+    core_source = Path(core_trial.__file__).read_text()
+    assert "class SCEvalTrial" not in core_source and "class C3POTrial" not in core_source
+    for lines in _lines(SCHEMA_1_RUN).values():
+        for line in lines:
+            assert kind_of_line(line).name == ("c3po" if "c3po_record" in line else "sceval")
+    with pytest.raises(TrialEntryError, match=r"f.jsonl:2: holds no trial entry of a known kind .*c3po_accuracy"):
+        kind_of_line({"doc_id": 0}, "f.jsonl:2")
+
+
+@pytest.mark.parametrize(
+    "name,new",
+    [
+        ("SCEvalTrial", "sceval_plugin.api"),
+        ("WrappedTrial", "sceval_plugin.api"),
+        ("STRESS_ONLY", "sceval_plugin.api"),
+        ("WRAPPED_TRIAL_KEY", "sceval_plugin.api"),
+        ("C3POTrial", "c3po_plugin.api"),
+    ],
+)
+def test_the_moved_trial_names_still_import_from_the_core_with_a_warning(name, new):
+    import importlib
+
+    with pytest.warns(DeprecationWarning, match=rf"use 'from {new} import {name}' instead of 'from faultline_eval"):
+        value = getattr(core_trial, name)
+    assert value is getattr(importlib.import_module(new), name)
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchTrial'"):
+        core_trial.NoSuchTrial  # noqa: B018

@@ -30,11 +30,11 @@ import soundfile
 from PIL import Image
 from test_viewer import BROWSER_ARGS, CHROMIUM, selected, watched_page
 
-from faultline_eval.core.trial import WrappedTrial
 from faultline_eval.tasks import wrap_configs
 from faultline_eval.tasks.base_task import aggregate
 from sceval_plugin.metrics.modality_audit import CONTROLS
 from sceval_plugin.render import BLANK_LEVEL, corrupt
+from sceval_plugin.sceval_trial import WrappedTrial
 
 BIN = Path(sys.executable).parent
 LIMIT = 4  # docs per task (MME: both questions of two images)

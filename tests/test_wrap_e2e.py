@@ -32,8 +32,8 @@ import pandas as pd
 import pytest
 from wrap_datasets import PreparedCopies
 
-from faultline_eval.core.trial import WrappedTrial
 from faultline_eval.tasks import wrap_configs
+from sceval_plugin.sceval_trial import WrappedTrial
 
 pytestmark = pytest.mark.slow
 

@@ -26,10 +26,10 @@ import sys
 import pytest
 from wrap_datasets import BUILDERS, PreparedCopies
 
-from faultline_eval.core.trial import WrappedTrial
 from faultline_eval.tasks import wrap_configs
 from faultline_eval.tasks.base_task import metric_specs
 from faultline_eval.tasks.wrapped_media import SOURCE_FRAMES
+from sceval_plugin.sceval_trial import WrappedTrial
 
 pytestmark = pytest.mark.slow
 

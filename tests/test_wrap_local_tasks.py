@@ -26,9 +26,9 @@ import pytest
 import wrap_datasets as wd
 
 from faultline_eval import commands
-from faultline_eval.core.trial import WrappedTrial
 from faultline_eval.tasks import base_task
 from faultline_eval.tasks.local_data import LocalDataError, local_dataset
+from sceval_plugin.sceval_trial import WrappedTrial
 
 LIMIT = 4
 

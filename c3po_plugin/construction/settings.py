@@ -37,8 +37,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from c3po_plugin.c3po_environment import C3PO_BUILD_AUDITOR, C3PO_BUILD_CLASSIFIER
 from c3po_plugin.construction.model_specs import model_identity, model_label
-from faultline_eval.core.settings import C3PO_BUILD_AUDITOR, C3PO_BUILD_CLASSIFIER
 from faultline_eval.core.store import write_atomic
 
 #: App. I: the generator's Zero-Hint list ("audio", "video", "image", "narrator", "speaker",

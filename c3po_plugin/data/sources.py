@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from c3po_plugin.c3po_environment import C3PO_HF_SPLIT, C3PO_ON_BAD_INPUT, C3PO_SOURCE
 from c3po_plugin.data.records import MEDIA_FIELDS, C3POItem, check_media, item_from_row
 from faultline_eval.core.identity import content_fingerprint, media_digest
 from faultline_eval.core.intake import (
@@ -34,7 +35,6 @@ from faultline_eval.core.intake import (
     read_rows,
     refuse,
 )
-from faultline_eval.core.settings import C3PO_HF_SPLIT, C3PO_ON_BAD_INPUT, C3PO_SOURCE
 
 SOURCE_ENV = C3PO_SOURCE.name
 SPLIT_ENV = C3PO_HF_SPLIT.name

@@ -4,7 +4,7 @@ An output folder (``lmms-eval eval --tasks c3po_all --log_samples --output_path 
 ``<timestamp>_results.json`` and one ``<timestamp>_samples_<task>.jsonl`` per task, possibly under
 a model subfolder (found and labelled by :mod:`faultline_eval.core.run_logs`). Each JSONL line
 carries our metric values: ``c3po_accuracy`` is the trial entry
-(:class:`faultline_eval.core.trial.C3POTrial`, schema 2, or schema 1's single-letter keys), and
+(:class:`c3po_plugin.c3po_trial.C3POTrial`, schema 2, or schema 1's single-letter keys), and
 ``c3po_record`` the full record, which lmms-eval may log as a Python ``repr`` string.
 
 Trial identity: (model, folder, sample, run index), the folder being the one that holds the
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from c3po_plugin.c3po_trial import C3POTrial
 from c3po_plugin.templates import registry
 from faultline_eval.core.identity import fingerprint_of
 from faultline_eval.core.model_names import ModelNames
@@ -31,7 +32,6 @@ from faultline_eval.core.run_logs import (
     sample_lines,
     trial_from_line,
 )
-from faultline_eval.core.trial import C3POTrial
 
 SAMPLES_GLOB = "*_samples_c3po_*.jsonl"
 ENTRY_KEY = "c3po_accuracy"

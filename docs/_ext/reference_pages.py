@@ -306,8 +306,9 @@ def settings_page(settings: Sequence[Setting] | None = None, third_party: Sequen
         GENERATED_NOTE,
         "",
         "Every environment variable the project reads, with its default (what the code does when it is unset "
-        f"or blank). Each is declared once, in [`{SETTINGS_MODULE}`](api/{SETTINGS_MODULE}.md), which the code "
-        "reads it through; the guides explain when to set which. Link to one as `settings.md#NAME`.",
+        f"or blank). Each is declared once, in [`{SETTINGS_MODULE}`](api/{SETTINGS_MODULE}.md) or its benchmark's "
+        "package (`sceval_plugin.sceval_environment`, `c3po_plugin.c3po_environment`), which the code reads it "
+        "through; the guides explain when to set which. Link to one as `settings.md#NAME`.",
         "",
     ]
     groups: dict[str, list[Setting]] = {}
@@ -323,8 +324,15 @@ def settings_page(settings: Sequence[Setting] | None = None, third_party: Sequen
 
 
 TRIAL_SCHEMA = ROOT / "faultline_eval" / "core" / "trial_schema.json"
-#: The module whose dataclasses the schema is made from (``$defs`` names are its class names).
+#: The module that reads and writes trial entries; each benchmark's trial type (a ``$defs`` name) lives in its own.
 TRIAL_MODULE = "faultline_eval.core.trial"
+
+
+def trial_module(kind: str) -> str:
+    """The module defining the trial type ``kind`` (a ``$defs`` name), found among the registered
+    kinds (importing the benchmark packages registers theirs)."""
+    kinds = importlib.import_module(TRIAL_MODULE).TRIAL_KINDS
+    return next((k.trial.__module__ for k in kinds if k.trial.__name__ == kind), TRIAL_MODULE)
 
 
 def schema_type(prop: dict[str, Any]) -> str:
@@ -350,7 +358,8 @@ def schema_page(path: Path = TRIAL_SCHEMA) -> str:
         GENERATED_NOTE,
         "",
         f"{md(schema.get('title', '')).rstrip('.')}. The JSON Schema is `faultline_eval/core/trial_schema.json` ({code(schema.get('$id', ''))}); "
-        "[`faultline_eval.core.trial`](api/faultline_eval.core.trial.md) reads and writes it.",
+        "[`faultline_eval.core.trial`](api/faultline_eval.core.trial.md) reads and writes it; each benchmark "
+        "registers its trial type there.",
         "",
     ]
     for kind, spec in schema["$defs"].items():
@@ -358,13 +367,13 @@ def schema_page(path: Path = TRIAL_SCHEMA) -> str:
         lines += [
             f"## `{kind}` {{#{kind}}}",
             "",
-            docstring(spec.get("description", ""), TRIAL_MODULE, kind),
+            docstring(spec.get("description", ""), trial_module(kind), kind),
             "",
             "| field | type | required | description |",
             "|---|---|---|---|",
         ]
         for field, prop in spec["properties"].items():
-            text = cell(docstring(prop.get("description", ""), TRIAL_MODULE, kind))
+            text = cell(docstring(prop.get("description", ""), trial_module(kind), kind))
             lines.append(f"| `{field}` | {schema_type(prop)} | {'yes' if field in required else ''} | {text} |")
         lines.append("")
     return "\n".join(lines)

@@ -17,16 +17,22 @@ The warning is a :class:`DeprecationWarning` attributed to the line that imports
 name (``stacklevel=2``), so Python shows it in ``__main__`` and test runners show it in the
 plugin's own tests; ``python -W error::DeprecationWarning`` turns each into an error, to find
 them all.
+
+A module that stays while some of its names move (the core's trial module, whose benchmark trial
+types moved to their benchmarks) gets a ``__getattr__`` from :func:`moved_names`, which names
+each new home by its module path: a module of the core may not import the benchmarks, so the
+home is imported on first use (an import by name, as the plugin host imports plugins).
 """
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-__all__ = ["DEPRECATED_SINCE", "REMOVED_IN", "moved_module"]
+__all__ = ["DEPRECATED_SINCE", "REMOVED_IN", "moved_module", "moved_names"]
 
 #: The release whose changelog announced the old paths as deprecated.
 DEPRECATED_SINCE = "0.3"
@@ -77,6 +83,32 @@ def moved_module(
         return sorted({*(n for n in dir(new) if not n.startswith("_")), *homes})
 
     return __getattr__, __dir__, names
+
+
+def moved_names(old: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """The ``__getattr__`` of module ``old``, some of whose names moved: ``homes`` maps each moved
+    name to its new module's path. Reading one imports that module, warns naming the import to use
+    (the new package's plugin API, ``<package>.api``, when it exports the name) and returns the very
+    object; any other unknown name is an ``AttributeError``."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in homes:
+            raise AttributeError(f"module {old!r} has no attribute {name!r}")
+        home = importlib.import_module(homes[name])  # a declared move: the path is named above
+        try:
+            api: ModuleType | None = importlib.import_module(f"{home.__name__.split('.')[0]}.api")
+        except ModuleNotFoundError:  # a package without a plugin API: point to the module itself
+            api = None
+        value = getattr(home, name)
+        warnings.warn(
+            f"{old}.{name} is deprecated since {DEPRECATED_SINCE} and goes in {REMOVED_IN}: "
+            f"use {_new_import(name, value, home, api)} instead of 'from {old} import {name}'",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return value
+
+    return __getattr__
 
 
 def _new_import(name: str, value: object, home: ModuleType, api: ModuleType | None) -> str:

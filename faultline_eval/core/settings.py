@@ -1,29 +1,53 @@
 """Every environment variable of the project, declared once: its name, default and meaning.
 
 The project is configured by command-line flags and, where lmms-eval gives a task or model no
-configuration of its own, by environment variables. Each variable is a :class:`Setting` here,
-and :data:`SETTINGS` is the one table of them: the settings reference page
+configuration of its own, by environment variables. Each variable is a :class:`Setting`, and
+:data:`SETTINGS` is the one table of them: the settings reference page
 (``docs/reference/settings.md``) is generated from it and ``tests/test_settings.py`` fails when
 the code names a ``SCEVAL_*``/``C3PO_*``/``FAULTLINE_*`` variable that is not in it, or the
-table declares one that nothing reads.
+table declares one that nothing reads. This module declares the core's own settings (caches,
+media limits, the judges', served models', the store's, the offline defaults); each benchmark
+declares its own in its package (:mod:`sceval_plugin.sceval_environment`,
+:mod:`c3po_plugin.c3po_environment`), which adds them to the table when the package is imported.
 
 A module reads its setting through the object (``SCEVAL_SOURCE.get()``), so the default lives
-here only; checking and parsing the value stay in the module that uses it, next to the error
-message that names the setting. This module is a catalogue: it imports nothing of the project,
-so it may name settings that only a plugin or a model wrapper reads.
+where the setting is declared only; checking and parsing the value stay in the module that uses
+it, next to the error message that names the setting. This module imports nothing of the project.
 
 The rule for every setting: a variable that is unset, empty or only spaces counts as unset
 (:meth:`Setting.get` then gives the default), except where :meth:`Setting.raw` is read to keep
 a value exactly as given (a folder path).
+
+The benchmarks' settings were declared here until 0.3; they still import from here, with a
+``DeprecationWarning`` naming their new module (until 0.4).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-__all__ = ["GROUPS", "SETTINGS", "THIRD_PARTY", "Setting", "by_name"]
+from faultline_eval.core.moved_modules import moved_names
+
+__all__ = [
+    "GROUPS",
+    "GROUP_CACHES",
+    "GROUP_MEDIA",
+    "GROUP_DATA",
+    "GROUP_PROTOCOL",
+    "GROUP_PLUGINS",
+    "GROUP_JUDGES",
+    "GROUP_SERVING",
+    "GROUP_DEBUG",
+    "GROUP_OFFLINE",
+    "SETTINGS",
+    "THIRD_PARTY",
+    "Setting",
+    "SettingsTable",
+    "by_name",
+]
 
 
 @dataclass(frozen=True)
@@ -61,68 +85,117 @@ class Setting:
         return "" if self.default is None else self.default
 
 
+# --- the groups of the reference table, in its order ------------------------------------------------
+GROUP_CACHES = "Paths and caches"
+GROUP_MEDIA = "Media limits"
+GROUP_DATA = "Data sources"
+GROUP_PROTOCOL = "Prompts, variants and runs"
+GROUP_PLUGINS = "Plugins"
+GROUP_JUDGES = "Judges"
+GROUP_SERVING = "Served models and API keys"
+GROUP_DEBUG = "Durability and debugging"
+GROUP_OFFLINE = "Offline defaults"
+#: The groups of :data:`SETTINGS`, in order.
+GROUPS: tuple[str, ...] = (
+    GROUP_CACHES,
+    GROUP_MEDIA,
+    GROUP_DATA,
+    GROUP_PROTOCOL,
+    GROUP_PLUGINS,
+    GROUP_JUDGES,
+    GROUP_SERVING,
+    GROUP_DEBUG,
+    GROUP_OFFLINE,
+)
+
+
+class SettingsTable:
+    """Every declared setting, in the reference table's order: by group (:data:`GROUPS`' order),
+    then by the declaring module's name, then in declaration order (so the order does not depend
+    on which package was imported first). The core declares its own below; each benchmark
+    declares its own (:meth:`declare`) when its package is imported."""
+
+    def __init__(self) -> None:
+        self._declared: dict[str, tuple[Setting, str]] = {}  # name -> (setting, declaring module)
+
+    def declare(self, module: str, *settings: Setting) -> None:
+        """Add ``settings``, declared in ``module`` (its ``__name__``; each is that module's
+        attribute of the same name). Declaring one again from the same module (a reload) is a
+        no-op; a name declared twice, or a group not in :data:`GROUPS`, is a ``ValueError``."""
+        for setting in settings:
+            if setting.group not in GROUPS:
+                raise ValueError(f"{module}: {setting.name}'s group {setting.group!r} is none of {GROUPS}")
+            known = self._declared.get(setting.name)
+            if known is not None and known[1] != module:
+                raise ValueError(f"{setting.name} is declared twice: in {known[1]} and in {module}")
+            self._declared[setting.name] = (setting, module)
+
+    def module_of(self, name: str) -> str:
+        """The module that declares the setting ``name``."""
+        return self._declared[name][1]
+
+    def __iter__(self) -> Iterator[Setting]:
+        rank = {group: k for k, group in enumerate(GROUPS)}
+        entries = list(self._declared.values())
+        order = sorted(range(len(entries)), key=lambda k: (rank[entries[k][0].group], entries[k][1], k))
+        return iter([entries[k][0] for k in order])
+
+    def __len__(self) -> int:
+        return len(self._declared)
+
+
 # --- paths and caches ------------------------------------------------------------------------------
-_CACHES = "Paths and caches"
 
 SCEVAL_CACHE = Setting(
     "SCEVAL_CACHE",
     "~/.cache/sceval",
     "The folder of everything cached between runs: decoded media, model reply stores, generated task "
     "files, wrapped tasks' media and judge verdicts. Its name is historical: it serves C³PO too.",
-    group=_CACHES,
+    group=GROUP_CACHES,
 )
 SCEVAL_DECODE_CACHE_MEMORY_MB = Setting(
     "SCEVAL_DECODE_CACHE_MEMORY_MB",
     "1024",
     "The decode cache's in-memory layer, in MB per process (least recently used media are dropped "
     "past it); 0 turns the layer off.",
-    group=_CACHES,
+    group=GROUP_CACHES,
 )
 SCEVAL_DECODE_CACHE_GB = Setting(
     "SCEVAL_DECODE_CACHE_GB",
     "20",
     "The decode cache's disk layer under $SCEVAL_CACHE/decoded, in GB (decimal; least recently "
     "written files are deleted down to 90 % past it); 0 turns the layer off.",
-    group=_CACHES,
-)
-SCEVAL_WRAPPED_MEDIA_GB = Setting(
-    "SCEVAL_WRAPPED_MEDIA_GB",
-    "50",
-    "The bound on the corrupted media files of wrapped lmms-eval tasks under "
-    "$SCEVAL_CACHE/wrapped_media, in GB (least recently used files are deleted down to 90 % past "
-    "it); 0 means no bound.",
-    group=_CACHES,
+    group=GROUP_CACHES,
 )
 
 # --- media limits ----------------------------------------------------------------------------------
-_MEDIA = "Media limits"
 
 FAULTLINE_MAX_FRAME_SIDE = Setting(
     "FAULTLINE_MAX_FRAME_SIDE",
     "1920",
     "The longest side of an image or video frame, in pixels: longer ones are downscaled to it, "
     "keeping the aspect ratio. A positive integer.",
-    group=_MEDIA,
+    group=GROUP_MEDIA,
 )
 FAULTLINE_MAX_MEGAPIXELS = Setting(
     "FAULTLINE_MAX_MEGAPIXELS",
     "50",
     "An image or video frame larger than this many megapixels (read from the file's header) is "
     "rejected as bad input. A positive number.",
-    group=_MEDIA,
+    group=GROUP_MEDIA,
 )
 FAULTLINE_MAX_CLIP_SECONDS = Setting(
     "FAULTLINE_MAX_CLIP_SECONDS",
     "600",
     "A video longer than this many seconds is rejected as bad input. A positive number.",
-    group=_MEDIA,
+    group=GROUP_MEDIA,
 )
 FAULTLINE_MAX_AUDIO_SECONDS = Setting(
     "FAULTLINE_MAX_AUDIO_SECONDS",
     "600",
     "Audio longer than this many seconds is rejected as bad input (cutting it would change the "
     "evidence). A positive number.",
-    group=_MEDIA,
+    group=GROUP_MEDIA,
 )
 FAULTLINE_MAX_SOURCE_VIDEO_MB = Setting(
     "FAULTLINE_MAX_SOURCE_VIDEO_MB",
@@ -130,7 +203,7 @@ FAULTLINE_MAX_SOURCE_VIDEO_MB = Setting(
     "The memory, in MB, that every frame of one video may take decoded when a wrapped lmms-eval "
     "task hands the model the whole clip (`frames=source`, the default): a clip over it is refused "
     "naming this setting (raise it, or wrap with `--frames sceval_grid`). A positive number.",
-    group=_MEDIA,
+    group=GROUP_MEDIA,
 )
 FAULTLINE_FRAME_SAMPLING = Setting(
     "FAULTLINE_FRAME_SAMPLING",
@@ -138,214 +211,56 @@ FAULTLINE_FRAME_SAMPLING = Setting(
     "Which frames of a video a model is shown: `uniform` over the whole clip (the papers' "
     "sampling) or `head`, the first 8 seconds only.",
     choices=("uniform", "head"),
-    group=_MEDIA,
-)
-
-# --- data sources ----------------------------------------------------------------------------------
-_DATA = "Data sources"
-#: What both benchmarks do with a bad record (intake.POLICIES holds the same two).
-_BAD_INPUT = ("error", "exclude")
-
-SCEVAL_SOURCE = Setting(
-    "SCEVAL_SOURCE",
-    "demo",
-    "Where SCEval's items come from: `demo` (the embedded synthetic set), a folder holding "
-    "items.jsonl or items.parquet, such a file, `hf:<repo id or local copy>` (the authors' release) "
-    "or `lmms:<task>[@<local copy>]` (an lmms-eval benchmark, through a task adapter).",
-    group=_DATA,
-)
-SCEVAL_HF_MODE = Setting(
-    "SCEVAL_HF_MODE",
-    "apply",
-    "For an `hf:` SCEval source: `apply` runs our operators on the release's clean items; "
-    "`released` runs the release's own pre-corrupted variants, mapped to our condition ids.",
-    choices=("apply", "released"),
-    group=_DATA,
-)
-SCEVAL_ON_BAD_INPUT = Setting(
-    "SCEVAL_ON_BAD_INPUT",
-    "error",
-    "What an SCEval task does when the source has bad records (every one is listed before any "
-    "model call): `error` refuses to run, `exclude` runs the rest.",
-    choices=_BAD_INPUT,
-    group=_DATA,
-)
-SCEVAL_MANIFEST = Setting(
-    "SCEVAL_MANIFEST",
-    None,
-    "The annotation manifest (a JSON or JSON-lines file, written by `sceval build manifest`) that "
-    "says which samples and corruption cells count. Unset: every trial counts.",
-    group=_DATA,
-)
-SCEVAL_STRESS_ONLY = Setting(
-    "SCEVAL_STRESS_ONLY",
-    "run",
-    "Trials the manifest marks stress-only (a cell that does not preserve the gold answer): `run` "
-    "runs and records them outside the headline metrics; `exclude` leaves them out before any "
-    "model call.",
-    choices=("run", "exclude"),
-    group=_DATA,
-)
-C3PO_SOURCE = Setting(
-    "C3PO_SOURCE",
-    "demo",
-    "Where C³PO's items come from: `demo` (the embedded synthetic set), a folder holding "
-    "items.jsonl or items.parquet, such a file, or `hf:<repo id or local copy>`.",
-    group=_DATA,
-)
-C3PO_HF_SPLIT = Setting(
-    "C3PO_HF_SPLIT",
-    "test",
-    "The split read from an `hf:` C³PO source.",
-    group=_DATA,
-)
-C3PO_ON_BAD_INPUT = Setting(
-    "C3PO_ON_BAD_INPUT",
-    "error",
-    "What a C³PO task does when the source has bad records (every one is listed before any model "
-    "call): `error` refuses to run, `exclude` runs the rest.",
-    choices=_BAD_INPUT,
-    group=_DATA,
-)
-
-# --- the protocol ----------------------------------------------------------------------------------
-_PROTOCOL = "Prompts, variants and runs"
-
-SCEVAL_PROMPT_TEMPLATE = Setting(
-    "SCEVAL_PROMPT_TEMPLATE",
-    None,
-    "A JSON file with a prompt template (id, system, user, answer_format) that replaces SCEval's "
-    "standard JSON prompt; every record then carries the replacement's id. Unset: the standard "
-    "prompt, `sceval-json-v1`.",
-    group=_PROTOCOL,
-)
-SCEVAL_SEED_SCHEME = Setting(
-    "SCEVAL_SEED_SCHEME",
-    "2",
-    "The versioned scheme that turns (sample, operator, severity, variant) into a corruption's "
-    "random numbers; set `1` to reproduce variants made before scheme 2.",
-    choices=("1", "2"),
-    group=_PROTOCOL,
-)
-C3PO_RUNS = Setting(
-    "C3PO_RUNS",
-    "1",
-    "How many times a C³PO task asks each item (a positive integer); a sample's runs are averaged "
-    "before the samples are.",
-    group=_PROTOCOL,
-)
-
-# --- plugins ---------------------------------------------------------------------------------------
-_PLUGINS = "Plugins"
-
-SCEVAL_DISABLE_PLUGIN_AUTOLOAD = Setting(
-    "SCEVAL_DISABLE_PLUGIN_AUTOLOAD",
-    None,
-    "A switch: set (to anything but 0) to load only SCEval's built-in plugins, none of the "
-    "`sceval` entry points of installed packages.",
-    group=_PLUGINS,
-)
-SCEVAL_STRICT_PLUGINS = Setting(
-    "SCEVAL_STRICT_PLUGINS",
-    None,
-    "A switch: set (to anything but 0) to make a failing third-party SCEval plugin an error; "
-    "unset, it is skipped with a warning that names it.",
-    group=_PLUGINS,
-)
-C3PO_DISABLE_PLUGIN_AUTOLOAD = Setting(
-    "C3PO_DISABLE_PLUGIN_AUTOLOAD",
-    None,
-    "A switch: set (to anything but 0) to load only C³PO's built-in plugins, none of the `c3po` "
-    "entry points of installed packages.",
-    group=_PLUGINS,
-)
-C3PO_STRICT_PLUGINS = Setting(
-    "C3PO_STRICT_PLUGINS",
-    None,
-    "A switch: set (to anything but 0) to make a failing third-party C³PO plugin an error; unset, "
-    "it is skipped with a warning that names it.",
-    group=_PLUGINS,
+    group=GROUP_MEDIA,
 )
 
 # --- judges ----------------------------------------------------------------------------------------
-_JUDGES = "Judges"
 
 C3PO_JUDGE = Setting(
     "C3PO_JUDGE",
     "embedding",
     "The judge that grades a C³PO answer exact match does not decide: `embedding` (offline), "
     "`exact` (exact match only), `lmms:<model>[:<model args>]` or `gemini:<model>[,...]`.",
-    group=_JUDGES,
+    group=GROUP_JUDGES,
 )
 C3PO_VERDICT_CACHE = Setting(
     "C3PO_VERDICT_CACHE",
     None,
     "The file judge verdicts are cached in; `none` or `off` turns the cache off. Unset: one file per "
     "judge, $SCEVAL_CACHE/c3po/verdicts/<judge id>.jsonl.",
-    group=_JUDGES,
-)
-SCEVAL_NO_OPTION_SCORER_1 = Setting(
-    "SCEVAL_NO_OPTION_SCORER_1",
-    "exact",
-    "The first of the two scorers of SCEval's no-option control (Table 35), a judge spec as for "
-    "C3PO_JUDGE; it sees the answer's text only, never the media.",
-    group=_JUDGES,
-)
-SCEVAL_NO_OPTION_SCORER_2 = Setting(
-    "SCEVAL_NO_OPTION_SCORER_2",
-    "embedding",
-    "The second scorer of SCEval's no-option control (Table 35), a judge spec as for C3PO_JUDGE; it "
-    "too sees the answer's text only.",
-    group=_JUDGES,
-)
-C3PO_BUILD_CLASSIFIER = Setting(
-    "C3PO_BUILD_CLASSIFIER",
-    None,
-    "The model spec of `c3po build`'s classifier (stage `classify`: is an item's audio speech or a "
-    "sound effect?) when neither its flag nor the "
-    "build's settings.json names one. Unset: the generator's model.",
-    group=_JUDGES,
-)
-C3PO_BUILD_AUDITOR = Setting(
-    "C3PO_BUILD_AUDITOR",
-    None,
-    "The model spec of `c3po build`'s auditor when neither its flag nor the build's settings.json "
-    "names one. Unset: the generator's model (with a warning: the paper audits with another model).",
-    group=_JUDGES,
+    group=GROUP_JUDGES,
 )
 
 # --- served models ---------------------------------------------------------------------------------
-_SERVING = "Served models and API keys"
 
 SCEVAL_OPENAI_API_KEY = Setting(
     "SCEVAL_OPENAI_API_KEY",
     None,
     "The API key `sceval_openai` sends to an OpenAI-compatible server. Unset: OPENAI_API_KEY.",
-    group=_SERVING,
+    group=GROUP_SERVING,
 )
 OPENAI_API_KEY = Setting(
     "OPENAI_API_KEY",
     "EMPTY",
     "The API key `sceval_openai` sends when SCEVAL_OPENAI_API_KEY is unset (`EMPTY` suits a local "
     "vLLM server started without --api-key).",
-    group=_SERVING,
+    group=GROUP_SERVING,
 )
 GEMINI_API_KEY = Setting(
     "GEMINI_API_KEY",
     None,
     "The API key of the Gemini models, judges and `c3po build`'s generator; never passed in a model "
     "spec. Unset: GOOGLE_API_KEY.",
-    group=_SERVING,
+    group=GROUP_SERVING,
 )
 GOOGLE_API_KEY = Setting(
     "GOOGLE_API_KEY",
     None,
     "The Gemini API key read when GEMINI_API_KEY is unset. With neither, a Gemini model refuses to start.",
-    group=_SERVING,
+    group=GROUP_SERVING,
 )
 
 # --- durability and debugging ----------------------------------------------------------------------
-_DEBUG = "Durability and debugging"
 
 FAULTLINE_STORE_FSYNC = Setting(
     "FAULTLINE_STORE_FSYNC",
@@ -353,91 +268,72 @@ FAULTLINE_STORE_FSYNC = Setting(
     "When reply stores and journals force appended records to disk: `record` after each one, "
     "`batch` within a second while appends keep coming, `never` (leave it to the OS).",
     choices=("record", "batch", "never"),
-    group=_DEBUG,
+    group=GROUP_DEBUG,
 )
 FAULTLINE_DEBUG = Setting(
     "FAULTLINE_DEBUG",
     None,
     "A switch: set (to anything but 0) to print the full traceback of a command's error and of a "
     "skipped plugin's failure.",
-    group=_DEBUG,
+    group=GROUP_DEBUG,
 )
 FAULTLINE_MEDIA_TOKEN_LOG = Setting(
     "FAULTLINE_MEDIA_TOKEN_LOG",
     None,
     "A JSON-lines file that gets one line per request of a local model: the media it was sent and "
     "the image/audio/video tokens the model received. Unset: no log.",
-    group=_DEBUG,
+    group=GROUP_DEBUG,
 )
 
 # --- offline defaults ------------------------------------------------------------------------------
-_OFFLINE = "Offline defaults"
 _OFFLINE_NOTE = " The project's commands set it to this unless it is set already."
 
 HF_HUB_OFFLINE = Setting(
     "HF_HUB_OFFLINE",
     "1",
     "Hugging Face Hub: no network access (export 0 to download models or datasets)." + _OFFLINE_NOTE,
-    group=_OFFLINE,
+    group=GROUP_OFFLINE,
 )
 HF_DATASETS_OFFLINE = Setting(
     "HF_DATASETS_OFFLINE",
     "1",
     "Hugging Face datasets: no network access (export 0 to download)." + _OFFLINE_NOTE,
-    group=_OFFLINE,
+    group=GROUP_OFFLINE,
 )
 HF_HUB_DISABLE_TELEMETRY = Setting(
     "HF_HUB_DISABLE_TELEMETRY",
     "1",
     "Hugging Face Hub: no telemetry." + _OFFLINE_NOTE,
-    group=_OFFLINE,
+    group=GROUP_OFFLINE,
 )
 NO_ALBUMENTATIONS_UPDATE = Setting(
     "NO_ALBUMENTATIONS_UPDATE",
     "1",
     "albumentations: no check for a newer version at import." + _OFFLINE_NOTE,
-    group=_OFFLINE,
+    group=GROUP_OFFLINE,
 )
 WANDB_MODE = Setting(
     "WANDB_MODE",
     "disabled",
     "Weights & Biases (which lmms-eval can log to): off." + _OFFLINE_NOTE,
-    group=_OFFLINE,
+    group=GROUP_OFFLINE,
 )
 
-#: Every setting, grouped as the reference table lists them.
-SETTINGS: tuple[Setting, ...] = (
+#: Every setting of the project: the core's, and each benchmark's once its package is imported.
+SETTINGS = SettingsTable()
+SETTINGS.declare(
+    __name__,
     SCEVAL_CACHE,
     SCEVAL_DECODE_CACHE_MEMORY_MB,
     SCEVAL_DECODE_CACHE_GB,
-    SCEVAL_WRAPPED_MEDIA_GB,
     FAULTLINE_MAX_FRAME_SIDE,
     FAULTLINE_MAX_MEGAPIXELS,
     FAULTLINE_MAX_CLIP_SECONDS,
     FAULTLINE_MAX_AUDIO_SECONDS,
     FAULTLINE_MAX_SOURCE_VIDEO_MB,
     FAULTLINE_FRAME_SAMPLING,
-    SCEVAL_SOURCE,
-    SCEVAL_HF_MODE,
-    SCEVAL_ON_BAD_INPUT,
-    SCEVAL_MANIFEST,
-    SCEVAL_STRESS_ONLY,
-    C3PO_SOURCE,
-    C3PO_HF_SPLIT,
-    C3PO_ON_BAD_INPUT,
-    SCEVAL_PROMPT_TEMPLATE,
-    SCEVAL_SEED_SCHEME,
-    C3PO_RUNS,
-    SCEVAL_DISABLE_PLUGIN_AUTOLOAD,
-    SCEVAL_STRICT_PLUGINS,
-    C3PO_DISABLE_PLUGIN_AUTOLOAD,
-    C3PO_STRICT_PLUGINS,
     C3PO_JUDGE,
     C3PO_VERDICT_CACHE,
-    SCEVAL_NO_OPTION_SCORER_1,
-    SCEVAL_NO_OPTION_SCORER_2,
-    C3PO_BUILD_CLASSIFIER,
-    C3PO_BUILD_AUDITOR,
     SCEVAL_OPENAI_API_KEY,
     OPENAI_API_KEY,
     GEMINI_API_KEY,
@@ -451,8 +347,6 @@ SETTINGS: tuple[Setting, ...] = (
     NO_ALBUMENTATIONS_UPDATE,
     WANDB_MODE,
 )
-#: The groups of :data:`SETTINGS`, in order.
-GROUPS: tuple[str, ...] = (_CACHES, _MEDIA, _DATA, _PROTOCOL, _PLUGINS, _JUDGES, _SERVING, _DEBUG, _OFFLINE)
 
 # --- read, not ours --------------------------------------------------------------------------------
 _THIRD_PARTY = "Read, not ours"
@@ -493,7 +387,35 @@ THIRD_PARTY: tuple[Setting, ...] = (RANK, WORLD_SIZE, LOCAL_RANK, HF_TOKEN)
 
 def by_name(name: str) -> Setting:
     """The setting (of :data:`SETTINGS` or :data:`THIRD_PARTY`) called ``name``."""
-    for setting in (*SETTINGS, *THIRD_PARTY):
+    for setting in itertools.chain(SETTINGS, THIRD_PARTY):
         if setting.name == name:
             return setting
     raise KeyError(f"no setting {name!r}")
+
+
+# The benchmarks' settings moved to their packages in 0.3; the core names their modules, never imports them.
+__getattr__ = moved_names(
+    __name__,
+    {
+        "SCEVAL_WRAPPED_MEDIA_GB": "sceval_plugin.sceval_environment",
+        "SCEVAL_SOURCE": "sceval_plugin.sceval_environment",
+        "SCEVAL_HF_MODE": "sceval_plugin.sceval_environment",
+        "SCEVAL_ON_BAD_INPUT": "sceval_plugin.sceval_environment",
+        "SCEVAL_MANIFEST": "sceval_plugin.sceval_environment",
+        "SCEVAL_STRESS_ONLY": "sceval_plugin.sceval_environment",
+        "SCEVAL_PROMPT_TEMPLATE": "sceval_plugin.sceval_environment",
+        "SCEVAL_SEED_SCHEME": "sceval_plugin.sceval_environment",
+        "SCEVAL_DISABLE_PLUGIN_AUTOLOAD": "sceval_plugin.sceval_environment",
+        "SCEVAL_STRICT_PLUGINS": "sceval_plugin.sceval_environment",
+        "SCEVAL_NO_OPTION_SCORER_1": "sceval_plugin.sceval_environment",
+        "SCEVAL_NO_OPTION_SCORER_2": "sceval_plugin.sceval_environment",
+        "C3PO_SOURCE": "c3po_plugin.c3po_environment",
+        "C3PO_HF_SPLIT": "c3po_plugin.c3po_environment",
+        "C3PO_ON_BAD_INPUT": "c3po_plugin.c3po_environment",
+        "C3PO_RUNS": "c3po_plugin.c3po_environment",
+        "C3PO_DISABLE_PLUGIN_AUTOLOAD": "c3po_plugin.c3po_environment",
+        "C3PO_STRICT_PLUGINS": "c3po_plugin.c3po_environment",
+        "C3PO_BUILD_CLASSIFIER": "c3po_plugin.c3po_environment",
+        "C3PO_BUILD_AUDITOR": "c3po_plugin.c3po_environment",
+    },
+)

@@ -1,4 +1,12 @@
-"""Statistics used by the SCEval and C3PO reports: pure functions on NumPy arrays.
+"""Statistics used by the SCEval and C3PO reports and the viewer: pure functions on NumPy arrays
+and trial tables.
+
+A *paired comparison* compares two rows of per-sample scores (two models, two runs, or two
+conditions of one model) on the samples both have: the mean difference with its paired bootstrap
+interval, exact McNemar on the per-sample binary outcomes, and Holm's adjustment within each
+family of comparisons (:func:`per_sample`, :func:`paired_rows`, :func:`holm_within`, and
+:func:`compare_two` for two models on every row, as the SCEval report's model-vs-model rows and the
+viewer's compare views use it).
 
 The bootstrap draws one matrix of resample counts per sample count and applies it to every
 vector of that length with one matrix product, so thousands of intervals cost about as much as
@@ -10,13 +18,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+
+from faultline_eval.core.accuracy import sample_scores
 
 __all__ = [
     "FloatArray",
@@ -32,6 +42,12 @@ __all__ = [
     "Paired",
     "paired_comparisons",
     "grouped_intervals",
+    "ALPHA",
+    "PAIRED_COLUMNS",
+    "per_sample",
+    "paired_rows",
+    "holm_within",
+    "compare_two",
 ]
 
 #: The arrays this module computes with: float64 throughout.
@@ -39,6 +55,8 @@ FloatArray = npt.NDArray[np.float64]
 
 B_DEFAULT = 1000
 SEED_DEFAULT = 20261129
+#: The significance level of every paired test (on the Holm-adjusted p).
+ALPHA = 0.05
 
 
 @functools.lru_cache(maxsize=64)
@@ -187,3 +205,151 @@ def grouped_intervals(values: pd.DataFrame, keys: list[str], column: str, *, b: 
             rows[k][1:3] = float(lo), float(hi)
     index = pd.MultiIndex.from_tuples(list(rows), names=keys) if rows else pd.MultiIndex.from_tuples([], names=keys)
     return pd.DataFrame(list(rows.values()), index=index, columns=[column, "ci_low", "ci_high", "n"])
+
+
+# --- paired comparisons of trial tables -----------------------------------------------------------------
+
+
+def per_sample(trials: pd.DataFrame, row: str = "condition_id") -> pd.DataFrame:
+    """One row per (model, ``row``, sample) of a trial table (columns model, ``row``, sample_id,
+    correct: 1, 0 or NaN for an unscored trial): ``score`` (mean over scored repeats, NaN if none),
+    ``strict`` (unscored counted as wrong), ``binary`` (strict >= 0.5, for McNemar), ``valid``
+    (scored repeats) and ``trials`` (all repeats)."""
+    t = trials[["model", row, "sample_id", "correct"]].copy()
+    t["valid"] = t["correct"].notna()
+    t["strict"] = t["correct"].fillna(0.0)
+    g = t.groupby(["model", row, "sample_id"], sort=False, observed=True)
+    out = pd.DataFrame(
+        {
+            "score": sample_scores(t, ["model", row]),
+            "strict": g["strict"].mean(),
+            "valid": g["valid"].sum(),
+            "trials": g["valid"].size(),
+        }
+    )
+    out["binary"] = out["strict"] >= 0.5
+    return out.reset_index()
+
+
+#: What :func:`paired_rows` gives for each pair of rows: the comparison with unscored trials wrong
+#: (``n`` to ``p_mcnemar``) and with them missing (``n_valid_pairs``, ``p_mcnemar_missing``, ``diff_missing``).
+PAIRED_COLUMNS = [
+    "n",
+    "mean_a",
+    "mean_b",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p_bootstrap",
+    "b",
+    "c",
+    "p_mcnemar",
+    "n_valid_pairs",
+    "p_mcnemar_missing",
+    "diff_missing",
+]
+
+
+def paired_rows(
+    strict: pd.DataFrame,
+    score: pd.DataFrame,
+    pairs: Sequence[tuple[Hashable, Hashable]],
+    *,
+    b: int = B_DEFAULT,
+    seed: int = SEED_DEFAULT,
+) -> list[dict[str, Any]]:
+    """Each pair (row a, row b) of the per-sample tables ``strict`` and ``score`` (one row per
+    compared thing, one column per sample, NaN where a row has no such sample; the same index
+    and columns) compared over the samples both rows have (in column order): the
+    :data:`PAIRED_COLUMNS` of each, NaN (counts 0) for a pair with no common sample. Pairs with
+    the same number of common samples share one bootstrap matrix."""
+    strict_np, score_np = strict.to_numpy(dtype=np.float64), score.to_numpy(dtype=np.float64)
+    row_of = {key: i for i, key in enumerate(strict.index)}
+    present = ~np.isnan(strict_np)
+    by_size: dict[int, list[tuple[int, npt.NDArray[np.intp]]]] = {}
+    for k, (key_a, key_b) in enumerate(pairs):
+        cols = np.flatnonzero(present[row_of[key_a]] & present[row_of[key_b]])
+        by_size.setdefault(len(cols), []).append((k, cols))
+    out: list[dict[str, Any]] = [{} for _ in pairs]
+    for n, members in by_size.items():
+        ra = np.array([row_of[pairs[k][0]] for k, _ in members])[:, None]
+        rb = np.array([row_of[pairs[k][1]] for k, _ in members])[:, None]
+        cols = np.stack([c for _, c in members]) if n else np.zeros((len(members), 0), np.intp)
+        a, bb = strict_np[ra, cols], strict_np[rb, cols]
+        sa, sb = score_np[ra, cols], score_np[rb, cols]
+        results = paired_comparisons(a, bb, a >= 0.5, bb >= 0.5, resample_weights(n, b=b, seed=seed)) if n else []
+        # Unscored trials as missing: only samples with a score on both sides.
+        keep = np.isfinite(sa) & np.isfinite(sb)
+        va, vb = (sa >= 0.5) & keep, (sb >= 0.5) & keep
+        p_missing = np.atleast_1d(mcnemar_exact((va & ~vb & keep).sum(1), (~va & vb & keep).sum(1)))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diff_missing = np.where(keep, sa - sb, 0).sum(1) / keep.sum(1)
+        for j, (k, _) in enumerate(members):
+            if not n:
+                out[k] = {**dict.fromkeys(PAIRED_COLUMNS, np.nan), "n": 0, "b": 0, "c": 0, "n_valid_pairs": 0}
+                continue
+            r = results[j]
+            out[k] = {
+                "n": r.n,
+                "mean_a": r.mean_a,
+                "mean_b": r.mean_b,
+                "diff": r.diff,
+                "ci_low": r.ci_low,
+                "ci_high": r.ci_high,
+                "p_bootstrap": r.p_bootstrap,
+                "b": r.b,
+                "c": r.c,
+                "p_mcnemar": r.p_mcnemar,
+                "n_valid_pairs": int(keep[j].sum()),
+                "p_mcnemar_missing": float(p_missing[j]),
+                "diff_missing": float(diff_missing[j]),
+            }
+    return out
+
+
+def holm_within(frame: pd.DataFrame, families: list[str]) -> pd.DataFrame:
+    """``frame`` (rows of :func:`paired_rows`) with ``p_holm`` and ``p_holm_missing``: Holm's
+    adjustment of ``p_mcnemar`` / ``p_mcnemar_missing`` within each group of the ``families``
+    columns, ``significant`` and ``significant_missing`` (adjusted p < :data:`ALPHA`) and ``flips``
+    (whether the two readings disagree)."""
+    frame = frame.assign(p_holm=np.nan, p_holm_missing=np.nan)
+    by: str | list[str] = families[0] if len(families) == 1 else families  # one key: scalar group keys
+    for _, idx in frame.groupby(by).groups.items():
+        frame.loc[idx, "p_holm"] = holm(frame.loc[idx, "p_mcnemar"].to_numpy())
+        frame.loc[idx, "p_holm_missing"] = holm(frame.loc[idx, "p_mcnemar_missing"].to_numpy())
+    frame["significant"] = frame["p_holm"] < ALPHA
+    frame["significant_missing"] = frame["p_holm_missing"] < ALPHA
+    frame["flips"] = frame["significant"] != frame["significant_missing"]
+    return frame
+
+
+def compare_two(
+    samples: pd.DataFrame,
+    model_a: str,
+    model_b: str,
+    *,
+    row: str = "condition_id",
+    families: Mapping[str, str] | None = None,
+    other_family: str = "controls",
+    b: int = B_DEFAULT,
+    seed: int = SEED_DEFAULT,
+) -> pd.DataFrame:
+    """Two models (or two runs) compared on every ``row`` value both have, paired on the samples
+    both answered (``samples``: :func:`per_sample`'s table): one row per compared value, indexed
+    by it, in the order of the values, with ``family`` (from ``families``; a value not in it is in
+    ``other_family``), the :data:`PAIRED_COLUMNS` (``diff`` is A - B) and :func:`holm_within`'s
+    columns, Holm's adjustment within each family."""
+    sides = samples[samples["model"].isin([model_a, model_b])]
+    strict = sides.pivot_table(index=["model", row], columns="sample_id", values="strict", aggfunc="first")
+    score = sides.pivot_table(index=["model", row], columns="sample_id", values="score", aggfunc="first")
+    score = score.reindex(index=strict.index, columns=strict.columns)
+    have = set(strict.index)
+    values = sorted({v for _, v in have if (model_a, v) in have and (model_b, v) in have})
+    pairs = [((model_a, v), (model_b, v)) for v in values]
+    frame = pd.DataFrame(paired_rows(strict, score, pairs, b=b, seed=seed), columns=PAIRED_COLUMNS)
+    family = [(families or {}).get(v, other_family) for v in values]
+    frame.insert(0, "family", pd.Series(family, dtype=object))
+    frame.insert(1, "model_a", model_a)
+    frame.insert(2, row, pd.Series(values, dtype=object))
+    frame.insert(3, "model_b", model_b)
+    return holm_within(frame, ["family"]).set_index(row)

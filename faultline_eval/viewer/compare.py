@@ -7,12 +7,13 @@
 
 ``OUT/<bench>/compare.html`` holds, for the two sides A and B:
 
-- which cells changed significantly: the report's own paired test, SCEval's
-  :func:`sceval_plugin.metrics.protocol.comparisons` (paper §2.4: exact McNemar on each sample's
-  binary outcome, Holm within each block of model-vs-model comparisons), on the trials
-  ``sceval report A B`` would use (headline cohort, no-option and not-applicable trials out). Its
-  ``model_vs_model`` rows are those of the report's ``comparisons.csv``. C³PO's report has no paired
-  test; its cells get the same function with every template in one Holm family;
+- which cells changed, largest change first (|B − A| with its paired bootstrap interval): the
+  core's paired comparison of two runs, :func:`faultline_eval.core.stats.compare_two` (paper §2.4:
+  exact McNemar on each sample's binary outcome, Holm within each family of model-vs-model
+  comparisons), the one ``sceval report`` computes its ``model_vs_model`` rows of
+  ``comparisons.csv`` with, on the trials it would use (headline cohort, no-option and
+  not-applicable trials out). C³PO is compared the same way per template, paired on items, every
+  template in one Holm family (its report has no paired test of its own);
 - every pair of trials (cell, sample, variant or run) with both verdicts and answers, filterable to
   "A right, B wrong" and back (``#pair=a_only``, ``#pair=b_only``, ``#cell=...``), with "N of M
   shown"; each row links to the sample page, where A's and B's replies stand side by side (or,
@@ -33,14 +34,13 @@ import pandas as pd
 
 from faultline_eval.core.model_names import ModelNames
 from faultline_eval.core.run_logs import ReportError
+from faultline_eval.core.stats import compare_two, per_sample
 from faultline_eval.viewer.budget import CORRECT
 from faultline_eval.viewer.site import ASSETS, SiteWriter, esc, slug
 from sceval_plugin.metrics.protocol import (
     catalogue_info,
     check_comparable,
-    comparisons,
     leave_out_incomparable,
-    per_sample,
     split_not_applicable,
 )
 from sceval_plugin.report import no_option_section, select_cohort
@@ -53,9 +53,11 @@ PAIRS = {
     "unpaired": "not compared",
 }
 PAGE = "compare.html"
-#: The columns of :func:`paired_tests` the page reads.
-TEST_COLUMNS = ["family", "model_a", "condition_a", "model_b", "n", "mean_a", "mean_b", "diff", "ci_low", "ci_high"]
+#: The columns of :func:`paired_tests` the page reads (indexed by cell, ``condition_id``).
+TEST_COLUMNS = ["family", "model_a", "model_b", "n", "mean_a", "mean_b", "diff", "ci_low", "ci_high"]
 TEST_COLUMNS += ["b", "c", "p_mcnemar", "p_holm"]
+#: C³PO's one Holm family: every template.
+C3PO_FAMILY = "templates"
 
 
 def outcome(verdict: str | None) -> bool | None:
@@ -160,18 +162,13 @@ class Sides:
 # -- the paired test -----------------------------------------------------------------------------------------
 
 
-def paired_tests(trials: pd.DataFrame, info: dict, a: str, b: str) -> pd.DataFrame:
-    """The model-vs-model rows of :func:`~sceval_plugin.metrics.protocol.comparisons` for models
-    ``a`` and ``b`` of a trial table (columns model, condition_id, sample_id, variant, correct),
-    indexed by cell, with ``a`` on the A side: per cell, exact McNemar on the per-sample binary
-    outcomes and its Holm adjustment within each family of ``info`` (a cell not in ``info`` is in
-    the family "controls"). ``comparisons`` puts a pair's models in name order, so the two are
-    renamed A and B for the call: the pair comes out in A/B order (no columns swapped after)."""
-    sides = trials[trials["model"].isin([a, b])]
-    sides = sides.assign(model=sides["model"].astype(str).map({a: "A", b: "B"}))
-    tests = comparisons(per_sample(sides), pd.DataFrame(), info, model_pairs=True)
-    tests = tests[tests["kind"] == "model_vs_model"].assign(model_a=a, model_b=b)
-    return tests.set_index("condition_a")
+def paired_tests(trials: pd.DataFrame, families: dict[str, str], a: str, b: str, other: str) -> pd.DataFrame:
+    """Models ``a`` and ``b`` of a trial table (columns model, condition_id, sample_id, variant,
+    correct) compared on each cell both have, ``a`` on the A side (``diff`` is A − B), indexed by
+    cell: :func:`faultline_eval.core.stats.compare_two`, Holm within each family of ``families``
+    (a cell not in it is in the family ``other``)."""
+    samples = per_sample(trials[trials["model"].isin([a, b])])
+    return compare_two(samples, a, b, families=families, other_family=other)
 
 
 def sceval_tests(trials: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
@@ -186,18 +183,36 @@ def sceval_tests(trials: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
     trials = select_cohort(trials, "gold_preserved", [])
     trials, _ = no_option_section.split_trials(trials, info)
     trials, _ = split_not_applicable(trials)
-    return paired_tests(trials, info, a, b)
+    return paired_tests(trials, {cid: c.family for cid, c in info.items()}, a, b, "controls")
 
 
 def c3po_tests(rows: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """:func:`paired_tests` on the viewer's C³PO rows (the report's grading, verdicts applied):
-    correct 1, wrong 0, invalid or ungradable unscored (counted wrong by McNemar, as SCEval's
-    headline); the repeated runs of a sample are averaged as SCEval's variants. The C³PO report has
-    no paired test of its own: every template is in one Holm family."""
+    """:func:`paired_tests` on the viewer's C³PO rows (the report's grading, verdicts applied), per
+    template, paired on items: correct 1, wrong 0, invalid or ungradable unscored (counted wrong by
+    McNemar, as SCEval's headline); the repeated runs of an item are averaged as SCEval's variants.
+    The C³PO report has no paired test of its own: every template is in one Holm family."""
     correct = rows["verdict"].map(lambda v: {True: 1.0, False: 0.0}.get(outcome(v), np.nan))
     scored = rows["verdict"].map(lambda v: outcome(v) is not None or str(v).startswith("ungradable"))
     trials = rows[scored].assign(condition_id=rows["cell"], correct=correct[scored])
-    return paired_tests(trials[["model", "condition_id", "sample_id", "variant", "correct"]], {}, a, b)
+    return paired_tests(trials[["model", "condition_id", "sample_id", "variant", "correct"]], {}, a, b, C3PO_FAMILY)
+
+
+def changed_cells(cells: list[str], tested: pd.DataFrame, pair_counts: pd.DataFrame) -> pd.DataFrame:
+    """The page's changed-cells table, one row per cell, largest change first: ``change`` (B − A,
+    accuracy over samples) with its 95 % paired bootstrap interval (``change_low``,
+    ``change_high``), the test's columns (A's and B's accuracy, samples, McNemar's b and c, p,
+    Holm's p, ``significant``), and the trial pairs A alone and B alone got right (``pair_counts``:
+    cell x pair key). Cells the test left out (no change to order by) follow, in ``cells``' order."""
+    table = pd.DataFrame({"cell": cells, "_order": range(len(cells))}).set_index("cell")
+    table = table.join(tested.reindex(columns=TEST_COLUMNS))
+    table["tested"] = table.index.isin(tested.index)
+    table["change"], table["change_low"], table["change_high"] = -table["diff"], -table["ci_high"], -table["ci_low"]
+    table["significant"] = table["p_holm"] < 0.05
+    counts = pair_counts.reindex(index=table.index, columns=["a_only", "b_only"], fill_value=0)
+    table = table.join(counts.fillna(0).astype(int))
+    size = table["change"].abs().where(table["tested"])
+    table = table.assign(_size=size.fillna(-1.0)).sort_values(["_size", "_order"], ascending=[False, True])
+    return table.drop(columns=["_order", "_size"])
 
 
 # -- the page ----------------------------------------------------------------------------------------------------
@@ -241,7 +256,7 @@ def write_compare(writer: SiteWriter, name: str, title: str, cell_label: str, va
     try:
         tested, untested = tests(a, b), "not tested (outside the report's headline trials)"
     except ValueError as exc:
-        tested, untested = pd.DataFrame(columns=TEST_COLUMNS).set_index("condition_a"), f"not tested: {exc}"
+        tested, untested = pd.DataFrame(columns=TEST_COLUMNS), f"not tested: {exc}"
     folder = writer.out / name
     # the trial pairs, for compare.js
     data = {
@@ -269,26 +284,23 @@ def write_compare(writer: SiteWriter, name: str, title: str, cell_label: str, va
     (folder / "compare-data.js").write_text(
         f"window.FL_COMPARE = {json.dumps(data, default=str, allow_nan=False)};\n", encoding="utf-8"
     )
-    # which cells changed: the paired test
+    # which cells changed: the paired test, largest change first
     counts = joined.groupby("cell")["pair"].value_counts().unstack(fill_value=0)
     lines = []
-    for cell in cells:
-        n = counts.loc[cell] if cell in counts.index else pd.Series(dtype=int)
+    for cell, t in changed_cells(cells, tested, counts).iterrows():
         trial_counts = "".join(
-            f'<td><a href="#cell={esc(cell)}&amp;pair={p}">{int(n.get(p, 0))}</a></td>' for p in ("a_only", "b_only")
+            f'<td><a href="#cell={esc(cell)}&amp;pair={p}">{int(t[p])}</a></td>' for p in ("a_only", "b_only")
         )
-        if cell in tested.index:
-            t = tested.loc[cell]
-            significant = bool(t["p_holm"] < 0.05)
+        if t["tested"]:
             test = (
                 f"<td>{100 * t['mean_a']:.1f}</td><td>{100 * t['mean_b']:.1f}</td>"
-                f"<td>{_pp(-t['diff'])} [{_pp(-t['ci_high'])}, {_pp(-t['ci_low'])}]</td><td>{int(t['n'])}</td>"
+                f"<td>{_pp(t['change'])} [{_pp(t['change_low'])}, {_pp(t['change_high'])}]</td><td>{int(t['n'])}</td>"
                 f"<td>{int(t['b'])}</td><td>{int(t['c'])}</td><td>{_p(t['p_mcnemar'])}</td>"
-                f"<td>{_p(t['p_holm'])}</td><td>{'yes' if significant else 'no'}</td>"
+                f"<td>{_p(t['p_holm'])}</td><td>{'yes' if t['significant'] else 'no'}</td>"
             )
             attrs = (
                 f' data-p-holm="{float(t["p_holm"])!r}" data-b="{int(t["b"])}" data-c="{int(t["c"])}"'
-                f' data-family="{esc(t["family"])}" class="{"changed" if significant else ""}"'
+                f' data-family="{esc(t["family"])}" class="{"changed" if t["significant"] else ""}"'
             )
         else:
             test = f'<td colspan="9" class="muted">{esc(untested)}</td>'
@@ -314,7 +326,8 @@ def write_compare(writer: SiteWriter, name: str, title: str, cell_label: str, va
     body = f"""<h1>{esc(title)}: A = {esc(a)}, B = {esc(b)}</h1>{notes}
 <p><a href="index.html">overview</a> · {len(cells)} {esc(cell_label)}(s), {len(joined)} pair(s) of trials.</p>
 <h2>which {esc(cell_label)}s changed</h2>
-<p class="muted">{changed} of {len(tested)} tested {esc(cell_label)}(s) differ significantly (Holm-adjusted p &lt; .05).
+<p class="muted">{changed} of {len(tested)} tested {esc(cell_label)}(s) differ significantly (Holm-adjusted p &lt; .05),
+largest change (|B − A|) first, with its 95% paired bootstrap interval over samples.
 The test is the report's paired test (paper §2.4): exact McNemar on each sample's outcome (its mean over
 {esc(variant_label)}s, invalid answers wrong, right at ≥ 0.5), Holm within each family of model-vs-model
 comparisons{"" if name == "sceval" else " (C³PO: all templates are one family)"}; accuracy is over samples.

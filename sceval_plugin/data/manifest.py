@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faultline_eval.core.intake import SourceError, read_text
-from faultline_eval.core.settings import SCEVAL_MANIFEST, SCEVAL_STRESS_ONLY
-from faultline_eval.core.trial import STRESS_ONLY
 from sceval_plugin import operators
 from sceval_plugin.conditions import Condition
+from sceval_plugin.sceval_environment import SCEVAL_MANIFEST, SCEVAL_STRESS_ONLY
+from sceval_plugin.sceval_trial import STRESS_ONLY
 
 STRESS_ONLY_POLICIES = SCEVAL_STRESS_ONLY.choices
 SCHEMAS = ("sceval-manifest/1", "sceval-manifest/2")

@@ -34,10 +34,10 @@ from typing import Any
 from faultline_eval.core.identity import content_fingerprint, relative_media
 from faultline_eval.core.intake import Problem, Row, SourceError, collect, items_table, numbered, read_rows
 from faultline_eval.core.paths import CACHE_ENV, cache_dir  # noqa: F401  (part of this module's API)
-from faultline_eval.core.settings import SCEVAL_HF_MODE, SCEVAL_ON_BAD_INPUT, SCEVAL_SOURCE
 from faultline_eval.core.store import replacing
 from sceval_plugin.conditions import joint_id, single_id
 from sceval_plugin.data.records import OmniItem, RecordError, item_from_row
+from sceval_plugin.sceval_environment import SCEVAL_HF_MODE, SCEVAL_ON_BAD_INPUT, SCEVAL_SOURCE
 
 SOURCE_ENV = SCEVAL_SOURCE.name
 BAD_INPUT_ENV = SCEVAL_ON_BAD_INPUT.name

@@ -18,17 +18,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from faultline_eval.core.accuracy import mean_of_sample_scores, sample_scores, worst_repeat_accuracy
+from faultline_eval.core.accuracy import mean_of_sample_scores, worst_repeat_accuracy
 from faultline_eval.core.identity import SCHEME, fingerprint_of, is_legacy
 from faultline_eval.core.stats import (
     B_DEFAULT,
+    PAIRED_COLUMNS,
     SEED_DEFAULT,
     grouped_intervals,
-    holm,
+    holm_within,
     least_squares_slope,
-    mcnemar_exact,
-    paired_comparisons,
-    resample_weights,
+    paired_rows,
+    per_sample,
 )
 from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import catalogue
@@ -52,7 +52,6 @@ INVALID = ("api_failure", "parse_failure", "refusal", "empty")
 MODALITIES = {"t": "text", "v": "vision", "a": "audio"}
 JOINT_BLOCKS = ("tv", "ta", "va", "tva")
 SIGNIFICANCE_FAMILIES = ("single", "tv", "ta", "va", "tva", "controls")
-ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -101,25 +100,6 @@ def catalogue_info() -> dict[str, ConditionInfo]:
 
 
 # --- per sample and per condition ---------------------------------------------------------------
-
-
-def per_sample(trials: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, condition, sample): ``score`` (mean over valid variants, NaN if none),
-    ``strict`` (invalid counted as wrong), ``binary`` (strict >= 0.5, for McNemar), ``valid``."""
-    t = trials[["model", "condition_id", "sample_id", "correct"]].copy()
-    t["valid"] = t["correct"].notna()
-    t["strict"] = t["correct"].fillna(0.0)
-    g = t.groupby(["model", "condition_id", "sample_id"], sort=False, observed=True)
-    out = pd.DataFrame(
-        {
-            "score": sample_scores(t, ["model", "condition_id"]),
-            "strict": g["strict"].mean(),
-            "valid": g["valid"].sum(),
-            "trials": g["valid"].size(),
-        }
-    )
-    out["binary"] = out["strict"] >= 0.5
-    return out.reset_index()
 
 
 def condition_summary(
@@ -525,109 +505,20 @@ def comparisons(
             have = [m for m in models if (m, cid) in rows_present]
             family = info[cid].family if cid in info else "controls"
             specs += [("model_vs_model", family, m1, cid, m2, cid) for m1, m2 in itertools.combinations(have, 2)]
-    columns = [
-        "kind",
-        "family",
-        "model_a",
-        "condition_a",
-        "model_b",
-        "condition_b",
-        "n",
-        "mean_a",
-        "mean_b",
-        "diff",
-        "ci_low",
-        "ci_high",
-        "p_bootstrap",
-        "b",
-        "c",
-        "p_mcnemar",
-        "p_holm",
-        "significant",
-        "n_valid_pairs",
-        "p_holm_missing",
-        "significant_missing",
-        "flips",
-    ]
+    labels = ("kind", "family", "model_a", "condition_a", "model_b", "condition_b")
+    tested = PAIRED_COLUMNS[: PAIRED_COLUMNS.index("p_mcnemar") + 1]  # n ... p_mcnemar: invalid counted wrong
+    columns = [*labels, *tested, "p_holm", "significant", "n_valid_pairs"]
+    columns += ["p_holm_missing", "significant_missing", "flips"]
     if not specs:
         return pd.DataFrame(columns=columns)
-    results = _run_pairs(specs, strict, score, b=b, seed=seed)
-    frame = pd.DataFrame(results)
-    frame["p_holm"] = np.nan
-    frame["p_holm_missing"] = np.nan
+    # each spec compares two rows over the samples both have (core.stats.paired_rows)
+    pairs = [((ma, ca), (mb, cb)) for _, _, ma, ca, mb, cb in specs]
+    numbers = paired_rows(strict, score, pairs, b=b, seed=seed)
+    frame = pd.DataFrame([{**dict(zip(labels, spec)), **row} for spec, row in zip(specs, numbers)])
     per_model = (frame["kind"] != "model_vs_model") & (holm_families == "model")
     frame["_block"] = frame["model_b"].where(per_model, "")
-    for _, idx in frame.groupby(["kind", "family", "_block"]).groups.items():
-        frame.loc[idx, "p_holm"] = holm(frame.loc[idx, "p_mcnemar"].to_numpy())
-        frame.loc[idx, "p_holm_missing"] = holm(frame.loc[idx, "p_mcnemar_missing"].to_numpy())
-    frame["significant"] = frame["p_holm"] < ALPHA
-    frame["significant_missing"] = frame["p_holm_missing"] < ALPHA
-    frame["flips"] = frame["significant"] != frame["significant_missing"]
+    frame = holm_within(frame, ["kind", "family", "_block"])
     return frame[columns + ["p_mcnemar_missing", "diff_missing"]]
-
-
-def _run_pairs(specs, strict: pd.DataFrame, score: pd.DataFrame, *, b: int, seed: int):
-    """Each spec compares two rows over the samples both have (sorted ids); specs with the same
-    number of common samples share one bootstrap matrix."""
-    strict_np, score_np = strict.to_numpy(), score.to_numpy()
-    row_of = {key: i for i, key in enumerate(strict.index)}
-    present = ~np.isnan(strict_np)
-    by_size: dict[int, list[tuple[int, np.ndarray]]] = {}
-    for k, (_, _, ma, ca, mb, cb) in enumerate(specs):
-        cols = np.flatnonzero(present[row_of[(ma, ca)]] & present[row_of[(mb, cb)]])
-        by_size.setdefault(len(cols), []).append((k, cols))
-    out: list[dict] = [None] * len(specs)  # type: ignore[list-item]
-    for n, members in by_size.items():
-        ra = [row_of[(specs[k][2], specs[k][3])] for k, _ in members]
-        rb = [row_of[(specs[k][4], specs[k][5])] for k, _ in members]
-        cols = np.stack([c for _, c in members]) if n else np.zeros((len(members), 0), int)
-        a, bb = strict_np[np.array(ra)[:, None], cols], strict_np[np.array(rb)[:, None], cols]
-        sa, sb = score_np[np.array(ra)[:, None], cols], score_np[np.array(rb)[:, None], cols]
-        results = paired_comparisons(a, bb, a >= 0.5, bb >= 0.5, resample_weights(n, b=b, seed=seed)) if n else []
-        # Invalid outputs as missing: only samples with a valid score on both sides.
-        keep = np.isfinite(sa) & np.isfinite(sb)
-        va, vb = (sa >= 0.5) & keep, (sb >= 0.5) & keep
-        p_missing = np.atleast_1d(mcnemar_exact((va & ~vb & keep).sum(1), (~va & vb & keep).sum(1)))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            diff_missing = np.where(keep, sa - sb, 0).sum(1) / keep.sum(1)
-        for j, (k, _) in enumerate(members):
-            kind, family, ma, ca, mb, cb = specs[k]
-            row = {"kind": kind, "family": family, "model_a": ma, "condition_a": ca, "model_b": mb, "condition_b": cb}
-            if n:
-                r = results[j]
-                row.update(
-                    n=r.n,
-                    mean_a=r.mean_a,
-                    mean_b=r.mean_b,
-                    diff=r.diff,
-                    ci_low=r.ci_low,
-                    ci_high=r.ci_high,
-                    p_bootstrap=r.p_bootstrap,
-                    b=r.b,
-                    c=r.c,
-                    p_mcnemar=r.p_mcnemar,
-                    n_valid_pairs=int(keep[j].sum()),
-                    p_mcnemar_missing=float(p_missing[j]),
-                    diff_missing=float(diff_missing[j]),
-                )
-            else:
-                row.update(
-                    n=0,
-                    mean_a=np.nan,
-                    mean_b=np.nan,
-                    diff=np.nan,
-                    ci_low=np.nan,
-                    ci_high=np.nan,
-                    p_bootstrap=np.nan,
-                    b=0,
-                    c=0,
-                    p_mcnemar=np.nan,
-                    n_valid_pairs=0,
-                    p_mcnemar_missing=np.nan,
-                    diff_missing=np.nan,
-                )
-            out[k] = row
-    return out
 
 
 def check_comparable(trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> None:

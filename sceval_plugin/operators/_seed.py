@@ -24,7 +24,7 @@ import hashlib
 
 import numpy as np
 
-from faultline_eval.core.settings import SCEVAL_SEED_SCHEME
+from sceval_plugin.sceval_environment import SCEVAL_SEED_SCHEME
 
 #: The digest's salt. Part of every scheme so far: changing it would change every variant.
 SEED_DERIVATION = "sceval-variant-v1"

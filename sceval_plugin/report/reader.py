@@ -2,7 +2,7 @@
 
 The folders are found by :mod:`faultline_eval.core.run_logs`, their models named by
 :mod:`faultline_eval.core.model_names`. Each
-per-sample line carries the trial entry (:class:`faultline_eval.core.trial.SCEvalTrial`, schema
+per-sample line carries the trial entry (:class:`sceval_plugin.sceval_trial.SCEvalTrial`, schema
 2, or schema 1's single-letter keys) under ``sceval_accuracy``, and the full record under
 ``sceval_record``. A log holds hundreds of thousands of lines with few distinct entries, so a
 file is read as bytes: one regex pass finds each line's entry (the records are not decoded),
@@ -26,8 +26,9 @@ from tqdm.auto import tqdm
 
 from faultline_eval.core.model_names import ModelNames
 from faultline_eval.core.run_logs import ReportError, find_sample_files, record_from_line, results_for
-from faultline_eval.core.trial import SCHEMA_VERSION, SCEvalTrial
+from faultline_eval.core.trial import SCHEMA_VERSION
 from sceval_plugin.metrics.protocol import TRIAL_COLUMNS
+from sceval_plugin.sceval_trial import SCEvalTrial
 
 __all__ = [
     "SAMPLES_GLOB",

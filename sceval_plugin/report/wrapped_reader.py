@@ -5,7 +5,7 @@ A wrapped task is an lmms-eval task run under an SCEval condition, named
 model folder, ``<date>_results.json`` (the base task's own aggregate per wrapped task, under
 ``results[<wrapped name>]["<metric>,none"]``) and ``<date>_samples_<wrapped name>.jsonl``: one
 line per doc, holding every value the base ``process_results`` returned (the metric's per-doc
-*items*) plus ``faultline_trial``, a :class:`~faultline_eval.core.trial.WrappedTrial` entry.
+*items*) plus ``faultline_trial``, a :class:`~sceval_plugin.sceval_trial.WrappedTrial` entry.
 
 :func:`read_wrapped_runs` returns a :class:`WrappedRuns`: the trial table (one row per doc of
 each wrapped task and model), the items of each metric aligned with it, the aggregates
@@ -27,7 +27,8 @@ import pandas as pd
 
 from faultline_eval.core.model_names import ModelNames
 from faultline_eval.core.run_logs import ReportError, find_sample_files, results_for, sample_lines
-from faultline_eval.core.trial import WRAPPED_TRIAL_KEY, TrialEntryError, WrappedTrial
+from faultline_eval.core.trial import TrialEntryError
+from sceval_plugin.sceval_trial import WRAPPED_TRIAL_KEY, WrappedTrial
 
 __all__ = [
     "TRIAL_KEY",
