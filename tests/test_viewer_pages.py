@@ -251,9 +251,88 @@ def test_no_page_overflows_sideways_at_desktop_or_phone_width(site, browser, wid
         *(site / "sceval" / "cells").glob("*.html"),  # the longest condition id in a heading
         sample_pages(site)[0],
         next((site / "c3po" / "samples").glob("*.html")),
+        site / "sceval" / "compare.html",  # two models: their compare view, its wide tables in their own boxes
     ]:
         page.goto(address.as_uri())
         page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")  # the folded parts too
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 0, (address.relative_to(site).as_posix(), width, overflow)
     page.close()
+
+
+# -- issue 38: the front page's headline, the cell page's number, its controls and grid, the search ------
+
+
+def test_front_page_carries_each_models_headline_linked_to_its_trials(site, page):
+    page.goto((site / "index.html").as_uri())
+    rows = page.locator("#headline-sceval table.headline-models tbody tr")
+    assert rows.count() == 2  # both models, by name
+    labels = [r.get_attribute("data-model") for r in rows.all()]
+    assert [label.split(":")[0] for label in labels] == ["guesser", "sceval_reference"]  # by name
+    for row in rows.all():
+        clean = row.locator("td.clean a")
+        assert re.fullmatch(r"\d+\.\d", clean.inner_text())
+        worst = row.locator("td.worst a")
+        assert worst.inner_text() == "bi_ta_drop_words_mute_t70_a50"  # the one other condition
+        assert re.fullmatch(r"[↓↑]\d+\.\d|0\.0", row.locator("td.drop").inner_text())
+    # the heatmap: the drop per condition and model, the condition linked to its trials
+    heat = page.locator("#headline-sceval table.heatmap tbody tr")
+    assert heat.count() == 1 and heat.locator("td").count() == 2
+    rows.first.locator("td.worst a").click()
+    page.wait_for_url("**/cells/bi_ta_drop_words_mute_t70_a50-*.html#model=*")
+    assert page.inner_text("#shown-count") == "6 of 12 trial(s) shown"
+
+
+def test_cell_page_states_its_number_what_the_condition_does_and_toggles_only_wrong_and_failures_first(site, page):
+    cell = next((site / "sceval" / "cells").glob("bi_ta_drop_words_mute_t70_a50-*.html"))
+    page.goto(cell.as_uri())
+    about = page.inner_text(".about")
+    assert "text drop_words at severity 70" in about and "audio mute at severity 50" in about
+    for row in page.locator("table.numbers tbody tr").all():  # no report here: counted from the trials
+        k, n = map(int, re.search(r"(\d+) correct of (\d+) scored", row.inner_text()).groups())
+        assert row.locator("td.accuracy").inner_text() == f"{100 * k / n:.1f}"
+    # the reply column: each trial's reply beside its verdict
+    head = page.locator("#samples thead th").all_inner_texts()
+    assert "reply" in head
+    correct = page.locator("#samples tbody tr.ok").count()
+    assert correct > 0
+    page.check("#only-wrong")
+    assert page.inner_text("#shown-count") == f"{12 - correct} of 12 trial(s) shown"
+    assert page.locator("#samples tbody tr.ok").count() == 0
+    assert page.input_value('#filters input[data-column="verdict"]') == "!correct"
+    page.uncheck("#only-wrong")
+    page.check("#failures-first")
+    verdicts = page.locator("#samples tbody tr").evaluate_all("rs => rs.map(r => r.className)")
+    assert verdicts == sorted(verdicts, key=lambda c: c == "ok")  # every failure before the first correct trial
+    # the sample x variant grid: one row per sample, each mark opening its trial
+    grid = page.locator("#grid")
+    samples = set(page.locator("#samples tbody td:nth-child(2)").all_inner_texts())
+    assert grid.get_attribute("data-samples") == str(len(samples)) and len(samples) > 1
+    marks = grid.locator("tbody td a")
+    assert marks.count() == 12
+    failures = grid.locator("tbody tr").evaluate_all("rs => rs.map(r => r.querySelectorAll('td.bad, td.odd').length)")
+    assert failures == sorted(failures, reverse=True)
+    marks.first.click()
+    page.wait_for_load_state()
+    # a trial with a sample page opens its section there; one without filters this table to its row
+    assert "/samples/" in page.url or page.inner_text("#shown-count") == "1 of 12 trial(s) shown"
+
+
+def test_search_finds_every_samples_text_and_shows_condition_variant_and_verdict(site, page):
+    from playwright.sync_api import expect
+
+    rows = search_index(site)
+    samples = {r[2] for r in rows if r[0] == "SCEval" and r[1] == "trial"}
+    indexed = {r[2] for r in rows if r[0] == "SCEval" and r[1] == "sample"}
+    assert indexed == samples  # every sample, with or without a page
+    page.goto((site / "index.html").as_uri())
+    page.fill("#fl-search", "beeps")
+    beeps = [r for r in rows if r[1] == "sample" and "beeps" in r[5].lower()]
+    assert beeps  # the count-the-beeps questions
+    expect(page.locator("#fl-search")).to_have_attribute("data-count", re.compile(r"\d+"))
+    assert int(page.get_attribute("#fl-search", "data-count")) >= len(beeps)
+    page.fill("#fl-search", "beep(s); looked")  # replies: each result names its condition, variant and verdict
+    first = page.locator("#fl-results li").first
+    expect(first).to_contain_text("variant")
+    verdict = first.locator(".verdict").inner_text()
+    assert verdict in {"correct", "wrong", "not applicable"} or verdict.startswith("invalid"), verdict
