@@ -58,8 +58,8 @@ def site(tmp_path_factory):
         )
         (root / "logs" / "guesser" / "20261201_120000_versions.json").write_text(json.dumps(VERSIONS))
         write_c3po_logs(root / "logs" / "sceval_reference")
-        faultline_view(root / "logs", root / "site", "--html-budget", "per_cell=3")
-    return root / "site"
+        faultline_view(root / "logs", None, "--html-budget", "per_cell=3")  # no -o: the site goes to RUN/view/
+    return root / "logs" / "view"
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_one_search_box_finds_sample_ids_and_replies_across_the_site(site, page,
 
     rows = search_index(site)
     record = json.loads(
-        next((site.parent / "logs" / "guesser").glob("*_bi_ta_drop_words_mute_t70_a50.jsonl")).open().readline()
+        next((site.parent / "guesser").glob("*_bi_ta_drop_words_mute_t70_a50.jsonl")).open().readline()
     )
     words = {
         "sample_id": record["sceval_record"]["sample_id"],
@@ -218,7 +218,7 @@ def test_run_panel_shows_each_runs_model_versions_seeds_tokens_and_failures(site
         assert "pretrained=tiny/ckpt,max_pixels=1024" in text and "lmms-eval 0.7.3" in text
         assert "faultline-eval 9.9.9" in text and "torch 2.14.1" in text
         assert "20261201_120000" in text and "12.5 s" in text and "input 4,321" in text and "output 210" in text
-        scheme = json.loads(next((site.parent / "logs" / model).glob("*_clean.jsonl")).open().readline())[
+        scheme = json.loads(next((site.parent / model).glob("*_clean.jsonl")).open().readline())[
             "sceval_record"
         ]["seed_scheme"]
         assert f"scheme {scheme}" in text and "random 0" in text and "numpy 1234" in text
@@ -229,7 +229,7 @@ def test_run_panel_shows_each_runs_model_versions_seeds_tokens_and_failures(site
         assert (totals in text) == (model == "sceval_reference")
         # failures by category: the run's trials not correct, counted from its logs
         verdicts: dict[str, int] = {}
-        for log in (site.parent / "logs" / model).glob("*_samples_sceval_*.jsonl"):
+        for log in (site.parent / model).glob("*_samples_sceval_*.jsonl"):
             for line in log.read_text().splitlines():
                 r = json.loads(line)["sceval_record"]
                 v = f"invalid: {r['invalid']}" if r["invalid"] else "correct" if r["correct"] == 1 else "wrong"
@@ -336,3 +336,49 @@ def test_search_finds_every_samples_text_and_shows_condition_variant_and_verdict
     expect(first).to_contain_text("variant")
     verdict = first.locator(".verdict").inner_text()
     assert verdict in {"correct", "wrong", "not applicable"} or verdict.startswith("invalid"), verdict
+
+
+@pytest.fixture(scope="module")
+def demo_site(request, tmp_path_factory):
+    """The demo run's site as `faultline view RUN` builds it, the reports found in RUN/report and
+    RUN/c3po-report (the run is shared and read-only here: -o names a temporary folder)."""
+    from test_docs_assets import demo_run
+
+    run = demo_run(request.config)
+    out = tmp_path_factory.mktemp("demo-view") / "site"
+    stdout = faultline_view(run, out, "--html-budget", "per_cell=1")
+    return run, out, stdout
+
+
+def test_demo_site_opens_on_the_reports_headline_and_finds_every_beeps_question(demo_site, page):
+    from playwright.sync_api import expect
+
+    run, site, stdout = demo_site
+    assert f"using the sceval report found in {run / 'report'}" in stdout
+    report = json.loads((run / "report" / "report.json").read_text())
+    page.goto((site / "index.html").as_uri())
+    for panel in report["panel"]:  # the report's fault-line score, per model
+        row = page.locator(f'#headline-sceval tr[data-model="{panel["model"]}"]')
+        assert row.locator("td.fault").inner_text() == f"↓{100 * panel['panel_fault']:.1f}"
+    assert page.locator("#headline-sceval img[src$='drop_heatmap.png']").count() == 1
+    # a cell page states the report's accuracy and interval for it
+    worst = page.locator("#headline-sceval td.worst a").first
+    cell = worst.inner_text()
+    worst.click()
+    page.wait_for_url("**/cells/*")
+    model = page.locator("table.numbers tbody tr").first.get_attribute("data-model")
+    row = next(r for r in report["conditions"] if r["model"] == model and r["condition_id"] == cell)
+    numbers = page.locator("table.numbers tbody tr").first.inner_text()
+    assert f"{100 * row['accuracy']:.1f}" in numbers and f"[{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}]" in numbers
+    # the search finds every sample whose logged question asks to count beeps, media or not
+    asked = set()
+    for log in run.glob("*_samples_sceval_clean.jsonl"):
+        for line in log.read_text().splitlines():
+            record = json.loads(line)
+            if "beeps" in record["input"].lower():
+                asked.add(record["sceval_record"]["sample_id"])
+    assert asked
+    page.fill("#fl-search", "beeps")
+    expect(page.locator("#fl-search")).to_have_attribute("data-count", re.compile(r"\d+"))
+    found = page.locator("#fl-results li").all_inner_texts()
+    assert {t.split("sample ", 1)[1].split()[0] for t in found if t.startswith("SCEval sample ")} == asked

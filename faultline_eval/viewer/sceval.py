@@ -59,7 +59,7 @@ def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[
     per-sample log and seed scheme, for the search index and run panels) and the full record of
     the ``wanted`` ones. Models are labelled as the report labels them."""
     extras, records = {}, {}
-    texts: set[str] = set()  # samples whose text (the prompt lmms-eval logged) is kept, once per sample
+    texts: set[tuple[str, bool]] = set()  # (sample, clean) whose text (the prompt lmms-eval logged) is kept
     names = ModelNames.under(run_dirs)
     for path in sample_files(run_dirs):
         label, name = None, path.name
@@ -77,8 +77,10 @@ def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[
                 "run_file": path,
                 "seed_scheme": record.get("seed_scheme"),
             }
-            if key[2] not in texts:  # every sample's text for the site's search, pages or not
-                texts.add(key[2])
+            # every sample's text for the site's search, pages or not: the clean trial's (a text
+            # corruption drops words), else the first trial's
+            if (key[2], key[1] == "clean") not in texts:
+                texts.update({(key[2], False), (key[2], key[1] == "clean")})
                 extras[key]["text"] = json.loads(line).get("input")
             if key in wanted:
                 records[key] = record

@@ -417,7 +417,10 @@ class SiteWriter:
         """Every sample's text into the search index, those without a sample page too: the text its
         log holds (the prompt lmms-eval logged, less the part every sample shares: the system prompt
         and instructions); a sample without a page links to its rows of its first cell's table."""
-        texts = {k[2]: str(e["text"]) for k, e in extras.items() if e.get("text")}
+        texts: dict[str, str] = {}
+        for (_, cell, sample, _), e in extras.items():  # clean's text where there is one (see read_records)
+            if e.get("text") and (sample not in texts or cell == "clean"):
+                texts[sample] = str(e["text"])
         common = _common_prefix(list(texts.values())) if len(texts) > 1 else ""
         first_cell = {}
         for sample, cell in zip(values_of(rows["sample_id"]), values_of(rows["cell"])):
