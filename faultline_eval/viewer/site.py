@@ -118,7 +118,13 @@ def word_diff(clean: str, sent: str) -> Markup:
         else:
             lines.append(_words_diff("\n".join(a_lines[i1:i2]), "\n".join(b_lines[j1:j2])))
     pieces = [piece for i, line in enumerate(lines) for piece in ([("", "\n")] if i else []) + line]
-    return Markup(TEMPLATES.get_template("macros.html").module.diff(pieces))
+    return Markup(_macros().diff(pieces))
+
+
+@functools.cache
+def _macros() -> Any:
+    """``macros.html`` as a module, made once (making it evaluates the template)."""
+    return TEMPLATES.get_template("macros.html").module
 
 
 def _words_diff(clean: str, sent: str) -> list[tuple[str, str]]:
