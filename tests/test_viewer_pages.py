@@ -133,9 +133,7 @@ def test_one_search_box_finds_sample_ids_and_replies_across_the_site(site, page,
     from playwright.sync_api import expect  # as the browser fixture: only where Chromium runs
 
     rows = search_index(site)
-    record = json.loads(
-        next((site.parent / "guesser").glob("*_bi_ta_drop_words_mute_t70_a50.jsonl")).open().readline()
-    )
+    record = json.loads(next((site.parent / "guesser").glob("*_bi_ta_drop_words_mute_t70_a50.jsonl")).open().readline())
     words = {
         "sample_id": record["sceval_record"]["sample_id"],
         "reply": "beep(s); looked",  # the reference model's replies, and no other text
@@ -218,9 +216,9 @@ def test_run_panel_shows_each_runs_model_versions_seeds_tokens_and_failures(site
         assert "pretrained=tiny/ckpt,max_pixels=1024" in text and "lmms-eval 0.7.3" in text
         assert "faultline-eval 9.9.9" in text and "torch 2.14.1" in text
         assert "20261201_120000" in text and "12.5 s" in text and "input 4,321" in text and "output 210" in text
-        scheme = json.loads(next((site.parent / model).glob("*_clean.jsonl")).open().readline())[
-            "sceval_record"
-        ]["seed_scheme"]
+        scheme = json.loads(next((site.parent / model).glob("*_clean.jsonl")).open().readline())["sceval_record"][
+            "seed_scheme"
+        ]
         assert f"scheme {scheme}" in text and "random 0" in text and "numpy 1234" in text
         totals = (  # the request totals of _run_info.json, tokens by kind and requests by outcome
             "sceval_reference: tokens input 1,200, audio 25, image 300, output 40; "
@@ -369,7 +367,10 @@ def test_demo_site_opens_on_the_reports_headline_and_finds_every_beeps_question(
     model = page.locator("table.numbers tbody tr").first.get_attribute("data-model")
     row = next(r for r in report["conditions"] if r["model"] == model and r["condition_id"] == cell)
     numbers = page.locator("table.numbers tbody tr").first.inner_text()
-    assert f"{100 * row['accuracy']:.1f}" in numbers and f"[{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}]" in numbers
+    assert (
+        f"{100 * row['accuracy']:.1f}" in numbers
+        and f"[{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}]" in numbers
+    )
     # the search finds every sample whose logged question asks to count beeps, media or not
     asked = set()
     for log in run.glob("*_samples_sceval_clean.jsonl"):

@@ -91,6 +91,7 @@ TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,
     lstrip_blocks=True,
+    finalize=lambda value: "" if value is None else value,  # a missing value shows as nothing, not "None"
 )
 
 
