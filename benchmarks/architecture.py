@@ -450,14 +450,17 @@ modules += [line.split("=")[1].strip().split(":")[0] for line in entry["lmms_eva
 modules += ["sceval_plugin.plugins", "c3po_plugin.plugins"]
 for name in modules:
     importlib.import_module(name)
+# the product's folders only: a checkout may hold its virtualenv (.venv/, as CI's does)
+product = tuple(os.path.join(os.path.realpath(root), folder) + os.sep for folder in (
+    "sceval_plugin", "c3po_plugin", "faultline_eval", "faultline_app", "tasks", "model_wrappers"))
 by_file = {}
 for name, module in list(sys.modules.items()):
     path = getattr(module, "__file__", None)
-    if path and os.path.realpath(path).startswith(os.path.realpath(root) + os.sep):
+    if path and os.path.realpath(path).startswith(product):
         by_file.setdefault(os.path.realpath(path), []).append(name)
 copies = {path: sorted(names) for path, names in by_file.items() if len(names) > 1}
 loaded = sum(len(names) for names in by_file.values())
-folders = sorted(entry.name for entry in os.scandir(root) if entry.is_dir() and not entry.name.startswith("."))
+folders = json.loads(sys.argv[2])
 packages = ("sceval_plugin", "c3po_plugin", "faultline_eval", "faultline_app")
 declared = {"faultline_eval.tasks", "faultline_eval.model_wrappers"}
 second_names = []
@@ -474,12 +477,25 @@ print(json.dumps({"copies": copies, "second_names": second_names, "loaded": load
 """
 
 
+def source_folders(root: Path) -> list[str]:
+    """The checkout's top-level folders that git tracks: not ``build/`` (setuptools writes it during ``pip
+    install .``), ``.venv/`` or other artefacts, which would otherwise count as second names."""
+    listed = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True)
+    if listed.returncode != 0:  # not a git checkout (an unpacked sdist): every visible folder
+        return sorted(entry.name for entry in os.scandir(root) if entry.is_dir() and not entry.name.startswith("."))
+    return sorted({line.split("/")[0] for line in listed.stdout.splitlines() if "/" in line})
+
+
 def measure_module_copies(root: Path) -> dict:
     """One import path per module (issue 37), checked the way the project runs: ``root`` first on the path (the
     helpers' PYTHONPATH, ``python -m lmms_eval`` from a checkout)."""
     env = {**os.environ, "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1", "NO_ALBUMENTATIONS_UPDATE": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", _COPIES_PROBE, str(root)], cwd=root, env=env, capture_output=True, text=True
+        [sys.executable, "-c", _COPIES_PROBE, str(root), json.dumps(source_folders(root))],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     if done.returncode != 0:
         return {"module_copies": None, "module_copies_note": done.stderr.strip()[-1500:]}
@@ -536,7 +552,7 @@ def measure_string_imports(root: Path, files: list[str]) -> dict:
     ``import_module``/``__import__`` call whose argument names no module we can read. A named module is declared
     when the module imports it under ``if TYPE_CHECKING:`` (so lint-imports and the layer count check it)."""
     modules = {module_name(path): path for path in files}
-    named, undeclared, calls = set(), {}, 0
+    named, undeclared, calls, forwarded = set(), {}, 0, 0
     for path in files:
         importer = module_name(path)
         if importer in PLUGIN_HOSTS:
@@ -562,7 +578,19 @@ def measure_string_imports(root: Path, files: list[str]) -> dict:
                     undeclared[(importer, ast.unparse(argument))] = (
                         f"{path}:{node.lineno} {ast.unparse(argument)} (built at run time)"
                     )
+        # a deprecated name's new home (``moved_names``, until 0.4) is forwarded to on first use, as a
+        # moved_module shim forwards: counted apart, like those
+        forwarding = {
+            (constant.lineno, constant.value)
+            for call in ast.walk(tree)
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "moved_names"
+            for constant in ast.walk(call)
+            if isinstance(constant, ast.Constant) and isinstance(constant.value, str)
+        }
+        forwarded += sum(1 for _, text in forwarding if _MODULE_PATH.match(text))
         for line, text in _module_path_strings(tree):
+            if (line, text) in forwarding:
+                continue
             name = text.split(":")[0].split("{?}")[0].rstrip(".")
             if name.split(".")[0] not in PACKAGES:
                 continue
@@ -579,6 +607,7 @@ def measure_string_imports(root: Path, files: list[str]) -> dict:
         "string_imports_named": len(named),
         "string_imports_undeclared": len(undeclared),
         "string_imports_undeclared_list": list(undeclared.values()),
+        "string_imports_forwarding_deprecated_names": forwarded,
     }
 
 

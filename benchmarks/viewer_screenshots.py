@@ -5,13 +5,16 @@
     python benchmarks/viewer_screenshots.py --smoke                 # CI: a 3-item demo site, shot if chromium is there
 
 Pages: the front page, each benchmark's overview, a cell page filtered to the trials not correct,
-a sample page (wrapped tasks also their audit's items), and the search box with results. Uses Debian's Chromium (``apt-get install
+a sample page, one corrupted trial of it (its section: what was sent, the text with the corruption
+marked, the reply), the compare view where the site has one (wrapped tasks also their audit's
+items), and the search box with results. Uses Debian's Chromium (``apt-get install
 chromium``) through Playwright, headless, from ``file://``; the PNGs are not part of the repository.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import tempfile
@@ -22,6 +25,11 @@ import provenance
 
 BIN = Path(sys.executable).parent
 WIDTHS = {"desktop": 1280, "phone": 390}
+#: Where the element the address names (``#<section id>``) starts on the page; 0 for none.
+SECTION_TOP = """(() => {
+  const named = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+  return named ? Math.floor(named.getBoundingClientRect().top + window.scrollY) : 0;
+})()"""
 
 
 def demo_site(work: Path, smoke: bool = False) -> Path:
@@ -49,6 +57,15 @@ def pages(site: Path) -> list[tuple[str, str]]:
         samples = sorted((site / bench / "samples").glob("*.html"))
         if samples:
             found.append((f"{bench}-sample", samples[0].as_uri()))
+            # a corrupted trial: the first section of the sample whose text the corruption changed
+            # (words marked), else the first that is not the clean item's
+            sections = re.findall(r'<section class="trial" id="([^"]+)">(.*?)</section>', samples[0].read_text(), re.S)
+            corrupted = [key for key, body in sections if not key.startswith("clean-")]
+            marked = [key for key, body in sections if not key.startswith("clean-") and "<del>" in body]
+            if corrupted:
+                found.append((f"{bench}-trial", f"{samples[0].as_uri()}#{(marked or corrupted)[0]}"))
+        if (site / bench / "compare.html").is_file():
+            found.append((f"{bench}-compare", (site / bench / "compare.html").as_uri()))
         if (site / bench / "audit.html").is_file():  # wrapped tasks: the audit's items
             found.append((f"{bench}-audit", (site / bench / "audit.html").as_uri()))
     return found
@@ -81,10 +98,12 @@ def shoot(
                 page.goto(address)
                 page.wait_for_load_state("load")
                 written.append(out / f"{name}-{kind}.png")
-                # the whole page, down to 3,000 px (a sample page of 69 conditions is far longer)
-                height = min(max_height, page.evaluate("document.documentElement.scrollHeight"))
+                # the whole page, down to 3,000 px (a sample page of 69 conditions is far longer), from
+                # the section the address names (a trial's) or the top
+                top = page.evaluate(SECTION_TOP)
+                height = min(max_height, page.evaluate("document.documentElement.scrollHeight") - top)
                 page.screenshot(
-                    path=written[-1], full_page=True, clip={"x": 0, "y": 0, "width": width, "height": height}
+                    path=written[-1], full_page=True, clip={"x": 0, "y": top, "width": width, "height": height}
                 )
             if query is not None:
                 page.goto((site / "index.html").as_uri())

@@ -442,7 +442,37 @@ def test_template_bars_are_named_and_a_measured_zero_is_marked(report, monkeypat
     assert sum(t.startswith("0% (n=") for t in texts) == len(zero)
     marks = [line for line in ax.get_lines() if line.get_gid() == plots.ZERO_MARK]
     assert sum(len(line.get_xdata()) for line in marks) == len(zero)
-    assert captured[0].get_figwidth() * 200 < 1700  # pixels at the report's dpi
+    assert_readable_in_a_page(captured[0])
+    pyplot().close(captured[0])
+
+
+def assert_readable_in_a_page(fig) -> None:
+    """Shown about 800 px wide (8.3 in at 96 dpi) in the report and viewer pages, the figure's
+    text stays at 9 pt or more: the drawing is at most 8.3 in wide and no text is under 9 pt."""
+    from matplotlib.text import Text
+
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    assert texts and min(t.get_fontsize() for t in texts) >= 9, sorted({t.get_fontsize() for t in texts})
+    drawn = fig.get_tightbbox(fig.canvas.get_renderer())
+    assert drawn.width <= 8.3, drawn.width  # inches
+
+
+def test_the_template_grid_of_many_models_is_split_into_panels_readable_in_a_page(report, monkeypatch):
+    import pandas as pd
+
+    from c3po_plugin.report import plots
+    from sceval_plugin.report.plots import pyplot
+
+    accuracy = pd.DataFrame(report[2]["accuracy"])
+    one = accuracy[accuracy["model"] == BETA_M]
+    many = pd.concat([accuracy, *(one.assign(model=f"m{k:02d}") for k in range(12))])
+    captured = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: captured.append(fig) or [])
+    plots.template_accuracy(many, Path("unused"))
+    panels = [ax for ax in captured[0].axes if ax.images]
+    shown = [label.get_text() for ax in panels for label in ax.get_xticklabels()]
+    assert len(panels) == 3 and sorted(shown) == sorted(many["model"].unique())  # 15 models, 5 a panel
+    assert_readable_in_a_page(captured[0])
     pyplot().close(captured[0])
 
 
@@ -459,19 +489,13 @@ def test_many_models_get_a_template_grid_instead_of_bars(report, monkeypatch):
     captured = []
     monkeypatch.setattr(plots, "save", lambda fig, path: captured.append(fig) or [])
     plots.template_accuracy(more, Path("unused"))
-    ax = captured[0].axes[0]
+    panels = [ax for ax in captured[0].axes if ax.images]
     templates = more[more["level"] == "template"]
-    assert (
-        ax.images
-        and not ax.patches
-        and ax.images[0].get_array().shape
-        == (
-            templates["group"].nunique(),
-            templates["model"].nunique(),
-        )
-    )
+    shapes = [ax.images[0].get_array().shape for ax in panels]
+    assert not any(ax.patches for ax in panels) and {rows for rows, _ in shapes} == {templates["group"].nunique()}
+    assert sum(columns for _, columns in shapes) == templates["model"].nunique()
     missing = templates["group"].nunique() * templates["model"].nunique() - len(templates)
-    assert missing and sum(t.get_text() == "no data" for t in ax.texts) == missing
+    assert missing and sum(t.get_text() == "no data" for ax in panels for t in ax.texts) == missing
 
 
 def test_a_folder_without_c3po_logs_is_refused(tmp_path):

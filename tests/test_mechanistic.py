@@ -81,7 +81,7 @@ def test_every_probe_runs_through_the_cli_and_the_report_has_the_tables(checkpoi
 
     report = tmp_path / "report"
     assert faultline(["probe", "report", str(out), "-o", str(report)]) == 0
-    text = (report / "report.md").read_text()
+    text = (report / "index.md").read_text()
     for title in ("Table 4", "Table 7", "Table 8", "Figure 5"):
         assert title in text
     coverage = json.loads((report / "report.json").read_text())["tables"]["coverage"]
@@ -225,7 +225,8 @@ def test_entropy_gaps_tier_gaps_and_fingerprints_by_hand(tmp_path):
     expected = np.mean([audio["cc01-a"], audio["cc01-b"]]) - np.mean([audio["ic01-a"], audio["ic01-b"]])
     assert math.isclose(tier["T1"], expected) and tier["T1_kind"] == "cc-ic"
     assert 0.99 < tables["cc_ic"].iloc[0]["cos_cc_ic"] <= 1.0
-    assert "Table 10" in (tmp_path / "report" / "report.md").read_text()
+    assert "Table 10" in (tmp_path / "report" / "index.md").read_text()
+    assert (tmp_path / "report" / "entropy_correctness.csv").exists()
     assert (tmp_path / "report" / "entropy_correctness.png").stat().st_size > 0
 
 

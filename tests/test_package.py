@@ -47,6 +47,8 @@ def test_package_data_ships_the_task_files_demo_sets_and_calibration():
         "sceval_plugin/data/demo/items.jsonl",
         "faultline_app/viewer/assets/viewer.js",
         "faultline_app/viewer/assets/viewer.css",
+        "faultline_app/viewer/templates/base.html",
+        "faultline_app/viewer/templates/sample.html",
     ):
         assert needed in files, needed
     assert any(f.startswith("c3po_plugin/data/demo/media/video/") for f in files)

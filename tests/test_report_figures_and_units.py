@@ -78,6 +78,36 @@ def test_equal_severity_curves_are_drawn_side_by_side_with_their_intervals(monke
     assert all(c.has_yerr and c.lines[2] for c in bars.values())  # the 95 % intervals
 
 
+def test_two_models_share_the_y_axis_and_equal_curves_differ_in_line_style(monkeypatch):
+    """Rows of the severity curves compare at a glance; two operators at 100 % stay two lines."""
+    values = {"clean": 1.0, **{f"single_{op}_v{s}": 1.0 for op in ("noise", "motion_blur") for s in (30, 70)}}
+    worse = {**values, "single_drop_words_t70": 0.2}
+    numbers = compute(_trials({"a": values, "b": worse}), INFO, b=50)
+    fig, _ = _drawn(monkeypatch, numbers, "severity_curves")
+    panels = [ax for ax in fig.axes if ax.containers]
+    assert len({ax.get_ylim() for ax in panels}) == 1 and panels[0].get_ylim()[0] < 20  # b's drop sets a's axis too
+    vision = [ax for ax in panels if {c.get_label() for c in ax.containers} == {"motion_blur", "noise"}][0]
+    styles = {c.get_label(): c.lines[0].get_linestyle() for c in vision.containers}
+    assert styles["motion_blur"] != styles["noise"]
+
+
+def test_every_joint_point_is_named_and_no_two_names_overlap(monkeypatch):
+    values = {
+        "clean": 0.9,
+        "single_noise_v70": 0.5,
+        **dict.fromkeys(JOINTS, 0.4),
+        "bi_tv_drop_words_occlusion_t70_v30": 0.4,
+    }
+    numbers = compute(_trials({"m": values}), INFO, b=20)
+    fig, _ = _drawn(monkeypatch, numbers, "joint_scatter")
+    ax = fig.axes[0]
+    names = {t.get_text(): t for t in ax.texts}
+    assert set(names) == {"t30/v70", "v70/a50", "t30/v70/a30", "t70/v30 occlusion"}  # all at the same drop
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in names.values()]
+    assert not any(a.overlaps(b) for k, a in enumerate(boxes) for b in boxes[k + 1 :])
+
+
 def _md_rows(path: Path) -> list[dict[str, str]]:
     lines = [line for line in path.read_text().splitlines() if line.startswith("|")]
     header = [c.strip() for c in lines[0].strip("|").split("|")]

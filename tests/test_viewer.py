@@ -102,10 +102,11 @@ def site(tmp_path_factory):
     return root / "site", stdout, root
 
 
-def faultline_view(logs: Path, out: Path, *options: str) -> str:
-    """The real `faultline view` CLI on ``logs`` into ``out``; its standard output."""
+def faultline_view(logs: Path, out: Path | None, *options: str) -> str:
+    """The real `faultline view` CLI on ``logs`` into ``out`` (None: its default, ``logs/view/``);
+    its standard output."""
     done = subprocess.run(
-        [str(BIN / "faultline"), "view", str(logs), "-o", str(out), *options],
+        [str(BIN / "faultline"), "view", str(logs), *(["-o", str(out)] if out else []), *options],
         capture_output=True,
         text=True,
         env=dict(os.environ),

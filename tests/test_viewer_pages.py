@@ -58,8 +58,8 @@ def site(tmp_path_factory):
         )
         (root / "logs" / "guesser" / "20261201_120000_versions.json").write_text(json.dumps(VERSIONS))
         write_c3po_logs(root / "logs" / "sceval_reference")
-        faultline_view(root / "logs", root / "site", "--html-budget", "per_cell=3")
-    return root / "site"
+        faultline_view(root / "logs", None, "--html-budget", "per_cell=3")  # no -o: the site goes to RUN/view/
+    return root / "logs" / "view"
 
 
 @pytest.fixture(scope="module")
@@ -133,9 +133,7 @@ def test_one_search_box_finds_sample_ids_and_replies_across_the_site(site, page,
     from playwright.sync_api import expect  # as the browser fixture: only where Chromium runs
 
     rows = search_index(site)
-    record = json.loads(
-        next((site.parent / "logs" / "guesser").glob("*_bi_ta_drop_words_mute_t70_a50.jsonl")).open().readline()
-    )
+    record = json.loads(next((site.parent / "guesser").glob("*_bi_ta_drop_words_mute_t70_a50.jsonl")).open().readline())
     words = {
         "sample_id": record["sceval_record"]["sample_id"],
         "reply": "beep(s); looked",  # the reference model's replies, and no other text
@@ -218,9 +216,9 @@ def test_run_panel_shows_each_runs_model_versions_seeds_tokens_and_failures(site
         assert "pretrained=tiny/ckpt,max_pixels=1024" in text and "lmms-eval 0.7.3" in text
         assert "faultline-eval 9.9.9" in text and "torch 2.14.1" in text
         assert "20261201_120000" in text and "12.5 s" in text and "input 4,321" in text and "output 210" in text
-        scheme = json.loads(next((site.parent / "logs" / model).glob("*_clean.jsonl")).open().readline())[
-            "sceval_record"
-        ]["seed_scheme"]
+        scheme = json.loads(next((site.parent / model).glob("*_clean.jsonl")).open().readline())["sceval_record"][
+            "seed_scheme"
+        ]
         assert f"scheme {scheme}" in text and "random 0" in text and "numpy 1234" in text
         totals = (  # the request totals of _run_info.json, tokens by kind and requests by outcome
             "sceval_reference: tokens input 1,200, audio 25, image 300, output 40; "
@@ -229,7 +227,7 @@ def test_run_panel_shows_each_runs_model_versions_seeds_tokens_and_failures(site
         assert (totals in text) == (model == "sceval_reference")
         # failures by category: the run's trials not correct, counted from its logs
         verdicts: dict[str, int] = {}
-        for log in (site.parent / "logs" / model).glob("*_samples_sceval_*.jsonl"):
+        for log in (site.parent / model).glob("*_samples_sceval_*.jsonl"):
             for line in log.read_text().splitlines():
                 r = json.loads(line)["sceval_record"]
                 v = f"invalid: {r['invalid']}" if r["invalid"] else "correct" if r["correct"] == 1 else "wrong"
@@ -251,9 +249,137 @@ def test_no_page_overflows_sideways_at_desktop_or_phone_width(site, browser, wid
         *(site / "sceval" / "cells").glob("*.html"),  # the longest condition id in a heading
         sample_pages(site)[0],
         next((site / "c3po" / "samples").glob("*.html")),
+        site / "sceval" / "compare.html",  # two models: their compare view, its wide tables in their own boxes
     ]:
         page.goto(address.as_uri())
         page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")  # the folded parts too
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 0, (address.relative_to(site).as_posix(), width, overflow)
     page.close()
+
+
+# -- issue 38: the front page's headline, the cell page's number, its controls and grid, the search ------
+
+
+def test_front_page_carries_each_models_headline_linked_to_its_trials(site, page):
+    page.goto((site / "index.html").as_uri())
+    rows = page.locator("#headline-sceval table.headline-models tbody tr")
+    assert rows.count() == 2  # both models, by name
+    labels = [r.get_attribute("data-model") for r in rows.all()]
+    assert [label.split(":")[0] for label in labels] == ["guesser", "sceval_reference"]  # by name
+    for row in rows.all():
+        clean = row.locator("td.clean a")
+        assert re.fullmatch(r"\d+\.\d", clean.inner_text())
+        worst = row.locator("td.worst a")
+        assert worst.inner_text() == "bi_ta_drop_words_mute_t70_a50"  # the one other condition
+        assert re.fullmatch(r"[↓↑]\d+\.\d|0\.0", row.locator("td.drop").inner_text())
+    # the heatmap: the drop per condition and model, the condition linked to its trials
+    heat = page.locator("#headline-sceval table.heatmap tbody tr")
+    assert heat.count() == 1 and heat.locator("td").count() == 2
+    rows.first.locator("td.worst a").click()
+    page.wait_for_url("**/cells/bi_ta_drop_words_mute_t70_a50-*.html#model=*")
+    assert page.inner_text("#shown-count") == "6 of 12 trial(s) shown"
+
+
+def test_cell_page_states_its_number_what_the_condition_does_and_toggles_only_wrong_and_failures_first(site, page):
+    cell = next((site / "sceval" / "cells").glob("bi_ta_drop_words_mute_t70_a50-*.html"))
+    page.goto(cell.as_uri())
+    about = page.inner_text(".about")
+    assert "text drop_words at severity 70" in about and "audio mute at severity 50" in about
+    for row in page.locator("table.numbers tbody tr").all():  # no report here: counted from the trials
+        k, n = map(int, re.search(r"(\d+) correct of (\d+) scored", row.inner_text()).groups())
+        assert row.locator("td.accuracy").inner_text() == f"{100 * k / n:.1f}"
+    # the reply column: each trial's reply beside its verdict
+    head = page.locator("#samples thead th").all_inner_texts()
+    assert "reply" in head
+    correct = page.locator("#samples tbody tr.ok").count()
+    assert correct > 0
+    page.check("#only-wrong")
+    assert page.inner_text("#shown-count") == f"{12 - correct} of 12 trial(s) shown"
+    assert page.locator("#samples tbody tr.ok").count() == 0
+    assert page.input_value('#filters input[data-column="verdict"]') == "!correct"
+    page.uncheck("#only-wrong")
+    page.check("#failures-first")
+    verdicts = page.locator("#samples tbody tr").evaluate_all("rs => rs.map(r => r.className)")
+    assert verdicts == sorted(verdicts, key=lambda c: c == "ok")  # every failure before the first correct trial
+    # the sample x variant grid: one row per sample, each mark opening its trial
+    grid = page.locator("#grid")
+    samples = set(page.locator("#samples tbody td:nth-child(2)").all_inner_texts())
+    assert grid.get_attribute("data-samples") == str(len(samples)) and len(samples) > 1
+    marks = grid.locator("tbody td a")
+    assert marks.count() == 12
+    failures = grid.locator("tbody tr").evaluate_all("rs => rs.map(r => r.querySelectorAll('td.bad, td.odd').length)")
+    assert failures == sorted(failures, reverse=True)
+    marks.first.click()
+    page.wait_for_load_state()
+    # a trial with a sample page opens its section there; one without filters this table to its row
+    assert "/samples/" in page.url or page.inner_text("#shown-count") == "1 of 12 trial(s) shown"
+
+
+def test_search_finds_every_samples_text_and_shows_condition_variant_and_verdict(site, page):
+    from playwright.sync_api import expect
+
+    rows = search_index(site)
+    samples = {r[2] for r in rows if r[0] == "SCEval" and r[1] == "trial"}
+    indexed = {r[2] for r in rows if r[0] == "SCEval" and r[1] == "sample"}
+    assert indexed == samples  # every sample, with or without a page
+    page.goto((site / "index.html").as_uri())
+    page.fill("#fl-search", "beeps")
+    beeps = [r for r in rows if r[1] == "sample" and "beeps" in r[5].lower()]
+    assert beeps  # the count-the-beeps questions
+    expect(page.locator("#fl-search")).to_have_attribute("data-count", re.compile(r"\d+"))
+    assert int(page.get_attribute("#fl-search", "data-count")) >= len(beeps)
+    page.fill("#fl-search", "beep(s); looked")  # replies: each result names its condition, variant and verdict
+    first = page.locator("#fl-results li").first
+    expect(first).to_contain_text("variant")
+    verdict = first.locator(".verdict").inner_text()
+    assert verdict in {"correct", "wrong", "not applicable"} or verdict.startswith("invalid"), verdict
+
+
+@pytest.fixture(scope="module")
+def demo_site(request, tmp_path_factory):
+    """The demo run's site as `faultline view RUN` builds it, the reports found in RUN/report and
+    RUN/c3po-report (the run is shared and read-only here: -o names a temporary folder)."""
+    from test_docs_assets import demo_run
+
+    run = demo_run(request.config)
+    out = tmp_path_factory.mktemp("demo-view") / "site"
+    stdout = faultline_view(run, out, "--html-budget", "per_cell=1")
+    return run, out, stdout
+
+
+def test_demo_site_opens_on_the_reports_headline_and_finds_every_beeps_question(demo_site, page):
+    from playwright.sync_api import expect
+
+    run, site, stdout = demo_site
+    assert f"using the sceval report found in {run / 'report'}" in stdout
+    report = json.loads((run / "report" / "report.json").read_text())
+    page.goto((site / "index.html").as_uri())
+    for panel in report["panel"]:  # the report's fault-line score, per model
+        row = page.locator(f'#headline-sceval tr[data-model="{panel["model"]}"]')
+        assert row.locator("td.fault").inner_text() == f"↓{100 * panel['panel_fault']:.1f}"
+    assert page.locator("#headline-sceval img[src$='drop_heatmap.png']").count() == 1
+    # a cell page states the report's accuracy and interval for it
+    worst = page.locator("#headline-sceval td.worst a").first
+    cell = worst.inner_text()
+    worst.click()
+    page.wait_for_url("**/cells/*")
+    model = page.locator("table.numbers tbody tr").first.get_attribute("data-model")
+    row = next(r for r in report["conditions"] if r["model"] == model and r["condition_id"] == cell)
+    numbers = page.locator("table.numbers tbody tr").first.inner_text()
+    assert (
+        f"{100 * row['accuracy']:.1f}" in numbers
+        and f"[{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}]" in numbers
+    )
+    # the search finds every sample whose logged question asks to count beeps, media or not
+    asked = set()
+    for log in run.glob("*_samples_sceval_clean.jsonl"):
+        for line in log.read_text().splitlines():
+            record = json.loads(line)
+            if "beeps" in record["input"].lower():
+                asked.add(record["sceval_record"]["sample_id"])
+    assert asked
+    page.fill("#fl-search", "beeps")
+    expect(page.locator("#fl-search")).to_have_attribute("data-count", re.compile(r"\d+"))
+    found = page.locator("#fl-results li").all_inner_texts()
+    assert {t.split("sample ", 1)[1].split()[0] for t in found if t.startswith("SCEval sample ")} == asked

@@ -1,7 +1,9 @@
 """The probe report: C3PO App. F's tables from ``faultline probe`` folders (one per model).
 
-Written to the report folder as ``report.md`` (every table), one CSV per table, ``report.json``,
-Figure 5 (attention budget per modality) and, with verdicts, Figure 4 (Delta H with CIs), PNG + PDF:
+Built as a :class:`~faultline_eval.core.report_writer.Report` value (:func:`probe_report`, pure) and
+written by the one report writer of both benchmarks: each table as Markdown, CSV and LaTeX,
+``index.md`` (what each file answers), ``report.json``, Figure 5 (attention budget per modality)
+and, with verdicts, Figure 4 (Delta H with CIs), PNG + PDF with the same bytes for the same numbers:
 
 * ``coverage`` (Table 4): per model, which probes ran on how many samples, the profile
   (:mod:`.profiles`) and, for a blocked model, the architectural reason;
@@ -25,6 +27,7 @@ runs), and sample id.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,8 +39,11 @@ import pandas as pd
 from c3po_plugin.mechanistic import profiles
 from c3po_plugin.mechanistic.runner import PROBES, RUN_FILE
 from c3po_plugin.report.reader import read_runs as read_c3po
+from faultline_eval.core import figures, report_writer
+from faultline_eval.core.report_writer import Report, Section
 from faultline_eval.core.stats import SEED_DEFAULT, bootstrap_means, percentile_interval, resample_weights
-from faultline_eval.core.store import read_records, write_atomic
+from faultline_eval.core.store import read_records
+from faultline_eval.core.tables import Table
 
 
 def _ci(values: np.ndarray, seed: int = SEED_DEFAULT) -> np.ndarray:
@@ -105,101 +111,118 @@ def _correctness(verdicts: Sequence[str] | None) -> pd.DataFrame | None:
     return per_sample.rename(columns={"model": "label"})
 
 
-def build_tables(
-    runs: list[dict], records: pd.DataFrame, verdicts: Sequence[str] | None = None
-) -> dict[str, pd.DataFrame]:
-    e1, e2, e3 = _alpha_columns(_ok(records, "e1")), _ok(records, "e2"), _ok(records, "e3")
-    tables: dict[str, pd.DataFrame] = {}
-
-    budget = []
-    for label, group in e1.groupby("label") if not e1.empty else []:
-        budget.append(
-            {
-                "model": label,
-                "n": len(group),
-                **{f"alpha_{m}": group[f"alpha_{m}"].mean() for m in ("text", "audio", "image")},
-                "mid_entropy_bits": group["mid_entropy"].mean(),
-                "argmin_depth": group["argmin_depth"].mean(),
-            }
-        )
-    tables["attention_budget"] = pd.DataFrame(
+def _budget_table(e1: pd.DataFrame) -> pd.DataFrame:
+    """Figure 5's numbers: per model, mean alpha per modality, mid-layer entropy and argmin depth."""
+    budget = [
+        {
+            "model": label,
+            "n": len(group),
+            **{f"alpha_{m}": group[f"alpha_{m}"].mean() for m in ("text", "audio", "image")},
+            "mid_entropy_bits": group["mid_entropy"].mean(),
+            "argmin_depth": group["argmin_depth"].mean(),
+        }
+        for label, group in _by_label(e1)
+    ]
+    return pd.DataFrame(
         budget, columns=["model", "n", "alpha_text", "alpha_audio", "alpha_image", "mid_entropy_bits", "argmin_depth"]
     )
 
-    cc_ic, tiers, depth = [], [], []
-    for label, group in e1.groupby("label") if not e1.empty else []:
-        by = {c: group[group["category"] == c] for c in ("cc", "ic")}
-        vectors = {c: by[c][["alpha_text", "alpha_audio", "alpha_image"]].mean().to_numpy() for c in by}
-        cosine = (
-            float(vectors["cc"] @ vectors["ic"] / np.linalg.norm(vectors["cc"]) / np.linalg.norm(vectors["ic"]))
-            if len(by["cc"]) and len(by["ic"])
-            else np.nan
-        )
-        diff, lo, hi = difference_ci(by["cc"]["mid_entropy"], by["ic"]["mid_entropy"])
-        cc_ic.append(
+
+def _by_label(records: pd.DataFrame) -> Any:
+    """The records of each run label (none when there are no records)."""
+    return records.groupby("label") if not records.empty else []
+
+
+def _cc_ic_row(label: str, by: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """Table 5's row: CC-IC fingerprint cosine and the mid-layer entropy gap with its CI."""
+    vectors = {c: by[c][["alpha_text", "alpha_audio", "alpha_image"]].mean().to_numpy() for c in by}
+    cosine = (
+        float(vectors["cc"] @ vectors["ic"] / np.linalg.norm(vectors["cc"]) / np.linalg.norm(vectors["ic"]))
+        if len(by["cc"]) and len(by["ic"])
+        else np.nan
+    )
+    diff, lo, hi = difference_ci(by["cc"]["mid_entropy"], by["ic"]["mid_entropy"])
+    return {
+        "model": label,
+        "n_cc": len(by["cc"]),
+        "n_ic": len(by["ic"]),
+        "cos_cc_ic": cosine,
+        "mid_entropy_cc_minus_ic": diff,
+        "ci_low": lo,
+        "ci_high": hi,
+    }
+
+
+def _tier_row(label: str, group: pd.DataFrame, by: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """Table 6's row: alpha_audio CC - IC per tier (CC alone where IC has no samples)."""
+    row: dict[str, Any] = {"model": label}
+    for tier in sorted(group["tier"].dropna().unique()):
+        cc = by["cc"][by["cc"]["tier"] == tier]["alpha_audio"]
+        ic = by["ic"][by["ic"]["tier"] == tier]["alpha_audio"]
+        row[f"T{int(tier)}"] = (cc.mean() - ic.mean()) if len(cc) and len(ic) else (cc.mean() if len(cc) else np.nan)
+        row[f"T{int(tier)}_kind"] = "cc-ic" if len(cc) and len(ic) else ("cc only" if len(cc) else "ic only")
+    return row
+
+
+def _depth_rows(label: str, by: dict[str, pd.DataFrame]) -> list[dict[str, Any]]:
+    """Table 8's rows: the relative depth of the entropy minimum per category with its CI."""
+    rows = []
+    for category in ("cc", "ic"):
+        mean, lo, hi = mean_ci(by[category]["argmin_depth"])
+        rows.append(
             {
                 "model": label,
-                "n_cc": len(by["cc"]),
-                "n_ic": len(by["ic"]),
-                "cos_cc_ic": cosine,
-                "mid_entropy_cc_minus_ic": diff,
+                "category": category,
+                "n": len(by[category]),
+                "argmin_depth": mean,
                 "ci_low": lo,
                 "ci_high": hi,
             }
         )
-        row: dict[str, Any] = {"model": label}
-        for tier in sorted(group["tier"].dropna().unique()):
-            cc = by["cc"][by["cc"]["tier"] == tier]["alpha_audio"]
-            ic = by["ic"][by["ic"]["tier"] == tier]["alpha_audio"]
-            row[f"T{int(tier)}"] = (
-                (cc.mean() - ic.mean()) if len(cc) and len(ic) else (cc.mean() if len(cc) else np.nan)
-            )
-            row[f"T{int(tier)}_kind"] = "cc-ic" if len(cc) and len(ic) else ("cc only" if len(cc) else "ic only")
-        tiers.append(row)
-        for category in ("cc", "ic"):
-            mean, lo, hi = mean_ci(by[category]["argmin_depth"])
-            depth.append(
-                {
-                    "model": label,
-                    "category": category,
-                    "n": len(by[category]),
-                    "argmin_depth": mean,
-                    "ci_low": lo,
-                    "ci_high": hi,
-                }
-            )
-    tables["cc_ic"] = pd.DataFrame(cc_ic)
-    tables["tier_gap"] = pd.DataFrame(tiers)
-    tables["argmin_depth"] = pd.DataFrame(depth)
+    return rows
 
-    latent = []
-    for label, group in e2.groupby("label") if not e2.empty else []:
-        latent.append(
-            {
-                "model": label,
-                "n": len(group),
-                **{
-                    c: group[c].astype(float).mean()
-                    for c in ("latent_recovery", "latent_audio", "latent_image")
-                    if c in group
-                },
-            }
-        )
-    tables["latent"] = pd.DataFrame(latent)
 
-    fidelity = []
-    for (label, category), group in e3.groupby(["label", "category"], dropna=False) if not e3.empty else []:
-        fidelity.append(
-            {
-                "model": label,
-                "category": category,
-                "n": len(group),
-                "audio_fidelity": group["audio_fidelity"].astype(float).mean(),
-                "image_fidelity": group["image_fidelity"].astype(float).mean(),
-                "sections_found": group["sections_found"].mean(),
-            }
-        )
-    tables["fidelity"] = pd.DataFrame(fidelity)
+def _e1_tables(e1: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Tables 5, 6 and 8 from the E1 records."""
+    cc_ic, tiers, depth = [], [], []
+    for label, group in _by_label(e1):
+        by = {c: group[group["category"] == c] for c in ("cc", "ic")}
+        cc_ic.append(_cc_ic_row(label, by))
+        tiers.append(_tier_row(label, group, by))
+        depth += _depth_rows(label, by)
+    return {"cc_ic": pd.DataFrame(cc_ic), "tier_gap": pd.DataFrame(tiers), "argmin_depth": pd.DataFrame(depth)}
+
+
+def _latent_table(e2: pd.DataFrame) -> pd.DataFrame:
+    """Table 7: E2 latent recovery per model."""
+    latent = [
+        {
+            "model": label,
+            "n": len(group),
+            **{
+                c: group[c].astype(float).mean()
+                for c in ("latent_recovery", "latent_audio", "latent_image")
+                if c in group
+            },
+        }
+        for label, group in _by_label(e2)
+    ]
+    return pd.DataFrame(latent)
+
+
+def _fidelity_tables(e3: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """E3 per model and category, and Table 9: Pearson r of audio fidelity between model pairs."""
+    fidelity = [
+        {
+            "model": label,
+            "category": category,
+            "n": len(group),
+            "audio_fidelity": group["audio_fidelity"].astype(float).mean(),
+            "image_fidelity": group["image_fidelity"].astype(float).mean(),
+            "sections_found": group["sections_found"].mean(),
+        }
+        for (label, category), group in (e3.groupby(["label", "category"], dropna=False) if not e3.empty else [])
+    ]
     pairs = []
     if not e3.empty:
         wide = e3.pivot_table(index="sample_id", columns="label", values="audio_fidelity", aggfunc="mean")
@@ -212,54 +235,62 @@ def build_tables(
                     else np.nan
                 )
                 pairs.append({"model_a": a, "model_b": b, "n": len(both), "pearson_r": r})
-    tables["fidelity_correlation"] = pd.DataFrame(pairs, columns=["model_a", "model_b", "n", "pearson_r"])
+    return {
+        "fidelity": pd.DataFrame(fidelity),
+        "fidelity_correlation": pd.DataFrame(pairs, columns=["model_a", "model_b", "n", "pearson_r"]),
+    }
 
+
+def _correctness_tables(e1: pd.DataFrame, correctness: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Tables 10 and 11: mid-layer entropy of judge-correct against judge-incorrect samples."""
+    joined = e1.merge(correctness, on=["label", "sample_id"])
+    joined["z"] = joined.groupby("label")["mid_entropy"].transform(
+        lambda x: (x - x.mean()) / x.std(ddof=0) if x.std(ddof=0) > 0 else x * 0
+    )
+    rows, absolute = [], []
+    for (label, category), group in joined.groupby(["label", "category"]):
+        diff, lo, hi = difference_ci(group[group["correct"]]["mid_entropy"], group[~group["correct"]]["mid_entropy"])
+        rows.append(
+            {
+                "model": label,
+                "category": category,
+                "n_correct": int(group["correct"].sum()),
+                "n_incorrect": int((~group["correct"]).sum()),
+                "delta_h_bits": diff,
+                "ci_low": lo,
+                "ci_high": hi,
+            }
+        )
+        absolute.append(
+            {"model": label, "category": category, "mid_entropy_correct": group[group["correct"]]["mid_entropy"].mean()}
+        )
+    for category, group in joined.groupby("category"):
+        diff, lo, hi = difference_ci(group[group["correct"]]["z"], group[~group["correct"]]["z"])
+        rows.append(
+            {
+                "model": "pooled (within-model z)",
+                "category": category,
+                "n_correct": int(group["correct"].sum()),
+                "n_incorrect": int((~group["correct"]).sum()),
+                "delta_h_bits": np.nan,
+                "z_gap_sd": diff,
+                "ci_low": lo,
+                "ci_high": hi,
+            }
+        )
+    return {"entropy_correctness": pd.DataFrame(rows), "entropy_correct": pd.DataFrame(absolute)}
+
+
+def build_tables(
+    runs: list[dict], records: pd.DataFrame, verdicts: Sequence[str] | None = None
+) -> dict[str, pd.DataFrame]:
+    """Every table of App. F the records (and, with ``verdicts``, the judge verdicts) allow, by name."""
+    e1, e2, e3 = _alpha_columns(_ok(records, "e1")), _ok(records, "e2"), _ok(records, "e3")
+    tables = {"attention_budget": _budget_table(e1), **_e1_tables(e1), "latent": _latent_table(e2)}
+    tables.update(_fidelity_tables(e3))
     correctness = _correctness(verdicts)
     if correctness is not None and not e1.empty:
-        joined = e1.merge(correctness, on=["label", "sample_id"])
-        joined["z"] = joined.groupby("label")["mid_entropy"].transform(
-            lambda x: (x - x.mean()) / x.std(ddof=0) if x.std(ddof=0) > 0 else x * 0
-        )
-        rows, absolute = [], []
-        for (label, category), group in joined.groupby(["label", "category"]):
-            diff, lo, hi = difference_ci(
-                group[group["correct"]]["mid_entropy"], group[~group["correct"]]["mid_entropy"]
-            )
-            rows.append(
-                {
-                    "model": label,
-                    "category": category,
-                    "n_correct": int(group["correct"].sum()),
-                    "n_incorrect": int((~group["correct"]).sum()),
-                    "delta_h_bits": diff,
-                    "ci_low": lo,
-                    "ci_high": hi,
-                }
-            )
-            absolute.append(
-                {
-                    "model": label,
-                    "category": category,
-                    "mid_entropy_correct": group[group["correct"]]["mid_entropy"].mean(),
-                }
-            )
-        for category, group in joined.groupby("category"):
-            diff, lo, hi = difference_ci(group[group["correct"]]["z"], group[~group["correct"]]["z"])
-            rows.append(
-                {
-                    "model": "pooled (within-model z)",
-                    "category": category,
-                    "n_correct": int(group["correct"].sum()),
-                    "n_incorrect": int((~group["correct"]).sum()),
-                    "delta_h_bits": np.nan,
-                    "z_gap_sd": diff,
-                    "ci_low": lo,
-                    "ci_high": hi,
-                }
-            )
-        tables["entropy_correctness"] = pd.DataFrame(rows)
-        tables["entropy_correct"] = pd.DataFrame(absolute)
-
+        tables.update(_correctness_tables(e1, correctness))
     tables["coverage"] = coverage(runs, records, tables)
     return tables
 
@@ -310,17 +341,13 @@ def coverage(runs: list[dict], records: pd.DataFrame, tables: dict[str, pd.DataF
     return pd.DataFrame(rows)
 
 
-def _markdown(table: pd.DataFrame) -> str:
-    if table.empty:
-        return "_no rows_\n"
+def _shown(table: pd.DataFrame) -> pd.DataFrame:
+    """A probe table as shown: floats to three decimals, a missing number left blank."""
     shown = table.copy()
     for column in shown.columns:
         if shown[column].dtype.kind == "f":
             shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
-    header = "| " + " | ".join(map(str, shown.columns)) + " |"
-    lines = [header, "|" + "---|" * len(shown.columns)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in shown.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
+    return shown
 
 
 TITLES = {
@@ -336,30 +363,16 @@ TITLES = {
     "entropy_correct": "Table 11: mid-layer entropy on judge-correct samples (E1)",
 }
 
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+#: Figure 4's caption (the report index and the results viewer print it under the figure).
+GAP_CAPTION = "Figure 4: mid-layer entropy of judge-correct minus judge-incorrect samples per model and category (bits; 95% bootstrap CI)"
+#: Figure 5's caption.
+BUDGET_CAPTION = "Figure 5: share of attention mass per modality and model (mean over layers, steps and samples)"
 
 
-def _save(fig: Any, out: Path, name: str) -> list[str]:
-    paths = [str(out / f"{name}.png"), str(out / f"{name}.pdf")]
-    fig.savefig(paths[0], dpi=300, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
-    _pyplot().close(fig)
-    return paths
-
-
-def gap_figure(gaps: pd.DataFrame, out: Path) -> list[str]:
+def gap_figure(gaps: pd.DataFrame, stem: Path) -> list[Path]:
     """Figure 4: Delta H (judge-correct minus incorrect) per model and category, 95% CIs."""
     rows = gaps.dropna(subset=["delta_h_bits"])
-    if rows.empty:
-        return []
-    plt = _pyplot()
+    plt = figures.pyplot()
     fig, ax = plt.subplots(figsize=(7.0, 0.45 * len(rows) + 1.6))
     labels = [f"{m} ({c.upper()})" for m, c in zip(rows["model"], rows["category"])]
     y = np.arange(len(rows))
@@ -369,14 +382,12 @@ def gap_figure(gaps: pd.DataFrame, out: Path) -> list[str]:
     ax.set_yticks(y, labels)
     ax.set_xlabel("mid-layer entropy, correct minus incorrect (bits; 95% bootstrap CI)")
     fig.tight_layout()
-    return _save(fig, out, "entropy_correctness")
+    return figures.save(fig, stem)
 
 
-def budget_figure(budget: pd.DataFrame, out: Path) -> list[str]:
-    """Figure 5: stacked attention shares per model (PNG at 300 dpi and PDF)."""
-    if budget.empty:
-        return []
-    plt = _pyplot()
+def budget_figure(budget: pd.DataFrame, stem: Path) -> list[Path]:
+    """Figure 5: stacked attention shares per model."""
+    plt = figures.pyplot()
     fig, ax = plt.subplots(figsize=(7.0, 0.6 * len(budget) + 1.8))
     left = np.zeros(len(budget))
     for column, colour in (("alpha_text", "#4c72b0"), ("alpha_audio", "#dd8452"), ("alpha_image", "#55a868")):
@@ -386,35 +397,61 @@ def budget_figure(budget: pd.DataFrame, out: Path) -> list[str]:
     ax.set_xlabel("share of attention mass (mean over layers, steps, samples)")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3, frameon=False)
     fig.tight_layout()
-    return _save(fig, out, "attention_budget")
+    return figures.save(fig, stem)
+
+
+def _figures(tables: dict[str, pd.DataFrame]) -> list[figures.Figure]:
+    """Figure 5 when E1 ran, Figure 4 when verdicts gave a Delta H."""
+    found = []
+    if not tables["attention_budget"].empty:
+        found.append(
+            figures.Figure(
+                "attention_budget", functools.partial(budget_figure, tables["attention_budget"]), BUDGET_CAPTION
+            )
+        )
+    gaps = tables.get("entropy_correctness")
+    if gaps is not None and not gaps.dropna(subset=["delta_h_bits"]).empty:
+        found.append(figures.Figure("entropy_correctness", functools.partial(gap_figure, gaps), GAP_CAPTION))
+    return found
+
+
+def probe_report(runs: list[dict], tables: dict[str, pd.DataFrame]) -> Report:
+    """The probe report as a value (pure): every table (coverage first), the figures, and in
+    report.json the runs and every table's rows."""
+    names = ["coverage", *[n for n in TITLES if n != "coverage"]]
+    notes = [
+        f"{TITLES[name]}: no rows (no probe records for it; CSV only)"
+        for name in names
+        if name in tables and not len(tables[name])
+    ]
+    if "entropy_correctness" not in tables:
+        notes.append(
+            "Tables 10 and 11 need judge verdicts: pass `--verdicts` with the lmms-eval output of the same "
+            "models on C3PO."
+        )
+    section = Section(
+        tables=[
+            Table(name, TITLES[name], _shown(tables[name]) if len(tables[name]) else None, tables[name])
+            for name in names
+            if name in tables
+        ],
+        figures=_figures(tables),
+        numbers={"tables": {name: json.loads(t.to_json(orient="records")) for name, t in tables.items()}},
+        notes=notes,
+        title="Mechanistic probes (C3PO App. F)",
+    )
+    head = {
+        "runs": [{k: r.get(k) for k in ("label", "model", "pretrained", "family", "blocked", "counts")} for r in runs]
+    }
+    return Report(
+        head, [section], title="Mechanistic probes (C3PO App. F)", open_first=("coverage.md", "attention_budget.png")
+    )
 
 
 def write_report(folders: Sequence[str | Path], output: str | Path, *, verdicts: Sequence[str] | None = None) -> dict:
-    out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
+    """Read the probe folders (and ``verdicts``), write the report under ``output`` through the one
+    report writer; returns the files written and the tables."""
     runs, records = read_probe_runs(folders)
     tables = build_tables(runs, records, verdicts)
-    files = []
-    sections = ["# Mechanistic probes (C3PO App. F)\n"]
-    for name in ["coverage", *[n for n in TITLES if n != "coverage"]]:
-        if name not in tables:
-            continue
-        tables[name].to_csv(out / f"{name}.csv", index=False)
-        files.append(str(out / f"{name}.csv"))
-        sections.append(f"## {TITLES[name]}\n\n{_markdown(tables[name])}")
-    if "entropy_correctness" not in tables:
-        sections.append(
-            "_Tables 10 and 11 need judge verdicts: pass `--verdicts` with the lmms-eval output of the same "
-            "models on C3PO._\n"
-        )
-    write_atomic(out / "report.md", "\n".join(sections))
-    files += [str(out / "report.md"), *budget_figure(tables["attention_budget"], out)]
-    if "entropy_correctness" in tables:
-        files += gap_figure(tables["entropy_correctness"], out)
-    summary = {
-        "runs": [{k: r.get(k) for k in ("label", "model", "pretrained", "family", "blocked", "counts")} for r in runs],
-        "tables": {name: json.loads(t.to_json(orient="records")) for name, t in tables.items()},
-    }
-    write_atomic(out / "report.json", json.dumps(summary, indent=2) + "\n")
-    files.append(str(out / "report.json"))
-    return {"files": files, "tables": tables}
+    written = report_writer.write_report(Path(output), probe_report(runs, tables))
+    return {"files": [str(p) for p in written], "tables": tables}

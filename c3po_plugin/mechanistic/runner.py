@@ -193,6 +193,25 @@ def run_one(probe: str, adapter: Any, family: Any, messages: list[dict], info: d
     return record
 
 
+def _timed_probe(
+    probe: str, adapter: Any, family: Any, messages: Any, info: dict, settings: dict, *, where: str
+) -> dict[str, Any]:
+    """One probe on one doc: its result with ``status`` ("ok", or "error" with the exception in
+    ``detail``: one doc's failure does not stop the run), latency and peak memory."""
+    from loguru import logger
+
+    peak = _peak_memory(getattr(adapter, "device", "cpu"))
+    start = time.perf_counter()
+    try:
+        result = {"status": "ok", **run_one(probe, adapter, family, messages, info, settings)}
+    except NotEager:
+        raise
+    except Exception as exc:
+        logger.opt(exception=exc).error(f"probe {probe}: {where}: {exc}")
+        result = {"status": "error", "detail": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    return {"latency_s": time.perf_counter() - start, "peak_memory_bytes": peak(), **result}
+
+
 def run_probes(
     probes: Sequence[str],
     model: str,
@@ -258,15 +277,6 @@ def run_probes(
             if (task, doc_id) in done[probe]:
                 counts[probe]["skipped"] += 1
                 continue
-            peak = _peak_memory(getattr(adapter, "device", "cpu"))
-            start = time.perf_counter()
-            try:
-                result = {"status": "ok", **run_one(probe, adapter, family, messages, info, settings)}
-            except NotEager:
-                raise
-            except Exception as exc:
-                logger.opt(exception=exc).error(f"probe {probe}: {task} doc {doc_id}: {exc}")
-                result = {"status": "error", "detail": f"{type(exc).__name__}: {str(exc)[:300]}"}
             record = {
                 "probe": probe,
                 "model": model,
@@ -274,9 +284,7 @@ def run_probes(
                 "task": task,
                 "doc_id": doc_id,
                 **{k: info[k] for k in ("row_id", "sample_id", "template_id", "category", "tier")},
-                "latency_s": time.perf_counter() - start,
-                "peak_memory_bytes": peak(),
-                **result,
+                **_timed_probe(probe, adapter, family, messages, info, settings, where=f"{task} doc {doc_id}"),
             }
             counts[probe][record["status"]] += 1
             journals[probe].append(record)

@@ -37,7 +37,7 @@ from faultline_eval.core.figures import Figure
 from faultline_eval.core.report_writer import Report, Section, write_report
 from faultline_eval.core.run_logs import ReportError
 from faultline_eval.core.stats import B_DEFAULT, SEED_DEFAULT
-from faultline_eval.core.tables import CONVENTIONS, Table, json_records, pp
+from faultline_eval.core.tables import CONVENTIONS, TableSpec, json_records, pp
 
 __all__ = ["ReportError", "build_report", "compute"]
 
@@ -125,32 +125,28 @@ def tables_section(trials: pd.DataFrame, numbers: dict[str, pd.DataFrame], judge
     groups = tables.template_groups(trials)
     return Section(
         tables=[
-            Table(
+            TableSpec(
                 "tier_table",
                 "C3PO accuracy (%) per category and tier (Table 3 layout)",
-                *tables.tier_table(numbers["accuracy"], groups),
                 question="How accurate is each model per category (IC, CC) and tier, and overall (Table 3)?",
-            ),
-            Table(
+            ).of(tables.tier_table(numbers["accuracy"], groups)),
+            TableSpec(
                 "template_table",
                 "Accuracy (%) per template with 95% bootstrap interval and sample count",
-                *tables.template_table(numbers["accuracy"]),
                 question="Which templates does each model get right or wrong, and on how many samples?",
-            ),
-            Table(
+            ).of(tables.template_table(numbers["accuracy"])),
+            TableSpec(
                 "failure_modes",
                 "Failure modes of wrong answers: share per template (Table 12 columns)",
-                *tables.failure_table(numbers["failure_modes"], groups),
                 question="When a model is wrong, which modality dominated, or did fusion stay incomplete (Table 12)?",
-            ),
-            Table(
+            ).of(tables.failure_table(numbers["failure_modes"], groups)),
+            TableSpec(
                 "overall",
                 "Overall accuracy (%) as #YES/#Total and with ungradable trials as missing, exact-match-only "
                 "accuracy, coverage, judge use and the judge",
-                *tables.overall_table(numbers["overall"], judges, groups),
                 question="Each model's overall accuracy, how it was graded (judge, exact match) and how many "
                 "trials were invalid or ungradable",
-            ),
+            ).of(tables.overall_table(numbers["overall"], judges, groups)),
         ],
         title="Tables",
     )

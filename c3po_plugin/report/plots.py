@@ -10,7 +10,10 @@ sample count; legends sit outside the axes.
 
 from __future__ import annotations
 
+import itertools
+import math
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,27 +39,55 @@ MODE_COLOURS = {
 }
 
 
-def _note(fig, lines: list[str]) -> None:
-    """Notes under the figure, wrapped to its width (about 20 characters per inch at 7 pt)."""
+@dataclass(frozen=True)
+class TypeSizes:
+    """The type sizes (pt) of a bar figure: group names and legend, the numbers beside a bar
+    (``counts``: above a vertical bar), "no data", the title and the note under the figure."""
+
+    labels: float = 7.0
+    values: float = 5.5
+    counts: float = 5.0
+    no_data: float = 5.0
+    title: float = 9.0
+    note: float = 7.0
+
+
+SMALL_TYPE = TypeSizes()
+#: The template figure is read in the report and viewer pages, about 800 px wide: drawn at most
+#: :data:`PAGE_WIDTH` wide with no text under 9 pt, its text shows at 9 pt or more there (the
+#: figure is made taller, not smaller, for more templates and models).
+PAGE_TYPE = TypeSizes(labels=9, values=9, counts=9, no_data=9, title=10, note=9)
+#: Inches a figure meant for a page may take (800 px at 96 dpi is 8.3 in).
+PAGE_WIDTH = 8.0
+
+
+def _note(fig, lines: list[str], size: float = 7.0) -> None:
+    """Notes under the figure, wrapped to its width (about 120 / ``size`` characters per inch)."""
     if lines:
-        width = int(fig.get_figwidth() * 20)
+        width = int(fig.get_figwidth() * 120 / size)
         text = "\n".join(textwrap.fill(line, width, subsequent_indent="  ") for line in lines)
-        fig.text(0.01, -0.01, text, ha="left", va="top", fontsize=7)
+        fig.text(0.01, -0.01, text, ha="left", va="top", fontsize=size)
 
 
 def _grouped_bars(
-    ax, acc: pd.DataFrame, groups: list[str], models: list[str], *, horizontal: bool = False
+    ax,
+    acc: pd.DataFrame,
+    groups: list[str],
+    models: list[str],
+    *,
+    horizontal: bool = False,
+    sizes: TypeSizes = SMALL_TYPE,
 ) -> list[str]:
     """One cluster of bars per group, one bar per model with its interval and sample count
     (``horizontal``: groups down the side, top to bottom, for long group names). A measured 0 %
     gets a mark at zero so it is not mistaken for a missing bar; a group without data for a model
     gets "no data" where its bar would be. Returns a note per model that has no data in some
-    groups (those get no bar)."""
+    groups (those get no bar). Horizontal bars have their legend above the axes (the width is
+    the page's), vertical ones beside them."""
     cells = acc.set_index(["model", "group"])
     width = 0.8 / max(1, len(models))
     x = np.arange(len(groups))
     notes = []
-    bar = ax.barh if horizontal else ax.bar
     for k, model in enumerate(models):
         have = [g for g in groups if (model, g) in cells.index and np.isfinite(cells.loc[(model, g), "accuracy"])]
         missing = [g for g in groups if g not in have]
@@ -64,60 +95,89 @@ def _grouped_bars(
         if missing:
             what = "human answers" if model == metrics.HUMAN else "graded answers"
             notes.append(f"{model}: no {what} for {', '.join(missing)} (no bar drawn)")
-            for g in missing:
-                where = (1, x[groups.index(g)] + offset) if horizontal else (x[groups.index(g)] + offset, 1)
-                ax.text(
-                    *where,
-                    "no data",
-                    fontsize=5,
-                    color="0.45",
-                    style="italic",
-                    rotation=0 if horizontal else 90,
-                    ha="left" if horizontal else "center",
-                    va="center" if horizontal else "bottom",
-                )
-        if not have:
-            continue
-        rows = cells.loc[[(model, g) for g in have]]
-        mean, low, high = (100 * rows[c].to_numpy(float) for c in ("accuracy", "ci_low", "ci_high"))
-        err = np.nan_to_num(np.vstack([mean - low, high - mean]), nan=0.0).clip(min=0)
-        positions = x[[groups.index(g) for g in have]] + offset
-        errors = {"xerr": err} if horizontal else {"yerr": err}
-        container = bar(positions, mean, width, **errors, capsize=1.5, label=model, error_kw={"linewidth": 0.7})
-        colour = container.patches[0].get_facecolor()
-        zero = positions[mean == 0]
-        if len(zero):  # a real 0 %: a mark on the axis in the model's colour
-            ax.plot(
-                *((np.zeros(len(zero)), zero) if horizontal else (zero, np.zeros(len(zero)))),
-                marker="|" if horizontal else "_",
-                markersize=9,
-                markeredgewidth=2.2,
-                linestyle="none",
-                color=colour,
-                clip_on=False,
-                gid=ZERO_MARK,
+            _no_data(ax, [x[groups.index(g)] + offset for g in missing], horizontal, sizes)
+        if have:
+            _model_bars(
+                ax,
+                cells.loc[[(model, g) for g in have]],
+                x[[groups.index(g) for g in have]] + offset,
+                width,
+                model,
+                horizontal,
+                sizes,
             )
-        for pos, top, value, n in zip(positions, np.nan_to_num(high, nan=0.0), mean, rows["n_samples"]):
-            label = f"{value:.0f}% (n={int(n)})" if horizontal else f"{int(n)}"
-            if horizontal:
-                ax.text(max(top, 0) + 1.0, pos, label, ha="left", va="center", fontsize=5.5)
-            else:
-                ax.text(pos, max(top, 0) + 1.5, label, ha="center", va="bottom", fontsize=5, rotation=90)
+    _group_axis(ax, groups, horizontal, sizes)
+    where = (
+        {"loc": "lower left", "bbox_to_anchor": (0.0, 1.0), "ncol": min(3, len(models)), "frameon": False}
+        if horizontal
+        else {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
+    )
+    ax.legend(fontsize=sizes.labels, title="model", title_fontsize=sizes.labels, **where)
+    return notes
+
+
+def _no_data(ax, positions: list[float], horizontal: bool, sizes: TypeSizes) -> None:
+    """ "no data" where a model's bar would be."""
+    for position in positions:
+        ax.text(
+            *((1, position) if horizontal else (position, 1)),
+            "no data",
+            fontsize=sizes.no_data,
+            color="0.45",
+            style="italic",
+            rotation=0 if horizontal else 90,
+            ha="left" if horizontal else "center",
+            va="center" if horizontal else "bottom",
+        )
+
+
+def _model_bars(
+    ax, rows: pd.DataFrame, positions: np.ndarray, width: float, model: str, horizontal: bool, sizes: TypeSizes
+) -> None:
+    """One model's bars at ``positions`` with their intervals, a mark at zero for a measured 0 %,
+    and the sample count (and, ``horizontal``, the accuracy) beside each."""
+    mean, low, high = (100 * rows[c].to_numpy(float) for c in ("accuracy", "ci_low", "ci_high"))
+    err = np.nan_to_num(np.vstack([mean - low, high - mean]), nan=0.0).clip(min=0)
+    errors = {"xerr": err} if horizontal else {"yerr": err}
+    bar = ax.barh if horizontal else ax.bar
+    container = bar(positions, mean, width, **errors, capsize=1.5, label=model, error_kw={"linewidth": 0.7})
+    colour = container.patches[0].get_facecolor()
+    zero = positions[mean == 0]
+    if len(zero):  # a real 0 %: a mark on the axis in the model's colour
+        ax.plot(
+            *((np.zeros(len(zero)), zero) if horizontal else (zero, np.zeros(len(zero)))),
+            marker="|" if horizontal else "_",
+            markersize=9,
+            markeredgewidth=2.2,
+            linestyle="none",
+            color=colour,
+            clip_on=False,
+            gid=ZERO_MARK,
+        )
+    for pos, top, value, n in zip(positions, np.nan_to_num(high, nan=0.0), mean, rows["n_samples"]):
+        if horizontal:
+            ax.text(max(top, 0) + 1.0, pos, f"{value:.0f}% (n={int(n)})", ha="left", va="center", fontsize=sizes.values)
+        else:
+            ax.text(pos, max(top, 0) + 1.5, f"{int(n)}", ha="center", va="bottom", fontsize=sizes.counts, rotation=90)
+
+
+def _group_axis(ax, groups: list[str], horizontal: bool, sizes: TypeSizes) -> None:
+    """The groups along one axis (top to bottom when ``horizontal``), accuracy 0-100 % along the other."""
+    x = np.arange(len(groups))
     if horizontal:
-        ax.set_yticks(x, groups, fontsize=7)
+        ax.set_yticks(x, groups, fontsize=sizes.labels)
         ax.set_ylim(len(groups) - 0.5, -0.5)  # the first group on top
         ax.set_xlim(0, 125)
         ax.set_xticks(range(0, 101, 20))
-        ax.set_xlabel("accuracy (%)")
+        ax.tick_params(axis="x", labelsize=sizes.labels)
+        ax.set_xlabel("accuracy (%)", fontsize=sizes.labels)
         ax.grid(axis="x", alpha=0.3)
     else:
-        ax.set_xticks(x, groups, rotation=60, ha="right", fontsize=7)
+        ax.set_xticks(x, groups, rotation=60, ha="right", fontsize=sizes.labels)
         ax.set_ylim(0, 118)
         ax.set_yticks(range(0, 101, 20))
         ax.set_ylabel("accuracy (%)")
         ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="model", title_fontsize=7)
-    return notes
 
 
 def _bars_figure(
@@ -130,6 +190,7 @@ def _bars_figure(
     path: Path,
     *,
     horizontal: bool = False,
+    sizes: TypeSizes = SMALL_TYPE,
 ) -> list[Path]:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(width, height))
@@ -139,8 +200,12 @@ def _bars_figure(
         labels,
         metrics.models_of(acc),
         horizontal=horizontal,
+        sizes=sizes,
     )
-    ax.set_title(title, fontsize=9)
+    if horizontal:  # the legend is above the axes: the title above it
+        fig.suptitle(title, fontsize=sizes.title)
+    else:
+        ax.set_title(title, fontsize=sizes.title)
     counts = "Beside the bars: accuracy and samples." if horizontal else "Numbers above the bars: samples."
     _note(
         fig,
@@ -149,6 +214,7 @@ def _bars_figure(
             'A mark on the axis: a measured 0%; "no data": nothing to measure.'
         ]
         + notes,
+        sizes.note,
     )
     fig.tight_layout()
     return save(fig, path)
@@ -168,50 +234,65 @@ def template_accuracy(acc: pd.DataFrame, path: Path) -> list[Path]:
         t,
         groups,
         [template_label(g) for g in groups],
-        7.5,
-        1.4 + len(groups) * (0.12 + 0.13 * max(1, len(models))),
+        PAGE_WIDTH,
+        2.2 + len(groups) * (0.14 + 0.19 * max(1, len(models))),
         "Accuracy per template (95% bootstrap intervals)",
         path,
         horizontal=True,
+        sizes=PAGE_TYPE,
     )
+
+
+#: Models per panel of the template grid: at :data:`PAGE_TYPE` sizes this many columns fit
+#: :data:`PAGE_WIDTH`; more models get more panels, one under the other.
+GRID_COLUMNS = 6
 
 
 def _template_grid(t: pd.DataFrame, groups: list[str], models: list[str], path: Path) -> list[Path]:
     """Templates (rows) x models (columns): accuracy in % and n in each cell on a white-to-blue
     scale; a cell without answers is grey and says "no data" (a measured 0 % is a white cell
-    reading "0")."""
+    reading "0"). At most :data:`GRID_COLUMNS` models a panel, panels one under the other, so the
+    figure keeps the page's width and its type (:data:`PAGE_TYPE`)."""
     plt = pyplot()
     cells = t.set_index(["group", "model"])
-    grid_values = np.full((len(groups), len(models)), np.nan)
+    per_panel = math.ceil(len(models) / math.ceil(len(models) / GRID_COLUMNS))  # panels of equal width
+    chunks = [models[k : k + per_panel] for k in range(0, len(models), per_panel)]
+    panel_height = 1.6 + 0.42 * len(groups)
+    fig, axes = plt.subplots(len(chunks), 1, figsize=(PAGE_WIDTH, panel_height * len(chunks)), squeeze=False)
+    for ax, chunk in zip(axes[:, 0], chunks):
+        image = _grid_panel(ax, cells, groups, chunk)
+        colour_bar(fig, image, ax, "accuracy (%)", fraction=0.03, size=PAGE_TYPE.labels + 1)
+    axes[0, 0].set_title("Accuracy per template (%, n = samples)", fontsize=PAGE_TYPE.title, pad=8)
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def _grid_panel(ax, cells: pd.DataFrame, groups: list[str], models: list[str]):
+    """One panel of the template grid: these models' columns; returns the image (for its colour bar)."""
+    values = np.full((len(groups), len(models)), np.nan)
     for i, g in enumerate(groups):
         for j, m in enumerate(models):
             if (g, m) in cells.index:
-                grid_values[i, j] = 100 * float(cells.loc[(g, m), "accuracy"])
-    fig, ax = plt.subplots(figsize=(3.2 + 0.75 * len(models), 1.4 + 0.3 * len(groups)))
-    image = ax.imshow(np.ma.masked_invalid(grid_values), cmap="Blues", vmin=0, vmax=100, aspect="auto")
+                values[i, j] = 100 * float(cells.loc[(g, m), "accuracy"])
+    image = ax.imshow(np.ma.masked_invalid(values), cmap="Blues", vmin=0, vmax=100, aspect="auto")
     ax.set_facecolor("#d9d9d9")  # no data
-    for i, g in enumerate(groups):
-        for j, m in enumerate(models):
-            value = grid_values[i, j]
-            n = int(cells.loc[(g, m), "n_samples"]) if np.isfinite(value) else 0
-            ax.text(
-                j,
-                i,
-                f"{value:.0f}\n(n={n})" if np.isfinite(value) else "no data",
-                ha="center",
-                va="center",
-                fontsize=5.5,
-                color="white" if np.isfinite(value) and value > 60 else ("black" if np.isfinite(value) else "0.35"),
-            )
-    ax.set_yticks(range(len(groups)), [template_label(g) for g in groups], fontsize=7)
-    ax.set_xticks(range(len(models)), models, rotation=45, ha="right", fontsize=7)
+    for (i, g), (j, m) in itertools.product(enumerate(groups), enumerate(models)):
+        value = values[i, j]
+        n = int(cells.loc[(g, m), "n_samples"]) if np.isfinite(value) else 0
+        ax.text(
+            j,
+            i,
+            f"{value:.0f} (n={n})" if np.isfinite(value) else "no data",
+            ha="center",
+            va="center",
+            fontsize=PAGE_TYPE.values,
+            color="white" if np.isfinite(value) and value > 60 else ("black" if np.isfinite(value) else "0.35"),
+        )
+    ax.set_yticks(range(len(groups)), [template_label(g) for g in groups], fontsize=PAGE_TYPE.labels)
+    ax.set_xticks(range(len(models)), models, rotation=45, ha="left", fontsize=PAGE_TYPE.labels)
     ax.xaxis.tick_top()
     ax.xaxis.set_label_position("top")
-    plt.setp(ax.get_xticklabels(), ha="left")
-    colour_bar(fig, image, ax, "accuracy (%)", fraction=0.03)
-    ax.set_title("Accuracy per template (%, n = samples)", fontsize=9, pad=8)
-    fig.tight_layout()
-    return save(fig, path)
+    return image
 
 
 def tier_accuracy(acc: pd.DataFrame, path: Path) -> list[Path]:

@@ -11,10 +11,8 @@ import pandas as pd
 from c3po_plugin import metrics
 from c3po_plugin.failure_modes import MODES
 from c3po_plugin.templates import registry
-from faultline_eval.core.tables import Selector, TrialLinks, pp, trial_links, trials_in
+from faultline_eval.core.tables import Body, Selector, pp, trial_links, trials_in
 
-#: What a table builder returns: shown, raw and the shown cells' trial links (None: not linked).
-Body = tuple[pd.DataFrame, pd.DataFrame, TrialLinks | None]
 #: Table 12's column names (dom-multi: several agreeing modalities; "dominance" sums the dom-* columns).
 MODE_HEADINGS = {
     "audio_dominance": "dom-aud",

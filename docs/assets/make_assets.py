@@ -5,8 +5,9 @@
 
 RUN is the README's main job's output folder: its lmms-eval logs, ``report/`` (``sceval report``) and
 ``c3po-report/`` (``c3po report``). The script writes exactly :data:`ASSETS` into the output folder:
-two figures copied from the SCEval report, and four screenshots of the results viewer (the site
-``faultline view`` writes, built in a temporary folder) at a desktop width of 1,280 px, taken with
+two figures copied from the SCEval report, and six screenshots of the results viewer (the site
+``faultline view`` writes, built in a temporary folder: its front page, SCEval's overview, a cell
+page, a sample page and a corrupted trial of it; and the compare view of the run with itself) at a desktop width of 1,280 px, taken with
 Debian's Chromium through ``benchmarks/viewer_screenshots.py``. Every PNG is reduced to a 256-colour
 palette and, where wider than :data:`MAX_WIDTH`, scaled down, so the committed set stays small.
 
@@ -42,9 +43,12 @@ SCREENSHOTS = {
     "viewer-sceval-overview.png": "sceval-overview",
     "viewer-sceval-cell.png": "sceval-cell",
     "viewer-sceval-sample.png": "sceval-sample",
+    "viewer-sceval-trial.png": "sceval-trial",  # a corrupted trial: what was sent, the marked text, the reply
 }
+#: The compare view's screenshot, from a second site comparing the run with itself (``--compare``).
+COMPARE_SHOT = {"viewer-sceval-compare.png": "sceval-compare"}
 #: Every file the script writes (and the only images the docs may reference under docs/assets/demo/).
-ASSETS = (*FIGURES, *SCREENSHOTS)
+ASSETS = (*FIGURES, *SCREENSHOTS, *COMPARE_SHOT)
 #: Width limit of a committed PNG (px): the README shows figures at well under this.
 MAX_WIDTH = 1400
 #: How far down a screenshot reaches (px): the top of a long page says what the page is.
@@ -98,27 +102,35 @@ def make_assets(run: Path, out: Path, chromium: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = [shrink(run / path, out / name) for name, path in FIGURES.items()]
     with tempfile.TemporaryDirectory() as work:
-        site, shots = Path(work) / "site", Path(work) / "shots"
-        view = [str(BIN / "faultline"), "view", str(run), "-o", str(site)]
-        view += ["--sceval-report", str(run / "report"), "--c3po-report", str(run / "c3po-report")]
-        done = subprocess.run(view, capture_output=True, text=True)  # offline by default, like every command
-        if done.returncode:
-            raise SystemExit(f"make_assets: {' '.join(view)} failed:\n{done.stderr[-2000:]}")
         shooter = screenshots_module()
-        taken = shooter.shoot(
-            site,
-            shots,
-            chromium,
-            query=None,
-            widths={"desktop": 1280},
-            only=set(SCREENSHOTS.values()),
-            max_height=SHOT_HEIGHT,
-        )
-        by_page = {path.name.removesuffix("-desktop.png"): path for path in taken}
-        for name, page in SCREENSHOTS.items():
-            if page not in by_page:
-                raise SystemExit(f"make_assets: the site in {site} has no {page} page")
-            written.append(shrink(by_page[page], out / name))
+        views = {  # the site as the docs build it, and the run compared with itself (one media per cell)
+            "site": (
+                [run],
+                ["--sceval-report", str(run / "report"), "--c3po-report", str(run / "c3po-report")],
+                SCREENSHOTS,
+            ),
+            "compare": ([run, run], ["--compare", "--html-budget", "per_cell=1"], COMPARE_SHOT),
+        }
+        for folder, (runs, options, wanted) in views.items():
+            site, shots = Path(work) / folder, Path(work) / f"{folder}-shots"
+            view = [str(BIN / "faultline"), "view", *map(str, runs), "-o", str(site), *options]
+            done = subprocess.run(view, capture_output=True, text=True)  # offline by default, like every command
+            if done.returncode:
+                raise SystemExit(f"make_assets: {' '.join(view)} failed:\n{done.stderr[-2000:]}")
+            taken = shooter.shoot(
+                site,
+                shots,
+                chromium,
+                query=None,
+                widths={"desktop": 1280},
+                only=set(wanted.values()),
+                max_height=SHOT_HEIGHT,
+            )
+            by_page = {path.name.removesuffix("-desktop.png"): path for path in taken}
+            for name, page in wanted.items():
+                if page not in by_page:
+                    raise SystemExit(f"make_assets: the site in {site} has no {page} page")
+                written.append(shrink(by_page[page], out / name))
     return written
 
 

@@ -1,6 +1,7 @@
 """The browsable results: a static site of every sample with its media, answer and verdict.
 
-    faultline view demo_out/ -o demo_out/html/ [--sceval-report R] [--c3po-report R] [--html-budget ...]
+    faultline view demo_out/        (the site in demo_out/view/, with the reports in demo_out/report/ and
+                                     demo_out/c3po-report/ when there; -o, --sceval-report, --c3po-report name others)
     sceval report demo_out/ -o R --html        (writes R/html/, SCEval only)
     c3po report demo_out/ -o R --html          (writes R/html/, C3PO only)
 
@@ -111,13 +112,39 @@ def write_report_site(args: argparse.Namespace, benchmark: str) -> None:
     print_summary(done)
 
 
+#: Where ``faultline view RUN`` looks for the reports of RUN when none is named, and where it
+#: writes the site without ``-o`` (a folder no report, run or docs build writes).
+FOUND_REPORTS = {"sceval": "report", "c3po": "c3po-report"}
+DEFAULT_OUTPUT = "view"
+
+
+def found_report(runs: Sequence[str], benchmark: str) -> Path | None:
+    """``RUN/report`` (SCEval) or ``RUN/c3po-report`` (C3PO) of a single run folder, when it holds a report."""
+    if len(runs) != 1:
+        return None
+    folder = Path(runs[0]) / FOUND_REPORTS[benchmark]
+    return folder if (folder / "report.json").is_file() else None
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.output is None and len(args.runs) != 1:
+        raise SystemExit(
+            f"faultline view: error: {len(args.runs)} run folders and no -o: name the site's folder with -o "
+            f"(only a single RUN has a default, RUN/{DEFAULT_OUTPUT}/)"
+        )
+    output = args.output or str(Path(args.runs[0]) / DEFAULT_OUTPUT)
+    reports = {}
+    for benchmark in FOUND_REPORTS:
+        given = getattr(args, f"{benchmark}_report")
+        reports[benchmark] = given or found_report(args.runs, benchmark)
+        if given is None and reports[benchmark] is not None:
+            print(f"using the {benchmark} report found in {reports[benchmark]}")
     done = write_site(
         args.runs,
-        args.output,
+        output,
         budget=args.html_budget,
-        sceval_report=args.sceval_report,
-        c3po_report=args.c3po_report,
+        sceval_report=reports["sceval"],
+        c3po_report=reports["c3po"],
         verdicts=args.verdicts,
         sceval_source=args.sceval_source,
         c3po_source=args.c3po_source,
@@ -136,19 +163,29 @@ def add_parser(sub) -> None:
         RUN_FOLDER,
     )
     path_rules(
-        view.add_argument("-o", "--output", required=True, help="folder for the site (open its index.html)"),
+        view.add_argument(
+            "-o",
+            "--output",
+            help=f"folder for the site (open its index.html; default with one RUN: RUN/{DEFAULT_OUTPUT}/)",
+        ),
         FOLDER_TO_WRITE,
     )
     path_rules(
         view.add_argument(
             "--sceval-report",
             metavar="DIR",
-            help="an `sceval report` folder: its tables and figures (and those of wrapped tasks, in it or its wrapped/)",
+            help="an `sceval report` folder: its tables and figures (and those of wrapped tasks, in it or its "
+            "wrapped/; default with one RUN: RUN/report/ when it holds a report)",
         ),
         REPORT_FOLDER,
     )
     path_rules(
-        view.add_argument("--c3po-report", metavar="DIR", help="a `c3po report` folder: its tables and figures"),
+        view.add_argument(
+            "--c3po-report",
+            metavar="DIR",
+            help="a `c3po report` folder: its tables and figures (default with one RUN: RUN/c3po-report/ when it "
+            "holds a report)",
+        ),
         REPORT_FOLDER,
     )
     view.add_argument(

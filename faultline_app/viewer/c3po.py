@@ -84,6 +84,7 @@ def read_records(run_dirs, rows: pd.DataFrame, wanted: set[tuple], verdicts: str
     number = dict(zip(zip(rows["model"], rows["folder"], rows["run"]), rows["variant"]))
     lines = _verdict_lines(verdicts)
     extras, records = {}, {}
+    texts: set[str] = set()
     names = ModelNames.under(run_dirs)
     for path in sample_files(run_dirs):
         label, folder = None, str(path.parent)
@@ -98,6 +99,9 @@ def read_records(run_dirs, rows: pd.DataFrame, wanted: set[tuple], verdicts: str
                 continue
             key = (label, record["template_id"], str(record["sample_id"]), int(variant))
             extras[key] = {"latency_s": record.get("latency_s"), "reply": record.get("raw_response"), "run_file": path}
+            if key[2] not in texts:  # every sample's text for the site's search, pages or not
+                texts.add(key[2])
+                extras[key]["text"] = json.loads(text).get("input")
             if key in wanted:
                 candidates = lines.get((label, key[2], run)) or lines.get((str(record.get("model")), key[2], run)) or []
                 regrade = next(

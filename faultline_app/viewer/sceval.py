@@ -9,6 +9,8 @@ templates show exactly as they were sent.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
@@ -18,6 +20,7 @@ from faultline_eval.core.model_names import ModelNames
 from faultline_eval.tasks import sceval_task
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import current_spec, load_source
+from sceval_plugin.operators import registry as operator_registry
 from sceval_plugin.report.reader import read_record, read_runs, sample_files
 
 KEY = ["model", "cell", "sample_id", "variant"]
@@ -56,6 +59,7 @@ def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[
     per-sample log and seed scheme, for the search index and run panels) and the full record of
     the ``wanted`` ones. Models are labelled as the report labels them."""
     extras, records = {}, {}
+    texts: set[tuple[str, bool]] = set()  # (sample, clean) whose text (the prompt lmms-eval logged) is kept
     names = ModelNames.under(run_dirs)
     for path in sample_files(run_dirs):
         label, name = None, path.name
@@ -73,6 +77,11 @@ def read_records(run_dirs, wanted: set[tuple]) -> tuple[dict[tuple, dict], dict[
                 "run_file": path,
                 "seed_scheme": record.get("seed_scheme"),
             }
+            # every sample's text for the site's search, pages or not: the clean trial's (a text
+            # corruption drops words), else the first trial's
+            if (key[2], key[1] == "clean") not in texts:
+                texts.update({(key[2], False), (key[2], key[1] == "clean")})
+                extras[key]["text"] = json.loads(line).get("input")
             if key in wanted:
                 records[key] = record
     return extras, records
@@ -148,10 +157,24 @@ class Renderer:
         return self._shown(self._doc(record, "clean", 0, False))
 
     def describe(self, cell: str) -> str:
+        """What the condition does: its catalogue description, or, for corruptions, each operator's
+        own description from its registry with its parameter at this severity."""
         try:
-            return catalogue().get(cell).description
+            condition = catalogue().get(cell)
         except LookupError:
             return ""
+        parts = [condition.description] if condition.description else []
+        for c in getattr(condition, "corruptions", ()):
+            try:
+                spec = operator_registry().get(c.operator)
+            except LookupError:
+                parts.append(f"{c.modality} {c.operator} at severity {c.severity}")
+                continue
+            parts.append(
+                f"{c.modality} {c.operator} at severity {c.severity}: {spec.description.rstrip('.')} "
+                f"({spec.table.parameter} {spec.parameter(c.severity):g})"
+            )
+        return "; ".join(parts)
 
     def order(self, cells: list[str]) -> list[str]:
         """``cells`` in the catalogue's order (clean first, then the paper's blocks); unknown ones last."""

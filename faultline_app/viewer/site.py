@@ -30,11 +30,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import jinja2
 import pandas as pd
+from markupsafe import Markup
 
 from faultline_app.viewer.budget import CORRECT, Budget, media_counts, sample_rank, select
 from faultline_app.viewer.logs import run_info, without_paths
-from faultline_app.viewer.media import MediaWriter, Shown, Written
+from faultline_app.viewer.media import MediaWriter, Shown
 from faultline_eval.core import report_writer
 from faultline_eval.core.request_lifecycle import media_reuse_text
 from faultline_eval.core.run_logs import results_for
@@ -42,7 +44,9 @@ from faultline_eval.core.run_logs import results_for
 ASSETS = Path(__file__).resolve().parent / "assets"
 #: The top bar's entries, (label, address from the site root): see :attr:`SiteWriter.nav`.
 NavEntries = tuple[tuple[str, str], ...] | list[tuple[str, str]]
-TABLE_COLUMNS = ["model", "sample_id", "variant", "verdict", "answer", "gold", "confidence", "latency_s"]
+TABLE_COLUMNS = ["model", "sample_id", "variant", "verdict", "answer", "gold", "reply", "confidence", "latency_s"]
+#: How much of a reply the trial tables show (the whole reply is on the trial's sample page).
+TABLE_REPLY_CHARS = 160
 #: Columns a benchmark's rows may add, shown when any trial has a value (report links filter on them).
 OPTIONAL_COLUMNS = ["judge", "decided_by", "failure_mode", "source", "donor_answer", "score"]
 
@@ -76,89 +80,67 @@ def slug(text: str) -> str:
 
 
 def esc(value: Any) -> str:
+    """``value`` escaped for HTML written outside the templates (e.g. the compare view's)."""
     return html.escape("" if value is None else str(value))
 
 
+#: The page templates (``templates/``: ``base.html`` the layout, one template per page kind,
+#: ``macros.html`` the pieces they share), autoescaped: a value is text unless marked ``Markup``.
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).resolve().parent / "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    finalize=lambda value: "" if value is None else value,  # a missing value shows as nothing, not "None"
+)
+
+
+def render(template: str, depth: int, *, nav: NavEntries = (), scripts: tuple[str, ...] = (), **values: Any) -> str:
+    """The page of ``template`` ``depth`` folders below the site root, in the layout of ``base.html``."""
+    return TEMPLATES.get_template(template).render(up="../" * depth, nav=nav, scripts=scripts, **values)
+
+
 def page(title: str, body: str, depth: int, scripts: tuple[str, ...] = (), nav: NavEntries = ()) -> str:
-    """A whole page ``depth`` folders below the site root: the top bar (the site's name, each
-    ``nav`` entry and the search box over the whole site), ``body``, then ``scripts`` and the viewer's JS."""
-    up = "../" * depth
-    tags = "".join(f'<script src="{s}"></script>' for s in (*scripts, f"{up}assets/viewer.js"))
-    entries = "".join(f' · <a href="{up}{esc(href)}">{esc(label)}</a>' for label, href in nav)
-    return (
-        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<link rel="stylesheet" href="{up}assets/viewer.css"></head>\n<body data-root="{up}">'
-        f'<nav class="top"><span class="entries"><a href="{up}index.html">faultline-eval results</a>{entries}</span>'
-        f'<span class="search"><input id="fl-search" type="search" autocomplete="off" '
-        f'placeholder="search sample ids, questions, answers, replies" aria-label="search the site">'
-        f'<span id="fl-search-count" class="muted"></span><ol id="fl-results" hidden></ol></span></nav>\n'
-        f"{body}\n{tags}</body></html>\n"
-    )
+    """A page whose body is HTML made elsewhere (``body``, already escaped), in the site's layout."""
+    return render("base.html", depth, nav=nav, scripts=scripts, title=title, body=Markup(body))
 
 
-def pager(kind: str, previous: str | None, position: str, following: str | None) -> str:
-    """Previous/next buttons (``rel`` prev/next: the arrow keys and j/k follow them, see viewer.js)."""
-    back = f'<a class="button" rel="prev" href="{esc(previous)}">← previous {kind}</a>' if previous else ""
-    ahead = f'<a class="button" rel="next" href="{esc(following)}">next {kind} →</a>' if following else ""
-    return (
-        f'<p class="pager">{back} <span class="muted">{esc(position)}</span> {ahead} '
-        f'<span class="muted keys">(keys ← →{", j k: sections" if kind == "sample" else ", j k"})</span></p>'
-    )
-
-
-def fold(summary: str, content: str, *, key: str, open_: bool = False) -> str:
-    """A collapsible part of a page: ``summary`` always shown, ``content`` on a click."""
-    return (
-        f'<details class="fold" id="{esc(key)}"{" open" if open_ else ""}><summary>{summary}</summary>'
-        f"{content}</details>"
-    )
-
-
-def word_diff(clean: str, sent: str) -> str:
-    """``sent`` with the words not in ``clean`` marked ``<ins>`` and the clean words it lost
-    ``<del>``; lines are matched first, so only changed lines are diffed word by word."""
+def word_diff(clean: str, sent: str) -> Markup:
+    """``sent`` as HTML with the words not in ``clean`` marked ``<ins>`` and the clean words it
+    lost ``<del>`` (``macros.html``'s ``diff``); lines are matched first, so only changed lines
+    are diffed word by word."""
     a_lines, b_lines = clean.split("\n"), sent.split("\n")
-    out = []
+    lines: list[list[tuple[str, str]]] = []  # the pieces of each line (or run of lines) of the result
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a_lines, b_lines, autojunk=False).get_opcodes():
         if op == "equal":
-            out += [esc(line) for line in b_lines[j1:j2]]
+            lines += [[("", line)] for line in b_lines[j1:j2]]
         elif op == "replace" and i2 - i1 == j2 - j1:
-            out += [_words_diff(a, b) for a, b in zip(a_lines[i1:i2], b_lines[j1:j2])]
+            lines += [_words_diff(a, b) for a, b in zip(a_lines[i1:i2], b_lines[j1:j2])]
         else:
-            out.append(_words_diff("\n".join(a_lines[i1:i2]), "\n".join(b_lines[j1:j2])))
-    return "\n".join(out)
+            lines.append(_words_diff("\n".join(a_lines[i1:i2]), "\n".join(b_lines[j1:j2])))
+    pieces = [piece for i, line in enumerate(lines) for piece in ([("", "\n")] if i else []) + line]
+    return Markup(_macros().diff(pieces))
 
 
-def _words_diff(clean: str, sent: str) -> str:
+@functools.cache
+def _macros() -> Any:
+    """``macros.html`` as a module, made once (making it evaluates the template)."""
+    return TEMPLATES.get_template("macros.html").module
+
+
+def _words_diff(clean: str, sent: str) -> list[tuple[str, str]]:
     a, b = re.split(r"(\s+)", clean), re.split(r"(\s+)", sent)
     out = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if op == "equal":
-            out.append(esc("".join(b[j1:j2])))
+            out.append(("", "".join(b[j1:j2])))
             continue
         if i2 > i1 and "".join(a[i1:i2]).strip():
-            out.append(f"<del>{esc(''.join(a[i1:i2]))}</del>")
+            out.append(("del", "".join(a[i1:i2])))
         if j2 > j1:
-            out.append(f"<ins>{esc(''.join(b[j1:j2]))}</ins>" if "".join(b[j1:j2]).strip() else esc("".join(b[j1:j2])))
-    return "".join(out)
-
-
-def media_html(written: Written | None, up: str) -> str:
-    if written is None:
-        return '<p class="muted">media not written (size budget spent)</p>'
-    parts = [
-        f'<figure><a href="{up}{full}"><img src="{up}{thumb}" alt="{esc(caption)}" loading="lazy"></a>'
-        f"<figcaption>{esc(caption)}</figcaption></figure>"
-        for caption, thumb, full in written.images
-    ]
-    if written.audio:
-        parts.append(
-            f'<figure class="audio"><img src="{up}{written.waveform}" alt="waveform">'
-            f'<audio controls preload="metadata" src="{up}{written.audio}"></audio><figcaption>audio'
-            f"</figcaption></figure>"
-        )
-    return f'<div class="media">{"".join(parts) or "<p class=muted>no images or audio</p>"}</div>'
+            out.append(("ins" if "".join(b[j1:j2]).strip() else "", "".join(b[j1:j2])))
+    return out
 
 
 def _table_js(table: dict) -> str:
@@ -202,45 +184,36 @@ def _pipe_table(text: str) -> tuple[str, list[list[str]]]:
     return caption, [r for r in rows if not all(set(c) <= set("-: ") for c in r)]
 
 
-def _linked_cell(value: str, selector: Any, href: Callable[[dict], str | None]) -> str:
-    """A shown cell as HTML, its number linked to ``href(selector)``; a list of selectors links
-    each of the cell's numbers joined by `` / ``."""
+def _linked_cell(value: str, selector: Any, href: Callable[[dict], str | None]) -> list[tuple[str, str | None]]:
+    """A shown cell as (text, address) pieces, its number linked to ``href(selector)``; a list of
+    selectors links each of the cell's numbers joined by `` / ``."""
     if isinstance(selector, list):
         parts = value.split(" / ")
         if len(parts) == len(selector):
-            return " / ".join(_linked_cell(p, sel, href) for p, sel in zip(parts, selector))
+            return [piece for p, sel in zip(parts, selector) for piece in _linked_cell(p, sel, href)]
         selector = None
     # a cell without a number ("–", "Δs –", "n/a") opens nothing
-    target = href(selector) if selector and any(ch.isdigit() for ch in value) else None
-    return f'<a href="{esc(target)}">{esc(value)}</a>' if target else esc(value)
+    return [(value, href(selector) if selector and any(ch.isdigit() for ch in value) else None)]
 
 
-def markdown_table(text: str, trials: dict | None = None, href: Callable[[dict], str | None] = lambda _: None) -> str:
-    """A report ``.md`` table (bold caption, pipe table) as HTML; with its ``.trials.json``
-    sidecar (``trials``: per row and column the trials behind the number, a
+def markdown_table(text: str, trials: dict | None = None, href: Callable[[dict], str | None] = lambda _: None) -> dict:
+    """A report ``.md`` table (bold caption, pipe table) for ``macros.html``'s ``report_table``:
+    caption, head and rows of cells, each a list of (text, address) pieces. With its
+    ``.trials.json`` sidecar (``trials``: per row and column the trials behind the number, a
     :class:`faultline_eval.core.tables.Table`'s ``trial_links``), each number links to
     ``href(selector)``; a cell of several numbers joined by `` / `` with a list of selectors
-    links each number."""
+    links each number. An empty dict for a file without a table."""
     caption, rows = _pipe_table(text)
     if not rows:
-        return ""
+        return {}
     links = (trials or {}).get("rows") or []
     if trials and (trials.get("columns") != rows[0] or len(links) != len(rows) - 1):
         links = []  # the sidecar is not this table's (a hand-edited .md): no links rather than wrong ones
-    head = "".join(f"<th>{esc(c)}</th>" for c in rows[0])
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{_linked_cell(c, links[i][j] if links and j < len(links[i]) else None, href)}</td>"
-            for j, c in enumerate(r)
-        )
-        + "</tr>"
+    body = [
+        [_linked_cell(c, links[i][j] if links and j < len(links[i]) else None, href) for j, c in enumerate(r)]
         for i, r in enumerate(rows[1:])
-    )
-    return (  # the caption outside the scroll box: it wraps at the page's width, not the table's
-        f'<div class="report-table"><p class="caption">{esc(caption)}</p><div class="scroll"><table class="report">'
-        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></div>"
-    )
+    ]
+    return {"caption": caption, "head": rows[0], "rows": body}
 
 
 #: The report tables a benchmark overview shows first (in this order, those the report has): the
@@ -263,6 +236,83 @@ FIGURE_ORDER = (
 )
 
 
+class CellNumbers:
+    """The accuracy of each (model, cell) a page states: the report's (``report.json``: accuracy
+    over samples with its 95 % bootstrap interval, the drop from clean) where the report has the
+    cell, else counted from the trials (correct of scored trials, invalid answers not correct; no
+    interval). One source for the cell pages and the front page, so both say the same number."""
+
+    def __init__(self, rows: pd.DataFrame, report_dir: Path | None):
+        scored = rows["verdict"].isin([CORRECT, "wrong"]) | rows["verdict"].str.startswith("invalid")
+        table = rows.assign(k=rows["verdict"].eq(CORRECT), n=scored).groupby(["cell", "model"])[["k", "n"]].sum()
+        #: (cell, model) -> (correct, scored) trials
+        self.counts = {key: (int(k), int(n)) for key, k, n in zip(table.index, table["k"], table["n"])}
+        self.report = report_cells(report_dir)
+        head = _report_json(report_dir)
+        self.panel = {p.get("model"): p for p in head.get("panel") or () if isinstance(p, dict)}
+
+    def accuracy(self, model: str, cell: str) -> tuple[float | None, float | None, float | None, bool]:
+        """(accuracy, interval low, high, from the report) as fractions; None where unknown."""
+        found = self.report.get((model, cell))
+        if found is not None and _finite(found.get("accuracy")):
+            return found["accuracy"], found.get("ci_low"), found.get("ci_high"), True
+        k, n = self.counts.get((cell, model), (0, 0))
+        return (k / n if n else None), None, None, False
+
+    def drop(self, model: str, cell: str) -> float | None:
+        """Clean's accuracy minus the cell's (positive: accuracy fell), the report's Δbase where it has it."""
+        found = self.report.get((model, cell)) or {}
+        if _finite(found.get("delta_base")):
+            return found["delta_base"]
+        acc, clean = self.accuracy(model, cell)[0], self.accuracy(model, "clean")[0]
+        return None if acc is None or clean is None else clean - acc
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _report_json(report_dir: Path | None) -> dict:
+    path = None if report_dir is None else report_dir / "report.json"
+    if path is None or not path.is_file():
+        return {}
+    head = json.loads(path.read_text(encoding="utf-8"))
+    return head if isinstance(head, dict) else {}
+
+
+def report_cells(report_dir: Path | None) -> dict[tuple[str, str], dict]:
+    """(model, cell) -> the report's numbers of the cell: SCEval's ``conditions`` (accuracy,
+    ci_low, ci_high, delta_base) or C³PO's template rows of ``accuracy``."""
+    head = _report_json(report_dir)
+    found: dict[tuple[str, str], dict] = {}
+    for row in head.get("conditions") or ():
+        if isinstance(row, dict) and "condition_id" in row:
+            found[(str(row.get("model")), str(row["condition_id"]))] = row
+    for row in head.get("accuracy") or ():
+        if isinstance(row, dict) and row.get("level") == "template":
+            found[(str(row.get("model")), str(row.get("group")))] = row
+    return found
+
+
+def pct(value: float | None) -> str:
+    return "–" if value is None or not _finite(value) else f"{100 * value:.1f}"
+
+
+def drop_text(value: float | None) -> str:
+    """A drop as the report's tables write it: ↓x when accuracy fell, ↑x when it rose (pp)."""
+    if value is None or not _finite(value):
+        return "–"
+    points = round(100 * value, 1) + 0.0
+    return f"↓{points:.1f}" if points > 0 else f"↑{-points:.1f}" if points < 0 else "0.0"
+
+
+def heat_class(value: float | None) -> str:
+    """A drop's shade on the front page's heatmap (``heat-0`` none, then one shade per 20 pp)."""
+    if value is None or not _finite(value) or value <= 0:
+        return "heat-0"
+    return f"heat-{min(5, 1 + int(value * 5))}"
+
+
 class SiteWriter:
     """Writes the site: :meth:`write_section` per benchmark, then :meth:`finish` (front page,
     assets, search index). ``nav``: the top bar's entries (label, address from the site root) on
@@ -277,11 +327,16 @@ class SiteWriter:
         self.rows: dict[str, pd.DataFrame] = {}  # section -> its trials, each with its sample-page link
         self.overview_links: dict[str, list[tuple[str, str]]] = {}  # section -> (href, text) atop its overview
         self.nav: list[tuple[str, str]] = list(nav)
-        # the search index: [benchmark, kind, sample, cell, model, text, address from the root]
+        self.headlines: list[dict] = []  # per section: the front page's headline
+        # the search index: [benchmark, kind, sample, cell, model, text, address from the root, variant, verdict]
         self.search: list[list] = []
 
     def page(self, title: str, body: str, depth: int, scripts: tuple[str, ...] = ()) -> str:
         return page(title, body, depth, scripts, self.nav)
+
+    def render(self, path: Path, template: str, depth: int, **values: Any) -> None:
+        """``path`` from ``template`` in the site's layout (its top bar: :attr:`nav`)."""
+        path.write_text(render(template, depth, nav=self.nav, **values), encoding="utf-8")
 
     def write_section(self, s: Section) -> dict:
         root = self.out / s.name
@@ -298,6 +353,7 @@ class SiteWriter:
                 rows[column].where(rows[column].notna(), pd.Series(logged, dtype=object)) if column in rows else logged
             )
         rows["latency_s"] = [None if v is None else round(float(v), 3) for v in rows["latency_s"]]
+        rows["reply"] = [_shortened(e.get("reply"), TABLE_REPLY_CHARS) for e in by_key]
         if "confidence" not in rows:
             rows["confidence"] = None
         has_page = shown & pd.Series([k in records for k in keys])
@@ -311,18 +367,21 @@ class SiteWriter:
         ]
         rows["link"] = links
         # a column no trial has a value in is left out (wrapped tasks log no confidence or latency)
-        empty = [*OPTIONAL_COLUMNS, "confidence", "latency_s"]
+        empty = [*OPTIONAL_COLUMNS, "confidence", "latency_s", "reply"]
         rows = rows.drop(columns=[c for c in empty if c in rows and rows[c].isna().all()])
         self.rows[s.name] = rows
         cells = s.renderer.order(list(rows["cell"].unique()))
         cell_pages = {c: slug(c) for c in cells}
+        numbers = CellNumbers(rows, s.report_dir)
         groups = dict(tuple(rows.groupby("cell", sort=False)))
         for i, cell in enumerate(cells):
             around = (cell_pages[cells[i - 1]] if i else None, cell_pages[cells[i + 1]] if i + 1 < len(cells) else None)
-            self._cell_page(s, cell, groups[cell], cell_pages[cell], around, f"{i + 1} of {len(cells)}")
+            self._cell_page(s, cell, groups[cell], cell_pages, around, f"{i + 1} of {len(cells)}", numbers)
         self._index_trials(s, rows, keys, extras, cell_pages)
+        self._index_samples(s, rows, extras, sample_pages, cells, cell_pages)
         runs = self._runs(s, rows, keys, extras)
-        self._overview(s, rows, cells, cell_pages, notes, models, runs)
+        self._overview(s, rows, cells, cell_pages, notes, models, runs, numbers)
+        self.headlines.append(self._headline(s, cells, cell_pages, models, numbers))
         with_media, failed = trial_media.get("written", 0), trial_media.get("failed", 0)
         summary = {
             "name": s.name,
@@ -342,11 +401,13 @@ class SiteWriter:
 
     # -- search and runs ----------------------------------------------------------------------------------
     def _index_trials(self, s: Section, rows: pd.DataFrame, keys: list, extras: dict, cell_pages: dict) -> None:
-        """Every trial into the search index (its answer and the start of its reply): linked to its
-        section of the sample page when it has one, else to its row of the cell's table."""
+        """Every trial into the search index (its answer and the start of its reply, its variant and
+        verdict): linked to its section of the sample page when it has one, else to its row of the
+        cell's table."""
         quoted = functools.cache(lambda text: quote("=" + text, safe=""))  # ids and models repeat across trials
-        for key, answer, link in zip(keys, values_of(rows["answer"]), values_of(rows["link"])):
-            model, cell, sample, _ = key
+        columns = (values_of(rows[c]) for c in ("answer", "link", "verdict"))
+        for key, answer, link, verdict in zip(keys, *columns):
+            model, cell, sample, variant = key
             reply = str(extras.get(key, {}).get("reply") or "")[:SEARCH_REPLY_CHARS]
             answer = "" if answer is None else str(answer)
             where = (
@@ -354,7 +415,31 @@ class SiteWriter:
                 if isinstance(link, str)
                 else f"{s.name}/cells/{cell_pages[cell]}.html#sample_id={quoted(sample)}&model={quoted(model)}"
             )
-            self.search.append([s.title, "trial", sample, cell, model, f"{answer} | {reply}", where])
+            self.search.append(
+                [s.title, "trial", sample, cell, model, f"{answer} | {reply}", where, _clean(variant), verdict]
+            )
+
+    def _index_samples(
+        self, s: Section, rows: pd.DataFrame, extras: dict, pages: dict, cells: list[str], cell_pages: dict
+    ) -> None:
+        """Every sample's text into the search index, those without a sample page too: the text its
+        log holds (the prompt lmms-eval logged, less the part every sample shares: the system prompt
+        and instructions); a sample without a page links to its rows of its first cell's table."""
+        texts: dict[str, str] = {}
+        for (_, cell, sample, _), e in extras.items():  # clean's text where there is one (see read_records)
+            if e.get("text") and (sample not in texts or cell == "clean"):
+                texts[sample] = str(e["text"])
+        common = _common_prefix(list(texts.values())) if len(texts) > 1 else ""
+        first_cell = {}
+        for sample, cell in zip(values_of(rows["sample_id"]), values_of(rows["cell"])):
+            if cells.index(cell) < cells.index(first_cell.get(sample, cell)) or sample not in first_cell:
+                first_cell[sample] = cell
+        for sample, cell in first_cell.items():
+            if sample in pages:
+                continue  # indexed with the text its page shows (_sample_body)
+            text = texts.get(sample, "")[len(common) :]
+            where = f"{s.name}/cells/{cell_pages[cell]}.html#sample_id={quote('=' + sample, safe='')}"
+            self.search.append([s.title, "sample", sample, "", "", text[:SEARCH_QUESTION_CHARS], where, None, None])
 
     def _runs(self, s: Section, rows: pd.DataFrame, keys: list, extras: dict) -> list[dict]:
         """One panel per run (a results JSON and its per-sample logs): :func:`run_info`, the seed
@@ -381,7 +466,7 @@ class SiteWriter:
                     "seed_scheme": ", ".join(map(str, sorted(schemes))) or None,
                 }
             )
-        return sorted(runs, key=lambda r: (r["models"], r.get("date") or "", r["run"]))
+        return [run_panel(r) for r in sorted(runs, key=lambda r: (r["models"], r.get("date") or "", r["run"]))]
 
     # -- per sample ---------------------------------------------------------------------------------------
     def _sample_pages(
@@ -394,37 +479,34 @@ class SiteWriter:
         pages = {sample: slug(sample) + ".html" for sample, _ in grouped}
         failures: dict[str, int] = {}
         for i, (sample, trials) in enumerate(grouped):
-            around = (
-                pages[grouped[i - 1][0]] if i else None,
-                pages[grouped[i + 1][0]] if i + 1 < len(grouped) else None,
-            )
-            body = self._sample_body(
-                s,
-                sample,
-                trials,
-                records,
-                failures,
-                models,
-                pager("sample", *around[:1], f"sample {i + 1} of {len(grouped)}", around[1]),
-                trial_media,
-            )
-            (self.out / s.name / "samples" / pages[sample]).write_text(
-                self.page(f"{s.title}: {sample}", body, 2), encoding="utf-8"
+            values = self._sample_values(s, sample, trials, records, failures, models, trial_media)
+            self.render(
+                self.out / s.name / "samples" / pages[sample],
+                "sample.html",
+                2,
+                title=f"{s.title}: {sample}",
+                s=s,
+                sample=sample,
+                previous=pages[grouped[i - 1][0]] if i else None,
+                following=pages[grouped[i + 1][0]] if i + 1 < len(grouped) else None,
+                position=f"sample {i + 1} of {len(grouped)}",
+                **values,
             )
         notes += [f"media of {n} trial(s) not regenerated: {reason}" for reason, n in failures.items()]
         return pages
 
-    def _render(self, key: str, make, failures: dict, reference: int | None = None) -> tuple[Shown | None, str, str]:
-        """(what was sent, its media's HTML, how they came out: "written", "budget" or "failed")."""
+    def _render(self, key: str, make, failures: dict, reference: int | None = None) -> tuple[Shown | None, dict, str]:
+        """(what was sent, its media for ``macros.html``: ``written`` or an ``error``, how they came
+        out: "written", "budget" or "failed")."""
         try:
             shown, written = self.media.write(key, make, reference)
         except (LookupError, ValueError, OSError, RuntimeError) as exc:
             reason = without_paths(exc)
             failures[reason] = failures.get(reason, 0) + 1
-            return None, f'<p class="error">media not regenerated: {esc(reason)}</p>', "failed"
-        return shown, media_html(written, "../../"), "budget" if written is None else "written"
+            return None, {"error": reason}, "failed"
+        return shown, {"written": written, "error": None}, "budget" if written is None else "written"
 
-    def _sample_body(
+    def _sample_values(
         self,
         s: Section,
         sample: str,
@@ -432,14 +514,12 @@ class SiteWriter:
         records: dict,
         failures: dict,
         models: list[str],
-        nav: str,
         trial_media: dict,
-    ) -> str:
-        """One sample: its media and question first (the clean item, or for a benchmark that
-        sends every trial the same media, those media: written once), the gold answer, the
-        verdict matrix collapsed, then one collapsible section per (cell, variant) with what was
-        sent (media only where they differ from the top's), the text sent with its system prompt,
-        and one card per model in the matrix's order."""
+    ) -> dict:
+        """What ``sample.html`` shows of one sample: the top (the clean item, or for a benchmark that
+        sends every trial the same media, those media: written once), the verdict matrix, and per
+        (cell, variant) what was sent (media only where they differ from the top's), the text sent
+        marked against the top's, and one card per model in the matrix's order."""
         # the sample's trials by (cell, variant), each group's rows in table order: one pass over
         # the rows (a pandas group and row tuple class per (cell, variant) cost more than the page)
         by_group: dict[tuple, list] = {}
@@ -450,17 +530,16 @@ class SiteWriter:
         order = {c: i for i, c in enumerate(s.renderer.order(list(dict.fromkeys(c for c, _ in by_group))))}
         groups = sorted(by_group.items(), key=lambda g: (order[g[0][0]], g[0][1]))
         present = [m for m in models if m in {r.model for g in by_group.values() for r in g}]
-        head = "".join(f"<th>{esc(m)}</th>" for m in present)
-        matrix, correct = [], 0
+        matrix = []
         for (cell, variant), g in groups:
             by_model = {r.model: r.verdict for r in g}
-            correct += sum(v == CORRECT for v in by_model.values())
-            cells = "".join(
-                f'<td class="{verdict_class(by_model.get(m))}">{esc(by_model.get(m, ""))}</td>' for m in present
-            )
             matrix.append(
-                f'<tr><th><a href="#{slug(f"{cell}-{variant}")}">{esc(s.renderer.name(cell))} / {esc(variant)}</a>'
-                f"</th>{cells}</tr>"
+                {
+                    "anchor": slug(f"{cell}-{variant}"),
+                    "name": s.renderer.name(cell),
+                    "variant": variant,
+                    "verdicts": [(verdict_class(by_model.get(m)), by_model.get(m, "")) for m in present],
+                }
             )
         # the media every section would repeat, shown once at the top
         if s.renderer.clean is not None:
@@ -470,7 +549,6 @@ class SiteWriter:
             top_label, make_top = "sent in every trial", (lambda: s.renderer.trial(first))
             top_key = f"{s.name}|{first.get('dataset')}|item|{sample}"
         top_shown, top_media, top_outcome = self._render(top_key, make_top, failures)
-        gold = trials["gold"].dropna().astype(str).unique() if "gold" in trials else []
         question = "" if top_shown is None else top_shown.text
         self.search.append(
             [
@@ -482,82 +560,101 @@ class SiteWriter:
                 question[:SEARCH_QUESTION_CHARS],
                 f"{s.name}/samples/{slug(sample)}.html",
             ]
+            + [None, None]
         )
-        parts = [
-            f"<h1>{esc(s.title)}: sample {esc(sample)}</h1>",
-            nav,
-            f'<section class="item" id="item"><h2>{esc(top_label)}</h2>{top_media}'
-            + (f"<p><b>gold answer:</b> {esc(' / '.join(gold))}</p>" if len(gold) else "")
-            + (f'<h3>text</h3><pre class="text">{esc(question)}</pre>' if question else "")
-            + "</section>",
-            fold(
-                f"verdicts: {correct} of {len(trials)} shown trial(s) correct, by {esc(s.cell_label)} and model",
-                f'<div class="scroll"><table class="matrix"><thead><tr><th>{esc(s.cell_label)} / '
-                f"{esc(s.variant_label)}</th>{head}</tr></thead><tbody>{''.join(matrix)}</tbody></table></div>",
-                key="verdicts",
-            ),
-            '<p class="fold-all"><button type="button" data-fold="open">expand all</button> <button type="button" '
-            'data-fold="close">collapse all</button> <span class="muted">(j / k: next / previous section)</span></p>',
-        ]
         reference = None if top_shown is None or top_shown.audio is None else len(top_shown.audio)
-        for (cell, variant), g in groups:
-            record = records[(g[0].model, cell, sample, variant)]
-            if s.renderer.clean is not None:
-                shown, media, outcome = self._render(
-                    f"{s.name}|{record.get('dataset')}|{cell}|{sample}|{variant}",
-                    lambda record=record: s.renderer.trial(record),
-                    failures,
-                    reference,
-                )
-                media = f"<h3>sent</h3>{media}"
-            else:
-                shown, media, outcome = top_shown, "", top_outcome
-            # each model's trial of this (cell, variant) was sent these media: counted per trial, not per file
-            trial_media[outcome] = trial_media.get(outcome, 0) + len(g)
-            text, diffed = "", " (against clean: inserted, deleted)" if s.renderer.clean and top_shown else ""
-            if shown is not None and top_shown is not None and shown.text == top_shown.text:
-                text, diffed = "", ": the same as above"  # not repeated
-            elif shown is not None:
-                text = word_diff(top_shown.text, shown.text) if diffed else esc(shown.text)
-            system = (
-                f'<details class="system"><summary>system prompt</summary><pre class="system">{esc(shown.system)}'
-                f"</pre></details>"
-                if shown is not None and shown.system
-                else ""
-            )
-            notes = "; ".join(shown.notes) if shown is not None and shown.notes else ""
-            about = s.renderer.describe(cell)
-            sent_text = f'<pre class="text">{text}</pre>' if text else ""
-            by_model = {r.model: r for r in g}
-            cards = "".join(
-                self._card(s, by_model[m], records[(m, cell, sample, variant)]) for m in present if m in by_model
-            )
-            verdicts = " ".join(
-                f'<span class="dot {verdict_class(by_model[m].verdict)}" title="{esc(m)}: '
-                f'{esc(by_model[m].verdict)}"></span>'
-                for m in present
-                if m in by_model
-            )
-            parts.append(
-                f'<section class="trial" id="{slug(f"{cell}-{variant}")}"><details open><summary><h2>'
-                f"{esc(s.cell_label)} {esc(s.renderer.name(cell))}, {esc(s.variant_label)} {esc(variant)} {verdicts}"
-                f'</h2></summary><p class="muted"><a href="../cells/{slug(cell)}.html">all trials of this '
-                f"{esc(s.cell_label)}</a>{' · ' + esc(about) if about else ''}{' — ' + esc(notes) if notes else ''}"
-                f"</p>{media}<h3>text sent{diffed}</h3>{system}{sent_text}"
-                f'<div class="cards">{cards}</div></details></section>'
-            )
-        return "\n".join(parts)
+        sections = [
+            self._trial_section(s, sample, cell, variant, g, records, present, top_shown, top_media, top_outcome)
+            for (cell, variant), g in groups
+        ]
+        sections = [self._trial_media(s, section, failures, reference) for section in sections]
+        for section in sections:  # each model's trial was sent these media: counted per trial, not per file
+            trial_media[section["outcome"]] = trial_media.get(section["outcome"], 0) + section["trials"]
+        return {
+            "top": {"label": top_label, "media": top_media, "text": question},
+            "gold": list(trials["gold"].dropna().astype(str).unique()) if "gold" in trials else [],
+            "models": present,
+            "matrix": matrix,
+            "correct": int(sum(r.verdict == CORRECT for g in by_group.values() for r in g)),
+            "total": len(trials),
+            "sections": sections,
+        }
 
-    def _card(self, s: Section, row, record: dict) -> str:
+    def _trial_section(self, s, sample, cell, variant, g, records, present, top_shown, top_media, top_outcome) -> dict:
+        """One (cell, variant) of a sample page, its media still to write (:meth:`_trial_media`)."""
+        record = records[(g[0].model, cell, sample, variant)]
+        by_model = {r.model: r for r in g}
+        return {
+            "anchor": slug(f"{cell}-{variant}"),
+            "cell": cell,
+            "sample": sample,
+            "cell_page": slug(cell),
+            "name": s.renderer.name(cell),
+            "variant": variant,
+            "about": s.renderer.describe(cell),
+            "record": record,
+            "top": (top_shown, top_media, top_outcome),
+            "trials": len(g),
+            "dots": [
+                (verdict_class(by_model[m].verdict), f"{m}: {by_model[m].verdict}") for m in present if m in by_model
+            ],
+            "cards": [
+                self._card(s, by_model[m], records[(m, cell, sample, variant)]) for m in present if m in by_model
+            ],
+        }
+
+    def _trial_media(self, s: Section, section: dict, failures: dict, reference: int | None) -> dict:
+        """A section's media (for a benchmark with a clean item: what this trial was sent) and text."""
+        top_shown, top_media, top_outcome = section.pop("top")
+        record = section.pop("record")
+        if s.renderer.clean is not None:
+            shown, media, outcome = self._render(
+                f"{s.name}|{record.get('dataset')}|{section['cell']}|{section['sample']}|{section['variant']}",
+                lambda: s.renderer.trial(record),
+                failures,
+                reference,
+            )
+        else:
+            shown, media, outcome = top_shown, None, top_outcome
+        section["outcome"] = outcome
+        diffed = " (against clean: inserted, deleted)" if s.renderer.clean and top_shown else ""
+        text: Any = ""
+        if shown is not None and top_shown is not None and shown.text == top_shown.text:
+            diffed = ": the same as above"  # not repeated
+        elif shown is not None:
+            text = word_diff(top_shown.text, shown.text) if diffed else shown.text
+        return {
+            **section,
+            "media": media,
+            "diffed": diffed,
+            "text": text,
+            "system": shown.system if shown is not None else "",
+            "notes": "; ".join(shown.notes) if shown is not None and shown.notes else "",
+        }
+
+    def _card(self, s: Section, row, record: dict) -> dict:
         fields = [("verdict", row.verdict), *s.details(record)]
-        items = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in fields if v not in (None, ""))
-        return (
-            f'<div class="card {verdict_class(row.verdict)}"><h4>{esc(row.model)}</h4><dl>{items}</dl>'
-            f"<details open><summary>raw reply</summary><pre>{esc(record.get('raw_response'))}</pre></details></div>"
-        )
+        return {
+            "cls": verdict_class(row.verdict),
+            "model": row.model,
+            "fields": [(k, v) for k, v in fields if v not in (None, "")],
+            "reply": record.get("raw_response"),
+        }
 
     # -- per cell -----------------------------------------------------------------------------------------
-    def _cell_page(self, s: Section, cell: str, rows: pd.DataFrame, name: str, around: tuple, position: str) -> None:
+    def _cell_page(
+        self,
+        s: Section,
+        cell: str,
+        rows: pd.DataFrame,
+        cell_pages: dict[str, str],
+        around: tuple,
+        position: str,
+        numbers: CellNumbers,
+    ) -> None:
+        """A cell's page: the number it explains per model (accuracy with its interval, clean, the
+        drop), what the cell does, and every trial (its data script, written once per cell)."""
+        name = cell_pages[cell]
         columns = [c for c in TABLE_COLUMNS if c in rows] + [c for c in OPTIONAL_COLUMNS if c in rows]
         data = {
             "cell": cell,
@@ -566,19 +663,42 @@ class SiteWriter:
             "links": _clean_all(values_of(rows["link"])),
         }
         (self.out / s.name / "cells" / f"{name}.js").write_text(_table_js(data), encoding="utf-8")
+        stated = [_stated_numbers(model, cell, cell_pages, numbers) for model in model_order(rows)]
         previous, following = (None if a is None else f"{a}.html" for a in around)
-        body = (
-            f"<h1>{esc(s.title)}: {esc(s.cell_label)} {esc(s.renderer.name(cell))}</h1>"
-            f"{pager(s.cell_label, previous, f'{s.cell_label} {position}', following)}"
-            f"<p class=muted>{esc(s.renderer.describe(cell))}</p>"
-            f'<p><a href="../index.html">overview</a> · {_count(len(rows), "trial")}; a linked sample id opens the '
-            f"trial with its media. Click a column to sort; filter below (<code>#model=...&amp;verdict=...</code> in "
-            f'the address does the same).</p><div id="filters"></div><div class="scroll">'
-            f'<table id="samples" class="samples"></table></div>'
+        self.render(
+            self.out / s.name / "cells" / f"{name}.html",
+            "cell.html",
+            2,
+            title=f"{s.title}: {cell}",
+            scripts=(f"{name}.js",),
+            s=s,
+            cells=None,
+            name=s.renderer.name(cell),
+            previous=previous,
+            following=following,
+            position=position,
+            about=s.renderer.describe(cell),
+            numbers=stated,
+            from_report=any(n["reported"] for n in stated),
+            trials=len(rows),
         )
-        (self.out / s.name / "cells" / f"{name}.html").write_text(
-            self.page(f"{s.title}: {cell}", body, 2, scripts=(f"{name}.js",)), encoding="utf-8"
-        )
+
+    def _group_page(self, s: Section, cells: list[str], cell_pages: dict[str, str], groups: dict[tuple, str]) -> str:
+        """The page of every trial of several cells (written once per set of cells): it loads each
+        cell's table script, so the trials' data are not written again."""
+        key = tuple(s.renderer.order(list(cells)))
+        if key not in groups:
+            groups[key] = f"group-{hashlib.blake2b('|'.join(key).encode(), digest_size=6).hexdigest()}"
+            self.render(
+                self.out / s.name / "cells" / f"{groups[key]}.html",
+                "cell.html",
+                2,
+                title=f"{s.title}: {len(key)} {s.cell_label}s",
+                scripts=tuple(f"{cell_pages[c]}.js" for c in key),
+                s=s,
+                cells=[(s.renderer.name(c), f"{cell_pages[c]}.html") for c in key],
+            )
+        return groups[key]
 
     # -- overview -----------------------------------------------------------------------------------------
     def _overview(
@@ -590,74 +710,46 @@ class SiteWriter:
         notes: list[str],
         models: list[str],
         runs: list[dict],
+        numbers: CellNumbers,
     ) -> None:
         """The story first: the report's figures (captioned), its headline tables, the run panels;
         then, collapsed, the accuracy of every model and cell, every other report table, the notes."""
-        scored = rows["verdict"].isin([CORRECT, "wrong"]) | rows["verdict"].str.startswith("invalid")
-        table = rows.assign(k=rows["verdict"].eq(CORRECT), n=scored).groupby(["cell", "model"])[["k", "n"]].sum()
-        counts = {key: (int(k), int(n)) for key, k, n in zip(table.index, table["k"], table["n"])}
-        head = "".join(f"<th>{esc(m)}</th>" for m in models)
-        lines = []
+        matrix = []
         for cell in cells:
-            tds = []
+            counts = []
             for model in models:
-                if (cell, model) not in counts:
-                    tds.append("<td></td>")
+                if (cell, model) not in numbers.counts:
+                    counts.append(None)
                     continue
-                k, n = counts[(cell, model)]
-                bad = n - k
-                link = f"cells/{cell_pages[cell]}.html#model={_hash_value('=' + model)}"
-                wrong = f'<a href="{link}&amp;verdict=!correct">{bad} not correct</a>' if bad else "0 not correct"
-                tds.append(
-                    f'<td><a href="{link}">{100 * k / n:.1f}</a> <span class="muted">({k}/{n}, {wrong})</span></td>'
-                    if n
-                    else f'<td><a href="{link}">unscored</a></td>'
-                )
-            lines.append(
-                f'<tr><th><a href="cells/{cell_pages[cell]}.html">{esc(s.renderer.name(cell))}</a></th>'
-                f"{''.join(tds)}</tr>"
-            )
-        matrix = (
-            f'<p class="caption">Correct trials per model and {esc(s.cell_label)} (% of scored trials, '
-            f"invalid answers counted as not correct): each number opens its trials</p><div class=scroll><table "
-            f"class=matrix><thead><tr><th>{esc(s.cell_label)}</th>{head}</tr></thead><tbody>{''.join(lines)}"
-            f"</tbody></table></div>"
+                k, n = numbers.counts[(cell, model)]
+                link = f"cells/{cell_pages[cell]}.html#model={quote('=' + model, safe='')}"
+                counts.append({"k": k, "n": n, "link": link})
+            matrix.append({"page": cell_pages[cell], "name": s.renderer.name(cell), "counts": counts})
+        report = self._report_parts(s, cell_pages) if s.report_dir is not None else {}
+        self.render(
+            self.out / s.name / "index.html",
+            "overview.html",
+            1,
+            title=s.title,
+            s=s,
+            trials=len(rows),
+            models=models,
+            cells=cells,
+            budget=self.budget.describe(),
+            links=self.overview_links.get(s.name, ()),
+            figures=report.get("figures", []),
+            headline=report.get("headline", []),
+            conventions=report.get("conventions", {}),
+            rest=report.get("rest", []),
+            has_report=s.report_dir is not None,
+            runs=runs,
+            matrix=matrix,
+            notes=notes,
         )
-        parts = [
-            f"<h1>{esc(s.title)}</h1>",
-            f"<p>{len(rows)} trial(s) of {len(models)} model(s) in {len(cells)} {esc(s.cell_label)}(s). "
-            f"Budget: {esc(self.budget.describe())}</p>",
-            *(f'<p><a href="{esc(href)}">{esc(text)}</a></p>' for href, text in self.overview_links.get(s.name, ())),
-        ]
-        if s.report_dir is not None:
-            figures, headline, rest = self._report_parts(s, cell_pages)
-            parts += [*figures, *headline]
-        else:
-            rest = []
-        parts.append(fold(f"runs ({len(runs)})", runs_html(runs), key="runs", open_=True))
-        parts.append(
-            fold(
-                f"accuracy per model and {esc(s.cell_label)} ({len(cells)} {esc(s.cell_label)}s)",
-                matrix,
-                key="cells",
-                open_=s.report_dir is None,
-            )
-        )
-        if rest:
-            parts.append(fold(f"every other report table ({len(rest)})", "".join(rest), key="tables"))
-        if notes:
-            parts.append(
-                fold(
-                    f"notes ({len(notes)})",
-                    "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>",
-                    key="notes",
-                )
-            )
-        (self.out / s.name / "index.html").write_text(self.page(s.title, "\n".join(parts), 1), encoding="utf-8")
 
-    def _report_parts(self, s: Section, cell_pages: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
-        """The report's figures (copied, captioned), its headline tables and its other tables,
-        each number linked to the trials it was computed from."""
+    def _report_parts(self, s: Section, cell_pages: dict[str, str]) -> dict:
+        """The report's figures (copied, captioned), its headline tables, its other tables (each
+        number linked to the trials it was computed from) and its units-and-signs legend."""
         groups: dict[tuple, str] = {}
 
         def href(selector: dict) -> str | None:
@@ -684,92 +776,74 @@ class SiteWriter:
             for k in tables
             if k == name or (name.endswith("_") and k.startswith(name))
         ]
-        headline = [tables[k] for k in first]
-        rest = [v for k, v in tables.items() if k not in first]
-        linked = (
-            '<p class="muted">Each number links to the trials it was computed from (a number over several '
-            "conditions or templates to a page of all their trials); docs/how-to/browse.md lists the numbers that "
-            "are not trial aggregates and stay unlinked.</p>"
-        )
-        report_json = s.report_dir / "report.json"
-        head = json.loads(report_json.read_text(encoding="utf-8")) if report_json.is_file() else {}
+        head = _report_json(s.report_dir)
         captions = head.get("figure_captions") if isinstance(head.get("figure_captions"), dict) else {}
         conventions = head.get("conventions") if isinstance(head.get("conventions"), dict) else {}
         figures = []
-        order = FIGURE_ORDER
-
-        def story(png: Path) -> tuple:
-            """A figure's place: by base task (a wrapped report's ``<base>__<metric>__<figure>``), then ``order``."""
-            prefix, _, name = png.stem.rpartition("__")
-            return (prefix, order.index(name) if name in order else len(order), png.stem)
-
-        for png in sorted(s.report_dir.glob("*.png"), key=story):
+        for png in sorted(s.report_dir.glob("*.png"), key=_story):
             shutil.copyfile(png, self.out / s.name / "figures" / png.name)
             figures.append(
-                f'<figure class="figure"><a href="figures/{esc(png.name)}"><img src="figures/{esc(png.name)}"'
-                f' alt="{esc(captions.get(png.stem, png.stem))}" loading="lazy"></a><figcaption><b>'
-                f"{esc(png.stem.replace('_', ' '))}</b>: {esc(captions.get(png.stem, ''))}</figcaption></figure>"
+                {
+                    "href": f"figures/{png.name}",
+                    "name": png.stem.replace("_", " "),
+                    "caption": captions.get(png.stem, ""),
+                }
             )
-        figure_part = (
-            ["<h2>the fault lines at a glance</h2>", '<div class="figures">', *figures, "</div>"] if figures else []
-        )
-        headline_part = ["<h2>headline tables</h2>", linked, *headline] if headline else []
-        if conventions:  # the report's one units-and-signs legend, stated once beside its tables
-            legend = "".join(f"<dt>{esc(topic)}</dt><dd>{esc(text)}</dd>" for topic, text in conventions.items())
-            headline_part.insert(0, fold("units and signs", f'<dl class="legend">{legend}</dl>', key="units"))
-        return figure_part, headline_part, ([linked, *rest] if rest else [])
+        return {
+            "figures": figures,
+            "headline": [tables[k] for k in first],
+            "rest": [v for k, v in tables.items() if k not in first],
+            "conventions": conventions,
+        }
 
-    def _group_page(self, s: Section, cells: list[str], cell_pages: dict[str, str], groups: dict[tuple, str]) -> str:
-        """The page of every trial of several cells (written once per set of cells): it loads each
-        cell's table script, so the trials' data are not written again."""
-        key = tuple(s.renderer.order(list(cells)))
-        if key not in groups:
-            groups[key] = f"group-{hashlib.blake2b('|'.join(key).encode(), digest_size=6).hexdigest()}"
-            listed = ", ".join(f'<a href="{cell_pages[c]}.html">{esc(s.renderer.name(c))}</a>' for c in key)
-            body = (
-                f"<h1>{esc(s.title)}: {len(key)} {esc(s.cell_label)}s</h1><p>{listed}</p>"
-                f'<p><a href="../index.html">overview</a> · the trials of these {esc(s.cell_label)}s together '
-                f"({_count(None, 'trial')}); a linked sample id opens the trial with its media. Click a column to "
-                f'sort; filter below.</p><div id="filters"></div><div class="scroll"><table id="samples" '
-                f'class="samples" data-cell-column="{esc(s.cell_label)}"></table></div>'
-            )
-            (self.out / s.name / "cells" / f"{groups[key]}.html").write_text(
-                self.page(
-                    f"{s.title}: {len(key)} {s.cell_label}s", body, 2, scripts=tuple(f"{cell_pages[c]}.js" for c in key)
-                ),
-                encoding="utf-8",
-            )
-        return groups[key]
+    # -- the front page -----------------------------------------------------------------------------------
+    def _headline(
+        self, s: Section, cells: list[str], cell_pages: dict, models: list[str], numbers: CellNumbers
+    ) -> dict:
+        """A benchmark's headline on the front page: per model its clean accuracy, its worst cell
+        and the drop there, the panel's fault-line score (the report's); the largest drops per
+        cell and model as a heatmap, each linked."""
+        others = [c for c in cells if c != "clean"]
+        per_model = [_model_headline(s, model, others, cell_pages, numbers) for model in models]
+        has_clean = "clean" in cell_pages
+        figure = s.report_dir is not None and (s.report_dir / "drop_heatmap.png").is_file()
+        return {
+            "name": s.name,
+            "title": s.title,
+            "cell_label": s.cell_label,
+            "models": models,
+            "per_model": per_model,
+            "has_clean": has_clean,
+            "has_fault": any(m["fault"] is not None for m in per_model),
+            "from_report": bool(numbers.report),
+            "heatmap": _drop_heatmap(s, others, cell_pages, models, numbers) if has_clean else [],
+            "cells": len(others),
+            "figure": f"{s.name}/figures/drop_heatmap.png" if figure else None,
+        }
 
     def finish(self) -> dict:
         (self.out / "assets").mkdir(parents=True, exist_ok=True)
         for asset in ("viewer.js", "viewer.css"):
             shutil.copyfile(ASSETS / asset, self.out / "assets" / asset)
-        index = {"fields": ["benchmark", "kind", "sample", "cell", "model", "text", "href"], "rows": self.search}
+        index = {
+            "fields": ["benchmark", "kind", "sample", "cell", "model", "text", "href", "variant", "verdict"],
+            "rows": self.search,
+        }
         (self.out / "search.js").write_text(
             f"window.FL_SEARCH = {json.dumps(index, default=str, allow_nan=False)};\n", encoding="utf-8"
         )
-        items = "".join(
-            f'<li><a href="{x["name"]}/index.html">{esc(x["title"])}</a>: {esc(media_counts(x))}</li>'
-            for x in self.summaries
+        self.render(
+            self.out / "index.html",
+            "front.html",
+            0,
+            title="faultline-eval results",
+            notes=self.notes,
+            sections=[{**x, "counts": media_counts(x)} for x in self.summaries],
+            headlines=self.headlines,
+            budget=self.budget.describe(),
+            past_cap=sum(x["past_max_mb"] for x in self.summaries),
+            max_mb=f"{self.budget.max_mb:g}",
         )
-        past_cap = sum(x["past_max_mb"] for x in self.summaries)
-        skipped = (
-            f"<p>{past_cap} trial(s) picked for a sample page are shown without media: the {self.budget.max_mb:g} "
-            "MB budget was spent.</p>"
-            if past_cap
-            else ""
-        )
-        notes = "".join(f'<p class="note">{esc(n)}</p>' for n in self.notes)
-        body = (
-            f"<h1>faultline-eval results</h1>{notes}<ul>{items}</ul><p>Each benchmark's page opens with the report's "
-            f"figures and headline tables, then the runs; every number links to its trials, every shown trial to "
-            f"its sample page. The search box above looks through sample ids, questions, answers and replies.</p>"
-            f"<h2>what is shown</h2><p>{esc(self.budget.describe())}"
-            f"</p>{skipped}<p>Media are regenerated from the logged records (item, condition, variant) by the "
-            f"benchmarks' own renderers, not stored at run time.</p>"
-        )
-        (self.out / "index.html").write_text(self.page("faultline-eval results", body, 0), encoding="utf-8")
         size = sum(p.stat().st_size for p in self.out.rglob("*") if p.is_file())
         return {
             "out": str(self.out),
@@ -785,6 +859,91 @@ class SiteWriter:
 #: How much of each reply and question the search index holds (it is loaded whole by the browser).
 SEARCH_REPLY_CHARS = 200
 SEARCH_QUESTION_CHARS = 400
+#: How many cells the front page's heatmap shows (those with the largest drop over the models).
+HEATMAP_ROWS = 15
+
+
+def _cell_href(s: Section, page: str, model: str | None = None) -> str:
+    """A cell page's address from the site root, filtered to ``model`` when given."""
+    return f"{s.name}/cells/{page}.html" + ("" if model is None else f"#model={quote('=' + model, safe='')}")
+
+
+def _stated_numbers(model: str, cell: str, cell_pages: dict, numbers: CellNumbers) -> dict:
+    """One model's row of the numbers a cell page explains: accuracy with its interval (the
+    report's), clean's accuracy (linked), the drop from clean, the trials counted."""
+    acc, low, high, reported = numbers.accuracy(model, cell)
+    k, n = numbers.counts.get((cell, model), (0, 0))
+    against_clean = "clean" in cell_pages and cell != "clean"
+    return {
+        "model": model,
+        "reported": reported,
+        "accuracy": pct(acc),
+        "interval": f"[{pct(low)}, {pct(high)}]" if reported and _finite(low) and _finite(high) else "–",
+        "clean": pct(numbers.accuracy(model, "clean")[0]) if "clean" in cell_pages else "–",
+        "clean_href": f"{cell_pages['clean']}.html#model={quote('=' + model, safe='')}" if against_clean else None,
+        "drop": drop_text(numbers.drop(model, cell)) if against_clean else "–",
+        "trials": f"{k} correct of {n} scored",
+    }
+
+
+def _model_headline(s: Section, model: str, others: list[str], cell_pages: dict, numbers: CellNumbers) -> dict:
+    """One model's row of the front page: clean accuracy, the worst other cell, its accuracy
+    and drop, the panel's fault-line score (None without the report's panel)."""
+    seen = [(a, c) for c in others if (a := numbers.accuracy(model, c)[0]) is not None]
+    worst_accuracy, worst = min(seen, default=(None, None))
+    has_clean = "clean" in cell_pages
+    fault = (numbers.panel.get(model) or {}).get("panel_fault")
+    return {
+        "model": model,
+        "clean": pct(numbers.accuracy(model, "clean")[0]) if has_clean else "–",
+        "clean_href": _cell_href(s, cell_pages["clean"], model) if has_clean else None,
+        "worst": None if worst is None else s.renderer.name(worst),
+        "worst_href": None if worst is None else _cell_href(s, cell_pages[worst], model),
+        "worst_accuracy": pct(worst_accuracy),
+        "worst_drop": drop_text(numbers.drop(model, worst)) if has_clean and worst else "–",
+        "fault": drop_text(fault) if _finite(fault) else None,
+    }
+
+
+def _drop_heatmap(s: Section, others: list[str], cell_pages: dict, models: list[str], numbers: CellNumbers) -> list:
+    """The :data:`HEATMAP_ROWS` cells with the largest drop from clean over the models, in the
+    benchmark's order: per model the drop and its shade."""
+    drops = {c: [numbers.drop(m, c) for m in models] for c in others}
+    largest = sorted(others, key=lambda c: (-max((d for d in drops[c] if _finite(d)), default=0), c))
+    return [
+        {
+            "name": s.renderer.name(c),
+            "href": _cell_href(s, cell_pages[c]),
+            "drops": [(drop_text(d), heat_class(d)) for d in drops[c]],
+        }
+        for c in s.renderer.order(largest[:HEATMAP_ROWS])
+    ]
+
+
+def _story(png: Path) -> tuple:
+    """A report figure's place on an overview: by base task (a wrapped report's
+    ``<base>__<metric>__<figure>``), then :data:`FIGURE_ORDER`."""
+    prefix, _, name = png.stem.rpartition("__")
+    return (prefix, FIGURE_ORDER.index(name) if name in FIGURE_ORDER else len(FIGURE_ORDER), png.stem)
+
+
+def _shortened(text: Any, limit: int) -> str | None:
+    if text is None:
+        return None
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _common_prefix(texts: list[str]) -> str:
+    """The longest start every text shares, cut back to a line's end (a shared system prompt and
+    instructions, not half a question)."""
+    if not texts:
+        return ""
+    first, last = min(texts), max(texts)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[: first.rfind("\n", 0, n) + 1] if n < len(first) else first
 
 
 def model_order(rows: pd.DataFrame) -> list[str]:
@@ -792,95 +951,41 @@ def model_order(rows: pd.DataFrame) -> list[str]:
     return sorted(rows["model"].unique())
 
 
-def _count(n: int | None, noun: str) -> str:
-    """The "N of M shown" header a filter updates (viewer.js): all ``n`` shown until one applies."""
-    total = "" if n is None else f"{n} {noun}(s)"
-    return f'<span id="shown-count" class="count">{total}</span>'
-
-
-def request_totals_html(requests: dict[str, dict]) -> str:
-    """Each model's request totals from the run's ``_run_info.json``: tokens in (text, then media
-    by kind) and out, then requests by outcome (generated, restored from the store, failed by
-    category). No price table exists in the project, so no cost is shown."""
-    lines = []
-    for label, usage in requests.items():
-        tokens = [("input", usage.get("input_tokens", 0))]
-        tokens += [(kind, n) for kind, n in sorted((usage.get("media_tokens") or {}).items())]
-        tokens.append(("output", usage.get("output_tokens", 0)))
+def run_panel(run: dict) -> dict:
+    """A run as ``macros.html``'s ``runs_panel`` shows it: its seeds as text, its token and
+    request totals as lines (lmms-eval's efficiency, then each model's requests from the run's
+    ``_run_info.json``: tokens in, media by kind, out; requests generated, restored, failed by
+    category; no cost, as the project has no price table), its verdicts not correct."""
+    tokens = run.get("tokens") or {}
+    lines: list[Any] = [", ".join(f"{k} {int(v):,}" for k, v in tokens.items())] if tokens else []
+    for label, usage in (run.get("requests") or {}).items():
+        counts = [("input", usage.get("input_tokens", 0))]
+        counts += [(kind, n) for kind, n in sorted((usage.get("media_tokens") or {}).items())]
+        counts.append(("output", usage.get("output_tokens", 0)))
         outcomes = [("generated", usage.get("generated", 0)), ("restored", usage.get("restored", 0))]
         outcomes += [(f"failed: {k}", n) for k, n in sorted((usage.get("failures") or {}).items())]
         reuse = media_reuse_text(usage)  # a served model's repeated media parts and its server's cache hits
         lines.append(
-            f"<b>{esc(label)}</b>: tokens "
-            + ", ".join(f"{esc(k)} {int(n):,}" for k, n in tokens)
-            + "; requests "
-            + ", ".join(f"{esc(k)} {int(n):,}" for k, n in outcomes)
-            + (f"; {esc(reuse)}" if reuse else "")
-        )
-    return "<br>".join(lines)
-
-
-def runs_html(runs: list[dict]) -> str:
-    """The run panels: one row per run (a results JSON), what it ran with and what it cost."""
-    if not runs:
-        return '<p class="muted">no results JSON beside the logs: nothing known of the runs</p>'
-
-    def cell(run: dict) -> list[str]:
-        verdicts = run.get("verdicts", {})
-        failures = {k: v for k, v in verdicts.items() if k != CORRECT}
-        tokens = run.get("tokens") or {}
-        return [
-            esc(run.get("run")),
-            esc(", ".join(run.get("models", ()))),
-            f"{esc(run.get('model'))}<br><code>{esc(run.get('model_args'))}</code><br>"
-            f"<span class=muted>{esc(run.get('backend') or '')}</span>",
-            "<br>".join(f"{esc(k)} {esc(v)}" for k, v in (run.get("versions") or {}).items())
-            or '<span class="muted">not recorded</span>',
-            f"scheme {esc(run.get('seed_scheme') or 'not recorded')}<br>"
-            + esc(", ".join(f"{k.replace('_seed', '')} {v}" for k, v in (run.get("seeds") or {}).items())),
-            esc(run.get("date")),
-            "" if run.get("wall_s") is None else f"{float(run['wall_s']):.1f} s",
             (
-                "<br>".join(
-                    part
-                    for part in (
-                        ", ".join(f"{k} {int(v):,}" for k, v in tokens.items()),  # lmms-eval's efficiency
-                        request_totals_html(run.get("requests") or {}),  # our models' (_run_info.json)
-                    )
-                    if part
-                )
-                or '<span class="muted">not counted</span>'
+                label,
+                "tokens "
+                + ", ".join(f"{k} {int(n):,}" for k, n in counts)
+                + "; requests "
+                + ", ".join(f"{k} {int(n):,}" for k, n in outcomes)
+                + (f"; {reuse}" if reuse else ""),
             )
-            + ("<br>" + esc(json.dumps(run["usage"])) if run.get("usage") else ""),
-            f"{run.get('trials')} trial(s)<br>" + "<br>".join(f"{esc(k)}: {v}" for k, v in sorted(failures.items()))
-            or "none",
-        ]
-
-    head = [
-        "run",
-        "models",
-        "model and arguments",
-        "versions",
-        "seeds",
-        "date",
-        "wall time",
-        "tokens / cost",
-        "verdicts not correct",
-    ]
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in cell(run)) + "</tr>" for run in runs)
-    extra = [
-        f"<li>{esc(r['run'])}: system instruction <code>{esc(r['system_instruction'])}</code></li>"
-        for r in runs
-        if r.get("system_instruction")
-    ]
-    return (
-        f'<div class="scroll"><table class="runs"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div>" + (f"<ul>{''.join(extra)}</ul>" if extra else "")
-    )
-
-
-def _hash_value(text: str) -> str:
-    return html.escape(quote(str(text), safe=""))
+        )
+    return {
+        **run,
+        "seed_text": ", ".join(f"{k.replace('_seed', '')} {v}" for k, v in (run.get("seeds") or {}).items()),
+        "cost_lines": lines,
+        "failures": sorted((k, v) for k, v in (run.get("verdicts") or {}).items() if k != CORRECT),
+        "wall_s": run.get("wall_s"),
+        "usage": run.get("usage"),
+        "versions": run.get("versions"),
+        "backend": run.get("backend"),
+        "system_instruction": run.get("system_instruction"),
+    }
 
 
 def verdict_class(verdict: str | None) -> str:

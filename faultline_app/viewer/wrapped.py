@@ -33,7 +33,7 @@ from PIL import Image
 
 from faultline_app.viewer.logs import registry_order, verdict_of, without_paths
 from faultline_app.viewer.media import Shown
-from faultline_app.viewer.site import Section, SiteWriter, esc, slug
+from faultline_app.viewer.site import Section, SiteWriter, slug
 from faultline_eval.core import media
 from faultline_eval.core.run_logs import results_for, sample_lines
 from faultline_eval.tasks import wrap_configs, wrapped_task
@@ -391,39 +391,46 @@ def write_audit_page(writer: SiteWriter, s: Section, logs: Logs) -> bool:
     pages = {x: v.split("#", 1)[0].replace("../samples/", "samples/", 1) for (_, _, x), v in link.items()}
     conditions = [c for c in ("clean", *CONTROLS) if c in items.columns]
     head = ["base task", "model", "sample", "doc", *conditions, "answerable if", "blank cells"]
-    body = []
+    shown = []
     for item in items.to_dict("records"):
         base, model = str(item["base_task"]), str(item["model"])
         sample = logs.samples.get((base, int(item["doc_id"])), f"{base}/{item['sample_id']}")
-        shown = f'<a href="{esc(pages[sample])}">{esc(sample)}</a>' if sample in pages else esc(sample)
-        cells = [esc(base), esc(model), shown, esc(item["doc_id"])]
+        marks = []
         for condition in conditions:
             value = item[condition]
             if pd.isna(value):
-                cells.append('<span class="muted">–</span>')
+                marks.append((None, None, None))
                 continue
             cell = condition_cell(base, condition)
             target = link.get((model, cell, sample))
             target = (
                 target.replace("../samples/", "samples/", 1)
                 if target
-                else f"cells/{slug(cell)}.html#sample_id={_quoted(sample)}&amp;model={_quoted(model)}"
+                else f"cells/{slug(cell)}.html#sample_id={_quoted(sample)}&model={_quoted(model)}"
             )
-            word = "answerable" if value == 1 else "not answerable"
-            cells.append(f'<a href="{esc(target)}" title="{esc(word)}">{int(value)}</a>')
-        rule = f"{item.get('kind', '')}: {item.get('answerable_if', '')}" if item.get("kind") else ""
-        cells += [esc(rule), f'<span class="muted">{esc(item.get("blank") or "")}</span>']
-        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    page = (
-        f'<h1>{esc(s.title)}: the audit\'s items</h1><p><a href="index.html">overview</a> · {len(items)} row(s) of '
-        f"<code>{AUDIT_ITEMS}</code>, one per base task, model and doc: 1 where the doc is answerable in a majority of the "
-        "condition's variants (the rule of the task's metric kind: its own column), 0 where not, – where not run "
-        "or not scored (why: its own column). Each mark opens the "
-        'trial.</p><div class="scroll"><table class="report"><thead><tr>'
-        + "".join(f"<th>{esc(h)}</th>" for h in head)
-        + f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+            marks.append((int(value), target, "answerable" if value == 1 else "not answerable"))
+        shown.append(
+            {
+                "base": base,
+                "model": model,
+                "sample": sample,
+                "sample_href": pages.get(sample),
+                "doc": item["doc_id"],
+                "marks": marks,
+                "rule": f"{item.get('kind', '')}: {item.get('answerable_if', '')}" if item.get("kind") else "",
+                "blank": item.get("blank") or "",
+            }
+        )
+    writer.render(
+        writer.out / s.name / AUDIT_PAGE,
+        "audit.html",
+        1,
+        title=f"{s.title}: audit items",
+        s=s,
+        source=AUDIT_ITEMS,
+        head=head,
+        rows=shown,
     )
-    (writer.out / s.name / AUDIT_PAGE).write_text(writer.page(f"{s.title}: audit items", page, 1), encoding="utf-8")
     return True
 
 

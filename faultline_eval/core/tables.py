@@ -24,10 +24,12 @@ from faultline_eval.core.store import replacing, write_atomic
 
 __all__ = [
     "CONVENTIONS",
+    "Body",
     "ROW_KEYS",
     "Selector",
     "Table",
     "TrialLink",
+    "TableSpec",
     "TrialLinks",
     "drop",
     "json_records",
@@ -164,6 +166,27 @@ class Table:
             return None
         links = self.trial_links or row_trial_links(self.shown, self.raw)
         return links if links and any(any(row) for row in links) else None
+
+
+#: What every table builder of both reports returns: ``shown`` (formatted; None writes the CSV
+#: only), ``raw`` (the numbers) and the shown cells' trial links (None: :func:`row_trial_links`).
+#: A :class:`TableSpec` makes it a :class:`Table`.
+Body: TypeAlias = tuple[pd.DataFrame | None, pd.DataFrame, TrialLinks | None]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What a report table is, declared once: its file ``name``, ``caption`` and the
+    ``question`` it answers; :meth:`of` fills it with a builder's :data:`Body`."""
+
+    name: str
+    caption: str
+    question: str = ""
+
+    def of(self, body: Body) -> Table:
+        """The table of this name, caption and question holding ``body``."""
+        shown, raw, links = body
+        return Table(self.name, self.caption, shown, raw, links, question=self.question)
 
 
 def _markdown(frame: pd.DataFrame) -> str:

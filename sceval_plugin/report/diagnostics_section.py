@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from faultline_eval.core.report_writer import Report, Section
-from faultline_eval.core.tables import Table, TrialLinks, drop, json_records, pp, signed, trial_links, trials_in
+from faultline_eval.core.tables import Body, Table, TableSpec, drop, json_records, pp, signed, trial_links, trials_in
 from sceval_plugin.conditions import PROMPT_BASES
 from sceval_plugin.metrics.diagnostics import Diagnostic, DiagnosticOptions, appendix_c
 from sceval_plugin.metrics.drops import ALL_MODELS, HIGH_REJECTION_OPERATORS
@@ -46,10 +46,9 @@ from sceval_plugin.report import protocol_section as protocol
 from sceval_plugin.report.reader import ReportError, read_runs
 from sceval_plugin.report.tables import cells_of, slope
 
-#: What a diagnostic's formatter returns: the shown table and its trial links.
-Shown = tuple[pd.DataFrame, TrialLinks | None]
-#: A diagnostic's formatter: (its frame, the headline cells, the catalogue) -> what is shown.
-Formatter = Callable[[pd.DataFrame, dict[str, str], dict[str, ConditionInfo]], Shown]
+#: A diagnostic's table builder: (its frame, the headline cells, the catalogue) -> the table's body
+#: (its frame is the raw table).
+Formatter = Callable[[pd.DataFrame, dict[str, str], dict[str, ConditionInfo]], Body]
 
 COMBINATION = {"tv": "T+V", "ta": "T+A", "va": "V+A", "tva": "T+V+A"}
 
@@ -164,8 +163,8 @@ def _number(x: float, digits: int = 3) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
-def _seed_stability(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
-    f = f[f["weakest_for"] != ""]
+def _seed_stability(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
+    frame, f = f, f[f["weakest_for"] != ""]  # the CSV keeps every stochastic cell
     shown = pd.DataFrame(
         {
             "model": f["model"],
@@ -181,16 +180,20 @@ def _seed_stability(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Cond
         }
     )
     labels = ("model", "modality", "n_var")
-    return shown, trial_links(
+    return (
         shown,
-        [
-            {c: trials_in([cid], m) for c in shown.columns if c not in labels}
-            for m, cid in zip(f["model"], f["condition_id"])
-        ],
+        frame,
+        trial_links(
+            shown,
+            [
+                {c: trials_in([cid], m) for c in shown.columns if c not in labels}
+                for m, cid in zip(f["model"], f["condition_id"])
+            ],
+        ),
     )
 
 
-def _sub_additivity(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
+def _sub_additivity(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
     shown = pd.DataFrame(
         {
             "model": f["model"],
@@ -218,7 +221,7 @@ def _sub_additivity(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Cond
                 "% sub-additive": every,
             }
         )
-    return shown, trial_links(shown, links)
+    return shown, f, trial_links(shown, links)
 
 
 def _label(cid: str, info: dict[str, ConditionInfo]) -> str:
@@ -245,7 +248,7 @@ def _headline_cells(present: set[str], summary: pd.DataFrame, info: dict[str, Co
     return {c: _label(c, info) for c in cells}
 
 
-def _calibration(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
+def _calibration(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
     cells = {"clean": "clean", **cells}
     by = f.set_index(["model", "condition_id"])
     rows = []
@@ -259,10 +262,11 @@ def _calibration(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Conditi
         for model in sorted(f["model"].unique())
     ]
     shown = pd.DataFrame(rows)
-    return shown, trial_links(shown, links)
+    return shown, f, trial_links(shown, links)
 
 
-def _failure_overlap(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
+def _failure_overlap(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
+    frame = f  # the CSV keeps every condition
     if cells:
         order = list(cells)
         f = f[f["condition_id"].isin(order)].sort_values("condition_id", key=lambda c: c.map(order.index))
@@ -278,16 +282,23 @@ def _failure_overlap(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Con
             "union": [f"{a}/{n}" for a, n in zip(f["union"], f["items"])],
         }
     )
-    return shown, trial_links(
+    return (
         shown,
-        [
-            {c: trials_in([cid]) for c in ("condition", "mean Jaccard", "shared-hard", "idiosyncratic (=1)", "union")}
-            for cid in f["condition_id"]
-        ],
+        frame,
+        trial_links(
+            shown,
+            [
+                {
+                    c: trials_in([cid])
+                    for c in ("condition", "mean Jaccard", "shared-hard", "idiosyncratic (=1)", "union")
+                }
+                for cid in f["condition_id"]
+            ],
+        ),
     )
 
 
-def _source_breakdown(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
+def _source_breakdown(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
     shown = pd.DataFrame(
         {
             "model": f["model"],
@@ -302,21 +313,25 @@ def _source_breakdown(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Co
         }
     )
     # the trials of the model's items of that source (the viewer's source column), per cell set
-    return shown, trial_links(
+    return (
         shown,
-        [
-            {
-                "clean": trials_in(["clean"], m, source=f"={src}"),
-                "TV (panel)": trials_in(cells_of(info, "tv", panel=True), m, source=f"={src}"),
-                "TVA (panel)": trials_in(cells_of(info, "tva", panel=True), m, source=f"={src}"),
-                "strongest drop": trials_in(["clean", at], m, source=f"={src}") if isinstance(at, str) else None,
-            }
-            for m, src, at in zip(f["model"], f["source"], f["strongest_condition"])
-        ],
+        f,
+        trial_links(
+            shown,
+            [
+                {
+                    "clean": trials_in(["clean"], m, source=f"={src}"),
+                    "TV (panel)": trials_in(cells_of(info, "tv", panel=True), m, source=f"={src}"),
+                    "TVA (panel)": trials_in(cells_of(info, "tva", panel=True), m, source=f"={src}"),
+                    "strongest drop": trials_in(["clean", at], m, source=f"={src}") if isinstance(at, str) else None,
+                }
+                for m, src, at in zip(f["model"], f["source"], f["strongest_condition"])
+            ],
+        ),
     )
 
 
-def _families(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
+def _families(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
     gap = f["family"].str.startswith("gap (")
     shown = pd.DataFrame(
         {
@@ -347,10 +362,10 @@ def _families(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionI
                 **{f"F_{b}": trials_in(["clean", *cells_of(info, b, panel=True)], models) for b in COMBINATION},
             }
         )
-    return shown, trial_links(shown, links)
+    return shown, f, trial_links(shown, links)
 
 
-def _steepest(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
+def _steepest(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
     shown = pd.DataFrame(
         {
             "model": f["model"],
@@ -358,19 +373,23 @@ def _steepest(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionI
             "steepest channel": f["steepest"].fillna("–"),
         }
     )
-    return shown, trial_links(
+    return (
         shown,
-        [
-            {
-                f"S_{letter} (pp/sev)": trials_in(["clean", *cells_of(info, "single", modality=modality)], m)
-                for letter, modality in MODALITIES.items()
-            }
-            for m in f["model"]
-        ],
+        f,
+        trial_links(
+            shown,
+            [
+                {
+                    f"S_{letter} (pp/sev)": trials_in(["clean", *cells_of(info, "single", modality=modality)], m)
+                    for letter, modality in MODALITIES.items()
+                }
+                for m in f["model"]
+            ],
+        ),
     )
 
 
-def _operator_groups(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
+def _operator_groups(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
     wide = f.pivot_table(index="model", columns="group", values="mean_drop", aggfunc="first", sort=False)
     counts = f.groupby("group")["operators"].max()
     names = {"primary": "primary", "all": "all operators", "stress": "high-rejection stress set"}
@@ -385,19 +404,23 @@ def _operator_groups(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Con
         "all": list(at70),
         "stress": [cid for cid, op in at70.items() if op in HIGH_REJECTION_OPERATORS],
     }
-    return shown, trial_links(
+    return (
         shown,
-        [
-            {
-                f"{names[g]} ({counts[g]})": trials_in(["clean", *members[g]], None if m == ALL_MODELS else m)
-                for g in order
-            }
-            for m in models
-        ],
+        f,
+        trial_links(
+            shown,
+            [
+                {
+                    f"{names[g]} ({counts[g]})": trials_in(["clean", *members[g]], None if m == ALL_MODELS else m)
+                    for g in order
+                }
+                for m in models
+            ],
+        ),
     )
 
 
-def _prompt_shift(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
+def _prompt_shift(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
     kinds = [c.removeprefix("accuracy_") for c in f.columns if c.startswith("accuracy_")]
     label = {"json": "Std. JSON", "cot": "CoT", "open": "Open-form"}
     shown = pd.DataFrame(
@@ -424,10 +447,10 @@ def _prompt_shift(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Condit
         if isinstance(worst, str) and worst in under:
             link["invalid shift"] = trials_in([*under.get("json", []), *under[worst]], model)
         links.append(link)
-    return shown, trial_links(shown, links)
+    return shown, f, trial_links(shown, links)
 
 
-def _invalid_items(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
+def _invalid_items(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
     shown = pd.DataFrame(
         {
             "model": f["model"],
@@ -454,11 +477,11 @@ def _invalid_items(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Condi
                 },
             }
         )
-    return shown, trial_links(shown, links)
+    return shown, f, trial_links(shown, links)
 
 
-def _human_audit(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
-    return pd.DataFrame(
+def _human_audit(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
+    shown = pd.DataFrame(
         {
             "condition": f["condition_id"],
             "N": f["items"],
@@ -467,11 +490,12 @@ def _human_audit(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Conditi
             "agreement": f["agreement"].map(pp),
             "items with ≥2 answers": f["agreement_items"],
         }
-    ), None
+    )
+    return shown, f, None
 
 
-def _human_excess(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Shown:
-    return pd.DataFrame(
+def _human_excess(f: pd.DataFrame, cells: dict[str, str], info: dict[str, ConditionInfo]) -> Body:
+    shown = pd.DataFrame(
         {
             "model": f["model"],
             "condition": f["condition_id"],
@@ -481,7 +505,8 @@ def _human_excess(f: pd.DataFrame, cells: dict[str, str], info: dict[str, Condit
             "excess drop": f["excess_drop"].map(signed),
             "95% CI": [f"[{signed(lo)}, {signed(hi)}]" for lo, hi in zip(f["ci_low"], f["ci_high"])],
         }
-    ), None
+    )
+    return shown, f, None
 
 
 #: table name -> (caption, formatter(frame, headline cells, info)); ``None`` writes the CSV only
@@ -610,10 +635,8 @@ def _table(
     info: dict[str, ConditionInfo],
 ) -> Table:
     """A diagnostic's table: its formatted rows with their trial links, or the CSV only."""
-    if formatter is None:
-        return Table(name, caption, None, frame, question=QUESTIONS.get(name, ""))
-    shown, links = formatter(frame, cells, info)
-    return Table(name, caption, shown, frame, links, question=QUESTIONS.get(name, ""))
+    spec = TableSpec(name, caption, QUESTIONS.get(name, ""))
+    return spec.of(formatter(frame, cells, info) if formatter is not None else (None, frame, None))
 
 
 def by_source_reports(

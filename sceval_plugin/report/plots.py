@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faultline_eval.core.figures import colour_bar, grid, pyplot, save
+from faultline_eval.core.figures import colour_bar, grid, label_points, pyplot, save
 from sceval_plugin.metrics.protocol import JOINT_BLOCKS, ConditionInfo, Numbers
 
 MODALITY_ORDER = ("text", "vision", "audio")
@@ -32,11 +32,17 @@ BLOCK_LABELS = {"tv": "T+V", "ta": "T+A", "va": "V+A", "tva": "T+V+A"}
 MODALITY_COLOURS = {"text": "tab:blue", "vision": "tab:orange", "audio": "tab:green"}
 #: Fewer points than this make no scatter: the joint table says it better.
 MIN_SCATTER_POINTS = 3
-#: Markers of the operators of one panel: lines that coincide stay distinguishable.
+#: Markers and line styles of the operators of one panel: lines that coincide (every operator at
+#: 100 %) stay distinguishable.
 CURVE_MARKERS = "osD^vP*X"
+CURVE_STYLES = ("-", "--", "-.", ":")
 #: How far apart (in severity units) the operators of one panel are drawn, so that equal values
-#: do not hide each other; the points keep their severity on the axis ticks.
-CURVE_OFFSET = 1.4
+#: do not hide each other; the points keep their severity on the axis ticks. At
+#: :data:`CURVE_PANEL_WIDTH` the seven vision operators' markers sit side by side without touching,
+#: and the clusters at severity 0 and 10 stay apart.
+CURVE_OFFSET = 1.6
+#: Width of one severity-curve panel (inches).
+CURVE_PANEL_WIDTH = 4.6
 
 Draw = Callable[[Numbers, dict, Path], list]
 #: Per model, modality and operator: severity -> (accuracy, interval low, interval high).
@@ -189,7 +195,8 @@ def severity_curves(
 ) -> list[Path]:
     """One panel per model x modality: accuracy (%; or ``axis``' value) against severity, clean
     drawn at 0, one line per operator with its 95 % intervals (where the values have them); each
-    modality's legend below its column, outside the data."""
+    modality's legend below its column, outside the data. Every panel has the same y-axis, so
+    models compare at a glance."""
     plt = pyplot()
     curves = _single_curves(numbers, info)
     models = sorted(curves)
@@ -198,25 +205,18 @@ def severity_curves(
     fig, axes = plt.subplots(
         len(models),
         len(modalities),
-        figsize=(3.8 * len(modalities), 1.0 + 2.8 * len(models)),
+        figsize=(CURVE_PANEL_WIDTH * len(modalities), 1.0 + 2.8 * len(models)),
         squeeze=False,
         sharex=True,
-        sharey="row",
+        sharey=True,
     )
+    limits = _curve_limits([c for model in models for c in curves[model].values()], axis)
     for i, model in enumerate(models):
-        values = [x for m in curves[model].values() for curve in m.values() for v in curve.values() for x in v]
-        values = [v for v in values if np.isfinite(v)]
-        low, high = axis.factor * min(values), axis.factor * max(values)
-        pad = max(2.0 if axis.limits else 0.0, 0.08 * (high - low)) or 0.05 * max(1.0, abs(high))
-        floor, ceiling = axis.limits or (-np.inf, np.inf)
         for j, modality in enumerate(modalities):
             ax = axes[i][j]
             _curve_panel(plt, ax, curves[model].get(modality, {}), operators[modality], axis.factor)
-            ax.set_ylim(max(floor, low - pad), min(ceiling, high + pad))
-            if i == 0:
-                ax.set_title(modality, fontsize=10)
-            if j == 0:
-                ax.set_ylabel(f"{model}\n{axis.value}", fontsize=8)
+            ax.set_ylim(*limits)
+            _label_panel(ax, modality if i == 0 else None, f"{model}\n{axis.value}" if j == 0 else None)
             if i == len(models) - 1:
                 ax.set_xlabel("severity (0 = clean)")
     for j, modality in enumerate(modalities):
@@ -225,6 +225,25 @@ def severity_curves(
     fig.suptitle(f"Single-modality severity curves ({axis.curve_title}{intervals})", fontsize=11)
     fig.tight_layout()
     return save(fig, stem)
+
+
+def _curve_limits(panels: list[dict[str, dict[int, tuple[float, float, float]]]], axis: Axis) -> tuple[float, float]:
+    """The y-range that holds every value and interval of the ``panels`` (each operator ->
+    severity -> values) with a margin, within ``axis.limits``."""
+    values = [x for panel in panels for curve in panel.values() for v in curve.values() for x in v]
+    values = [v for v in values if np.isfinite(v)]
+    low, high = axis.factor * min(values), axis.factor * max(values)
+    pad = max(2.0 if axis.limits else 0.0, 0.08 * (high - low)) or 0.05 * max(1.0, abs(high))
+    floor, ceiling = axis.limits or (-np.inf, np.inf)
+    return max(floor, low - pad), min(ceiling, high + pad)
+
+
+def _label_panel(ax, title: str | None, ylabel: str | None) -> None:
+    """A column's title on its top panel and a row's label on its first panel."""
+    if title is not None:
+        ax.set_title(title, fontsize=10)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel, fontsize=8)
 
 
 def _curve_panel(
@@ -249,6 +268,7 @@ def _curve_panel(
             y,
             yerr=np.nan_to_num(np.vstack([y - low, high - y]), nan=0.0).clip(min=0) if np.isfinite(low).any() else None,
             marker=CURVE_MARKERS[k % len(CURVE_MARKERS)],
+            linestyle=CURVE_STYLES[k % len(CURVE_STYLES)],
             markersize=4,
             markerfacecolor="none",
             linewidth=1.2,
@@ -286,13 +306,33 @@ def _legend_below_column(fig, column, title: str) -> None:
     )
 
 
+def cell_names(info: dict[str, ConditionInfo]) -> dict[str, str]:
+    """A short name for each joint cell, as the scatter labels its points: its severities
+    (``t30/v70``; the marker says the combination), and the operators that are not their
+    modality's usual one in the joint cells (``t70/v30 occlusion``)."""
+    joint = [c for c in info.values() if c.block in JOINT_BLOCKS]
+    seen: dict[str, dict[str, int]] = {}
+    for c in joint:
+        for modality, op, _ in c.corruptions:
+            seen.setdefault(modality, {})[op] = seen.setdefault(modality, {}).get(op, 0) + 1
+    usual = {m: min(ops, key=lambda op: (-ops[op], op)) for m, ops in seen.items()}
+    names = {}
+    for c in joint:
+        severities = "/".join(f"{m[0]}{sev}" for m, _, sev in c.corruptions)
+        unusual = [op for m, op, _ in c.corruptions if op != usual[m]]
+        names[c.id] = " ".join([severities, *unusual])
+    return names
+
+
 def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, *, axis: Axis = ACCURACY) -> list[Path]:
     """As the paper's Figure 5: per model, the total corruption budget s_t + s_v + s_a against the
-    drop from clean (pp), one marker per combination type; points below 0 are apparent gains."""
+    drop from clean (pp), one marker per combination type, each point named by its cell
+    (:func:`cell_names`, placed clear of the others); points below 0 are apparent gains."""
     plt = pyplot()
     joint = _joint_points(numbers, info)
     models = sorted(joint["model"].unique())
-    fig, axes = grid(plt, len(models), 3.8, 3.2, sharey=True)
+    most = int(joint["model"].value_counts().max())
+    fig, axes = grid(plt, len(models), 4.8, max(4.0, 1.6 + 0.1 * most), sharey=True)  # room for every name
     budgets = sorted(joint["budget"].unique())
     for k, (ax, model) in enumerate(zip(axes, models)):
         g = joint[joint["model"] == model]
@@ -325,6 +365,10 @@ def joint_scatter(numbers: Numbers, info: dict[str, ConditionInfo], stem: Path, 
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, title="combination")
     fig.suptitle("Joint corruption: severity budget against drop from clean", fontsize=11)
     fig.tight_layout()
+    names = cell_names(info)
+    for ax, model in zip(axes, models):  # after the layout: labels are placed in display units
+        g = joint[joint["model"] == model]
+        label_points(ax, list(zip(g["budget"], axis.factor * g["delta_base"])), [names[c] for c in g["condition_id"]])
     return save(fig, stem)
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from faultline_eval.core.figures import Figure
 from faultline_eval.core.report_writer import Section
-from faultline_eval.core.tables import CONVENTIONS, Table, json_records
+from faultline_eval.core.tables import CONVENTIONS, Table, TableSpec, json_records
 from sceval_plugin import operators
 from sceval_plugin.metrics.protocol import ConditionInfo, Numbers
 from sceval_plugin.report import plots, tables
@@ -94,56 +94,49 @@ def _main_tables(numbers: Numbers, info: dict[str, ConditionInfo], ops: list[str
         "; † from a partial single-modality grid"
     )
     return [
-        Table(
+        TableSpec(
             "single_modality_s70",
             "Severity-70 single-modality accuracy (%) with drop from clean (pp)",
-            *tables.single_matrix(numbers, info, ops),
             question="Which single-modality corruption hurts each model most at severity 70 (Table 2)?",
-        ),
-        Table(
+        ).of(tables.single_matrix(numbers, info, ops)),
+        TableSpec(
             "joint",
             joint_caption,
-            *tables.joint_table(numbers, info),
             question="Does corrupting two or three modalities at once cost more than the worst single "
             "corruption (Δsingle, eq. 6), and is it significant?",
-        ),
-        Table(
+        ).of(tables.joint_table(numbers, info)),
+        TableSpec(
             "single_baselines",
             "Δsingle baselines: the weakest observed single-modality cell and the grid observed",
-            *tables.single_baselines_table(numbers),
             question="Which single cell is each model's Δsingle measured against, and how much of its grid was run?",
-        ),
-        Table(
+        ).of(tables.single_baselines_table(numbers)),
+        TableSpec(
             "below_weakest_single",
             "Joint cells below the weakest single cell (Δsingle > 0; significant: "
             "Holm-adjusted McNemar p<.05), and under the same-severity comparison (C.3); max Δsingle: "
             "↓ below the weakest single cell, ↑ above it (pp)",
-            *tables.below_single_table(numbers, info),
             question="How many joint cells fall below their weakest single cell, per combination (C.3)?",
-        ),
-        Table(
+        ).of(tables.below_single_table(numbers, info)),
+        TableSpec(
             "panel",
             "Lightweight panel (Table 8): block means (%), panel fault = mean of the four FS_S (pp), "
             "C_asym = Acc(t70/v70) - Acc(t30/v70) (pp)",
-            *tables.panel_table(numbers, info),
             question="How fragile is each model on the 12-cell lightweight panel, and where is its "
             "strongest fault line (Table 8)?",
-        ),
-        Table(
+        ).of(tables.panel_table(numbers, info)),
+        TableSpec(
             "controls",
             "Missing-modality, shortcut and option-order controls; ‡ the no-text control does not "
             "apply to items without textual evidence beyond question and options (left out, see notes)",
-            *tables.controls_table(numbers, info),
             question="Does each model use every modality (M_m), lean on text-only shortcuts (G) or on option order?",
-        ),
-        Table(
+        ).of(tables.controls_table(numbers, info)),
+        TableSpec(
             "diagnostics",
             "Fault-line scores FS_S over the 12-cell panel (Table 20) and drop over every run cell of "
             "each block (pp, ↓ = below clean), fragility slopes S_m (pp per severity unit, Table 19) and "
             "shortcut gap G = Acc(text only) − chance (pp)",
-            *tables.diagnostics_table(numbers, info),
             question="Which combination is each model's fault line (FS_S), and which channel decays fastest (S_m)?",
-        ),
+        ).of(tables.diagnostics_table(numbers, info)),
     ]
 
 

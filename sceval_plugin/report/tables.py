@@ -7,12 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from faultline_eval.core.tables import TrialLinks, drop, pp, signed, trial_links, trials_in
+from faultline_eval.core.tables import Body, drop, pp, signed, trial_links, trials_in
 from sceval_plugin.metrics.protocol import ASYMMETRY_CELLS, JOINT_BLOCKS, MODALITIES, ConditionInfo, Numbers
-
-#: What a table builder returns: shown, raw and the shown cells' trial links.
-Body = tuple[pd.DataFrame, pd.DataFrame, TrialLinks | None]
-
 
 #: SCEval's own unit on top of :data:`faultline_eval.core.tables.CONVENTIONS`.
 SLOPE_CONVENTION = (

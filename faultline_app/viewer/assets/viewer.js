@@ -1,6 +1,6 @@
 // faultline-eval viewer, four parts (no server: everything works from file://):
 // 1. the sortable, filterable sample table of a cell page (or of a page of several cells), with its
-//    "N of M shown" header. Data come from window.FL_TABLES, one {cell, columns, rows, links} per cell,
+//    "N of M shown" header, the "only not correct" and "failures first" controls and the sample x variant grid. Data come from window.FL_TABLES, one {cell, columns, rows, links} per cell,
 //    each pushed by a <script> file (fetch() of local files is blocked under file://);
 // 2. keys: left/right arrows follow the page's previous/next link (sample or cell), j/k the next/previous
 //    section of a sample page (on a cell page: the next/previous cell);
@@ -49,18 +49,39 @@
     box.appendChild(label);
   });
 
+  // "only not correct" sets the verdict filter (as #verdict=!correct does); "failures first" puts
+  // the trials not correct first (then the column sort), and the grid's samples by their failures
+  var verdictColumn = data.columns.indexOf("verdict"), onlyWrong = document.getElementById("only-wrong");
+  var failuresFirst = document.getElementById("failures-first");
+  var verdictInput = box.querySelector('input[data-column="verdict"]');
+  if (onlyWrong && verdictInput) {
+    onlyWrong.checked = verdictInput.value === "!correct";
+    onlyWrong.addEventListener("change", function () {
+      verdictInput.value = onlyWrong.checked ? "!correct" : "";
+      filters[verdictColumn] = verdictInput.value;
+      draw();
+    });
+    verdictInput.addEventListener("input", function () { onlyWrong.checked = verdictInput.value === "!correct"; });
+  }
+  if (failuresFirst) failuresFirst.addEventListener("change", function () { draw(); });
+  function failed(i) { return data.rows[i][verdictColumn] === "correct" ? 0 : 1; }
+
   function draw() {
     var order = data.rows.map(function (_, i) { return i; }).filter(function (i) {
       return data.columns.every(function (_, c) { return matches(data.rows[i][c], filters[c]); });
     });
-    if (sortColumn >= 0) {
+    var first = failuresFirst && failuresFirst.checked;
+    if (sortColumn >= 0 || first) {
       order.sort(function (a, b) {
+        if (first && failed(a) !== failed(b)) return failed(b) - failed(a);
+        if (sortColumn < 0) return a - b;
         var x = data.rows[a][sortColumn], y = data.rows[b][sortColumn], r;
         if (typeof x === "number" && typeof y === "number") r = x - y;
         else r = text(x).localeCompare(text(y), undefined, {numeric: true});
         return sortDescending ? -r : r;
       });
     }
+    drawGrid(order, first);
     var head = "<thead><tr>" + data.columns.map(function (name, c) {
       var mark = c === sortColumn ? (sortDescending ? " \u25bc" : " \u25b2") : "";
       return '<th data-column="' + c + '">' + name + mark + "</th>";
@@ -87,7 +108,56 @@
       });
     });
   }
+  // the sample x variant grid: one row per sample, one column per model and variant, each mark
+  // opening its trial (its sample page, or for a trial without one its row of this table)
+  function drawGrid(order, first) {
+    var grid = document.getElementById("grid");
+    if (!grid) return;
+    var model = data.columns.indexOf("model"), sample = data.columns.indexOf("sample_id"), variant = sample + 1;
+    var columns = [], samples = [], marks = {}, failures = {};
+    order.forEach(function (i) {
+      var row = data.rows[i], column = text(row[model]) + " \u00b7 " + text(row[variant]);
+      var id = text(row[sample]);
+      if (columns.indexOf(column) < 0) columns.push(column);
+      if (!(id in marks)) { samples.push(id); marks[id] = {}; failures[id] = 0; }
+      marks[id][column] = i;
+      failures[id] += failed(i);
+    });
+    columns.sort(function (a, b) { return a.localeCompare(b, undefined, {numeric: true}); });
+    if (first) samples.sort(function (a, b) { return failures[b] - failures[a]; });
+    var escape = function (v) { return text(v).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/"/g, "&quot;"); };
+    var head = "<thead><tr><th>sample</th>" + columns.map(function (c) { return "<th>" + escape(c) + "</th>"; }).join("") +
+      "</tr></thead>";
+    var body = samples.map(function (id) {
+      return "<tr><th>" + escape(id) + "</th>" + columns.map(function (c) {
+        var i = marks[id][c];
+        if (i === undefined) return "<td></td>";
+        var v = data.rows[i][verdictColumn], cls = v === "correct" ? "ok" : v === "wrong" ? "bad" : "odd";
+        var mark = v === "correct" ? "\u2713" : v === "wrong" ? "\u2717" : "?";
+        var href = data.links[i] || "#sample_id=" + encodeURIComponent("=" + id) + "&model=" +
+          encodeURIComponent("=" + text(data.rows[i][model]));
+        return '<td class="' + cls + '"><a href="' + escape(href) + '" title="' + escape(c + ": " + v) + '">' + mark +
+          "</a></td>";
+      }).join("") + "</tr>";
+    }).join("");
+    grid.innerHTML = head + "<tbody>" + body + "</tbody>";
+    grid.dataset.samples = String(samples.length);
+  }
   draw();
+  // a link to a row of this table (#sample_id=...&model=...) from the grid: the filters follow the address
+  window.addEventListener("hashchange", function () {
+    var now = {};
+    location.hash.replace(/^#/, "").split("&").forEach(function (part) {
+      var at = part.indexOf("=");
+      if (at > 0) now[decodeURIComponent(part.slice(0, at))] = decodeURIComponent(part.slice(at + 1));
+    });
+    Array.prototype.forEach.call(box.querySelectorAll("input"), function (input) {
+      input.value = now[input.dataset.column] || "";
+      filters[data.columns.indexOf(input.dataset.column)] = input.value;
+    });
+    if (onlyWrong && verdictInput) onlyWrong.checked = verdictInput.value === "!correct";
+    draw();
+  });
 })();
 
 (function () {
@@ -183,9 +253,13 @@
       box.dataset.count = String(found.length);
       count.textContent = found.length ? (Math.min(found.length, SHOWN) + " of " + found.length + " shown") : "no match";
       list.innerHTML = found.slice(0, SHOWN).map(function (r) {
-        var where = r[1] === "sample" ? "sample " + r[2] : r[2] + " · " + r[3] + " · " + r[4];
+        // a trial: its sample, condition, variant, model and verdict (three variants look alike otherwise)
+        var where = r[1] === "sample" ? "sample " + r[2] :
+          r[2] + " \u00b7 " + r[3] + " \u00b7 variant " + r[7] + " \u00b7 " + r[4];
+        var verdict = r[1] === "sample" ? "" : ' <span class="verdict ' +
+          (r[8] === "correct" ? "ok" : r[8] === "wrong" ? "bad" : "odd") + '">' + escape(r[8]) + "</span>";
         return '<li><a href="' + escape(root + r[6]) + '"><b>' + escape(r[0]) + "</b> " + escape(where) +
-          '</a> <span class="muted">' + escape(snippet(String(r[5]), words)) + "</span></li>";
+          "</a>" + verdict + ' <span class="muted">' + escape(snippet(String(r[5]), words)) + "</span></li>";
       }).join("");
       list.hidden = !found.length;
     });
