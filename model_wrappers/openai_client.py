@@ -30,7 +30,7 @@ What is sent (:func:`chat_request`), in the task's order, as vLLM's chat parser 
   ``audio_part=audio_url`` as an ``audio_url`` data URL instead;
 - the question text as a ``text`` part;
 - with ``media_uuids`` on (the default), each media part carries a ``uuid``
-  (:func:`media_uuid`), which vLLM (0.11 and later) takes as the key of its multimodal
+  (:func:`media_uuid`), which vLLM (checked on 0.32) takes as the key of its multimodal
   processor and encoder caches in place of hashing the item itself: a digest of the exact
   bytes sent (after corruption and encoding) and of the settings that made them, so parts of
   equal bytes share a key and a corrupted part never gets a clean one's features. A server
@@ -459,7 +459,7 @@ class OpenAIChatClient(RequestLifecycle):
                     raise UuidsRefused(
                         f"sceval_openai: {self.base_urls[index]} refuses the media parts' {UUID_FIELD!r} field "
                         f"(the multimodal cache keys; {str(exc.message)[:300]}). Run with media_uuids=off, "
-                        "or serve the model with vLLM 0.11 or later (docs/tutorials/served-model.md)"
+                        "or serve the model with a vLLM that takes it (0.32 does; docs/tutorials/served-model.md)"
                     ) from exc
                 detail = f"HTTP {exc.status_code} from {self.base_urls[index]}: {str(exc.message or '')[:200]}"
                 raise (RetryableError if exc.status_code in RETRYABLE_STATUS else FatalError)(detail) from exc
