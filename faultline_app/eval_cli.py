@@ -22,7 +22,8 @@ again (``docs/how-to/resume.md``).
 
 A run that finished is checked too: it ends with a one-screen summary per task of ours
 (:mod:`faultline_eval.core.run_status`: requests, usable answers, each failure category, the first
-error text) and exits 1 when a task's coverage is 0 or more than ``--max-failure-rate`` (an
+error text; for a served model, the share of media parts that repeated an earlier one and the
+server's multimodal cache hits) and exits 1 when a task's coverage is 0 or more than ``--max-failure-rate`` (an
 option of ``faultline-eval`` only, default 0.05) of its requests got no reply. An unknown
 ``sceval_*``/``c3po_*`` task name is refused with its close matches before lmms-eval is imported.
 Beside each results JSON the run wrote, ``<timestamp>_run_info.json`` (written by our lmms-eval
@@ -48,6 +49,7 @@ import yaml
 from c3po_plugin.data import sources as c3po_sources
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.preflight import PreflightError, check_writable_folder, file_in_the_way
+from faultline_eval.core.request_lifecycle import media_reuse_text, taken_run_usage
 from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, records_of, report
 from faultline_eval.core.settings import FAULTLINE_DEBUG
 from faultline_eval.model_wrappers import preflight as model_checks
@@ -256,6 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         lmms_main.cli_evaluate_single = evaluate_one
         sys.argv = saved_argv
     status = report(outcomes, options.max_failure_rate) if outcomes else 0
+    for usage in taken_run_usage():  # a served model's media reuse and its server's cache hits
+        for label, totals in usage.items():
+            if reuse := media_reuse_text(totals):
+                print(f"faultline-eval: {label}: {reuse}")
     for failure in failures:
         print(f"faultline-eval: error: the run failed, nothing was evaluated: {failure}", file=sys.stderr)
     for path in unsaved:

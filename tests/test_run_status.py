@@ -226,6 +226,9 @@ def test_a_run_where_every_request_failed_exits_1_with_the_summary(tmp_path):
     assert summary[1] == "  sceval_clean: 3 requests, 0 answered (0%); api_failure 3 -> FAILED: coverage 0"
     assert summary[2].startswith("      first error: HTTP 400 from ") and "fake error 400" in summary[2]
     assert summary[3] == "faultline-eval: 1 of 1 task(s) failed: sceval_clean"
+    # then each served model's media reuse (issue 41): 3 requests of the same item sent nothing twice
+    [reuse] = [line for line in summary if "media parts sent" in line]
+    assert reuse.startswith("faultline-eval: sceval_openai") and ", 0 (0%) repeating an earlier part" in reuse
     results = next((tmp_path / "out").rglob("*_results.json"))  # the results are still written
     # with the versions they leave out and the request totals, for the viewer's run panel
     from importlib.metadata import version

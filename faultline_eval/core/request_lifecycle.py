@@ -240,6 +240,7 @@ Pending = TypeVar("Pending", bound=PendingRequest)
 
 _run_lock = threading.Lock()
 _run_usage: dict[str, Usage] = {}
+_taken_usage: list[dict[str, dict[str, Any]]] = []  # every take of this process, for the end-of-run summary
 
 
 def run_usage(label: str) -> Usage:
@@ -254,7 +255,15 @@ def take_run_usage() -> dict[str, dict[str, Any]]:
     with _run_lock:
         taken = {label: usage.summary() for label, usage in sorted(_run_usage.items())}
         _run_usage.clear()
+        _taken_usage.append(taken)
     return taken
+
+
+def taken_run_usage() -> list[dict[str, dict[str, Any]]]:
+    """What every :func:`take_run_usage` of this process took, in order (one per results JSON):
+    the command's end-of-run summary reads it after lmms-eval has written its files."""
+    with _run_lock:
+        return list(_taken_usage)
 
 
 def generation_failure(exc: BaseException, latency_s: float) -> Reply:
