@@ -69,3 +69,15 @@ def test_stratified_order_is_seeded_proportional_and_input_order_free():
 def test_difficulty_bins_split_by_clean_score():
     bins = difficulty_bins([0.0, 0.1, 0.5, 0.6, 1.0, 0.9], bins=3)
     assert list(bins) == [0, 0, 1, 1, 2, 2]
+
+
+def test_betting_p_value_keeps_its_level_on_an_exactly_null_population():
+    """A population whose mean drop is exactly zero: the anytime p-value dips to 0.05 at some prefix
+    in at most ~5 % of random orders (Ville), and it is 0 once the draws contradict the null."""
+    rng = np.random.default_rng(5)
+    pop = np.array([-1.0] * 60 + [0.0] * 180 + [1.0] * 60)
+    drops = np.stack([rng.permutation(pop) for _ in range(400)])
+    seq = drop_sequence(drops, 300)
+    assert (seq.p_value.min(axis=1) <= 0.05).mean() <= 0.06
+    shifted = drop_sequence(np.ones((1, 200)), 300)  # 200 of 300 units at +1: the mean is >= 1/3
+    assert shifted.p_value[0, -1] == 0.0
