@@ -177,6 +177,14 @@ SCEVAL_MANIFEST = Setting(
     "says which samples and corruption cells count. Unset: every trial counts.",
     group=_DATA,
 )
+SCEVAL_TRIALS = Setting(
+    "SCEVAL_TRIALS",
+    None,
+    "A JSON file of trial ids (`condition/sample_id/variant`) that a budgeted round runs "
+    "(`faultline-eval --budget`/`--precision` writes it per round): the SCEval tasks keep only those "
+    "trials. Unset: every trial runs.",
+    group=_DATA,
+)
 SCEVAL_STRESS_ONLY = Setting(
     "SCEVAL_STRESS_ONLY",
     "run",
