@@ -603,6 +603,19 @@ def scores(est: Estimate, full: Estimate, grid: Grid, full_significant: np.ndarr
     }
 
 
+#: What each figure of :func:`scores` is.
+FIGURES = {
+    "requests": "requests used / the full grid's",
+    "tau_cells": "Kendall tau_b of each model's 102 cells, estimate vs full run (mean over models)",
+    "tau_models": "Kendall tau_b of the 15 models ranked by panel fault, estimate vs full run",
+    "coverage": "share of (model, cell) full-run drops inside the reported 95 % interval",
+    "significant_found": "share of the full run's Holm-significant cells found significant with the same sign",
+    "headline_error_pp": "largest error over models of clean accuracy, FS_tv/ta/va/tva, panel fault, "
+    "severity-70 drop per modality",
+    "unmeasured_cells": "share of cells with no request",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repetitions", type=int, default=200, help="simulated full runs (default 200)")
@@ -664,14 +677,14 @@ def main(argv: list[str] | None = None) -> int:
             record.figure(
                 f"{method}/{n}",
                 round(means[n], 4),
-                "pp" if n.endswith("_pp") else "share" if n != "tau_cells" and n != "tau_models" else "tau",
-                f"mean over {repetitions} repetitions",
+                "pp" if n.endswith("_pp") else "",
+                f"{FIGURES[n]}; mean over {repetitions} repetitions",
             )
         share_within = float(np.mean([row["headline_error_pp"] <= 1.5 for row in rows]))
         record.figure(
             f"{method}/headline_within_1.5pp",
             round(share_within, 3),
-            "share",
+            "",
             "repetitions whose largest headline error is <= 1.5 pp",
         )
         print(f"{'':<12}repetitions with every headline number within 1.5 pp: {share_within:.0%}")

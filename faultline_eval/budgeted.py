@@ -69,9 +69,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "at most this wide each side (drop units: 0.03 = 3 pp) or the drop is significant",
     )
     parser.add_argument(
-        "--alpha", type=float, default=0.05, help="budgeted evaluation: 1 - the interval level, Holm's level (0.05)"
-    )
-    parser.add_argument(
         "--round-size", type=int, default=8, help="budgeted evaluation: units per unresolved cell per round (8)"
     )
     parser.add_argument(
@@ -202,6 +199,12 @@ def run(options: argparse.Namespace, argv: Sequence[str], evaluate: Callable[[li
     run of ``argv`` (lmms-eval's options), returning its exit status."""
     argv = list(argv)
     condition_ids, output = cell_tasks(argv)
+    # --alpha is lmms-eval's own flag (its power analysis' level): the same meaning here, read from it
+    try:
+        options.alpha = float(_option(argv, "--alpha") or 0.05)
+    except ValueError:
+        raise BudgetError(f"--alpha {_option(argv, '--alpha')}: give a level between 0 and 1, e.g. 0.05") from None
+    argv = _without(argv, "--alpha")
     if options.budget is not None and options.budget < 1:
         raise BudgetError(f"--budget {options.budget}: give a positive number of requests")
     if options.precision is not None and not 0 < options.precision < 1:

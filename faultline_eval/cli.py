@@ -215,6 +215,14 @@ def collecting_outcomes() -> Iterator[list[TaskOutcome]]:
         TaskOutput.calculate_aggregate_metric = original
 
 
+def own_parser() -> argparse.ArgumentParser:
+    """The flags ``faultline-eval`` reads itself before handing the rest to lmms-eval."""
+    parser = argparse.ArgumentParser(prog="faultline-eval", add_help=False, allow_abbrev=False)
+    add_failure_rate_argument(parser)
+    budgeted.add_arguments(parser)
+    return parser
+
+
 def failure_rate(options: argparse.Namespace) -> list[str]:
     """``--max-failure-rate`` as given, for a budgeted run's rounds."""
     return ["--max-failure-rate", str(options.max_failure_rate)]
@@ -225,10 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["eval"]:
         argv = argv[1:]
-    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    add_failure_rate_argument(own)
-    budgeted.add_arguments(own)
-    options, argv = own.parse_known_args(argv)
+    options, argv = own_parser().parse_known_args(argv)
     if budgeted.wanted(options):  # rounds of this same command, each on the trials it chose
         try:
             return budgeted.run(options, argv, lambda round_argv: main([*round_argv, *failure_rate(options)]))
