@@ -47,9 +47,11 @@ from typing import Any
 import yaml
 
 from c3po_plugin.data import sources as c3po_sources
+from faultline_app import budgeted
 from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.preflight import PreflightError, check_writable_folder, file_in_the_way
 from faultline_eval.core.request_lifecycle import media_reuse_text, taken_run_usage
+from faultline_eval.core.run_logs import ReportError
 from faultline_eval.core.run_status import TaskOutcome, add_failure_rate_argument, records_of, report
 from faultline_eval.core.settings import FAULTLINE_DEBUG
 from faultline_eval.model_wrappers import preflight as model_checks
@@ -215,14 +217,31 @@ def collecting_outcomes() -> Iterator[list[TaskOutcome]]:
         TaskOutput.calculate_aggregate_metric = original
 
 
+def own_parser() -> argparse.ArgumentParser:
+    """The flags ``faultline-eval`` reads itself before handing the rest to lmms-eval."""
+    parser = argparse.ArgumentParser(prog="faultline-eval", add_help=False, allow_abbrev=False)
+    add_failure_rate_argument(parser)
+    budgeted.add_arguments(parser)
+    return parser
+
+
+def failure_rate(options: argparse.Namespace) -> list[str]:
+    """``--max-failure-rate`` as given, for a budgeted run's rounds."""
+    return ["--max-failure-rate", str(options.max_failure_rate)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     use_offline_defaults()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["eval"]:
         argv = argv[1:]
-    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    add_failure_rate_argument(own)
-    options, argv = own.parse_known_args(argv)
+    options, argv = own_parser().parse_known_args(argv)
+    if budgeted.wanted(options):  # rounds of this same command, each on the trials it chose
+        try:
+            return budgeted.run(options, argv, lambda round_argv: main([*round_argv, *failure_rate(options)]))
+        except (budgeted.BudgetError, ReportError) as exc:
+            print(f"faultline-eval: error: {exc}", file=sys.stderr)
+            return 1
 
     try:  # checked in a second; lmms-eval's import and task index take 10-20 s
         preflight(argv)

@@ -24,6 +24,7 @@ __all__ = [
     "SCEVAL_HF_MODE",
     "SCEVAL_ON_BAD_INPUT",
     "SCEVAL_MANIFEST",
+    "SCEVAL_TRIALS",
     "SCEVAL_STRESS_ONLY",
     "SCEVAL_PROMPT_TEMPLATE",
     "SCEVAL_SEED_SCHEME",
@@ -70,6 +71,14 @@ SCEVAL_MANIFEST = Setting(
     None,
     "The annotation manifest (a JSON or JSON-lines file, written by `sceval build manifest`) that "
     "says which samples and corruption cells count. Unset: every trial counts.",
+    group=GROUP_DATA,
+)
+SCEVAL_TRIALS = Setting(
+    "SCEVAL_TRIALS",
+    None,
+    "A JSON file of trial ids (`condition/sample_id/variant`) that a budgeted round runs "
+    "(`faultline-eval --budget`/`--precision` writes it per round): the SCEval tasks keep only those "
+    "trials. Unset: every trial runs.",
     group=GROUP_DATA,
 )
 SCEVAL_STRESS_ONLY = Setting(
@@ -133,6 +142,7 @@ SETTINGS.declare(
     SCEVAL_HF_MODE,
     SCEVAL_ON_BAD_INPUT,
     SCEVAL_MANIFEST,
+    SCEVAL_TRIALS,
     SCEVAL_STRESS_ONLY,
     SCEVAL_PROMPT_TEMPLATE,
     SCEVAL_SEED_SCHEME,

@@ -42,7 +42,7 @@ from sceval_plugin.eval_prompts import prompt_template
 from sceval_plugin.operators import SAMPLE_RATE, seed_scheme
 from sceval_plugin.parsing import INVALID_CATEGORIES, ParsedAnswer, parse_answer
 from sceval_plugin.render import Trial, control_not_applicable, render, reorder_options
-from sceval_plugin.sceval_environment import SCEVAL_ON_BAD_INPUT
+from sceval_plugin.sceval_environment import SCEVAL_ON_BAD_INPUT, SCEVAL_TRIALS
 from sceval_plugin.sceval_trial import SCEvalTrial
 
 # --- docs ---------------------------------------------------------------------------------------
@@ -116,9 +116,26 @@ def build_rows(condition: Condition) -> tuple[list[dict], collections.Counter]:
         )
     if problems and policy == "error":
         raise refuse(source.spec, problems, BAD_INPUT_ENV)
+    scheduled = budgeted_round_trials()
+    if scheduled is not None:  # a budgeted round (faultline_app/budgeted.py): not excluded, just not run now
+        rows = [row for row in rows if row["row_id"] in scheduled]
     for problem in problems:
         logger.error(f"sceval {condition.id}: excluded, {problem}")
     return rows, excluded
+
+
+def budgeted_round_trials() -> frozenset[str] | None:
+    """The trial ids ``SCEVAL_TRIALS`` names (None when unset): a budgeted round runs only those."""
+    if not SCEVAL_TRIALS.is_set():
+        return None
+    path = Path(SCEVAL_TRIALS.get()).expanduser()
+    try:
+        ids = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SourceError(f"{SCEVAL_TRIALS.name}={path}: not a readable JSON list of trial ids ({exc})") from exc
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise SourceError(f"{SCEVAL_TRIALS.name}={path}: expected a JSON list of 'condition/sample_id/variant' strings")
+    return frozenset(ids)
 
 
 def _source_trials(source: Any, condition: Condition) -> tuple[list[tuple[OmniItem, int, bool]], bool]:

@@ -34,7 +34,6 @@ import faultline_app.c3po_cli
 import faultline_app.eval_cli
 import faultline_app.faultline_cli
 import faultline_app.sceval_cli
-from faultline_eval.core.run_status import add_failure_rate_argument
 
 #: The commands whose parsers are built by a ``build_parser()`` of the project.
 ROOTS = {
@@ -70,9 +69,7 @@ def lmms_eval_parser() -> argparse.ArgumentParser:
 
 def faultline_eval_own_parser() -> argparse.ArgumentParser:
     """The flags ``faultline-eval`` reads itself before handing the rest to lmms-eval."""
-    parser = argparse.ArgumentParser(prog="faultline-eval", add_help=False, allow_abbrev=False)
-    add_failure_rate_argument(parser)
-    return parser
+    return faultline_app.eval_cli.own_parser()
 
 
 def faultline_eval_parser(lmms_eval: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:

@@ -82,6 +82,10 @@ def results_for(samples_file: Path) -> Path | None:
 
 
 #: The packages whose versions each run records beside its results JSON (lmms-eval's results name only its own).
+#: The file a budgeted run (``faultline-eval --budget``) keeps beside its round folders: JSON with
+#: ``complete`` (every trial of its cells has run). Reports refuse logs under it while it is partial.
+BUDGET_MARKER = "budgeted_run.json"
+
 VERSIONED_PACKAGES = ("faultline-eval", "lmms-eval", "torch", "torchvision", "transformers")
 
 
@@ -129,8 +133,30 @@ def find_sample_files(
                 f"{run}: holds no {benchmark} per-sample logs ({pattern}); run lmms-eval on "
                 f"{tasks} tasks with --log_samples --output_path"
             )
+        for path in found:
+            refuse_partial_budgeted(path)
         files += found
     return files
+
+
+def refuse_partial_budgeted(path: Path) -> None:
+    """A per-sample log of a budgeted run whose cells have not all run is a part of a cell, not a
+    cell: a report over it would state budgeted numbers as if measured in full."""
+    for folder in path.resolve().parents:
+        marker = folder / BUDGET_MARKER
+        if not marker.is_file():
+            continue
+        try:
+            complete = bool(json.loads(marker.read_text(encoding="utf-8")).get("complete"))
+        except (OSError, ValueError, AttributeError):
+            complete = False
+        if not complete:
+            raise ReportError(
+                f"{path}: part of a budgeted run ({marker}) whose cells did not all run: its numbers, each "
+                f"with the requests it rests on and its interval, are in {folder / 'report.md'}; run the "
+                "same faultline-eval command with --complete to finish the full protocol, then report it"
+            )
+        return
 
 
 def sample_lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
