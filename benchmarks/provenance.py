@@ -56,9 +56,10 @@ SMOKE_HELP = "a CI-sized run that checks the whole path in seconds (its figures 
 #: The exit status of a run whose named peer is not installed (after running what it could without it);
 #: the smoke test skips such a script with the reason it printed.
 PEER_MISSING = 3
-#: How the scripts run this environment's console commands (``faultline-eval``, ``sceval report``...),
-#: with ``subprocess.run``'s arguments. The smoke test's launcher (tests/smoke_launcher.py) makes it
-#: a fork of its own process, whose imports of lmms-eval and the plugins are done.
+#: How the scripts run this environment's console commands (``faultline-eval``, ``sceval report``...)
+#: and its interpreter's ``python -c CODE`` / ``python -m MODULE``, with ``subprocess.run``'s
+#: arguments. The smoke test's launcher (tests/smoke_launcher.py) makes it a fork of its own process,
+#: whose imports of lmms-eval and the plugins are done (a smoke run's times and memory say nothing).
 run_command: Callable[..., subprocess.CompletedProcess] = subprocess.run
 #: Names a finished smoke-size demo main job (:func:`demo_main_job`, ``smoke=True``) to copy, not re-run.
 SMOKE_DEMO_ENV = "FAULTLINE_BENCH_SMOKE_DEMO"

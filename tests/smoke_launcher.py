@@ -6,9 +6,10 @@ Each script runs as ``python benchmarks/SCRIPT.py --smoke --json OUT/SCRIPT/figu
 its own process with OUT/SCRIPT as its working folder, its output in ``stdout`` and ``stderr`` there,
 and its exit status written to ``returncode`` when it ends (a death by signal N as -N), after its
 wall and CPU seconds (its own and its commands') in ``seconds``. What differs:
-the process is forked from this one after it imported torch, transformers, lmms-eval and the
-plugins' commands (seconds each time, most of a smoke run's cost), as are the console commands the
-scripts run through ``provenance.run_command``; and ``AT_ONCE`` scripts run side by side. First of all, in the same
+the process is forked from this one after it imported torch, transformers, lmms-eval, the
+plugins' commands and matplotlib (seconds each time, most of a smoke run's cost), as are the
+commands the scripts run through ``provenance.run_command`` (console scripts, ``python -c`` and
+``python -m``); and ``AT_ONCE`` scripts run side by side. First of all, in the same
 way, the README's main job on the demo at smoke size (``provenance.demo_main_job``) into OUT/demo,
 the folder :data:`provenance.SMOKE_DEMO_ENV` names: the scripts that take it start once it is done.
 """
@@ -16,7 +17,10 @@ the folder :data:`provenance.SMOKE_DEMO_ENV` names: the scripts that take it sta
 from __future__ import annotations
 
 import atexit
+import functools
+import gc
 import importlib.metadata
+import importlib.util
 import os
 import runpy
 import subprocess
@@ -43,31 +47,73 @@ def run_script(script: str, out: Path) -> int | None:
     return 0
 
 
-def forked_command(argv: list[str], env: dict[str, str] | None = None, **_) -> subprocess.CompletedProcess:
-    """``argv``, a console script of this environment (``faultline-eval``, ``sceval``...), run as its
-    own process would run it, in a child forked from this one: its imports are already done. Its
-    standard output is dropped; its standard error comes back."""
-    script = Path(argv[0]).name
-    entry = next(e for e in importlib.metadata.entry_points(group="console_scripts") if e.name == script)
+def forked_command(
+    argv: list[str],
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    text: bool = False,
+    check: bool = False,
+    **_,
+) -> subprocess.CompletedProcess:
+    """``argv`` run as its own process would run it, in a child forked from this one, whose imports
+    are already done: a console script of this environment (``faultline-eval``, ``sceval``...) or
+    this interpreter's ``-c CODE`` or ``-m MODULE``. Its output comes back, as ``capture_output`` has it."""
+    command = as_main(argv)
     sys.stdout.flush()  # or the child would write this process's pending output again
     sys.stderr.flush()
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         pid = os.fork()
         if not pid:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            os.dup2(out.fileno(), 1)
             os.dup2(err.fileno(), 2)
             if env is not None:
                 os.environ.clear()
                 os.environ.update(env)
-            sys.argv = list(argv)
+            if cwd is not None:
+                os.chdir(cwd)
             # the forking script's exit-time clean-ups (its temporary folders) are its own, not the command's
             for inherited in list(weakref.finalize._registry):  # type: ignore[attr-defined]
                 inherited.atexit = False
-            exit_with(lambda: entry.load()())
+            exit_with(command)
         status = os.waitpid(pid, 0)[1]
-        err.seek(0)
-        stderr = err.read().decode(errors="replace")
-    return subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), "", stderr)
+        output = []
+        for file in (out, err):
+            file.seek(0)
+            output.append(file.read().decode(errors="replace") if text else file.read())
+    done = subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), *output)
+    if check:
+        done.check_returncode()
+    return done
+
+
+def as_main(argv: list[str]) -> Callable[[], int | None]:
+    """What runs ``argv`` (see :func:`forked_command`) in this process, as its interpreter would."""
+    if Path(argv[0]) == Path(sys.executable) and argv[1] in ("-c", "-m"):
+        option, what, args = argv[1], argv[2], argv[3:]
+
+        def interpreter() -> int:
+            if option == "-m":
+                sys.argv = [what, *args]  # runpy makes the first the module's path, as python -m does
+                runpy.run_module(what, run_name="__main__", alter_sys=True)
+            else:
+                sys.argv = ["-c", *args]
+                exec(compile(what, "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+            return 0
+
+        return interpreter
+    entry = console_scripts()[Path(argv[0]).name]
+
+    def console_script() -> int | None:
+        sys.argv = list(argv)
+        return entry.load()()
+
+    return console_script
+
+
+@functools.cache
+def console_scripts() -> dict[str, importlib.metadata.EntryPoint]:
+    """This environment's console scripts by name (looked up once, here, not in each child)."""
+    return {entry.name: entry for entry in importlib.metadata.entry_points(group="console_scripts")}
 
 
 def make_demo(out: Path) -> int:
@@ -117,15 +163,23 @@ def start(name: str, out: Path, job: Callable[[], int]) -> int:
 def main() -> None:
     out, at_once, scripts = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
     sys.path.insert(0, str(BENCHMARKS))
-    # the imports every child would otherwise repeat
+    # The imports every child would otherwise repeat. wandb first (timm imports it, under the
+    # embedding judge's sentence-transformers): its pydantic classes call inspect.getmodule, which
+    # walks sys.modules, and after lmms-eval's thousands of modules that takes seconds.
+    if importlib.util.find_spec("wandb") is not None:
+        importlib.import_module("wandb")
     import lmms_eval.evaluator
     import lmms_eval.models  # noqa: F401
     import provenance
 
     import c3po_plugin.cli  # noqa: F401
     import sceval_plugin.cli  # noqa: F401
+    from faultline_eval.core.figures import pyplot
 
-    provenance.run_command = forked_command  # the scripts' console commands, forked from here too
+    pyplot()  # matplotlib, which every report with figures imports
+    console_scripts()
+    provenance.run_command = forked_command  # the scripts' commands, forked from here too
+    gc.freeze()  # the children's garbage collections skip what is here (and leave its pages shared)
 
     demo_out = out / DEMO / "run"
     os.environ[provenance.SMOKE_DEMO_ENV] = str(demo_out)
