@@ -25,7 +25,6 @@ import os
 import runpy
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 import weakref
@@ -37,6 +36,20 @@ BENCHMARKS = ROOT / "benchmarks"
 #: The scripts that copy the demo main job (provenance.demo_main_job with smoke=True).
 NEED_DEMO = {"viewer", "viewer_screenshots", "same_behaviour"}
 DEMO = "demo"
+#: What several children would otherwise each import after forking (the lmms-eval runs' metrics, the
+#: reports' modules, the PDF backend, the Qwen adapters' librosa, the build commands' openpyxl...).
+#: One left out costs time, not correctness.
+SHARED_IMPORTS = (
+    "sklearn.metrics",
+    "nltk",
+    "librosa.core.audio",
+    "cv2",
+    "av",
+    "openpyxl",
+    "matplotlib.backends.backend_pdf",
+    "sceval_plugin.report",
+    "c3po_plugin.report",
+)
 
 
 def run_script(script: str, out: Path) -> int | None:
@@ -47,25 +60,35 @@ def run_script(script: str, out: Path) -> int | None:
     return 0
 
 
-def forked_command(
-    argv: list[str],
-    env: dict[str, str] | None = None,
-    cwd: str | Path | None = None,
-    text: bool = False,
-    check: bool = False,
-    **_,
-) -> subprocess.CompletedProcess:
-    """``argv`` run as its own process would run it, in a child forked from this one, whose imports
-    are already done: a console script of this environment (``faultline-eval``, ``sceval``...) or
-    this interpreter's ``-c CODE`` or ``-m MODULE``. Its output comes back, as ``capture_output`` has it."""
-    command = as_main(argv)
-    sys.stdout.flush()  # or the child would write this process's pending output again
-    sys.stderr.flush()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+class ForkedPopen(subprocess.Popen):
+    """:class:`subprocess.Popen` whose child, for a command :func:`as_main` knows, is a fork of this
+    process (its imports done) that runs the command as its own interpreter would; any other
+    command starts as Popen starts it. Pipes, ``cwd``, ``env``, ``start_new_session``, ``wait``,
+    ``communicate`` and ``kill`` work as for any Popen."""
+
+    def _execute_child(  # type: ignore[override]  # Popen's POSIX signature (Python 3.11 to 3.13)
+        self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env, startupinfo, creationflags, shell,
+        p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite, restore_signals, gid, gids, uid, umask,
+        start_new_session, process_group,
+    ) -> None:  # fmt: skip
+        command = None if shell or executable or preexec_fn else as_main(list(args))
+        if command is None:
+            return super()._execute_child(  # type: ignore[misc]
+                args, executable, preexec_fn, close_fds, pass_fds, cwd, env, startupinfo, creationflags, shell,
+                p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite, restore_signals, gid, gids, uid, umask,
+                start_new_session, process_group,
+            )  # fmt: skip
+        sys.stdout.flush()  # or the child would write this process's pending output again
+        sys.stderr.flush()
         pid = os.fork()
         if not pid:
-            os.dup2(out.fileno(), 1)
-            os.dup2(err.fileno(), 2)
+            for fd, standard in ((p2cread, 0), (c2pwrite, 1), (errwrite, 2)):
+                if fd != -1:
+                    os.dup2(fd, standard)
+            for fd in {p2cwrite, c2pread, errread} - {-1}:
+                os.close(fd)
+            if start_new_session:
+                os.setsid()
             if env is not None:
                 os.environ.clear()
                 os.environ.update(env)
@@ -75,20 +98,16 @@ def forked_command(
             for inherited in list(weakref.finalize._registry):  # type: ignore[attr-defined]
                 inherited.atexit = False
             exit_with(command)
-        status = os.waitpid(pid, 0)[1]
-        output = []
-        for file in (out, err):
-            file.seek(0)
-            output.append(file.read().decode(errors="replace") if text else file.read())
-    done = subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), *output)
-    if check:
-        done.check_returncode()
-    return done
+        self.pid = pid
+        self._child_created = True
+        self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)  # type: ignore[attr-defined]
 
 
-def as_main(argv: list[str]) -> Callable[[], int | None]:
-    """What runs ``argv`` (see :func:`forked_command`) in this process, as its interpreter would."""
-    if Path(argv[0]) == Path(sys.executable) and argv[1] in ("-c", "-m"):
+def as_main(argv: list[str]) -> Callable[[], int | None] | None:
+    """What runs ``argv`` in this process as its interpreter would: a console script of this
+    environment (``faultline-eval``, ``sceval``...) or this interpreter's ``-c CODE`` or ``-m
+    MODULE``; None for any other command."""
+    if len(argv) >= 3 and Path(argv[0]) == Path(sys.executable) and argv[1] in ("-c", "-m"):
         option, what, args = argv[1], argv[2], argv[3:]
 
         def interpreter() -> int:
@@ -101,7 +120,9 @@ def as_main(argv: list[str]) -> Callable[[], int | None]:
             return 0
 
         return interpreter
-    entry = console_scripts()[Path(argv[0]).name]
+    entry = console_scripts().get(Path(argv[0]).name)
+    if entry is None or Path(argv[0]).parent != Path(sys.executable).parent:
+        return None
 
     def console_script() -> int | None:
         sys.argv = list(argv)
@@ -177,8 +198,14 @@ def main() -> None:
     from faultline_eval.core.figures import pyplot
 
     pyplot()  # matplotlib, which every report with figures imports
+    for name in SHARED_IMPORTS:
+        if importlib.util.find_spec(name.split(".")[0]) is not None:
+            importlib.import_module(name)
+    import torch
+
+    torch.set_num_threads(1)  # AT_ONCE children share the cores: more threads each only spin on tiny models
     console_scripts()
-    provenance.run_command = forked_command  # the scripts' commands, forked from here too
+    provenance.Popen = ForkedPopen  # the scripts' commands, forked from here too
     gc.freeze()  # the children's garbage collections skip what is here (and leave its pages shared)
 
     demo_out = out / DEMO / "run"
