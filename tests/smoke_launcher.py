@@ -5,22 +5,24 @@
 Each script runs as ``python benchmarks/SCRIPT.py --smoke --json OUT/SCRIPT/figures.json`` would, in
 its own process with OUT/SCRIPT as its working folder, its output in ``stdout`` and ``stderr`` there,
 and its exit status written to ``returncode`` when it ends (a death by signal N as -N), after its
-wall and CPU seconds (its own and its commands') in ``seconds``. What differs:
-the process is forked from this one after it imported torch, transformers, lmms-eval, the
-plugins' commands and matplotlib (seconds each time, most of a smoke run's cost), as are the
-commands the scripts run through ``provenance.run_command`` (console scripts, ``python -c`` and
-``python -m``); and ``AT_ONCE`` scripts run side by side. First of all, in the same
-way, the README's main job on the demo at smoke size (``provenance.demo_main_job``) into OUT/demo,
-the folder :data:`provenance.SMOKE_DEMO_ENV` names: the scripts that take it start once it is done.
+wall and CPU seconds (its own and its commands') and when it started in ``seconds``. What differs: the process is
+forked from this one after it imported torch, transformers, lmms-eval, the plugins' commands,
+matplotlib and :data:`SHARED_IMPORTS` (seconds each time, most of a smoke run's cost), as are the
+commands the scripts start through ``provenance.Popen`` and ``provenance.run_command`` (console
+scripts of this environment, ``python -c`` and ``python -m``: :class:`ForkedPopen`); ``AT_ONCE``
+scripts run side by side, torch with one thread each. First of all, in the same way, the README's
+main job on the demo at smoke size (``provenance.demo_main_job``) into OUT/demo, the folder
+:data:`provenance.SMOKE_DEMO_ENV` names: the scripts that take it start once it is done.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import gc
+import importlib
 import importlib.metadata
-import importlib.util
 import os
 import runpy
 import subprocess
@@ -38,7 +40,6 @@ NEED_DEMO = {"viewer", "viewer_screenshots", "same_behaviour"}
 DEMO = "demo"
 #: What several children would otherwise each import after forking (the lmms-eval runs' metrics, the
 #: reports' modules, the PDF backend, the Qwen adapters' librosa, the build commands' openpyxl...).
-#: One left out costs time, not correctness.
 SHARED_IMPORTS = (
     "sklearn.metrics",
     "nltk",
@@ -187,7 +188,7 @@ def main() -> None:
     # The imports every child would otherwise repeat. wandb first (timm imports it, under the
     # embedding judge's sentence-transformers): its pydantic classes call inspect.getmodule, which
     # walks sys.modules, and after lmms-eval's thousands of modules that takes seconds.
-    if importlib.util.find_spec("wandb") is not None:
+    with contextlib.suppress(ImportError):
         importlib.import_module("wandb")
     import lmms_eval.evaluator
     import lmms_eval.models  # noqa: F401
@@ -199,7 +200,7 @@ def main() -> None:
 
     pyplot()  # matplotlib, which every report with figures imports
     for name in SHARED_IMPORTS:
-        if importlib.util.find_spec(name.split(".")[0]) is not None:
+        with contextlib.suppress(ImportError):  # one not installed (or moved) costs time, not correctness
             importlib.import_module(name)
     import torch
 
@@ -213,6 +214,7 @@ def main() -> None:
     jobs = [(DEMO, lambda: make_demo(demo_out))]
     jobs += [(s, lambda s=s: run_script(s, out / s)) for s in scripts]
     running: dict[int, tuple[str, float]] = {}
+    began = time.perf_counter()
     ended: dict[str, int] = {}
     while jobs or running:
         demo_done = ended.get(DEMO) == 0
@@ -238,7 +240,7 @@ def main() -> None:
         name, started = running.pop(pid)
         ended[name] = os.waitstatus_to_exitcode(status)
         wall, cpu = time.perf_counter() - started, usage.ru_utime + usage.ru_stime
-        (out / name / "seconds").write_text(f"{wall:.1f} wall, {cpu:.1f} CPU\n")
+        (out / name / "seconds").write_text(f"{wall:.1f} wall, {cpu:.1f} CPU, started {started - began:.1f} s in\n")
         (out / name / "returncode").write_text(str(ended[name]))
 
 
