@@ -12,8 +12,8 @@ through ``provenance.Popen`` too (console scripts, ``python -c``, ``python -m``:
 on the demo that three scripts need (``viewer``, ``viewer_screenshots``, ``same_behaviour``) runs
 once there, each copying it (``provenance.demo_main_job``). On the shared 2-core development machine
 (2026-12-07): 220 CPU seconds and 307 s one script after another at first; 131 CPU seconds before
-the commands were forked; now 79 CPU seconds (user + system of pytest and its children), 105 s at a
-load of 4.5 to 5.8 from others, so well under a minute idle. Marked slow.
+the commands were forked; now 66 to 79 CPU seconds (user + system of pytest and its children), 72 s
+at a load of 3 to 6 from others, so well under a minute idle. Marked slow.
 """
 
 from __future__ import annotations
