@@ -41,7 +41,6 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,10 +55,12 @@ SMOKE_HELP = "a CI-sized run that checks the whole path in seconds (its figures 
 #: The exit status of a run whose named peer is not installed (after running what it could without it);
 #: the smoke test skips such a script with the reason it printed.
 PEER_MISSING = 3
-#: How the scripts run this environment's console commands (``faultline-eval``, ``sceval report``...),
-#: with ``subprocess.run``'s arguments. The smoke test's launcher (tests/smoke_launcher.py) makes it
-#: a fork of its own process, whose imports of lmms-eval and the plugins are done.
-run_command: Callable[..., subprocess.CompletedProcess] = subprocess.run
+#: How the scripts start this environment's console commands (``faultline-eval``, ``sceval report``...)
+#: and its interpreter's ``python -c CODE`` / ``python -m MODULE`` (:func:`run_command`; the killed
+#: runs of ``faults.py``). The smoke test's launcher (tests/smoke_launcher.py) makes such a process a
+#: fork of its own, whose imports of lmms-eval and the plugins are done (a smoke run's times and
+#: memory say nothing).
+Popen: type[subprocess.Popen] = subprocess.Popen
 #: Names a finished smoke-size demo main job (:func:`demo_main_job`, ``smoke=True``) to copy, not re-run.
 SMOKE_DEMO_ENV = "FAULTLINE_BENCH_SMOKE_DEMO"
 #: Units written straight after the number (``12.1×``); every other unit follows a space (``246 s``).
@@ -112,6 +113,24 @@ def machine() -> dict[str, Any]:
         "cores": cores,
         "memory_gib": memory_gib(),
     }
+
+
+def run_command(
+    argv: list[str], *, capture_output: bool = False, timeout: float | None = None, check: bool = False, **popen: Any
+) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, ...)`` with the process started by :data:`Popen`."""
+    if capture_output:
+        popen["stdout"] = popen["stderr"] = subprocess.PIPE
+    with Popen(argv, **popen) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except BaseException:
+            process.kill()
+            raise
+    done = subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+    if check:
+        done.check_returncode()
+    return done
 
 
 def peer_missing(reason: str) -> int:

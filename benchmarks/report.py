@@ -27,7 +27,6 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -158,7 +157,7 @@ def run_report(runs: list[Path], out: Path, *extra: str) -> tuple[float, float]:
         "import resource, sys; from faultline_app.sceval_cli import main; rc = main(sys.argv[1:]); "
         "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(rc)"
     )
-    done = subprocess.run(
+    done = provenance.run_command(
         [sys.executable, "-c", code, "report", *map(str, runs), "-o", str(out), "--quiet", *extra],
         capture_output=True,
         text=True,

@@ -343,7 +343,6 @@ def clean_minus_base(
     one lmms-eval run of the frame-sampling fingerprint model over ``<task>__unwrapped`` and
     ``<task>__clean__var0`` of every built-in adapter's local copy."""
     import json
-    import subprocess
 
     sys.path.insert(0, str(TESTS))
     from wrap_datasets import BUILDERS, prepare
@@ -364,7 +363,7 @@ def clean_minus_base(
     command += ["--model_args", f"modality=fingerprint,video_frames={frames}"]
     command += ["--tasks", ",".join(n for pair in pairs.values() for n in pair), "--limit", str(limit)]
     command += ["--force_simple", "--output_path", str(out)]  # the base audio tasks fail under chat (design §1.6)
-    done = subprocess.run(command, env=prepared.subprocess_env(), capture_output=True, text=True)
+    done = provenance.run_command(command, env=prepared.subprocess_env(), capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"lmms-eval failed ({done.returncode}):\n{done.stderr[-4000:]}")
     [results_file] = out.rglob("*_results.json")

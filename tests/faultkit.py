@@ -30,8 +30,10 @@ class KillLog:
     final_output: str = ""
 
 
-def _start(command: Sequence[str], env: dict | None, cwd: str | Path | None) -> subprocess.Popen:
-    return subprocess.Popen(
+def _start(
+    command: Sequence[str], env: dict | None, cwd: str | Path | None, popen: type[subprocess.Popen]
+) -> subprocess.Popen:
+    return popen(
         list(command),
         env=env,
         cwd=cwd,
@@ -61,6 +63,7 @@ def run_with_kills(
     timeout_s: float = 600,
     between: Callable[[int], None] | None = None,
     started: Callable[[], bool] | None = None,
+    popen: type[subprocess.Popen] = subprocess.Popen,
 ) -> KillLog:
     """Kill ``command`` with SIGKILL ``kill_points`` times, each after a delay drawn uniformly from
     ``window_s`` by ``random.Random(seed)``, then run it once more to completion.
@@ -71,7 +74,8 @@ def run_with_kills(
     given, runs after the i-th start (to damage a file, say). ``started()``, if given, is polled
     after each start and the delay counts from when it first returns true (say, when a fake server
     has answered this run's first request), so kills land in the work rather than in a start-up of
-    varying length. The last run's exit status and output are in the returned :class:`KillLog`.
+    varying length. ``popen`` starts each run (``benchmarks/faults.py`` passes its own). The last
+    run's exit status and output are in the returned :class:`KillLog`.
     """
     rng = random.Random(seed)
     log = KillLog()
@@ -80,7 +84,7 @@ def run_with_kills(
             break
         delay = rng.uniform(*window_s)
         log.delays.append(delay)
-        process = _start(command, env, cwd)
+        process = _start(command, env, cwd, popen)
         while started is not None and not started() and process.poll() is None:
             time.sleep(0.01)
         try:
@@ -92,7 +96,7 @@ def run_with_kills(
             process.communicate()
         if between is not None:
             between(index)
-    process = _start(command, env, cwd)
+    process = _start(command, env, cwd, popen)
     output, _ = process.communicate(timeout=timeout_s)
     log.returncode, log.final_output = process.returncode, output
     return log

@@ -6,12 +6,14 @@ runs what it can without it and exits 3 saying which, and is skipped with that r
 
 Most of the cost is start-up: a process that imports torch, transformers and lmms-eval spends
 seconds on it. So tests/smoke_launcher.py imports them once and forks each script's process from
-itself, :data:`AT_ONCE` side by side, the longest first; and the README's main job on the demo that
-three scripts need (``viewer``, ``viewer_screenshots``, ``same_behaviour``) runs once there, each
-copying it (``provenance.demo_main_job``). On the shared 2-core development machine (2026-12-07):
-220 CPU seconds and 307 s one script after another before; now about 90 CPU seconds, 94 to 182 s
-at loads of 2 to 8 (a peer, ``import lmms_eval.models``, took 1.6 to 2.5 times its idle time
-then), so about a minute idle. Marked slow.
+itself, :data:`AT_ONCE` side by side, the longest first, and forks the commands the scripts start
+through ``provenance.Popen`` too (console scripts, ``python -c``, ``python -m``: the lmms-eval run of
+``wrap.py``, the reports of ``report.py``, the killed runs of ``faults.py``); and the README's main job
+on the demo that three scripts need (``viewer``, ``viewer_screenshots``, ``same_behaviour``) runs
+once there, each copying it (``provenance.demo_main_job``). On the shared 2-core development machine
+(2026-12-07): 220 CPU seconds and 307 s one script after another at first; 131 CPU seconds before
+the commands were forked; now 66 to 79 CPU seconds (user + system of pytest and its children), 72 s
+at a load of 3 to 6 from others, so well under a minute idle. Marked slow.
 """
 
 from __future__ import annotations
@@ -34,13 +36,14 @@ import provenance  # noqa: E402
 
 #: The scripts (provenance.py is their helper, not a benchmark).
 SCRIPTS = sorted(path.stem for path in BENCHMARKS.glob("*.py") if path.stem != "provenance")
-#: Started first, the longest first (wall seconds at --smoke in the launcher, 2026-12-07; ``faults``
-#: mostly waits on the processes it kills), so that the last to finish is a short one; the rest
-#: follow in name order. The demo main job's users start once it is done.
+#: Started first, the longest first (wall seconds at --smoke in the launcher, 2026-12-07; ``serving``
+#: and ``faults`` mostly wait, on a fake server's latency and on the processes they kill), so that
+#: the last to finish is a short one; the rest follow in name order. The demo main job's users start
+#: once it is done.
 LONGEST_FIRST = [
-    "faults",
-    "serving",
     "report",
+    "serving",
+    "faults",
     "viewer",
     "batched_generation",
     "embedding_judge",
