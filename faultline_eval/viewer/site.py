@@ -11,7 +11,7 @@ media path is relative, so the folder opens from disk or any static host.
     OUT/<bench>/cells/group-<h>.html   the trials of several cells (a report number over a block, a tier...)
     OUT/<bench>/samples/<sample>.html  one sample across cells and models: media sent, clean media,
                                        text diff, replies, parsed answers, gold, verdicts, judge
-    OUT/media/<key>/                   each shown trial's frames (thumbnail + full), audio, waveform
+    OUT/media/<digest>.<ext>           the shown trials' frames, audio and waveforms, each content once
 """
 
 from __future__ import annotations
@@ -146,16 +146,17 @@ def _words_diff(clean: str, sent: str) -> str:
 def media_html(written: Written | None, up: str) -> str:
     if written is None:
         return '<p class="muted">media not written (size budget spent)</p>'
-    parts = [
-        f'<figure><a href="{up}{full}"><img src="{up}{thumb}" alt="{esc(caption)}" loading="lazy"></a>'
+    parts = [  # a click opens the exact pixels sent (lossless PNG)
+        f'<figure><a href="{up}{exact}"><img src="{up}{display}" alt="{esc(caption)}" loading="lazy"></a>'
         f"<figcaption>{esc(caption)}</figcaption></figure>"
-        for caption, thumb, full in written.images
+        for caption, display, exact in written.images
     ]
     if written.audio:
+        exact = "FLAC, lossless" if written.audio_exact == written.audio else "32-bit float WAV"
         parts.append(
             f'<figure class="audio"><img src="{up}{written.waveform}" alt="waveform">'
-            f'<audio controls preload="metadata" src="{up}{written.audio}"></audio><figcaption>audio'
-            f"</figcaption></figure>"
+            f'<audio controls preload="metadata" src="{up}{written.audio}"></audio><figcaption>audio · '
+            f'<a href="{up}{written.audio_exact}" download>exact samples sent</a> ({exact})</figcaption></figure>'
         )
     return f'<div class="media">{"".join(parts) or "<p class=muted>no images or audio</p>"}</div>'
 
