@@ -56,6 +56,8 @@ def test_identical_media_share_one_file_and_different_media_never_do(tmp_path):
     assert {f"media/{p.name}" for p in on_disk} == files_of(a) | files_of(c) | files_of(tall)
     contents = [p.read_bytes() for p in on_disk]
     assert len(set(contents)) == len(contents)  # no two files hold the same bytes
+    for media, image in ((a, frames(0)), (c, frames(1)), (tall, frames(0, height=INLINE_HEIGHT + 1))):
+        assert np.array_equal(np.asarray(Image.open(tmp_path / media.images[0][2])), image)  # lossless
     # a second build into the folder reuses every trial without rendering it, and keeps its files
     again = MediaWriter(tmp_path, max_bytes=1e9)
     assert again.write("a", lambda: pytest.fail("rendered again"))[1] == a and again.reused == 1

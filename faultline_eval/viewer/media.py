@@ -39,7 +39,9 @@ import json
 import os
 import re
 import shutil
+import struct
 import uuid
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -141,13 +143,39 @@ def _is_pcm16(samples: np.ndarray) -> bool:
     return bool(inside and np.array_equal(np.rint(scaled), scaled))
 
 
-#: PNG's deflate: run-length strategy (zlib's Z_RLE): on these frames faster than level 1's
-#: default, and smaller (noise frames 1.7 against 2.5 ms, 46 against 49 KB; flat ones 30 % smaller).
-PNG_OPTIONS = {"format": "PNG", "compress_level": 1, "compress_type": 3}
+def png_bytes(image: np.ndarray) -> bytes:
+    """A lossless PNG of an ``H x W x 3`` uint8 image (anything else: Pillow's): each row
+    filtered None, Sub or Up, whichever leaves the smallest residuals (PNG's own heuristic),
+    then deflated with zlib's run-length strategy. About twice Pillow's speed at its fastest
+    level on the demo's 160 x 120 frames (a noise frame 0.75 against 1.8 ms, the same size; the
+    others 0.15 against 0.3 ms, up to a few hundred bytes more)."""
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        buffer = io.BytesIO()
+        Image.fromarray(np.ascontiguousarray(image)).save(buffer, format="PNG", compress_level=1)
+        return buffer.getvalue()
+    height, width, _ = image.shape
+    rows = np.ascontiguousarray(image).reshape(height, width * 3)
+    sub, up = rows.copy(), rows.copy()
+    sub[:, 3:] -= rows[:, :-3]  # uint8 arithmetic wraps, as PNG's filters do
+    up[1:] -= rows[:-1]
+    filtered = np.stack([rows, sub, up])
+    cost = np.minimum(filtered, 0 - filtered).sum(axis=2, dtype=np.int32)  # |residual| per filter and row
+    best = cost.argmin(axis=0)
+    raw = np.empty((height, width * 3 + 1), np.uint8)
+    raw[:, 0] = best
+    raw[:, 1:] = filtered[best, np.arange(height)]
+    deflate = zlib.compressobj(1, zlib.DEFLATED, 15, 8, zlib.Z_RLE)
+    data = deflate.compress(raw.tobytes()) + deflate.flush()
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
 
 
 def _png(image: np.ndarray) -> Callable[[io.BytesIO], None]:
-    return lambda out: Image.fromarray(np.ascontiguousarray(image)).save(out, **PNG_OPTIONS)
+    return lambda out: out.write(png_bytes(image))
 
 
 def _thumbnail(image: np.ndarray) -> Callable[[io.BytesIO], None]:
@@ -168,7 +196,7 @@ def _float_wav(samples: np.ndarray) -> Callable[[io.BytesIO], None]:
 
 
 def _waveform(samples: np.ndarray, scale: int) -> Callable[[io.BytesIO], None]:
-    return lambda out: render_waveform(samples, scale).save(out, **PNG_OPTIONS)
+    return lambda out: out.write(png_bytes(np.asarray(render_waveform(samples, scale))))
 
 
 def plan(shown: Shown, reference: int | None, contents: Contents | None = None) -> tuple[Written, list[_File]]:
