@@ -23,7 +23,7 @@ What each file is (:class:`Written`: per trial, the display and exact-bytes path
 
 Speed: files are encoded on a thread pool (PNG, JPEG and FLAC encoding release the GIL) while
 the next trial renders; a content already written (in this site, or by an earlier build into the
-same folder) is not encoded again. A trial an earlier build recorded in ``media/index.json``
+same folder, whose index names it) is not encoded again. A trial an earlier build recorded in ``media/index.json``
 (key, faultline-eval version, what it sent and its files, all present) is reused without
 rendering. Which trials get media does not depend on timing: the budget waits for the pending
 files' exact sizes whenever their upper bound could cross it. Content already in the site costs
@@ -40,7 +40,6 @@ import os
 import re
 import shutil
 import struct
-import uuid
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
@@ -232,18 +231,18 @@ def plan(shown: Shown, reference: int | None, contents: Contents | None = None) 
     return Written(images, audio, waveform, audio_exact), files
 
 
-def _write_files(root: Path, files: list[_File]) -> dict[str, int]:
-    """Encode each file and write it atomically (a killed build leaves no partial file under its
-    name); returns their bytes. Runs on the pool, one job per trial."""
+def _write_files(root: str, files: list[_File]) -> dict[str, int]:
+    """Encode each file and write it; returns their bytes. Runs on the pool, one job per trial.
+    A later build trusts only the files the index of a finished build names, so a file a killed
+    build left half-written is written again, not shown."""
     sizes = {}
     for file in files:
         buffer = io.BytesIO()
         file.encode(buffer)
-        target = root / file.path
-        partial = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-        partial.write_bytes(buffer.getvalue())
-        partial.replace(target)
-        sizes[file.path] = len(buffer.getvalue())
+        data = buffer.getbuffer()
+        with open(os.path.join(root, file.path), "wb") as out:
+            out.write(data)
+        sizes[file.path] = len(data)
     return sizes
 
 
@@ -283,6 +282,14 @@ def _light(shown: Shown) -> Shown:
     return Shown([], audio, shown.text, list(shown.notes), shown.system)
 
 
+def _manifest_files(manifest: dict) -> set[str]:
+    return files_of(
+        Written(
+            [tuple(i) for i in manifest["images"]], manifest["audio"], manifest["waveform"], manifest["audio_exact"]
+        )
+    )
+
+
 def files_of(written: Written) -> set[str]:
     """Every file a trial's media use."""
     return {p for _, display, exact in written.images for p in (display, exact)} | {
@@ -306,8 +313,12 @@ class MediaWriter:
         self.pool = ThreadPoolExecutor(workers or min(4, os.cpu_count() or 1), thread_name_prefix="media")
         self.folder = self.root / FOLDER
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.existing = {p.name for p in self.folder.iterdir()}  # an earlier build's files
-        self.earlier = self._read_index()
+        # an earlier build's trials and files: those its index names (complete when it was written) and still there
+        earlier, present = self._read_index(), {p.name for p in self.folder.iterdir()}
+        self.earlier = {k: m for k, m in earlier.items() if all(Path(f).name in present for f in _manifest_files(m))}
+        if len(self.earlier) < len(earlier):  # a file it named is missing: rewritten, so not named meanwhile
+            self._write_index(self.earlier)
+        self.existing = {Path(f).name for m in self.earlier.values() for f in _manifest_files(m)}
 
     def _read_index(self) -> dict:
         try:
@@ -359,6 +370,12 @@ class MediaWriter:
             "audio_samples": None if shown.audio is None else len(shown.audio),
         }
 
+    def _write_index(self, trials: dict[str, dict]) -> None:
+        index = {"format": MEDIA_FORMAT, "version": __version__, "trials": trials}
+        partial = self.folder / f".{INDEX}.tmp"
+        partial.write_bytes(gzip.compress(json.dumps(index).encode(), compresslevel=6, mtime=0))
+        partial.replace(self.folder / INDEX)
+
     def _reuse(self, key: str, reference: int | None) -> tuple[Shown, Written] | None:
         """The trial as an earlier build recorded it, if alike and its files are all there (they
         count in the budget like new ones; within it, as the earlier build was)."""
@@ -394,7 +411,7 @@ class MediaWriter:
             self.bytes += self.sizes[file.path]
         files = [f for f in files if f.path not in self.sizes]
         if files:
-            job = self.pool.submit(_write_files, self.root, files)
+            job = self.pool.submit(_write_files, str(self.root), files)
             self.pending.update((f.path, (job, f.bound)) for f in files)
         while len(self.pending) > WINDOW or (self.pending and next(iter(self.pending.values()))[0].done()):
             self._finish(next(iter(self.pending.values()))[0])
@@ -420,13 +437,10 @@ class MediaWriter:
         and remove what earlier builds wrote that this site does not use."""
         self.settle()
         self.pool.shutdown()
-        index = {"format": MEDIA_FORMAT, "version": __version__, "trials": self.manifests}
+        self._write_index(self.manifests)
         used = {Path(f).name for f in self.sizes}
-        partial = self.folder / f".{INDEX}.tmp"
-        partial.write_bytes(gzip.compress(json.dumps(index).encode(), compresslevel=6, mtime=0))
-        partial.replace(self.folder / INDEX)
         for path in self.folder.iterdir():
             if path.is_dir() and (path / "shown.json").is_file():  # a trial folder of the previous format
                 shutil.rmtree(path)
-            elif path.is_file() and path.name not in used and (_OURS.fullmatch(path.name) or path.suffix == ".tmp"):
+            elif path.is_file() and path.name not in used and _OURS.fullmatch(path.name):
                 path.unlink()
