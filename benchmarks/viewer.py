@@ -1,20 +1,23 @@
-"""The viewer's build time and size, against the report build without it, in the same run.
+"""The viewer's build time and size: every trial with media, the default budget, the report alone.
 
-    python benchmarks/viewer.py [--logs DEMO_OUT] [--models 15] [--budget per_cell=2,wrong_only,max_mb=100]
+    python benchmarks/viewer.py [--logs DEMO_OUT] [--models 5] [--budget per_cell=2,wrong_only,max_mb=100]
 
 1. The demo main job (``faultline-eval --model sceval_reference --tasks
    sceval_panel,sceval_single,c3po_all``; or the folder ``--logs`` names): ``sceval report`` and
-   ``c3po report`` with and without ``--html`` (default budget), interleaved.
+   ``c3po report`` alone, with ``--html`` (the default budget), with ``--html --html-budget
+   per_cell=all,max_mb=3000`` (every trial with its media) and that again over itself (media
+   reused), interleaved.
 2. A synthetic set of ``--models`` models: the demo run's SCEval logs, one folder per model,
    each model's correctness flipped on a keyed-hash 20% of its trials (so the budget's
    ``wrong_only`` picks differ between models; the records stay real, so media regenerate).
    ``sceval report`` with and without ``--html --html-budget BUDGET``, interleaved.
 
-Prints, for each, the report alone (the peer) and the report with ``--html`` writing a new site
-and writing it again over itself (media reused), measured interleaved in the same run: wall and
-CPU seconds and their ratios to the peer (issue 28's target: within 1.5x), and the site's size.
-On a shared machine the wall times carry its load (the CPU seconds less so); ``--repeats``
-keeps the best of several rounds.
+Prints for each the report alone (the peer) and each site: wall and CPU seconds, their ratios to
+the report and (every trial's site) to the default site, and the site's size. Goals (issue 38):
+the default site within 1.5x of the report alone; every trial's site within 2x the default site's
+time and 1/5 of the 895 MB it took before content-addressed media (:data:`BEFORE_MB`). On a
+shared machine the wall times carry its load (the CPU seconds less so); ``--repeats`` keeps the
+best of several rounds.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,10 +47,12 @@ ENV = {
 }
 
 
-def timed(args: list[str]) -> tuple[float, float]:
+def timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall and CPU seconds (user + system, the command's threads and children) of one command."""
     start, cpu = time.perf_counter(), _children_cpu()
-    done = provenance.run_command(args, capture_output=True, text=True, env=ENV)
+    # another checkout's code (``env``'s PYTHONPATH) needs a process of its own, not a fork of this one's imports
+    run = provenance.run_command if env is None else subprocess.run
+    done = run(args, capture_output=True, text=True, env=env or ENV)
     if done.returncode:
         raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
     return time.perf_counter() - start, _children_cpu() - cpu
@@ -96,41 +102,96 @@ def synthesise(logs: Path, root: Path, models: int) -> int:
     return lines
 
 
+#: Issue 38: the demo's site with every trial's media (``--html-budget per_cell=all,max_mb=3000``)
+#: took 891.5 MB (du: 895 MB) before content-addressed media (commit 5e628c3, measured 2026-12-07).
+BEFORE_MB = 891.5
+ALL_TRIALS = "per_cell=all,max_mb=3000"
+
+
+#: Issue 38: the demo's site with every trial's media (``--html-budget per_cell=all,max_mb=3000``)
+#: took 891.5 MB (du: 895 MB) before content-addressed media (commit 5e628c3, measured 2026-12-07).
+BEFORE_MB = 891.5
+ALL_TRIALS = "per_cell=all,max_mb=3000"
+
+
+def folder(out: Path, name: str) -> Path:
+    """Where the site ``name`` is written (" again" writes the site of that name over itself)."""
+    return out / name.removesuffix(" again").replace(" ", "_")
+
+
 def compare(
-    label: str, peer: list[str], html: list[str], site: Path, repeats: int, record: provenance.Record, key: str
-) -> None:
-    """Interleaved, so the machine's load falls on all alike: the report alone, the report with a
-    new site (``site`` removed first), and the report with the site written again over itself
-    (every trial's media reused). Best of ``repeats``; wall and CPU seconds."""
-    times: dict[str, list[tuple[float, float]]] = {"report": [], "new site": [], "site again": []}
+    label: str,
+    peer: list[str],
+    sites: dict[str, tuple[list[str], dict | None]],
+    out: Path,
+    repeats: int,
+    record: provenance.Record,
+    key: str,
+) -> dict[str, tuple[float, float, float]]:
+    """Interleaved, so the machine's load falls on all alike: the report alone, then each of
+    ``sites`` (name -> the command writing ``folder(out, name)/html`` and its environment; a name
+    ending in " again" writes the site of that name over itself, every trial's media reused).
+    Best of ``repeats``; returns name -> (wall s, CPU s, site MB)."""
+    times: dict[str, list[tuple[float, float]]] = {"report": [], **{name: [] for name in sites}}
     for _ in range(repeats):
-        shutil.rmtree(site, ignore_errors=True)
+        for name in sites:
+            if not name.endswith(" again"):
+                shutil.rmtree(folder(out, name), ignore_errors=True)
         times["report"].append(timed(peer))
-        times["new site"].append(timed(html))
-        times["site again"].append(timed(html))
-    mb, count = size(site)
-    best = {k: (min(w for w, _ in v), min(c for _, c in v)) for k, v in times.items()}
-    wall, cpu = best["report"]
-    print(f"{label}: report alone {wall:.1f} s wall, {cpu:.1f} s CPU; site {mb:.1f} MB in {count} files")
+        for name, (command, env) in sites.items():
+            times[name].append(timed(command, env))
+    best = {}
+    for name, runs in times.items():
+        mb, count = size(folder(out, name) / "html") if name != "report" else (0.0, 0)
+        best[name] = (min(w for w, _ in runs), min(c for _, c in runs), mb)
+        if name != "report" and not name.endswith(" again"):
+            record.figure(f"{key}/{name.replace(' ', '_')}_mb", mb, "MB", f"{label}: {name}, {count} files")
+    wall, cpu, _ = best["report"]
+    print(f"{label}: report alone {wall:.1f} s wall, {cpu:.1f} s CPU")
     record.figure(f"{key}/report_s", wall, "s", f"{label}: the report alone, wall ({cpu:.1f} s CPU)")
-    record.figure(f"{key}/site_mb", mb, "MB", f"{label}: the site, {count} files")
-    for name in ("new site", "site again"):
-        w, c = best[name]
-        print(
-            f"  report + --html, {name}: {w:.1f} s wall (ratio {w / wall:.2f}x), {c:.1f} s CPU (ratio {c / cpu:.2f}x)"
-        )
+    for name in sites:
+        w, c, mb = best[name]
+        print(f"  report + {name}: {mb:.1f} MB, {w:.1f} s wall (ratio {w / wall:.2f}x), {c:.1f} s CPU ({c / cpu:.2f}x)")
         arm = name.replace(" ", "_")
-        record.figure(f"{key}/{arm}_wall_ratio", w / wall, "x", f"{label}: report + --html, {name} / the report, wall")
+        record.figure(f"{key}/{arm}_wall_ratio", w / wall, "x", f"{label}: report + {name} / the report, wall")
         record.figure(f"{key}/{arm}_cpu_ratio", c / cpu, "x", "the same, CPU seconds")
+    return best
+
+
+def against(label: str, best: dict, record: provenance.Record, key: str, base: str) -> None:
+    """Every trial's site against the default one ``base``: time (issue 38's goal: at most 2x)."""
+    (w, c, _), (bw, bc, _) = best["every trial"], best[base]
+    print(f"  every trial / {base}: {w / bw:.2f}x wall, {c / bc:.2f}x CPU")
+    arm = base.replace(" ", "_")
+    record.figure(f"{key}/every_trial_vs_{arm}_wall", w / bw, "x", f"{label}: every trial's site / the {base}, wall")
+    record.figure(f"{key}/every_trial_vs_{arm}_cpu", c / bc, "x", "the same, CPU seconds")
+
+
+def checkout(commit: str, into: Path) -> dict[str, str]:
+    """The tree of ``commit`` extracted into ``into`` (git archive): the environment that runs its code."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(provenance.ROOT), "archive", commit], capture_output=True)
+    if archive.returncode:
+        raise SystemExit(f"git archive {commit} failed: {archive.stderr.decode()[-500:]}")
+    untar = subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, capture_output=True)
+    if untar.returncode:
+        raise SystemExit(f"extracting {commit} failed: {untar.stderr.decode()[-500:]}")
+    return {**ENV, "PYTHONPATH": str(into)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--logs", type=Path, help="the demo main job's output (default: run it here)")
-    parser.add_argument("--models", type=int, default=15)
+    parser.add_argument("--models", type=int, default=5)
     parser.add_argument("--budget", default="per_cell=2,wrong_only,max_mb=100")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--keep", type=Path, help="keep the outputs in this folder")
+    parser.add_argument(
+        "--before",
+        metavar="COMMIT",
+        help="also time the default and every trial's site of COMMIT's code (its tree by git archive, run "
+        "through PYTHONPATH) in the same rounds: issue 38 measured against 5e628c3",
+    )
     parser.add_argument(
         "--smoke",
         action="store_true",
@@ -149,21 +210,39 @@ def main() -> None:
             start = time.perf_counter()
             logs = provenance.demo_main_job(root / "demo_out", args.smoke, reports=False, env=ENV)
             print(f"demo main job: {time.perf_counter() - start:.1f} s")
+        before = checkout(args.before, root / "before") if args.before else None
         for tool in ("sceval", "c3po"):
-            out = root / f"{tool}-report"
-            peer = [str(BIN / tool), "report", str(logs), "-o", str(out)] + (["--quiet"] if tool == "sceval" else [])
-            label = f"demo main job, {tool} (default budget)"
-            compare(label, peer, [*peer, "--html"], out / "html", args.repeats, record, f"demo_{tool}")
+            report = [str(BIN / tool), "report", str(logs)] + (["--quiet"] if tool == "sceval" else [])
+            out = root / f"{tool}-sites"
+            every = ["--html", "--html-budget", ALL_TRIALS]
+            sites = {"default site": ([*report, "-o", str(folder(out, "default site")), "--html"], None)}
+            if before:
+                command = [*report, "-o", str(folder(out, "default site before")), "--html"]
+                sites["default site before"] = (command, before)
+                sites["every trial before"] = ([*report, "-o", str(folder(out, "every trial before")), *every], before)
+            sites["every trial"] = ([*report, "-o", str(folder(out, "every trial")), *every], None)
+            sites["every trial again"] = sites["every trial"]
+            label = f"demo main job, {tool}"
+            best = compare(
+                label, [*report, "-o", str(out / "report")], sites, out, args.repeats, record, f"demo_{tool}"
+            )
+            for base in ("default site", "default site before") if before else ("default site",):
+                against(label, best, record, f"demo_{tool}", base)
+            if tool == "sceval":
+                print(
+                    f"  every trial: {best['every trial'][2]:.1f} MB (before content-addressed media: {BEFORE_MB} MB)"
+                )
         synthetic = root / "synthetic"
         lines = synthesise(logs, synthetic, args.models)
         print(f"synthetic: {args.models} models, {lines} trials")
-        out = root / "synthetic-report"
-        peer = [str(BIN / "sceval"), "report", str(synthetic), "-o", str(out), "--quiet"]
+        out = root / "synthetic-sites"
+        report = [str(BIN / "sceval"), "report", str(synthetic), "--quiet"]
+        site = [*report, "-o", str(folder(out, "new site")), "--html", "--html-budget", args.budget]
         compare(
             f"{args.models} models, budget {args.budget}",
-            peer,
-            [*peer, "--html", "--html-budget", args.budget],
-            out / "html",
+            [*report, "-o", str(out / "report")],
+            {"new site": (site, None), "new site again": (site, None)},
+            out,
             args.repeats,
             record,
             "synthetic",

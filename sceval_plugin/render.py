@@ -65,6 +65,24 @@ def corrupt(condition: Condition, modality: str, data: Any, variant: int, key: s
     return data
 
 
+def media_identity(condition: Condition, modality: str, variant: int) -> tuple | None:
+    """What :func:`render` makes of an item's ``modality`` ("vision" or "audio") depends on
+    beyond the item: the operators :func:`corrupt` applies to it, each with its severity and the
+    variant it draws, and a control that blanks or drops it. Two (condition, variant) pairs with
+    equal identities send an item the same frames (or clip), so a viewer renders them once. None
+    for a probe, whose media also depend on a donor and the probe's own rules."""
+    if condition.probe is not None:
+        return None
+    if condition.control in NO_MEDIA_CONTROLS:
+        return (modality, "not shown")
+    ops = tuple(
+        (c.operator, c.severity, min(variant, operators.get(c.operator).variants - 1))
+        for c in condition.corruptions
+        if c.modality == modality
+    )
+    return (modality, ops, condition.control if condition.control == f"missing_{modality}" else None)
+
+
 def corrupts(condition: Condition, modality: str) -> bool:
     """Whether ``condition`` corrupts ``modality`` (an operator of it, at any severity)."""
     return any(c.modality == modality for c in condition.corruptions)

@@ -22,7 +22,7 @@ from fixtures import copy_demo, omni_bench_fixture, release_fixture
 from faultline_app.viewer.budget import Budget, select
 from faultline_app.viewer.logs import public_spec, without_paths
 from faultline_app.viewer.sceval import Renderer
-from faultline_app.viewer.site import word_diff
+from faultline_app.viewer.site import slug, word_diff
 from faultline_eval.model_wrappers.reference import answer_messages
 from faultline_eval.tasks import c3po_task
 from faultline_eval.tasks import sceval_task as task
@@ -207,6 +207,41 @@ def test_media_are_the_trial_the_task_rendered(site):
     trial = render(item, catalogue().get("bi_ta_drop_words_mute_t70_a50"), record["variant"])
     assert np.array_equal(shown.audio, trial.audio) and trial.question in shown.text
     assert not np.array_equal(trial.audio, item.waveform())  # muted in part: not the clean clip
+
+
+def test_media_are_stored_once_and_link_the_exact_bytes_the_task_sent(site):
+    """No two media files hold the same bytes, and a text condition's section shows the clean
+    item's own files; a trial's links (a frame's click, "exact samples sent") open what the
+    task hands the model for it (lmms-eval's doc_to_visual), bit for bit."""
+    import soundfile
+    from PIL import Image
+
+    out, _, root = site
+    files = [p for p in (out / "media").iterdir() if not p.name.startswith("index.")]
+    assert len({p.read_bytes() for p in files}) == len(files) > 0
+    cid = "bi_ta_drop_words_mute_t70_a50"
+    record = json.loads(next((root / "logs" / "guesser").glob(f"*_{cid}.jsonl")).read_text().splitlines()[0])
+    record = record["sceval_record"]
+    page = (out / "sceval" / "samples" / f"{slug(record['sample_id'])}.html").read_text()
+    item = page.split('<section class="item"')[1].split("</section>")[0]
+
+    def media(part: str) -> tuple[list[str], list[str]]:
+        links = re.findall(r'<a href="\.\./\.\./(media/[^"]+)"(?: download)?>', part)
+        return links, re.findall(r'src="\.\./\.\./(media/[^"]+)"', part)
+
+    for other in ("single_drop_words_t70", cid):
+        anchor = 'id="{}"'.format(slug(f"{other}-{record['variant']}"))
+        section = page.split(anchor)[1].split('<section class="trial"')[0]
+        same = media(section) == media(item)
+        assert same == (other == "single_drop_words_t70"), other  # text alone changed: the clean files
+    links, _ = media(section)
+    doc = next(d for d in task.build_rows(catalogue().get(cid))[0] if d["sample_id"] == record["sample_id"])
+    *pictures, audio = task.doc_to_visual(doc)
+    assert [np.asarray(Image.open(out / link)).tolist() for link in links[:-1]] == [
+        np.asarray(p).tolist() for p in pictures
+    ]
+    exact, _ = soundfile.read(out / links[-1], dtype="float32")
+    assert np.array_equal(exact, audio["array"]) and exact.any()
 
 
 def test_budget_per_cell_wrong_only_and_alignment():

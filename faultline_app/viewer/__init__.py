@@ -61,8 +61,8 @@ def add_html_arguments(
         "--html-budget",
         type=_budget,
         metavar="SPEC",
-        help="which trials get media: per_cell=N (default 4 per model and cell; 'all'), wrong_only, "
-        "max_mb=M (default 100), e.g. per_cell=3,wrong_only,max_mb=50",
+        help="which trials get media: 'all' (every trial, no size cap), or per_cell=N (default 4 per model and "
+        "cell; 'all'), wrong_only, max_mb=M (default 100), e.g. per_cell=3,wrong_only,max_mb=50",
     )
     for name in benchmarks:
         source = parser.add_argument(

@@ -11,6 +11,7 @@ can be compared side by side.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,8 @@ CORRECT = "correct"
 @dataclass(frozen=True)
 class Budget:
     """``per_cell`` trials shown per (model, cell); ``wrong_only`` shows only trials not correct;
-    ``max_mb`` caps the media written (trials past it are listed without media)."""
+    ``max_mb`` caps the media written (trials past it are listed without media; a content already
+    written costs nothing more, so trials sent it are shown past the cap too)."""
 
     per_cell: int = 4
     wrong_only: bool = False
@@ -34,13 +36,17 @@ class Budget:
 
     @classmethod
     def parse(cls, text: str | None) -> Budget:
-        """``per_cell=8,wrong_only,max_mb=100`` (any subset, in any order; ``all`` = no per-cell cap)."""
+        """``per_cell=8,wrong_only,max_mb=100`` (any subset, in any order; ``per_cell=all``: no
+        per-cell cap); ``all``: every trial with its media, uncapped unless ``max_mb`` is given too."""
         values: dict = {}
+        every = False
         for part in filter(None, (p.strip() for p in (text or "").split(","))):
             key, _, value = part.partition("=")
             key = key.strip().replace("-", "_")
             try:
-                if key == "wrong_only":
+                if key == "all" and not value:
+                    every = True
+                elif key == "wrong_only":
                     values[key] = value.strip().lower() not in ("0", "false", "no")
                 elif key == "per_cell":
                     values[key] = 10**9 if value.strip() == "all" else int(value)
@@ -49,7 +55,11 @@ class Budget:
                 else:
                     raise ValueError(f"unknown setting {key!r}")
             except ValueError as exc:
-                raise ValueError(f"--html-budget {text!r}: {exc}; expected per_cell=N, wrong_only, max_mb=M") from None
+                raise ValueError(
+                    f"--html-budget {text!r}: {exc}; expected all, or per_cell=N, wrong_only, max_mb=M"
+                ) from None
+        if every:
+            values = {"max_mb": math.inf, **values, "per_cell": 10**9}
         budget = cls(**values)
         if budget.per_cell < 0 or budget.max_mb < 0:
             raise ValueError(f"--html-budget {text!r}: per_cell and max_mb are not negative")
@@ -58,10 +68,14 @@ class Budget:
     def describe(self) -> str:
         per_cell = "every trial" if self.per_cell >= 10**9 else f"at most {self.per_cell} trial(s)"
         wrong = " that are not correct (wrong, invalid or unscored)" if self.wrong_only else ""
+        cap = (
+            "media are not capped"
+            if math.isinf(self.max_mb)
+            else f"media are capped at {self.max_mb:g} MB, trials past the cap are listed without media"
+        )
         return (
             f"{per_cell}{wrong} per model and cell are shown with their media, the same samples in every cell "
-            f"where possible (samples ranked by a keyed hash of their id); media are capped at "
-            f"{self.max_mb:g} MB, trials past the cap are listed without media. Every trial is in the tables."
+            f"where possible (samples ranked by a keyed hash of their id); {cap}. Every trial is in the tables."
         )
 
 

@@ -10,6 +10,7 @@ templates show exactly as they were sent.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from faultline_eval.tasks import sceval_task
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import current_spec, load_source
 from sceval_plugin.operators import registry as operator_registry
+from sceval_plugin.render import media_identity
 from sceval_plugin.report.reader import read_record, read_runs, sample_files
 
 KEY = ["model", "cell", "sample_id", "variant"]
@@ -94,6 +96,11 @@ class Renderer:
         self.task = sceval_task
         self.sources = SourceCache(load_source, source, current_spec, notes)
         self.by_id: dict[int, dict] = {}  # id(source) -> sample id -> item
+        self.item_json: dict[int, str] = {}  # id(item) -> the item as a document holds it (items live in the sources)
+        # the frames and clip rendered for the current (data source, sample), by media_identity: a
+        # condition whose media another one already rendered (a text condition sends the clean
+        # frames; a joint one its single operators' output) renders its text alone
+        self.rendered: tuple[tuple, dict] = ((), {})
 
     def _items(self, record: dict):
         source = self.sources.get(record["dataset"])
@@ -126,12 +133,39 @@ class Renderer:
             "condition_id": condition_id,
             "variant": variant,
             "released": released,
-            "item": self.task._item_json(item),
-            "donor": self.task._item_json(donor) if donor else "",
+            "item": self._json(item),
+            "donor": self._json(donor) if donor else "",
         }
 
-    def _shown(self, doc: dict) -> Shown:
+    def _json(self, item) -> str:
+        if id(item) not in self.item_json:
+            self.item_json[id(item)] = self.task._item_json(item)
+        return self.item_json[id(item)]
+
+    def _trial(self, doc: dict, where: tuple):
+        """``trial_for(doc)``, its media taken from an earlier render of the same sample (``where``)
+        when :func:`media_identity` says they are the same (never for a released variant, whose
+        item is the release's own, or a probe)."""
+        if self.rendered[0] != where:
+            self.rendered = (where, {})
+        memo = self.rendered[1]
+        condition = catalogue().get(doc["condition_id"])
+        same = (
+            () if doc["released"] else tuple(media_identity(condition, m, doc["variant"]) for m in ("vision", "audio"))
+        )
+        if same and None not in same and all(s in memo for s in same):
+            condition, trial = self.task.trial_for(doc, with_media=False)
+            return condition, replace(trial, frames=memo[same[0]], audio=memo[same[1]])
         condition, trial = self.task.trial_for(doc)
+        if same and None not in same:
+            for identity, array in zip(same, (trial.frames, trial.audio)):
+                if array is not None:
+                    array.flags.writeable = False  # shared by the trials that sent it
+                memo[identity] = array
+        return condition, trial
+
+    def _shown(self, doc: dict, where: tuple) -> Shown:
+        condition, trial = self._trial(doc, where)
         system, user = self.task._prompt(condition, trial)
         images = []
         if trial.frames is not None:
@@ -149,12 +183,11 @@ class Renderer:
         return Shown(images, None if trial.audio is None else np.asarray(trial.audio), user, notes, system)
 
     def trial(self, record: dict) -> Shown:
-        return self._shown(
-            self._doc(record, record["condition_id"], int(record["variant"]), bool(record.get("released_variant")))
-        )
+        doc = self._doc(record, record["condition_id"], int(record["variant"]), bool(record.get("released_variant")))
+        return self._shown(doc, (record["dataset"], str(record["sample_id"])))
 
     def clean(self, record: dict) -> Shown:
-        return self._shown(self._doc(record, "clean", 0, False))
+        return self._shown(self._doc(record, "clean", 0, False), (record["dataset"], str(record["sample_id"])))
 
     def describe(self, cell: str) -> str:
         """What the condition does: its catalogue description, or, for corruptions, each operator's

@@ -11,7 +11,7 @@ media path is relative, so the folder opens from disk or any static host.
     OUT/<bench>/cells/group-<h>.html   the trials of several cells (a report number over a block, a tier...)
     OUT/<bench>/samples/<sample>.html  one sample across cells and models: media sent, clean media,
                                        text diff, replies, parsed answers, gold, verdicts, judge
-    OUT/media/<key>/                   each shown trial's frames (thumbnail + full), audio, waveform
+    OUT/media/<digest>.<ext>           the shown trials' frames, audio and waveforms, each content once
 """
 
 from __future__ import annotations
