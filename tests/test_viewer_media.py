@@ -1,4 +1,4 @@
-"""The viewer's media files (faultline_eval/viewer/media.py): one file per content, named by it;
+"""The viewer's media files (faultline_app/viewer/media.py): one file per content, named by it;
 a compact file to show and the exact bytes the model was sent one click away; the SCEval
 renderer's reuse of media another condition already rendered (sceval_plugin.render.media_identity)."""
 
@@ -14,10 +14,10 @@ import pytest
 import soundfile
 from PIL import Image
 
+from faultline_app.viewer.budget import Budget
+from faultline_app.viewer.media import INDEX, INLINE_HEIGHT, MediaWriter, Shown, files_of
+from faultline_app.viewer.sceval import Renderer
 from faultline_eval.tasks import sceval_task as task
-from faultline_eval.viewer.budget import Budget
-from faultline_eval.viewer.media import INDEX, INLINE_HEIGHT, MediaWriter, Shown, files_of
-from faultline_eval.viewer.sceval import Renderer
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.data.sources import load_source
 from sceval_plugin.render import media_identity, render
