@@ -135,12 +135,8 @@ def banned_word(query: str, banned: list[str]) -> str | None:
     return None
 
 
-def check_reply(data: dict, spec: GenerationSpec, config: dict) -> tuple[int | None, str | None]:
-    """(fit score, rejection reason or None) of a parsed generator reply under App. I's rules."""
-    error = schema_error(data)
-    if error:
-        return None, error
-    rationale = data["template_selection_rationale"]
+def _fit_problem(rationale: str, config: dict) -> tuple[int | None, str | None]:
+    """(fit score stated in the rationale, reason it rules the reply out or None)."""
     if DOES_NOT_FIT in rationale.upper():
         return None, "does not fit"
     found = FIT_SCORE.search(rationale)
@@ -149,27 +145,50 @@ def check_reply(data: dict, spec: GenerationSpec, config: dict) -> tuple[int | N
     fit = int(found.group(1))
     if fit < int(config["fit_threshold"]):
         return fit, f"fit score {fit} below threshold {config['fit_threshold']}"
-    query = data["generated_components"]["text"]["content"]
+    return fit, None
+
+
+def _query_problem(query: str, config: dict) -> str | None:
+    """Why the generated query breaks the length or banned-word rules, or None."""
     words = query_words(query)
     if not words:
-        return fit, "empty query"
+        return "empty query"
     if words > int(config["max_query_words"]):
-        return fit, f"query has {words} words (at most {config['max_query_words']})"
+        return f"query has {words} words (at most {config['max_query_words']})"
     word = banned_word(query, config["banned_words"])
     if word:
-        return fit, f"query uses banned word {word!r}"
+        return f"query uses banned word {word!r}"
+    return None
+
+
+def _self_audit_problem(data: dict) -> str | None:
     failed = [k for k, v in data["self_audit"].items() if k.endswith("_passed") and v is not True]
-    if failed:
-        return fit, f"self-audit failed: {', '.join(failed)}"
+    return f"self-audit failed: {', '.join(failed)}" if failed else None
+
+
+def _components_problem(data: dict, spec: GenerationSpec) -> str | None:
+    """Why the media the template generates, or the answer, is missing from the reply, or None."""
     generated = {m for m in spec.generation_spec if m not in (spec.base_modality, "text")}
     components = data["generated_components"]
     if "audio" in generated and not (components["audio"] and components["audio"]["voice_style_prompt"].strip()):
-        return fit, "the template generates audio but generated_components.audio has no voice_style_prompt"
+        return "the template generates audio but generated_components.audio has no voice_style_prompt"
     if "image" in generated and not (components["image"] or "").strip():
-        return fit, "the template generates an image but generated_components.image is empty"
+        return "the template generates an image but generated_components.image is empty"
     if not data["ground_truth"]["answer"].strip():
-        return fit, "empty ground_truth.answer"
-    return fit, None
+        return "empty ground_truth.answer"
+    return None
+
+
+def check_reply(data: dict, spec: GenerationSpec, config: dict) -> tuple[int | None, str | None]:
+    """(fit score, rejection reason or None) of a parsed generator reply under App. I's rules."""
+    error = schema_error(data)
+    if error:
+        return None, error
+    fit, reason = _fit_problem(data["template_selection_rationale"], config)
+    if reason:
+        return fit, reason
+    query = data["generated_components"]["text"]["content"]
+    return fit, _query_problem(query, config) or _self_audit_problem(data) or _components_problem(data, spec)
 
 
 def base_file(candidate: dict) -> str:

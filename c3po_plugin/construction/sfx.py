@@ -103,59 +103,105 @@ def _events(rng: np.random.Generator, n: int, count: int) -> list[int]:
     return [int(s + rng.uniform(-0.03, 0.03) * n) for s in slots]
 
 
-def _layer(family: str, rng: np.random.Generator, n: int, count: int | None, prompt: str) -> np.ndarray:
-    out, t = np.zeros(n), _t(n)
-    if family == "impact":
-        for start in _events(rng, n, count or int(rng.integers(1, 4))):
-            m = int(0.25 * SAMPLE_RATE)
-            burst = _lowpass(rng.standard_normal(m), rng.uniform(800, 3000)) * _envelope(m, 0.002, 0.04)
-            _place(
-                out,
-                burst + 0.6 * np.sin(2 * np.pi * rng.uniform(60, 140) * _t(m)) * _envelope(m, 0.002, 0.08),
-                max(start, 0),
-            )
-    elif family == "beep":
-        freq, on = rng.uniform(800, 2000), 0.18
-        for start in range(0, n, int(0.45 * SAMPLE_RATE))[: count or None]:
-            m = int(on * SAMPLE_RATE)
-            _place(out, np.sign(np.sin(2 * np.pi * freq * _t(m))) * 0.5 * _envelope(m, 0.005, 1.0), start)
-    elif family == "bell":
-        base = rng.uniform(400, 900)
-        for start in _events(rng, n, count or 1):
-            m = n - max(start, 0)
-            partials = sum(a * np.sin(2 * np.pi * base * r * _t(m)) for r, a in ((1, 1), (2.76, 0.5), (5.4, 0.25)))
-            _place(out, partials * _envelope(m, 0.002, 1.2), max(start, 0))
-    elif family == "siren":
-        freq = 700 + 350 * np.sin(2 * np.pi * 0.4 * t)
-        out = np.sin(2 * np.pi * np.cumsum(freq) / SAMPLE_RATE)
-    elif family == "tone":
-        low = re.search(r"\b(horn\w*|hum\w*)\b", prompt)
-        freq = rng.uniform(90, 220) if low else rng.uniform(1500, 2800)
-        out = sum(np.sin(2 * np.pi * freq * k * t) / k for k in (1, 2, 3)) * np.minimum(
-            1, np.minimum(t, t[::-1]) / 0.05
+def _impact(rng: np.random.Generator, n: int, count: int | None, prompt: str) -> np.ndarray:
+    """Knocks and thuds: filtered noise bursts over a low sine thump."""
+    out = np.zeros(n)
+    for start in _events(rng, n, count or int(rng.integers(1, 4))):
+        m = int(0.25 * SAMPLE_RATE)
+        burst = _lowpass(rng.standard_normal(m), rng.uniform(800, 3000)) * _envelope(m, 0.002, 0.04)
+        _place(
+            out,
+            burst + 0.6 * np.sin(2 * np.pi * rng.uniform(60, 140) * _t(m)) * _envelope(m, 0.002, 0.08),
+            max(start, 0),
         )
-    elif family == "bird":
-        for start in range(int(rng.uniform(0, 0.2) * SAMPLE_RATE), n, int(rng.uniform(0.25, 0.6) * SAMPLE_RATE)):
-            m = int(rng.uniform(0.05, 0.12) * SAMPLE_RATE)
-            sweep = np.linspace(rng.uniform(2500, 3500), rng.uniform(4000, 6000), m)
-            _place(out, np.sin(2 * np.pi * np.cumsum(sweep) / SAMPLE_RATE) * np.hanning(m), start)
-    elif family == "bark":
-        for start in _events(rng, n, count or int(rng.integers(2, 5))):
-            m = int(0.18 * SAMPLE_RATE)
-            voiced = np.sign(np.sin(2 * np.pi * rng.uniform(250, 450) * _t(m))) + 0.5 * rng.standard_normal(m)
-            _place(out, _lowpass(voiced, 1500) * _envelope(m, 0.01, 0.06), max(start, 0))
-    else:  # noise beds
-        bright = re.search(r"\b(rain\w*|sizzl\w*|static|applause|pour\w*|water|stream\w*)\b", prompt)
-        out = _pink(rng, n) if not bright else _lowpass(rng.standard_normal(n), 6000)
-        if re.search(r"\b(rain\w*|applause|sizzl\w*|fire)\b", prompt):
-            clicks = np.zeros(n)
-            clicks[rng.integers(0, n, size=int(n / 40))] = rng.uniform(-1, 1, size=int(n / 40))
-            out = out * 0.6 + clicks
-        if re.search(r"\b(engine\w*|traffic)\b", prompt):
-            out = 0.5 * out + np.sin(2 * np.pi * rng.uniform(40, 90) * t) * (0.8 + 0.2 * np.sin(2 * np.pi * 0.5 * t))
-        if re.search(r"\bwind\w*\b", prompt):
-            out = _lowpass(out, 900) * (0.6 + 0.4 * np.sin(2 * np.pi * rng.uniform(0.1, 0.3) * t))
     return out
+
+
+def _beep(rng: np.random.Generator, n: int, count: int | None, prompt: str) -> np.ndarray:
+    """Square-wave beeps at a fixed pitch, one every 0.45 s."""
+    out = np.zeros(n)
+    freq, on = rng.uniform(800, 2000), 0.18
+    for start in range(0, n, int(0.45 * SAMPLE_RATE))[: count or None]:
+        m = int(on * SAMPLE_RATE)
+        _place(out, np.sign(np.sin(2 * np.pi * freq * _t(m))) * 0.5 * _envelope(m, 0.005, 1.0), start)
+    return out
+
+
+def _bell(rng: np.random.Generator, n: int, count: int | None, prompt: str) -> np.ndarray:
+    """Inharmonic partials ringing out to the end of the clip."""
+    out = np.zeros(n)
+    base = rng.uniform(400, 900)
+    for start in _events(rng, n, count or 1):
+        m = n - max(start, 0)
+        partials = sum(a * np.sin(2 * np.pi * base * r * _t(m)) for r, a in ((1, 1), (2.76, 0.5), (5.4, 0.25)))
+        _place(out, partials * _envelope(m, 0.002, 1.2), max(start, 0))
+    return out
+
+
+def _siren(rng: np.random.Generator, n: int, count: int | None, prompt: str) -> np.ndarray:
+    """A pitch wailing between 350 and 1050 Hz."""
+    freq = 700 + 350 * np.sin(2 * np.pi * 0.4 * _t(n))
+    return np.sin(2 * np.pi * np.cumsum(freq) / SAMPLE_RATE)
+
+
+def _tone(rng: np.random.Generator, n: int, count: int | None, prompt: str) -> np.ndarray:
+    """A steady harmonic tone: low for horns and hums, high otherwise."""
+    t = _t(n)
+    low = re.search(r"\b(horn\w*|hum\w*)\b", prompt)
+    freq = rng.uniform(90, 220) if low else rng.uniform(1500, 2800)
+    return sum(np.sin(2 * np.pi * freq * k * t) / k for k in (1, 2, 3)) * np.minimum(1, np.minimum(t, t[::-1]) / 0.05)
+
+
+def _bird(rng: np.random.Generator, n: int, count: int | None, prompt: str) -> np.ndarray:
+    """Rising chirps at irregular intervals."""
+    out = np.zeros(n)
+    for start in range(int(rng.uniform(0, 0.2) * SAMPLE_RATE), n, int(rng.uniform(0.25, 0.6) * SAMPLE_RATE)):
+        m = int(rng.uniform(0.05, 0.12) * SAMPLE_RATE)
+        sweep = np.linspace(rng.uniform(2500, 3500), rng.uniform(4000, 6000), m)
+        _place(out, np.sin(2 * np.pi * np.cumsum(sweep) / SAMPLE_RATE) * np.hanning(m), start)
+    return out
+
+
+def _bark(rng: np.random.Generator, n: int, count: int | None, prompt: str) -> np.ndarray:
+    """Short voiced, noisy barks."""
+    out = np.zeros(n)
+    for start in _events(rng, n, count or int(rng.integers(2, 5))):
+        m = int(0.18 * SAMPLE_RATE)
+        voiced = np.sign(np.sin(2 * np.pi * rng.uniform(250, 450) * _t(m))) + 0.5 * rng.standard_normal(m)
+        _place(out, _lowpass(voiced, 1500) * _envelope(m, 0.01, 0.06), max(start, 0))
+    return out
+
+
+def _noise_bed(rng: np.random.Generator, n: int, count: int | None, prompt: str) -> np.ndarray:
+    """Every other family: a noise bed coloured by the prompt's words (rain, engines, wind)."""
+    t = _t(n)
+    bright = re.search(r"\b(rain\w*|sizzl\w*|static|applause|pour\w*|water|stream\w*)\b", prompt)
+    out = _pink(rng, n) if not bright else _lowpass(rng.standard_normal(n), 6000)
+    if re.search(r"\b(rain\w*|applause|sizzl\w*|fire)\b", prompt):
+        clicks = np.zeros(n)
+        clicks[rng.integers(0, n, size=int(n / 40))] = rng.uniform(-1, 1, size=int(n / 40))
+        out = out * 0.6 + clicks
+    if re.search(r"\b(engine\w*|traffic)\b", prompt):
+        out = 0.5 * out + np.sin(2 * np.pi * rng.uniform(40, 90) * t) * (0.8 + 0.2 * np.sin(2 * np.pi * 0.5 * t))
+    if re.search(r"\bwind\w*\b", prompt):
+        out = _lowpass(out, 900) * (0.6 + 0.4 * np.sin(2 * np.pi * rng.uniform(0.1, 0.3) * t))
+    return out
+
+
+# One synthesiser per keyword family; families without one get a noise bed.
+_SYNTHS = {
+    "impact": _impact,
+    "beep": _beep,
+    "bell": _bell,
+    "siren": _siren,
+    "tone": _tone,
+    "bird": _bird,
+    "bark": _bark,
+}
+
+
+def _layer(family: str, rng: np.random.Generator, n: int, count: int | None, prompt: str) -> np.ndarray:
+    return _SYNTHS.get(family, _noise_bed)(rng, n, count, prompt)
 
 
 def families(prompt: str) -> list[str]:

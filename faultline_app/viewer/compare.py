@@ -99,24 +99,9 @@ class Sides:
         if not self.split:
             return read(list(self.run_dirs))
         parts = [read([folder]) for folder in self.run_dirs]
-        found = [sorted(set(rows["model"])) for rows, _ in parts]
-        for folder, models in zip(self.run_dirs, found):
-            if len(models) != 1:
-                raise ReportError(
-                    f"--compare: {Path(folder).name} holds {len(models)} {benchmark} models ({', '.join(models)}); "
-                    "give one folder per model or run, or leave out --compare"
-                )
-        shown = [models[0] for models in found]
-        if shown[0] == shown[1]:  # one name read alone: the names the two folders get read together
-            together = ModelNames.under(self.run_dirs)
-            apart = [together.under_folder(folder) for folder in self.run_dirs]
-            if all(len(names) == 1 for names in apart) and apart[0] != apart[1]:
-                shown = [names.pop() for names in apart]
-        if shown[0] == shown[1]:  # two runs of one model: name them by their folders
-            names = [Path(folder).resolve().name for folder in self.run_dirs]
-            names = names if names[0] != names[1] else ["A", "B"]
-            shown = [f"{label} ({name})" for label, name in zip(shown, names)]
-        self.labels[benchmark] = [{models[0]: label} for models, label in zip(found, shown)]
+        found = [self._only_model(benchmark, folder, rows) for folder, (rows, _) in zip(self.run_dirs, parts)]
+        shown = self._side_names(found)
+        self.labels[benchmark] = [{model: label} for model, label in zip(found, shown)]
         self.side_rows[benchmark] = [rows for rows, _ in parts]
         rows = pd.concat(
             [rows.assign(model=rows["model"].map(m)) for (rows, _), m in zip(parts, self.labels[benchmark])],
@@ -126,6 +111,31 @@ class Sides:
             f"compared: A = {shown[0]} ({Path(self.run_dirs[0]).name}), B = {shown[1]} ({Path(self.run_dirs[1]).name})"
         ]
         return rows, notes + [n for _, side_notes in parts for n in side_notes]
+
+    @staticmethod
+    def _only_model(benchmark: str, folder: str | Path, rows: pd.DataFrame) -> str:
+        """The one model a side's folder holds; refuses a folder with several (or none)."""
+        models = sorted(set(rows["model"]))
+        if len(models) != 1:
+            raise ReportError(
+                f"--compare: {Path(folder).name} holds {len(models)} {benchmark} models ({', '.join(models)}); "
+                "give one folder per model or run, or leave out --compare"
+            )
+        return models[0]
+
+    def _side_names(self, models: list[str]) -> list[str]:
+        """The two sides' shown names: the models', told apart when they are equal."""
+        shown = list(models)
+        if shown[0] == shown[1]:  # one name read alone: the names the two folders get read together
+            together = ModelNames.under(self.run_dirs)
+            apart = [together.under_folder(folder) for folder in self.run_dirs]
+            if all(len(names) == 1 for names in apart) and apart[0] != apart[1]:
+                shown = [names.pop() for names in apart]
+        if shown[0] == shown[1]:  # two runs of one model: name them by their folders
+            names = [Path(folder).resolve().name for folder in self.run_dirs]
+            names = names if names[0] != names[1] else ["A", "B"]
+            shown = [f"{label} ({name})" for label, name in zip(shown, names)]
+        return shown
 
     def read_records(self, benchmark: str, read: Callable, wanted: set[tuple]) -> tuple[dict, dict]:
         """``read(folders, rows, wanted)`` -> (extras, records) keyed (model, cell, sample, variant),

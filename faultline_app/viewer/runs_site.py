@@ -99,6 +99,92 @@ def wrapped_report_dir(sceval_report: str | Path | None) -> Path | None:
     return folder if found else None
 
 
+#: A section with its compare view's tests (None: no compare view).
+_Tested = tuple[Section, Callable[[str, str], pd.DataFrame] | None]
+_GLOBS = {"sceval": SCEVAL_GLOB, "c3po": C3PO_GLOB}
+
+
+def _present(
+    run_dirs: Sequence[str | Path], benchmarks: Sequence[str], compare: bool
+) -> tuple[dict[str, bool], list[str]]:
+    """({benchmark: shown}, site notes). With --compare a benchmark is shown when both sides hold
+    its logs; one side's alone is named in a note, not dropped unsaid."""
+    present = {name: name in benchmarks and _has_logs(run_dirs, glob, compare) for name, glob in _GLOBS.items()}
+    notes = [
+        _one_sided(name, run_dirs, glob)
+        for name, glob in _GLOBS.items()
+        if compare and name in benchmarks and not present[name] and any(_has_logs([run], glob) for run in run_dirs)
+    ]
+    return present, notes
+
+
+def _sceval_section(sides: compare_views.Sides, source: str | None, report: str | Path | None) -> _Tested:
+    rows, notes = sides.read_rows("sceval", sceval.read_rows)
+    section = Section(
+        "sceval",
+        "SCEval",
+        "condition",
+        "variant",
+        rows,
+        lambda wanted: sides.read_records("sceval", lambda dirs, _, w: sceval.read_records(dirs, w), wanted),
+        sceval.Renderer(source, notes),
+        _sceval_details,
+        notes,
+        Path(report) if report else None,
+    )
+    return section, lambda a, b: compare_views.sceval_tests(sides.read_trials("sceval", _sceval_trials), a, b)
+
+
+def _c3po_section(
+    sides: compare_views.Sides, source: str | None, report: str | Path | None, verdicts: str | Path | None
+) -> _Tested:
+    c3po_rows, notes = sides.read_rows("c3po", lambda dirs: c3po.read_rows(dirs, verdicts))
+    section = Section(
+        "c3po",
+        "C3PO",
+        "template",
+        "run",
+        c3po_rows,
+        lambda wanted: sides.read_records(
+            "c3po",
+            lambda dirs, side_rows, w: c3po.read_records(
+                dirs, c3po_rows if side_rows is None else side_rows, w, verdicts
+            ),
+            wanted,
+        ),
+        c3po.Renderer(source, notes),
+        _c3po_details,
+        notes,
+        Path(report) if report else None,
+    )
+    return section, lambda a, b: compare_views.c3po_tests(c3po_rows, a, b)
+
+
+def _nav(sections: list[_Tested], pairs: dict[str, tuple[str, str] | None]) -> list[tuple[str, str]]:
+    """Every page's top bar: the benchmarks shown, then their compare views."""
+    nav = [(s.title, f"{s.name}/index.html") for s, _ in sections]
+    return nav + [(f"{s.title}: A vs B", f"{s.name}/{compare_views.PAGE}") for s, _ in sections if pairs[s.name]]
+
+
+def _write_section(
+    writer: SiteWriter, tested: _Tested, pair: tuple[str, str] | None, wrapped_logs: wrapped.Logs | None
+) -> None:
+    """One benchmark's pages: its section, then its audit page (wrapped tasks) or compare view."""
+    section, tests = tested
+    if pair is not None:
+        writer.overview_links[section.name] = [(compare_views.PAGE, f"compare A = {pair[0]} with B = {pair[1]}")]
+    if section.name == wrapped.NAME and wrapped.audit_items(section.report_dir) is not None:
+        writer.overview_links[section.name] = [(wrapped.AUDIT_PAGE, "the audit's items, each linked to its trials")]
+    writer.write_section(section)
+    if wrapped_logs is not None and section.name == wrapped.NAME:
+        section.renderer.close()
+        wrapped.write_audit_page(writer, section, wrapped_logs)
+    if pair is not None:
+        compare_views.write_compare(
+            writer, section.name, section.title, section.cell_label, section.variant_label, pair, tests
+        )
+
+
 def write_site(
     run_dirs: Sequence[str | Path],
     out: str | Path,
@@ -118,79 +204,22 @@ def write_site(
     ``run_dirs`` are the two sides of the compare views (:mod:`.compare`); without it a benchmark
     with exactly two models gets them. Returns a summary (sections, bytes, seconds)."""
     start = time.perf_counter()
-    globs = {"sceval": SCEVAL_GLOB, "c3po": C3PO_GLOB}
-    # with --compare, a benchmark is shown when both sides hold its logs; one side's alone is named, not dropped unsaid
-    present = {name: name in benchmarks and _has_logs(run_dirs, glob, compare) for name, glob in globs.items()}
-    site_notes = [
-        _one_sided(name, run_dirs, glob)
-        for name, glob in globs.items()
-        if compare and name in benchmarks and not present[name] and any(_has_logs([run], glob) for run in run_dirs)
-    ]
+    present, site_notes = _present(run_dirs, benchmarks, compare)
     sides = compare_views.Sides(run_dirs, split=compare)
-    # each with its compare view's tests (None: no compare view)
-    sections: list[tuple[Section, Callable[[str, str], pd.DataFrame] | None]] = []
+    sections: list[_Tested] = []
     if present["sceval"]:
-        rows, notes = sides.read_rows("sceval", sceval.read_rows)
-        section = Section(
-            "sceval",
-            "SCEval",
-            "condition",
-            "variant",
-            rows,
-            lambda wanted: sides.read_records("sceval", lambda dirs, _, w: sceval.read_records(dirs, w), wanted),
-            sceval.Renderer(sceval_source, notes),
-            _sceval_details,
-            notes,
-            Path(sceval_report) if sceval_report else None,
-        )
-        sections.append(
-            (section, lambda a, b: compare_views.sceval_tests(sides.read_trials("sceval", _sceval_trials), a, b))
-        )
+        sections.append(_sceval_section(sides, sceval_source, sceval_report))
     if present["c3po"]:
-        c3po_rows, notes = sides.read_rows("c3po", lambda dirs: c3po.read_rows(dirs, verdicts))
-        section = Section(
-            "c3po",
-            "C3PO",
-            "template",
-            "run",
-            c3po_rows,
-            lambda wanted: sides.read_records(
-                "c3po",
-                lambda dirs, side_rows, w: c3po.read_records(
-                    dirs, c3po_rows if side_rows is None else side_rows, w, verdicts
-                ),
-                wanted,
-            ),
-            c3po.Renderer(c3po_source, notes),
-            _c3po_details,
-            notes,
-            Path(c3po_report) if c3po_report else None,
-        )
-        sections.append((section, lambda a, b: compare_views.c3po_tests(c3po_rows, a, b)))
+        sections.append(_c3po_section(sides, c3po_source, c3po_report, verdicts))
     wrapped_logs = None
     if "wrapped" in benchmarks and wrapped_sample_files(run_dirs):
         # read from every folder together (also under --compare, which compares SCEval and C3PO only)
         wrapped_logs = wrapped.Logs(run_dirs)
         sections.append((wrapped.section(wrapped_logs, wrapped_report_dir(sceval_report)), None))
     pairs = {s.name: sides.pair(s.name, s.rows) if tests is not None else None for s, tests in sections}
-    # every page's top bar: the benchmarks shown, then their compare views
-    nav = [(s.title, f"{s.name}/index.html") for s, _ in sections]
-    nav += [(f"{s.title}: A vs B", f"{s.name}/{compare_views.PAGE}") for s, _ in sections if pairs[s.name]]
-    writer = SiteWriter(Path(out), budget or Budget(), nav, site_notes)
-    for section, tests in sections:
-        pair = pairs[section.name]
-        if pair is not None:
-            writer.overview_links[section.name] = [(compare_views.PAGE, f"compare A = {pair[0]} with B = {pair[1]}")]
-        if section.name == wrapped.NAME and wrapped.audit_items(section.report_dir) is not None:
-            writer.overview_links[section.name] = [(wrapped.AUDIT_PAGE, "the audit's items, each linked to its trials")]
-        writer.write_section(section)
-        if wrapped_logs is not None and section.name == wrapped.NAME:
-            section.renderer.close()
-            wrapped.write_audit_page(writer, section, wrapped_logs)
-        if pair is not None:
-            compare_views.write_compare(
-                writer, section.name, section.title, section.cell_label, section.variant_label, pair, tests
-            )
+    writer = SiteWriter(Path(out), budget or Budget(), _nav(sections, pairs), site_notes)
+    for tested in sections:
+        _write_section(writer, tested, pairs[tested[0].name], wrapped_logs)
     if not writer.summaries:
         raise ReportError(
             "; ".join(site_notes)

@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from faultline_eval.core import media
 from faultline_eval.core.intake import Problem, read_rows
@@ -319,55 +319,91 @@ def convert_valor(root: Path, out: Path) -> Iterator[dict | Rejected]:
         yield entry if isinstance(entry, Rejected) else _valor_item(entry, split, where, root, captions, write)
 
 
+class _ValorQuestion(NamedTuple):
+    """What a VALOR entry asks, before its media is written."""
+
+    ref: str
+    sample_id: str
+    question: str
+    options: list
+    gold: int
+    evidence: str
+    meta: dict
+
+
+def _valor_qa(entry: Mapping[str, Any], split: str, where: str, video_id: str) -> _ValorQuestion | Rejected:
+    """A VALOR question entry (question, 2-4 options, answer index) as it stands."""
+    qid = str(entry.get("id") or f"{video_id}_{where.rsplit(' ', 1)[-1]}")
+    ref, sample_id = f"valor/{split}/{qid}", f"valor-{qid}"
+    options = entry.get("options")
+    if not isinstance(options, list) or not 2 <= len(options) <= 4 or not isinstance(entry["question"], str):
+        return Rejected(ref, "missing_field", f"{where}: needs a question and 2-4 options", sample_id)
+    answer = entry.get("correct_answer_idx", entry.get("answer_idx", entry.get("answer")))
+    gold = _answer_index(answer, [str(o) for o in options])
+    if gold is None:
+        return Rejected(ref, "bad_answer_index", f"{where}: answer {answer!r} names none of the options", sample_id)
+    evidence = _MODALITY.get(str(entry.get("modality", "")).lower(), "unknown")
+    meta = {k: entry[k] for k in ("modality", "category", "caption", "quality_rating") if k in entry}
+    return _ValorQuestion(ref, sample_id, entry["question"], options, gold, evidence, meta)
+
+
+def _valor_caption_question(
+    split: str, where: str, video_id: str, captions: dict[str, str]
+) -> _ValorQuestion | Rejected:
+    """A caption entry as a caption-matching question: its caption among up to three other clips' captions,
+    picked and shuffled by a stable key."""
+    ref, sample_id = f"valor/{split}/{video_id}", f"valor-{video_id}"
+    gold_text = captions.get(video_id)
+    if not gold_text:
+        return Rejected(ref, "missing_field", f"{where}: no 'desc' caption", sample_id)
+    others = sorted(
+        (v for v, c in captions.items() if v != video_id and c != gold_text),
+        key=lambda v: order_key("valor-distractor", video_id, v),
+    )
+    picked = list(dict.fromkeys(captions[v] for v in others))[:3]
+    if not picked:
+        return Rejected(ref, "no_distractors", "a caption question needs another clip's caption", sample_id)
+    options = sorted([gold_text, *picked], key=lambda text: order_key("valor-option", video_id, text))
+    return _ValorQuestion(
+        ref, sample_id, CAPTION_QUESTION, options, options.index(gold_text), "audio+visual", {"caption_question": True}
+    )
+
+
+def _valor_clip(root: Path, write: ClipWriter, asked: _ValorQuestion, video_id: str) -> dict | Rejected:
+    """The clip's video and audio (``videos/`` or ``video/``, ``audios/`` or ``audio/``) written for the item."""
+    folder = next((root / d for d in ("videos", "video") if (root / d).is_dir()), root / "videos")
+    audio = next((a for d in ("audios", "audio") if (a := _first(root / d, video_id, media.AUDIO_SUFFIXES))), None)
+    video = _first(folder, video_id, media.VIDEO_SUFFIXES)
+    return _clip_media(write, asked.ref, asked.sample_id, video_id, video, audio)
+
+
 def _valor_item(
     entry: Mapping[str, Any], split: str, where: str, root: Path, captions: dict[str, str], write: ClipWriter
 ) -> dict | Rejected:
     video_id = entry.get("video_id")
     if not isinstance(video_id, str) or not video_id.strip():
         return Rejected(f"valor/{split}/<{where}>", "missing_field", f"{where}: no 'video_id'")
-    if "question" in entry:
-        qid = str(entry.get("id") or f"{video_id}_{where.rsplit(' ', 1)[-1]}")
-        ref, sample_id = f"valor/{split}/{qid}", f"valor-{qid}"
-        options = entry.get("options")
-        if not isinstance(options, list) or not 2 <= len(options) <= 4 or not isinstance(entry["question"], str):
-            return Rejected(ref, "missing_field", f"{where}: needs a question and 2-4 options", sample_id)
-        answer = entry.get("correct_answer_idx", entry.get("answer_idx", entry.get("answer")))
-        gold = _answer_index(answer, [str(o) for o in options])
-        if gold is None:
-            return Rejected(ref, "bad_answer_index", f"{where}: answer {answer!r} names none of the options", sample_id)
-        question, evidence = entry["question"], _MODALITY.get(str(entry.get("modality", "")).lower(), "unknown")
-        meta = {k: entry[k] for k in ("modality", "category", "caption", "quality_rating") if k in entry}
-    else:
-        ref, sample_id = f"valor/{split}/{video_id}", f"valor-{video_id}"
-        gold_text = captions.get(video_id)
-        if not gold_text:
-            return Rejected(ref, "missing_field", f"{where}: no 'desc' caption", sample_id)
-        others = sorted(
-            (v for v, c in captions.items() if v != video_id and c != gold_text),
-            key=lambda v: order_key("valor-distractor", video_id, v),
-        )
-        picked = list(dict.fromkeys(captions[v] for v in others))[:3]
-        if not picked:
-            return Rejected(ref, "no_distractors", "a caption question needs another clip's caption", sample_id)
-        options = sorted([gold_text, *picked], key=lambda text: order_key("valor-option", video_id, text))
-        gold, question, evidence = options.index(gold_text), CAPTION_QUESTION, "audio+visual"
-        meta = {"caption_question": True}
-    folder = next((root / d for d in ("videos", "video") if (root / d).is_dir()), root / "videos")
-    audio = next((a for d in ("audios", "audio") if (a := _first(root / d, video_id, media.AUDIO_SUFFIXES))), None)
-    files = _clip_media(write, ref, sample_id, video_id, _first(folder, video_id, media.VIDEO_SUFFIXES), audio)
+    asked = (
+        _valor_qa(entry, split, where, video_id)
+        if "question" in entry
+        else _valor_caption_question(split, where, video_id, captions)
+    )
+    if isinstance(asked, Rejected):
+        return asked
+    files = _valor_clip(root, write, asked, video_id)
     if isinstance(files, Rejected):
         return files
     return {
-        "sample_id": sample_id,
-        "question": question,
-        "options": [str(o) for o in options],
-        "gold_key": OPTION_KEYS[gold],
+        "sample_id": asked.sample_id,
+        "question": asked.question,
+        "options": [str(o) for o in asked.options],
+        "gold_key": OPTION_KEYS[asked.gold],
         "category": str(entry.get("category") or ""),
         **files,
         "hidden": {
-            "source_ref": ref,
-            "evidence_modality": evidence,
-            "source_meta": {"split": split, "video_id": video_id, **meta},
+            "source_ref": asked.ref,
+            "evidence_modality": asked.evidence,
+            "source_meta": {"split": split, "video_id": video_id, **asked.meta},
         },
     }
 

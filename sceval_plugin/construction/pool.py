@@ -101,6 +101,96 @@ def _pooled_row(row: dict, converted: Path, pool: Path, source: str) -> dict:
     }
 
 
+def _source_names(converted_root: Path, sources: Iterable[str] | None) -> list[str]:
+    """The sources asked for, or every converted one, sorted; refuses when there is none."""
+    names = (
+        sorted(sources)
+        if sources
+        else sorted(p.name for p in converted_root.glob("*") if (p / "items.jsonl").is_file())
+    )
+    if not names:
+        raise BuildError(f"{converted_root}: no converted source (run `sceval build convert` first)")
+    return names
+
+
+def _split_eligible(rows: list[dict], source: str) -> tuple[list[dict], list[dict]]:
+    """(rows with every modality present, funnel exclusions of the others)."""
+    eligible, excluded = [], []
+    for row in rows:
+        missing = [m for m, present in row["hidden"]["modalities"].items() if not present]
+        if missing:
+            excluded.append(
+                {
+                    "sample_id": row["sample_id"],
+                    "source": source,
+                    "stage": "pool",
+                    "reason": "modality_unavailable: " + ", ".join(missing),
+                }
+            )
+        else:
+            eligible.append(row)
+    return eligible, excluded
+
+
+def _ranked(eligible: list[dict], cues: dict[str, list[str]], seed: int, tri_modal_weight: float) -> list[dict]:
+    """Eligible rows in draw order: weighted random keys (tri-modal rows weighted up), ties by id."""
+    return sorted(
+        eligible,
+        key=lambda r: (
+            -draw_key(seed, r["sample_id"], tri_modal_weight if cues[r["sample_id"]] else 1.0),
+            r["sample_id"],
+        ),
+    )
+
+
+def _pool_source(
+    name: str, build_dir: Path, pool: Path, *, budget: int, seed: int, tri_modal_weight: float
+) -> tuple[list[dict], list[dict], dict]:
+    """(pooled rows, funnel exclusions, funnel counts) of one converted source; copies its drawn media."""
+    folder = build_dir / "converted" / name
+    if not (folder / "items.jsonl").is_file():
+        raise BuildError(f"{folder}: no items.jsonl (run `sceval build convert {build_dir} {name}=PATH`)")
+    rows, problems = read_jsonl(folder / "items.jsonl"), read_jsonl(folder / "problems.jsonl")
+    excluded = [
+        {
+            "source_ref": p["source_ref"],
+            "sample_id": p.get("sample_id"),
+            "source": name,
+            "stage": "convert",
+            "reason": p["reason"],
+        }
+        for p in problems
+    ]
+    eligible, unavailable = _split_eligible(rows, name)
+    excluded += unavailable
+    cues = {row["sample_id"]: tri_modal_cues(row) for row in eligible}
+    ranked = _ranked(eligible, cues, seed, tri_modal_weight)
+    drawn, left = ranked[:budget], ranked[budget:]
+    pooled_rows = []
+    for row in drawn:
+        pooled = _pooled_row(row, folder, pool, name)
+        pooled["hidden"] = {**row["hidden"], "pool": {"seed": seed, "tri_modal_cues": cues[row["sample_id"]]}}
+        pooled_rows.append(pooled)
+    excluded += [
+        {
+            "sample_id": r["sample_id"],
+            "source": name,
+            "stage": "pool",
+            "reason": f"not_drawn: over the budget of {budget}",
+        }
+        for r in left
+    ]
+    counts = {
+        "examples": len(rows) + len(problems),
+        "converted": len(rows),
+        "eligible": len(eligible),
+        "pooled": len(drawn),
+        "tri_modal_eligible": sum(bool(c) for c in cues.values()),
+        "tri_modal_pooled": sum(bool(cues[r["sample_id"]]) for r in drawn),
+    }
+    return pooled_rows, excluded, counts
+
+
 def build_pool(
     build_dir: str | Path,
     *,
@@ -113,14 +203,7 @@ def build_pool(
     if budget < 1 or not tri_modal_weight > 0:
         raise BuildError(f"the budget must be >= 1 and the tri-modal weight > 0 (got {budget}, {tri_modal_weight})")
     build_dir = Path(build_dir)
-    converted_root = build_dir / "converted"
-    names = (
-        sorted(sources)
-        if sources
-        else sorted(p.name for p in converted_root.glob("*") if (p / "items.jsonl").is_file())
-    )
-    if not names:
-        raise BuildError(f"{converted_root}: no converted source (run `sceval build convert` first)")
+    names = _source_names(build_dir / "converted", sources)
     pool = build_dir / "pool"
     if pool.exists():
         shutil.rmtree(pool)
@@ -134,64 +217,12 @@ def build_pool(
     }
     pooled_rows: list[dict] = []
     for name in names:
-        folder = converted_root / name
-        if not (folder / "items.jsonl").is_file():
-            raise BuildError(f"{folder}: no items.jsonl (run `sceval build convert {build_dir} {name}=PATH`)")
-        rows, problems = read_jsonl(folder / "items.jsonl"), read_jsonl(folder / "problems.jsonl")
-        funnel["excluded"] += [
-            {
-                "source_ref": p["source_ref"],
-                "sample_id": p.get("sample_id"),
-                "source": name,
-                "stage": "convert",
-                "reason": p["reason"],
-            }
-            for p in problems
-        ]
-        eligible = []
-        for row in rows:
-            missing = [m for m, present in row["hidden"]["modalities"].items() if not present]
-            if missing:
-                funnel["excluded"].append(
-                    {
-                        "sample_id": row["sample_id"],
-                        "source": name,
-                        "stage": "pool",
-                        "reason": "modality_unavailable: " + ", ".join(missing),
-                    }
-                )
-            else:
-                eligible.append(row)
-        cues = {row["sample_id"]: tri_modal_cues(row) for row in eligible}
-        ranked = sorted(
-            eligible,
-            key=lambda r: (
-                -draw_key(seed, r["sample_id"], tri_modal_weight if cues[r["sample_id"]] else 1.0),
-                r["sample_id"],
-            ),
+        rows, excluded, counts = _pool_source(
+            name, build_dir, pool, budget=budget, seed=seed, tri_modal_weight=tri_modal_weight
         )
-        drawn, left = ranked[:budget], ranked[budget:]
-        for row in drawn:
-            pooled = _pooled_row(row, folder, pool, name)
-            pooled["hidden"] = {**row["hidden"], "pool": {"seed": seed, "tri_modal_cues": cues[row["sample_id"]]}}
-            pooled_rows.append(pooled)
-        funnel["excluded"] += [
-            {
-                "sample_id": r["sample_id"],
-                "source": name,
-                "stage": "pool",
-                "reason": f"not_drawn: over the budget of {budget}",
-            }
-            for r in left
-        ]
-        funnel["sources"][name] = {
-            "examples": len(rows) + len(problems),
-            "converted": len(rows),
-            "eligible": len(eligible),
-            "pooled": len(drawn),
-            "tri_modal_eligible": sum(bool(c) for c in cues.values()),
-            "tri_modal_pooled": sum(bool(cues[r["sample_id"]]) for r in drawn),
-        }
+        pooled_rows += rows
+        funnel["excluded"] += excluded
+        funnel["sources"][name] = counts
     write_jsonl(pool / "items.jsonl", pooled_rows)
     write_atomic(pool / "funnel.json", json.dumps(funnel, indent=2, sort_keys=True) + "\n")
     return funnel
