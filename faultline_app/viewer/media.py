@@ -372,9 +372,13 @@ class MediaWriter:
 
     def _write_index(self, trials: dict[str, dict]) -> None:
         index = {"format": MEDIA_FORMAT, "version": __version__, "trials": trials}
+        data = gzip.compress(json.dumps(index).encode(), compresslevel=6, mtime=0)
+        final = self.folder / INDEX
+        if final.is_file() and final.read_bytes() == data:
+            return  # a rebuild that changed nothing rewrites nothing (mtimes kept for rsync and the like)
         partial = self.folder / f".{INDEX}.tmp"
-        partial.write_bytes(gzip.compress(json.dumps(index).encode(), compresslevel=6, mtime=0))
-        partial.replace(self.folder / INDEX)
+        partial.write_bytes(data)
+        partial.replace(final)
 
     def _reuse(self, key: str, reference: int | None) -> tuple[Shown, Written] | None:
         """The trial as an earlier build recorded it, if alike and its files are all there (they
