@@ -194,36 +194,45 @@ def summarise(
     return row | {"status": status, "drop": float(d.mean()), "ci_low": low, "ci_high": high, "p_anytime": p}
 
 
-def run(options: argparse.Namespace, argv: Sequence[str], evaluate: Callable[[list[str]], int]) -> int:
-    """Run the budgeted evaluation that ``options`` asks for; ``evaluate`` is one ``faultline-eval``
-    run of ``argv`` (lmms-eval's options), returning its exit status."""
-    argv = list(argv)
-    condition_ids, output = cell_tasks(argv)
-    # --alpha is lmms-eval's own flag (its power analysis' level): the same meaning here, read from it
+def _checked_options(options: argparse.Namespace, argv: list[str]) -> list[str]:
+    """Check ``--budget``/``--precision``/``--alpha`` before anything runs (``--alpha`` is lmms-eval's own
+    flag, its power analysis' level: the same meaning here, read from it and set on ``options``);
+    returns lmms-eval's options without it."""
     try:
         options.alpha = float(_option(argv, "--alpha") or 0.05)
     except ValueError:
         raise BudgetError(f"--alpha {_option(argv, '--alpha')}: give a level between 0 and 1, e.g. 0.05") from None
-    argv = _without(argv, "--alpha")
     if options.budget is not None and options.budget < 1:
         raise BudgetError(f"--budget {options.budget}: give a positive number of requests")
     if options.precision is not None and not 0 < options.precision < 1:
         raise BudgetError(f"--precision {options.precision}: give a half-width in drop units, e.g. 0.03 for 3 pp")
     if not 0 < options.alpha < 1:
         raise BudgetError(f"--alpha {options.alpha}: give a level between 0 and 1, e.g. 0.05")
-    base = _without(_without(argv, "--tasks"), "--output_path")
-    if "--log_samples" not in base:
-        base.append("--log_samples")
-    folder = output / "budget"
-    folder.mkdir(parents=True, exist_ok=True)
-    write_atomic(folder / BUDGET_MARKER, json.dumps({"complete": False, "cells": condition_ids}))
-    journal = Journal(folder / "rounds.jsonl")
-    finished = {int(r["round"]) for r in journal.records() if r.get("done")}
-    # trials a finished round asked for: never asked again (one the task excluded has no outcome)
-    attempted = {t for r in journal.records() if r.get("done") for t in r.get("trials") or []}
+    return _without(argv, "--alpha")
 
-    def run_round(number: int, tasks: list[str], trials: list[str] | None) -> None:
-        round_dir = folder / f"round-{number:03d}"
+
+@dataclass
+class Rounds:
+    """The rounds of one budgeted run: each a real ``faultline-eval`` run of some tasks, restricted to
+    the trials it names (``SCEVAL_TRIALS``), journalled once it finished so a resumed run skips it."""
+
+    folder: Path
+    base: list[str]  # lmms-eval's options of every round, less --tasks and --output_path
+    evaluate: Callable[[list[str]], int]
+    journal: Journal = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.journal = Journal(self.folder / "rounds.jsonl")
+
+    def finished(self) -> set[int]:
+        return {int(r["round"]) for r in self.journal.records() if r.get("done")}
+
+    def attempted(self) -> set[str]:
+        """Trials a finished round asked for: never asked again (one the task excluded has no outcome)."""
+        return {t for r in self.journal.records() if r.get("done") for t in r.get("trials") or []}
+
+    def run(self, number: int, tasks: list[str], trials: list[str] | None) -> None:
+        round_dir = self.folder / f"round-{number:03d}"
         round_dir.mkdir(exist_ok=True)
         saved = os.environ.get(SCEVAL_TRIALS.name)
         if trials is not None:
@@ -232,7 +241,7 @@ def run(options: argparse.Namespace, argv: Sequence[str], evaluate: Callable[[li
         else:
             os.environ.pop(SCEVAL_TRIALS.name, None)
         try:
-            status = evaluate([*base, "--tasks", ",".join(tasks), "--output_path", str(round_dir)])
+            status = self.evaluate([*self.base, "--tasks", ",".join(tasks), "--output_path", str(round_dir)])
         finally:
             if saved is None:
                 os.environ.pop(SCEVAL_TRIALS.name, None)
@@ -242,45 +251,74 @@ def run(options: argparse.Namespace, argv: Sequence[str], evaluate: Callable[[li
             raise BudgetError(
                 f"round {number} ({round_dir}) failed (exit {status}); run the same command again to resume"
             )
-        journal.append({"round": number, "done": True, "trials": trials})
+        self.journal.append({"round": number, "done": True, "trials": trials})
 
-    if 0 not in finished:
-        run_round(0, [CLEAN_TASK], None)  # clean first, on every item
-    outcomes = read_outcomes(folder)
-    clean = {t.split("/")[1]: o["correct"] for t, o in outcomes.items() if t.startswith("clean/")}
-    sources = {t.split("/")[1]: o["source"] for t, o in outcomes.items() if t.startswith("clean/")}
-    if not clean:
-        raise BudgetError(f"{folder}: the clean round recorded no trial; check the source (SCEVAL_SOURCE)")
-    items = stratified_order(sorted(clean), [(sources[i], clean[i]) for i in sorted(clean)], seed=options.order_seed)
+
+def _cells(condition_ids: list[str], items: list[str]) -> list[Cell]:
+    """Each cell's units (condition/item/variant), items in the stratified order, variant by variant."""
     registry = catalogue()
     cells = []
     for condition_id in condition_ids:
         variants = registry.get(condition_id).variants
         units = [f"{condition_id}/{item}/{v}" for v in range(variants) for item in items]
         cells.append(Cell(condition_id, variants, units))
-    excluded = lambda: {t for t in attempted if t not in outcomes}  # noqa: E731
-    family = len(cells)
-    number = max(finished | {0}) + 1
+    return cells
+
+
+def _until_answered(
+    rounds: Rounds,
+    cells: list[Cell],
+    clean: dict[str, int],
+    attempted: set[str],
+    options: argparse.Namespace,
+    number: int,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Run rounds from ``number`` on until every cell is resolved or the budget is spent (with
+    ``--complete``: until every trial ran); returns the cells' summaries and the trials' outcomes."""
     while True:
-        gone = excluded()
+        outcomes = read_outcomes(rounds.folder)
+        gone = {t for t in attempted if t not in outcomes}
         for cell in cells:
             cell.units = [u for u in cell.units if u not in gone]
-        summaries = [summarise(c, clean, outcomes, options, family) for c in cells]
-        spent = len(outcomes)
+        summaries = [summarise(c, clean, outcomes, options, len(cells)) for c in cells]
         resolved = (
             set()
             if options.complete
             else {s["condition_id"] for s in summaries if s["status"] in ("significant", "resolved", "complete")}
         )
-        room = 10**12 if options.complete or options.budget is None else options.budget - spent
+        room = 10**12 if options.complete or options.budget is None else options.budget - len(outcomes)
         size = 10**9 if options.complete else options.round_size
         trials = schedule(cells, outcomes, resolved, size, room)
         if not trials:
-            break
-        run_round(number, sorted({f"sceval_{t.split('/')[0]}" for t in trials}), trials)
-        outcomes = read_outcomes(folder)
+            return summaries, outcomes
+        rounds.run(number, sorted({f"sceval_{t.split('/')[0]}" for t in trials}), trials)
         attempted.update(trials)
         number += 1
+
+
+def run(options: argparse.Namespace, argv: Sequence[str], evaluate: Callable[[list[str]], int]) -> int:
+    """Run the budgeted evaluation that ``options`` asks for; ``evaluate`` is one ``faultline-eval``
+    run of ``argv`` (lmms-eval's options), returning its exit status."""
+    argv = _checked_options(options, list(argv))
+    condition_ids, output = cell_tasks(argv)
+    base = _without(_without(argv, "--tasks"), "--output_path")
+    if "--log_samples" not in base:
+        base.append("--log_samples")
+    folder = output / "budget"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / BUDGET_MARKER, json.dumps({"complete": False, "cells": condition_ids}))
+    rounds = Rounds(folder, base, evaluate)
+    finished, attempted = rounds.finished(), rounds.attempted()
+    if 0 not in finished:
+        rounds.run(0, [CLEAN_TASK], None)  # clean first, on every item
+    outcomes = read_outcomes(folder)
+    clean = {t.split("/")[1]: o["correct"] for t, o in outcomes.items() if t.startswith("clean/")}
+    sources = {t.split("/")[1]: o["source"] for t, o in outcomes.items() if t.startswith("clean/")}
+    if not clean:
+        raise BudgetError(f"{folder}: the clean round recorded no trial; check the source (SCEVAL_SOURCE)")
+    items = stratified_order(sorted(clean), [(sources[i], clean[i]) for i in sorted(clean)], seed=options.order_seed)
+    cells = _cells(condition_ids, items)
+    summaries, outcomes = _until_answered(rounds, cells, clean, attempted, options, max(finished | {0}) + 1)
     complete = all(u in outcomes for c in cells for u in c.units)
     write_report(folder, summaries, options, clean, len(outcomes), complete)
     write_atomic(folder / BUDGET_MARKER, json.dumps({"complete": complete, "cells": condition_ids}))

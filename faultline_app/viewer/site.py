@@ -313,6 +313,39 @@ def heat_class(value: float | None) -> str:
     return f"heat-{min(5, 1 + int(value * 5))}"
 
 
+def _verdict_matrix(s: Section, groups: list[tuple[tuple, list]], models: list[str]) -> list[dict]:
+    """A sample page's verdict matrix: one row per (cell, variant) group of its trials, one verdict
+    per model (empty where the model has no trial there)."""
+    matrix = []
+    for (cell, variant), g in groups:
+        by_model = {r.model: r.verdict for r in g}
+        matrix.append(
+            {
+                "anchor": slug(f"{cell}-{variant}"),
+                "name": s.renderer.name(cell),
+                "variant": variant,
+                "verdicts": [(verdict_class(by_model.get(m)), by_model.get(m, "")) for m in models],
+            }
+        )
+    return matrix
+
+
+def _with_logged_columns(rows: pd.DataFrame, logged: list[dict]) -> pd.DataFrame:
+    """The trial table with what only the per-sample logs hold (one dict per row, ``{}`` for a trial
+    not read): answer, gold and latency where the table has none, the start of the reply, and a
+    confidence column (empty when no trial has one)."""
+    for column in ("answer", "gold", "latency_s"):
+        values = [e.get(column) for e in logged]
+        rows[column] = (
+            rows[column].where(rows[column].notna(), pd.Series(values, dtype=object)) if column in rows else values
+        )
+    rows["latency_s"] = [None if v is None else round(float(v), 3) for v in rows["latency_s"]]
+    rows["reply"] = [_shortened(e.get("reply"), TABLE_REPLY_CHARS) for e in logged]
+    if "confidence" not in rows:
+        rows["confidence"] = None
+    return rows
+
+
 class SiteWriter:
     """Writes the site: :meth:`write_section` per benchmark, then :meth:`finish` (front page,
     assets, search index). ``nav``: the top bar's entries (label, address from the site root) on
@@ -346,26 +379,16 @@ class SiteWriter:
         shown = select(rows, self.budget)
         keys = list(zip(*(values_of(rows[c]) for c in ("model", "cell", "sample_id", "variant"))))
         extras, records = s.read_records({k for k, on in zip(keys, shown) if on})
-        by_key = [extras.get(k, {}) for k in keys]
-        for column in ("answer", "gold", "latency_s"):
-            logged = [e.get(column) for e in by_key]
-            rows[column] = (
-                rows[column].where(rows[column].notna(), pd.Series(logged, dtype=object)) if column in rows else logged
-            )
-        rows["latency_s"] = [None if v is None else round(float(v), 3) for v in rows["latency_s"]]
-        rows["reply"] = [_shortened(e.get("reply"), TABLE_REPLY_CHARS) for e in by_key]
-        if "confidence" not in rows:
-            rows["confidence"] = None
+        rows = _with_logged_columns(rows, [extras.get(k, {}) for k in keys])
         has_page = shown & pd.Series([k in records for k in keys])
         notes = [without_paths(n) for n in s.notes]
         models = model_order(rows)
         trial_media: dict[str, int] = {}  # trials with a sample page by their media: "written", "budget", "failed"
         sample_pages = self._sample_pages(s, rows[has_page], records, notes, models, trial_media)
-        links = [
+        rows["link"] = [
             f"../samples/{sample_pages[sample]}#{slug(f'{cell}-{variant}')}" if on else None
             for (_, cell, sample, variant), on in zip(keys, has_page)
         ]
-        rows["link"] = links
         # a column no trial has a value in is left out (wrapped tasks log no confidence or latency)
         empty = [*OPTIONAL_COLUMNS, "confidence", "latency_s", "reply"]
         rows = rows.drop(columns=[c for c in empty if c in rows and rows[c].isna().all()])
@@ -373,10 +396,7 @@ class SiteWriter:
         cells = s.renderer.order(list(rows["cell"].unique()))
         cell_pages = {c: slug(c) for c in cells}
         numbers = CellNumbers(rows, s.report_dir)
-        groups = dict(tuple(rows.groupby("cell", sort=False)))
-        for i, cell in enumerate(cells):
-            around = (cell_pages[cells[i - 1]] if i else None, cell_pages[cells[i + 1]] if i + 1 < len(cells) else None)
-            self._cell_page(s, cell, groups[cell], cell_pages, around, f"{i + 1} of {len(cells)}", numbers)
+        self._cell_pages(s, rows, cells, cell_pages, numbers)
         self._index_trials(s, rows, keys, extras, cell_pages)
         self._index_samples(s, rows, extras, sample_pages, cells, cell_pages)
         runs = self._runs(s, rows, keys, extras)
@@ -398,6 +418,15 @@ class SiteWriter:
         }
         self.summaries.append(summary)
         return summary
+
+    def _cell_pages(
+        self, s: Section, rows: pd.DataFrame, cells: list[str], cell_pages: dict[str, str], numbers: CellNumbers
+    ) -> None:
+        """One page per cell, in the renderer's order, each linking the cells before and after it."""
+        groups = dict(tuple(rows.groupby("cell", sort=False)))
+        for i, cell in enumerate(cells):
+            around = (cell_pages[cells[i - 1]] if i else None, cell_pages[cells[i + 1]] if i + 1 < len(cells) else None)
+            self._cell_page(s, cell, groups[cell], cell_pages, around, f"{i + 1} of {len(cells)}", numbers)
 
     # -- search and runs ----------------------------------------------------------------------------------
     def _index_trials(self, s: Section, rows: pd.DataFrame, keys: list, extras: dict, cell_pages: dict) -> None:
@@ -530,17 +559,7 @@ class SiteWriter:
         order = {c: i for i, c in enumerate(s.renderer.order(list(dict.fromkeys(c for c, _ in by_group))))}
         groups = sorted(by_group.items(), key=lambda g: (order[g[0][0]], g[0][1]))
         present = [m for m in models if m in {r.model for g in by_group.values() for r in g}]
-        matrix = []
-        for (cell, variant), g in groups:
-            by_model = {r.model: r.verdict for r in g}
-            matrix.append(
-                {
-                    "anchor": slug(f"{cell}-{variant}"),
-                    "name": s.renderer.name(cell),
-                    "variant": variant,
-                    "verdicts": [(verdict_class(by_model.get(m)), by_model.get(m, "")) for m in present],
-                }
-            )
+        matrix = _verdict_matrix(s, groups, present)
         # the media every section would repeat, shown once at the top
         if s.renderer.clean is not None:
             top_label, make_top = "clean item", (lambda: s.renderer.clean(first))
