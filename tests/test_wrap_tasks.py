@@ -1,6 +1,6 @@
 """Wrapping any lmms-eval task with SCEval conditions (issue 27; docs/design/wrap-any-task.md).
 
-Base-task access (``tasks/base_task.py``), the wrapped trial (``sceval_plugin.sceval_trial.WrappedTrial``), the
+Base-task access (``sceval_plugin/base_task.py``), the wrapped trial (``sceval_plugin.sceval_trial.WrappedTrial``), the
 task adapters, the generated names/YAMLs/manifest, and the wrapped callables on the local copies
 of ``tests/wrap_datasets.py``. Each test takes seconds; the lmms-eval CLI one is marked slow.
 """
