@@ -348,7 +348,7 @@ def clean_minus_base(
     from wrap_datasets import BUILDERS, prepare
 
     from faultline_eval.tasks import wrap_configs
-    from faultline_eval.tasks.base_task import metric_specs
+    from sceval_plugin.base_task import metric_specs
 
     tasks = tasks or list(BUILDERS)
     prepared = prepare(root, tasks)

@@ -57,7 +57,7 @@ from faultline_eval.core.settings import FAULTLINE_DEBUG
 from faultline_eval.model_wrappers import preflight as model_checks
 from faultline_eval.model_wrappers.lmms_plugin import check_task_names, our_task_dirs, our_task_names
 from faultline_eval.tasks import wrap_configs
-from faultline_eval.tasks.base_task import BaseTaskError
+from sceval_plugin.base_task import BaseTaskError
 from sceval_plugin.data import sources as sceval_sources
 
 #: The model lmms-eval runs without ``--model``.

@@ -35,7 +35,6 @@ from faultline_eval.core.run_logs import write_run_info
 from sceval_plugin.sceval_trial import WRAPPED_TRIAL_KEY
 
 if TYPE_CHECKING:  # the classes of MODELS, which lmms-eval imports by name; declared so that lint-imports checks them
-    from c3po_plugin.construction import reference_model  # noqa: F401  (.importlinter lets this one through)
     from faultline_eval.model_wrappers import (  # noqa: F401
         gemini,
         minicpm_o,
@@ -44,6 +43,7 @@ if TYPE_CHECKING:  # the classes of MODELS, which lmms-eval imports by name; dec
         qwen2_5_omni,
         qwen3_omni,
         reference,
+        reference_c3po_build,
     )
 
 PACKAGE = "faultline_eval.model_wrappers"
@@ -61,8 +61,7 @@ MODELS: tuple[tuple[str, str | None, str | None], ...] = (
         f"{PACKAGE}.modality_oracle.ModalityOracleSimple",
     ),
     # The offline generator / audio typer / auditor of `c3po build` (demo-quality items).
-    # layer 4: it answers the construction stages' prompts, so it lives with them (named, not imported)
-    ("c3po_build_reference", "c3po_plugin.construction.reference_model.BuildReferenceChat", None),
+    ("c3po_build_reference", f"{PACKAGE}.reference_c3po_build.BuildReferenceChat", None),
     ("sceval_gemini", f"{PACKAGE}.gemini.GeminiChat", None),
     # OpenAI-compatible endpoints (vLLM, vLLM-Omni) with the audio sent and checked (docs/reference/models.md).
     ("sceval_openai", f"{PACKAGE}.openai_chat.OpenAIChat", None),

@@ -1,7 +1,7 @@
 """What the offline reference models perceive: saturated shapes in frames, tone events in audio.
 
 Shared by the SCEval answers (:mod:`.reference`), the C3PO answers (:mod:`.reference_c3po`) and
-the ``c3po build`` stages' reference (:mod:`c3po_plugin.construction.reference_model`). It finds saturated shapes in the
+the ``c3po build`` stages' reference (:mod:`.reference_c3po_build`). It finds saturated shapes in the
 frames (colour from hue, kind from how much of its box a shape fills, size from its area) and tone
 events in the audio (loudness envelope; pitch from the spectrum).
 """

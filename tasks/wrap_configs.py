@@ -46,7 +46,12 @@ from typing import TYPE_CHECKING, Any
 from faultline_eval.core.registry import close_matches
 from faultline_eval.core.store import write_atomic
 from faultline_eval.tasks import sceval_configs
-from faultline_eval.tasks.base_task import (
+from faultline_eval.tasks.local_data import local_dataset
+from faultline_eval.tasks.wrapped_media import FRAMES_CHOICES, SOURCE_FRAMES
+from sceval_plugin import no_option_control as no_option
+from sceval_plugin import operators
+from sceval_plugin import probe_conditions as probes
+from sceval_plugin.base_task import (
     MANIFEST,
     BaseTaskError,
     add_include_paths,
@@ -56,11 +61,6 @@ from faultline_eval.tasks.base_task import (
     known_task_names,
     wrap_root,
 )
-from faultline_eval.tasks.local_data import local_dataset
-from faultline_eval.tasks.wrapped_media import FRAMES_CHOICES, SOURCE_FRAMES
-from sceval_plugin import no_option_control as no_option
-from sceval_plugin import operators
-from sceval_plugin import probe_conditions as probes
 from sceval_plugin.conditions import Condition, catalogue
 from sceval_plugin.probe_conditions import ProbeCall
 from sceval_plugin.render import NO_MEDIA_CONTROLS, corrupts
@@ -496,7 +496,7 @@ def write(
 
 
 def _is_task(name: str) -> bool:
-    """Whether lmms-eval knows task ``name`` here (:func:`~faultline_eval.tasks.base_task.base_yaml_path`)."""
+    """Whether lmms-eval knows task ``name`` here (:func:`~sceval_plugin.base_task.base_yaml_path`)."""
     try:
         base_yaml_path(name)
     except BaseTaskError:

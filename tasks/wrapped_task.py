@@ -5,7 +5,7 @@ A YAML written by :mod:`faultline_eval.tasks.wrap_configs` includes the base tas
 ``process_results__...`` (and ``doc_to_messages__...`` when the base has one) of this module.
 lmms-eval hands task functions no config, so each learns its base task, SCEval condition and
 variant from its own name (a module ``__getattr__``, :func:`faultline_eval.tasks.task_hooks.functions_by_name`)
-and calls the base task's own functions (:func:`faultline_eval.tasks.base_task.base_config`):
+and calls the base task's own functions (:func:`sceval_plugin.base_task.base_config`):
 
 * ``process_docs``: the base's own ``process_docs``; then the wrapper's columns, all in the
   ``_faultline_`` namespace (:data:`~faultline_eval.core.identity.WRAPPED_FIELD_PREFIX`; a dataset holding a column there is refused,
@@ -54,7 +54,6 @@ from loguru import logger
 
 from faultline_eval.core import telemetry
 from faultline_eval.core.identity import WRAPPED_DATASET_FIELD, WRAPPED_FIELD_PREFIX, WRAPPED_ROW_ID_FIELD
-from faultline_eval.tasks.base_task import base_config, metric_specs
 from faultline_eval.tasks.task_hooks import functions_by_name
 from faultline_eval.tasks.wrap_configs import (
     SEPARATOR,
@@ -69,6 +68,7 @@ from faultline_eval.tasks.wrap_configs import (
 from faultline_eval.tasks.wrapped_media import SOURCE_FRAMES, FrameGrid, MediaCorruption, NotApplied, corrupt_media
 from sceval_plugin import operators
 from sceval_plugin import probe_conditions as probes
+from sceval_plugin.base_task import base_config, metric_specs
 from sceval_plugin.conditions import Condition
 from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION, GENERIC_OPEN_INSTRUCTION
 from sceval_plugin.render import BLANK_LEVEL, NO_MEDIA_CONTROLS, corrupt, corrupts

@@ -16,8 +16,8 @@ from PIL import Image
 
 from c3po_plugin.construction.audit import prompt_parts
 from c3po_plugin.construction.ledger import Ledger
-from c3po_plugin.construction.reference_model import reply
 from c3po_plugin.construction.specs import spec_for
+from faultline_eval.model_wrappers.reference_c3po_build import reply
 
 C3PO = str(Path(sys.executable).with_name("c3po"))
 #: a sound-effect template, an audio base with a generated picture, a video base with both generated

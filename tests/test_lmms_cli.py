@@ -217,7 +217,7 @@ def test_task_configs_parsed_with_libyaml_equal_pyyamls_own():
     import yaml
 
     from faultline_eval.model_wrappers import lmms_plugin
-    from faultline_eval.tasks.base_task import lmms_eval_tasks_dir
+    from sceval_plugin.base_task import lmms_eval_tasks_dir
 
     lmms_plugin.parse_task_configs_with_libyaml()
     assert isinstance(lmms_eval.utils.yaml, lmms_plugin._LibyamlForTaskConfigs)

@@ -31,7 +31,7 @@ from PIL import Image
 from test_viewer import BROWSER_ARGS, CHROMIUM, selected, watched_page
 
 from faultline_eval.tasks import wrap_configs
-from faultline_eval.tasks.base_task import aggregate
+from sceval_plugin.base_task import aggregate
 from sceval_plugin.metrics.modality_audit import CONTROLS
 from sceval_plugin.render import BLANK_LEVEL, corrupt
 from sceval_plugin.sceval_trial import WrappedTrial

@@ -18,9 +18,9 @@ from test_wrap_tasks import _build
 
 from faultline_eval.core import media
 from faultline_eval.core.record_fields import decode_track
-from faultline_eval.tasks import base_task, wrap_configs, wrapped_task
+from faultline_eval.tasks import wrap_configs, wrapped_task
 from faultline_eval.tasks.wrapped_media import corrupt_media
-from sceval_plugin import task_adapters
+from sceval_plugin import base_task, task_adapters
 from sceval_plugin.conditions import catalogue
 
 # test_wrap_tasks' fixtures: the local copies' docs as lmms-eval reads them; a private cache folder

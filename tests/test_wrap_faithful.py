@@ -27,8 +27,8 @@ import pytest
 from wrap_datasets import BUILDERS, PreparedCopies
 
 from faultline_eval.tasks import wrap_configs
-from faultline_eval.tasks.base_task import metric_specs
 from faultline_eval.tasks.wrapped_media import SOURCE_FRAMES
+from sceval_plugin.base_task import metric_specs
 from sceval_plugin.sceval_trial import WrappedTrial
 
 pytestmark = pytest.mark.slow

@@ -26,8 +26,8 @@ import pytest
 import wrap_datasets as wd
 
 from faultline_app import faultline_cli as commands
-from faultline_eval.tasks import base_task
 from faultline_eval.tasks.local_data import LocalDataError, local_dataset
+from sceval_plugin import base_task
 from sceval_plugin.sceval_trial import WrappedTrial
 
 LIMIT = 4

@@ -23,7 +23,7 @@ import pytest
 from test_lmms_cli import lmms_eval
 
 from faultline_eval.core.stats import resample_weights
-from faultline_eval.tasks.base_task import BaseTaskError, aggregate, base_config, metric_specs
+from sceval_plugin.base_task import BaseTaskError, aggregate, base_config, metric_specs
 from sceval_plugin.metrics.task_metrics import aggregate_drops, mean_score_drops
 from sceval_plugin.report import build_report
 from sceval_plugin.report.task_metric_section import UNWRAPPED

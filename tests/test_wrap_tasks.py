@@ -1,6 +1,6 @@
 """Wrapping any lmms-eval task with SCEval conditions (issue 27; docs/design/wrap-any-task.md).
 
-Base-task access (``tasks/base_task.py``), the wrapped trial (``sceval_plugin.sceval_trial.WrappedTrial``), the
+Base-task access (``sceval_plugin/base_task.py``), the wrapped trial (``sceval_plugin.sceval_trial.WrappedTrial``), the
 task adapters, the generated names/YAMLs/manifest, and the wrapped callables on the local copies
 of ``tests/wrap_datasets.py``. Each test takes seconds; the lmms-eval CLI one is marked slow.
 """
@@ -23,8 +23,8 @@ from faultline_eval.core.registry import PluginError
 from faultline_eval.core.trial import SCHEMA_VERSION, Trial, json_schema
 from faultline_eval.model_wrappers import lmms_plugin
 from faultline_eval.model_wrappers.local_reply_store import store_key
-from faultline_eval.tasks import base_task, wrap_configs, wrapped_task
-from sceval_plugin import task_adapters
+from faultline_eval.tasks import wrap_configs, wrapped_task
+from sceval_plugin import base_task, task_adapters
 from sceval_plugin.conditions import catalogue
 from sceval_plugin.eval_prompts import GENERIC_INSTRUCTION
 from sceval_plugin.sceval_trial import WrappedTrial

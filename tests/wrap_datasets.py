@@ -43,8 +43,8 @@ import numpy as np
 
 from faultline_eval.core.demo_media import COLOURS, HIGH_HZ, LOW_HZ, tone_events
 from faultline_eval.core.media import SAMPLE_RATE, resample_audio, write_audio, write_image
-from faultline_eval.tasks.base_task import aggregate, base_yaml_path, metric_specs
 from faultline_eval.tasks.wrapped_task import decoded_audio  # noqa: F401 (re-exported: the one copy is the product's)
+from sceval_plugin.base_task import aggregate, base_yaml_path, metric_specs
 
 base_yaml = base_yaml_path  # older name, kept for callers of this module
 

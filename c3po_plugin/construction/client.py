@@ -41,11 +41,11 @@ from c3po_plugin.construction import settings as build_settings
 from c3po_plugin.construction.model_specs import parse_spec, spec_arguments
 from c3po_plugin.construction.stage_prompts import PROMPT_VERSION
 from c3po_plugin.data.records import C3POItem, check_media
+from faultline_eval.core.registry import did_you_mean
 from faultline_eval.core.request_lifecycle import Reply, RequestLifecycle, Usage
 from faultline_eval.core.store import ReplyStore, request_key
 from faultline_eval.model_wrappers.gemini_client import GeminiClient, message_parts
 from faultline_eval.model_wrappers.lmms_judge import generate, load_model
-from faultline_eval.model_wrappers.model_args import named_with_close_matches
 
 #: Reply failures a resumed run asks again (recorded ``failed``); others are the content's fault.
 RETRYABLE = ("api_failure", "media_unavailable")
@@ -168,7 +168,8 @@ class GeminiBuildClient(BuildClient):
         super().__init__(build_dir, stage, **settings)
         unknown = sorted(set(args) - set(GEMINI_ARGS))
         if unknown:
-            named = ", ".join(named_with_close_matches(unknown, GEMINI_ARGS, options=()))  # no lmms-eval here
+            hints = ((name, did_you_mean(name, GEMINI_ARGS)) for name in unknown)
+            named = ", ".join(f"{name!r}" + (f" ({hint})" if hint else "") for name, hint in hints)
             raise ValueError(f"gemini model spec: unknown argument(s) {named}; use {', '.join(GEMINI_ARGS)}")
         model = args.pop("model_version")
         numbers = {k: float(v) for k, v in args.items() if k != "base_url"}

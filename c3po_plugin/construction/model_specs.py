@@ -7,7 +7,7 @@ Shared by the stage clients (:mod:`.client`, which connect to the model) and the
 
 from __future__ import annotations
 
-from faultline_eval.model_wrappers.lmms_judge import ID_ARGS
+from faultline_eval.core.run_logs import CHECKPOINT_ARGS
 
 
 def parse_spec(spec: str) -> tuple[str, str, str]:
@@ -27,7 +27,7 @@ def _named_model(spec: str) -> tuple[str, str, str]:
         key, equals, value = part.partition("=")
         if equals and value.strip():
             named[key.strip()] = value.strip()
-    return backend, model, next((named[k] for k in ID_ARGS if k in named), "") if backend == "lmms" else ""
+    return backend, model, next((named[k] for k in CHECKPOINT_ARGS if k in named), "") if backend == "lmms" else ""
 
 
 def model_label(spec: str) -> str:

@@ -16,7 +16,7 @@ import pandas as pd
 from faultline_eval.core.figures import Figure, grid, pyplot, save
 from faultline_eval.core.report_writer import Report, Section, write_report
 from faultline_eval.core.tables import Table, TrialLinks, json_records, pp, trial_links, trials_in
-from faultline_eval.tasks.base_task import aggregate
+from sceval_plugin.base_task import aggregate
 from sceval_plugin.metrics.modality_audit import (
     SHARE_COLUMNS,
     answerable_items,

@@ -37,7 +37,7 @@ from faultline_eval.core.figures import Figure
 from faultline_eval.core.report_writer import Section
 from faultline_eval.core.stats import percentile_interval, resample_weights
 from faultline_eval.core.tables import Table, TrialLinks, json_records, trial_links, trials_in
-from faultline_eval.tasks.base_task import MetricSpec, aggregate, metric_specs
+from sceval_plugin.base_task import MetricSpec, aggregate, metric_specs
 from sceval_plugin.conditions import BLOCKS
 from sceval_plugin.metrics.protocol import ConditionInfo, Numbers, catalogue_info
 from sceval_plugin.metrics.task_metrics import aggregate_drops, drop_sign, mean_factor, mean_score_drops
@@ -134,7 +134,7 @@ def metric_rows(
 ) -> tuple[pd.DataFrame, list[str]]:
     """One row per (base task, model, metric, condition): value (mean/worst variant), drop
     (mean/worst) with its interval, coverage; and notes. ``specs``/``aggregate_of`` give the base
-    task's metrics and aggregation (Contract B, :mod:`faultline_eval.tasks.base_task`)."""
+    task's metrics and aggregation (Contract B, :mod:`sceval_plugin.base_task`)."""
     aggregate_of = aggregate_of or (lambda task, metric: functools.partial(aggregate, task, metric))
     values, trials = runs.values, runs.trials
     rows, notes = [], []
