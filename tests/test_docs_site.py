@@ -112,7 +112,8 @@ def test_lmms_eval_parsers_are_built_without_side_effects():
     lmms, ours = parsers["lmms-eval"], parsers["faultline-eval"]
     assert parsers["faultline eval"] is ours
     assert {"--model", "--tasks", "--model_args", "--output_path", "--log_samples"} <= cli_walk.flags(lmms)
-    assert cli_walk.flags(ours) == cli_walk.flags(lmms) | {"--max-failure-rate"}
+    own = {"--max-failure-rate", "--budget", "--precision", "--round-size", "--order-seed", "--complete"}
+    assert cli_walk.flags(ours) == cli_walk.flags(lmms) | own
     assert cli_walk.hidden_flags(ours) == {"--max_failure_rate"}
     args = ours.parse_args(["--model", "sceval_reference", "--tasks", "sceval_panel", "--max-failure-rate", "0.5"])
     assert (args.model, args.max_failure_rate) == ("sceval_reference", 0.5)
