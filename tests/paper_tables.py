@@ -2,7 +2,7 @@
 fixtures the report tests compare against: Tables 5 and 6, read from the one transcription,
 sceval_plugin/data/published/sceval_v1.json. Values are mean-variant accuracies in percent."""
 
-from sceval_plugin.data.published import published_rows
+from sceval_plugin.data.sceval_published import published_rows
 
 _ROWS = published_rows()
 _MODELS = {"qwen3.5-omni-plus": "Qwen3.5-Omni-Plus", "gemini-3-flash": "Gemini 3 Flash"}

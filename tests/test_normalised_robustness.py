@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from sceval_plugin.data.published import published_rows
+from sceval_plugin.data.sceval_published import published_rows
 from sceval_plugin.metrics.normalised import (
     RobustnessReference,
     corruption_errors,

@@ -6,9 +6,9 @@ from statistics import mean
 
 import pytest
 
-from c3po_plugin.data.published import published_rows as c3po_rows
+from c3po_plugin.data.c3po_published import published_rows as c3po_rows
 from faultline_eval.core.published import load_published
-from sceval_plugin.data.published import published_rows as sceval_rows
+from sceval_plugin.data.sceval_published import published_rows as sceval_rows
 
 SCEVAL = sceval_rows()
 C3PO = c3po_rows()

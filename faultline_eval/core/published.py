@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any, Protocol
 
 FORMAT = "faultline.published"
 FORMAT_VERSION = 1
@@ -40,7 +40,7 @@ class PublishedTables:
     benchmark: str
     version: str
     paper_id: str
-    tables: dict[str, dict]
+    tables: dict[str, dict[str, Any]]
     values: tuple[PublishedValue, ...] = field(repr=False)
     #: Operator -> modality, in the paper's column order (benchmarks with corruption operators).
     operators: dict[str, str] = field(default_factory=dict)
@@ -69,7 +69,25 @@ class PublishedTables:
         )
 
 
-def load_published(path: Path | Traversable) -> PublishedTables:
+class _Readable(Protocol):
+    """A file path or a package resource (importlib.resources' Traversable)."""
+
+    def read_text(self, encoding: str | None = None) -> str: ...
+
+    def is_file(self) -> bool: ...
+
+    def __truediv__(self, child: str) -> _Readable: ...
+
+
+def load_packaged(data_folder: _Readable, version: str) -> PublishedTables:
+    """``<data_folder>/published/<version>.json``: a benchmark's data folder (``files(__package__)``)."""
+    path = data_folder / "published" / f"{version}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"no published-rows file {version}.json in {data_folder}/published/")
+    return load_published(path)
+
+
+def load_published(path: Path | _Readable) -> PublishedTables:
     """Read one published-rows file; a file of another format or version is refused by name."""
     doc = json.loads(path.read_text(encoding="utf-8"))
     if doc.get("format") != FORMAT or doc.get("format_version") != FORMAT_VERSION:

@@ -36,6 +36,7 @@ from sceval_plugin.report import no_option_section as no_option
 from sceval_plugin.report import probe_section as probes
 from sceval_plugin.report import protocol_section as protocol
 from sceval_plugin.report.audit_section import audit_section
+from sceval_plugin.report.published_section import published_section
 from sceval_plugin.report.reader import SAMPLES_GLOB, ReportError, read_runs
 from sceval_plugin.report.task_metric_section import task_metric_section, wrapped_head
 from sceval_plugin.report.wrapped_reader import read_wrapped_runs, wrapped_sample_files
@@ -311,6 +312,7 @@ def build_report(
             _left_out_section(left_out, strict=strict),
             protocol.figures_section(numbers, info, ops, drawn=figures),
             protocol.tables_section(numbers, info, ops, delta_single),
+            published_section(numbers, trials, info),
             diagnostics_part.result(),
             probes_part.result(),
             no_option_part.result(),
