@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from sceval_plugin.metrics.protocol import catalogue_info
 from sceval_plugin.report.published_section import published_section
@@ -45,3 +46,22 @@ def test_ranks_among_table_2_with_intervals_and_the_subset_warning():
 def test_the_full_item_set_has_no_subset_warning():
     section = published_section(_numbers(273), pd.DataFrame({"prompt_id": ["sceval-json-v1"]}), INFO)
     assert not any("indicative" in note for note in section.notes)
+
+
+def test_the_reference_can_be_a_run_or_a_published_row_and_an_unknown_name_is_refused():
+    trials = pd.DataFrame({"prompt_id": ["sceval-json-v1"]})
+    section = published_section(_numbers(30), trials, INFO, reference="m")
+    means = {t.name: t for t in section.tables}["normalised_robustness"].raw.set_index("modality")
+    assert (
+        means.loc["overall", "mce"] == 100.0
+        and section.numbers["normalised_robustness"]["reference"] == "m (a run of this report)"
+    )
+    gpt = published_section(_numbers(30), trials, INFO, reference="GPT-4o")
+    assert gpt.numbers["normalised_robustness"]["reference"] == "GPT-4o (sceval_v1 Table 2)"
+    # noise@70 only (Table 2 is severity 70): error 30 against GPT-4o's 100 - 73.93 = 26.07.
+    per_op = {t.name: t for t in gpt.tables}["normalised_robustness_operators"].raw.set_index("operator")
+    assert per_op.loc["noise", "ce"] == pytest.approx(100 * 30 / 26.07) and per_op.loc["noise", "not_in_reference"] == [
+        30
+    ]
+    with pytest.raises(ValueError, match="'GPT-5' is neither a model of these runs"):
+        published_section(_numbers(30), trials, INFO, reference="GPT-5")

@@ -14,13 +14,20 @@ from faultline_eval.core.report_writer import Section
 from faultline_eval.core.tables import Table, json_records
 from sceval_plugin.data.sceval_published import published_rows
 from sceval_plugin.eval_prompts import STANDARD
-from sceval_plugin.metrics.normalised import corruption_errors, mean_corruption_errors, reference_from_published
+from sceval_plugin.metrics.normalised import (
+    RobustnessReference,
+    corruption_errors,
+    mean_corruption_errors,
+    reference_from_published,
+)
 from sceval_plugin.metrics.protocol import ConditionInfo, Numbers
 
 #: The paper's base set: N = 273 human-verified examples (Table 1).
 PAPER_ITEMS = 273
-#: The default reference of the normalised scores: the one published row with every severity (Table 6).
-DEFAULT_REFERENCE = ("Gemini 3 Flash", "6")
+#: The default reference of the normalised scores: a published row with every severity (Table 6).
+DEFAULT_REFERENCE = "Gemini 3 Flash"
+#: The source of a reference taken from the report's own runs.
+RUN_SOURCE = "a run of this report"
 
 
 def _rank(value: float, published: list[float], higher_is_better: bool) -> int:
@@ -101,19 +108,39 @@ def placements(numbers: Numbers, info: dict[str, ConditionInfo], rows: Published
     return pd.DataFrame(out)
 
 
-def normalised_robustness(
-    numbers: Numbers, info: dict[str, ConditionInfo], rows: PublishedTables, reference=DEFAULT_REFERENCE
-):
-    """Per model and operator the CE and relative CE against the reference, and their means."""
-    ref = reference_from_published(rows, *reference)
-    s = numbers.summary.set_index(["model", "condition_id"])["accuracy"]
+def _single_cells(s: pd.Series, model: str, info: dict[str, ConditionInfo]) -> dict[tuple[str, int], float]:
+    """(operator, severity) -> accuracy (%) of the model's single cells."""
     singles = {cid: c.corruptions[0] for cid, c in info.items() if c.block == "single"}
+    return {(op, sev): 100 * s[(model, cid)] for cid, (_, op, sev) in singles.items() if (model, cid) in s.index}
+
+
+def reference_named(
+    name: str, numbers: Numbers, info: dict[str, ConditionInfo], rows: PublishedTables
+) -> RobustnessReference:
+    """A model of these runs, else a published row (Table 6's full grid before Table 2's severity 70)."""
+    s = numbers.summary.set_index(["model", "condition_id"])["accuracy"]
+    if (name, "clean") in s.index:
+        return RobustnessReference(name, RUN_SOURCE, 100 * s[(name, "clean")], _single_cells(s, name, info))
+    for table in ("6", "2"):
+        if name in rows.models(table):
+            return reference_from_published(rows, name, table)
+    runs = sorted(map(str, numbers.summary["model"].unique()))
+    raise ValueError(
+        f"--robustness-reference {name!r} is neither a model of these runs ({', '.join(runs)}) nor a published "
+        f"row of {rows.version} ({', '.join(rows.models('2'))})"
+    )
+
+
+def normalised_robustness(
+    numbers: Numbers, info: dict[str, ConditionInfo], rows: PublishedTables, reference: str = DEFAULT_REFERENCE
+) -> tuple[RobustnessReference, pd.DataFrame, pd.DataFrame]:
+    """Per model and operator the CE and relative CE against the reference, and their means."""
+    ref = reference_named(reference, numbers, info, rows)
+    s = numbers.summary.set_index(["model", "condition_id"])["accuracy"]
     per_op, means = [], []
     for model in numbers.summary["model"].unique():
-        if (model, "clean") not in s.index:
-            continue
-        cells = {(op, sev): 100 * s[(model, cid)] for cid, (_, op, sev) in singles.items() if (model, cid) in s.index}
-        if not cells:
+        cells = _single_cells(s, model, info)
+        if (model, "clean") not in s.index or not cells:
             continue
         ops = corruption_errors(100 * s[(model, "clean")], cells, ref, rows.operators).assign(model=model)
         per_op.append(ops)
@@ -148,7 +175,9 @@ def _interval(lo: float, hi: float) -> str:
     return "" if not np.isfinite(lo) else f" [{lo:.1f}, {hi:.1f}]"
 
 
-def published_section(numbers: Numbers, trials: pd.DataFrame, info: dict[str, ConditionInfo]) -> Section:
+def published_section(
+    numbers: Numbers, trials: pd.DataFrame, info: dict[str, ConditionInfo], reference: str = DEFAULT_REFERENCE
+) -> Section:
     rows = published_rows()
     placed = placements(numbers, info, rows)
     if placed.empty:
@@ -192,7 +221,7 @@ def published_section(numbers: Numbers, trials: pd.DataFrame, info: dict[str, Co
     numbers_out = {
         "published_comparison": {"version": rows.version, "differences": differs, "rows": json_records(placed)}
     }
-    ref, per_op, means = normalised_robustness(numbers, info, rows)
+    ref, per_op, means = normalised_robustness(numbers, info, rows, reference)
     if not means.empty:
         shown_means = means.pivot(index="model", columns="modality", values=["mce", "relative_mce"])
         shown_means.columns = [f"{'mCE' if q == 'mce' else 'relative mCE'} {m}" for q, m in shown_means.columns]
@@ -203,7 +232,7 @@ def published_section(numbers: Numbers, trials: pd.DataFrame, info: dict[str, Co
                 f"Normalised robustness (ImageNet-C): per operator, the model's error (100 - accuracy) summed over the "
                 f"severities it ran, divided by the reference's on the same cells (CE, %), and the relative CE that first "
                 f"subtracts each model's clean error; mean over operators per modality and overall. 100 = as robust as the "
-                f"reference, {ref.label} ({PUBLISHED_MARK}); above 100 is worse. Per operator: normalised_robustness_operators.csv.",
+                f"reference, {ref.label}{'' if ref.source == RUN_SOURCE else f' ({PUBLISHED_MARK})'}; above 100 is worse. Per operator: normalised_robustness_operators.csv.",
                 shown_means,
                 means,
                 question="How robust is each model relative to a fixed reference model (mCE, relative mCE)?",
