@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from c3po_plugin.mechanistic import cli as probe_cli
-from faultline_app import viewer
+from faultline_app import share, viewer
 from faultline_app.eval_cli import main as evaluate
 from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.offline import use_offline_defaults
@@ -24,7 +24,7 @@ from faultline_eval.model_wrappers.tiny_checkpoints import BUILDERS as TINY_CHEC
 from sceval_plugin.audit_options import add_audit_options, audit_options
 
 # subcommand -> module with add_parser(sub); `eval` is forwarded whole to faultline-eval.
-COMMANDS = {"probe": probe_cli, "view": viewer}
+COMMANDS = {"probe": probe_cli, "view": viewer, "export": share}
 
 
 def add_audit_parser(sub) -> None:

@@ -49,6 +49,7 @@ from sceval_plugin.data.records import check_media
 from sceval_plugin.data.sources import load_source, media_paths
 from sceval_plugin.demo_sample import make_demo_sample
 from sceval_plugin.operators import SEVERITIES
+from sceval_plugin.report.published_section import DEFAULT_REFERENCE
 from sceval_plugin.sceval_environment import SCEVAL_WRAPPED_MEDIA_GB
 from sceval_plugin.smoke import run_smoke, verdict
 
@@ -273,6 +274,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         cohort=args.cohort,
         strict=args.strict,
         audit=audit_options(args),
+        robustness_reference=args.robustness_reference,
     )
     for note in done["notes"]:
         print(f"note: {note}", file=sys.stderr)
@@ -499,6 +501,13 @@ def build_parser() -> argparse.ArgumentParser:
         "cells (manifest: interpretable, original gold not preserved) with clean, or all",
     )
     report.add_argument("--no-model-pairs", action="store_true", help="skip model-vs-model comparisons")
+    report.add_argument(
+        "--robustness-reference",
+        metavar="MODEL",
+        default=DEFAULT_REFERENCE,
+        help="the model normalised_robustness divides by (mCE = 100 for it): a model of the runs, or a "
+        "published row of the paper (Table 6's, else Table 2's; default %(default)s)",
+    )
     report.add_argument(
         "--no-figures",
         action="store_true",

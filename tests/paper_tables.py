@@ -1,70 +1,33 @@
-"""The SCEval paper's own numbers (arXiv 2608.29278), as fixtures: Tables 5 and 6 for the two
-canonical deep-dive models. Values are mean-variant accuracies in percent."""
+"""The SCEval paper's own numbers (arXiv 2608.29278) for the two canonical deep-dive models, as the
+fixtures the report tests compare against: Tables 5 and 6, read from the one transcription,
+sceval_plugin/data/published/sceval_v1.json. Values are mean-variant accuracies in percent."""
 
-#: Table 6: single-modality accuracy (%) at severities 10/30/50/70.
-QWEN_SINGLES = {
-    "typo_ocr": (72.91, 72.93, 71.16, 69.60),
-    "drop_words": (71.57, 72.21, 67.20, 64.10),
-    "word_shuffle": (71.58, 69.04, 65.63, 65.20),
-    "sentence_break": (74.33, 72.54, 71.27, 69.60),
-    "noise": (73.62, 72.32, 71.91, 70.37),
-    "occlusion": (72.99, 71.31, 70.29, 70.49),
-    "low_resolution": (73.21, 73.47, 72.55, 71.79),
-    "motion_blur": (72.56, 72.80, 72.44, 71.02),
-    "defocus_blur": (73.25, 73.03, 72.97, 71.83),
-    "overexposure": (73.78, 72.78, 73.25, 71.65),
-    "brightness": (74.28, 73.45, 73.62, 73.68),
-    "remove": (71.53, 73.13, 73.21, 70.95),
-    "mute": (71.26, 71.92, 71.96, 69.72),
-    "distortion": (73.98, 73.31, 75.15, 75.00),
-}
-FLASH_SINGLES = {
-    "typo_ocr": (79.40, 75.40, 74.04, 71.06),
-    "drop_words": (81.85, 71.98, 71.60, 67.40),
-    "word_shuffle": (80.64, 77.37, 74.47, 70.33),
-    "sentence_break": (80.82, 78.03, 73.33, 72.89),
-    "noise": (78.72, 74.53, 71.84, 67.79),
-    "occlusion": (80.80, 80.68, 80.88, 80.33),
-    "low_resolution": (81.57, 80.42, 80.54, 80.97),
-    "motion_blur": (81.85, 80.23, 77.34, 77.59),
-    "defocus_blur": (81.34, 80.32, 79.67, 78.95),
-    "overexposure": (79.50, 81.09, 80.13, 79.37),
-    "brightness": (80.07, 80.77, 80.36, 80.30),
-    "remove": (80.45, 76.64, 75.79, 74.30),
-    "mute": (80.31, 76.10, 74.25, 73.24),
-    "distortion": (80.11, 80.42, 79.57, 79.17),
-}
+from sceval_plugin.data.sceval_published import published_rows
+
+_ROWS = published_rows()
+_MODELS = {"qwen3.5-omni-plus": "Qwen3.5-Omni-Plus", "gemini-3-flash": "Gemini 3 Flash"}
+_SEVERITIES = (10, 30, 50, 70)
+
+
+def _singles(model: str) -> dict[str, tuple[float, ...]]:
+    """Table 6: operator -> accuracy (%) at severities 10/30/50/70."""
+    row = _ROWS.row("6", model)
+    return {op: tuple(float(row[f"{op}@{s}"].value) for s in _SEVERITIES) for op in _ROWS.operators}
+
+
+QWEN_SINGLES = _singles("Qwen3.5-Omni-Plus")
+FLASH_SINGLES = _singles("Gemini 3 Flash")
+
+
+def _cells(column: str) -> tuple[tuple[str, int], ...]:
+    return tuple((op, int(sev)) for op, sev in (part.split("@") for part in column.split("+")))
+
+
 #: Table 5: joint cells ((operator, severity), ...) -> accuracy (%) of Gemini 3 Flash and Qwen3.5-Omni-Plus.
 JOINT = [
-    ((("drop_words", 30), ("noise", 30)), 71.55, 67.96),
-    ((("drop_words", 30), ("noise", 70)), 70.14, 63.01),
-    ((("drop_words", 70), ("noise", 30)), 72.50, 70.37),
-    ((("drop_words", 70), ("noise", 70)), 71.43, 65.88),
-    ((("drop_words", 70), ("occlusion", 30)), 76.74, 69.29),
-    ((("word_shuffle", 70), ("noise", 70)), 73.86, 72.69),
-    ((("drop_words", 30), ("mute", 30)), 74.03, 69.80),
-    ((("drop_words", 30), ("mute", 50)), 75.16, 74.05),
-    ((("drop_words", 70), ("mute", 30)), 75.32, 70.00),
-    ((("drop_words", 70), ("mute", 50)), 82.26, 75.19),
-    ((("drop_words", 70), ("remove", 50)), 78.95, 74.26),
-    ((("word_shuffle", 70), ("mute", 50)), 78.70, 67.26),
-    ((("noise", 30), ("mute", 30)), 80.45, 78.07),
-    ((("noise", 30), ("mute", 50)), 75.91, 76.32),
-    ((("noise", 70), ("mute", 30)), 77.03, 71.96),
-    ((("noise", 70), ("mute", 50)), 77.58, 74.12),
-    ((("noise", 70), ("remove", 50)), 77.64, 73.63),
-    ((("occlusion", 30), ("mute", 50)), 85.19, 71.60),
-    ((("drop_words", 30), ("noise", 30), ("mute", 30)), 76.47, 68.82),
-    ((("drop_words", 30), ("noise", 30), ("mute", 50)), 81.82, 67.35),
-    ((("drop_words", 30), ("noise", 70), ("mute", 30)), 78.21, 64.08),
-    ((("drop_words", 30), ("noise", 70), ("mute", 50)), 77.60, 67.03),
-    ((("drop_words", 70), ("noise", 30), ("mute", 30)), 72.81, 67.88),
-    ((("drop_words", 70), ("noise", 30), ("mute", 50)), 77.55, 69.70),
-    ((("drop_words", 70), ("noise", 70), ("mute", 30)), 75.48, 63.86),
-    ((("drop_words", 70), ("noise", 70), ("mute", 50)), 74.02, 65.38),
-    ((("drop_words", 70), ("noise", 70), ("remove", 50)), 81.68, 66.84),
-    ((("drop_words", 70), ("occlusion", 30), ("mute", 50)), 80.95, 70.33),
-    ((("word_shuffle", 70), ("noise", 70), ("mute", 50)), 79.56, 64.48),
+    (_cells(column), float(flash.value), float(_ROWS.value("5", "Qwen3.5-Omni-Plus", column).value))
+    for column, flash in _ROWS.row("5", "Gemini 3 Flash").items()
+    if column != "clean"
 ]
 #: Clean accuracy (%) of each model (Table 5's clean row).
-CLEAN = {"gemini-3-flash": 80.95, "qwen3.5-omni-plus": 73.63}
+CLEAN = {key: float(_ROWS.value("5", model, "clean").value) for key, model in _MODELS.items()}

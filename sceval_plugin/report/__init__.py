@@ -36,6 +36,7 @@ from sceval_plugin.report import no_option_section as no_option
 from sceval_plugin.report import probe_section as probes
 from sceval_plugin.report import protocol_section as protocol
 from sceval_plugin.report.audit_section import audit_section
+from sceval_plugin.report.published_section import DEFAULT_REFERENCE, published_section
 from sceval_plugin.report.reader import SAMPLES_GLOB, ReportError, read_runs
 from sceval_plugin.report.task_metric_section import task_metric_section, wrapped_head
 from sceval_plugin.report.wrapped_reader import read_wrapped_runs, wrapped_sample_files
@@ -232,6 +233,7 @@ def build_report(
     cohort: str = "gold_preserved",
     strict: bool = False,
     audit: Mapping[str, Any] | None = None,
+    robustness_reference: str = DEFAULT_REFERENCE,
 ) -> dict[str, Any]:
     """Read ``run_dirs``, compute, write everything under ``out``; returns a summary of what was written.
     Works on any subset of the catalogue: what the logs do not allow is listed in ``notes`` (and
@@ -242,7 +244,9 @@ def build_report(
     the catalogue does not know) are left out of every table, named in the notes and in
     report.json's ``left_out`` (:func:`~sceval_plugin.metrics.protocol.leave_out_incomparable`);
     ``strict`` refuses such logs instead. ``audit``: the wrapped runs' audit reading
-    (``answerable_at``, ``per_pair``; :func:`~sceval_plugin.report.audit_section.audit_section`)."""
+    (``answerable_at``, ``per_pair``; :func:`~sceval_plugin.report.audit_section.audit_section`).
+    ``robustness_reference``: the model the normalised scores divide by (a model of the runs or a
+    published row; :mod:`sceval_plugin.report.published_section`)."""
     start = time.perf_counter()
     wrapped = bool(wrapped_sample_files(run_dirs))
     if wrapped and not _has_sceval_logs(run_dirs):
@@ -311,6 +315,7 @@ def build_report(
             _left_out_section(left_out, strict=strict),
             protocol.figures_section(numbers, info, ops, drawn=figures),
             protocol.tables_section(numbers, info, ops, delta_single),
+            published_section(numbers, trials, info, robustness_reference),
             diagnostics_part.result(),
             probes_part.result(),
             no_option_part.result(),

@@ -1,0 +1,14 @@
+"""SCEVAL's published per-model rows: the paper's tables as data (faultline_eval.core.published)."""
+
+from functools import cache
+from importlib.resources import files
+
+from faultline_eval.core.published import PublishedTables, load_packaged
+
+#: The transcription reports pin their comparisons to; a corrected transcription gets a new version.
+PUBLISHED_VERSION = "sceval_v1"
+
+
+@cache
+def published_rows(version: str = PUBLISHED_VERSION) -> PublishedTables:
+    return load_packaged(files(__package__), version)
