@@ -10,6 +10,7 @@ import argparse
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ def tone_events(seconds: float, events: list[tuple[float, float, float]]) -> np.
     return wave.astype(np.float32)
 
 
-def write_items(out: Path, rows: Iterable[dict]) -> Path:
+def write_items(out: Path, rows: Iterable[dict[str, Any]]) -> Path:
     """``out/items.jsonl``: one demo row a line, keys sorted (byte-stable across runs)."""
     items = out / "items.jsonl"
     items.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
