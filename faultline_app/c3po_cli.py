@@ -31,7 +31,6 @@ from c3po_plugin.data.sources import load_source, media_paths
 from c3po_plugin.templates import registry
 from faultline_app.viewer import add_html_arguments, check_html_arguments, write_report_site
 from faultline_eval.core.intake import check_command
-from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.preflight import (
     FILE_TO_WRITE,
     FOLDER_TO_WRITE,
@@ -41,7 +40,7 @@ from faultline_eval.core.preflight import (
     PathRule,
     path_rules,
 )
-from faultline_eval.core.run_status import add_failure_rate_argument, run_command
+from faultline_eval.core.run_status import add_failure_rate_argument, command_main
 from faultline_eval.judges import make_judge
 from faultline_eval.tasks.c3po_configs import out_of_date, write_task_files
 
@@ -460,13 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-
-    use_offline_defaults()
-
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    check_html_arguments(parser, args)
-    return run_command("c3po", args, parser)
+    return command_main("c3po", build_parser, argv, check_html_arguments)
 
 
 if __name__ == "__main__":

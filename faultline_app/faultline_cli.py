@@ -17,9 +17,8 @@ from c3po_plugin.mechanistic import cli as probe_cli
 from faultline_app import share, viewer
 from faultline_app.eval_cli import main as evaluate
 from faultline_eval.core.flag_spellings import add_argument
-from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.preflight import FOLDER_TO_WRITE, RUN_FOLDER, check_existing_path, path_rules
-from faultline_eval.core.run_status import run_command
+from faultline_eval.core.run_status import command_main
 from faultline_eval.model_wrappers.tiny_checkpoints import BUILDERS as TINY_CHECKPOINTS
 from sceval_plugin.audit_options import add_audit_options, audit_options
 
@@ -131,9 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["eval"]:
         return evaluate(argv[1:])
-    use_offline_defaults()
-    parser = build_parser()
-    return run_command("faultline", parser.parse_args(argv), parser)
+    return command_main("faultline", build_parser, argv)
 
 
 def add_wrap_parser(sub) -> None:

@@ -25,7 +25,6 @@ from faultline_app.viewer import add_html_arguments, check_html_arguments, write
 from faultline_eval.core import decode_cache, media
 from faultline_eval.core.flag_spellings import add_argument
 from faultline_eval.core.intake import check_command, read_text
-from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.preflight import (
     FOLDER_TO_WRITE,
     INPUT_FILE,
@@ -34,7 +33,7 @@ from faultline_eval.core.preflight import (
     PathRule,
     path_rules,
 )
-from faultline_eval.core.run_status import run_command
+from faultline_eval.core.run_status import command_main
 from faultline_eval.core.settings import SCEVAL_DECODE_CACHE_GB
 from faultline_eval.model_wrappers.openai_client import FRAMES_AS, mm_counts
 from faultline_eval.tasks import wrapped_media
@@ -652,12 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    use_offline_defaults()
-
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    check_html_arguments(parser, args)
-    return run_command("sceval", args, parser)
+    return command_main("sceval", build_parser, argv, check_html_arguments)
 
 
 if __name__ == "__main__":

@@ -280,19 +280,17 @@ PROMPT_BASES = [
 PROMPT_ROBUSTNESS_VARIANTS = ("cot", "open")
 
 
+def variant(base: Condition, cid: str, block: str, description: str, **change: Any) -> Condition:
+    """``base`` with one thing changed, as condition ``cid`` of ``block``: it stays out of the suites,
+    roles and aliases of the grid and names ``base`` as the cell it is compared with."""
+    return replace(
+        base, id=cid, block=block, suites=(), role="", aliases=(), base=base.id, description=description, **change
+    )
+
+
 def prompt_variant(base: Condition, prompt: str) -> Condition:
     """``base`` under another prompt: condition ``prompt_<prompt>_<base id>`` of the prompt block."""
-    return replace(
-        base,
-        id=f"prompt_{prompt}_{base.id}",
-        block="prompt",
-        prompt=prompt,
-        suites=(),
-        role="",
-        aliases=(),
-        base=base.id,
-        description=f"{PROMPT_VARIANTS[prompt].id} prompt",
-    )
+    return variant(base, f"prompt_{prompt}_{base.id}", "prompt", f"{PROMPT_VARIANTS[prompt].id} prompt", prompt=prompt)
 
 
 @hookimpl
@@ -312,19 +310,8 @@ def sceval_register_conditions(registry: ConditionRegistry) -> None:
     for base_id in OPTION_ORDER_BASES:
         base = registry.get(base_id)
         for order in range(4):
-            registry.add(
-                replace(
-                    base,
-                    id=f"order{order}_{base_id}",
-                    block="option_order",
-                    option_order=order,
-                    suites=(),
-                    role="",
-                    aliases=(),
-                    base=base_id,
-                    description=f"options cyclically shifted by {order}",
-                )
-            )
+            shifted = f"options cyclically shifted by {order}"
+            registry.add(variant(base, f"order{order}_{base_id}", "option_order", shifted, option_order=order))
     for base_id in PROMPT_BASES:
         for prompt in PROMPT_ROBUSTNESS_VARIANTS:
             registry.add(prompt_variant(registry.get(base_id), prompt))

@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from faultline_eval.judges import grade, make_judge, open_cache
 from faultline_eval.judges.base import CORRECT, JudgeRequest
-from sceval_plugin.conditions import Condition, ConditionRegistry
+from sceval_plugin.conditions import Condition, ConditionRegistry, variant
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.parsing import _FENCE, _json_objects
 from sceval_plugin.sceval_environment import SCEVAL_NO_OPTION_SCORER_1, SCEVAL_NO_OPTION_SCORER_2
@@ -70,20 +69,8 @@ def condition_id(base: str) -> str:
 @hookimpl
 def sceval_register_conditions(registry: ConditionRegistry) -> None:
     for base_id in NO_OPTION_BASES:
-        base = registry.get(base_id)
-        registry.add(
-            replace(
-                base,
-                id=condition_id(base_id),
-                block=BLOCK,
-                prompt="no_option",
-                suites=(),
-                role="",
-                aliases=(),
-                base=base_id,
-                description="options removed: the model writes a short answer and its evidence",
-            )
-        )
+        removed = "options removed: the model writes a short answer and its evidence"
+        registry.add(variant(registry.get(base_id), condition_id(base_id), BLOCK, removed, prompt="no_option"))
 
 
 def in_tag(condition: Condition) -> bool:

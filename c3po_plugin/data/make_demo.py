@@ -22,8 +22,6 @@ same byte for byte on every run with the same libraries (no global RNG, no ``has
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -33,7 +31,7 @@ import soundfile
 
 from c3po_plugin.templates import registry
 from faultline_eval.core import media
-from faultline_eval.core.demo_media import BEEP_HZ, COLOURS, HIGH_HZ, LOW_HZ, tone_events
+from faultline_eval.core.demo_media import BEEP_HZ, COLOURS, HIGH_HZ, LOW_HZ, demo_main, tone_events, write_items
 from faultline_eval.core.media import SAMPLE_RATE
 
 WIDTH, HEIGHT = 128, 96
@@ -758,15 +756,11 @@ def generate(out: Path) -> Path:
         row_["source"] = "c3po-demo"
         row_["hidden"] = {**item.get("hidden", {}), "license": LICENSE, "generator": "c3po_plugin.data.make_demo"}
         rows.append(row_)
-    items = out / "items.jsonl"
-    items.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
-    return items
+    return write_items(out, rows)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", type=Path)
-    print(f"wrote {generate(parser.parse_args().out)}")
+    demo_main(__doc__, generate)
 
 
 if __name__ == "__main__":

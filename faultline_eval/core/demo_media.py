@@ -6,11 +6,17 @@ these, so they are defined once.
 
 from __future__ import annotations
 
+import argparse
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 
 from faultline_eval.core.media import SAMPLE_RATE
 
-__all__ = ["COLOURS", "HIGH_HZ", "LOW_HZ", "BEEP_HZ", "tone_events"]
+__all__ = ["COLOURS", "HIGH_HZ", "LOW_HZ", "BEEP_HZ", "tone_events", "write_items", "demo_main"]
 
 
 COLOURS = {
@@ -35,3 +41,17 @@ def tone_events(seconds: float, events: list[tuple[float, float, float]]) -> np.
         edge = np.minimum(1.0, np.minimum(t[on] - start, start + length - t[on]) / 0.01)
         wave[on] += 0.45 * edge * np.sin(2 * np.pi * freq * (t[on] - start))
     return wave.astype(np.float32)
+
+
+def write_items(out: Path, rows: Iterable[dict[str, Any]]) -> Path:
+    """``out/items.jsonl``: one demo row a line, keys sorted (byte-stable across runs)."""
+    items = out / "items.jsonl"
+    items.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
+    return items
+
+
+def demo_main(doc: str, generate: Callable[[Path], Path]) -> None:
+    """A demo generator's command line: ``python -m <make_demo> OUT`` writes the set into OUT."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("out", type=Path)
+    print(f"wrote {generate(parser.parse_args().out)}")

@@ -26,11 +26,12 @@ import argparse
 import collections
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from faultline_eval.core.flag_spellings import add_argument
+from faultline_eval.core.offline import use_offline_defaults
 from faultline_eval.core.preflight import check_path_arguments
 from faultline_eval.core.settings import FAULTLINE_DEBUG
 
@@ -174,6 +175,23 @@ def records_of(sample_metrics: dict[Any, list[Any]]) -> list[dict[str, Any]]:
         if metric.endswith("_record") and values and isinstance(values[0], dict) and "invalid" in values[0]:
             return list(values)
     return []
+
+
+def command_main(
+    prog: str,
+    build_parser: Callable[[], argparse.ArgumentParser],
+    argv: Sequence[str] | None = None,
+    *checks: Callable[[argparse.ArgumentParser, argparse.Namespace], None],
+) -> int:
+    """A command line's ``main``: the offline defaults (no hub, no telemetry) before anything loads,
+    the parsed arguments through each of ``checks`` (``parser.error`` on a bad one), then
+    :func:`run_command`."""
+    use_offline_defaults()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for check in checks:
+        check(parser, args)
+    return run_command(prog, args, parser)
 
 
 def run_command(prog: str, args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:

@@ -21,15 +21,13 @@ every machine (PNG frames, 16-bit FLAC audio, one ``items.jsonl``).
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 import soundfile
 
 from faultline_eval.core import media
-from faultline_eval.core.demo_media import BEEP_HZ, COLOURS, HIGH_HZ, LOW_HZ, tone_events
+from faultline_eval.core.demo_media import BEEP_HZ, COLOURS, HIGH_HZ, LOW_HZ, demo_main, tone_events, write_items
 from faultline_eval.core.media import SAMPLE_RATE
 
 WIDTH, HEIGHT = 160, 120
@@ -180,15 +178,11 @@ def generate(out: Path) -> Path:
                     "hidden": {**item["hidden"], "license": LICENSE, "generator": "sceval_plugin.data.make_demo"},
                 }
             )
-    items = out / "items.jsonl"
-    items.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
-    return items
+    return write_items(out, rows)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", type=Path)
-    print(f"wrote {generate(parser.parse_args().out)}")
+    demo_main(__doc__, generate)
 
 
 if __name__ == "__main__":

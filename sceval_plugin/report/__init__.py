@@ -123,26 +123,10 @@ def _aside(work: Callable[[], T], *, worth_it: bool) -> Future[T]:
         pool.shutdown(wait=False)  # it ends when the work is done
 
 
-def _numbers(
-    trials: pd.DataFrame,
-    info: dict[str, ConditionInfo],
-    *,
-    b: int,
-    seed: int,
-    model_pairs: bool,
-    delta_single: str,
-    holm_families: str,
-) -> Numbers:
+def _numbers(trials: pd.DataFrame, info: dict[str, ConditionInfo], **options: Any) -> Numbers:
+    """:func:`compute` with ``options`` as given; bad input is a :class:`ReportError` (one line, exit 2)."""
     try:
-        return compute(
-            trials,
-            info,
-            b=b,
-            seed=seed,
-            model_pairs=model_pairs,
-            delta_single=delta_single,
-            holm_families=holm_families,
-        )
+        return compute(trials, info, **options)
     except ValueError as exc:
         raise ReportError(str(exc)) from exc
 
