@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from faultline_eval.judges import grade, make_judge, open_cache
 from faultline_eval.judges.base import CORRECT, JudgeRequest
-from sceval_plugin.conditions import Condition, ConditionRegistry, variant
+from sceval_plugin.conditions import OPTION_ORDER_BASES, Condition, ConditionRegistry, variant
 from sceval_plugin.hookspecs import hookimpl
 from sceval_plugin.parsing import _FENCE, _json_objects
 from sceval_plugin.sceval_environment import SCEVAL_NO_OPTION_SCORER_1, SCEVAL_NO_OPTION_SCORER_2
@@ -47,15 +47,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from sceval_plugin.data.records import OmniItem
 
 BLOCK = "no_option"  # one of sceval_plugin.conditions.BLOCKS
-#: Table 35's rows (drop_words@70, noise@70, TV t30/v70, TV t70/v70, TVA t30/v70/a30) and clean.
-NO_OPTION_BASES = (
-    "clean",
-    "single_drop_words_t70",
-    "single_noise_v70",
-    "bi_tv_drop_words_noise_t30_v70",
-    "bi_tv_drop_words_noise_t70_v70",
-    "tri_drop_words_noise_mute_t30_v70_a30",
-)
+#: Table 35's rows (drop_words@70, noise@70, TV t30/v70, TV t70/v70, TVA t30/v70/a30) and clean: the
+#: cells Table 33 runs under the four option orders, so one list serves both controls.
+NO_OPTION_BASES = tuple(OPTION_ORDER_BASES)
 TAG = "sceval_no_option"
 SCORER_SETTINGS = (SCEVAL_NO_OPTION_SCORER_1, SCEVAL_NO_OPTION_SCORER_2)
 SCORER_ENVS = tuple(setting.name for setting in SCORER_SETTINGS)
