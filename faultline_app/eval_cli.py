@@ -235,6 +235,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["eval"]:
         argv = argv[1:]
+    if {"-h", "--help"} & set(argv):  # our own options, then lmms-eval's help (it exits after printing)
+        print(
+            own_parser().format_help().replace("usage: faultline-eval", "usage: faultline-eval [lmms-eval's options]")
+        )
+        import lmms_eval.__main__ as lmms_main
+
+        saved_argv, sys.argv = sys.argv, ["faultline-eval", "--help"]
+        try:
+            lmms_main.cli_evaluate()
+        finally:
+            sys.argv = saved_argv
+        return 0
     options, argv = own_parser().parse_known_args(argv)
     if budgeted.wanted(options):  # rounds of this same command, each on the trials it chose
         try:

@@ -45,10 +45,10 @@ from sceval_plugin.conditions import catalogue
 from sceval_plugin.construction.cli import add_build_parser
 from sceval_plugin.contact_sheet import grid, probe_sheet
 from sceval_plugin.data.records import check_media
+from sceval_plugin.data.sceval_published import DEFAULT_REFERENCE
 from sceval_plugin.data.sources import load_source, media_paths
 from sceval_plugin.demo_sample import make_demo_sample
 from sceval_plugin.operators import SEVERITIES
-from sceval_plugin.report.published_section import DEFAULT_REFERENCE
 from sceval_plugin.sceval_environment import SCEVAL_WRAPPED_MEDIA_GB
 from sceval_plugin.smoke import run_smoke, verdict
 

@@ -242,6 +242,17 @@ def test_a_run_where_every_request_failed_exits_1_with_the_summary(tmp_path):
     assert totals["input_tokens"] == totals["output_tokens"] == 0  # an HTTP 400 reports no usage
 
 
+def test_faultline_eval_help_shows_its_own_options_then_lmms_evals(capsys):
+    """``--help`` is help, not a refused run (the checks before the first request wanted --model)."""
+    from faultline_app.eval_cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code in (0, None)
+    out = capsys.readouterr().out
+    assert out.index("--max-failure-rate") < out.index("--budget") < out.index("--model MODEL")
+
+
 def test_the_failure_rate_threshold_is_checked_before_anything_runs(tmp_path):
     bad = run(
         "faultline-eval",

@@ -12,7 +12,7 @@ import pandas as pd
 from faultline_eval.core.published import PUBLISHED_MARK, PublishedTables
 from faultline_eval.core.report_writer import Section
 from faultline_eval.core.tables import Table, json_records
-from sceval_plugin.data.sceval_published import published_rows
+from sceval_plugin.data.sceval_published import DEFAULT_REFERENCE, published_rows
 from sceval_plugin.eval_prompts import STANDARD
 from sceval_plugin.metrics.normalised import (
     RobustnessReference,
@@ -24,8 +24,6 @@ from sceval_plugin.metrics.protocol import ConditionInfo, Numbers
 
 #: The paper's base set: N = 273 human-verified examples (Table 1).
 PAPER_ITEMS = 273
-#: The default reference of the normalised scores: a published row with every severity (Table 6).
-DEFAULT_REFERENCE = "Gemini 3 Flash"
 #: The source of a reference taken from the report's own runs.
 RUN_SOURCE = "a run of this report"
 
