@@ -170,6 +170,18 @@ def _setup(*args) -> None:
         raise RuntimeError(f"sceval {' '.join(map(str, args))} failed")
 
 
+#: The sceval pipelines draw kill delays within this share of a warm uninterrupted run: a run that
+#: another process slows is still cut short, so the kills test resuming, not the machine's load.
+KILL_WINDOW = 0.6
+
+
+def _warm_seconds(*args, env: dict) -> float:
+    """The wall time of ``sceval ARGS`` once caches are warm (a first run warms them): the quicker of
+    two runs, so a moment of load on the machine does not stretch the kill window past the runs."""
+    _sceval(*args, env=env)
+    return min(_sceval(*args, env=env), _sceval(*args, env=env))
+
+
 def _sceval(*args, env: dict) -> float:
     """Run ``sceval ARGS`` to the end in a process of its own, started as the killed runs are (it must
     succeed); returns its wall time."""
@@ -233,15 +245,14 @@ def sceval_annotate_pipeline(kill_points: int, seed: int, workdir: Path) -> dict
     shutil.copytree(template, clean)
     shutil.copytree(template, killed)
     start = time.perf_counter()
-    _sceval("build", "annotate", "import", clean, "--pass", "full", env=env)  # the first run warms caches:
-    took = _sceval("build", "annotate", "import", clean, "--pass", "full", env=env)  # kills land within a warm one
+    took = _warm_seconds("build", "annotate", "import", clean, "--pass", "full", env=env)
     labels = "annotation/full/labels.jsonl"
     half = _half_written(clean / labels, killed / labels)
     log = faultkit.run_with_kills(
         [SCEVAL, "build", "annotate", "import", str(killed), "--pass", "full"],
         kill_points=kill_points,
         seed=seed,
-        window_s=(0.05, took),
+        window_s=(0.05, KILL_WINDOW * took),
         env=env,
         between=half,
         popen=provenance.Popen,
@@ -296,14 +307,13 @@ def sceval_publish_pipeline(kill_points: int, seed: int, workdir: Path) -> dict:
     shutil.copytree(template, clean)
     shutil.copytree(template, killed)
     start = time.perf_counter()
-    _sceval("build", "publish", clean, env=env)  # the first run warms caches: kills land within a warm one
-    took = _sceval("build", "publish", clean, env=env)
+    took = _warm_seconds("build", "publish", clean, env=env)
     half = _half_written(clean / "published", killed / "published")
     log = faultkit.run_with_kills(
         [SCEVAL, "build", "publish", str(killed)],
         kill_points=kill_points,
         seed=seed,
-        window_s=(0.05, took),
+        window_s=(0.05, KILL_WINDOW * took),
         env=env,
         between=half,
         popen=provenance.Popen,

@@ -21,6 +21,7 @@ import pandas as pd
 import yaml
 
 import faultline_eval
+from faultline_eval.core.preflight import FOLDER_TO_WRITE, path_rules
 from sceval_plugin.report.reader import read_runs
 
 RESULTS_FILE = Path(".eval_results") / "sceval.yaml"
@@ -109,10 +110,14 @@ def add_parser(sub) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    # RUN is checked by the command itself: a run without RUN/report/ is refused naming `sceval report`
     parser.add_argument(
         "run", type=Path, metavar="RUN", help="a finished SCEval run folder with its report in RUN/report/"
     )
-    parser.add_argument("-o", "--out", type=Path, default=None, help="where to write (default RUN/export/)")
+    path_rules(
+        parser.add_argument("-o", "--out", type=Path, default=None, help="where to write (default RUN/export/)"),
+        FOLDER_TO_WRITE,
+    )
     parser.add_argument(
         "--push",
         metavar="REPO",
