@@ -270,13 +270,13 @@ def _until_answered(
     cells: list[Cell],
     clean: dict[str, int],
     attempted: set[str],
+    outcomes: dict[str, dict[str, Any]],
     options: argparse.Namespace,
     number: int,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Run rounds from ``number`` on until every cell is resolved or the budget is spent (with
     ``--complete``: until every trial ran); returns the cells' summaries and the trials' outcomes."""
     while True:
-        outcomes = read_outcomes(rounds.folder)
         gone = {t for t in attempted if t not in outcomes}
         for cell in cells:
             cell.units = [u for u in cell.units if u not in gone]
@@ -292,6 +292,7 @@ def _until_answered(
         if not trials:
             return summaries, outcomes
         rounds.run(number, sorted({f"sceval_{t.split('/')[0]}" for t in trials}), trials)
+        outcomes = read_outcomes(rounds.folder)
         attempted.update(trials)
         number += 1
 
@@ -318,7 +319,7 @@ def run(options: argparse.Namespace, argv: Sequence[str], evaluate: Callable[[li
         raise BudgetError(f"{folder}: the clean round recorded no trial; check the source (SCEVAL_SOURCE)")
     items = stratified_order(sorted(clean), [(sources[i], clean[i]) for i in sorted(clean)], seed=options.order_seed)
     cells = _cells(condition_ids, items)
-    summaries, outcomes = _until_answered(rounds, cells, clean, attempted, options, max(finished | {0}) + 1)
+    summaries, outcomes = _until_answered(rounds, cells, clean, attempted, outcomes, options, max(finished | {0}) + 1)
     complete = all(u in outcomes for c in cells for u in c.units)
     write_report(folder, summaries, options, clean, len(outcomes), complete)
     write_atomic(folder / BUDGET_MARKER, json.dumps({"complete": complete, "cells": condition_ids}))
